@@ -1,0 +1,75 @@
+"""One exception hierarchy for castguard.
+
+Every error a user can cause is a :class:`UserError`: its message names the file
+(or option), the problem and the fix, so the plugin and the CLI can print it as
+one line block with no traceback and exit non-zero.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class HarnessError(Exception):
+    """Root of every castguard error."""
+
+
+class UserError(HarnessError):
+    """Bad input from the user: a file, an option or a value.
+
+    ``str(err)`` is ``"<where>: <problem>\\n  fix: <fix>"``.
+    """
+
+    def __init__(self, *, where: str | Path | None, problem: str, fix: str) -> None:
+        self.where = str(where) if where is not None else None
+        self.problem = problem
+        self.fix = fix
+        head = f"{self.where}: {problem}" if self.where else problem
+        super().__init__(f"{head}\n  fix: {fix}")
+
+
+class ModelError(UserError):
+    """A model file is missing, unreadable or not ONNX."""
+
+
+class InputDataError(UserError):
+    """An input/calibration file does not match the model or is unsafe."""
+
+
+class GoldenError(UserError):
+    """Base for golden-file problems."""
+
+
+class GoldenMissing(GoldenError):
+    """No golden existed; one was written and the test must fail once."""
+
+
+class GoldenStale(GoldenError):
+    """The golden was made from a different model (sha256 mismatch)."""
+
+
+class GoldenCorrupt(GoldenError):
+    """The golden file or its sidecar cannot be read."""
+
+
+class ConversionError(UserError):
+    """The converter cannot produce a valid model. Names the node and the step."""
+
+    def __init__(self, *, where: str | Path | None, problem: str, fix: str,
+                 node: str | None = None, step: str | None = None) -> None:
+        self.node = node
+        self.step = step
+        prefix = []
+        if step:
+            prefix.append(f"step {step}")
+        if node:
+            prefix.append(f"node {node!r}")
+        detail = (", ".join(prefix) + ": ") if prefix else ""
+        super().__init__(where=where, problem=detail + problem, fix=fix)
+
+
+class RunnerError(HarnessError):
+    """A runner failed while building or running a model."""
+
+
+class RunnerUnavailable(HarnessError):
+    """A runner cannot be used here (e.g. tensorrt not installed). Tests skip with this reason."""
