@@ -1,0 +1,98 @@
+"""Rebuild every bundled artifact, byte for byte: ``python -m test_models.build``.
+
+    python -m test_models.build                 # rebuild all models (mnist trains for ~10 s)
+    python -m test_models.build needs_constraints explicit_typing
+    python -m test_models.build --check         # exit 1 if a rebuild would change a committed file
+
+BLAS is pinned to one thread before numpy is imported so the mnist training
+is reproducible; the training also runs under ``threadpool_limits(1)`` for
+callers that imported numpy first.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+import test_models
+
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def small_model_artifacts(name: str) -> dict[Path, bytes]:
+    from test_models.artifacts import onnx_bytes
+    from test_models.small_models import BUILDERS
+
+    entry = test_models.MODELS[name]
+    return {entry.path: onnx_bytes(BUILDERS[name]())}
+
+
+def mnist_artifacts(*, log: bool = True) -> dict[Path, bytes]:
+    """Train the CNN, export it and pick the ten sample digits; the .npz files are made from the .pgm bytes."""
+    import numpy as np
+
+    from test_models import mnist_train
+    from test_models.artifacts import npz_bytes, onnx_bytes, pgm_bytes
+
+    start = time.perf_counter()
+    trained, data = mnist_train.train_and_export()
+    if trained.test_accuracy < 0.95:
+        raise RuntimeError(f"mnist reached only {trained.test_accuracy:.2%} test accuracy (need >= 95%)")
+    entry = test_models.MODELS["mnist"]
+    pgms = [data.pgm_test[i] for i in trained.sample_indices]
+    files: dict[Path, bytes] = {entry.path: onnx_bytes(trained.model)}
+    files.update({entry.folder / f"{digit}.pgm": pgm_bytes(img) for digit, img in enumerate(pgms)})
+    digits = mnist_train.model_input(np.stack(pgms))
+    files[entry.folder / "digits.npz"] = npz_bytes(Input3=digits)
+    files[entry.folder / "8.npz"] = npz_bytes(Input3=digits[8:9])
+    if log:
+        print(f"mnist: {len(data.y_train)} train / {len(data.y_test)} test images, "
+              f"test accuracy {trained.test_accuracy:.2%} (onnxruntime), "
+              f"trained in {time.perf_counter() - start:.1f} s")
+        print("mnist: activation absmax over the test split: "
+              + ", ".join(f"{k}={v:.3g}" for k, v in trained.activation_absmax.items()))
+    return files
+
+
+def artifacts(name: str) -> dict[Path, bytes]:
+    """Every file the named bundled model owns, as the builder makes it now."""
+    if name == "mnist":
+        return mnist_artifacts()
+    return small_model_artifacts(name)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    if "numpy" not in sys.modules:  # pin BLAS before numpy loads it (the training also uses threadpool_limits)
+        os.environ.update({var: "1" for var in BLAS_THREAD_VARS})
+    from test_models.artifacts import write_if_changed
+
+    parser = argparse.ArgumentParser(prog="python -m test_models.build", description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="*", metavar="MODEL",
+                        help=f"models to rebuild (default: all of {', '.join(test_models.names())})")
+    parser.add_argument("--check", action="store_true", help="do not write; exit 1 if any file would change")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.models) - set(test_models.names()))
+    if unknown:
+        parser.error(f"unknown model(s) {', '.join(unknown)}; bundled models are {', '.join(test_models.names())}")
+    changed: list[Path] = []
+    for name in args.models or test_models.names():
+        for path, data in artifacts(name).items():
+            if args.check:
+                if not path.is_file() or path.read_bytes() != data:
+                    changed.append(path)
+            elif write_if_changed(path, data):
+                changed.append(path)
+    root = test_models.bundled_dir()
+    verb = "would change" if args.check else "written"
+    for path in changed:
+        print(f"{verb}: {path.relative_to(root.parent)}")
+    if not changed:
+        print("all bundled artifacts are up to date")
+    return 1 if (args.check and changed) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
