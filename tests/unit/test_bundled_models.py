@@ -1,0 +1,186 @@
+"""The bundled models: registry, validity, behaviour, and byte-stable rebuilds."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto
+
+import test_models
+from test_models.artifacts import onnx_bytes, read_pgm
+from test_models.small_models import BUILDERS, FP16_MAX
+
+MNIST = test_models.MODELS["mnist"]
+
+
+def _session(path: Path) -> ort.InferenceSession:
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+def _random_feed(sess: ort.InferenceSession, model_name: str) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    ranges = test_models.default_val_ranges(model_name)
+    return {
+        i.name: rng.uniform(*ranges.get(i.name, (-1.0, 1.0)), size=i.shape).astype(np.float32)
+        for i in sess.get_inputs()
+    }
+
+
+# ---------------------------------------------------------------- registry
+
+def test_registry_lists_every_model_folder() -> None:
+    folders = {p.parent.name for p in test_models.bundled_dir().glob("*/*.onnx")}
+    assert test_models.names() == sorted(folders)
+    assert {"mnist", "needs_constraints", "explicit_typing"} <= set(test_models.names())
+
+
+@pytest.mark.parametrize("name", test_models.names())
+def test_every_registered_artifact_is_committed(name: str) -> None:
+    missing = [p for p in test_models.MODELS[name].artifacts() if not p.is_file()]
+    assert missing == []
+
+
+@pytest.mark.parametrize("ref", ["mnist", "mnist.onnx"])
+def test_default_inputs_accepts_name_or_file_name(ref: str) -> None:
+    assert test_models.default_inputs(ref) == MNIST.folder / "digits.npz"
+
+
+def test_default_inputs_and_ranges_for_other_models() -> None:
+    assert test_models.default_inputs("needs_constraints") is None
+    assert test_models.default_val_ranges("needs_constraints.onnx") == {"x": (1.0, 2.0)}
+    assert test_models.default_val_ranges("mnist") == {}
+    assert test_models.default_inputs("not_bundled") is None
+    assert test_models.default_val_ranges("not_bundled") == {}
+
+
+# ---------------------------------------------------------------- every model
+
+@pytest.mark.parametrize("name", test_models.names())
+def test_model_passes_full_checker(name: str) -> None:
+    onnx.checker.check_model(str(test_models.MODELS[name].path), full_check=True)
+
+
+@pytest.mark.parametrize("name", test_models.names())
+def test_model_runs_in_onnxruntime(name: str) -> None:
+    sess = _session(test_models.MODELS[name].path)
+    outputs = sess.run(None, _random_feed(sess, name))
+    declared = onnx.load(str(test_models.MODELS[name].path)).graph.output
+    assert [o.shape for o in outputs] == [tuple(d.dim_value for d in v.type.tensor_type.shape.dim) for v in declared]
+    assert all(np.isfinite(o).all() for o in outputs)
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_code_built_model_rebuilds_byte_identical(name: str) -> None:
+    assert onnx_bytes(BUILDERS[name]()) == test_models.MODELS[name].path.read_bytes()
+
+
+# ---------------------------------------------------------------- mnist
+
+def test_mnist_has_the_onnx_zoo_interface() -> None:
+    model = onnx.load(str(MNIST.path))
+    assert [n.name for n in model.graph.node] == [
+        "Convolution28", "Plus30", "ReLU32", "Pooling66", "Convolution110", "Plus112", "ReLU114", "Pooling160",
+        "Times212_reshape0", "Times212", "Plus214",
+    ]
+    (inp,), (out,) = model.graph.input, model.graph.output
+    assert (inp.name, [d.dim_value for d in inp.type.tensor_type.shape.dim]) == ("Input3", [1, 1, 28, 28])
+    assert (out.name, [d.dim_value for d in out.type.tensor_type.shape.dim]) == ("Plus214_Output_0", [1, 10])
+    assert inp.type.tensor_type.elem_type == out.type.tensor_type.elem_type == TensorProto.FLOAT
+
+
+@pytest.mark.parametrize("digit", range(10))
+def test_mnist_classifies_its_pgm_digit(digit: int) -> None:
+    """The TensorRT sample's flow: PIL reads the inverted pgm, ``1 - x/255`` is the input, argmax is the digit."""
+    img = read_pgm(MNIST.folder / f"{digit}.pgm")
+    assert img.shape == (28, 28) and img.dtype == np.uint8
+    assert img[0, 0] == 255  # inverted like the sample data: white background, dark digit
+    feed = (1.0 - img / 255.0).reshape(1, 1, 28, 28).astype(np.float32)
+    (logits,) = _session(MNIST.path).run(["Plus214_Output_0"], {"Input3": feed})
+    assert int(np.argmax(logits)) == digit
+
+
+def test_mnist_pgm_files_are_binary_p5() -> None:
+    for digit in range(10):
+        assert (MNIST.folder / f"{digit}.pgm").read_bytes().startswith(b"P5\n28 28\n255\n")
+
+
+def test_digits_npz_is_the_preprocessed_pgms_in_digit_order() -> None:
+    pgms = np.stack([read_pgm(MNIST.folder / f"{d}.pgm") for d in range(10)])
+    expected = (1.0 - pgms / 255.0).reshape(10, 1, 28, 28).astype(np.float32)
+    with np.load(MNIST.folder / "digits.npz", allow_pickle=False) as digits:
+        assert list(digits.keys()) == ["Input3"]
+        assert digits["Input3"].dtype == np.float32
+        np.testing.assert_array_equal(digits["Input3"], expected)
+    with np.load(MNIST.folder / "8.npz", allow_pickle=False) as eight:
+        assert list(eight.keys()) == ["Input3"]
+        np.testing.assert_array_equal(eight["Input3"], expected[8:9])
+
+
+def test_mnist_activations_are_large_enough_for_fp16_to_matter() -> None:
+    """Logits well above 1 (fp16 ulp >= 2^-6 there) and conv activations above the sample's data_max of 4."""
+    model = onnx.load(str(MNIST.path))
+    model.graph.output.append(onnx.ValueInfoProto(name="Convolution28_Output_0"))
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    with np.load(MNIST.folder / "digits.npz", allow_pickle=False) as digits:
+        runs = [sess.run(None, {"Input3": x[None]}) for x in digits["Input3"]]
+    logits = np.concatenate([r[0] for r in runs])
+    conv = np.stack([r[1] for r in runs])
+    assert 10.0 < np.abs(logits).max() < 100.0
+    assert np.abs(conv).max() > 4.0
+
+
+@pytest.mark.slow
+def test_mnist_retrains_byte_identical() -> None:
+    """Retraining (about 10 s on 2 cores) reproduces the committed mnist files exactly."""
+    proc = subprocess.run([sys.executable, "-m", "test_models.build", "--check", "mnist"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "up to date" in proc.stdout
+
+
+# ---------------------------------------------------------------- the small models
+
+def test_needs_constraints_is_identity_in_fp32_and_names_add_and_sub() -> None:
+    model = onnx.load(str(test_models.MODELS["needs_constraints"].path))
+    assert [(n.name, n.op_type) for n in model.graph.node] == [
+        ("MatMul_0", "MatMul"), ("Add", "Add"), ("Sub", "Sub"), ("MatMul_1", "MatMul")]
+    x = np.random.default_rng(1).uniform(1.0, 2.0, size=(1, 8)).astype(np.float32)
+    (y,) = _session(test_models.MODELS["needs_constraints"].path).run(None, {"x": x})
+    # fp32 spacing at 65504 is 2^-8, so the round trip through FP16_MAX keeps x to within half of that
+    np.testing.assert_allclose(y, x, rtol=0, atol=2.0 ** -9)
+    # in fp16 the sum rounds back to FP16_MAX (spacing 32 there), so Sub returns 0 and x is lost
+    lost = (x.astype(np.float16) + np.float16(FP16_MAX)) - np.float16(FP16_MAX)
+    assert not lost.any()
+
+
+def test_explicit_typing_declares_linear2_fp16_between_casts() -> None:
+    model = onnx.shape_inference.infer_shapes(onnx.load(str(test_models.MODELS["explicit_typing"].path)),
+                                              strict_mode=True)
+    types = {v.name: v.type.tensor_type.elem_type for v in model.graph.value_info}
+    inits = {t.name: t.data_type for t in model.graph.initializer}
+    assert inits["linear2.weight"] == inits["linear2.bias"] == TensorProto.FLOAT16
+    assert inits["linear1.weight"] == inits["linear3.weight"] == TensorProto.FLOAT
+    assert types["/Cast_output_0"] == types["/linear2/MatMul_output_0"] == types["/linear2/Add_output_0"] \
+        == TensorProto.FLOAT16
+    assert types["/linear1/Add_output_0"] == types["/Cast_1_output_0"] == TensorProto.FLOAT
+    casts = [n for n in model.graph.node if n.op_type == "Cast"]
+    assert [onnx.helper.get_attribute_value(c.attribute[0]) for c in casts] == [TensorProto.FLOAT16,
+                                                                                TensorProto.FLOAT]
+
+
+def test_transformer_block_has_the_usually_excluded_ops() -> None:
+    ops = {n.op_type for n in onnx.load(str(test_models.MODELS["transformer_block"].path)).graph.node}
+    assert {"LayerNormalization", "Softmax", "ReduceMean", "Pow", "Sqrt", "Div", "MatMul"} <= ops
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_if_branch_takes_the_branch_the_sum_selects(sign: float) -> None:
+    x = (sign * np.array([[0.5, 1.0, 1.5, 2.0]])).astype(np.float32)
+    (y,) = _session(test_models.MODELS["if_branch"].path).run(None, {"x": x})
+    expected = 3.0 * x + 1.0 if sign > 0 else (x - 1.0) * 0.5
+    np.testing.assert_allclose(y, expected, rtol=1e-6)
