@@ -1,0 +1,96 @@
+"""The runner interface every backend shares (Polygraphy style: the base class owns the lifecycle checks).
+
+Usage::
+
+    with make_runner("emulate", model) as runner:
+        outputs = runner.infer(feed)
+    result = make_runner("ort", model).run(feeds)      # activates and deactivates around the feeds
+
+Subclasses implement ``activate_impl`` / ``infer_impl`` / ``deactivate_impl`` only. ``infer`` validates the
+feed against the model's declared inputs (names, dtypes, ranks, static dims) before calling ``infer_impl``.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import numpy as np
+import onnx
+
+from harness.errors import RunnerError
+from harness.input_files import Feed, input_specs, validate_feeds
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Outputs of one runner over a list of feeds, and who produced them."""
+
+    outputs: list[dict[str, np.ndarray]]
+    runner: str
+    rounds_low_precision: bool
+    seconds: float
+
+
+class Runner:
+    """Base class: ``activate`` -> ``infer`` (any number of times) -> ``deactivate``; also a context manager.
+
+    ``name`` identifies the producer in results and reports (e.g. ``ort[CPUExecutionProvider]``);
+    ``rounds_low_precision`` is True only for runners whose fp16/bf16 tensors really hold fp16/bf16 values.
+    """
+
+    def __init__(self, model: onnx.ModelProto, *, name: str, rounds_low_precision: bool,
+                 model_dir: Path | None = None) -> None:
+        self.model = model
+        self.name = name
+        self.rounds_low_precision = rounds_low_precision
+        self.model_dir = model_dir
+        self.is_active = False
+        self._inputs = input_specs(model)
+
+    def activate(self) -> None:
+        if self.is_active:
+            raise RunnerError(f"{self.name}: activate() called twice")
+        self.activate_impl()
+        self.is_active = True
+
+    def infer(self, feed: Feed) -> dict[str, np.ndarray]:
+        if not self.is_active:
+            raise RunnerError(f"{self.name}: call activate() (or use `with runner:`) before infer()")
+        checked = validate_feeds([feed], self._inputs, where=f"feed for runner {self.name}")[0]
+        return self.infer_impl(checked)
+
+    def deactivate(self) -> None:
+        if not self.is_active:
+            raise RunnerError(f"{self.name}: deactivate() without activate()")
+        self.is_active = False
+        self.deactivate_impl()
+
+    def __enter__(self) -> Runner:
+        self.activate()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.deactivate()
+
+    def run(self, feeds: Sequence[Feed]) -> RunResult:
+        """Infer every feed (activating around them if needed); time covers inference only."""
+        if not self.is_active:
+            with self:
+                return self.run(feeds)
+        start = time.perf_counter()
+        outputs = [self.infer(feed) for feed in feeds]
+        return RunResult(outputs=outputs, runner=self.name, rounds_low_precision=self.rounds_low_precision,
+                         seconds=time.perf_counter() - start)
+
+    def activate_impl(self) -> None:
+        raise NotImplementedError
+
+    def infer_impl(self, feed: Feed) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def deactivate_impl(self) -> None:
+        raise NotImplementedError

@@ -1,0 +1,209 @@
+"""``emulate``: the truthful low-precision CPU oracle.
+
+onnxruntime's CPU provider runs fp16 ops on fp32 kernels and never rounds between adjacent fp16 ops; it has
+no bf16 kernels at all (``shared/reference/ort_lowprecision.md`` §1.1-1.2). But explicit
+``Cast(fp32->fp16|bf16) -> Cast(->fp32)`` pairs survive every ORT optimisation level with their rounding and
+overflow (§1.3). So :func:`emulation_model` rewrites a mixed-precision model into an all-fp32 model in which
+every tensor that was fp16/bf16 is produced in fp32 and immediately rounded through such a pair:
+
+* fp16/bf16 initializers and tensor attributes (Constant, ConstantOfShape) become fp32 (exact widening);
+* every node output typed fp16/bf16 (types from onnx shape inference) is renamed, and the old name is
+  re-created as ``Cast(to=low) -> Cast(to=FLOAT)`` of it, so each op's result is rounded once, as when a GPU
+  stores it, and overflows to inf past the type's max;
+* ``Cast(to=low)`` and ``CastLike`` to a low tensor keep their single rounding from the source type;
+  dtype-bearing attributes (``dtype``, ``output_dtype`` of EyeLike/Random*/...) are mapped to FLOAT;
+* If/Loop/Scan bodies are rewritten the same way, recursively; model-local functions are inlined first;
+* graph inputs/outputs are declared fp32 in the emulation model; :class:`EmulateRunner` converts the feeds
+  from their declared dtypes (exact) and converts the outputs back, so the model keeps its declared types.
+
+Accumulation: MatMul, Gemm, Conv, Einsum and reductions run on ORT's fp32 kernels, i.e. they accumulate in
+fp32 and round once at their output. That is the common GPU behaviour (tensor-core GEMM/conv with fp32
+accumulation, cuDNN/TensorRT reductions in fp32) and tracks a real H100 within 0.85-1.09x of its error
+(``shared/reference/gpu.md``). A kernel that accumulates in fp16 would show more error than emulate does.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnx.inliner
+from onnx import AttributeProto, GraphProto, NodeProto, TensorProto, helper, numpy_helper
+
+from harness.dtypes import LOW_TYPES, np_dtype
+from harness.errors import RunnerError
+from harness.input_files import Feed
+from harness.runners.base import Runner
+from harness.runners.ort import CPU, create_session, run_session
+
+FLOAT = TensorProto.FLOAT
+_DTYPE_ATTRS = frozenset({"dtype", "output_dtype"})
+_SUFFIX_F32 = "__castguard_f32"
+_SUFFIX_LOW = "__castguard_low"
+
+
+class _Namer:
+    """Fresh tensor/node names that do not collide with any name in the model."""
+
+    def __init__(self, model: onnx.ModelProto) -> None:
+        self.used: set[str] = set()
+        for graph in _graphs(model.graph):
+            self.used.update(n.name for n in graph.node)
+            self.used.update(o for n in graph.node for o in [*n.input, *n.output])
+            self.used.update(v.name for v in [*graph.input, *graph.output, *graph.initializer])
+
+    def fresh(self, base: str) -> str:
+        name, index = base, 0
+        while name in self.used:
+            index += 1
+            name = f"{base}_{index}"
+        self.used.add(name)
+        return name
+
+
+def _subgraphs(node: NodeProto) -> Iterator[GraphProto]:
+    for attr in node.attribute:
+        if attr.type == AttributeProto.GRAPH:
+            yield attr.g
+        elif attr.type == AttributeProto.GRAPHS:
+            yield from attr.graphs
+
+
+def _graphs(graph: GraphProto) -> Iterator[GraphProto]:
+    yield graph
+    for node in graph.node:
+        for sub in _subgraphs(node):
+            yield from _graphs(sub)
+
+
+def _collect_types(model: onnx.ModelProto) -> dict[str, int]:
+    types: dict[str, int] = {}
+    for graph in _graphs(model.graph):
+        for value in [*graph.input, *graph.output, *graph.value_info]:
+            if value.type.HasField("tensor_type") and value.type.tensor_type.elem_type:
+                types[value.name] = value.type.tensor_type.elem_type
+        for init in graph.initializer:
+            types[init.name] = init.data_type
+    return types
+
+
+def _widen_tensor(tensor: TensorProto) -> TensorProto:
+    if tensor.data_type not in LOW_TYPES:
+        return tensor
+    wide = numpy_helper.from_array(numpy_helper.to_array(tensor).astype(np.float32), tensor.name)
+    wide.doc_string = tensor.doc_string
+    return wide
+
+
+def _map_attributes(node: NodeProto) -> None:
+    for attr in node.attribute:
+        if attr.type == AttributeProto.TENSOR:
+            attr.t.CopyFrom(_widen_tensor(attr.t))
+        elif attr.type == AttributeProto.TENSORS:
+            for tensor in attr.tensors:
+                tensor.CopyFrom(_widen_tensor(tensor))
+        elif attr.type == AttributeProto.INT and attr.name in _DTYPE_ATTRS and attr.i in LOW_TYPES:
+            attr.i = FLOAT
+
+
+def _declare_fp32(values: Iterable[onnx.ValueInfoProto]) -> None:
+    for value in values:
+        if value.type.HasField("tensor_type") and value.type.tensor_type.elem_type in LOW_TYPES:
+            value.type.tensor_type.elem_type = FLOAT
+
+
+def _rounding(src: str, dst: str, low: int, namer: _Namer, *, single: bool = False) -> list[NodeProto]:
+    """``src`` (fp32) -> Cast(to=low) -> Cast(to=FLOAT) -> ``dst``; ``single``: ``src`` is already low."""
+    nodes = []
+    low_name = src
+    if not single:
+        low_name = namer.fresh(dst + _SUFFIX_LOW)
+        nodes.append(helper.make_node("Cast", [src], [low_name], to=low, name=namer.fresh(dst + "__round")))
+    nodes.append(helper.make_node("Cast", [low_name], [dst], to=FLOAT, name=namer.fresh(dst + "__widen")))
+    return nodes
+
+
+def _rewrite_node(node: NodeProto, types: dict[str, int], namer: _Namer) -> list[NodeProto]:
+    for sub in _subgraphs(node):
+        _rewrite_graph(sub, types, namer)
+    if node.domain not in ("", "ai.onnx"):
+        low_out = [o for o in node.output if o and types.get(o) in LOW_TYPES]
+        if low_out:
+            raise RunnerError(f"emulate: custom-domain node {node.name!r} ({node.domain}::{node.op_type}) outputs "
+                              f"fp16/bf16 tensor {low_out[0]!r}; emulate only rewrites standard ONNX ops")
+        return [node]
+    for out in node.output:
+        if out and out not in types:
+            raise RunnerError(f"emulate: onnx shape inference could not type tensor {out!r} (node {node.name!r}, "
+                              f"{node.op_type}); emulate needs every tensor's type to know what to round")
+    if node.op_type in ("Cast", "CastLike") and types.get(node.output[0]) in LOW_TYPES:
+        low = types[node.output[0]]
+        out = node.output[0]
+        low_name = namer.fresh(out + _SUFFIX_LOW)
+        cast = helper.make_node("Cast", [node.input[0]], [low_name], to=low, name=node.name or namer.fresh(out))
+        cast.attribute.extend(a for a in node.attribute if a.name != "to")
+        return [cast, *_rounding(low_name, out, low, namer, single=True)]
+    _map_attributes(node)
+    if node.op_type == "Constant":
+        return [node]
+    extra: list[NodeProto] = []
+    for index, out in enumerate(node.output):
+        if out and types[out] in LOW_TYPES:
+            wide = namer.fresh(out + _SUFFIX_F32)
+            node.output[index] = wide
+            extra += _rounding(wide, out, types[out], namer)
+    return [node, *extra]
+
+
+def _rewrite_graph(graph: GraphProto, types: dict[str, int], namer: _Namer) -> None:
+    for init in graph.initializer:
+        init.CopyFrom(_widen_tensor(init))
+    for sparse in graph.sparse_initializer:
+        if sparse.values.data_type in LOW_TYPES:
+            raise RunnerError(f"emulate: sparse fp16/bf16 initializer {sparse.values.name!r} is not supported")
+    _declare_fp32(graph.input)
+    _declare_fp32(graph.output)
+    new_nodes = [n for node in graph.node for n in _rewrite_node(node, types, namer)]
+    del graph.node[:]
+    graph.node.extend(new_nodes)
+    del graph.value_info[:]
+
+
+def emulation_model(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The all-fp32 model with per-tensor fp16/bf16 rounding (see the module docstring)."""
+    work = onnx.ModelProto()
+    work.CopyFrom(model)
+    if work.functions:
+        work = onnx.inliner.inline_local_functions(work)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(work, check_type=False, strict_mode=False, data_prop=True)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as err:
+        raise RunnerError(f"emulate: onnx shape inference failed, so tensor types are unknown: {err}") from err
+    types = _collect_types(inferred)
+    namer = _Namer(work)
+    _rewrite_graph(work.graph, types, namer)
+    return work
+
+
+class EmulateRunner(Runner):
+    """Runs :func:`emulation_model` on ORT CPU; inputs and outputs keep the model's declared dtypes."""
+
+    def __init__(self, model: onnx.ModelProto, *, model_dir: Path | None = None) -> None:
+        super().__init__(model, name="emulate", rounds_low_precision=True, model_dir=model_dir)
+        self._out_dtypes = {o.name: np_dtype(o.type.tensor_type.elem_type) for o in model.graph.output
+                            if o.type.tensor_type.elem_type in LOW_TYPES}
+        self._session: object = None
+
+    def activate_impl(self) -> None:
+        self._session = create_session(emulation_model(self.model), providers=(CPU,), runner=self.name)
+
+    def infer_impl(self, feed: Feed) -> dict[str, np.ndarray]:
+        wide = {name: arr.astype(np.float32) if arr.dtype in (np.float16, np_dtype(TensorProto.BFLOAT16)) else arr
+                for name, arr in feed.items()}
+        outputs = run_session(self._session, wide, runner=self.name)
+        return {name: arr.astype(self._out_dtypes[name]) if name in self._out_dtypes else arr
+                for name, arr in outputs.items()}
+
+    def deactivate_impl(self) -> None:
+        self._session = None

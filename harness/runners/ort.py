@@ -1,0 +1,109 @@
+"""onnxruntime runner (any execution provider; CPU by default). It produces the FP32 goldens.
+
+ORT's CPU provider computes most fp16 ops in fp32 and merges adjacent fp16 ops into one fp32 island
+(``shared/reference/ort_lowprecision.md`` §1.1), so with the CPU provider ``rounds_low_precision`` is False:
+its fp16 results are not a low-precision oracle. GPU providers (CUDA, TensorRT, ...) do round.
+bf16 tensors cross the boundary as OrtValues of uint16 bits, both ways.
+"""
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+from harness.dtypes import BFLOAT16, bits_to_bf16
+from harness.errors import RunnerError, RunnerUnavailable
+from harness.input_files import Feed
+from harness.runners.base import Runner
+
+CPU = "CPUExecutionProvider"
+_NON_ROUNDING_PROVIDERS = frozenset({CPU})
+
+
+def ort_errors() -> tuple[type[Exception], ...]:
+    """Every exception class onnxruntime's binding raises."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as state
+
+    found = [obj for obj in vars(state).values() if isinstance(obj, type) and issubclass(obj, Exception)]
+    return (*found, RuntimeError)
+
+
+def create_session(model: onnx.ModelProto, *, providers: Sequence[str], runner: str) -> Any:
+    """An ``InferenceSession`` for ``model``; RunnerUnavailable for missing providers or kernels."""
+    import onnxruntime as ort
+
+    missing = [p for p in providers if p not in ort.get_available_providers()]
+    if missing:
+        raise RunnerUnavailable(f"{runner}: onnxruntime here has no {', '.join(missing)} "
+                                f"(available: {', '.join(ort.get_available_providers())}); "
+                                "install onnxruntime-gpu (pip install 'castguard[gpu]') for CUDA")
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    not_implemented = ort.capi.onnxruntime_pybind11_state.NotImplemented
+    try:
+        return ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=list(providers))
+    except not_implemented as err:
+        raise RunnerUnavailable(f"{runner}: onnxruntime has no kernel for this model here ({err}); "
+                                "use --runner emulate, which runs fp16/bf16 models on CPU") from err
+    except ort_errors() as err:
+        raise RunnerError(f"{runner}: onnxruntime could not load the model: {err}") from err
+
+
+def _to_ort_value(arr: np.ndarray) -> Any:
+    import onnxruntime as ort
+
+    if arr.dtype == BFLOAT16:
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(np.ascontiguousarray(arr).view(np.uint16),
+                                                               TensorProto.BFLOAT16)
+    return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(arr))
+
+
+def _from_ort_value(value: Any, *, runner: str, name: str) -> np.ndarray:
+    if value.data_type() != "tensor(bfloat16)":
+        return value.numpy()
+    if value.device_name().lower() != "cpu":
+        raise RunnerError(f"{runner}: bf16 output {name!r} is on {value.device_name()}, expected cpu")
+    bits = np.empty(value.shape(), dtype=np.uint16)
+    if bits.nbytes != value.tensor_size_in_bytes():
+        raise RunnerError(f"{runner}: bf16 output {name!r} has {value.tensor_size_in_bytes()} bytes, "
+                          f"expected {bits.nbytes}")
+    if bits.nbytes:
+        ctypes.memmove(bits.ctypes.data, value.data_ptr(), bits.nbytes)
+    return bits_to_bf16(bits)
+
+
+def run_session(session: Any, feed: Feed, *, runner: str) -> dict[str, np.ndarray]:
+    """Run one feed; outputs by name, bf16 outputs as ml_dtypes.bfloat16."""
+    names = [o.name for o in session.get_outputs()]
+    try:
+        values = session.run_with_ort_values(names, {k: _to_ort_value(v) for k, v in feed.items()})
+    except ort_errors() as err:
+        raise RunnerError(f"{runner}: onnxruntime failed while running: {err}") from err
+    return {name: _from_ort_value(value, runner=runner, name=name) for name, value in zip(names, values)}
+
+
+class OrtRunner(Runner):
+    """``ort[<provider>]``: onnxruntime with the given providers (first one named)."""
+
+    def __init__(self, model: onnx.ModelProto, *, model_dir: Path | None = None,
+                 providers: Sequence[str] = (CPU,)) -> None:
+        if not providers:
+            raise ValueError("OrtRunner needs at least one execution provider")
+        super().__init__(model, name=f"ort[{providers[0]}]",
+                         rounds_low_precision=providers[0] not in _NON_ROUNDING_PROVIDERS, model_dir=model_dir)
+        self.providers = tuple(providers)
+        self._session: Any = None
+
+    def activate_impl(self) -> None:
+        self._session = create_session(self.model, providers=self.providers, runner=self.name)
+
+    def infer_impl(self, feed: Feed) -> dict[str, np.ndarray]:
+        return run_session(self._session, feed, runner=self.name)
+
+    def deactivate_impl(self) -> None:
+        self._session = None
