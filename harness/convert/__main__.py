@@ -1,0 +1,8 @@
+"""``python -m harness.convert --onnx_path m.onnx``: the AutoCast-compatible command line."""
+from __future__ import annotations
+
+import sys
+
+from harness.convert.cli import main
+
+sys.exit(main())

@@ -1,0 +1,101 @@
+"""`convert_to_mixed_precision`: AutoCast 0.47's function, same arguments, meanings and defaults.
+
+A drop-in for ``modelopt.onnx.autocast.convert_to_mixed_precision``: it loads the model, runs the
+reference pass (skipped when ``data_max`` is inf, as in AutoCast), classifies, converts, validates and
+returns the ``onnx.ModelProto`` (it does not save). Keyword-only extras follow AutoCast's arguments.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from harness.convert.io import load_model
+from harness.convert.magnitudes import Magnitudes, collect_magnitudes
+from harness.convert.options import ConvertOptions
+from harness.convert.pipeline import ConversionResult, convert
+from harness.errors import ConversionError
+
+LOG = logging.getLogger("harness.convert")
+
+
+def convert_to_mixed_precision(
+    onnx_path: str | Path | onnx.ModelProto,
+    low_precision_type: str = "fp16",
+    nodes_to_exclude: Sequence[str] | None = None,
+    op_types_to_exclude: Sequence[str] | None = None,
+    nodes_to_include: Sequence[str] | None = None,
+    op_types_to_include: Sequence[str] | None = None,
+    data_max: float = 512,
+    init_max: float = 65504,
+    keep_io_types: bool = False,
+    calibration_data: str | Path | Mapping[str, np.ndarray] | None = None,
+    custom_ops: Sequence[str] | None = None,
+    init_conversion_max_bytes: int | None = None,
+    providers: Sequence[str] = ("cpu",),
+    trt_plugins: Sequence[str] = (),
+    trt_plugins_precision: Sequence[str] = (),
+    max_depth_of_reduction: int | None = None,
+    opset: int | None = None,
+    use_standalone_type_inference: bool = False,
+    log_level: str | None = None,
+    custom_rule: object | None = None,
+    *,
+    node_precisions: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+    fp32_accumulation: bool = False,
+    respect_existing_types: bool = False,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    seed: int = 0,
+) -> onnx.ModelProto:
+    """Convert an FP32 model to mixed FP32/FP16 or FP32/BF16; see `ConvertOptions` for every rule."""
+    if log_level is not None:
+        LOG.setLevel(log_level.upper())
+    if custom_rule is not None:
+        raise ConversionError(where="custom_rule", step="options",
+                              problem="AutoCast NodeRuleBase custom rules are not supported",
+                              fix="express the rule with nodes_to_exclude / op_types_to_exclude / node_precisions")
+    if use_standalone_type_inference:
+        LOG.info("use_standalone_type_inference: not needed, types come from onnx inference (non-strict)")
+    pairs = tuple(node_precisions.items()) if isinstance(node_precisions, Mapping) else tuple(node_precisions or ())
+    options = ConvertOptions(
+        low_precision_type=low_precision_type, nodes_to_exclude=tuple(nodes_to_exclude or ()),
+        op_types_to_exclude=tuple(op_types_to_exclude or ()), nodes_to_include=tuple(nodes_to_include or ()),
+        op_types_to_include=tuple(op_types_to_include or ()), data_max=float(data_max), init_max=float(init_max),
+        keep_io_types=keep_io_types, init_conversion_max_bytes=init_conversion_max_bytes,
+        max_depth_of_reduction=max_depth_of_reduction, opset=opset,
+        custom_ops=(*tuple(custom_ops or ()), *tuple(trt_plugins_precision)),
+        node_precisions=tuple((str(k), str(v)) for k, v in pairs), fp32_accumulation=fp32_accumulation,
+        respect_existing_types=respect_existing_types)
+    reference = ReferenceData(calibration_data=calibration_data, input_shapes=input_shapes,
+                              providers=tuple(providers), trt_plugins=tuple(trt_plugins), seed=seed)
+    return convert_path(onnx_path, options=options, reference=reference).model
+
+
+@dataclass(frozen=True)
+class ReferenceData:
+    """Where the reference run gets its data and how it runs."""
+
+    calibration_data: str | Path | Mapping[str, np.ndarray] | None = None
+    input_shapes: Mapping[str, Sequence[int]] | None = None
+    providers: tuple[str, ...] = ("cpu",)
+    trt_plugins: tuple[str, ...] = ()
+    seed: int = 0
+
+
+def convert_path(source: str | Path | onnx.ModelProto, *, options: ConvertOptions,
+                 reference: ReferenceData) -> ConversionResult:
+    """Load, run the reference pass unless data_max is inf (as AutoCast does), and convert."""
+    model = source if isinstance(source, onnx.ModelProto) else load_model(Path(source))
+    magnitudes: Magnitudes | None = None
+    if not math.isinf(options.data_max):
+        LOG.info("running onnxruntime once to collect tensor magnitudes")
+        magnitudes = collect_magnitudes(model, calibration_data=reference.calibration_data,
+                                        input_shapes=reference.input_shapes, providers=reference.providers,
+                                        seed=reference.seed, trt_plugins=reference.trt_plugins)
+        LOG.info("reference data: %s", magnitudes.data_source)
+    return convert(model, options=options, magnitudes=magnitudes)

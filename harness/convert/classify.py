@@ -1,0 +1,233 @@
+"""Decide, per top-level node, which precision its float tensors get, and record why.
+
+Order (first match wins):
+1. Structure: user Casts, nodes without float tensors, control flow, attribute-typed outputs (Constant,
+   ConstantOfShape, Random*), and non-ONNX-domain ops (com.microsoft...) keep their types, unless
+   ``custom_ops`` gives a custom op a precision.
+2. ``node_precisions`` (node name or op type): explicit, wins over everything below; an impossible
+   request (the schema lacks the type) is a ConversionError.
+3. ``respect_existing_types``: nodes already in fp16/bf16 keep it; fp32 nodes stay fp32 unless included.
+4. Schema legality at the model's opset (onnx.defs): no low type in a type variable of a float output
+   -> FP32. Include lists cannot override this.
+5. Exclusions (overridden by nodes_to_include / op_types_to_include): nodes_to_exclude (re.match,
+   anchored at the start), op_types_to_exclude, init_max, data_max (float tensors only; non-finite =
+   inf), max_depth_of_reduction, and consumers of the user's explicit Cast to FLOAT/DOUBLE.
+6. Everything else -> the low precision type.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import TensorProto, numpy_helper
+
+from harness.convert.depth import reduction_depth
+from harness.convert.graphinfo import FLOATS, GraphInfo, Signature, domain_of, signature
+from harness.convert.magnitudes import Magnitudes
+from harness.convert.options import NODE_PRECISIONS, ConvertOptions
+from harness.errors import ConversionError
+
+LOW_ELEMS = frozenset({TensorProto.FLOAT16, TensorProto.BFLOAT16})
+CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+_NAMES = {TensorProto.FLOAT: "fp32", TensorProto.FLOAT16: "fp16", TensorProto.BFLOAT16: "bf16",
+          TensorProto.DOUBLE: "fp64"}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """elem: the type the node's float tensors get; None = keep the node's existing types."""
+
+    elem: int | None
+    reason: str = ""
+
+    @property
+    def is_low(self) -> bool:
+        return self.elem in LOW_ELEMS
+
+
+def elem_name(elem: int) -> str:
+    return _NAMES.get(elem, TensorProto.DataType.Name(elem))
+
+
+def _float_names(node: onnx.NodeProto, info: GraphInfo) -> list[str]:
+    return [n for n in [*node.input, *node.output] if n and info.is_float(n)]
+
+
+def existing_elem(node: onnx.NodeProto, info: GraphInfo) -> int:
+    types = [info.types[n] for n in _float_names(node, info)]
+    low = [t for t in types if t in LOW_ELEMS]
+    if low:
+        return low[0]
+    return TensorProto.DOUBLE if types and all(t == TensorProto.DOUBLE for t in types) else TensorProto.FLOAT
+
+
+def schema_problem(node: onnx.NodeProto, sig: Signature, info: GraphInfo, elem: int) -> str | None:
+    """Why `node` cannot run with its float tensors in `elem` at this opset, or None if it can."""
+    out_vars = {p for n, p in zip(node.output, sig.outputs) if n and info.is_float(n) and sig.is_var(p)}
+    in_vars = {p for n, p in zip(node.input, sig.inputs) if n and info.is_float(n) and sig.is_var(p)}
+    version = info.opsets.get(domain_of(node), 0)
+    lacking = f"schema: {node.op_type} has no tensor({elem_name(elem)}) at opset {version}"
+    if any(elem not in sig.allowed[v] for v in out_vars):
+        return lacking
+    if not any(elem in sig.allowed[v] for v in out_vars | in_vars):
+        return lacking
+    return None
+
+
+def _structural(node: onnx.NodeProto, sig: Signature | None, info: GraphInfo,
+                custom: Mapping[str, int]) -> Decision | None:
+    if node.op_type in custom and (sig is None or domain_of(node)):
+        return Decision(custom[node.op_type], f"custom_ops: {elem_name(custom[node.op_type])}")
+    if domain_of(node) == "" and node.op_type == "Cast":
+        return Decision(None, "user cast: kept as is")
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute) \
+            or node.op_type in CONTROL_FLOW:
+        return Decision(None, "control flow: bodies kept in their original types")
+    if sig is None:
+        return Decision(None, f"domain {node.domain or 'ai.onnx'}: op {node.op_type} is never rewritten")
+    if not _float_names(node, info):
+        return Decision(None, "no float tensors")
+    untyped = [n for n in [*node.input, *node.output] if n and n not in info.types]
+    if untyped:
+        return Decision(None, f"type of {untyped[0]!r} unknown to shape inference")
+    in_params = set(sig.inputs)
+    for name, param in zip(node.output, sig.outputs):
+        if name and info.is_float(name) and sig.is_var(param) and param not in in_params:
+            return Decision(None, "output type set by an attribute")
+    return None
+
+
+class Classifier:
+    """Applies the rules above to every top-level node of one prepared model."""
+
+    def __init__(self, model: onnx.ModelProto, info: GraphInfo, options: ConvertOptions,
+                 magnitudes: Magnitudes | None, sig_cache: dict) -> None:
+        self.model, self.info, self.options, self.magnitudes = model, info, options, magnitudes
+        self.sig_cache = sig_cache
+        self.exclude = [re.compile(p) for p in options.nodes_to_exclude]
+        self.include = [re.compile(p) for p in options.nodes_to_include]
+        self.precisions = dict(options.node_precisions)
+        self.custom = options.custom_op_precisions()
+        self._init_absmax: dict[str, float] = {}
+
+    def run(self) -> dict[str, Decision]:
+        nodes = self.model.graph.node
+        used_keys = {k for k in self.precisions if any(k in (n.name, n.op_type) for n in nodes)}
+        unused = sorted(set(self.precisions) - used_keys)
+        if unused:
+            raise ConversionError(where="node_precisions", step="classify",
+                                  problem=f"keys {unused} match no node name or op type in the model",
+                                  fix="use names or op types that exist, e.g. "
+                                      + ", ".join(sorted({n.op_type for n in nodes})[:8]))
+        return {node.name: self.decide(node) for node in nodes}
+
+    def decide(self, node: onnx.NodeProto) -> Decision:
+        sig = signature(node, self.info.opsets, self.sig_cache)
+        structural = _structural(node, sig, self.info, self.custom)
+        if structural is not None:
+            return structural
+        assert sig is not None
+        low = self.options.low_elem
+        high = TensorProto.DOUBLE if existing_elem(node, self.info) == TensorProto.DOUBLE else TensorProto.FLOAT
+        key = node.name if node.name in self.precisions else node.op_type
+        if key in self.precisions:
+            elem = NODE_PRECISIONS[self.precisions[key]]
+            problem = schema_problem(node, sig, self.info, elem) if elem in LOW_ELEMS else None
+            if problem:
+                raise ConversionError(where="node_precisions", step="classify", node=node.name,
+                                      problem=f"{key}:{self.precisions[key]} cannot be honoured ({problem})",
+                                      fix="pick fp32 for this node, or raise the opset (opset=...)")
+            return Decision(high if elem == TensorProto.FLOAT else elem, f"node_precisions: {self.precisions[key]}")
+        included = self._included(node)
+        if self.options.respect_existing_types:
+            existing = existing_elem(node, self.info)
+            if existing in LOW_ELEMS:
+                return Decision(existing, "respect_existing_types")
+            if not included:
+                return Decision(high, "respect_existing_types: typed fp32 in the model")
+        problem = schema_problem(node, sig, self.info, low)
+        if problem:
+            return Decision(high, problem)
+        reason = self._excluded(node)
+        if reason and not included:
+            return Decision(high, reason)
+        return Decision(low, f"included ({included}) despite {reason}" if reason else "")
+
+    def _included(self, node: onnx.NodeProto) -> str:
+        hit = next((p.pattern for p in self.include if p.match(node.name)), None)
+        if hit is not None:
+            return f"nodes_to_include {hit!r}"
+        return "op_types_to_include" if node.op_type in self.options.op_types_to_include else ""
+
+    def _excluded(self, node: onnx.NodeProto) -> str:
+        hit = next((p.pattern for p in self.exclude if p.match(node.name)), None)
+        if hit is not None:
+            return f"nodes_to_exclude: {node.name!r} matches {hit!r}"
+        if node.op_type in self.options.op_types_to_exclude:
+            return f"op_types_to_exclude: {node.op_type}"
+        return self._init_reason(node) or self._data_reason(node) or self._depth_reason(node) or self._cast_reason(node)
+
+    def _constant_absmax(self, name: str) -> float | None:
+        tensor = self.info.initializers.get(name) or self.info.constants.get(name)
+        if tensor is None or tensor.data_type not in FLOATS:
+            return None
+        if name not in self._init_absmax:
+            array = numpy_helper.to_array(tensor)
+            finite = array.size == 0 or bool(np.isfinite(array).all())
+            self._init_absmax[name] = float(np.abs(array).max()) if array.size and finite else (0.0 if finite else np.inf)
+        return self._init_absmax[name]
+
+    def _init_reason(self, node: onnx.NodeProto) -> str:
+        for name in node.input:
+            value = self._constant_absmax(name) if name else None
+            if value is not None and value > self.options.init_max:
+                return f"init_max: initializer {name!r} absmax {value:.6g} > {self.options.init_max:g}"
+        return ""
+
+    def _data_reason(self, node: onnx.NodeProto) -> str:
+        if self.magnitudes is None:
+            return ""
+        limit = self.options.data_max
+        for role, names in (("input", node.input), ("output", node.output)):
+            for name in names:
+                if not name or name in self.info.initializers or name in self.info.constants:
+                    continue
+                if self.info.types.get(name, self.magnitudes.dtypes.get(name)) not in FLOATS:
+                    continue
+                value = self.magnitudes.absmax.get(name)
+                if value is not None and value > limit:
+                    return f"data_max: {role} {name!r} absmax {value:.6g} > {limit:g}"
+        return ""
+
+    def _shape(self, name: str) -> tuple[int | None, ...] | None:
+        if self.magnitudes is not None and name in self.magnitudes.shapes:
+            return self.magnitudes.shapes[name]
+        return self.info.shapes.get(name)
+
+    def _depth_reason(self, node: onnx.NodeProto) -> str:
+        limit = self.options.max_depth_of_reduction
+        if limit is None:
+            return ""
+        reduces, depth = reduction_depth(node, self._shape, self.info.initializers)
+        if not reduces:
+            return ""
+        if depth is None:
+            return "max_depth_of_reduction: depth unknown (dynamic or uninferred shape), kept FP32 to be safe"
+        return f"max_depth_of_reduction: depth {depth} > {limit}" if depth > limit else ""
+
+    def _cast_reason(self, node: onnx.NodeProto) -> str:
+        nodes = self.model.graph.node
+        for name in node.input:
+            producer = self.info.producers.get(name)
+            if producer is None:
+                continue
+            cast = nodes[producer]
+            if cast.op_type != "Cast" or domain_of(cast) != "":
+                continue
+            to = next((a.i for a in cast.attribute if a.name == "to"), None)
+            if to in (TensorProto.FLOAT, TensorProto.DOUBLE) and self.info.is_float(cast.input[0]):
+                return f"user cast: input {name!r} is an explicit Cast to {elem_name(to)}"
+        return ""

@@ -1,0 +1,157 @@
+"""A read-only view of a model's top-level graph: tensor types and shapes, producers, consumers, schemas.
+
+Types and shapes come from onnx shape inference (non-strict), run on a light copy whose large
+initializers are replaced by external-data stubs (inference only needs their dims), so the view
+is cheap to build even for large models.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import onnx
+from onnx import TensorProto, defs
+
+FLOATS = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE})
+DEFAULT_DOMAINS = ("", "ai.onnx")
+_STUB_BYTES = 1024
+_TYPE_STR_TO_ELEM = {
+    f"tensor({name})": value
+    for name, value in (("float", TensorProto.FLOAT), ("float16", TensorProto.FLOAT16),
+                        ("bfloat16", TensorProto.BFLOAT16), ("double", TensorProto.DOUBLE))
+}
+
+Shape = tuple[int | None, ...]
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Formal parameter binding of one node: per actual input/output, a type variable or a fixed type."""
+
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    allowed: Mapping[str, frozenset[int]]
+    """type variable -> float element types it allows (only float types are tracked)."""
+
+    def allows(self, param: str, elem: int) -> bool:
+        if param in self.allowed:
+            return elem in self.allowed[param]
+        return _TYPE_STR_TO_ELEM.get(param) == elem
+
+    def is_var(self, param: str) -> bool:
+        return param in self.allowed
+
+
+def domain_of(node: onnx.NodeProto) -> str:
+    return "" if node.domain in DEFAULT_DOMAINS else node.domain
+
+
+def signature(node: onnx.NodeProto, opsets: Mapping[str, int], cache: dict) -> Signature | None:
+    """The node's schema binding at the model's opset, or None when onnx has no schema for it."""
+    domain = domain_of(node)
+    version = opsets.get(domain, opsets.get("ai.onnx", 1) if domain == "" else 1)
+    key = (node.op_type, domain, version, len(node.input), len(node.output))
+    if key in cache:
+        return cache[key]
+    try:
+        schema = defs.get_schema(node.op_type, version, domain)
+    except defs.SchemaError:
+        cache[key] = None
+        return None
+    allowed = {
+        c.type_param_str: frozenset(_TYPE_STR_TO_ELEM[t] for t in c.allowed_type_strs if t in _TYPE_STR_TO_ELEM)
+        for c in schema.type_constraints
+    }
+    sig = Signature(inputs=_bind(schema.inputs, len(node.input)), outputs=_bind(schema.outputs, len(node.output)),
+                    allowed=allowed)
+    cache[key] = sig
+    return sig
+
+
+def _bind(params: list, count: int) -> tuple[str, ...]:
+    if not params:
+        return ("",) * count
+    return tuple(params[min(i, len(params) - 1)].type_str for i in range(count))
+
+
+@dataclass(frozen=True)
+class GraphInfo:
+    """Everything the classifier and converter need to know about the top-level graph."""
+
+    types: Mapping[str, int]
+    shapes: Mapping[str, Shape]
+    producers: Mapping[str, int]
+    consumers: Mapping[str, tuple[int, ...]]
+    initializers: Mapping[str, TensorProto]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    opsets: Mapping[str, int]
+    constants: Mapping[str, TensorProto] = field(default_factory=dict)
+    """Outputs of Constant nodes that carry a ``value`` tensor."""
+
+    def is_float(self, name: str) -> bool:
+        return self.types.get(name) in FLOATS
+
+
+def opset_map(model: onnx.ModelProto) -> dict[str, int]:
+    return {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
+
+
+def light_copy(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy whose big initializers are external-data stubs: same dims and types, no bytes."""
+    light = onnx.ModelProto()
+    light.CopyFrom(model)
+    del light.graph.initializer[:]
+    for init in model.graph.initializer:
+        if len(init.raw_data) > _STUB_BYTES:
+            stub = TensorProto(name=init.name, data_type=init.data_type, dims=init.dims,
+                               data_location=TensorProto.EXTERNAL)
+            stub.external_data.add(key="location", value="castguard-stub")
+            light.graph.initializer.append(stub)
+        else:
+            light.graph.initializer.append(init)
+    return light
+
+
+def _shape_of(value_type: onnx.TypeProto) -> Shape | None:
+    if not value_type.tensor_type.HasField("shape"):
+        return None
+    return tuple(d.dim_value if d.HasField("dim_value") else None for d in value_type.tensor_type.shape.dim)
+
+
+def build_info(model: onnx.ModelProto) -> GraphInfo:
+    """Infer types/shapes (non-strict) and index producers and consumers of the top-level graph."""
+    inferred = onnx.shape_inference.infer_shapes(light_copy(model), strict_mode=False)
+    types: dict[str, int] = {}
+    shapes: dict[str, Shape] = {}
+    graph = inferred.graph
+    for vi in [*graph.input, *graph.value_info, *graph.output]:
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
+            types[vi.name] = vi.type.tensor_type.elem_type
+            shape = _shape_of(vi.type)
+            if shape is not None:
+                shapes[vi.name] = shape
+    initializers = {init.name: init for init in model.graph.initializer}
+    for init in model.graph.initializer:
+        types[init.name] = init.data_type
+        shapes[init.name] = tuple(init.dims)
+    producers: dict[str, int] = {}
+    consumers: dict[str, list[int]] = {}
+    constants: dict[str, TensorProto] = {}
+    for index, node in enumerate(model.graph.node):
+        for name in node.input:
+            if name:
+                consumers.setdefault(name, []).append(index)
+        for name in node.output:
+            if name:
+                producers[name] = index
+        if node.op_type == "Constant" and domain_of(node) == "" and node.attribute \
+                and node.attribute[0].name == "value":
+            constants[node.output[0]] = node.attribute[0].t
+    init_names = set(initializers)
+    return GraphInfo(
+        types=types, shapes=shapes, producers=producers,
+        consumers={k: tuple(v) for k, v in consumers.items()}, initializers=initializers,
+        inputs=tuple(i.name for i in model.graph.input if i.name not in init_names),
+        outputs=tuple(o.name for o in model.graph.output), opsets=opset_map(model), constants=constants,
+    )

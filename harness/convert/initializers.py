@@ -1,0 +1,91 @@
+"""Convert initializers and Constant values by their users; never duplicate a shared weight.
+
+Storage choice per source (initializer or Constant ``value``):
+- all users want one type -> store it in that type (unless it is larger than init_conversion_max_bytes:
+  then it stays as it is and the users get a runtime Cast);
+- users want several types -> stored once: in the low type when that conversion is exact (users of the
+  original type get a Cast up), else in its original type (users of the low type get a Cast down).
+FP16/BF16 conversion clamps finite values to the type's largest finite value and logs each clamp;
+tiny values round to nearest (keeping their sign, or becoming +-0); inf/NaN stay inf/NaN.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+import ml_dtypes
+import numpy as np
+import onnx
+from onnx import TensorProto, numpy_helper
+
+from harness.convert.graphinfo import GraphInfo
+from harness.dtypes import np_dtype
+
+LOG = logging.getLogger("harness.convert")
+LOW_MAX = {TensorProto.FLOAT16: float(np.finfo(np.float16).max),
+           TensorProto.BFLOAT16: float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)}
+
+
+def _nbytes(tensor: TensorProto) -> int:
+    if tensor.raw_data:
+        return len(tensor.raw_data)
+    return int(np.prod(tensor.dims, dtype=np.int64)) * np_dtype(tensor.data_type).itemsize
+
+
+def choose_storage(tensor: TensorProto, wants: set[int], *, max_bytes: int | None) -> int:
+    original = tensor.data_type
+    if not wants or wants == {original}:
+        return original
+    if max_bytes is not None and _nbytes(tensor) > max_bytes:
+        return original
+    if len(wants) == 1:
+        return next(iter(wants))
+    lows = [w for w in wants if w in LOW_MAX]
+    if len(lows) == 1 and original in wants:
+        array = numpy_helper.to_array(tensor)
+        low = array.astype(np_dtype(lows[0]))
+        if np.array_equal(low.astype(array.dtype), array, equal_nan=True):
+            return lows[0]
+    return original
+
+
+def convert_tensor(tensor: TensorProto, target: int) -> tuple[TensorProto, str | None]:
+    """`tensor` in `target` type (same name), and a clamp message when values were clamped."""
+    array = numpy_helper.to_array(tensor)
+    message = None
+    if target in LOW_MAX:
+        limit = LOW_MAX[target]
+        over = np.isfinite(array) & (np.abs(array) > limit)
+        count = int(over.sum())
+        if count:
+            worst = float(np.abs(array[over]).max())
+            array = np.where(over, np.sign(array) * limit, array)
+            message = f"{tensor.name or '<constant>'}: {count} value(s) clamped to +-{limit:g} (max |x| {worst:.6g})"
+    converted = numpy_helper.from_array(array.astype(np_dtype(target)), tensor.name)
+    return converted, message
+
+
+def apply_storage(model: onnx.ModelProto, info: GraphInfo, storage: Mapping[str, int]) -> list[str]:
+    """Rewrite initializers and Constant values whose storage type changed; returns clamp messages."""
+    clamped: list[str] = []
+    inits = model.graph.initializer
+    for index, init in enumerate(inits):
+        target = storage.get(init.name, init.data_type)
+        if target != init.data_type:
+            converted, message = convert_tensor(init, target)
+            inits[index].CopyFrom(converted)
+            if message:
+                clamped.append(message)
+    for node in model.graph.node:
+        if not node.output or node.output[0] not in info.constants:
+            continue
+        attr = node.attribute[0]
+        target = storage.get(node.output[0], attr.t.data_type)
+        if target != attr.t.data_type:
+            converted, message = convert_tensor(attr.t, target)
+            attr.t.CopyFrom(converted)
+            if message:
+                clamped.append(f"{node.output[0]}: {message.partition(': ')[2]}")
+    for message in clamped:
+        LOG.warning("clamped while converting: %s", message)
+    return clamped

@@ -1,0 +1,84 @@
+"""Bring a model to the target opset with onnx's version converter (never a relabel), and normalise it.
+
+Normalisation, done on the converter's own copy:
+- unnamed nodes get stable names ``<OpType>_<index>`` (classification and logs refer to names);
+- initializers that IR-3 models also list as graph inputs are dropped from the inputs (IR >= 4 then);
+- the IR version is raised to the minimum the final opsets need, never lowered.
+"""
+from __future__ import annotations
+
+import logging
+
+import onnx
+from onnx import helper, version_converter
+
+from harness.errors import ConversionError
+
+LOG = logging.getLogger("harness.convert")
+
+
+def name_nodes(model: onnx.ModelProto) -> None:
+    taken = {node.name for node in model.graph.node if node.name}
+    for index, node in enumerate(model.graph.node):
+        if node.name:
+            continue
+        name = f"{node.op_type}_{index}"
+        while name in taken:
+            name += "_"
+        node.name = name
+        taken.add(name)
+
+
+def drop_initializer_inputs(model: onnx.ModelProto) -> int:
+    """Remove graph inputs that are initializers (IR < 4 style). Returns how many were removed."""
+    inits = {init.name for init in model.graph.initializer}
+    kept = [vi for vi in model.graph.input if vi.name not in inits]
+    removed = len(model.graph.input) - len(kept)
+    if removed:
+        del model.graph.input[:]
+        model.graph.input.extend(kept)
+        model.ir_version = max(model.ir_version, 4)
+    return removed
+
+
+def default_opset(model: onnx.ModelProto) -> int:
+    for opset in model.opset_import:
+        if opset.domain in ("", "ai.onnx"):
+            return opset.version
+    return 1
+
+
+def upgrade(model: onnx.ModelProto, *, target: int, low_precision_type: str) -> onnx.ModelProto:
+    """Return `model` at default-domain opset >= `target`, converted by onnx.version_converter."""
+    current = default_opset(model)
+    if current >= target:
+        if target < current:
+            LOG.info("opset %d requested, model has %d: keeping %d (never downgraded)", target, current, current)
+        return model
+    try:
+        converted = version_converter.convert_version(model, target)
+    except (RuntimeError, ValueError, IndexError, onnx.checker.ValidationError) as err:
+        need = "bf16 needs opset 22 for most ops" if low_precision_type == "bf16" else f"opset {target} was requested"
+        raise ConversionError(
+            where="opset", step="opset upgrade",
+            problem=f"onnx's version converter cannot bring the model from opset {current} to {target} "
+                    f"({need}): {str(err).strip()[:500]}",
+            fix=f"upgrade the model yourself (e.g. re-export at opset {target}), or pass opset={current} to convert "
+                "at the current opset (ops whose schema lacks the low type there stay FP32)") from None
+    LOG.info("opset %d -> %d (onnx.version_converter)", current, target)
+    return converted
+
+
+def fix_ir_version(model: onnx.ModelProto) -> None:
+    needed = helper.find_min_ir_version_for(list(model.opset_import), ignore_unknown=True)
+    model.ir_version = max(model.ir_version, needed)
+
+
+def prepare(model: onnx.ModelProto, *, target: int, low_precision_type: str) -> onnx.ModelProto:
+    """Copy-free preparation of the converter's working copy: names, IR-3 inputs, opset, IR version."""
+    name_nodes(model)
+    if drop_initializer_inputs(model):
+        LOG.info("initializers listed as graph inputs (IR %d style) are no longer inputs", model.ir_version)
+    model = upgrade(model, target=target, low_precision_type=low_precision_type)
+    fix_ir_version(model)
+    return model

@@ -1,0 +1,110 @@
+"""`ConvertOptions`: the classification and conversion settings, AutoCast 0.47 names and defaults.
+
+Regexes in ``nodes_to_exclude``/``nodes_to_include`` are applied with :func:`re.match`, as in
+AutoCast: they are anchored at the *start* of the node name (``relu`` matches ``relu_a`` but not
+``my_relu``; write ``.*relu`` for a substring match) and not at the end.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from onnx import TensorProto
+
+from harness.errors import ConversionError
+
+LOW_PRECISIONS: dict[str, int] = {"fp16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16}
+NODE_PRECISIONS: dict[str, int] = {"fp32": TensorProto.FLOAT, **LOW_PRECISIONS}
+DEFAULT_MIN_OPSET: dict[str, int] = {"fp16": 13, "bf16": 22}
+_PRECISION_ALIASES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+
+
+def _bad(field: str, problem: str, fix: str) -> ConversionError:
+    return ConversionError(where=f"ConvertOptions.{field}", problem=problem, fix=fix, step="options")
+
+
+@dataclass(frozen=True)
+class ConvertOptions:
+    """How to classify nodes and convert a model. Thresholds are absolute values."""
+
+    low_precision_type: str = "fp16"
+    nodes_to_exclude: tuple[str, ...] = ()
+    op_types_to_exclude: tuple[str, ...] = ()
+    nodes_to_include: tuple[str, ...] = ()
+    op_types_to_include: tuple[str, ...] = ()
+    data_max: float = 512.0
+    init_max: float = 65504.0
+    keep_io_types: bool = False
+    init_conversion_max_bytes: int | None = None
+    max_depth_of_reduction: int | None = None
+    opset: int | None = None
+    custom_ops: tuple[str, ...] = ()
+    """Custom (non-ONNX) op types, each optionally ``"Op:fp16"``/``"Op:bf16"``/``"Op:fp32"`` (default fp32)."""
+    node_precisions: tuple[tuple[str, str], ...] = ()
+    """Explicit overrides: (node name or op type, "fp32"|"fp16"|"bf16"). They win over every other rule."""
+    fp32_accumulation: bool = False
+    respect_existing_types: bool = False
+
+    def __post_init__(self) -> None:
+        if self.low_precision_type not in LOW_PRECISIONS:
+            raise _bad("low_precision_type", f"unknown low precision type {self.low_precision_type!r}",
+                       "use 'fp16' or 'bf16'")
+        for field in ("data_max", "init_max"):
+            value = getattr(self, field)
+            if not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
+                raise _bad(field, f"threshold must be a non-negative number or inf, got {value!r}",
+                           f"pass {field}=512 (data) / 65504 (initializers), or inf to disable the rule")
+        for field in ("init_conversion_max_bytes", "max_depth_of_reduction", "opset"):
+            value = getattr(self, field)
+            if value is not None and (not isinstance(value, int) or value < (0 if field.startswith("init") else 1)):
+                raise _bad(field, f"must be a positive integer or None, got {value!r}", f"omit {field} or pass e.g. 1024")
+        for field in ("nodes_to_exclude", "nodes_to_include"):
+            for pattern in getattr(self, field):
+                try:
+                    re.compile(pattern)
+                except re.error as err:
+                    raise _bad(field, f"invalid regular expression {pattern!r}: {err}",
+                               "escape special characters (e.g. '\\.'), or use '.*name.*' for a substring") from None
+        for key, precision in self.node_precisions:
+            if not key or precision not in NODE_PRECISIONS:
+                raise _bad("node_precisions", f"bad entry {key!r}:{precision!r}",
+                           "use NAME_OR_OPTYPE:fp32|fp16|bf16, e.g. Add:fp16,Sub:fp32")
+        for entry in self.custom_ops:
+            op, _, precision = entry.partition(":")
+            if not op or (precision and precision not in NODE_PRECISIONS):
+                raise _bad("custom_ops", f"bad entry {entry!r}", "use OpType or OpType:fp16|bf16|fp32")
+
+    @property
+    def low_elem(self) -> int:
+        """ONNX element type of the low precision."""
+        return LOW_PRECISIONS[self.low_precision_type]
+
+    @property
+    def target_opset(self) -> int:
+        """Minimum default-domain opset the converted model gets (never a downgrade)."""
+        return self.opset if self.opset is not None else DEFAULT_MIN_OPSET[self.low_precision_type]
+
+    def custom_op_precisions(self) -> dict[str, int]:
+        """Custom op type -> element type its float tensors use."""
+        result: dict[str, int] = {}
+        for entry in self.custom_ops:
+            op, _, precision = entry.partition(":")
+            result[op] = NODE_PRECISIONS[precision or "fp32"]
+        return result
+
+
+def parse_node_precisions(text: str, *, where: str) -> tuple[tuple[str, str], ...]:
+    """Parse ``"Add:fp16,Sub:fp32"`` (also ``float16``/``float32``/``bfloat16``) into option pairs."""
+    pairs: list[tuple[str, str]] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        key, sep, precision = item.rpartition(":")
+        precision = _PRECISION_ALIASES.get(precision.strip(), precision.strip())
+        if not sep or not key.strip() or precision not in NODE_PRECISIONS:
+            raise ConversionError(where=where, problem=f"bad node precision {item!r}",
+                                  fix="write NAME_OR_OPTYPE:fp32|fp16|bf16, comma separated, e.g. Add:fp16,Sub:fp32",
+                                  step="options")
+        pairs.append((key.strip(), precision))
+    return tuple(pairs)

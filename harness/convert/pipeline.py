@@ -1,0 +1,107 @@
+"""The cheap step: classification + conversion from precomputed magnitudes. No onnxruntime run here.
+
+``convert`` never mutates its input and is deterministic (same input -> byte-identical output).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import onnx
+from onnx import defs
+
+from harness.convert.casts import Rewriter
+from harness.convert.classify import Classifier, Decision
+from harness.convert.flops import flop_share
+from harness.convert.graphinfo import GraphInfo, build_info, domain_of
+from harness.convert.magnitudes import Magnitudes
+from harness.convert.opset import prepare
+from harness.convert.options import ConvertOptions
+from harness.convert.validate import io_types, validate
+from harness.errors import ConversionError
+
+LOG = logging.getLogger("harness.convert")
+RUNTIME_DOMAINS = ("com.microsoft",)
+"""Non-ONNX domains onnxruntime implements: their ops are known, never rewritten, kept in their types."""
+
+
+@dataclass(frozen=True)
+class ConversionResult:
+    model: onnx.ModelProto
+    low_nodes: tuple[str, ...]
+    high_nodes: tuple[tuple[str, str], ...]
+    """(node, reason) for every node not in low precision, including the ones kept as they were."""
+    lowp_flop_share: float
+    cast_count: int
+    """Casts inserted by the converter (the user's own Casts are not counted)."""
+    clamped: tuple[str, ...]
+
+
+def check_known_ops(model: onnx.ModelProto, options: ConvertOptions) -> None:
+    """Every op must have an onnx schema, be an onnxruntime contrib op, or be declared in custom_ops."""
+    custom = options.custom_op_precisions()
+    opsets = {o.domain: o.version for o in model.opset_import}
+    for node in model.graph.node:
+        domain = domain_of(node)
+        if node.op_type in custom or domain.startswith(RUNTIME_DOMAINS):
+            continue
+        version = opsets.get(domain, opsets.get("ai.onnx", 0) if domain == "" else 0)
+        try:
+            defs.get_schema(node.op_type, max(version, 1), domain)
+            continue
+        except defs.SchemaError:
+            pass
+        raise ConversionError(
+            where="model", step="classify", node=node.name,
+            problem=f"op {node.op_type!r} (domain {domain or 'ai.onnx'!r}, opset {version}) is not an ONNX op at "
+                    "this opset and not declared as a custom op",
+            fix=f"declare it: custom_ops=['{node.op_type}'] (CLI --custom_ops {node.op_type}[:fp16]), "
+                "or fix the model's opset_import")
+
+
+def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magnitudes | None) -> ConversionResult:
+    """Classify every node from `magnitudes` (None = no data rule) and build the mixed-precision model."""
+    original_inputs, original_outputs = io_types(model)
+    work = onnx.ModelProto()
+    work.CopyFrom(model)
+    check_known_ops(work, options)
+    work = prepare(work, target=options.target_opset, low_precision_type=options.low_precision_type)
+    info = build_info(work)
+    sig_cache: dict = {}
+    decisions = Classifier(work, info, options, magnitudes, sig_cache).run()
+    nodes = list(work.graph.node)
+    share, total, unknown = flop_share(nodes, lambda n: decisions[n.name].is_low, _shape_lookup(info, magnitudes),
+                                       dict(info.initializers))
+    state = Rewriter(work, info, decisions, options, sig_cache).run()
+    validate(work, original_inputs=original_inputs, original_outputs=original_outputs,
+             keep_io_types=options.keep_io_types, low=options.low_elem)
+    low_nodes = tuple(n.name for n in nodes if decisions[n.name].is_low)
+    high_nodes = tuple((n.name, decisions[n.name].reason or "fp32") for n in nodes if not decisions[n.name].is_low)
+    _log(options, decisions, nodes, share, total, unknown, len(state.ours))
+    return ConversionResult(model=work, low_nodes=low_nodes, high_nodes=high_nodes, lowp_flop_share=share,
+                            cast_count=sum(1 for n in work.graph.node if n.name in state.ours),
+                            clamped=tuple(state.clamped))
+
+
+def _shape_lookup(info: GraphInfo, magnitudes: Magnitudes | None):  # noqa: ANN202 - small closure factory
+    def shape_of(name: str) -> tuple[int | None, ...] | None:
+        if magnitudes is not None and name in magnitudes.shapes:
+            return magnitudes.shapes[name]
+        return info.shapes.get(name)
+    return shape_of
+
+
+def _log(options: ConvertOptions, decisions: dict[str, Decision], nodes: list[onnx.NodeProto], share: float,
+         total: int, unknown: int, casts: int) -> None:
+    low = sum(1 for n in nodes if decisions[n.name].is_low)
+    for node in nodes:
+        decision = decisions[node.name]
+        if not decision.is_low:
+            LOG.info("keeping node %s (%s) out of %s: %s", node.name, node.op_type, options.low_precision_type,
+                     decision.reason or "fp32")
+        elif decision.reason:
+            LOG.info("node %s (%s) in %s: %s", node.name, node.op_type, options.low_precision_type, decision.reason)
+    LOG.info("Converted %d/%d nodes (%.2f%%) to %s; %.2f%% of %.3g estimated FLOPs in %s%s; %d casts inserted",
+             low, len(nodes), 100.0 * low / max(len(nodes), 1), options.low_precision_type, 100.0 * share, total,
+             options.low_precision_type, f" ({unknown} nodes with unknown shapes not counted)" if unknown else "",
+             casts)

@@ -1,0 +1,84 @@
+"""Child process of the reference run: ``python -m harness.convert.refrun WORKDIR``.
+
+Reads ``WORKDIR/request.json`` (model path, providers, feed files), runs the model once per batch with
+every intermediate tensor marked as an output, folds the batches by abs-max, and writes
+``WORKDIR/result.json``. It runs in its own process so that a native crash inside onnxruntime
+(SIGFPE, SIGSEGV) cannot take the caller down; the parent turns a crash into a ConversionError.
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def _absmax(array: np.ndarray) -> float:
+    if array.size == 0 or array.dtype.kind not in "fiub":
+        return 0.0
+    if array.dtype.kind == "b":
+        return float(array.any())
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        return math.inf
+    return float(np.abs(array.astype(np.float64) if array.dtype.kind != "f" else array).max())
+
+
+def _ort_type_to_elem(ort_type: str) -> int:
+    from onnx import TensorProto
+
+    names = {"float": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "double": TensorProto.DOUBLE,
+             "bfloat16": TensorProto.BFLOAT16, "int64": TensorProto.INT64, "int32": TensorProto.INT32,
+             "int8": TensorProto.INT8, "uint8": TensorProto.UINT8, "bool": TensorProto.BOOL,
+             "int16": TensorProto.INT16, "uint16": TensorProto.UINT16}
+    inner = ort_type[len("tensor("):-1] if ort_type.startswith("tensor(") else ""
+    return names.get(inner, TensorProto.UNDEFINED)
+
+
+def run(workdir: Path) -> dict:
+    import onnxruntime as ort
+
+    request = json.loads((workdir / "request.json").read_text())
+    missing = [name for name, _ in request["providers"] if name not in ort.get_available_providers()]
+    if missing:
+        return {"error": f"execution providers {missing} are not available in this onnxruntime "
+                         f"(available: {ort.get_available_providers()})", "stage": "load"}
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    try:
+        session = ort.InferenceSession(request["model"], sess_options=options, providers=request["providers"])
+    except Exception as err:  # noqa: BLE001 - any ORT load failure is reported to the parent verbatim
+        return {"error": str(err), "stage": "load"}
+    outputs = session.get_outputs()
+    names = [o.name for o in outputs]
+    absmax: dict[str, float] = {}
+    shapes: dict[str, list[int]] = {}
+    for batch_file in request["batches"]:
+        with np.load(batch_file, allow_pickle=False) as npz:
+            feed = {key: npz[key] for key in npz.files}
+        try:
+            values = session.run(names, feed)
+        except Exception as err:  # noqa: BLE001 - reported to the parent, which raises ConversionError
+            return {"error": str(err), "stage": "run"}
+        for name, value in [*feed.items(), *zip(names, values)]:
+            if not isinstance(value, np.ndarray):
+                continue
+            array = np.asarray(value)
+            absmax[name] = max(absmax.get(name, 0.0), _absmax(array))
+            shapes.setdefault(name, list(array.shape))
+        del values
+    dtypes = {o.name: _ort_type_to_elem(o.type) for o in [*session.get_inputs(), *outputs]}
+    return {"absmax": {k: ("inf" if math.isinf(v) else v) for k, v in absmax.items()}, "shapes": shapes,
+            "dtypes": dtypes}
+
+
+def main(argv: list[str]) -> int:
+    workdir = Path(argv[0])
+    result = run(workdir)
+    (workdir / "result.json").write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

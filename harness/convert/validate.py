@@ -1,0 +1,63 @@
+"""Validate a converted model: onnx checker (full), strict type/shape inference, I/O names and types.
+
+Every failure is a ConversionError naming the step and, where the message allows, the node.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import onnx
+from onnx import TensorProto
+
+from harness.convert.graphinfo import FLOATS, light_copy
+from harness.errors import ConversionError
+
+_NODE_IN_MESSAGE = (re.compile(r"node name: ([^\s,)]+)"), re.compile(r"[Nn]ode \(([^)]+)\)"),
+                    re.compile(r"node ([^\s]+) "))
+FIX = "this is a converter bug or an unsupported construct: exclude the node (nodes_to_exclude) and report it"
+
+
+def _node_in(message: str) -> str | None:
+    return next((m.group(1) for p in _NODE_IN_MESSAGE if (m := p.search(message))), None)
+
+
+def io_types(model: onnx.ModelProto) -> tuple[dict[str, int], dict[str, int]]:
+    """(real graph inputs, graph outputs) -> element type; initializers listed as inputs excluded."""
+    inits = {i.name for i in model.graph.initializer}
+    inputs = {vi.name: vi.type.tensor_type.elem_type for vi in model.graph.input if vi.name not in inits}
+    outputs = {vi.name: vi.type.tensor_type.elem_type for vi in model.graph.output}
+    return inputs, outputs
+
+
+def expected_io_type(original: int, *, keep_io_types: bool, low: int) -> int:
+    if keep_io_types or original not in (TensorProto.FLOAT, TensorProto.DOUBLE):
+        return original
+    return low
+
+
+def validate(model: onnx.ModelProto, *, original_inputs: Mapping[str, int], original_outputs: Mapping[str, int],
+             keep_io_types: bool, low: int) -> None:
+    checked = light_copy(model) if model.ByteSize() > 1_800_000_000 else model
+    try:
+        onnx.checker.check_model(checked, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
+        raise ConversionError(where="converted model", step="validate: onnx.checker (full_check)",
+                              node=_node_in(str(err)), problem=str(err).strip()[:1500], fix=FIX) from None
+    try:
+        onnx.shape_inference.infer_shapes(checked, check_type=True, strict_mode=True)
+    except onnx.shape_inference.InferenceError as err:
+        raise ConversionError(where="converted model", step="validate: strict type and shape inference",
+                              node=_node_in(str(err)), problem=str(err).strip()[:1500], fix=FIX) from None
+    inputs, outputs = io_types(model)
+    for role, before, after in (("input", original_inputs, inputs), ("output", original_outputs, outputs)):
+        if list(before) != list(after):
+            raise ConversionError(where="converted model", step=f"validate: graph {role} names",
+                                  problem=f"graph {role}s changed from {list(before)} to {list(after)}", fix=FIX)
+        for name, elem in before.items():
+            want = expected_io_type(elem, keep_io_types=keep_io_types, low=low) if elem in FLOATS else elem
+            if after[name] != want:
+                raise ConversionError(
+                    where="converted model", step=f"validate: graph {role} types", node=name,
+                    problem=f"{role} {name!r} is {TensorProto.DataType.Name(after[name])}, expected "
+                            f"{TensorProto.DataType.Name(want)} (keep_io_types={keep_io_types})", fix=FIX)
