@@ -1,0 +1,68 @@
+"""Display helpers shared by the markdown and HTML renderers (formatting only, no verdicts)."""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+from harness.report.model import STATUSES, CaseRecord
+
+DISPLAY_ORDER = ("error", "fail", "xpass", "xfail", "skip", "pass")   # failing cases first
+LEGEND = (
+    ("status", "the test outcome: pass, fail, error (could not run), xfail (expected failure, failed), "
+               "xpass (expected failure, passed), skip"),
+    ("worst max_rel", "largest relative error |obtained - golden| / |golden| over all outputs and elements; "
+                      "inf for overflow or NaN"),
+    ("lowp FLOP share", "share of the model's FLOPs that run in fp16/bf16 after conversion"),
+    ("casts", "Cast nodes in the converted model"),
+    ("first divergent", "for failing cases, the first tensor in graph order beyond tolerance: name (op) max_rel"),
+)
+
+
+def display_sorted(cases: Iterable[CaseRecord]) -> list[CaseRecord]:
+    """Failing cases first (error, fail, xpass, xfail, skip, pass), then by case id."""
+    return sorted(cases, key=lambda c: (DISPLAY_ORDER.index(c.status), c.case_id, c.inputs_id))
+
+
+def accuracy_ok(status: str) -> bool | None:
+    """Whether the comparison itself passed: pass/xpass yes, fail/xfail no, error/skip unknown."""
+    return {"pass": True, "xpass": True, "fail": False, "xfail": False}.get(status)
+
+
+def fmt_error(value: float | None) -> str:
+    if value is None:
+        return "–"
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return "0" if value == 0 else f"{value:.2e}"
+
+
+def fmt_share(value: float | None) -> str:
+    return "–" if value is None else f"{100.0 * value:.1f}%"
+
+
+def fmt_int(value: int | None) -> str:
+    return "–" if value is None else str(value)
+
+
+def fmt_divergence(case: CaseRecord) -> str:
+    d = case.first_divergent
+    return "–" if d is None else f"{d.tensor} ({d.op}) {fmt_error(d.max_rel)}"
+
+
+def counts_text(counts: Mapping[str, int]) -> str:
+    """``"24 cases: 20 pass, 3 fail, 1 error"`` (zero counts left out)."""
+    total = sum(counts.values())
+    parts = [f"{counts[s]} {s}" for s in STATUSES if counts.get(s)]
+    return f"{total} case{'s' if total != 1 else ''}" + (": " + ", ".join(parts) if parts else "")
+
+
+def first_line(text: str, *, limit: int = 160) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def case_label(case: CaseRecord, *, with_inputs: bool) -> str:
+    """The case id, plus its input set when a model was swept over several."""
+    return f"{case.case_id} [{case.inputs_id}]" if with_inputs else case.case_id

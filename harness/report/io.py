@@ -1,0 +1,148 @@
+"""The report folder on disk: ``report.json`` / ``report.md`` / ``report.html`` and saved outputs.
+
+Layout (paths in records are relative to the report folder)::
+
+    report.json  report.md  report.html
+    outputs/<model>/<inputs_id>/golden.npz        the FP32 golden the cases were compared with
+    outputs/<model>/<inputs_id>/<case_id>.npz     each case's obtained outputs, for recheck
+
+Every file is written atomically (temporary file in the same folder, then ``os.replace``). Output
+archives hold keys ``"<iteration>/<output name>"``; fp16/bf16 arrays are stored widened to float32,
+which is exact. They are read back with ``allow_pickle=False`` and only from inside the report folder.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from harness.dtypes import BFLOAT16
+from harness.errors import UserError
+from harness.report.model import SCHEMA_VERSION, Report
+from harness.report.render_html import render_html
+from harness.report.render_md import render_markdown
+from harness.report.serde import ReportFormatError, report_from_dict, report_to_dict
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
+
+
+@dataclass(frozen=True)
+class ReportPaths:
+    json: Path
+    markdown: Path
+    html: Path
+
+
+def write_report(report: Report, out_dir: Path) -> ReportPaths:
+    """Write the three report files into ``out_dir`` (created if needed)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = ReportPaths(json=out_dir / "report.json", markdown=out_dir / "report.md", html=out_dir / "report.html")
+    text = json.dumps(report_to_dict(report), indent=1, allow_nan=False) + "\n"
+    _atomic_write(paths.json, text.encode())
+    _atomic_write(paths.markdown, render_markdown(report).encode())
+    _atomic_write(paths.html, render_html(report).encode())
+    return paths
+
+
+def read_report(path: Path) -> Report:
+    """Load a ``report.json``; a corrupt file or an unknown schema version is a UserError naming it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(where=path, problem="report not found", fix="check the path (a report.json file)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise UserError(where=path, problem=f"not a readable report (corrupt or truncated JSON: {err})",
+                        fix="re-run the sweep to write a fresh report") from err
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version != SCHEMA_VERSION:
+        raise UserError(where=path, problem=f"report schema_version {version!r} is not supported (this castguard "
+                        f"reads version {SCHEMA_VERSION})", fix="read it with the castguard that wrote it, or re-run")
+    try:
+        return report_from_dict(data)
+    except ReportFormatError as err:
+        raise UserError(where=path, problem=f"not a valid report: {err}",
+                        fix="re-run the sweep to write a fresh report") from err
+
+
+def safe_component(name: str) -> str:
+    """A file-name-safe, collision-free form of ``name`` (unchanged when already safe)."""
+    clean = _UNSAFE.sub("_", name)
+    if clean == name and name not in ("", ".", ".."):
+        return name
+    return f"{clean.strip('.')}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+def outputs_relpath(model: str, inputs_id: str, case_id: str) -> str:
+    return f"outputs/{safe_component(model)}/{safe_component(inputs_id or 'inputs')}/{safe_component(case_id)}.npz"
+
+
+def golden_relpath(model: str, inputs_id: str) -> str:
+    return f"outputs/{safe_component(model)}/{safe_component(inputs_id or 'inputs')}/golden.npz"
+
+
+def save_outputs(report_dir: Path, relpath: str, iterations: Sequence[Mapping[str, np.ndarray]]) -> Path:
+    """Write one run's outputs (a dict per iteration) to ``report_dir/relpath``, atomically."""
+    path = _inside(report_dir, relpath)
+    arrays = {}
+    for index, outputs in enumerate(iterations):
+        for name, value in outputs.items():
+            array = np.asarray(value)
+            arrays[f"{index}/{name}"] = array.astype(np.float32) if array.dtype in (np.float16, BFLOAT16) else array
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, lambda handle: np.savez(handle, allow_pickle=False, **arrays))
+    return path
+
+
+def load_outputs(report_dir: Path, relpath: str) -> list[dict[str, np.ndarray]]:
+    """Read outputs saved by :func:`save_outputs`; the path must stay inside ``report_dir``."""
+    path = _inside(report_dir, relpath)
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            items = {key: archive[key] for key in archive.files}
+    except FileNotFoundError:
+        raise UserError(where=path, problem="saved outputs not found", fix="re-run the sweep") from None
+    except (OSError, ValueError, zipfile.BadZipFile) as err:
+        raise UserError(where=path, problem=f"saved outputs are unreadable: {err}", fix="re-run the sweep") from err
+    iterations: dict[int, dict[str, np.ndarray]] = {}
+    for key, array in items.items():
+        index, slash, name = key.partition("/")
+        if not slash or not index.isdigit():
+            raise UserError(where=path, problem=f"unexpected key {key!r}", fix="re-run the sweep")
+        iterations.setdefault(int(index), {})[name] = array
+    if sorted(iterations) != list(range(len(iterations))):
+        raise UserError(where=path, problem="iterations are missing", fix="re-run the sweep")
+    return [iterations[i] for i in range(len(iterations))]
+
+
+def _inside(report_dir: Path, relpath: str) -> Path:
+    root = report_dir.resolve()
+    path = (root / relpath).resolve()
+    if Path(relpath).is_absolute() or not path.is_relative_to(root):
+        raise UserError(where=relpath, problem=f"the path leaves the report folder {report_dir}",
+                        fix="use paths relative to and inside the report folder")
+    return path
+
+
+def _atomic_write(path: Path, data: bytes | Callable[[IO[bytes]], None]) -> None:
+    """Write through a temporary file in the same folder, then rename over ``path``; no partial files."""
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False)
+    try:
+        with handle:
+            if callable(data):
+                data(handle)
+            else:
+                handle.write(data)
+        os.chmod(handle.name, 0o644)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise

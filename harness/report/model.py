@@ -1,0 +1,182 @@
+"""The sweep report as data: :class:`CaseRecord` per (model, inputs, case) and the :class:`Report`.
+
+Schema version 1 (``report.json``). A record is keyed by ``(model, inputs_id, case_id)``; ``case_id`` is
+derived from the settings (:class:`harness.sweep.Case`), so baselines can match cases across runs. Values
+that were not measured (a skipped case has no FLOP share) are ``None``. Nothing here decides pass/fail:
+``status`` is the outcome the test run recorded; renderers only display it.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from harness.compare import OutputComparison
+from harness.sweep import Case
+
+SCHEMA_VERSION = 1
+STATUSES = ("pass", "fail", "xfail", "xpass", "skip", "error")
+
+
+@dataclass(frozen=True)
+class OutputStats:
+    """Error statistics of one output (over all iterations) and the tolerance it was judged with."""
+
+    name: str
+    passed: bool
+    reason: str
+    max_abs: float
+    mean_abs: float
+    median_abs: float
+    quantile_abs: float
+    max_rel: float
+    mean_rel: float
+    median_rel: float
+    quantile_rel: float
+    n_over: int
+    n_total: int
+    atol: float
+    rtol: float
+    mode: str
+    quantile: float
+    required_atol: float
+    required_rtol: float
+    top_k_agreement: float | None = None
+
+    @classmethod
+    def from_comparison(cls, comparison: OutputComparison) -> OutputStats:
+        """Copy the statistics of a :class:`harness.compare.OutputComparison` as plain Python numbers."""
+        c, tol = comparison, comparison.tolerance
+        return cls(name=c.name, passed=bool(c.passed), reason=c.reason,
+                   max_abs=float(c.max_abs), mean_abs=float(c.mean_abs), median_abs=float(c.median_abs),
+                   quantile_abs=float(c.quantile_abs), max_rel=float(c.max_rel), mean_rel=float(c.mean_rel),
+                   median_rel=float(c.median_rel), quantile_rel=float(c.quantile_rel),
+                   n_over=int(c.n_over), n_total=int(c.n_total), atol=float(tol.atol), rtol=float(tol.rtol),
+                   mode=str(tol.mode), quantile=float(tol.quantile), required_atol=float(c.required_atol),
+                   required_rtol=float(c.required_rtol),
+                   top_k_agreement=None if c.top_k_agreement is None else float(c.top_k_agreement))
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first tensor (in topological order) where the converted model leaves FP32 beyond tolerance."""
+
+    tensor: str
+    node: str
+    op: str
+    max_abs: float
+    max_rel: float
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Seconds spent per stage of one case (shared work such as magnitudes is counted where it ran)."""
+
+    magnitudes_s: float = 0.0
+    convert_s: float = 0.0
+    infer_s: float = 0.0
+    compare_s: float = 0.0
+    total_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class CaseRecord:
+    """What one sweep case produced. ``outputs_file``/``golden_file`` are paths relative to the report dir."""
+
+    model: str
+    model_sha256: str
+    case: Case
+    status: str
+    runner: str = ""                       # the producer string, e.g. "emulate" or "ort[CPUExecutionProvider]"
+    rounds_low_precision: bool = False
+    inputs_id: str = ""
+    message: str = ""
+    outputs: tuple[OutputStats, ...] = ()
+    lowp_flop_share: float | None = None   # 0..1
+    cast_count: int | None = None
+    low_nodes: int | None = None
+    high_nodes: int | None = None
+    timings: Timings = Timings()
+    first_divergent: Divergence | None = None
+    outputs_file: str | None = None
+    golden_file: str | None = None
+    notes: tuple[str, ...] = ()            # e.g. provenance drift of the goldens
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"CaseRecord.status must be one of {STATUSES}, got {self.status!r}")
+        if self.lowp_flop_share is not None and not 0.0 <= self.lowp_flop_share <= 1.0:
+            raise ValueError(f"CaseRecord.lowp_flop_share must be in [0, 1], got {self.lowp_flop_share!r}")
+        names = [o.name for o in self.outputs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"CaseRecord.outputs repeats an output name: {names}")
+
+    @property
+    def case_id(self) -> str:
+        return self.case.id
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """Identity within a report and across runs."""
+        return (self.model, self.case_id, self.inputs_id)
+
+    @property
+    def worst_max_rel(self) -> float | None:
+        """Largest max_rel over the outputs (NaN counts as inf); None when nothing was compared."""
+        if not self.outputs:
+            return None
+        return max(math.inf if math.isnan(o.max_rel) else o.max_rel for o in self.outputs)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where and with what a report was made (see :mod:`harness.report.provenance` to collect it)."""
+
+    castguard: str
+    onnx: str
+    onnxruntime: str
+    numpy: str
+    python: str
+    platform: str
+    hostname: str
+    hypothesis_profile: str = "default"
+    runners: tuple[str, ...] = ()
+    git_commit: str | None = None
+    tensorrt: str | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    """Every case of one run, sorted by (model, case_id, inputs_id); build it with :meth:`build`."""
+
+    created: str                           # ISO 8601; the only field that varies between identical runs
+    provenance: Provenance
+    cases: tuple[CaseRecord, ...] = ()
+    schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        if self.schema_version != SCHEMA_VERSION:
+            raise ValueError(f"Report.schema_version must be {SCHEMA_VERSION}, got {self.schema_version!r}")
+        keys = [c.key for c in self.cases]
+        repeated = sorted(k for k, n in Counter(keys).items() if n > 1)
+        if repeated:
+            raise ValueError(f"Report.cases repeats case(s) {repeated}")
+        if keys != sorted(keys):
+            raise ValueError("Report.cases must be sorted by (model, case_id, inputs_id); use Report.build()")
+
+    @classmethod
+    def build(cls, cases: Iterable[CaseRecord], *, created: str, provenance: Provenance) -> Report:
+        return cls(created=created, provenance=provenance, cases=tuple(sorted(cases, key=lambda c: c.key)))
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(c.model for c in self.cases))
+
+    def cases_of(self, model: str) -> tuple[CaseRecord, ...]:
+        return tuple(c for c in self.cases if c.model == model)
+
+    def counts(self, model: str | None = None) -> dict[str, int]:
+        """Cases per status (every status present, zeros included), for one model or all."""
+        found = Counter(c.status for c in self.cases if model is None or c.model == model)
+        return {status: found[status] for status in STATUSES}

@@ -1,0 +1,37 @@
+"""The Pareto front of a sweep: cases for which no other case has a larger low-precision FLOP share
+at an error that is no larger (NaN errors count as inf)."""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from harness.report.model import CaseRecord
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of the non-dominated ``(share, error)`` points, maximising share and minimising error.
+
+    A point is dominated when another has share >= and error <= with at least one strict. Identical
+    points are all kept. The result is ordered by share, largest first.
+    """
+    clean = [(share, math.inf if math.isnan(error) else error) for share, error in points]
+    front = [i for i, (s, e) in enumerate(clean)
+             if not any((s2 >= s and e2 <= e) and (s2 > s or e2 < e) for s2, e2 in clean)]
+    return sorted(front, key=lambda i: (-clean[i][0], clean[i][1], i))
+
+
+def plotted(cases: Sequence[CaseRecord]) -> list[CaseRecord]:
+    """The cases that have both a FLOP share and an error to plot."""
+    return [c for c in cases if c.lowp_flop_share is not None and c.worst_max_rel is not None]
+
+
+def front_cases(cases: Sequence[CaseRecord]) -> list[CaseRecord]:
+    """The Pareto-front cases among :func:`plotted` ones, largest share first."""
+    points = plotted(cases)
+    return [points[i] for i in pareto_front([(c.lowp_flop_share, c.worst_max_rel) for c in points])]  # type: ignore[misc]
+
+
+def best_passing(cases: Sequence[CaseRecord]) -> CaseRecord | None:
+    """The passing case with the largest FLOP share (then the smallest error); None if none passed."""
+    ok = [c for c in plotted(cases) if c.status in ("pass", "xpass")]
+    return min(ok, key=lambda c: (-c.lowp_flop_share, c.worst_max_rel, c.case_id), default=None)  # type: ignore[operator]

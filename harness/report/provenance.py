@@ -1,0 +1,58 @@
+"""Collect a report's :class:`~harness.report.model.Provenance` and timestamp.
+
+Versions come from installed package metadata (nothing heavy is imported); the git commit is that of
+the project under test, when its folder is a git work tree.
+"""
+from __future__ import annotations
+
+import platform
+import socket
+import subprocess
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+from harness.report.model import Provenance
+
+
+def utc_now() -> str:
+    """The current time as ISO 8601 in UTC, to the second."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def package_version(name: str) -> str | None:
+    """Installed version of a distribution, or None when it is not installed."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def git_commit(project_dir: Path) -> str | None:
+    """HEAD of the git work tree holding ``project_dir``; None when it is not in one or git is absent."""
+    try:
+        done = subprocess.run(["git", "-C", str(project_dir), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=False)
+    except FileNotFoundError:
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def collect_provenance(*, hypothesis_profile: str, runners: Sequence[str],
+                       project_dir: Path | None) -> Provenance:
+    """Describe this machine and its packages; ``project_dir`` is where the models under test live."""
+    return Provenance(
+        castguard=package_version("castguard") or "not installed",
+        onnx=package_version("onnx") or "not installed",
+        onnxruntime=package_version("onnxruntime") or package_version("onnxruntime-gpu") or "not installed",
+        numpy=package_version("numpy") or "not installed",
+        python=sys.version.split()[0],
+        platform=platform.platform(),
+        hostname=socket.gethostname(),
+        hypothesis_profile=hypothesis_profile,
+        runners=tuple(runners),
+        git_commit=git_commit(project_dir) if project_dir is not None else None,
+        tensorrt=package_version("tensorrt"),
+    )

@@ -1,0 +1,159 @@
+"""``report.html``: one self-contained page (inline CSS, plots as base64 PNG data URIs). Formatting only.
+
+Every piece of text from a model or a message goes through :func:`html.escape`.
+"""
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Sequence
+from html import escape
+
+from harness.report.format import (DISPLAY_ORDER, LEGEND, case_label, counts_text, display_sorted, fmt_divergence,
+                                   fmt_error, fmt_int, fmt_share)
+from harness.report.model import STATUSES, CaseRecord, Report
+from harness.report.pareto import best_passing, front_cases
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1f24;margin:0;background:#f6f7f9}
+main{max-width:1360px;margin:0 auto;padding:20px 28px 40px}
+h1{font-size:22px;margin:6px 0 2px}h2{font-size:18px;margin:28px 0 6px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
+h3{font-size:15px;margin:18px 0 6px}.meta{color:#57606a;margin:0 0 12px}
+section{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:4px 18px 14px;margin:16px 0}
+table{border-collapse:collapse;margin:6px 0;font-size:13px}th,td{border:1px solid #d8dee4;padding:3px 8px;text-align:left}
+th{background:#f0f3f6}td.num{text-align:right;font-variant-numeric:tabular-nums}tr:nth-child(even) td{background:#fafbfc}
+code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
+.st{font-weight:600;border-radius:10px;padding:0 7px;white-space:nowrap}
+.st-pass{background:#dafbe1;color:#116329}.st-fail,.st-error{background:#ffebe9;color:#a40e26}
+.st-xfail{background:#fff8c5;color:#7d4e00}.st-xpass{background:#ffd8b5;color:#8a3b00}.st-skip{background:#eaeef2;color:#57606a}
+.plots{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}figure{margin:6px 0;display:table}
+figure img{max-width:100%;border:1px solid #d8dee4;border-radius:4px}
+figcaption{display:table-caption;caption-side:bottom;color:#57606a;font-size:12px;padding-top:4px}
+.failure{border-left:4px solid #cf222e;padding:2px 12px;margin:10px 0;background:#fffafa}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:8px;border-radius:4px;font-size:12px;margin:4px 0}
+.legend dt{font-weight:600;float:left;clear:left;width:150px}.legend dd{margin:0 0 4px 160px}
+"""
+
+
+def render_html(report: Report) -> str:
+    """The whole ``report.html``."""
+    prov = report.provenance
+    body = [f"<h1>castguard sweep report</h1><p class=\"meta\">{escape(counts_text(report.counts()))} over "
+            f"{len(report.models)} model(s) &middot; created {escape(report.created)} &middot; "
+            f"runners {escape(', '.join(prov.runners) or '–')}</p>", _summary(report)]
+    body += [_model_section(index, model, report) for index, model in enumerate(report.models)]
+    body.append(_provenance(report))
+    body.append("<section><h2>Legend</h2><dl class=\"legend\">" + "".join(
+        f"<dt>{escape(name)}</dt><dd>{escape(text)}</dd>" for name, text in LEGEND) + "</dl></section>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>castguard sweep report</title><style>{_CSS}</style></head>\n<body><main>\n"
+            + "\n".join(body) + "\n</main></body></html>\n")
+
+
+def _summary(report: Report) -> str:
+    head = "".join(f"<th>{s}</th>" for s in ("model", "cases", *STATUSES, "best passing case (largest lowp share)"))
+    rows = []
+    for index, model in enumerate(report.models):
+        counts, cases = report.counts(model), report.cases_of(model)
+        best = best_passing(cases)
+        best_text = "none" if best is None else (f"<code>{escape(best.case_id)}</code> "
+                                                 f"({fmt_share(best.lowp_flop_share)}, {fmt_error(best.worst_max_rel)})")
+        rows.append(f"<tr><td><a href=\"#model-{index}\">{escape(model)}</a></td><td class=\"num\">{len(cases)}</td>"
+                    + "".join(f"<td class=\"num\">{counts[s] or ''}</td>" for s in STATUSES)
+                    + f"<td>{best_text}</td></tr>")
+    return f"<section><h2>Summary</h2><table><tr>{head}</tr>{''.join(rows)}</table></section>"
+
+
+def _provenance(report: Report) -> str:
+    prov = report.provenance
+    items = [("castguard", prov.castguard), ("onnx", prov.onnx), ("onnxruntime", prov.onnxruntime),
+             ("numpy", prov.numpy), ("tensorrt", prov.tensorrt or "not installed"), ("python", prov.python),
+             ("platform", prov.platform), ("hostname", prov.hostname), ("hypothesis profile", prov.hypothesis_profile),
+             ("runners", ", ".join(prov.runners) or "–"), ("git commit", prov.git_commit or "none"),
+             ("schema version", str(report.schema_version))]
+    rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in items)
+    return f"<section><h2>Provenance</h2><table>{rows}</table></section>"
+
+
+def _model_section(index: int, model: str, report: Report) -> str:
+    from harness.report.plots import error_vs_share_png, pass_by_data_max_png  # matplotlib: import when drawing
+
+    cases = report.cases_of(model)
+    inputs = sorted({c.inputs_id for c in cases})
+    multi = len(inputs) > 1
+    plot1 = _img(error_vs_share_png(cases, title=f"{model}: error vs low-precision FLOP share"),
+                 alt=f"error vs low-precision FLOP share for {model}")
+    plot2 = _img(pass_by_data_max_png(cases, title=f"{model}: pass/fail by data_max"),
+                 alt=f"pass/fail by data_max per precision for {model}")
+    parts = [f"<section id=\"model-{index}\"><h2>{escape(model)}</h2>",
+             f"<p class=\"meta\">{escape(counts_text(report.counts(model)))} &middot; sha256 "
+             f"<code>{escape(cases[0].model_sha256[:16])}</code> &middot; inputs "
+             + ", ".join(f"<code>{escape(i)}</code>" for i in inputs) + "</p>",
+             "<div class=\"plots\"><figure>" + plot1 + "<figcaption>One point per case: colour = precision, marker ="
+             " status. Ringed and numbered: the Pareto front (no other case has a larger low-precision share at an"
+             " error that is no larger), listed below. Cases without a share or an error (error, skip) are not"
+             " drawn.</figcaption></figure><figure>" + plot2
+             + "<figcaption>Cases whose comparison passed, per precision and data_max (error/skip cases are"
+             " counted apart).</figcaption></figure></div>",
+             _front_table(cases, multi=multi),
+             "<h3>Cases (failing first)</h3>" + _case_table(display_sorted(cases), multi=multi),
+             _failures(cases, multi=multi), "</section>"]
+    return "\n".join(parts)
+
+
+def _front_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
+    front = front_cases(cases)
+    if not front:
+        return "<h3>Pareto front</h3><p>No case has both a FLOP share and an error.</p>"
+    rows = "".join(f"<tr><td class=\"num\">{rank}</td><td><code>{escape(case_label(c, with_inputs=multi))}</code></td>"
+                   f"<td>{_status(c.status)}</td><td class=\"num\">{fmt_share(c.lowp_flop_share)}</td>"
+                   f"<td class=\"num\">{fmt_error(c.worst_max_rel)}</td></tr>" for rank, c in enumerate(front, 1))
+    return ("<h3>Pareto front</h3><table><tr><th>#</th><th>case</th><th>status</th><th>lowp FLOP share</th>"
+            f"<th>worst max_rel</th></tr>{rows}</table>")
+
+
+def _case_table(cases: Iterable[CaseRecord], *, multi: bool) -> str:
+    rows = "".join(
+        f"<tr><td><code>{escape(case_label(c, with_inputs=multi))}</code></td><td>{_status(c.status)}</td>"
+        f"<td>{escape(c.runner or '–')}</td><td class=\"num\">{fmt_error(c.worst_max_rel)}</td>"
+        f"<td class=\"num\">{fmt_share(c.lowp_flop_share)}</td><td class=\"num\">{fmt_int(c.cast_count)}</td>"
+        f"<td class=\"num\">{c.timings.total_s:.2f}</td><td>{escape(fmt_divergence(c))}</td></tr>" for c in cases)
+    return ("<table><tr><th>case</th><th>status</th><th>runner</th><th>worst max_rel</th><th>lowp FLOP share</th>"
+            f"<th>casts</th><th>time (s)</th><th>first divergent tensor</th></tr>{rows}</table>")
+
+
+def _failures(cases: Sequence[CaseRecord], *, multi: bool) -> str:
+    failing = [c for c in display_sorted(cases) if c.status in DISPLAY_ORDER[:4]]   # error, fail, xpass, xfail
+    if not failing:
+        return ""
+    blocks = []
+    for case in failing:
+        block = [f"<div class=\"failure\"><h4><code>{escape(case_label(case, with_inputs=multi))}</code> "
+                 f"{_status(case.status)}</h4><pre>{escape(case.message or '(no message)')}</pre>"]
+        d = case.first_divergent
+        if d is not None:
+            block.append(f"<p>First divergent tensor: <code>{escape(d.tensor)}</code> from node "
+                         f"<code>{escape(d.node)}</code> ({escape(d.op)}), max_abs {fmt_error(d.max_abs)}, "
+                         f"max_rel {fmt_error(d.max_rel)}</p>")
+        if case.outputs:
+            block.append(_output_table(case))
+        blocks.append("".join(block) + "</div>")
+    return "<h3>Failing cases (and expected failures)</h3>" + "".join(blocks)
+
+
+def _output_table(case: CaseRecord) -> str:
+    rows = "".join(
+        f"<tr><td><code>{escape(o.name)}</code></td><td>{'ok' if o.passed else 'FAIL'}</td>"
+        f"<td class=\"num\">{fmt_error(o.max_abs)}</td><td class=\"num\">{fmt_error(o.max_rel)}</td>"
+        f"<td class=\"num\">{o.n_over}/{o.n_total}</td><td>atol {o.atol:.3g}, rtol {o.rtol:.3g}, {escape(o.mode)}</td>"
+        f"<td>atol {fmt_error(o.required_atol)} or rtol {fmt_error(o.required_rtol)}</td></tr>" for o in case.outputs)
+    return ("<table><tr><th>output</th><th></th><th>max_abs</th><th>max_rel</th><th>over</th><th>tolerance</th>"
+            f"<th>would pass with</th></tr>{rows}</table>")
+
+
+def _status(status: str) -> str:
+    return f"<span class=\"st st-{escape(status)}\">{escape(status)}</span>"
+
+
+def _img(png: bytes, *, alt: str) -> str:
+    return f"<img alt=\"{escape(alt)}\" src=\"data:image/png;base64,{base64.b64encode(png).decode('ascii')}\">"

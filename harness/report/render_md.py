@@ -1,0 +1,63 @@
+"""``report.md``: tables readable in a CI log and in a GitHub step summary. Formatting only.
+
+Names from models (tensors, messages) are put in code spans with table pipes escaped, so markdown
+and HTML in them are shown, never interpreted.
+"""
+from __future__ import annotations
+
+import re
+
+from harness.report.format import (LEGEND, case_label, counts_text, display_sorted, first_line, fmt_divergence,
+                                   fmt_error, fmt_int, fmt_share)
+from harness.report.model import CaseRecord, Report
+from harness.report.pareto import best_passing
+
+_HEADER = ("| case | status | runner | worst max_rel | lowp FLOP share | casts | first divergent tensor |\n"
+           "|---|---|---|---:|---:|---:|---|")
+
+
+def md_code(text: str, *, in_table: bool) -> str:
+    """``text`` as one inline code span: newlines become spaces; in table rows pipes are escaped (GFM)."""
+    flat = text.replace("\r", " ").replace("\n", " ")
+    flat = flat.replace("|", "\\|") if in_table else flat
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", flat)), default=0) + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") or not flat.strip() else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+def render_markdown(report: Report) -> str:
+    """The whole ``report.md``."""
+    prov = report.provenance
+    lines = ["# castguard sweep report", "",
+             f"{counts_text(report.counts())} over {len(report.models)} model(s). Created {report.created}; "
+             f"castguard {prov.castguard}, onnx {prov.onnx}, onnxruntime {prov.onnxruntime}; "
+             f"runners: {', '.join(prov.runners) or '–'}; hypothesis profile: {prov.hypothesis_profile}"
+             + (f"; commit {prov.git_commit[:12]}" if prov.git_commit else "") + ".", ""]
+    for model in report.models:
+        lines += _model_section(model, report.cases_of(model), report.counts(model))
+    lines += ["**Legend.** " + " ".join(f"*{name}*: {text}." for name, text in LEGEND), ""]
+    return "\n".join(lines)
+
+
+def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, int]) -> list[str]:
+    inputs = sorted({c.inputs_id for c in cases})
+    multi = len(inputs) > 1
+    meta = (f"model sha256 {md_code(cases[0].model_sha256[:16], in_table=False)}, inputs "
+            + ", ".join(md_code(i, in_table=False) for i in inputs))
+    best = best_passing(cases)
+    if best is not None:
+        meta += (f"; best passing case: {md_code(best.case_id, in_table=False)} ({fmt_share(best.lowp_flop_share)}"
+                 f" low-precision FLOPs, worst max_rel {fmt_error(best.worst_max_rel)})")
+    lines = [f"## {md_code(model, in_table=False)}: {counts_text(counts)}", "", meta, "", _HEADER]
+    for case in display_sorted(cases):
+        status = case.status.upper() if case.status in ("fail", "error", "xpass") else case.status
+        divergent = "–" if case.first_divergent is None else md_code(fmt_divergence(case), in_table=True)
+        lines.append(f"| {md_code(case_label(case, with_inputs=multi), in_table=True)} | {status} | "
+                     f"{md_code(case.runner or '–', in_table=True)} | {fmt_error(case.worst_max_rel)} | "
+                     f"{fmt_share(case.lowp_flop_share)} | {fmt_int(case.cast_count)} | {divergent} |")
+    failing = [c for c in display_sorted(cases) if c.status in ("fail", "error", "xpass") and c.message]
+    if failing:
+        lines += ["", "Failures:", ""]
+        lines += [f"- {md_code(case_label(c, with_inputs=multi), in_table=False)}: "
+                  f"{md_code(first_line(c.message), in_table=False)}" for c in failing]
+    return lines + [""]

@@ -1,0 +1,121 @@
+"""Report <-> JSON-compatible dicts, strictly typed both ways.
+
+Floats that JSON cannot hold are written as the strings ``"inf"``, ``"-inf"`` and ``"nan"`` so the file
+is standard JSON (``jq``, browsers). Derived values (``case_id``, ``worst_max_rel``, ``summary``) are
+written for readers of the file and checked on the way back: a ``case_id`` that does not match its
+settings means the file was edited or made by another id scheme. Decoding errors raise
+:class:`ReportFormatError` naming the JSON path; :mod:`harness.report.io` turns it into a UserError.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from typing import Any, TypeVar
+
+from harness.errors import UserError
+from harness.report.model import SCHEMA_VERSION, CaseRecord, Report
+
+T = TypeVar("T")
+_SPECIAL = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+_DERIVED: dict[type, tuple[str, ...]] = {CaseRecord: ("case_id", "worst_max_rel"), Report: ("summary",)}
+
+
+class ReportFormatError(ValueError):
+    """A report dict does not match schema version 1."""
+
+
+def report_to_dict(report: Report) -> dict[str, Any]:
+    return {"schema_version": report.schema_version, "created": report.created,
+            "provenance": _encode(report.provenance), "summary": report.counts(),
+            "cases": [{"case_id": case.case_id, **_encode(case), "worst_max_rel": _number(case.worst_max_rel)}
+                      for case in report.cases]}
+
+
+def report_from_dict(data: Any) -> Report:
+    if not isinstance(data, dict):
+        raise ReportFormatError("$: the top level is not an object")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise ReportFormatError(f"$.schema_version: {data.get('schema_version')!r} is not {SCHEMA_VERSION}")
+    report = _decode(Report, data, "$")
+    for index, (case, raw) in enumerate(zip(report.cases, data["cases"])):
+        if raw.get("case_id") != case.case_id:
+            raise ReportFormatError(f"$.cases[{index}].case_id: {raw.get('case_id')!r} does not match its "
+                                    f"settings ({case.case_id!r})")
+    return report
+
+
+def _number(value: float | None) -> float | str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def _encode(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, tuple):
+        return [_encode(item) for item in obj]
+    if isinstance(obj, float):
+        return _number(obj)
+    if obj is None or isinstance(obj, (str, int, bool)):
+        return obj
+    raise TypeError(f"cannot encode {type(obj).__name__} in a report")
+
+
+def _decode(hint: Any, value: Any, path: str) -> Any:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _decode(inner, value, path)
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise ReportFormatError(f"{path}: expected a list, got {value!r}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_decode(args[0], item, f"{path}[{i}]") for i, item in enumerate(value))
+        if len(value) != len(args):
+            raise ReportFormatError(f"{path}: expected {len(args)} items, got {len(value)}")
+        return tuple(_decode(a, item, f"{path}[{i}]") for i, (a, item) in enumerate(zip(args, value)))
+    if dataclasses.is_dataclass(hint):
+        return _decode_dataclass(hint, value, path)
+    return _decode_scalar(hint, value, path)
+
+
+def _decode_scalar(hint: Any, value: Any, path: str) -> Any:
+    if hint is float:
+        if isinstance(value, str) and value in _SPECIAL:
+            return _SPECIAL[value]
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif hint in (str, bool):
+        if isinstance(value, hint):
+            return value
+    else:
+        raise TypeError(f"{path}: no decoder for {hint!r}")
+    raise ReportFormatError(f"{path}: expected {hint.__name__}, got {value!r}")
+
+
+def _decode_dataclass(cls: type[T], value: Any, path: str) -> T:
+    if not isinstance(value, dict):
+        raise ReportFormatError(f"{path}: expected an object, got {value!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(value) - set(fields) - set(_DERIVED.get(cls, ())))
+    if unknown:
+        raise ReportFormatError(f"{path}: unknown key(s) {unknown}")
+    kwargs = {}
+    for name, field in fields.items():
+        if name in value:
+            kwargs[name] = _decode(hints[name], value[name], f"{path}.{name}")
+        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            raise ReportFormatError(f"{path}: missing key {name!r}")
+    try:
+        return cls(**kwargs)
+    except (ValueError, UserError) as err:
+        raise ReportFormatError(f"{path}: {err}") from err

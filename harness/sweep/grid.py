@@ -1,0 +1,187 @@
+"""The sweep grid: :class:`SweepSpec` -> :func:`expand` -> :class:`Case` objects with stable ids.
+
+A case id (``fp16-dmax512-imax65504-excl_none-keepio0-emulate``) names goldens, report rows and
+baselines, so it depends only on the case's settings, never on order or time.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import re
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from harness.errors import UserError
+
+if TYPE_CHECKING:
+    from harness.convert.options import ConvertOptions
+
+PRECISIONS = ("fp16", "bf16")
+NODE_PRECISIONS = ("fp16", "bf16", "fp32")
+SENSITIVE_OPS = ("Softmax", "LayerNormalization", "ReduceMean", "Pow")
+
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")      # exclusion-set and runner names
+_OP_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")   # ONNX op types
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.]")
+
+
+def check_limit(value: float, *, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
+        raise UserError(where=where, problem=f"{value!r} is not a non-negative number",
+                        fix="give a magnitude such as 512, or inf to disable the rule")
+
+
+def check_choice(value: object, choices: tuple[str, ...], *, where: str) -> None:
+    if value not in choices:
+        raise UserError(where=where, problem=f"{value!r} is not one of {', '.join(choices)}",
+                        fix=f"use {' or '.join(choices)}")
+
+
+def check_runner(value: object, *, where: str) -> None:
+    if not isinstance(value, str) or not _NAME.match(value):
+        raise UserError(where=where, problem=f"{value!r} is not a runner name",
+                        fix="use a registered runner such as emulate, ort, reference or trt")
+
+
+def check_node_precisions(pairs: tuple[tuple[str, str], ...], *, where: str) -> None:
+    for key, prec in pairs:
+        if not key:
+            raise UserError(where=where, problem="an empty node name or op type", fix="name a node or an op type")
+        check_choice(prec, NODE_PRECISIONS, where=f"{where} [{key!r}]")
+    if list(pairs) != sorted(pairs):
+        raise UserError(where=where, problem="node precisions are not sorted by key",
+                        fix="build them with parse_node_precisions() so ids stay order-independent")
+    check_unique([key for key, _ in pairs], where=where)
+
+
+def check_unique(values: Sequence[Hashable], *, where: str) -> None:
+    dupes = [value for value, count in Counter(values).items() if count > 1]
+    if dupes:
+        raise UserError(where=where, problem=f"repeated value(s): {', '.join(map(repr, dupes))}",
+                        fix="list each value once")
+
+
+@dataclass(frozen=True)
+class ExclusionSet:
+    """A named set of op types kept in FP32 (``op_types_to_exclude``)."""
+
+    name: str
+    ops: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        where = f"exclusion set {self.name!r}"
+        if not _NAME.match(self.name):
+            raise UserError(where=where, problem="the name is not a plain identifier",
+                            fix="use letters, digits and '_', starting with a letter (it becomes part of case ids)")
+        for op in self.ops:
+            if not _OP_TYPE.match(op):
+                raise UserError(where=where, problem=f"{op!r} is not an ONNX op type",
+                                fix="list op types such as Softmax or LayerNormalization")
+        check_unique(self.ops, where=where)
+
+
+BUILTIN_EXCLUSIONS = (ExclusionSet("none"), ExclusionSet("sensitive", SENSITIVE_OPS))
+
+
+def format_number(value: float) -> str:
+    """``512.0`` -> ``512``, ``inf`` -> ``inf``, ``0.5`` -> ``0.5``, ``1e20`` -> ``1e20``: exact and id-safe."""
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if float(value).is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(float(value)).replace("e+", "e")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One point of the sweep: every setting that changes the converted model or where it runs."""
+
+    precision: str = "fp16"
+    data_max: float = 512.0
+    init_max: float = 65504.0
+    exclusion: ExclusionSet = ExclusionSet("none")
+    keep_io_types: bool = False
+    runner: str = "emulate"
+    node_precisions: tuple[tuple[str, str], ...] = ()
+    fp32_accumulation: bool = False
+
+    def __post_init__(self) -> None:
+        check_choice(self.precision, PRECISIONS, where="Case.precision")
+        check_limit(self.data_max, where="Case.data_max")
+        check_limit(self.init_max, where="Case.init_max")
+        check_runner(self.runner, where="Case.runner")
+        check_node_precisions(self.node_precisions, where="Case.node_precisions")
+
+    @property
+    def id(self) -> str:
+        """Readable, stable, unique per settings; node precisions and fp32 accumulation appear only when set."""
+        parts = [self.precision, f"dmax{format_number(self.data_max)}", f"imax{format_number(self.init_max)}",
+                 f"excl_{self.exclusion.name}", f"keepio{int(self.keep_io_types)}", self.runner]
+        if self.node_precisions:
+            raw = "+".join(f"{key}.{prec}" for key, prec in self.node_precisions)
+            token = "+".join(f"{_ID_UNSAFE.sub('_', key)}.{prec}" for key, prec in self.node_precisions)
+            if token != raw:
+                token += "_" + hashlib.sha256(raw.encode()).hexdigest()[:8]
+            parts.append(f"np_{token}")
+        if self.fp32_accumulation:
+            parts.append("acc32")
+        return "-".join(parts)
+
+    def convert_options(self) -> ConvertOptions:
+        """The converter settings of this case (the runner is not a converter setting)."""
+        from harness.convert.options import ConvertOptions
+
+        return ConvertOptions(low_precision_type=self.precision, op_types_to_exclude=self.exclusion.ops,
+                              data_max=self.data_max, init_max=self.init_max, keep_io_types=self.keep_io_types,
+                              node_precisions=self.node_precisions, fp32_accumulation=self.fp32_accumulation)
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """The grid; defaults are the documented 24-case sweep. Each axis is a non-empty tuple without repeats."""
+
+    precisions: tuple[str, ...] = PRECISIONS
+    data_max: tuple[float, ...] = (64.0, 512.0, math.inf)
+    init_max: tuple[float, ...] = (65504.0,)
+    exclusions: tuple[ExclusionSet, ...] = BUILTIN_EXCLUSIONS
+    keep_io_types: tuple[bool, ...] = (False, True)
+    runners: tuple[str, ...] = ("emulate",)
+    node_precisions: tuple[tuple[str, str], ...] = ()   # applies to every case; sorted by key
+    fp32_accumulation: bool = False
+
+    def __post_init__(self) -> None:
+        for axis in ("precisions", "data_max", "init_max", "exclusions", "keep_io_types", "runners"):
+            values = getattr(self, axis)
+            if not isinstance(values, tuple) or not values:
+                raise UserError(where=f"sweep {axis}", problem="the axis is empty or not a tuple",
+                                fix="give at least one value")
+        for value in self.precisions:
+            check_choice(value, PRECISIONS, where="sweep precisions")
+        for value in self.data_max:
+            check_limit(value, where="sweep data_max")
+        for value in self.init_max:
+            check_limit(value, where="sweep init_max")
+        for value in self.runners:
+            check_runner(value, where="sweep runners")
+        for axis in ("precisions", "data_max", "init_max", "keep_io_types", "runners"):
+            check_unique(getattr(self, axis), where=f"sweep {axis}")
+        check_unique([s.name for s in self.exclusions], where="sweep exclusions")
+        check_node_precisions(self.node_precisions, where="sweep node_precisions")
+
+    @property
+    def size(self) -> int:
+        return (len(self.precisions) * len(self.data_max) * len(self.init_max) * len(self.exclusions)
+                * len(self.keep_io_types) * len(self.runners))
+
+
+def expand(spec: SweepSpec) -> list[Case]:
+    """Every case of the grid, in the spec's axis order. Raises UserError if two cases share an id."""
+    cases = [Case(precision=p, data_max=d, init_max=i, exclusion=e, keep_io_types=k, runner=r,
+                  node_precisions=spec.node_precisions, fp32_accumulation=spec.fp32_accumulation)
+             for p, d, i, e, k, r in itertools.product(spec.precisions, spec.data_max, spec.init_max,
+                                                       spec.exclusions, spec.keep_io_types, spec.runners)]
+    check_unique([case.id for case in cases], where="sweep case ids")
+    return cases

@@ -1,0 +1,253 @@
+"""Build a :class:`SweepSpec` from its sources, later ones winning key by key::
+
+    SweepSpec() defaults < pyproject [tool.castguard.sweep] < --sweep FILE < command-line options
+
+Documented default table (exactly what ``SweepSpec()`` holds; 2 x 3 x 1 x 2 x 2 x 1 = 24 cases)::
+
+    [tool.castguard.sweep]
+    precisions = ["fp16", "bf16"]
+    data_max = [64, 512, inf]           # inf (or "inf") disables the activation-range rule
+    init_max = [65504]
+    exclusions = ["none", "sensitive"]  # names of the exclusion sets to sweep
+    keep_io_types = [false, true]       # or "both", true, false
+    runners = ["emulate"]
+    node_precisions = {}                # e.g. { Add = "fp16", Sub = "fp32" }: node name or op type
+    fp32_accumulation = false
+
+    [tool.castguard.sweep.exclusion_sets]   # user sets; "none" and "sensitive" are built in
+    attention = ["Softmax", "MatMul"]
+
+A ``--sweep FILE`` holds the same keys at its top level. Every bad value raises a
+:class:`~harness.errors.UserError` naming the file and key (or the option), the problem and the fix.
+"""
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from harness.errors import UserError
+from harness.sweep.grid import (BUILTIN_EXCLUSIONS, ExclusionSet, SweepSpec, check_limit, check_node_precisions,
+                                check_unique)
+
+KEEP_IO_CHOICES = {"both": (False, True), "true": (True,), "false": (False,)}
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """The command-line sweep options as typed by the user; None means "not given"."""
+
+    precision: str | None = None           # --precision fp16,bf16
+    data_max: str | None = None            # --data-max 64,512,inf
+    init_max: str | None = None            # --init-max 65504
+    exclude_ops: tuple[str, ...] = ()      # --exclude-ops none --exclude-ops attn=Softmax+MatMul (or comma-joined)
+    keep_io_types: str | None = None       # --keep-io-types both|true|false
+    runners: str | None = None             # --runner emulate,reference
+    node_precisions: str | None = None     # --node-precisions Add:fp16,Sub:fp32
+    fp32_accumulation: bool | None = None  # --fp32-accumulation
+
+
+TABLE_KEYS = ("precisions", "data_max", "init_max", "exclusions", "exclusion_sets", "keep_io_types", "runners",
+              "node_precisions", "fp32_accumulation")
+
+
+def build_sweep_spec(*, tables: Sequence[tuple[str, Mapping[str, object]]] = (),
+                     options: SweepOptions = SweepOptions()) -> SweepSpec:
+    """Apply TOML sweep tables (``(where, table)``, lowest precedence first), then the command-line options."""
+    spec, known = SweepSpec(), {s.name: s for s in BUILTIN_EXCLUSIONS}
+    for where, table in tables:
+        spec, known = _apply_table(spec, known, table, where=where)
+    return _apply_options(spec, known, options)
+
+
+def read_toml(path: Path, *, what: str) -> dict[str, object]:
+    """Parse a TOML file; a missing or malformed file is a UserError naming it."""
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise UserError(where=path, problem=f"{what} not found", fix="check the path") from None
+    except tomllib.TOMLDecodeError as err:
+        raise UserError(where=path, problem=f"{what} is not valid TOML: {err}", fix="fix the TOML syntax") from err
+
+
+def load_sweep_spec(*, pyproject: Path | None = None, sweep_file: Path | None = None,
+                    options: SweepOptions = SweepOptions()) -> SweepSpec:
+    """Read ``[tool.castguard.sweep]`` from ``pyproject`` and the ``--sweep`` file, then apply the options."""
+    tables: list[tuple[str, Mapping[str, object]]] = []
+    if pyproject is not None:
+        table: object = read_toml(pyproject, what="pyproject")
+        for key in ("tool", "castguard", "sweep"):
+            table = table.get(key) if isinstance(table, Mapping) else None
+        if table is not None:
+            tables.append((f"{pyproject} [tool.castguard.sweep]", table))  # type: ignore[arg-type]
+    if sweep_file is not None:
+        tables.append((f"--sweep {sweep_file}", read_toml(sweep_file, what="sweep file")))
+    return build_sweep_spec(tables=tables, options=options)
+
+
+def _apply_table(spec: SweepSpec, known: dict[str, ExclusionSet], table: Mapping[str, object], *,
+                 where: str) -> tuple[SweepSpec, dict[str, ExclusionSet]]:
+    if not isinstance(table, Mapping):
+        raise UserError(where=where, problem="the sweep settings are not a TOML table", fix="write key = value lines")
+    for key in table:
+        if key not in TABLE_KEYS:
+            hint = " ([tool.castguard.sweep] belongs in pyproject.toml; a --sweep file has the keys at top level)"
+            raise UserError(where=f"{where} key {key!r}", problem="unknown sweep key" + (hint if key == "tool" else ""),
+                            fix=f"use one of: {', '.join(TABLE_KEYS)}")
+    known = dict(known)
+    sets = table.get("exclusion_sets", {})
+    if not isinstance(sets, Mapping):
+        raise UserError(where=f"{where} key 'exclusion_sets'", problem="not a table",
+                        fix='write [..exclusion_sets] with lines like attention = ["Softmax", "MatMul"]')
+    for name, ops in sets.items():
+        known[name] = _define_set(name, _strings(ops, where=f"{where} exclusion_sets.{name}"),
+                                  where=f"{where} exclusion_sets.{name}")
+    changes: dict[str, object] = {}
+    for key in ("precisions", "runners"):
+        if key in table:
+            changes[key] = _strings(table[key], where=f"{where} key {key!r}")
+    for key in ("data_max", "init_max"):
+        if key in table:
+            changes[key] = tuple(_limit(v, where=f"{where} key {key!r}") for v in _listed(table[key]))
+    if "exclusions" in table:
+        changes["exclusions"] = _select(_strings(table["exclusions"], where=f"{where} key 'exclusions'"), known,
+                                        where=f"{where} key 'exclusions'")
+    if "keep_io_types" in table:
+        changes["keep_io_types"] = _keep_io(table["keep_io_types"], where=f"{where} key 'keep_io_types'")
+    if "node_precisions" in table:
+        changes["node_precisions"] = _node_precision_table(table["node_precisions"],
+                                                           where=f"{where} key 'node_precisions'")
+    if "fp32_accumulation" in table:
+        flag = table["fp32_accumulation"]
+        if not isinstance(flag, bool):
+            raise UserError(where=f"{where} key 'fp32_accumulation'", problem=f"{flag!r} is not a boolean",
+                            fix="write true or false")
+        changes["fp32_accumulation"] = flag
+    return _replace(spec, changes, where=where), known
+
+
+def _apply_options(spec: SweepSpec, known: dict[str, ExclusionSet], options: SweepOptions) -> SweepSpec:
+    changes: dict[str, object] = {}
+    if options.precision is not None:
+        changes["precisions"] = _split(options.precision, where="--precision")
+    if options.runners is not None:
+        changes["runners"] = _split(options.runners, where="--runner")
+    for attr, flag in (("data_max", "--data-max"), ("init_max", "--init-max")):
+        text = getattr(options, attr)
+        if text is not None:
+            changes[attr] = tuple(_limit(v, where=flag) for v in _split(text, where=flag))
+    if options.exclude_ops:
+        known, names = dict(known), []
+        for item in (i for text in options.exclude_ops for i in _split(text, where="--exclude-ops")):
+            name, eq, ops = item.partition("=")
+            if eq:
+                known[name] = _define_set(name, tuple(o for o in ops.split("+") if o), where="--exclude-ops")
+            names.append(name)
+        changes["exclusions"] = _select(tuple(names), known, where="--exclude-ops")
+    if options.keep_io_types is not None:
+        changes["keep_io_types"] = _keep_io(options.keep_io_types, where="--keep-io-types")
+    if options.node_precisions is not None:
+        changes["node_precisions"] = parse_node_precisions(options.node_precisions, where="--node-precisions")
+    if options.fp32_accumulation is not None:
+        changes["fp32_accumulation"] = options.fp32_accumulation
+    return _replace(spec, changes, where="command line")
+
+
+def parse_node_precisions(text: str, *, where: str) -> tuple[tuple[str, str], ...]:
+    """``"Add:fp16,Sub:fp32"`` -> ``(("Add", "fp16"), ("Sub", "fp32"))``, sorted by key."""
+    pairs = []
+    for item in _split(text, where=where):
+        key, colon, prec = item.rpartition(":")
+        if not colon or not key:
+            raise UserError(where=where, problem=f"{item!r} is not KEY:PRECISION",
+                            fix="write node names or op types with a precision, e.g. Add:fp16,Sub:fp32")
+        pairs.append((key, prec))
+    return _node_precision_pairs(pairs, where=where)
+
+
+def _node_precision_table(value: object, *, where: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, Mapping):
+        raise UserError(where=where, problem="not a table", fix='write { Add = "fp16", Sub = "fp32" }')
+    return _node_precision_pairs(list(value.items()), where=where)
+
+
+def _node_precision_pairs(pairs: list[tuple[str, object]], *, where: str) -> tuple[tuple[str, str], ...]:
+    check_unique([key for key, _ in pairs], where=where)
+    result = tuple(sorted((str(key), str(prec)) for key, prec in pairs))
+    check_node_precisions(result, where=where)
+    return result
+
+
+def _replace(spec: SweepSpec, changes: dict[str, object], *, where: str) -> SweepSpec:
+    try:
+        return replace(spec, **changes)
+    except UserError as err:
+        raise UserError(where=f"{where}: {err.where}", problem=err.problem, fix=err.fix) from err
+
+
+def _define_set(name: str, ops: tuple[str, ...], *, where: str) -> ExclusionSet:
+    if name == "none" and ops:
+        raise UserError(where=where, problem="the set 'none' is built in and must stay empty",
+                        fix="give your set another name")
+    try:
+        return ExclusionSet(name, ops)
+    except UserError as err:
+        raise UserError(where=f"{where}: {err.where}", problem=err.problem, fix=err.fix) from err
+
+
+def _select(names: tuple[str, ...], known: Mapping[str, ExclusionSet], *, where: str) -> tuple[ExclusionSet, ...]:
+    for name in names:
+        if name not in known:
+            raise UserError(where=where, problem=f"no exclusion set named {name!r} (known: {', '.join(sorted(known))})",
+                            fix="define it, e.g. --exclude-ops NAME=Op1+Op2, or in [tool.castguard.sweep.exclusion_sets]")
+    return tuple(known[name] for name in names)
+
+
+def _keep_io(value: object, *, where: str) -> tuple[bool, ...]:
+    if isinstance(value, bool):
+        return (value,)
+    if isinstance(value, str) and value.lower() in KEEP_IO_CHOICES:
+        return KEEP_IO_CHOICES[value.lower()]
+    if isinstance(value, list) and value and all(isinstance(v, bool) for v in value):
+        return tuple(value)
+    raise UserError(where=where, problem=f"{value!r} is not a keep_io_types choice",
+                    fix="use both, true or false (in TOML also [false, true])")
+
+
+def _listed(value: object) -> list[object]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _strings(value: object, *, where: str) -> tuple[str, ...]:
+    items = _listed(value)
+    if not all(isinstance(v, str) and v for v in items):
+        raise UserError(where=where, problem=f"{value!r} is not a string or a list of strings",
+                        fix='write a list such as ["a", "b"]')
+    return tuple(str(v) for v in items)
+
+
+def _split(text: str, *, where: str) -> tuple[str, ...]:
+    items = tuple(part.strip() for part in text.split(","))
+    if not all(items):
+        raise UserError(where=where, problem=f"{text!r} has an empty item", fix="separate values with single commas")
+    return items
+
+
+def _limit(value: object, *, where: str) -> float:
+    if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", "infinity"):
+        return math.inf
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise UserError(where=where, problem=f"{value!r} is not a number",
+                            fix="give non-negative numbers or inf, e.g. 64,512,inf") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UserError(where=where, problem=f"{value!r} is not a number", fix="give non-negative numbers or inf")
+    check_limit(float(value), where=where)
+    return float(value)
+
+
