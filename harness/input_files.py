@@ -74,6 +74,9 @@ def load_feed_file(path: Path) -> list[Feed]:
 
 
 def _load_npz(path: Path) -> Feed:
+    if not zipfile.is_zipfile(path):
+        raise InputDataError(where=path, problem="not a readable .npz (not a zip archive)",
+                             fix="save inputs with np.savez(path, name=array, ...)")
     try:
         with np.load(path, allow_pickle=False) as data:
             return {key: np.ascontiguousarray(data[key]) for key in data.files}

@@ -5,6 +5,7 @@ unless its runner is used; ``trt`` raises :class:`~harness.errors.RunnerUnavaila
 """
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -43,9 +44,10 @@ def make_runner(name: str, model: onnx.ModelProto, *, model_dir: Path | None = N
 
 def _make_trt(model: onnx.ModelProto, *, model_dir: Path | None) -> Runner:
     try:
-        from harness.runners import trt
+        trt = importlib.import_module("harness.runners.trt")
     except ModuleNotFoundError as err:
         if err.name != "harness.runners.trt":
             raise
         raise RunnerUnavailable("trt: harness.runners.trt is not part of this install") from err
-    return trt.TrtRunner(model, model_dir=model_dir)
+    runner: Runner = trt.TrtRunner(model, model_dir=model_dir)
+    return runner
