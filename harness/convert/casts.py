@@ -24,6 +24,7 @@ from harness.convert.graphinfo import FLOATS, GraphInfo, Signature, signature
 from harness.convert.initializers import apply_storage, choose_storage
 from harness.convert.options import ConvertOptions
 from harness.convert.subgraphs import captured, rename_captures
+from harness.convert.validate import expected_io_type
 from harness.errors import ConversionError
 
 ANY = -1
@@ -102,9 +103,7 @@ class Rewriter:
         original = self.info.types.get(name)
         if original not in FLOATS:
             return None
-        if self.options.keep_io_types or original not in (TensorProto.FLOAT, TensorProto.DOUBLE):
-            return original
-        return self.options.low_elem
+        return expected_io_type(original, keep_io_types=self.options.keep_io_types, low=self.options.low_elem)
 
     def _plan_sources(self, wanted: list[list[tuple[int, int] | None]]) -> None:
         sources = {**self.info.initializers, **self.info.constants}

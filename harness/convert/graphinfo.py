@@ -119,8 +119,11 @@ def _shape_of(value_type: onnx.TypeProto) -> Shape | None:
     return tuple(d.dim_value if d.HasField("dim_value") else None for d in value_type.tensor_type.shape.dim)
 
 
-def build_info(model: onnx.ModelProto) -> GraphInfo:
-    """Infer types/shapes (non-strict) and index producers and consumers of the top-level graph."""
+def build_info(model: onnx.ModelProto, *, observed_types: Mapping[str, int] | None = None) -> GraphInfo:
+    """Infer types/shapes (non-strict) and index producers and consumers of the top-level graph.
+
+    `observed_types` (from the reference run) fill in tensors that onnx inference cannot type (custom ops).
+    """
     inferred = onnx.shape_inference.infer_shapes(light_copy(model), strict_mode=False)
     types: dict[str, int] = {}
     shapes: dict[str, Shape] = {}
@@ -131,6 +134,8 @@ def build_info(model: onnx.ModelProto) -> GraphInfo:
             shape = _shape_of(vi.type)
             if shape is not None:
                 shapes[vi.name] = shape
+    for name, elem in (observed_types or {}).items():
+        types.setdefault(name, elem)
     initializers = {init.name: init for init in model.graph.initializer}
     for init in model.graph.initializer:
         types[init.name] = init.data_type

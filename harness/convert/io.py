@@ -60,12 +60,12 @@ def load_model(path: Path) -> onnx.ModelProto:
     return model
 
 
-def save_model(model: onnx.ModelProto, path: Path) -> None:
-    """Write atomically; models above ~1.8 GB get one external data file ``<name>.data`` beside them."""
+def save_model(model: onnx.ModelProto, path: Path, *, external_above: int = EXTERNAL_DATA_ABOVE) -> None:
+    """Write atomically; models above `external_above` bytes get one external data file ``<name>.data``."""
     path = Path(path)
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
-    if model.ByteSize() <= EXTERNAL_DATA_ABOVE:
+    if model.ByteSize() <= external_above:
         handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
         try:
             with os.fdopen(handle, "wb") as stream:

@@ -2,6 +2,7 @@
 
 Normalisation, done on the converter's own copy:
 - unnamed nodes get stable names ``<OpType>_<index>`` (classification and logs refer to names);
+- declared custom ops in the default domain move to ``trt.plugins``;
 - initializers that IR-3 models also list as graph inputs are dropped from the inputs (IR >= 4 then);
 - the IR version is raised to the minimum the final opsets need, never lowered.
 """
@@ -15,6 +16,7 @@ from onnx import helper, version_converter
 from harness.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
+CUSTOM_DOMAIN = "trt.plugins"
 
 
 def name_nodes(model: onnx.ModelProto) -> None:
@@ -41,6 +43,21 @@ def drop_initializer_inputs(model: onnx.ModelProto) -> int:
     return removed
 
 
+def move_custom_ops(model: onnx.ModelProto, custom: set[str]) -> int:
+    """Declared custom ops in the default domain move to ``trt.plugins`` (as AutoCast does) so the model
+    stays valid ONNX; TensorRT finds plugins by op type. Returns how many nodes moved."""
+    moved = 0
+    for node in model.graph.node:
+        if node.op_type in custom and node.domain in ("", "ai.onnx"):
+            node.domain = CUSTOM_DOMAIN
+            moved += 1
+    if moved and all(o.domain != CUSTOM_DOMAIN for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid(CUSTOM_DOMAIN, 1))
+    if moved:
+        LOG.info("%d custom op node(s) moved to domain %s", moved, CUSTOM_DOMAIN)
+    return moved
+
+
 def default_opset(model: onnx.ModelProto) -> int:
     for opset in model.opset_import:
         if opset.domain in ("", "ai.onnx"):
@@ -52,8 +69,7 @@ def upgrade(model: onnx.ModelProto, *, target: int, low_precision_type: str) -> 
     """Return `model` at default-domain opset >= `target`, converted by onnx.version_converter."""
     current = default_opset(model)
     if current >= target:
-        if target < current:
-            LOG.info("opset %d requested, model has %d: keeping %d (never downgraded)", target, current, current)
+        LOG.info("model opset %d >= target %d: kept (never downgraded)", current, target)
         return model
     try:
         converted = version_converter.convert_version(model, target)
@@ -74,9 +90,11 @@ def fix_ir_version(model: onnx.ModelProto) -> None:
     model.ir_version = max(model.ir_version, needed)
 
 
-def prepare(model: onnx.ModelProto, *, target: int, low_precision_type: str) -> onnx.ModelProto:
-    """Copy-free preparation of the converter's working copy: names, IR-3 inputs, opset, IR version."""
+def prepare(model: onnx.ModelProto, *, target: int, low_precision_type: str,
+            custom_ops: set[str]) -> onnx.ModelProto:
+    """Copy-free preparation of the converter's working copy: names, IR-3 inputs, custom ops, opset, IR."""
     name_nodes(model)
+    move_custom_ops(model, custom_ops)
     if drop_initializer_inputs(model):
         LOG.info("initializers listed as graph inputs (IR %d style) are no longer inputs", model.ir_version)
     model = upgrade(model, target=target, low_precision_type=low_precision_type)

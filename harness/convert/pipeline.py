@@ -65,8 +65,9 @@ def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magn
     work = onnx.ModelProto()
     work.CopyFrom(model)
     check_known_ops(work, options)
-    work = prepare(work, target=options.target_opset, low_precision_type=options.low_precision_type)
-    info = build_info(work)
+    work = prepare(work, target=options.target_opset, low_precision_type=options.low_precision_type,
+                   custom_ops=set(options.custom_op_precisions()))
+    info = build_info(work, observed_types=magnitudes.dtypes if magnitudes is not None else None)
     sig_cache: dict = {}
     decisions = Classifier(work, info, options, magnitudes, sig_cache).run()
     nodes = list(work.graph.node)

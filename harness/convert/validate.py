@@ -13,7 +13,7 @@ from onnx import TensorProto
 from harness.convert.graphinfo import FLOATS, light_copy
 from harness.errors import ConversionError
 
-_NODE_IN_MESSAGE = (re.compile(r"node name: ([^\s,)]+)"), re.compile(r"[Nn]ode \(([^)]+)\)"),
+_NODE_IN_MESSAGE = (re.compile(r"Name: (\S+) OpType"), re.compile(r"node name: ([^\s,)]+)"), re.compile(r"[Nn]ode \(([^)]+)\)"),
                     re.compile(r"node ([^\s]+) "))
 FIX = "this is a converter bug or an unsupported construct: exclude the node (nodes_to_exclude) and report it"
 

@@ -46,3 +46,33 @@ def chain(ops: Sequence[str], *, shape: Sequence[int] = (2, 4)) -> onnx.ModelPro
     names = ["x", *[f"t{i}" for i in range(len(ops) - 1)], "y"]
     nodes = [helper.make_node(op, [names[i]], [names[i + 1]], name=f"n{i}") for i, op in enumerate(ops)]
     return model(nodes, [vi("x", F32, list(shape))], [vi("y", F32, list(shape))])
+
+
+def node(op: str, inputs: Sequence[str], outputs: Sequence[str], name: str, **attrs: object) -> onnx.NodeProto:
+    return helper.make_node(op, list(inputs), list(outputs), name=name, **attrs)
+
+
+def elem_types(converted: onnx.ModelProto) -> dict[str, int]:
+    """Element type of every top-level tensor of a converted model (after strict inference)."""
+    inferred = onnx.shape_inference.infer_shapes(converted, strict_mode=True)
+    types = {vi.name: vi.type.tensor_type.elem_type
+             for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]}
+    types.update({i.name: i.data_type for i in converted.graph.initializer})
+    return types
+
+
+def node_types(converted: onnx.ModelProto) -> dict[str, int]:
+    """Node name -> element type of its first output."""
+    types = elem_types(converted)
+    return {n.name: types[n.output[0]] for n in converted.graph.node}
+
+
+def casts(converted: onnx.ModelProto) -> list[onnx.NodeProto]:
+    return [n for n in converted.graph.node if n.op_type == "Cast"]
+
+
+def run_ort(converted: onnx.ModelProto, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, feed)
