@@ -45,6 +45,8 @@ def error_vs_share_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     finite = [e for e in errors if e is not None and math.isfinite(e) and e > 0]
     low, high = (min(finite), max(finite)) if finite else (1e-3, 1e-3)
     ceiling, floor = high * 10.0, low / 10.0
+    ax.set_yscale("log")
+    ax.set_ylim(floor / 2, ceiling * 2)
 
     def y_of(case: CaseRecord) -> float:
         error = case.worst_max_rel
@@ -71,8 +73,6 @@ def error_vs_share_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     if any(e == 0 for e in errors):
         ax.axhline(floor, color="grey", linestyle=":", linewidth=1)
         ax.text(1.0, floor, " 0 (exact)", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
-    ax.set_yscale("log")
-    ax.set_ylim(floor / 2, ceiling * 2)
     ax.set_xlim(-3, 103)
     ax.set_xlabel("low-precision FLOP share (%)")
     ax.set_ylabel("worst max_rel over outputs")

@@ -108,13 +108,14 @@ def _apply_table(spec: SweepSpec, known: dict[str, ExclusionSet], table: Mapping
     changes: dict[str, object] = {}
     for key in ("precisions", "runners"):
         if key in table:
-            changes[key] = _strings(table[key], where=f"{where} key {key!r}")
+            _set(changes, key, _strings(table[key], where=f"{where} key {key!r}"), where=f"{where} key {key!r}")
     for key in ("data_max", "init_max"):
         if key in table:
-            changes[key] = tuple(_limit(v, where=f"{where} key {key!r}") for v in _listed(table[key]))
+            _set(changes, key, tuple(_limit(v, where=f"{where} key {key!r}") for v in _listed(table[key])),
+                 where=f"{where} key {key!r}")
     if "exclusions" in table:
-        changes["exclusions"] = _select(_strings(table["exclusions"], where=f"{where} key 'exclusions'"), known,
-                                        where=f"{where} key 'exclusions'")
+        here = f"{where} key 'exclusions'"
+        _set(changes, "exclusions", _select(_strings(table["exclusions"], where=here), known, where=here), where=here)
     if "keep_io_types" in table:
         changes["keep_io_types"] = _keep_io(table["keep_io_types"], where=f"{where} key 'keep_io_types'")
     if "node_precisions" in table:
@@ -126,19 +127,19 @@ def _apply_table(spec: SweepSpec, known: dict[str, ExclusionSet], table: Mapping
             raise UserError(where=f"{where} key 'fp32_accumulation'", problem=f"{flag!r} is not a boolean",
                             fix="write true or false")
         changes["fp32_accumulation"] = flag
-    return _replace(spec, changes, where=where), known
+    return replace(spec, **changes), known
 
 
 def _apply_options(spec: SweepSpec, known: dict[str, ExclusionSet], options: SweepOptions) -> SweepSpec:
     changes: dict[str, object] = {}
     if options.precision is not None:
-        changes["precisions"] = _split(options.precision, where="--precision")
+        _set(changes, "precisions", _split(options.precision, where="--precision"), where="--precision")
     if options.runners is not None:
-        changes["runners"] = _split(options.runners, where="--runner")
+        _set(changes, "runners", _split(options.runners, where="--runner"), where="--runner")
     for attr, flag in (("data_max", "--data-max"), ("init_max", "--init-max")):
         text = getattr(options, attr)
         if text is not None:
-            changes[attr] = tuple(_limit(v, where=flag) for v in _split(text, where=flag))
+            _set(changes, attr, tuple(_limit(v, where=flag) for v in _split(text, where=flag)), where=flag)
     if options.exclude_ops:
         known, names = dict(known), []
         for item in (i for text in options.exclude_ops for i in _split(text, where="--exclude-ops")):
@@ -146,14 +147,14 @@ def _apply_options(spec: SweepSpec, known: dict[str, ExclusionSet], options: Swe
             if eq:
                 known[name] = _define_set(name, tuple(o for o in ops.split("+") if o), where="--exclude-ops")
             names.append(name)
-        changes["exclusions"] = _select(tuple(names), known, where="--exclude-ops")
+        _set(changes, "exclusions", _select(tuple(names), known, where="--exclude-ops"), where="--exclude-ops")
     if options.keep_io_types is not None:
         changes["keep_io_types"] = _keep_io(options.keep_io_types, where="--keep-io-types")
     if options.node_precisions is not None:
         changes["node_precisions"] = parse_node_precisions(options.node_precisions, where="--node-precisions")
     if options.fp32_accumulation is not None:
         changes["fp32_accumulation"] = options.fp32_accumulation
-    return _replace(spec, changes, where="command line")
+    return replace(spec, **changes)
 
 
 def parse_node_precisions(text: str, *, where: str) -> tuple[tuple[str, str], ...]:
@@ -181,11 +182,13 @@ def _node_precision_pairs(pairs: list[tuple[str, object]], *, where: str) -> tup
     return result
 
 
-def _replace(spec: SweepSpec, changes: dict[str, object], *, where: str) -> SweepSpec:
+def _set(changes: dict[str, object], key: str, value: object, *, where: str) -> None:
+    """Record one axis after checking it on its own, so an error names the option or key it came from."""
     try:
-        return replace(spec, **changes)
+        replace(SweepSpec(), **{key: value})
     except UserError as err:
-        raise UserError(where=f"{where}: {err.where}", problem=err.problem, fix=err.fix) from err
+        raise UserError(where=where, problem=err.problem, fix=err.fix) from err
+    changes[key] = value
 
 
 def _define_set(name: str, ops: tuple[str, ...], *, where: str) -> ExclusionSet:
