@@ -11,7 +11,8 @@ Order (first match wins):
    -> FP32. Include lists cannot override this.
 5. Exclusions (overridden by nodes_to_include / op_types_to_include): nodes_to_exclude (re.match,
    anchored at the start), op_types_to_exclude, init_max, data_max (float tensors only; non-finite =
-   inf), max_depth_of_reduction, and consumers of the user's explicit Cast to FLOAT/DOUBLE.
+   inf), max_depth_of_reduction, and consumers of the user's explicit upcast (Cast to FLOAT/DOUBLE from
+   an equal or narrower float type).
 6. Everything else -> the low precision type.
 """
 from __future__ import annotations
@@ -32,6 +33,8 @@ from harness.errors import ConversionError
 
 LOW_ELEMS = frozenset({TensorProto.FLOAT16, TensorProto.BFLOAT16})
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+_UPCASTS = frozenset((s, t) for t in (TensorProto.FLOAT, TensorProto.DOUBLE)
+                     for s in (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT, t))
 _NAMES = {TensorProto.FLOAT: "fp32", TensorProto.FLOAT16: "fp16", TensorProto.BFLOAT16: "bf16",
           TensorProto.DOUBLE: "fp64"}
 
@@ -228,6 +231,7 @@ class Classifier:
             if cast.op_type != "Cast" or domain_of(cast) != "":
                 continue
             to = next((a.i for a in cast.attribute if a.name == "to"), None)
-            if to in (TensorProto.FLOAT, TensorProto.DOUBLE) and self.info.is_float(cast.input[0]):
+            source = self.info.types.get(cast.input[0])
+            if (source, to) in _UPCASTS:
                 return f"user cast: input {name!r} is an explicit Cast to {elem_name(to)}"
         return ""
