@@ -7,10 +7,10 @@ them (it imports nothing heavy), so ``harness.models`` can resolve
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def names() -> list[str]:
 
 
 def _key(model_name: str) -> str:
-    return model_name[: -len(".onnx")] if model_name.endswith(".onnx") else model_name
+    return model_name.removesuffix(".onnx")
 
 
 def get(model_name: str) -> BundledModel | None:

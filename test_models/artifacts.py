@@ -28,7 +28,8 @@ def make_model(graph: onnx.GraphProto, *, opset: int, doc: str) -> onnx.ModelPro
 def onnx_bytes(model: onnx.ModelProto) -> bytes:
     """Check the model fully (types and shapes) and serialize it deterministically."""
     onnx.checker.check_model(model, full_check=True)
-    return model.SerializeToString(deterministic=True)
+    data: bytes = model.SerializeToString(deterministic=True)
+    return data
 
 
 def npz_bytes(**arrays: np.ndarray) -> bytes:

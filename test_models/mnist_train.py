@@ -130,7 +130,7 @@ def _maxpool_back(grad: np.ndarray, mask: np.ndarray, shape: tuple[int, ...], k:
 
 def _init_params(rng: np.random.Generator) -> dict[str, np.ndarray]:
     def he(shape: tuple[int, ...], fan_in: int) -> np.ndarray:
-        return (rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+        return np.asarray(rng.standard_normal(shape) * np.sqrt(2.0 / fan_in), dtype=np.float32)
 
     c1, c2 = CHANNELS
     return {
@@ -178,7 +178,7 @@ def _softmax_xent_grad(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
     probs = np.exp(shifted)
     probs /= probs.sum(axis=1, keepdims=True)
     probs[np.arange(len(labels)), labels] -= 1.0
-    return (probs / len(labels)).astype(np.float32)
+    return np.asarray(probs / len(labels), dtype=np.float32)
 
 
 def train_params(data: Dataset, config: TrainConfig) -> dict[str, np.ndarray]:

@@ -5,8 +5,8 @@ Each builder returns an ``onnx.ModelProto``; weights come from fixed seeds so
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Callable, Mapping
 
 import numpy as np
 import onnx
@@ -94,7 +94,7 @@ def transformer_block() -> onnx.ModelProto:
     d, hidden = 16, 32
 
     def mat(n_in: int, n_out: int) -> np.ndarray:
-        return (rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32)
+        return np.asarray(rng.standard_normal((n_in, n_out)) / np.sqrt(n_in), dtype=np.float32)
 
     inits = [
         _init("ln.scale", (1.0 + 0.1 * rng.standard_normal(d)).astype(np.float32)),

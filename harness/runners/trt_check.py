@@ -6,8 +6,9 @@ parser or type-inference problem, a weakly typed build, or an engine that silent
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Mapping, Sequence
+from typing import Literal
 
 import onnx
 

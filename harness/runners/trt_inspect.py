@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from harness.errors import InputDataError, RunnerError
 from harness.runners.trt_types import FLOAT_PRECISIONS, LOW_PRECISIONS, precision_from_text

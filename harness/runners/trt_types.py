@@ -7,8 +7,8 @@ tested on machines without a GPU. Facts: ``shared/reference/tensorrt.md`` §2.1,
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Mapping
 from types import MappingProxyType
-from typing import Collection, Mapping
 
 import numpy as np
 from onnx import TensorProto
@@ -22,7 +22,7 @@ _TRT_TYPES: tuple[tuple[str, str, str], ...] = (
     ("FLOAT", "fp32", "FLOAT"), ("HALF", "fp16", "FLOAT16"), ("BF16", "bf16", "BFLOAT16"),
     ("FP8", "fp8", "FLOAT8E4M3FN"), ("FP4", "fp4", "FLOAT4E2M1"), ("INT4", "int4", "INT4"),
     ("INT8", "int8", "INT8"), ("UINT8", "uint8", "UINT8"), ("INT32", "int32", "INT32"),
-    ("INT64", "int64", "INT64"), ("BOOL", "bool", "BOOL"),
+    ("INT64", "int64", "INT64"), ("BOOL", "bool", "BOOL"), ("E8M0", "e8m0", "FLOAT8E8M0"),
 )
 _ONNX_NAMES = frozenset(TensorProto.DataType.keys())
 TRT_TO_ELEM: Mapping[str, int] = MappingProxyType(
@@ -44,9 +44,9 @@ _HOST_DTYPES: Mapping[str, np.dtype] = MappingProxyType({
 _USER_DTYPES: Mapping[str, np.dtype] = MappingProxyType({**_HOST_DTYPES, "BF16": BFLOAT16})
 
 # Ordered substring rules on the upper-cased datatype/format text. Order matters: "FLOAT" is inside
-# "BFLOAT16", "FLOAT16" and "FLOAT8E4M3"; "INT8" is inside "UINT8".
+# "BFLOAT16", "FLOAT16" and "FLOAT8E4M3"; "FLOAT8" is inside "FLOAT8E8M0"; "INT8" is inside "UINT8".
 _DTYPE_RULES: tuple[tuple[str, str], ...] = (
-    ("BFLOAT16", "bf16"), ("BF16", "bf16"),
+    ("E8M0", "e8m0"), ("BFLOAT16", "bf16"), ("BF16", "bf16"),
     ("FLOAT8", "fp8"), ("FP8", "fp8"), ("E4M3", "fp8"), ("E5M2", "fp8"),
     ("FLOAT4", "fp4"), ("FP4", "fp4"), ("E2M1", "fp4"),
     ("FLOAT16", "fp16"), ("HALF", "fp16"), ("FP16", "fp16"),

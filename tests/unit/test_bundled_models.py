@@ -138,7 +138,7 @@ def test_mnist_activations_are_large_enough_for_fp16_to_matter() -> None:
 def test_mnist_retrains_byte_identical() -> None:
     """Retraining (about 10 s on 2 cores) reproduces the committed mnist files exactly."""
     proc = subprocess.run([sys.executable, "-m", "test_models.build", "--check", "mnist"],
-                          capture_output=True, text=True, timeout=600)
+                          check=False, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "up to date" in proc.stdout
 
