@@ -19,7 +19,7 @@ import onnx
 from onnx import TensorProto, numpy_helper
 
 from harness.convert.graphinfo import GraphInfo
-from harness.dtypes import np_dtype
+from harness.dtypes import BFLOAT16, np_dtype
 
 LOG = logging.getLogger("harness.convert")
 LOW_MAX = {TensorProto.FLOAT16: float(np.finfo(np.float16).max),
@@ -53,7 +53,7 @@ def convert_tensor(tensor: TensorProto, target: int) -> tuple[TensorProto, str |
     """`tensor` in `target` type (same name), and a clamp message when values were clamped."""
     array = numpy_helper.to_array(tensor)
     message = None
-    if target in LOW_MAX:
+    if target in LOW_MAX and (array.dtype.kind == "f" or array.dtype == BFLOAT16) and float(ml_dtypes.finfo(array.dtype).max) > LOW_MAX[target]:
         limit = LOW_MAX[target]
         over = np.isfinite(array) & (np.abs(array) > limit)
         count = int(over.sum())
