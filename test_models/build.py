@@ -4,14 +4,18 @@
     python -m test_models.build needs_constraints explicit_typing
     python -m test_models.build --check         # exit 1 if a rebuild would change a committed file
 
-BLAS is pinned to one thread before numpy is imported so the mnist training
-is reproducible; the training also runs under ``threadpool_limits(1)`` for
-callers that imported numpy first.
+For a reproducible mnist training, ``main`` pins the arithmetic before numpy is
+imported: one BLAS thread, OpenBLAS's Haswell (AVX2) kernels and numpy's AVX2
+code paths (its AVX-512 dispatch disabled), so any x86-64 machine with AVX2
+computes the same bits. Other CPUs (e.g. aarch64) or other numpy/OpenBLAS
+releases may train to slightly different weights; ``--check`` then reports the
+files that would change.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import platform
 import sys
 import time
 from collections.abc import Sequence
@@ -19,7 +23,21 @@ from pathlib import Path
 
 import test_models
 
-BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+REPRODUCIBLE_ENV = {
+    "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512F AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR",
+}
+X86_ENV = {"OPENBLAS_CORETYPE": "Haswell"}
+
+
+def pin_arithmetic() -> None:
+    """Set :data:`REPRODUCIBLE_ENV` for numpy and OpenBLAS; they read it when numpy is first imported."""
+    if "numpy" in sys.modules:
+        print("note: numpy was imported before the arithmetic could be pinned; "
+              "mnist may not reproduce the committed bytes", file=sys.stderr)
+    os.environ.update(REPRODUCIBLE_ENV)
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        os.environ.update(X86_ENV)
 
 
 def small_model_artifacts(name: str) -> dict[Path, bytes]:
@@ -65,8 +83,7 @@ def artifacts(name: str) -> dict[Path, bytes]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    if "numpy" not in sys.modules:  # pin BLAS before numpy loads it (the training also uses threadpool_limits)
-        os.environ.update({var: "1" for var in BLAS_THREAD_VARS})
+    pin_arithmetic()
     from test_models.artifacts import write_if_changed
 
     parser = argparse.ArgumentParser(prog="python -m test_models.build", description=__doc__.splitlines()[0])
