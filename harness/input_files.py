@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from harness.dtypes import BFLOAT16, np_dtype
+from harness.dtypes import BFLOAT16, FLOAT_TYPES, np_dtype
 from harness.errors import InputDataError, UserError
 
 Feed = dict[str, np.ndarray]
@@ -178,3 +178,24 @@ def _validate_array(arr: np.ndarray, spec: InputSpec, *, where: str, at: str) ->
     return np.ascontiguousarray(arr)
 
 
+
+
+def cast_feeds(feeds: Sequence[Feed], specs: Sequence[InputSpec]) -> list[Feed]:
+    """Float arrays cast to each input's declared float type (the golden's fp32 feeds for an fp16-I/O model).
+
+    Only float -> float casts are made, as a deployment would; anything else is left for validation to report.
+    """
+    out = []
+    for feed in feeds:
+        cast = dict(feed)
+        for spec in specs:
+            arr = feed.get(spec.name)
+            want = np_dtype(spec.elem_type) if spec.elem_type in FLOAT_TYPES else None
+            if arr is not None and want is not None and arr.dtype != want and _is_float(arr.dtype):
+                cast[spec.name] = arr.astype(want)
+        out.append(cast)
+    return out
+
+
+def _is_float(dtype: np.dtype) -> bool:
+    return dtype.kind == "f" or dtype == BFLOAT16

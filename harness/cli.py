@@ -1,0 +1,76 @@
+"""``castguard <subcommand>``: the command line outside pytest (no pytest import).
+
+* ``castguard convert ...``: the AutoCast-compatible converter (``harness.convert.cli``), flags verbatim.
+* ``castguard models``: the bundled models and their default inputs.
+* ``castguard goldens --model X [...]``: write or verify FP32 goldens with the same options as the plugin.
+
+User errors print one message on stderr and exit 2, without a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.errors import UserError
+from harness.options import add_options, given_options
+
+
+def _models(_: argparse.Namespace) -> int:
+    import test_models
+
+    for name in test_models.names():
+        entry = test_models.MODELS[name]
+        inputs = test_models.default_inputs(name)
+        ranges = test_models.default_val_ranges(name)
+        feed = f"inputs {inputs.name}" if inputs else (f"val-range {ranges}" if ranges else "random [-1,1]")
+        print(f"{name:20s} {feed:32s} {entry.description}")
+    return 0
+
+
+def _goldens(args: argparse.Namespace) -> int:
+    from harness.accuracy import AccuracySession
+    from harness.config import HarnessConfig, load_table
+    from harness.models import bundled_models_dir
+
+    rootdir = Path(args.rootdir).resolve()
+    config = HarnessConfig.from_sources(cli=given_options(args), table=load_table(rootdir), rootdir=rootdir,
+                                        invocation_dir=Path.cwd())
+    if not config.models:
+        raise UserError(where="castguard goldens", problem="no model given", fix="pass --model NAME|PATH")
+    session = AccuracySession(config, bundled_dir=bundled_models_dir())
+    status = 0
+    for name in session.models:
+        outcome = session.check_fp32_golden(name)
+        print(f"{name}: {outcome.status}" + (f"\n{outcome.message}" if outcome.message else ""))
+        status = status or (1 if outcome.status == "fail" else 0)
+    return status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="castguard", description="Mixed-precision ONNX accuracy harness. "
+                                     "The accuracy tests run under pytest: pytest --model NAME|PATH.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("convert", add_help=False, help="FP32 -> mixed FP16/BF16 (AutoCast's flags; convert --help)")
+    sub.add_parser("models", help="list the bundled models").set_defaults(func=_models)
+    goldens = sub.add_parser("goldens", help="write (if missing) or verify FP32 goldens, as pytest --model does")
+    add_options(goldens.add_argument)
+    goldens.add_argument("--rootdir", default=".", help="project root holding pyproject.toml (default: .)")
+    goldens.set_defaults(func=_goldens)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["convert"]:
+        from harness.convert.cli import main as convert_main
+
+        return convert_main(args_list[1:])
+    args = build_parser().parse_args(args_list)
+    try:
+        code: int = args.func(args)
+    except UserError as err:
+        print(f"castguard: {err}", file=sys.stderr)
+        return 2
+    return code

@@ -1,0 +1,1 @@
+"""The accuracy suite that ``pytest --model X`` collects (pytest-facing; parametrized by harness.plugin)."""

@@ -1,0 +1,90 @@
+"""The pytest plugin end to end, with pytester: collection, goldens lifecycle, config precedence, usage errors."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from graphs_core import mlp_model, save
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    save(mlp_model(), pytester.path / "models" / "mlp.onnx")
+    pytester.makepyfile(test_own="def test_own():\n    assert 1 + 1 == 2\n")
+    return pytester
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("-p", "no:cacheprovider", "-rs", *args)
+
+
+def test_model_runs_the_suite_and_writes_the_golden_once(project: pytest.Pytester) -> None:
+    first = _run(project, "--model", "models/mlp.onnx")
+    first.assert_outcomes(passed=1, failed=1)
+    first.stdout.fnmatch_lines(["*test_fp32_golden*mlp*", "*golden written*goldens/mlp/seed0-it1-*.npz*"])
+    assert "test_own" not in first.stdout.str()
+    assert list((project.path / "goldens" / "mlp").glob("*.json"))
+    second = _run(project, "--model", "models/mlp.onnx", "-v")
+    second.assert_outcomes(passed=2)
+    second.stdout.fnmatch_lines(["*test_fp32_golden?mlp? PASSED*", "*test_low_precision?mlp-fp16-default-emulate? PASSED*"])
+
+
+def test_plain_pytest_runs_the_projects_own_tests(project: pytest.Pytester) -> None:
+    _run(project).assert_outcomes(passed=1)
+
+
+def test_explicit_paths_are_respected_with_model(project: pytest.Pytester) -> None:
+    _run(project, "--model", "models/mlp.onnx", "test_own.py").assert_outcomes(passed=1)
+
+
+def test_stale_golden_then_update(project: pytest.Pytester) -> None:
+    _run(project, "--model", "models/mlp.onnx")
+    save(mlp_model(seed=5), project.path / "models" / "mlp.onnx")
+    stale = _run(project, "--model", "models/mlp.onnx")
+    stale.assert_outcomes(failed=2)
+    stale.stdout.fnmatch_lines(["*never reused for a different model*", "*fix: *--update-goldens*"])
+    assert "Traceback" not in stale.stdout.str()
+    _run(project, "--model", "models/mlp.onnx", "--update-goldens").assert_outcomes(passed=1, failed=1)
+    _run(project, "--model", "models/mlp.onnx").assert_outcomes(passed=2)
+
+
+def test_pyproject_defaults_and_cli_override(project: pytest.Pytester) -> None:
+    project.makepyprojecttoml('[tool.castguard]\nrunners = ["reference", "emulate"]\ngoldens_dir = "gold"\nseed = 7\n')
+    result = _run(project, "--model", "models/mlp.onnx", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*mlp-fp16-default-reference*", "*mlp-fp16-default-emulate*"])
+    override = _run(project, "--model", "models/mlp.onnx", "--runner", "ort")
+    override.assert_outcomes(failed=1, skipped=1)
+    override.stdout.fnmatch_lines(["*gold/mlp/seed7-it1-*", "*computes fp16 in fp32; not a low-precision oracle*"])
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--model", "mnst"], "did you mean 'mnist'"),
+    (["--model", "models/mlp.onnx", "--runner", "gpu"], "unknown runner"),
+    (["--model", "models/mlp.onnx", "--val-range", "z:[0,1]"], "no input named 'z'"),
+    (["--model", "models/mlp.onnx", "--val-range", "x:[2,1"], "cannot parse"),
+])
+def test_usage_errors_are_one_message(project: pytest.Pytester, args: list[str], message: str) -> None:
+    result = _run(project, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert err.lstrip().startswith("ERROR: ") and message in err and "fix:" in err
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_bundled_model_by_name_uses_its_default_inputs(pytester: pytest.Pytester) -> None:
+    result = _run(pytester, "--model", "mnist.onnx", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*test_fp32_golden[[]mnist[]]*", "*test_low_precision[[]mnist-fp16-default-emulate[]]*"])
+
+
+def test_xdist_workers_share_goldens_safely(project: pytest.Pytester) -> None:
+    save(mlp_model(seed=3), project.path / "models" / "other.onnx")
+    args = ["--model", "models/mlp.onnx", "--model", "models/other.onnx", "--runner", "emulate",
+            "--runner", "reference", "-n", "2", "-p", "no:cacheprovider"]
+    first = project.runpytest_subprocess(*args)
+    outcomes = first.parseoutcomes()
+    assert outcomes.get("failed", 0) >= 2 and not outcomes.get("error")
+    second = project.runpytest_subprocess(*args)
+    second.assert_outcomes(passed=6)
+    assert len(list(Path(project.path, "goldens").glob("*/*.npz"))) == 2
