@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -46,13 +47,14 @@ ABS_ULPS = 8.0
 REL_EPS = 2.0
 _LOW_DTYPES: dict[str, np.dtype] = {"fp16": np.dtype(np.float16), "bf16": BFLOAT16}
 _FIELDS = tuple(f.name for f in fields(Tolerance))
+_FIELD_KINDS = {"mode": "text", "nan_equal": "flag", "inf_equal": "flag"}   # every other field is a number
 
-Override = tuple[tuple[str, object], ...]   # (Tolerance field, value) pairs
+Override = tuple[tuple[str, Any], ...]   # (Tolerance field, value) pairs
 
 
 def low_precision_ulp(precision: str, magnitude: float) -> float:
     """Spacing of the ``precision`` grid at ``magnitude`` (>= 0), never below its smallest subnormal."""
-    info = ml_dtypes.finfo(_low_dtype(precision))
+    info = ml_dtypes.finfo(_low_dtype(precision))  # type: ignore[no-untyped-call]
     if magnitude <= 0 or not math.isfinite(magnitude):
         return float(info.smallest_subnormal) if magnitude <= 0 else math.inf
     _, exponent = math.frexp(magnitude)          # magnitude = m * 2^exponent, 0.5 <= m < 1
@@ -68,7 +70,7 @@ def golden_scale(golden: np.ndarray) -> float:
 
 def default_tolerance(precision: str, golden: np.ndarray) -> Tolerance:
     """The documented default tolerance for one golden output converted to ``precision`` (fp16 or bf16)."""
-    eps = float(ml_dtypes.finfo(_low_dtype(precision)).eps)
+    eps = float(ml_dtypes.finfo(_low_dtype(precision)).eps)  # type: ignore[no-untyped-call]
     if np.asarray(golden).dtype.kind != "f" and np.asarray(golden).dtype != BFLOAT16:
         return Tolerance(atol=0.0, rtol=0.0, mode="elemwise")
     return Tolerance(atol=ABS_ULPS * low_precision_ulp(precision, golden_scale(golden)), rtol=REL_EPS * eps,
@@ -133,14 +135,13 @@ def _override(entry: Mapping[str, object], *, where: str) -> Override:
     if unknown:
         raise UserError(where=where, problem=f"unknown tolerance field(s): {', '.join(unknown)}",
                         fix=f"use {', '.join(_FIELDS)}")
-    pairs = tuple(sorted(entry.items()))
+    pairs: Override = tuple(sorted(entry.items()))
     for name, value in pairs:
-        expected = {"mode": str, "nan_equal": bool, "inf_equal": bool}.get(name)
-        ok = isinstance(value, expected) if expected else (
-            value is None and name == "top_k") or (isinstance(value, (int, float)) and not isinstance(value, bool))
+        kind = _FIELD_KINDS.get(name, "number")
+        ok = isinstance(value, str) if kind == "text" else isinstance(value, bool) if kind == "flag" else (
+            isinstance(value, (int, float)) and not isinstance(value, bool))
         if not ok:
-            raise UserError(where=f"{where}.{name}", problem=f"{value!r} has the wrong type",
-                            fix=f"give {'a ' + expected.__name__ if expected else 'a number'}")
+            raise UserError(where=f"{where}.{name}", problem=f"{value!r} has the wrong type", fix=f"give a {kind}")
     try:
         replace(Tolerance(), **dict(pairs))
     except ValueError as err:

@@ -4,11 +4,11 @@ from __future__ import annotations
 from harness.report.io import (ReportPaths, golden_relpath, load_outputs, outputs_relpath, read_report,
                                save_outputs, write_report)
 from harness.report.model import (SCHEMA_VERSION, STATUSES, CaseRecord, Divergence, OutputStats, Provenance, Report,
-                                  Timings)
+                                  Timings, output_stats)
 from harness.report.provenance import collect_provenance, utc_now
 
 __all__ = [
     "SCHEMA_VERSION", "STATUSES", "CaseRecord", "Divergence", "OutputStats", "Provenance", "Report", "ReportPaths",
     "Timings", "collect_provenance", "golden_relpath", "load_outputs", "outputs_relpath", "read_report",
-    "save_outputs", "utc_now", "write_report",
+    "output_stats", "save_outputs", "utc_now", "write_report",
 ]

@@ -10,8 +10,10 @@ DISPLAY_ORDER = ("error", "fail", "xpass", "xfail", "skip", "pass")   # failing 
 LEGEND = (
     ("status", "the test outcome: pass, fail, error (could not run), xfail (expected failure, failed), "
                "xpass (expected failure, passed), skip"),
-    ("worst max_rel", "largest relative error |obtained - golden| / |golden| over all outputs and elements; "
-                      "inf for overflow or NaN"),
+    ("worst error", "largest |obtained - golden| divided by the largest |golden| of the same output, over all "
+                    "outputs (the y axis of the plot); inf for overflow or NaN"),
+    ("worst max_rel", "largest element-wise |obtained - golden| / |golden|; large when a golden value is near "
+                      "zero, which is why the tolerance also has an absolute part"),
     ("lowp FLOP share", "share of the model's FLOPs that run in fp16/bf16 after conversion"),
     ("casts", "Cast nodes in the converted model"),
     ("first divergent", "for failing cases, the first tensor in graph order beyond tolerance: name (op) max_rel"),

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.compare import OutputComparison
+import numpy as np
+
+from harness.compare import CompareResult, OutputComparison
 from harness.sweep import Case
+from harness.tolerances import golden_scale
 
 SCHEMA_VERSION = 1
 STATUSES = ("pass", "fail", "xfail", "xpass", "skip", "error")
@@ -42,13 +45,21 @@ class OutputStats:
     quantile: float
     required_atol: float
     required_rtol: float
+    golden_absmax: float                   # largest finite |golden| of this output (0 when none)
     top_k_agreement: float | None = None
 
+    @property
+    def scaled_error(self) -> float:
+        """max_abs / golden_absmax: the error relative to the output's own scale (0/0 = 0, x/0 = inf)."""
+        if math.isnan(self.max_abs) or self.max_abs == 0:
+            return self.max_abs
+        return self.max_abs / self.golden_absmax if self.golden_absmax > 0 else math.inf
+
     @classmethod
-    def from_comparison(cls, comparison: OutputComparison) -> OutputStats:
+    def from_comparison(cls, comparison: OutputComparison, *, golden_absmax: float) -> OutputStats:
         """Copy the statistics of a :class:`harness.compare.OutputComparison` as plain Python numbers."""
         c, tol = comparison, comparison.tolerance
-        return cls(name=c.name, passed=bool(c.passed), reason=c.reason,
+        return cls(name=c.name, passed=bool(c.passed), reason=c.reason, golden_absmax=float(golden_absmax),
                    max_abs=float(c.max_abs), mean_abs=float(c.mean_abs), median_abs=float(c.median_abs),
                    quantile_abs=float(c.quantile_abs), max_rel=float(c.max_rel), mean_rel=float(c.mean_rel),
                    median_rel=float(c.median_rel), quantile_rel=float(c.quantile_rel),
@@ -124,9 +135,12 @@ class CaseRecord:
     @property
     def worst_max_rel(self) -> float | None:
         """Largest max_rel over the outputs (NaN counts as inf); None when nothing was compared."""
-        if not self.outputs:
-            return None
-        return max(math.inf if math.isnan(o.max_rel) else o.max_rel for o in self.outputs)
+        return _worst(o.max_rel for o in self.outputs)
+
+    @property
+    def worst_error(self) -> float | None:
+        """Largest :attr:`OutputStats.scaled_error` over the outputs (NaN counts as inf); None if none."""
+        return _worst(o.scaled_error for o in self.outputs)
 
 
 @dataclass(frozen=True)
@@ -180,3 +194,14 @@ class Report:
         """Cases per status (every status present, zeros included), for one model or all."""
         found = Counter(c.status for c in self.cases if model is None or c.model == model)
         return {status: found[status] for status in STATUSES}
+
+
+def _worst(values: Iterable[float]) -> float | None:
+    return max((math.inf if math.isnan(v) else v for v in values), default=None)
+
+
+def output_stats(result: CompareResult, goldens: Sequence[Mapping[str, np.ndarray]]) -> tuple[OutputStats, ...]:
+    """The per-output statistics of a comparison, each with its golden's scale (over every iteration)."""
+    scales = {o.name: max((golden_scale(it[o.name]) for it in goldens if o.name in it), default=0.0)
+              for o in result.outputs}
+    return tuple(OutputStats.from_comparison(o, golden_absmax=scales[o.name]) for o in result.outputs)

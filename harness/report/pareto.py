@@ -22,16 +22,28 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
 
 def plotted(cases: Sequence[CaseRecord]) -> list[CaseRecord]:
     """The cases that have both a FLOP share and an error to plot."""
-    return [c for c in cases if c.lowp_flop_share is not None and c.worst_max_rel is not None]
+    return [c for c in cases if c.lowp_flop_share is not None and c.worst_error is not None]
 
 
 def front_cases(cases: Sequence[CaseRecord]) -> list[CaseRecord]:
     """The Pareto-front cases among :func:`plotted` ones, largest share first."""
     points = plotted(cases)
-    return [points[i] for i in pareto_front([(c.lowp_flop_share, c.worst_max_rel) for c in points])]  # type: ignore[misc]
+    return [points[i] for i in pareto_front([(c.lowp_flop_share, c.worst_error) for c in points])]  # type: ignore[misc]
+
+
+def front_points(cases: Sequence[CaseRecord]) -> list[list[CaseRecord]]:
+    """The front grouped by identical (share, error) points, largest share first: one group per marked point."""
+    groups: list[list[CaseRecord]] = []
+    for case in front_cases(cases):
+        if groups and (groups[-1][0].lowp_flop_share, groups[-1][0].worst_error) == (case.lowp_flop_share,
+                                                                                     case.worst_error):
+            groups[-1].append(case)
+        else:
+            groups.append([case])
+    return groups
 
 
 def best_passing(cases: Sequence[CaseRecord]) -> CaseRecord | None:
     """The passing case with the largest FLOP share (then the smallest error); None if none passed."""
     ok = [c for c in plotted(cases) if c.status in ("pass", "xpass")]
-    return min(ok, key=lambda c: (-c.lowp_flop_share, c.worst_max_rel, c.case_id), default=None)  # type: ignore[operator]
+    return min(ok, key=lambda c: (-c.lowp_flop_share, c.worst_error, c.case_id), default=None)  # type: ignore[operator]

@@ -17,7 +17,7 @@ from matplotlib.lines import Line2D
 
 from harness.report.format import accuracy_ok
 from harness.report.model import CaseRecord
-from harness.report.pareto import front_cases, plotted
+from harness.report.pareto import front_points, plotted
 from harness.sweep import PRECISIONS, format_number
 
 PRECISION_COLOURS = {"fp16": "#1f77b4", "bf16": "#d62728"}
@@ -25,10 +25,10 @@ STATUS_MARKERS = {"pass": "o", "xpass": "^", "fail": "X", "xfail": "v", "error":
 
 
 def error_vs_share_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
-    """Plot 1: worst max_rel (log) against low-precision FLOP share, one point per case.
+    """Plot 1: worst error (log; max |error| / max |golden|) against low-precision FLOP share, one point per case.
 
     Colour = precision, marker = status; the Pareto front is ringed, joined and numbered in share
-    order (largest share = 1), matching the list printed under the plot. Errors of inf/NaN sit on a
+    order (largest share = 1; cases with identical results share a number), matching the list under the plot. Errors of inf/NaN sit on a
     dotted line above the finite ones; exact zeros on one below.
     """
     fig = Figure(figsize=(7.0, 4.4), dpi=100)
@@ -41,7 +41,7 @@ def error_vs_share_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
                 transform=ax.transAxes)
         ax.set_axis_off()
         return _png(fig)
-    errors = [c.worst_max_rel for c in points]
+    errors = [c.worst_error for c in points]
     finite = [e for e in errors if e is not None and math.isfinite(e) and e > 0]
     low, high = (min(finite), max(finite)) if finite else (1e-3, 1e-3)
     ceiling, floor = high * 10.0, low / 10.0
@@ -49,7 +49,7 @@ def error_vs_share_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     ax.set_ylim(floor / 2, ceiling * 2)
 
     def y_of(case: CaseRecord) -> float:
-        error = case.worst_max_rel
+        error = case.worst_error
         assert error is not None
         return ceiling if not math.isfinite(error) else (floor if error == 0 else error)
 
@@ -60,13 +60,15 @@ def error_vs_share_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
                 ax.scatter([100 * c.lowp_flop_share for c in group], [y_of(c) for c in group],  # type: ignore[operator]
                            c=PRECISION_COLOURS.get(precision, "grey"), marker=marker, s=46, alpha=0.8,
                            edgecolors="white", linewidths=0.5, zorder=3)
-    front = front_cases(points)
+    front = [group[0] for group in front_points(points)]
     xs = [100 * c.lowp_flop_share for c in front]  # type: ignore[operator]
     ys = [y_of(c) for c in front]
     ax.plot(xs, ys, color="black", linewidth=1, linestyle="--", zorder=2)
     ax.scatter(xs, ys, s=170, facecolors="none", edgecolors="black", linewidths=1.2, zorder=4)
     for rank, (x, y) in enumerate(zip(xs, ys), start=1):
-        ax.annotate(str(rank), (x, y), xytext=(7, 7), textcoords="offset points", fontsize=9, weight="bold")
+        right = x > 85
+        ax.annotate(str(rank), (x, y), xytext=(-9 if right else 9, 8), textcoords="offset points", fontsize=9,
+                    weight="bold", ha="right" if right else "left")
     if any(not math.isfinite(e) for e in errors if e is not None):
         ax.axhline(ceiling, color="grey", linestyle=":", linewidth=1)
         ax.text(1.0, ceiling, " inf / NaN", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
@@ -75,7 +77,7 @@ def error_vs_share_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
         ax.text(1.0, floor, " 0 (exact)", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
     ax.set_xlim(-3, 103)
     ax.set_xlabel("low-precision FLOP share (%)")
-    ax.set_ylabel("worst max_rel over outputs")
+    ax.set_ylabel("worst error: max |obtained − golden| / max |golden|", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
     _legends(ax, sorted({c.case.precision for c in points}), sorted({c.status for c in points}))
     left_out = len(cases) - len(points)
@@ -98,7 +100,7 @@ def pass_by_data_max_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     for row, precision in enumerate(precisions):
         for col, limit in enumerate(limits):
             group = [c for c in cases if c.case.precision == precision and c.case.data_max == limit]
-            judged = [accuracy_ok(c.status) for c in group if accuracy_ok(c.status) is not None]
+            judged = [ok for ok in (accuracy_ok(c.status) for c in group) if ok is not None]
             other = len(group) - len(judged)
             if judged:
                 rate[row, col] = sum(judged) / len(judged)

@@ -11,7 +11,7 @@ from html import escape
 from harness.report.format import (DISPLAY_ORDER, LEGEND, case_label, counts_text, display_sorted, fmt_divergence,
                                    fmt_error, fmt_int, fmt_share)
 from harness.report.model import STATUSES, CaseRecord, Report
-from harness.report.pareto import best_passing, front_cases
+from harness.report.pareto import best_passing, front_points
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1f24;margin:0;background:#f6f7f9}
@@ -57,7 +57,7 @@ def _summary(report: Report) -> str:
         counts, cases = report.counts(model), report.cases_of(model)
         best = best_passing(cases)
         best_text = "none" if best is None else (f"<code>{escape(best.case_id)}</code> "
-                                                 f"({fmt_share(best.lowp_flop_share)}, {fmt_error(best.worst_max_rel)})")
+                                                 f"({fmt_share(best.lowp_flop_share)}, {fmt_error(best.worst_error)})")
         rows.append(f"<tr><td><a href=\"#model-{index}\">{escape(model)}</a></td><td class=\"num\">{len(cases)}</td>"
                     + "".join(f"<td class=\"num\">{counts[s] or ''}</td>" for s in STATUSES)
                     + f"<td>{best_text}</td></tr>")
@@ -102,23 +102,27 @@ def _model_section(index: int, model: str, report: Report) -> str:
 
 
 def _front_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
-    front = front_cases(cases)
-    if not front:
+    groups = front_points(cases)
+    if not groups:
         return "<h3>Pareto front</h3><p>No case has both a FLOP share and an error.</p>"
-    rows = "".join(f"<tr><td class=\"num\">{rank}</td><td><code>{escape(case_label(c, with_inputs=multi))}</code></td>"
-                   f"<td>{_status(c.status)}</td><td class=\"num\">{fmt_share(c.lowp_flop_share)}</td>"
-                   f"<td class=\"num\">{fmt_error(c.worst_max_rel)}</td></tr>" for rank, c in enumerate(front, 1))
-    return ("<h3>Pareto front</h3><table><tr><th>#</th><th>case</th><th>status</th><th>lowp FLOP share</th>"
-            f"<th>worst max_rel</th></tr>{rows}</table>")
+    rows = "".join(
+        f"<tr><td class=\"num\">{rank}</td><td>"
+        + "<br>".join(f"<code>{escape(case_label(c, with_inputs=multi))}</code> {_status(c.status)}" for c in group)
+        + f"</td><td class=\"num\">{fmt_share(group[0].lowp_flop_share)}</td>"
+        f"<td class=\"num\">{fmt_error(group[0].worst_error)}</td></tr>" for rank, group in enumerate(groups, 1))
+    return ("<h3>Pareto front</h3><table><tr><th>#</th><th>cases (identical results share a row)</th>"
+            f"<th>lowp FLOP share</th><th>worst error</th></tr>{rows}</table>")
 
 
 def _case_table(cases: Iterable[CaseRecord], *, multi: bool) -> str:
     rows = "".join(
         f"<tr><td><code>{escape(case_label(c, with_inputs=multi))}</code></td><td>{_status(c.status)}</td>"
-        f"<td>{escape(c.runner or '–')}</td><td class=\"num\">{fmt_error(c.worst_max_rel)}</td>"
+        f"<td>{escape(c.runner or '–')}</td><td class=\"num\">{fmt_error(c.worst_error)}</td>"
+        f"<td class=\"num\">{fmt_error(c.worst_max_rel)}</td>"
         f"<td class=\"num\">{fmt_share(c.lowp_flop_share)}</td><td class=\"num\">{fmt_int(c.cast_count)}</td>"
         f"<td class=\"num\">{c.timings.total_s:.2f}</td><td>{escape(fmt_divergence(c))}</td></tr>" for c in cases)
-    return ("<table><tr><th>case</th><th>status</th><th>runner</th><th>worst max_rel</th><th>lowp FLOP share</th>"
+    return ("<table><tr><th>case</th><th>status</th><th>runner</th><th>worst error</th><th>worst max_rel</th>"
+            "<th>lowp FLOP share</th>"
             f"<th>casts</th><th>time (s)</th><th>first divergent tensor</th></tr>{rows}</table>")
 
 

@@ -12,8 +12,8 @@ from harness.report.format import (LEGEND, case_label, counts_text, display_sort
 from harness.report.model import CaseRecord, Report
 from harness.report.pareto import best_passing
 
-_HEADER = ("| case | status | runner | worst max_rel | lowp FLOP share | casts | first divergent tensor |\n"
-           "|---|---|---|---:|---:|---:|---|")
+_HEADER = ("| case | status | runner | worst error | worst max_rel | lowp FLOP share | casts | first divergent tensor |\n"
+           "|---|---|---|---:|---:|---:|---:|---|")
 
 
 def md_code(text: str, *, in_table: bool) -> str:
@@ -47,13 +47,14 @@ def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, 
     best = best_passing(cases)
     if best is not None:
         meta += (f"; best passing case: {md_code(best.case_id, in_table=False)} ({fmt_share(best.lowp_flop_share)}"
-                 f" low-precision FLOPs, worst max_rel {fmt_error(best.worst_max_rel)})")
+                 f" low-precision FLOPs, worst error {fmt_error(best.worst_error)})")
     lines = [f"## {md_code(model, in_table=False)}: {counts_text(counts)}", "", meta, "", _HEADER]
     for case in display_sorted(cases):
         status = case.status.upper() if case.status in ("fail", "error", "xpass") else case.status
         divergent = "–" if case.first_divergent is None else md_code(fmt_divergence(case), in_table=True)
         lines.append(f"| {md_code(case_label(case, with_inputs=multi), in_table=True)} | {status} | "
-                     f"{md_code(case.runner or '–', in_table=True)} | {fmt_error(case.worst_max_rel)} | "
+                     f"{md_code(case.runner or '–', in_table=True)} | {fmt_error(case.worst_error)} | "
+                     f"{fmt_error(case.worst_max_rel)} | "
                      f"{fmt_share(case.lowp_flop_share)} | {fmt_int(case.cast_count)} | {divergent} |")
     failing = [c for c in display_sorted(cases) if c.status in ("fail", "error", "xpass") and c.message]
     if failing:

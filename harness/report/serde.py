@@ -1,7 +1,7 @@
 """Report <-> JSON-compatible dicts, strictly typed both ways.
 
 Floats that JSON cannot hold are written as the strings ``"inf"``, ``"-inf"`` and ``"nan"`` so the file
-is standard JSON (``jq``, browsers). Derived values (``case_id``, ``worst_max_rel``, ``summary``) are
+is standard JSON (``jq``, browsers). Derived values (``case_id``, ``worst_error``, ``worst_max_rel``, ``summary``) are
 written for readers of the file and checked on the way back: a ``case_id`` that does not match its
 settings means the file was edited or made by another id scheme. Decoding errors raise
 :class:`ReportFormatError` naming the JSON path; :mod:`harness.report.io` turns it into a UserError.
@@ -19,7 +19,7 @@ from harness.report.model import SCHEMA_VERSION, CaseRecord, Report
 
 T = TypeVar("T")
 _SPECIAL = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
-_DERIVED: dict[type, tuple[str, ...]] = {CaseRecord: ("case_id", "worst_max_rel"), Report: ("summary",)}
+_DERIVED: dict[type, tuple[str, ...]] = {CaseRecord: ("case_id", "worst_error", "worst_max_rel"), Report: ("summary",)}
 
 
 class ReportFormatError(ValueError):
@@ -29,8 +29,8 @@ class ReportFormatError(ValueError):
 def report_to_dict(report: Report) -> dict[str, Any]:
     return {"schema_version": report.schema_version, "created": report.created,
             "provenance": _encode(report.provenance), "summary": report.counts(),
-            "cases": [{"case_id": case.case_id, **_encode(case), "worst_max_rel": _number(case.worst_max_rel)}
-                      for case in report.cases]}
+            "cases": [{"case_id": case.case_id, **_encode(case), "worst_error": _number(case.worst_error),
+                       "worst_max_rel": _number(case.worst_max_rel)} for case in report.cases]}
 
 
 def report_from_dict(data: Any) -> Report:
@@ -38,7 +38,7 @@ def report_from_dict(data: Any) -> Report:
         raise ReportFormatError("$: the top level is not an object")
     if data.get("schema_version") != SCHEMA_VERSION:
         raise ReportFormatError(f"$.schema_version: {data.get('schema_version')!r} is not {SCHEMA_VERSION}")
-    report = _decode(Report, data, "$")
+    report: Report = _decode(Report, data, "$")
     for index, (case, raw) in enumerate(zip(report.cases, data["cases"])):
         if raw.get("case_id") != case.case_id:
             raise ReportFormatError(f"$.cases[{index}].case_id: {raw.get('case_id')!r} does not match its "
@@ -79,7 +79,7 @@ def _decode(hint: Any, value: Any, path: str) -> Any:
         if len(value) != len(args):
             raise ReportFormatError(f"{path}: expected {len(args)} items, got {len(value)}")
         return tuple(_decode(a, item, f"{path}[{i}]") for i, (a, item) in enumerate(zip(args, value)))
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _decode_dataclass(hint, value, path)
     return _decode_scalar(hint, value, path)
 

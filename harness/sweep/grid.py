@@ -144,7 +144,7 @@ class SweepSpec:
     """The grid; defaults are the documented 24-case sweep. Each axis is a non-empty tuple without repeats."""
 
     precisions: tuple[str, ...] = PRECISIONS
-    data_max: tuple[float, ...] = (64.0, 512.0, math.inf)
+    data_max: tuple[float, ...] = (16.0, 512.0, math.inf)   # tight, AutoCast default, rule off
     init_max: tuple[float, ...] = (65504.0,)
     exclusions: tuple[ExclusionSet, ...] = BUILTIN_EXCLUSIONS
     keep_io_types: tuple[bool, ...] = (False, True)
@@ -158,14 +158,14 @@ class SweepSpec:
             if not isinstance(values, tuple) or not values:
                 raise UserError(where=f"sweep {axis}", problem="the axis is empty or not a tuple",
                                 fix="give at least one value")
-        for value in self.precisions:
-            check_choice(value, PRECISIONS, where="sweep precisions")
-        for value in self.data_max:
-            check_limit(value, where="sweep data_max")
-        for value in self.init_max:
-            check_limit(value, where="sweep init_max")
-        for value in self.runners:
-            check_runner(value, where="sweep runners")
+        for precision in self.precisions:
+            check_choice(precision, PRECISIONS, where="sweep precisions")
+        for limit in self.data_max:
+            check_limit(limit, where="sweep data_max")
+        for limit in self.init_max:
+            check_limit(limit, where="sweep init_max")
+        for runner in self.runners:
+            check_runner(runner, where="sweep runners")
         for axis in ("precisions", "data_max", "init_max", "keep_io_types", "runners"):
             check_unique(getattr(self, axis), where=f"sweep {axis}")
         check_unique([s.name for s in self.exclusions], where="sweep exclusions")

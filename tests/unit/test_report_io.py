@@ -9,13 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_report_samples import PROVENANCE, hostile_report, output_stats, sample_report
+from test_report_samples import PROVENANCE, hostile_report, sample_report
+from test_report_samples import output_stats as made_up_stats
 
 from harness.compare import Tolerance, compare_outputs
 from harness.dtypes import BFLOAT16
 from harness.errors import UserError
 from harness.report import (CaseRecord, OutputStats, Report, collect_provenance, golden_relpath, load_outputs,
                             outputs_relpath, read_report, save_outputs, write_report)
+from harness.report.model import output_stats
 from harness.report.serde import report_from_dict, report_to_dict
 from harness.sweep import Case
 
@@ -47,7 +49,7 @@ def _refuse(constant: str) -> float:
 
 
 def test_nan_survives_the_round_trip() -> None:
-    record = _record(output_stats("y", math.nan, passed=False))
+    record = _record(made_up_stats("y", math.nan, passed=False))
     back = report_from_dict(json.loads(json.dumps(report_to_dict(_report(record)))))
     assert math.isnan(back.cases[0].outputs[0].max_rel)
     assert back.cases[0].worst_max_rel == math.inf
@@ -98,10 +100,20 @@ def test_output_stats_copy_a_real_comparison() -> None:
     golden = {"y": np.array([1.0, 2.0, 4.0], np.float32)}
     obtained = {"y": np.array([1.0, 2.0, 4.5], np.float16)}
     tol = Tolerance(atol=0.1, rtol=0.05, mode="elemwise")
-    stats = OutputStats.from_comparison(compare_outputs(obtained, golden, tolerances={}, default=tol).outputs[0])
+    (stats,) = output_stats(compare_outputs(obtained, golden, tolerances={}, default=tol), [golden])
     assert (stats.passed, stats.max_abs, stats.max_rel, stats.n_over, stats.n_total) == (False, 0.5, 0.125, 1, 3)
+    assert (stats.golden_absmax, stats.scaled_error) == (4.0, 0.125)
     assert (stats.atol, stats.rtol, stats.mode) == (0.1, 0.05, "elemwise")
     assert all(type(getattr(stats, f.name)) is not np.float64 for f in dataclasses.fields(stats))
+
+
+@pytest.mark.parametrize(("max_abs", "absmax", "scaled"), [(0.5, 4.0, 0.125), (0.0, 0.0, 0.0), (1e-3, 0.0, math.inf),
+                                                          (math.inf, 2.0, math.inf)])
+def test_scaled_error_relates_the_error_to_the_outputs_scale(max_abs: float, absmax: float, scaled: float) -> None:
+    stats = dataclasses.replace(made_up_stats("y", 0.1, passed=True), max_abs=max_abs, golden_absmax=absmax)
+    assert stats.scaled_error == scaled
+    nan = dataclasses.replace(stats, max_abs=math.nan)
+    assert math.isnan(nan.scaled_error) and _record(nan).worst_error == math.inf
 
 
 def test_outputs_npz_round_trip_and_stays_inside_the_folder(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from matplotlib.image import imread
 from test_report_samples import SHA, output_stats, sample_report
 
 from harness.report import CaseRecord
-from harness.report.pareto import best_passing, front_cases, pareto_front
+from harness.report.pareto import best_passing, front_cases, front_points, pareto_front
 from harness.report.plots import error_vs_share_png, pass_by_data_max_png
 from harness.sweep import Case
 
@@ -62,3 +62,10 @@ def test_plots_handle_single_cases_and_non_finite_errors(errors: list[float | No
              for i, e in enumerate(errors)]
     assert _image(error_vs_share_png(cases, title="$weird_{name}$ & <b>")).shape[1] > 400
     assert _image(pass_by_data_max_png(cases, title="$weird$")).shape[1] > 300
+
+
+def test_identical_results_share_one_front_point() -> None:
+    same = [_record(Case(keep_io_types=k), share=1.0, error=1e-3) for k in (False, True)]
+    other = _record(Case(data_max=16.0), share=0.2, error=1e-4)
+    groups = front_points([*same, other])
+    assert [[c.case.keep_io_types for c in g] for g in groups] == [[False, True], [False]]
