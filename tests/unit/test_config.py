@@ -1,0 +1,73 @@
+"""HarnessConfig: [tool.castguard] defaults, command-line precedence, validation; the CLI's subcommands."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+from graphs_core import mlp_model, save
+
+from harness.cli import main
+from harness.config import HarnessConfig, load_table
+from harness.errors import UserError
+from harness.options import add_options, given_options
+
+
+def _parse(*argv: str) -> dict[str, object]:
+    parser = argparse.ArgumentParser()
+    add_options(parser.add_argument)
+    return given_options(parser.parse_args(list(argv)))
+
+
+def test_defaults_are_real(tmp_path: Path) -> None:
+    config = HarnessConfig.from_sources(cli=_parse(), table={}, rootdir=tmp_path, invocation_dir=tmp_path)
+    assert config.runners == ("emulate",) and config.seed == 0 and config.iterations == 1
+    assert config.goldens_dir == tmp_path / "goldens" and not config.update_goldens
+
+
+def test_cli_overrides_pyproject_and_paths_resolve_per_source(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.castguard]\nrunners = ["reference"]\nseed = 3\n'
+                                             'goldens_dir = "gold"\nval_ranges = ["x:[1,2]"]\nreport_dir = "r"\n')
+    table = load_table(tmp_path)
+    run_dir = tmp_path / "sub"
+    config = HarnessConfig.from_sources(cli=_parse("--runner", "emulate", "--runner", "ort", "--seed", "5"),
+                                        table=table, rootdir=tmp_path, invocation_dir=run_dir)
+    assert config.runners == ("emulate", "ort") and config.seed == 5
+    assert config.goldens_dir == (tmp_path / "gold").resolve() and config.val_ranges == (("x", 1.0, 2.0),)
+    cli_dir = HarnessConfig.from_sources(cli=_parse("--goldens-dir", "g2"), table=table, rootdir=tmp_path,
+                                         invocation_dir=run_dir)
+    assert cli_dir.goldens_dir == (run_dir / "g2").resolve()
+
+
+@pytest.mark.parametrize(("cli", "table", "match"), [
+    (("--runner", "gpu"), {}, "unknown runner"),
+    (("--runner", "ort", "--runner", "ort"), {}, "given twice"),
+    ((), {"seed": "zero"}, "expected an integer"),
+    ((), {"runners": 3}, "list of strings"),
+    (("--iterations", "0"), {}, ">= 1"),
+    (("--inputs", "a.npz", "--val-range", "x:[0,1]"), {}, "cannot be combined"),
+])
+def test_invalid_configuration_is_a_user_error(tmp_path: Path, cli: tuple[str, ...], table: dict[str, object],
+                                               match: str) -> None:
+    with pytest.raises(UserError, match=match):
+        HarnessConfig.from_sources(cli=_parse(*cli), table=table, rootdir=tmp_path, invocation_dir=tmp_path)
+
+
+def test_broken_pyproject_is_a_user_error(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.castguard\n")
+    with pytest.raises(UserError, match="not valid TOML"):
+        load_table(tmp_path)
+    assert load_table(tmp_path / "none") == {}
+
+
+def test_cli_goldens_writes_then_verifies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = save(mlp_model(), tmp_path / "mlp.onnx")
+    argv = ["goldens", "--model", str(model), "--rootdir", str(tmp_path)]
+    assert main(argv) == 1 and "golden written" in capsys.readouterr().out
+    assert main(argv) == 0 and "mlp: pass" in capsys.readouterr().out
+
+
+def test_cli_models_lists_the_bundled_models(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert "mnist" in out and "digits.npz" in out and "needs_constraints" in out
