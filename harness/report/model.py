@@ -24,7 +24,11 @@ STATUSES = ("pass", "fail", "xfail", "xpass", "skip", "error")
 
 @dataclass(frozen=True)
 class OutputStats:
-    """Error statistics of one output (over all iterations) and the tolerance it was judged with."""
+    """Error statistics of one output (over all iterations) and the tolerance it was judged with.
+
+    Deliberately a copy of :class:`harness.compare.OutputComparison`'s numbers rather than the object
+    itself: ``report.json`` is a versioned schema and must not change shape when ``compare`` grows a field.
+    """
 
     name: str
     passed: bool

@@ -29,8 +29,22 @@ class ReportFormatError(ValueError):
 def report_to_dict(report: Report) -> dict[str, Any]:
     return {"schema_version": report.schema_version, "created": report.created,
             "provenance": _encode(report.provenance), "summary": report.counts(),
-            "cases": [{"case_id": case.case_id, **_encode(case), "worst_error": _number(case.worst_error),
-                       "worst_max_rel": _number(case.worst_max_rel)} for case in report.cases]}
+            "cases": [record_to_dict(case) for case in report.cases]}
+
+
+def record_to_dict(record: CaseRecord) -> dict[str, Any]:
+    """One case as JSON-compatible data (also how xdist workers can hand records to the controller)."""
+    return {"case_id": record.case_id, **_encode(record), "worst_error": _number(record.worst_error),
+            "worst_max_rel": _number(record.worst_max_rel)}
+
+
+def record_from_dict(data: Any, *, path: str = "$") -> CaseRecord:
+    """The inverse of :func:`record_to_dict`; raises ReportFormatError naming the bad key."""
+    record: CaseRecord = _decode(CaseRecord, data, path)
+    if data.get("case_id") != record.case_id:
+        raise ReportFormatError(f"{path}.case_id: {data.get('case_id')!r} does not match its settings "
+                                f"({record.case_id!r})")
+    return record
 
 
 def report_from_dict(data: Any) -> Report:
@@ -39,10 +53,8 @@ def report_from_dict(data: Any) -> Report:
     if data.get("schema_version") != SCHEMA_VERSION:
         raise ReportFormatError(f"$.schema_version: {data.get('schema_version')!r} is not {SCHEMA_VERSION}")
     report: Report = _decode(Report, data, "$")
-    for index, (case, raw) in enumerate(zip(report.cases, data["cases"])):
-        if raw.get("case_id") != case.case_id:
-            raise ReportFormatError(f"$.cases[{index}].case_id: {raw.get('case_id')!r} does not match its "
-                                    f"settings ({case.case_id!r})")
+    for index, raw in enumerate(data["cases"]):
+        record_from_dict(raw, path=f"$.cases[{index}]")     # checks each stored case_id against its settings
     return report
 
 

@@ -18,7 +18,7 @@ from harness.errors import UserError
 from harness.report import (CaseRecord, OutputStats, Report, collect_provenance, golden_relpath, load_outputs,
                             outputs_relpath, read_report, save_outputs, write_report)
 from harness.report.model import output_stats
-from harness.report.serde import report_from_dict, report_to_dict
+from harness.report.serde import record_from_dict, record_to_dict, report_from_dict, report_to_dict
 from harness.sweep import Case
 
 
@@ -160,3 +160,8 @@ def _record(stats: OutputStats) -> CaseRecord:
 
 def _report(*records: CaseRecord) -> Report:
     return Report.build(records, created="2026-01-01T00:00:00+00:00", provenance=PROVENANCE)
+
+
+def test_single_records_round_trip_for_worker_hand_off() -> None:
+    for record in sample_report().cases:
+        assert record_from_dict(json.loads(json.dumps(record_to_dict(record)))) == record
