@@ -21,7 +21,7 @@ h3{font-size:15px;margin:18px 0 6px}.meta{color:#57606a;margin:0 0 12px}
 section{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:4px 18px 14px;margin:16px 0}
 table{border-collapse:collapse;margin:6px 0;font-size:13px}th,td{border:1px solid #d8dee4;padding:3px 8px;text-align:left}
 th{background:#f0f3f6}td.num{text-align:right;font-variant-numeric:tabular-nums}tr:nth-child(even) td{background:#fafbfc}
-code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
+code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}code.id{white-space:nowrap;word-break:normal}
 .st{font-weight:600;border-radius:10px;padding:0 7px;white-space:nowrap}
 .st-pass{background:#dafbe1;color:#116329}.st-fail,.st-error{background:#ffebe9;color:#a40e26}
 .st-xfail{background:#fff8c5;color:#7d4e00}.st-xpass{background:#ffd8b5;color:#8a3b00}.st-skip{background:#eaeef2;color:#57606a}
@@ -56,7 +56,7 @@ def _summary(report: Report) -> str:
     for index, model in enumerate(report.models):
         counts, cases = report.counts(model), report.cases_of(model)
         best = best_passing(cases)
-        best_text = "none" if best is None else (f"<code>{escape(best.case_id)}</code> "
+        best_text = "none" if best is None else (f"<code class=\"id\">{escape(best.case_id)}</code> "
                                                  f"({fmt_share(best.lowp_flop_share)}, {fmt_error(best.worst_error)})")
         rows.append(f"<tr><td><a href=\"#model-{index}\">{escape(model)}</a></td><td class=\"num\">{len(cases)}</td>"
                     + "".join(f"<td class=\"num\">{counts[s] or ''}</td>" for s in STATUSES)
@@ -107,7 +107,7 @@ def _front_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
         return "<h3>Pareto front</h3><p>No case has both a FLOP share and an error.</p>"
     rows = "".join(
         f"<tr><td class=\"num\">{rank}</td><td>"
-        + "<br>".join(f"<code>{escape(case_label(c, with_inputs=multi))}</code> {_status(c.status)}" for c in group)
+        + "<br>".join(f"<code class=\"id\">{escape(case_label(c, with_inputs=multi))}</code> {_status(c.status)}" for c in group)
         + f"</td><td class=\"num\">{fmt_share(group[0].lowp_flop_share)}</td>"
         f"<td class=\"num\">{fmt_error(group[0].worst_error)}</td></tr>" for rank, group in enumerate(groups, 1))
     return ("<h3>Pareto front</h3><table><tr><th>#</th><th>cases (identical results share a row)</th>"
@@ -116,7 +116,7 @@ def _front_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
 
 def _case_table(cases: Iterable[CaseRecord], *, multi: bool) -> str:
     rows = "".join(
-        f"<tr><td><code>{escape(case_label(c, with_inputs=multi))}</code></td><td>{_status(c.status)}</td>"
+        f"<tr><td><code class=\"id\">{escape(case_label(c, with_inputs=multi))}</code></td><td>{_status(c.status)}</td>"
         f"<td>{escape(c.runner or '–')}</td><td class=\"num\">{fmt_error(c.worst_error)}</td>"
         f"<td class=\"num\">{fmt_error(c.worst_max_rel)}</td>"
         f"<td class=\"num\">{fmt_share(c.lowp_flop_share)}</td><td class=\"num\">{fmt_int(c.cast_count)}</td>"
@@ -132,7 +132,7 @@ def _failures(cases: Sequence[CaseRecord], *, multi: bool) -> str:
         return ""
     blocks = []
     for case in failing:
-        block = [f"<div class=\"failure\"><h4><code>{escape(case_label(case, with_inputs=multi))}</code> "
+        block = [f"<div class=\"failure\"><h4><code class=\"id\">{escape(case_label(case, with_inputs=multi))}</code> "
                  f"{_status(case.status)}</h4><pre>{escape(case.message or '(no message)')}</pre>"]
         d = case.first_divergent
         if d is not None:
