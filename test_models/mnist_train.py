@@ -10,8 +10,10 @@ the ONNX-zoo MNIST model:
       -> Times212_reshape0 [1,256] -> Times212 (MatMul) -> Plus214 -> Plus214_Output_0 [1,10]
 
 Training is plain minibatch Adam with hand-written backprop (im2col
-convolutions), a fixed seed and single-threaded BLAS, so a rebuild on the same
-machine gives the same bytes. No torch is needed.
+convolutions), a fixed seed and single-threaded BLAS, so a rebuild gives the
+same bytes (see ``test_models.build`` for the pinned arithmetic). No torch is
+needed. After training, an exact power-of-two rescaling sets each conv block's
+activation range (:data:`ACTIVATION_TARGETS`) without changing the logits.
 """
 from __future__ import annotations
 
@@ -29,6 +31,9 @@ IMAGE_SIZE = 28
 KERNEL = 5
 CHANNELS = (8, 16)
 FEATURES = CHANNELS[1] * 4 * 4
+# Activation range per conv block (max |Conv| or |Conv + bias| over the training images): block 1 below the
+# TensorRT sample's data_max=4 (so its AutoCast call puts it in fp16), block 2 above it (kept fp32).
+ACTIVATION_TARGETS = (2.5, 12.0)
 
 
 @dataclass(frozen=True)
@@ -285,9 +290,37 @@ def pick_samples(logits: np.ndarray, labels: np.ndarray) -> tuple[int, ...]:
     return tuple(picks)
 
 
+def _block_absmax(params: dict[str, np.ndarray], x: np.ndarray, *, batch: int = 256) -> tuple[float, float]:
+    """Largest |conv output| of each conv block, with and without its bias (what Conv and Add produce)."""
+    peaks = [0.0, 0.0]
+    for start in range(0, len(x), batch):
+        _, cache = _forward(params, x[start:start + batch])
+        for i, (cols, w, b) in enumerate(((cache["cols1"], params["w1"], params["b1"]),
+                                          (cache["cols2"], params["w2"], params["b2"]))):
+            conv = cols @ w.reshape(len(b), -1).T
+            peaks[i] = max(peaks[i], float(np.abs(conv).max()), float(np.abs(conv + b).max()))
+    return peaks[0], peaks[1]
+
+
+def rescale_activations(params: dict[str, np.ndarray], x: np.ndarray,
+                        targets: tuple[float, float] = ACTIVATION_TARGETS) -> dict[str, np.ndarray]:
+    """Move each conv block's activation range near its target without changing the function.
+
+    ReLU and max pooling commute with positive scaling, so conv1 (weights and bias) times a, conv2's
+    weights times b/a, its bias times b and the classifier's weights divided by b leave the logits as
+    they were. a and b are powers of two, which makes the rescaling exact in floating point.
+    """
+    peak1, peak2 = _block_absmax(params, x)
+    a = 2.0 ** round(np.log2(targets[0] / peak1))
+    b = 2.0 ** round(np.log2(targets[1] / peak2))
+    scale = {"w1": a, "b1": a, "w2": b / a, "b2": b, "w3": 1.0 / b, "b3": 1.0}
+    return {k: (v * np.float32(scale[k])).astype(np.float32) for k, v in params.items()}
+
+
 def train_and_export(config: TrainConfig = TrainConfig()) -> tuple[TrainedModel, Dataset]:
     data = load_dataset(config)
-    model = export_onnx(train_params(data, config))
+    params = rescale_activations(train_params(data, config), model_input(data.pgm_train))
+    model = export_onnx(params)
     tensors = [out for node in model.graph.node for out in node.output]
     results = run_onnx(model, model_input(data.pgm_test), outputs=tensors)
     logits = results["Plus214_Output_0"]

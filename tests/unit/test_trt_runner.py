@@ -18,16 +18,19 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import test_models
-from harness.dtypes import bf16_to_bits
+from harness.dtypes import bf16_to_bits, np_dtype
 from harness.errors import RunnerError, RunnerUnavailable
 from harness.input_files import InputSpec
 from harness.runners import make_runner
 from harness.runners.trt import TrtOptions, TrtRunner, _import, _import_cuda, profile_shapes
 from harness.runners.trt_types import (
+    ELEM_TO_TRT,
+    TRT_TO_ELEM,
     builder_flags_to_clear,
     from_engine_array,
     host_dtype,
     network_creation_flags,
+    precision_of_trt_dtype,
     to_engine_array,
     trt_version,
 )
@@ -167,6 +170,25 @@ def test_fp8_io_is_refused() -> None:
 ])
 def test_host_dtypes(trt_name: str, dtype: type) -> None:
     assert host_dtype(trt_name, tensor="t") == np.dtype(dtype)
+
+
+def test_trt_onnx_numpy_type_tables_agree() -> None:
+    assert {name: ELEM_TO_TRT[elem] for name, elem in TRT_TO_ELEM.items()} == {n: n for n in TRT_TO_ELEM}
+    assert TRT_TO_ELEM["HALF"] == TensorProto.FLOAT16 and TRT_TO_ELEM["BF16"] == TensorProto.BFLOAT16
+    for name in ("FLOAT", "HALF", "INT8", "UINT8", "INT32", "INT64", "BOOL"):
+        assert np_dtype(TRT_TO_ELEM[name]) == host_dtype(name, tensor="t")  # bf16 alone travels as bits
+    assert np_dtype(TRT_TO_ELEM["BF16"]) == ml_dtypes.bfloat16
+
+
+@pytest.mark.parametrize(("name", "label"), [("HALF", "fp16"), ("DataType.BF16", "bf16"), ("float", "fp32"),
+                                             ("FP8", "fp8"), ("INT64", "int64")])
+def test_precision_of_trt_dtype(name: str, label: str) -> None:
+    assert precision_of_trt_dtype(name) == label
+
+
+def test_unknown_trt_dtype_is_an_error() -> None:
+    with pytest.raises(ValueError, match="unknown TensorRT data type 'COMPLEX'"):
+        precision_of_trt_dtype("COMPLEX")
 
 
 # ---------------------------------------------------------------- optimization profiles
