@@ -17,9 +17,10 @@ Documented default table (exactly what ``SweepSpec()`` holds; 2 x 3 x 1 x 2 x 2 
     [tool.castguard.sweep.exclusion_sets]   # user sets; "none" and "sensitive" are built in
     attention = ["Softmax", "MatMul"]
 
-Why data_max 16: a sweep should show a trade-off, and the bundled mnist's activations peak near 21, so
-AutoCast's 512 and inf convert it identically; 16 keeps its last layers FP32. A ``--sweep FILE`` holds
-the same keys at its top level. Every bad value raises a
+Why data_max 16: a sweep should show a trade-off. Small CNNs such as the bundled mnist (measured
+2026-11: activations peak near 21) convert identically under AutoCast's 512 and under inf; a tight
+threshold keeps their large-activation layers FP32 and gives the plot a second point. A ``--sweep FILE``
+holds the same keys at its top level. Every bad value raises a
 :class:`~harness.errors.UserError` naming the file and key (or the option), the problem and the fix.
 """
 from __future__ import annotations
