@@ -144,7 +144,7 @@ class SweepSpec:
     """The grid; defaults are the documented 24-case sweep. Each axis is a non-empty tuple without repeats."""
 
     precisions: tuple[str, ...] = PRECISIONS
-    data_max: tuple[float, ...] = (16.0, 512.0, math.inf)   # tight, AutoCast default, rule off
+    data_max: tuple[float, ...] = (8.0, 512.0, math.inf)   # tight, AutoCast default, rule off
     init_max: tuple[float, ...] = (65504.0,)
     exclusions: tuple[ExclusionSet, ...] = BUILTIN_EXCLUSIONS
     keep_io_types: tuple[bool, ...] = (False, True)

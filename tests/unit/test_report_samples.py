@@ -1,6 +1,6 @@
 """Realistic synthetic sweep reports shared by the report tests (imported as ``test_report_samples``).
 
-The numbers imitate the mnist sweep: fp16 errors near 1e-3, bf16 near 1e-2, data_max=16 keeping the
+The numbers imitate the mnist sweep: fp16 errors near 1e-3, bf16 near 1e-2, data_max=8 keeping the
 large-activation nodes FP32 (a lower low-precision share), one bf16 overflow to inf, one conversion error.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ def output_stats(name: str, max_rel: float, *, passed: bool, scale: float = 8.0)
 
 def record_for(case: Case, *, model: str = "mnist") -> CaseRecord:
     """A plausible record for one mnist case (deterministic in the case's settings)."""
-    share = {16.0: 0.58, 512.0: 0.93, math.inf: 1.0}[case.data_max] - (0.04 if case.exclusion.name != "none" else 0)
+    share = {8.0: 0.58, 512.0: 0.93, math.inf: 1.0}[case.data_max] - (0.04 if case.exclusion.name != "none" else 0)
     base = 1.1e-3 if case.precision == "fp16" else 9.5e-3
     error = base * (1.0 + 0.8 * share) * (1.15 if case.keep_io_types else 1.0)
     status, message, divergent = "pass", "", None
@@ -38,7 +38,7 @@ def record_for(case: Case, *, model: str = "mnist") -> CaseRecord:
         message = "output 'Plus214_Output_0': 6/10 elements over atol=0.25 rtol=0.0156"
         divergent = Divergence(tensor="Convolution110_Output_0", node="Convolution110", op="Conv",
                                max_abs=3.2, max_rel=error)
-    if case.precision == "fp16" and case.data_max == 16.0 and case.exclusion.name == "sensitive" \
+    if case.precision == "fp16" and case.data_max == 8.0 and case.exclusion.name == "sensitive" \
             and case.keep_io_types:
         return CaseRecord(model=model, model_sha256=SHA, case=case, status="error", runner="emulate",
                           inputs_id="file-1a2b3c4d", message="ConversionError: step validate: node 'Reshape_0'\n"

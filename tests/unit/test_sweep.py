@@ -23,7 +23,7 @@ def test_default_grid_is_24_readable_unique_cases() -> None:
     ids = [case.id for case in cases]
     assert len(cases) == SweepSpec().size == 24
     assert len(set(ids)) == 24
-    assert ids[0] == "fp16-dmax16-imax65504-excl_none-keepio0-emulate"
+    assert ids[0] == "fp16-dmax8-imax65504-excl_none-keepio0-emulate"
     assert "bf16-dmaxinf-imax65504-excl_sensitive-keepio1-emulate" in ids
     assert {c.exclusion for c in cases} == {ExclusionSet("none"), ExclusionSet("sensitive", SENSITIVE_OPS)}
 
