@@ -97,7 +97,8 @@ def _decode_array(obj: Any, *, path: Path, where: str) -> np.ndarray:
                              fix="save inputs with `polygraphy run --save-inputs` or use an .npz")
     try:
         raw = base64.b64decode(obj["array"], validate=True)
-        return np.load(io.BytesIO(raw), allow_pickle=False)
+        arr: np.ndarray = np.load(io.BytesIO(raw), allow_pickle=False)
+        return arr
     except (binascii.Error, ValueError, EOFError, TypeError) as err:
         raise InputDataError(where=path, problem=f"{where} cannot be decoded without unpickling: {err}",
                              fix="save plain numeric arrays (polygraphy run --save-inputs)") from err
@@ -121,21 +122,19 @@ def split_batches(feeds: list[Feed], specs: Sequence[InputSpec]) -> list[Feed]:
     if len(feeds) != 1:
         return feeds
     feed = feeds[0]
-    counts = {}
+    batches: dict[str, int] = {}
+    counts: dict[str, int] = {}
     for spec in specs:
         arr = feed.get(spec.name)
-        if arr is None or not spec.dims or spec.dims[0] is None or arr.ndim != len(spec.dims) or arr.ndim == 0:
+        batch = spec.dims[0] if spec.dims else None
+        if arr is None or batch is None or spec.dims is None or arr.ndim != len(spec.dims):
             continue
-        batch = spec.dims[0]
         if arr.shape[0] != batch and arr.shape[0] % batch == 0:
-            counts[spec.name] = arr.shape[0] // batch
-    if not counts:
-        return feeds
-    if len(set(counts.values())) != 1 or len(counts) != len(specs):
-        return feeds  # not a consistent stack: validation reports the shapes
+            batches[spec.name], counts[spec.name] = batch, arr.shape[0] // batch
+    if not counts or len(set(counts.values())) != 1 or set(counts) != set(feed):
+        return feeds  # nothing stacked, or not a consistent stack: validation reports the shapes
     n = next(iter(counts.values()))
-    size = {s.name: s.dims[0] for s in specs if s.dims}
-    return [{name: np.ascontiguousarray(arr[i * size[name]:(i + 1) * size[name]]) for name, arr in feed.items()}
+    return [{name: np.ascontiguousarray(arr[i * batches[name]:(i + 1) * batches[name]]) for name, arr in feed.items()}
             for i in range(n)]
 
 

@@ -65,7 +65,8 @@ def _to_ort_value(arr: np.ndarray) -> Any:
 
 def _from_ort_value(value: Any, *, runner: str, name: str) -> np.ndarray:
     if value.data_type() != "tensor(bfloat16)":
-        return value.numpy()
+        arr: np.ndarray = value.numpy()
+        return arr
     if value.device_name().lower() != "cpu":
         raise RunnerError(f"{runner}: bf16 output {name!r} is on {value.device_name()}, expected cpu")
     bits = np.empty(value.shape(), dtype=np.uint16)

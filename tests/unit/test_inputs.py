@@ -171,3 +171,11 @@ def test_bf16_inputs_generated_and_accepted_as_bits() -> None:
     model = make_model([helper.make_node("Identity", ["x"], ["y"])], [("x", bf16, [2])], [("y", bf16, [2])])
     feed = make_feeds(model, InputRecipe(), where="m.onnx")[0]
     assert feed["x"].dtype == np.dtype(ml_dtypes.bfloat16)
+
+
+def test_stacked_npz_with_an_extra_key_is_reported_not_split(tmp_path: Path) -> None:
+    path = tmp_path / "stack.npz"
+    np.savez(path, x=np.zeros((10, 3), np.float32), idx=np.zeros((10, 2), np.int64), mask=np.ones(10, bool),
+             extra=np.zeros(10, np.float32))
+    with pytest.raises(InputDataError, match="unexpected \\['extra'\\]"):
+        make_feeds(_model(), recipe_for_file(path), where="m.onnx")
