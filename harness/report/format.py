@@ -5,6 +5,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from harness.report.model import STATUSES, CaseRecord
+from harness.sweep import PRECISIONS
 
 DISPLAY_ORDER = ("error", "fail", "xpass", "xfail", "skip", "pass")   # failing cases first
 LEGEND = (
@@ -21,8 +22,9 @@ LEGEND = (
 
 
 def display_sorted(cases: Iterable[CaseRecord]) -> list[CaseRecord]:
-    """Failing cases first (error, fail, xpass, xfail, skip, pass), then by case id."""
-    return sorted(cases, key=lambda c: (DISPLAY_ORDER.index(c.status), c.case_id, c.inputs_id))
+    """Failing cases first (error, fail, xpass, xfail, skip, pass), then by settings (data_max numerically)."""
+    return sorted(cases, key=lambda c: (DISPLAY_ORDER.index(c.status), PRECISIONS.index(c.case.precision),
+                                        c.case.data_max, c.case.init_max, c.case_id, c.inputs_id))
 
 
 def accuracy_ok(status: str) -> bool | None:
