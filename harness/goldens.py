@@ -70,6 +70,7 @@ def _atomic_write(path: Path, write: Callable[[Any], None]) -> None:
     handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
     try:
         with handle:
+            os.fchmod(handle.fileno(), 0o644)  # NamedTemporaryFile makes 0600; goldens are shared files
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())

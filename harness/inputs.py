@@ -68,11 +68,12 @@ class InputRecipe:
         return f"seed{self.seed}-it{self.iterations}-{hashlib.sha256(payload.encode()).hexdigest()[:8]}"
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The fields that determine the feeds (for a file: its name and hash; else seed, ranges, shapes)."""
+        if self.inputs_file is not None:
+            return {"id": self.id, "inputs_file": self.inputs_file.name, "inputs_sha256": self.inputs_sha256}
         return {"id": self.id, "seed": self.seed, "iterations": self.iterations,
                 "val_ranges": [list(v) for v in self.val_ranges],
-                "input_shapes": {n: list(s) for n, s in self.input_shapes},
-                "inputs_file": self.inputs_file.name if self.inputs_file else None,
-                "inputs_sha256": self.inputs_sha256}
+                "input_shapes": {n: list(s) for n, s in self.input_shapes}}
 
 
 def file_sha256(path: Path) -> str:
