@@ -277,3 +277,27 @@ def test_custom_domain_low_output_is_refused() -> None:
                               ir_version=10)
     with pytest.raises(RunnerError, match="custom-domain node"):
         emulation_model(model)
+
+
+def test_bundled_needs_constraints_converted_without_the_data_rule() -> None:
+    """The whole path: bundled seed-003 model, converter with data_max=inf, x in [1, 2], compared with FP32."""
+    from harness.compare import compare_iterations
+    from harness.convert import ConvertOptions, collect_magnitudes, convert
+    from harness.input_files import cast_feeds, input_specs
+    from harness.inputs import InputRecipe, make_feeds
+    from harness.models import bundled_models_dir, load_model, resolve_model
+    from harness.tolerances import TolerancePolicy
+
+    model = load_model(resolve_model("needs_constraints", search_dir=bundled_models_dir()).path)
+    feeds = make_feeds(model, InputRecipe(iterations=2, val_ranges=(("x", 1.0, 2.0),)), where="needs_constraints")
+    golden = make_runner("ort", model).run(feeds).outputs
+    mixed = convert(model, options=ConvertOptions(data_max=float("inf")), magnitudes=collect_magnitudes(model, feeds=feeds))
+    assert {"Add", "Sub"} <= {n.op_type for n in mixed.model.graph.node if n.name in mixed.low_nodes}
+    low_feeds = cast_feeds(feeds, input_specs(mixed.model))
+    tolerances = TolerancePolicy().tolerances_for(precision="fp16", goldens=golden)
+    verdicts = {name: compare_iterations(make_runner(name, mixed.model).run(low_feeds).outputs, golden,
+                                         tolerances=tolerances, default=tolerances["y"])
+                for name in ("ort", "emulate")}
+    assert verdicts["ort"].passed          # ORT CPU misses the overflow...
+    assert not verdicts["emulate"].passed  # ...emulate rounds Add's output to fp16 and catches it
+    assert verdicts["emulate"].outputs[0].max_abs > 0.9
