@@ -129,7 +129,7 @@ def _run_child(model: onnx.ModelProto, batches: list[Feed], providers: list, sou
         available = [p[0] for p in providers]
         (work / "request.json").write_text(json.dumps(
             {"model": str(work / "model.onnx"), "providers": providers, "batches": batch_files}))
-        proc = subprocess.run([sys.executable, "-m", "harness.convert.refrun", str(work)],
+        proc = subprocess.run([sys.executable, str(Path(__file__).with_name("refrun.py")), str(work)],
                               capture_output=True, text=True, check=False)
         if proc.returncode < 0:
             name = signal.Signals(-proc.returncode).name

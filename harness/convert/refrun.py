@@ -1,4 +1,5 @@
-"""Child process of the reference run: ``python -m harness.convert.refrun WORKDIR``.
+"""Child process of the reference run: ``python .../harness/convert/refrun.py WORKDIR`` (run as a script,
+so that only numpy and onnxruntime are imported).
 
 Reads ``WORKDIR/request.json`` (model path, providers, feed files), runs the model once per batch with
 every intermediate tensor marked as an output, folds the batches by abs-max, and writes
@@ -25,15 +26,14 @@ def _absmax(array: np.ndarray) -> float:
     return float(np.abs(array.astype(np.float64) if array.dtype.kind != "f" else array).max())
 
 
-def _ort_type_to_elem(ort_type: str) -> int:
-    from onnx import TensorProto
+_ELEM = {"float": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7, "bool": 9,
+         "float16": 10, "double": 11, "bfloat16": 16}
+"""onnx.TensorProto element types by onnxruntime type name (onnx is not imported here: startup time)."""
 
-    names = {"float": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "double": TensorProto.DOUBLE,
-             "bfloat16": TensorProto.BFLOAT16, "int64": TensorProto.INT64, "int32": TensorProto.INT32,
-             "int8": TensorProto.INT8, "uint8": TensorProto.UINT8, "bool": TensorProto.BOOL,
-             "int16": TensorProto.INT16, "uint16": TensorProto.UINT16}
+
+def _ort_type_to_elem(ort_type: str) -> int:
     inner = ort_type[len("tensor("):-1] if ort_type.startswith("tensor(") else ""
-    return names.get(inner, TensorProto.UNDEFINED)
+    return _ELEM.get(inner, 0)
 
 
 def run(workdir: Path) -> dict:

@@ -1,16 +1,20 @@
-"""Validate a converted model: onnx checker (full), strict type/shape inference, I/O names and types.
+"""Validate a converted model: onnx checker with full_check (which runs strict type and shape inference),
+then graph I/O names and types.
 
 Every failure is a ConversionError naming the step and, where the message allows, the node.
 """
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 
 import onnx
 from onnx import TensorProto
 
-from harness.convert.graphinfo import FLOATS, light_copy
+from harness.convert.graphinfo import FLOATS
+from harness.convert.io import EXTERNAL_DATA_ABOVE, save_model
 from harness.errors import ConversionError
 
 _NODE_IN_MESSAGE = (re.compile(r"Name: (\S+) OpType"), re.compile(r"node name: ([^\s,)]+)"), re.compile(r"[Nn]ode \(([^)]+)\)"),
@@ -36,18 +40,24 @@ def expected_io_type(original: int, *, keep_io_types: bool, low: int) -> int:
     return low
 
 
+def _check(model: onnx.ModelProto) -> None:
+    """check_model(full_check=True): the checker plus strict shape and type inference (check_type=True).
+    Models near protobuf's 2 GiB limit are checked from a temporary external-data copy."""
+    if sum(len(init.raw_data) for init in model.graph.initializer) < EXTERNAL_DATA_ABOVE:
+        onnx.checker.check_model(model, full_check=True)
+        return
+    with tempfile.TemporaryDirectory(prefix="castguard-check-") as tmp:
+        save_model(model, Path(tmp) / "model.onnx")
+        onnx.checker.check_model(str(Path(tmp) / "model.onnx"), full_check=True)
+
+
 def validate(model: onnx.ModelProto, *, original_inputs: Mapping[str, int], original_outputs: Mapping[str, int],
              keep_io_types: bool, low: int) -> None:
-    checked = light_copy(model) if model.ByteSize() > 1_800_000_000 else model
     try:
-        onnx.checker.check_model(checked, full_check=True)
+        _check(model)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
-        raise ConversionError(where="converted model", step="validate: onnx.checker (full_check)",
-                              node=_node_in(str(err)), problem=str(err).strip()[:1500], fix=FIX) from None
-    try:
-        onnx.shape_inference.infer_shapes(checked, check_type=True, strict_mode=True)
-    except onnx.shape_inference.InferenceError as err:
-        raise ConversionError(where="converted model", step="validate: strict type and shape inference",
+        raise ConversionError(where="converted model", step="validate: onnx.checker (full_check: strict type and "
+                                                             "shape inference)",
                               node=_node_in(str(err)), problem=str(err).strip()[:1500], fix=FIX) from None
     inputs, outputs = io_types(model)
     for role, before, after in (("input", original_inputs, inputs), ("output", original_outputs, outputs)):

@@ -1,0 +1,228 @@
+"""Converter cost and quality against ModelOpt AutoCast 0.47 on 1k+ node models built in code.
+
+Run: ``pytest benchmarks/bench_convert.py -s`` (figures are printed and stored in the benchmark JSON's
+extra_info; there are no timed assertions). AutoCast runs through
+``/work/shared/tools/run_modelopt_autocast.sh`` (its own venv); those cases skip with the reason when the
+script or its venv is unavailable. Every process-level figure (wall, peak RSS) is for a fresh
+interpreter running the command line, for both tools, so imports are included on both sides.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from harness.convert import ConvertOptions, collect_magnitudes, convert
+from harness.convert.classify import LOW_ELEMS
+from harness.convert.flops import flop_share
+from harness.convert.graphinfo import build_info
+from harness.runners import make_runner
+
+AUTOCAST = Path(os.environ.get("CASTGUARD_AUTOCAST_SCRIPT", "/work/shared/tools/run_modelopt_autocast.sh"))
+F32 = TensorProto.FLOAT
+
+
+def _mlp(layers: int, width: int) -> onnx.ModelProto:
+    """layers x (MatMul, Add, Relu, Mul): 4 nodes per layer."""
+    rng = np.random.default_rng(0)
+    nodes, inits, prev = [], [], "x"
+    for i in range(layers):
+        inits += [numpy_helper.from_array((rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32),
+                                          f"w{i}"),
+                  numpy_helper.from_array(rng.standard_normal(width).astype(np.float32) * 0.1, f"b{i}"),
+                  numpy_helper.from_array(np.array(1.2, np.float32), f"s{i}")]
+        nodes += [helper.make_node("MatMul", [prev, f"w{i}"], [f"m{i}"], name=f"mm{i}"),
+                  helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"], name=f"add{i}"),
+                  helper.make_node("Relu", [f"a{i}"], [f"r{i}"], name=f"relu{i}"),
+                  helper.make_node("Mul", [f"r{i}", f"s{i}"], [f"h{i}"], name=f"mul{i}")]
+        prev = f"h{i}"
+    nodes.append(helper.make_node("Softmax", [prev], ["y"], name="softmax", axis=-1))
+    return _model(nodes, inits, [1, 16, width], [1, 16, width])
+
+
+def _attention(blocks: int, width: int, seq: int) -> onnx.ModelProto:
+    """blocks x (self-attention + MLP + 2 decomposed LayerNorms): 30 nodes per block."""
+    rng = np.random.default_rng(1)
+    nodes, inits, prev = [], [], "x"
+
+    def weight(name: str, shape: tuple[int, ...], scale: float) -> str:
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name))
+        return name
+
+    def add(op: str, inputs: list[str], out: str, **attrs: object) -> str:
+        nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        return out
+
+    axes = numpy_helper.from_array(np.array([-1], np.int64), "axes")
+    inits += [axes, numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+              numpy_helper.from_array(np.array(1e-5, np.float32), "eps"),
+              numpy_helper.from_array(np.array(1 / np.sqrt(width), np.float32), "inv_sqrt")]
+    for b in range(blocks):
+        p = f"b{b}_"
+
+        def norm(src: str, tag: str) -> str:
+            mean = add("ReduceMean", [src, "axes"], f"{p}{tag}_mean")
+            centered = add("Sub", [src, mean], f"{p}{tag}_center")
+            var = add("ReduceMean", [add("Pow", [centered, "two"], f"{p}{tag}_pow"), "axes"], f"{p}{tag}_var")
+            std = add("Sqrt", [add("Add", [var, "eps"], f"{p}{tag}_addeps")], f"{p}{tag}_std")
+            return add("Div", [centered, std], f"{p}{tag}_norm")
+
+        h = norm(prev, "ln1")
+        q = add("MatMul", [h, weight(f"{p}wq", (width, width), width ** -0.5)], f"{p}q")
+        k = add("MatMul", [h, weight(f"{p}wk", (width, width), width ** -0.5)], f"{p}k")
+        v = add("MatMul", [h, weight(f"{p}wv", (width, width), width ** -0.5)], f"{p}v")
+        kt = add("Transpose", [k], f"{p}kt", perm=[0, 2, 1])
+        scores = add("Mul", [add("MatMul", [q, kt], f"{p}qk"), "inv_sqrt"], f"{p}scaled")
+        attn = add("MatMul", [add("Softmax", [scores], f"{p}softmax", axis=-1), v], f"{p}attn")
+        o = add("MatMul", [attn, weight(f"{p}wo", (width, width), width ** -0.5)], f"{p}o")
+        r1 = add("Add", [prev, o], f"{p}res1")
+        h2 = norm(r1, "ln2")
+        up = add("Add", [add("MatMul", [h2, weight(f"{p}w1", (width, 2 * width), width ** -0.5)], f"{p}up"),
+                         weight(f"{p}c1", (2 * width,), 0.1)], f"{p}up_bias")
+        act = add("Mul", [up, add("Sigmoid", [up], f"{p}sig")], f"{p}silu")
+        down = add("MatMul", [act, weight(f"{p}w2", (2 * width, width), (2 * width) ** -0.5)], f"{p}down")
+        prev = add("Add", [r1, add("Mul", [down, "two"], f"{p}down_scaled")], f"{p}res2")
+    nodes.append(helper.make_node("Identity", [prev], ["y"], name="out"))
+    return _model(nodes, inits, [1, seq, width], [1, seq, width], opset=18)
+
+
+def _model(nodes: list, inits: list, in_shape: list[int], out_shape: list[int], *, opset: int = 17) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "bench", [helper.make_tensor_value_info("x", F32, in_shape)],
+                              [helper.make_tensor_value_info("y", F32, out_shape)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="castguard-bench")
+    model.ir_version = 8
+    return model
+
+
+BUILDERS: dict[str, Callable[[], onnx.ModelProto]] = {
+    "mlp_1201": lambda: _mlp(300, 256),
+    "attention_1201": lambda: _attention(40, 128, 64),
+}
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("bench_convert")
+    result = {}
+    for name, build in BUILDERS.items():
+        model = build()
+        assert len(model.graph.node) > 1000
+        result[name] = folder / f"{name}.onnx"
+        onnx.save(model, result[name])
+        shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+        np.savez(folder / f"{name}.npz", x=np.random.default_rng(0).uniform(-1, 1, shape).astype(np.float32))
+    return result
+
+
+def _peak_rss_mb(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
+    """Run `cmd` in a fresh wrapper interpreter; (wall s, peak RSS MB of the largest descendant, result)."""
+    probe = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
+             "p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+             "w = time.perf_counter() - t; "
+             "print(w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, p.returncode); "
+             "sys.stderr.write(p.stderr[-3000:])")
+    proc = subprocess.run([sys.executable, "-c", probe, *cmd], capture_output=True, text=True, check=False)
+    wall, rss, rc = proc.stdout.split()
+    proc.returncode = int(rc)
+    return float(wall), float(rss), proc
+
+
+def _report(name: str, what: str, **figures: object) -> None:
+    text = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in figures.items())
+    sys.stdout.write(f"\n[bench_convert] {name} {what}: {text}\n")
+
+
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_floor_load_infer_save(benchmark, paths: dict[str, Path], name: str, tmp_path: Path) -> None:  # noqa: ANN001
+    """The floor: onnx.load + one onnxruntime inference + onnx.save, in process."""
+    import onnxruntime as ort
+
+    def floor() -> None:
+        model = onnx.load(paths[name])
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        session.run(None, {"x": np.zeros([d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim],
+                                         np.float32)})
+        onnx.save(model, tmp_path / "floor.onnx")
+
+    benchmark.pedantic(floor, rounds=3, iterations=1)
+    _report(name, "floor (load+infer+save)", median_s=benchmark.stats.stats.median)
+
+
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_castguard_in_process(benchmark, paths: dict[str, Path], name: str, tmp_path: Path) -> None:  # noqa: ANN001
+    """load + collect_magnitudes (one ORT run, subprocess) + convert + save, in process (what a sweep pays)."""
+    model = onnx.load(paths[name])
+
+    def run() -> None:
+        loaded = onnx.load(paths[name])
+        result = convert(loaded, options=ConvertOptions(keep_io_types=True), magnitudes=collect_magnitudes(loaded))
+        onnx.save(result.model, tmp_path / "out.onnx")
+
+    benchmark.pedantic(run, rounds=3, iterations=1)
+    data = collect_magnitudes(model)
+    start = time.perf_counter()
+    convert(model, options=ConvertOptions(keep_io_types=True), magnitudes=data)
+    cheap = time.perf_counter() - start
+    benchmark.extra_info.update(convert_only_s=cheap)
+    _report(name, "castguard in-process", median_s=benchmark.stats.stats.median, convert_only_s=cheap)
+
+
+@pytest.mark.parametrize("tool", ["castguard", "autocast"])
+@pytest.mark.parametrize("name", list(BUILDERS))
+def test_cli_wall_and_peak_rss(benchmark, paths: dict[str, Path], name: str, tool: str,  # noqa: ANN001
+                               tmp_path: Path) -> None:
+    """Both command lines in fresh processes, same model, same flags (defaults + --keep_io_types) and the same
+    calibration data (one batch), so both classify from identical magnitudes."""
+    out = tmp_path / f"{tool}.onnx"
+    flags = ["--keep_io_types", "--log_level", "WARNING", "--calibration_data", str(paths[name].with_suffix(".npz"))]
+    if tool == "castguard":
+        cmd = [sys.executable, "-m", "harness.convert", "--onnx_path", str(paths[name]), "--output_path", str(out),
+               *flags]
+    else:
+        if not AUTOCAST.is_file():
+            pytest.skip(f"AutoCast script not found at {AUTOCAST}")
+        cmd = ["bash", str(AUTOCAST), str(paths[name]), str(out), *flags]
+        wall, _, proc = _peak_rss_mb(cmd)  # first call may create the venv; not measured
+        if proc.returncode != 0:
+            pytest.skip(f"AutoCast unavailable or failed (rc={proc.returncode}): {proc.stderr[-400:]}")
+    figures: dict[str, float] = {}
+
+    def run() -> None:
+        wall, rss, proc = _peak_rss_mb(cmd)
+        assert proc.returncode == 0, proc.stderr
+        figures["wall_s"], figures["peak_rss_mb"] = wall, max(rss, figures.get("peak_rss_mb", 0.0))
+
+    benchmark.pedantic(run, rounds=3, iterations=1)
+    benchmark.extra_info.update(figures)
+    _report(name, f"{tool} CLI", median_s=benchmark.stats.stats.median, peak_rss_mb=figures["peak_rss_mb"])
+    _report(name, f"{tool} quality", **_quality(paths[name], out))
+
+
+def _quality(source: Path, converted_path: Path) -> dict[str, float]:
+    """Low-precision FLOP share (same estimator for both tools) and max |error| on emulate vs ORT FP32."""
+    import onnxruntime as ort
+
+    original, converted = onnx.load(source), onnx.load(converted_path)
+    inferred = onnx.shape_inference.infer_shapes(converted)
+    types = {vi.name: vi.type.tensor_type.elem_type for vi in [*inferred.graph.value_info, *inferred.graph.output]}
+    low = {n.name for n in converted.graph.node if n.op_type != "Cast" and types.get(n.output[0]) in LOW_ELEMS}
+    info = build_info(original)
+    share, _, _ = flop_share(list(original.graph.node), lambda n: n.name in low, info.shapes.get,
+                             dict(info.initializers))
+    x = np.random.default_rng(7).uniform(-1, 1, [d.dim_value for d in original.graph.input[0].type.tensor_type.shape.dim])
+    feed = {"x": x.astype(np.float32)}
+    gold = ort.InferenceSession(original.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feed)[0]
+    with make_runner("emulate", converted) as runner:
+        got = runner.infer(feed)["y"].astype(np.float32)
+    assert 0.0 <= share <= 1.0 and got.shape == gold.shape
+    return {"lowp_flop_share": share, "max_abs_err": float(np.abs(got - gold).max()),
+            "casts": float(sum(n.op_type == "Cast" for n in converted.graph.node))}
