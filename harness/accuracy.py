@@ -173,7 +173,8 @@ class AccuracySession:
         elif comparison:
             outcome = Outcome("pass", comparison=comparison, runner=result.runner)
         else:
-            outcome = Outcome("fail", _failure_message(case, comparison, path, conversion, result.runner),
+            outcome = Outcome("fail", _failure_message(case, comparison, path, conversion, result.runner,
+                                                       model_file=loaded.spec.path.name),
                               comparison, result.runner)
         self.records.append((case, outcome))
         return outcome
@@ -200,13 +201,14 @@ def _written_message(loaded: LoadedModel, path: Path, golden: Golden) -> str:
 
 
 def _failure_message(case: LowPrecisionCase, comparison: CompareResult, golden_path: Path,
-                     conversion: ConversionResult, runner: str) -> str:
+                     conversion: ConversionResult, runner: str, *, model_file: str) -> str:
     low, high, share = conversion.low_nodes, conversion.high_nodes, conversion.lowp_flop_share
-    lines = [f"{case.model} [{case.id}] does not match its FP32 golden on {runner}:", comparison.summary(),
+    summary = "\n".join("  " + line for line in comparison.summary().splitlines())
+    lines = [f"{case.model} [{case.id}] does not match its FP32 golden on {runner}:", summary,
              f"  golden: {golden_path}",
              f"  conversion: ConvertOptions(low_precision_type={case.precision!r}) defaults; {len(low)} node(s) in "
              f"{case.precision}, {len(high)} kept in fp32, {share:.0%} of FLOPs in {case.precision}",
-             f"  fix: keep the sensitive nodes in fp32 (castguard convert --onnx_path {case.model}.onnx "
+             f"  fix: keep the sensitive nodes in fp32 (castguard convert --onnx_path {model_file} "
              "--nodes_to_exclude NAME / --op_types_to_exclude OP, or a lower --data_max), or, if this error is "
              f"acceptable, loosen [tool.castguard.tolerances] {case.precision}"]
     return "\n".join(lines)

@@ -64,6 +64,15 @@ def mlp_model(seed: int = 0, *, hidden: int = 16) -> onnx.ModelProto:
                       initializers=inits, opset=13)
 
 
+def cancellation_model() -> onnx.ModelProto:
+    """fp32 y = (x + 256) - 256: activations stay under the converter's data_max=512, but fp16's ulp at 256 is
+    0.25, so for x in [-0.5, 0.5] a truly rounded fp16 run returns multiples of 0.25 while ORT CPU's fp32
+    island returns x to within fp32's ulp at 256 (3e-5)."""
+    nodes = [helper.make_node("Add", ["x", "c"], ["a"], name="add"), helper.make_node("Sub", ["a", "c"], ["y"], name="sub")]
+    return make_model(nodes, [("x", TensorProto.FLOAT, [1, 16])], [("y", TensorProto.FLOAT, [1, 16])],
+                      initializers=[numpy_helper.from_array(np.array(256.0, np.float32), "c")])
+
+
 def to_low(model: onnx.ModelProto, elem: int = TensorProto.FLOAT16) -> onnx.ModelProto:
     """Every fp32 initializer and graph I/O of ``model`` retyped to ``elem`` (a fully low-precision model)."""
     low = onnx.ModelProto()

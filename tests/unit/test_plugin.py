@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from graphs_core import mlp_model, save
+from graphs_core import cancellation_model, mlp_model, save
 
 pytest_plugins = ["pytester"]
 
@@ -88,3 +88,20 @@ def test_xdist_workers_share_goldens_safely(project: pytest.Pytester) -> None:
     second = project.runpytest_subprocess(*args)
     second.assert_outcomes(passed=6)
     assert len(list(Path(project.path, "goldens").glob("*/*.npz"))) == 2
+
+
+def test_low_precision_failure_message_and_ort_cpu_is_not_an_oracle(pytester: pytest.Pytester) -> None:
+    save(cancellation_model(), pytester.path / "cancel.onnx")
+    args = ["--model", "cancel.onnx", "--val-range", "x:[-0.5,0.5]", "--runner", "emulate", "--runner", "ort"]
+    _run(pytester, *args)
+    result = _run(pytester, *args)
+    result.assert_outcomes(passed=1, failed=1, skipped=1)
+    result.stdout.fnmatch_lines([
+        "*cancel [[]cancel-fp16-default-emulate[]] does not match its FP32 golden on emulate:",
+        "  output 'y' FAIL: * element(s) over tolerance",
+        "*/16 (*%) elements outside atol=* rtol=* [[]elemwise[]]*would pass with atol>=*",
+        "*golden: *goldens/cancel/seed0-it1-*.npz",
+        "*conversion: ConvertOptions(low_precision_type='fp16') defaults; 2 node(s) in fp16*",
+        "*fix: keep the sensitive nodes in fp32*",
+        "*SKIPPED*ort[[]CPUExecutionProvider[]] computes fp16 in fp32; not a low-precision oracle*would pass*",
+    ])
