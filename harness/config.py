@@ -3,7 +3,8 @@
 Precedence: command line > ``[tool.castguard]`` in the rootdir's pyproject.toml > the dataclass defaults.
 Paths from pyproject are relative to the rootdir; paths from the command line to the invocation directory.
 Keys of ``[tool.castguard]`` that belong to other parts of castguard (report, sweep, tolerances) are left to
-them; the keys read here are :data:`harness.options.DESTS`.
+them; the keys read here are :data:`harness.options.DESTS` except :data:`CLI_ONLY` (``--model`` decides what
+pytest collects, and a permanent ``--update-goldens`` would rewrite goldens on every run).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 CPU_PROVIDER = "CPUExecutionProvider"
+CLI_ONLY = frozenset({"models", "update_goldens"})
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,9 @@ class HarnessConfig:
         for dest, key in DESTS.items():
             if cli.get(dest) is not None:
                 raw[key] = (cli[dest], f"--{key.replace('_', '-')}", invocation_dir)
+            elif key in CLI_ONLY and key in table:
+                raise UserError(where=f"[tool.castguard] {key}", problem="can only be given on the command line",
+                                fix=f"remove it from pyproject.toml and pass --{key.replace('_', '-')} when needed")
             elif key in table:
                 raw[key] = (table[key], f"[tool.castguard] {key}", rootdir)
         kwargs: dict[str, Any] = {}
@@ -100,9 +105,7 @@ def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
     if key == "goldens_dir":
         return {"goldens_dir": (base / _strings(value, where=where)[0]).resolve()}
     if key == "update_goldens":
-        if not isinstance(value, bool):
-            raise UserError(where=where, problem=f"expected true/false, got {value!r}", fix="update_goldens = false")
-        return {"update_goldens": value}
+        return {"update_goldens": bool(value)}
     if key == "val_ranges":
         return {"val_ranges": tuple(parse_val_range(v) for v in _strings(value, where=where))}
     if key == "input_shapes":

@@ -46,6 +46,8 @@ def test_cli_overrides_pyproject_and_paths_resolve_per_source(tmp_path: Path) ->
     ((), {"runners": 3}, "list of strings"),
     (("--iterations", "0"), {}, ">= 1"),
     (("--inputs", "a.npz", "--val-range", "x:[0,1]"), {}, "cannot be combined"),
+    ((), {"models": ["mnist"]}, "only be given on the command line"),
+    ((), {"update_goldens": True}, "only be given on the command line"),
 ])
 def test_invalid_configuration_is_a_user_error(tmp_path: Path, cli: tuple[str, ...], table: dict[str, object],
                                                match: str) -> None:
