@@ -23,7 +23,7 @@ from harness.convert.classify import Decision, elem_name
 from harness.convert.graphinfo import FLOATS, GraphInfo, Signature, signature
 from harness.convert.initializers import apply_storage, choose_storage
 from harness.convert.options import ConvertOptions
-from harness.convert.subgraphs import captured, rename_captures
+from harness.convert.subgraphs import captured, rename_captures, subgraphs
 from harness.convert.validate import expected_io_type
 from harness.errors import ConversionError
 
@@ -52,8 +52,7 @@ class Rewriter:
         self.model, self.info, self.decisions, self.options = model, info, decisions, options
         self.sig_cache = sig_cache
         self.state = _State()
-        self.taken = {n for node in model.graph.node for n in [node.name, *node.input, *node.output]}
-        self.taken |= set(info.inputs) | set(info.initializers)
+        self.taken = _names(model.graph)
 
     # -- planning ---------------------------------------------------------------------------------
     def _sig(self, node: onnx.NodeProto) -> Signature | None:
@@ -240,6 +239,16 @@ class Rewriter:
         for vi in graph.value_info:
             if vi.name in storage and vi.type.tensor_type.elem_type in FLOATS:
                 vi.type.tensor_type.elem_type = storage[vi.name]
+
+
+def _names(graph: onnx.GraphProto) -> set[str]:
+    """Every node and tensor name in `graph` and its nested bodies (new names must not collide with any)."""
+    names = {v.name for v in [*graph.input, *graph.output, *graph.initializer, *graph.value_info]}
+    for node in graph.node:
+        names.update([node.name, *node.input, *node.output])
+        for body in subgraphs(node):
+            names |= _names(body)
+    return names
 
 
 def cleanup_casts(graph: onnx.GraphProto, ours: set[str], storage: dict[str, int]) -> int:

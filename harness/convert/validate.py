@@ -14,7 +14,7 @@ import onnx
 from onnx import TensorProto
 
 from harness.convert.graphinfo import FLOATS
-from harness.convert.io import EXTERNAL_DATA_ABOVE, save_model
+from harness.convert.io import EXTERNAL_DATA_ABOVE, approximate_size, save_model
 from harness.errors import ConversionError
 
 _NODE_IN_MESSAGE = (re.compile(r"Name: (\S+) OpType"), re.compile(r"node name: ([^\s,)]+)"), re.compile(r"[Nn]ode \(([^)]+)\)"),
@@ -43,7 +43,7 @@ def expected_io_type(original: int, *, keep_io_types: bool, low: int) -> int:
 def _check(model: onnx.ModelProto) -> None:
     """check_model(full_check=True): the checker plus strict shape and type inference (check_type=True).
     Models near protobuf's 2 GiB limit are checked from a temporary external-data copy."""
-    if sum(len(init.raw_data) for init in model.graph.initializer) < EXTERNAL_DATA_ABOVE:
+    if approximate_size(model) < EXTERNAL_DATA_ABOVE:
         onnx.checker.check_model(model, full_check=True)
         return
     with tempfile.TemporaryDirectory(prefix="castguard-check-") as tmp:
