@@ -114,7 +114,7 @@ def _decode_array(value: object, path: Path, name: str) -> np.ndarray:
         raise InputDataError(where=f"{path}:{name}", problem="value is not a Polygraphy-encoded ndarray",
                              fix="save inputs with `polygraphy run --save-inputs FILE.json`")
     try:
-        return np.load(io.BytesIO(base64.b64decode(value["array"])), allow_pickle=False)
+        return np.asarray(np.load(io.BytesIO(base64.b64decode(value["array"])), allow_pickle=False))
     except ValueError as err:
         raise InputDataError(where=f"{path}:{name}", problem=f"cannot decode the array ({err})",
                              fix="re-save the inputs with Polygraphy") from None
@@ -141,8 +141,8 @@ def _split(feed: Feed, specs: Mapping[str, tuple[int, Dims]], *, where: str) -> 
             if axis > 0 and isinstance(want, int) and want > 0 and want != got:
                 raise InputDataError(where=f"{where}:{name}", problem=f"shape {array.shape}, model expects {list(dims)}",
                                      fix="match every static dim of the model input")
-        batch = dims[0] if dims else None
-        if isinstance(batch, int) and batch > 0:
+        batch = _static_batch(dims)
+        if batch is not None:
             if array.shape[0] % batch:
                 raise InputDataError(where=f"{where}:{name}",
                                      problem=f"leading dim {array.shape[0]} is not a multiple of the model batch {batch}",
@@ -155,5 +155,10 @@ def _split(feed: Feed, specs: Mapping[str, tuple[int, Dims]], *, where: str) -> 
     n = counts.pop() if counts else 1
     if n == 1:
         return [checked]
-    return [{name: np.array_split(arr, n)[i] if isinstance(specs[name][1][0], int) and specs[name][1][0] > 0 else arr
+    return [{name: np.array_split(arr, n)[i] if _static_batch(specs[name][1]) is not None else arr
              for name, arr in checked.items()} for i in range(n)]
+
+
+def _static_batch(dims: Dims) -> int | None:
+    first = dims[0] if dims else None
+    return first if isinstance(first, int) and first > 0 else None

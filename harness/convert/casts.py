@@ -20,7 +20,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from harness.convert.classify import Decision, elem_name
-from harness.convert.graphinfo import FLOATS, GraphInfo, Signature, signature
+from harness.convert.graphinfo import FLOATS, GraphInfo, SigCache, Signature, signature
 from harness.convert.initializers import apply_storage, choose_storage
 from harness.convert.options import ConvertOptions
 from harness.convert.subgraphs import captured, rename_captures, subgraphs
@@ -48,7 +48,7 @@ class Rewriter:
     """Rewrites the prepared working copy in place."""
 
     def __init__(self, model: onnx.ModelProto, info: GraphInfo, decisions: dict[str, Decision],
-                 options: ConvertOptions, sig_cache: dict) -> None:
+                 options: ConvertOptions, sig_cache: SigCache) -> None:
         self.model, self.info, self.decisions, self.options = model, info, decisions, options
         self.sig_cache = sig_cache
         self.state = _State()

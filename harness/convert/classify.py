@@ -26,7 +26,7 @@ import onnx
 from onnx import TensorProto, numpy_helper
 
 from harness.convert.depth import reduction_depth
-from harness.convert.graphinfo import FLOATS, GraphInfo, Signature, domain_of, signature
+from harness.convert.graphinfo import FLOATS, GraphInfo, SigCache, Signature, domain_of, signature
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.options import NODE_PRECISIONS, ConvertOptions
 from harness.errors import ConversionError
@@ -35,7 +35,7 @@ LOW_ELEMS = frozenset({TensorProto.FLOAT16, TensorProto.BFLOAT16})
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 _UPCASTS = frozenset((s, t) for t in (TensorProto.FLOAT, TensorProto.DOUBLE)
                      for s in (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT, t))
-_NAMES = {TensorProto.FLOAT: "fp32", TensorProto.FLOAT16: "fp16", TensorProto.BFLOAT16: "bf16",
+_NAMES: dict[int, str] = {TensorProto.FLOAT: "fp32", TensorProto.FLOAT16: "fp16", TensorProto.BFLOAT16: "bf16",
           TensorProto.DOUBLE: "fp64"}
 
 
@@ -52,7 +52,7 @@ class Decision:
 
 
 def elem_name(elem: int) -> str:
-    return _NAMES.get(elem, TensorProto.DataType.Name(elem))
+    return _NAMES[elem] if elem in _NAMES else str(TensorProto.DataType.Name(elem))
 
 
 def _float_names(node: onnx.NodeProto, info: GraphInfo) -> list[str]:
@@ -107,7 +107,7 @@ class Classifier:
     """Applies the rules above to every top-level node of one prepared model."""
 
     def __init__(self, model: onnx.ModelProto, info: GraphInfo, options: ConvertOptions,
-                 magnitudes: Magnitudes | None, sig_cache: dict) -> None:
+                 magnitudes: Magnitudes | None, sig_cache: SigCache) -> None:
         self.model, self.info, self.options, self.magnitudes = model, info, options, magnitudes
         self.sig_cache = sig_cache
         self.exclude = [re.compile(p) for p in options.nodes_to_exclude]
@@ -232,6 +232,6 @@ class Classifier:
                 continue
             to = next((a.i for a in cast.attribute if a.name == "to"), None)
             source = self.info.types.get(cast.input[0])
-            if (source, to) in _UPCASTS:
+            if to is not None and (source, to) in _UPCASTS:
                 return f"user cast: input {name!r} is an explicit Cast to {elem_name(to)}"
         return ""

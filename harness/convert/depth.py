@@ -11,16 +11,23 @@ import math
 from collections.abc import Callable, Mapping
 
 import onnx
-from onnx import helper, numpy_helper
+from onnx import numpy_helper
 
 Shapes = Callable[[str], tuple[int | None, ...] | None]
 
 
-def _attr(node: onnx.NodeProto, name: str, default: object) -> object:
+def _attr(node: onnx.NodeProto, name: str, default: int) -> int:
     for attr in node.attribute:
         if attr.name == name:
-            return helper.get_attribute_value(attr)
+            return int(attr.i)
     return default
+
+
+def _attr_ints(node: onnx.NodeProto, name: str) -> list[int] | None:
+    for attr in node.attribute:
+        if attr.name == name:
+            return [int(v) for v in attr.ints]
+    return None
 
 
 def _dim(shape: tuple[int | None, ...] | None, axis: int) -> int | None:
@@ -34,13 +41,13 @@ def _prod(dims: list[int | None]) -> int | None:
 
 
 def _axes(node: onnx.NodeProto, initializers: Mapping[str, onnx.TensorProto]) -> list[int] | None:
-    axes = _attr(node, "axes", None)
+    axes = _attr_ints(node, "axes")
     if axes is None and len(node.input) > 1 and node.input[1]:
         init = initializers.get(node.input[1])
         if init is None:
             return None
-        axes = numpy_helper.to_array(init).tolist()
-    return [] if axes is None else list(axes)
+        axes = [int(a) for a in numpy_helper.to_array(init).reshape(-1)]
+    return [] if axes is None else axes
 
 
 def reduction_depth(node: onnx.NodeProto, shape_of: Shapes,
@@ -57,7 +64,7 @@ def reduction_depth(node: onnx.NodeProto, shape_of: Shapes,
         if weight is None or len(weight) < 3:
             return True, None
         channels = weight[1] if op == "Conv" else weight[0]
-        group = int(_attr(node, "group", 1))  # type: ignore[arg-type]
+        group = _attr(node, "group", 1)
         if op == "ConvTranspose" and channels is not None:
             channels //= group
         return True, _prod([channels, *weight[2:]])
@@ -77,10 +84,10 @@ def reduction_depth(node: onnx.NodeProto, shape_of: Shapes,
             init = initializers.get(node.input[1]) if len(node.input) > 1 else None
             axis = int(numpy_helper.to_array(init)) if init is not None else None
         else:
-            axis = int(_attr(node, "axis", -1))  # type: ignore[arg-type]
+            axis = _attr(node, "axis", -1)
         return True, None if axis is None else _dim(first, axis)
     if op == "LayerNormalization":
-        axis = int(_attr(node, "axis", -1))  # type: ignore[arg-type]
+        axis = _attr(node, "axis", -1)
         if first is None:
             return True, None
         return True, _prod(list(first[axis:]))

@@ -7,7 +7,7 @@ everything else: output elements. Unknown shapes count as 0 (logged by the calle
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import onnx
 
@@ -24,7 +24,7 @@ def _elements(shape: tuple[int | None, ...] | None) -> int | None:
     return math.prod(shape)  # type: ignore[arg-type]
 
 
-def node_flops(node: onnx.NodeProto, shape_of: ShapeOf, initializers: dict) -> int | None:
+def node_flops(node: onnx.NodeProto, shape_of: ShapeOf, initializers: Mapping[str, onnx.TensorProto]) -> int | None:
     """Estimated floating-point operations of one node, or None when shapes are unknown."""
     outputs = [_elements(shape_of(n)) for n in node.output if n]
     out = outputs[0] if outputs else None
@@ -44,7 +44,7 @@ def node_flops(node: onnx.NodeProto, shape_of: ShapeOf, initializers: dict) -> i
 
 
 def flop_share(nodes: list[onnx.NodeProto], is_low: Callable[[onnx.NodeProto], bool], shape_of: ShapeOf,
-               initializers: dict) -> tuple[float, int, int]:
+               initializers: Mapping[str, onnx.TensorProto]) -> tuple[float, int, int]:
     """(low-precision share of the estimated FLOPs, total FLOPs, number of nodes with unknown FLOPs)."""
     total = low = unknown = 0
     for node in nodes:

@@ -6,7 +6,7 @@ is cheap to build even for large models.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import onnx
@@ -22,6 +22,7 @@ _TYPE_STR_TO_ELEM = {
 }
 
 Shape = tuple[int | None, ...]
+SigCache = dict[tuple[str, str, int, int, int], "Signature | None"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ def domain_of(node: onnx.NodeProto) -> str:
     return "" if node.domain in DEFAULT_DOMAINS else node.domain
 
 
-def signature(node: onnx.NodeProto, opsets: Mapping[str, int], cache: dict) -> Signature | None:
+def signature(node: onnx.NodeProto, opsets: Mapping[str, int], cache: SigCache) -> Signature | None:
     """The node's schema binding at the model's opset, or None when onnx has no schema for it."""
     domain = domain_of(node)
     version = opsets.get(domain, opsets.get("ai.onnx", 1) if domain == "" else 1)
@@ -68,7 +69,7 @@ def signature(node: onnx.NodeProto, opsets: Mapping[str, int], cache: dict) -> S
     return sig
 
 
-def _bind(params: list, count: int) -> tuple[str, ...]:
+def _bind(params: Sequence[defs.OpSchema.FormalParameter], count: int) -> tuple[str, ...]:
     if not params:
         return ("",) * count
     return tuple(params[min(i, len(params) - 1)].type_str for i in range(count))

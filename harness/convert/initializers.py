@@ -22,8 +22,8 @@ from harness.convert.graphinfo import GraphInfo
 from harness.dtypes import BFLOAT16, np_dtype
 
 LOG = logging.getLogger("harness.convert")
-LOW_MAX = {TensorProto.FLOAT16: float(np.finfo(np.float16).max),
-           TensorProto.BFLOAT16: float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)}
+LOW_MAX: dict[int, float] = {TensorProto.FLOAT16: float(np.finfo(np.float16).max),
+                             TensorProto.BFLOAT16: float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)}  # type: ignore[no-untyped-call]
 
 
 def _nbytes(tensor: TensorProto) -> int:
@@ -53,7 +53,9 @@ def convert_tensor(tensor: TensorProto, target: int) -> tuple[TensorProto, str |
     """`tensor` in `target` type (same name), and a clamp message when values were clamped."""
     array = numpy_helper.to_array(tensor)
     message = None
-    if target in LOW_MAX and (array.dtype.kind == "f" or array.dtype == BFLOAT16) and float(ml_dtypes.finfo(array.dtype).max) > LOW_MAX[target]:
+    source_max = LOW_MAX[TensorProto.BFLOAT16] if array.dtype == BFLOAT16 else (
+        float(np.finfo(array.dtype).max) if array.dtype.kind == "f" else 0.0)
+    if target in LOW_MAX and source_max > LOW_MAX[target]:
         limit = LOW_MAX[target]
         over = np.isfinite(array) & (np.abs(array) > limit)
         count = int(over.sum())

@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -25,6 +26,7 @@ from harness.convert.io import load_model, save_model
 from harness.errors import ConversionError, InputDataError
 
 SCHEMA_VERSION = 1
+Provider = tuple[str, dict[str, str]]
 _NODE_PATTERNS = (re.compile(r"node with name '([^']+)'"), re.compile(r"Name:'([^']+)'"),
                   re.compile(r"[Nn]ode \(([^)]+)\)"), re.compile(r"node name: ([^\s,)]+)"))
 _PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "trt": "TensorrtExecutionProvider",
@@ -90,8 +92,8 @@ def collect_magnitudes(model: onnx.ModelProto | str | Path, *,
                       batches=len(batches))
 
 
-def _provider_list(providers: Sequence[str], trt_plugins: Sequence[str]) -> list:
-    result: list = []
+def _provider_list(providers: Sequence[str], trt_plugins: Sequence[str]) -> list[Provider]:
+    result: list[Provider] = []
     for spec in providers:
         kind, _, device = spec.partition(":")
         if kind not in _PROVIDERS or (device and not device.isdigit()):
@@ -100,7 +102,7 @@ def _provider_list(providers: Sequence[str], trt_plugins: Sequence[str]) -> list
         options: dict[str, str] = {"device_id": device} if device else {}
         if kind == "trt" and trt_plugins:
             options["trt_extra_plugin_lib_paths"] = ";".join(trt_plugins)
-        result.append([_PROVIDERS[kind], options])
+        result.append((_PROVIDERS[kind], options))
     result.sort(key=lambda p: p[0] != "TensorrtExecutionProvider")  # TensorRT first, as AutoCast orders it
     return result
 
@@ -117,14 +119,14 @@ def _mark_all_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
     return marked
 
 
-def _run_child(model: onnx.ModelProto, batches: list[Feed], providers: list, source: str) -> dict:
+def _run_child(model: onnx.ModelProto, batches: list[Feed], providers: list[Provider], source: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="castguard-ref-") as tmp:
         work = Path(tmp)
         save_model(model, work / "model.onnx")
         batch_files = []
         for index, feed in enumerate(batches):
             path = work / f"batch{index}.npz"
-            np.savez(path, **feed)
+            np.savez(path, allow_pickle=False, **feed)
             batch_files.append(str(path))
         available = [p[0] for p in providers]
         (work / "request.json").write_text(json.dumps(
@@ -143,7 +145,7 @@ def _run_child(model: onnx.ModelProto, batches: list[Feed], providers: list, sou
                                   problem=f"the reference process failed (rc={proc.returncode}): "
                                           f"{proc.stderr.strip()[-2000:]}",
                                   fix="check that onnxruntime can load this model")
-        result = json.loads(result_path.read_text())
+        result: dict[str, Any] = json.loads(result_path.read_text())
     if "error" in result:
         message = result["error"]
         node = next((m.group(1) for p in _NODE_PATTERNS if (m := p.search(message))), None)

@@ -61,7 +61,7 @@ def move_custom_ops(model: onnx.ModelProto, custom: set[str]) -> int:
 def default_opset(model: onnx.ModelProto) -> int:
     for opset in model.opset_import:
         if opset.domain in ("", "ai.onnx"):
-            return opset.version
+            return int(opset.version)
     return 1
 
 

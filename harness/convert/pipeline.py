@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import onnx
@@ -13,7 +14,7 @@ from onnx import defs
 from harness.convert.casts import Rewriter
 from harness.convert.classify import Classifier, Decision
 from harness.convert.flops import flop_share
-from harness.convert.graphinfo import GraphInfo, build_info, domain_of
+from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.opset import prepare
 from harness.convert.options import ConvertOptions
@@ -68,7 +69,7 @@ def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magn
     work = prepare(work, target=options.target_opset, low_precision_type=options.low_precision_type,
                    custom_ops=set(options.custom_op_precisions()))
     info = build_info(work, observed_types=magnitudes.dtypes if magnitudes is not None else None)
-    sig_cache: dict = {}
+    sig_cache: SigCache = {}
     decisions = Classifier(work, info, options, magnitudes, sig_cache).run()
     nodes = list(work.graph.node)
     share, total, unknown = flop_share(nodes, lambda n: decisions[n.name].is_low, _shape_lookup(info, magnitudes),
@@ -84,11 +85,14 @@ def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magn
                             clamped=tuple(state.clamped))
 
 
-def _shape_lookup(info: GraphInfo, magnitudes: Magnitudes | None):  # noqa: ANN202 - small closure factory
-    def shape_of(name: str) -> tuple[int | None, ...] | None:
+def _shape_lookup(info: GraphInfo, magnitudes: Magnitudes | None) -> Callable[[str], tuple[int, ...] | None]:
+    """Shapes for FLOP estimates: the reference run's, else inferred ones with dynamic dims taken as 1
+    (as the reference run does; the share is a ratio, so a common batch dim cancels)."""
+    def shape_of(name: str) -> tuple[int, ...] | None:
         if magnitudes is not None and name in magnitudes.shapes:
-            return magnitudes.shapes[name]
-        return info.shapes.get(name)
+            return tuple(magnitudes.shapes[name])
+        shape = info.shapes.get(name)
+        return None if shape is None else tuple(1 if d is None else d for d in shape)
     return shape_of
 
 

@@ -36,8 +36,8 @@ def _ort_type_to_elem(ort_type: str) -> int:
     return _ELEM.get(inner, 0)
 
 
-def run(workdir: Path) -> dict:
-    import onnxruntime as ort
+def run(workdir: Path) -> dict[str, object]:
+    import onnxruntime as ort  # type: ignore[import-untyped]
 
     request = json.loads((workdir / "request.json").read_text())
     missing = [name for name, _ in request["providers"] if name not in ort.get_available_providers()]
