@@ -18,6 +18,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -137,11 +138,20 @@ def _write(folder: Path, report: Report, verdict: RunVerdict | None, *, path: Pa
                                                      "regressions": verdict.regressions, "accepted": verdict.accepted}}
     text = json.dumps(data, indent=1, allow_nan=False) + "\n"
     if path is None:
-        stamp = "".join(ch for ch in report.created if ch.isalnum())
-        path = folder / f"{stamp}-{hashlib.sha256(text.encode()).hexdigest()[:8]}.json"
+        path = folder / f"{_stamp(report.created)}-{hashlib.sha256(text.encode()).hexdigest()[:8]}.json"
     folder.mkdir(parents=True, exist_ok=True)
     _atomic_write(path, text.encode())
     return path
+
+
+def _stamp(created: str) -> str:
+    """``2026-11-20T10:00:00+00:00`` -> ``20261120T100000Z`` (UTC, sortable)."""
+    try:
+        when = datetime.fromisoformat(created)
+    except ValueError as err:
+        raise UserError(where="report.created", problem=f"{created!r} is not an ISO 8601 time",
+                        fix="build reports with harness.report.utc_now()") from err
+    return when.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
 def accept_run(folder: Path, name: str) -> Path:

@@ -70,3 +70,14 @@ def first_line(text: str, *, limit: int = 160) -> str:
 def case_label(case: CaseRecord, *, with_inputs: bool) -> str:
     """The case id, plus its input set when a model was swept over several."""
     return f"{case.case_id} [{case.inputs_id}]" if with_inputs else case.case_id
+
+
+def grouped_notes(cases: Iterable[CaseRecord]) -> list[tuple[str, list[str]]]:
+    """Each distinct case note (e.g. golden provenance drift) with the labels of the cases that carry it."""
+    cases = list(cases)
+    multi = len({c.inputs_id for c in cases}) > 1
+    groups: dict[str, list[str]] = {}
+    for case in cases:
+        for note in case.notes:
+            groups.setdefault(note, []).append(case_label(case, with_inputs=multi))
+    return list(groups.items())

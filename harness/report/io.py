@@ -42,14 +42,15 @@ class ReportPaths:
     html: Path
 
 
-def write_report(report: Report, out_dir: Path) -> ReportPaths:
-    """Write the three report files into ``out_dir`` (created if needed)."""
+def write_report(report: Report, out_dir: Path, *, extra_md: Sequence[str] = (),
+                 extra_html: Sequence[str] = ()) -> ReportPaths:
+    """Write the three report files into ``out_dir`` (created if needed); ``extra_*``: sections after the header."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = ReportPaths(json=out_dir / "report.json", markdown=out_dir / "report.md", html=out_dir / "report.html")
     text = json.dumps(report_to_dict(report), indent=1, allow_nan=False) + "\n"
     _atomic_write(paths.json, text.encode())
-    _atomic_write(paths.markdown, render_markdown(report).encode())
-    _atomic_write(paths.html, render_html(report).encode())
+    _atomic_write(paths.markdown, render_markdown(report, extra=extra_md).encode())
+    _atomic_write(paths.html, render_html(report, extra=extra_html).encode())
     return paths
 
 

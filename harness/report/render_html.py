@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from harness.report.format import (DISPLAY_ORDER, LEGEND, case_label, counts_text, display_sorted, fmt_divergence,
-                                   fmt_error, fmt_int, fmt_share)
+                                   fmt_error, fmt_int, fmt_share, grouped_notes)
 from harness.report.model import STATUSES, CaseRecord, Report
 from harness.report.pareto import best_passing, front_points
 
@@ -34,12 +34,12 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:8px;bo
 """
 
 
-def render_html(report: Report) -> str:
-    """The whole ``report.html``."""
+def render_html(report: Report, *, extra: Sequence[str] = ()) -> str:
+    """The whole ``report.html``; ``extra`` sections (e.g. the baseline comparison, trends) follow the summary."""
     prov = report.provenance
     body = [f"<h1>castguard sweep report</h1><p class=\"meta\">{escape(counts_text(report.counts()))} over "
             f"{len(report.models)} model(s) &middot; created {escape(report.created)} &middot; "
-            f"runners {escape(', '.join(prov.runners) or '–')}</p>", _summary(report)]
+            f"runners {escape(', '.join(prov.runners) or '–')}</p>", _summary(report), *extra]
     body += [_model_section(index, model, report) for index, model in enumerate(report.models)]
     body.append(_provenance(report))
     body.append("<section><h2>Legend</h2><dl class=\"legend\">" + "".join(
@@ -97,7 +97,7 @@ def _model_section(index: int, model: str, report: Report) -> str:
              " counted apart).</figcaption></figure></div>",
              _front_table(cases, multi=multi),
              "<h3>Cases (failing first)</h3>" + _case_table(display_sorted(cases), multi=multi),
-             _failures(cases, multi=multi), "</section>"]
+             _failures(cases, multi=multi), _notes(cases), "</section>"]
     return "\n".join(parts)
 
 
@@ -153,6 +153,14 @@ def _output_table(case: CaseRecord) -> str:
         f"<td>atol {fmt_error(o.required_atol)} or rtol {fmt_error(o.required_rtol)}</td></tr>" for o in case.outputs)
     return ("<table><tr><th>output</th><th></th><th>max_abs</th><th>max_rel</th><th>over</th><th>tolerance</th>"
             f"<th>would pass with</th></tr>{rows}</table>")
+
+
+def _notes(cases: Sequence[CaseRecord]) -> str:
+    notes = grouped_notes(cases)
+    if not notes:
+        return ""
+    return "<h3>Notes</h3><ul>" + "".join(f"<li>{escape(note)} ({len(ids)} case(s): " + ", ".join(
+        f"<code class=\"id\">{escape(i)}</code>" for i in ids) + ")</li>" for note, ids in notes) + "</ul>"
 
 
 def _status(status: str) -> str:

@@ -6,9 +6,10 @@ and HTML in them are shown, never interpreted.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from harness.report.format import (LEGEND, case_label, counts_text, display_sorted, first_line, fmt_divergence,
-                                   fmt_error, fmt_int, fmt_share)
+                                   fmt_error, fmt_int, fmt_share, grouped_notes)
 from harness.report.model import CaseRecord, Report
 from harness.report.pareto import best_passing
 
@@ -25,14 +26,15 @@ def md_code(text: str, *, in_table: bool) -> str:
     return f"{fence}{pad}{flat}{pad}{fence}"
 
 
-def render_markdown(report: Report) -> str:
-    """The whole ``report.md``."""
+def render_markdown(report: Report, *, extra: Sequence[str] = ()) -> str:
+    """The whole ``report.md``; ``extra`` sections (e.g. the baseline comparison) follow the header."""
     prov = report.provenance
     lines = ["# castguard sweep report", "",
              f"{counts_text(report.counts())} over {len(report.models)} model(s). Created {report.created}; "
              f"castguard {prov.castguard}, onnx {prov.onnx}, onnxruntime {prov.onnxruntime}; "
              f"runners: {', '.join(prov.runners) or '–'}; hypothesis profile: {prov.hypothesis_profile}"
              + (f"; commit {prov.git_commit[:12]}" if prov.git_commit else "") + ".", ""]
+    lines += [section for section in extra if section]
     for model in report.models:
         lines += _model_section(model, report.cases_of(model), report.counts(model))
     lines += ["**Legend.** " + " ".join(f"*{name}*: {text}." for name, text in LEGEND), ""]
@@ -61,4 +63,9 @@ def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, 
         lines += ["", "Failures:", ""]
         lines += [f"- {md_code(case_label(c, with_inputs=multi), in_table=False)}: "
                   f"{md_code(first_line(c.message), in_table=False)}" for c in failing]
+    notes = grouped_notes(cases)
+    if notes:
+        lines += ["", "Notes:", ""]
+        lines += [f"- {note} ({len(ids)} case(s): " + ", ".join(md_code(i, in_table=False) for i in ids) + ")"
+                  for note, ids in notes]
     return lines + [""]
