@@ -130,6 +130,23 @@ def test_loop_body_kept_in_original_types() -> None:
     assert {c.name for c in casts(result.model)} == {"x_cast_to_fp16", "h_cast_to_fp32"}
 
 
+def test_scan_body_kept_in_original_types() -> None:
+    """Scan sums the rows of x weighted by the captured low-precision activation h = Relu(w)."""
+    body = helper.make_graph([node("Mul", ["row", "h"], ["p"], "body_mul"), node("Add", ["s_in", "p"], ["s_out"],
+                                                                                  "body_add")], "body",
+                             [vi("s_in", F32, [4]), vi("row", F32, [4])], [vi("s_out", F32, [4])])
+    graph = model([node("Relu", ["w"], ["h"], "relu"),
+                   node("Scan", ["s0", "x"], ["y"], "scan", body=body, num_scan_inputs=1)],
+                  [vi("x", F32, [3, 4]), vi("w", F32, [4])], [vi("y", F32, [4])],
+                  [init("s0", np.zeros(4, np.float32))])
+    result = convert(graph, options=ConvertOptions(keep_io_types=True), magnitudes=None)
+    assert node_types(result.model)["relu"] == F16 and dict(result.high_nodes)["scan"].startswith("control flow")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) / 8
+    w = np.array([1.0, -1.0, 0.5, 2.0], np.float32)
+    (y,) = run_ort(result.model, {"x": x, "w": w})
+    np.testing.assert_allclose(y, x.sum(axis=0) * np.maximum(w, 0), rtol=1e-3)
+
+
 def test_fp32_accumulation_wraps_low_matmul_and_gemm() -> None:
     rng = np.random.default_rng(0)
     graph = model([node("MatMul", ["x", "W"], ["m"], "matmul"), node("Gemm", ["m", "G", "C"], ["g"], "gemm"),
