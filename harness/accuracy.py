@@ -1,35 +1,39 @@
-"""The accuracy workflow behind ``pytest --model``: goldens, low-precision cases, verdicts (no pytest here).
+"""The accuracy workflow behind ``pytest --model``: goldens, the sweep's cases, verdicts (no pytest here).
 
 :class:`AccuracySession` is built once per pytest process from a :class:`HarnessConfig`; it resolves and loads
 every model and makes its feeds up front (bad models, input files or options are user errors before any test
-runs), caches goldens and converted models
-for the session only, and returns an :class:`Outcome` per test for the plugin to turn into pass/fail/skip.
+runs) and expands the sweep into :class:`SweepCase` objects (model x :class:`harness.sweep.Case`). Per model
+it loads the golden and collects the magnitudes once (on the golden's feeds, through the on-disk
+:class:`~harness.cache.ContentCache`), then :func:`harness.casework.run_case` runs each case. Every check
+returns an :class:`Outcome` for the suite to turn into pass/fail/skip; low-precision outcomes carry the
+case's :class:`~harness.report.CaseRecord` for the report.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, cast
 
 import onnx
 
+from harness.cache import ContentCache, content_key, feeds_digest
+from harness.casework import CaseSettings, ModelContext, run_case
 from harness.compare import CompareResult, Tolerance, compare_iterations
 from harness.config import HarnessConfig
 from harness.errors import UserError
 from harness.goldens import Golden, GoldenStore, ensure_golden
-from harness.inputs import Feed, InputRecipe, describe_inputs, input_specs, make_feeds, recipe_for_file
-from harness.input_files import cast_feeds
+from harness.inputs import Feed, InputRecipe, describe_inputs, make_feeds, recipe_for_file
 from harness.models import ModelSpec, load_model, resolve_model
+from harness.report import CaseRecord, golden_relpath, save_outputs
 from harness.runners import make_runner
 from harness.runners.ort import CPU
-
-if TYPE_CHECKING:
-    from harness.convert import ConversionResult
+from harness.sweep import Case, expand
 
 GOLDEN_PRODUCER = f"ort[{CPU}]"
 # FP32 rerun of the golden inputs: only kernel-order noise is allowed (fp32 eps is 1.2e-7).
 FP32_TOLERANCE = Tolerance(atol=1e-5, rtol=1e-4)
-Status = Literal["pass", "fail", "not-oracle", "unavailable"]
+Status = Literal["pass", "fail", "skip", "error"]
 
 
 @dataclass(frozen=True)
@@ -43,32 +47,26 @@ class LoadedModel:
 
 
 @dataclass(frozen=True)
-class LowPrecisionCase:
-    """One low-precision check: a model converted with the converter's defaults, run on one runner."""
+class SweepCase:
+    """One low-precision test: a model and one point of the sweep."""
 
     model: str
-    precision: str = "fp16"
-    setting: str = "default"
-    runner: str = "emulate"
+    case: Case
 
     @property
     def id(self) -> str:
-        return f"{self.model}-{self.precision}-{self.setting}-{self.runner}"
+        return f"{self.model}-{self.case.id}"
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a suite test reports: ``fail`` -> pytest.fail, ``not-oracle``/``unavailable`` -> pytest.skip."""
+    """What a suite test reports: ``fail``/``error`` -> pytest.fail, ``skip`` -> pytest.skip."""
 
     status: Status
     message: str = ""
     comparison: CompareResult | None = None
     runner: str = ""
-
-
-def build_cases(models: list[str], runners: tuple[str, ...]) -> list[LowPrecisionCase]:
-    """The low-precision cases for now: fp16 with the converter's defaults, per model and runner."""
-    return [LowPrecisionCase(model=m, runner=r) for m in models for r in runners]
+    record: CaseRecord | None = None
 
 
 def default_recipe(spec: ModelSpec, config: HarnessConfig, *, bundled_dir: Path) -> InputRecipe:
@@ -103,11 +101,13 @@ class AccuracySession:
             recipe = default_recipe(spec, config, bundled_dir=bundled_dir)
             feeds = make_feeds(model, recipe, where=str(spec.path))
             self.models[spec.name] = LoadedModel(spec=spec, model=model, recipe=recipe, feeds=feeds)
-        self.cases = build_cases(list(self.models), config.runners)
+        self.cases = [SweepCase(name, case) for name in self.models for case in expand(config.sweep)]
+        self.cache = ContentCache(config.cache_dir)
+        self.settings = CaseSettings(tolerances=config.tolerances, ort_providers=config.ort_providers,
+                                     report_dir=config.report_dir)
         self._goldens: dict[str, Golden] = {}
-        self._converted: dict[tuple[str, str], ConversionResult] = {}
+        self._contexts: dict[str, ModelContext] = {}
         self._updated: set[str] = set()
-        self.records: list[tuple[LowPrecisionCase, Outcome]] = []
 
     def golden(self, name: str, *, allow_update: bool) -> tuple[Golden, Path | None]:
         """The model's golden; writes it when missing (or once per session with --update-goldens)."""
@@ -139,45 +139,40 @@ class AccuracySession:
                                f"  fix: if the runtime change is expected, rewrite it: "
                                f"pytest --model {name} --update-goldens", comparison=comparison, runner=result.runner)
 
-    def converted(self, name: str, precision: str, golden: Golden) -> ConversionResult:
-        """The converter's result for (model, precision) with default options, on the golden's inputs."""
-        key = (name, precision)
-        if key not in self._converted:
-            from harness.convert import ConvertOptions, collect_magnitudes, convert
+    def context(self, name: str, golden: Golden) -> tuple[ModelContext, bool]:
+        """The model's shared case context (built once per process); second item: built by this call."""
+        if name in self._contexts:
+            return self._contexts[name], False
+        from harness.convert import collect_magnitudes
 
-            model = self.models[name].model
-            magnitudes = collect_magnitudes(model, feeds=golden.feeds)
-            self._converted[key] = convert(model, options=ConvertOptions(low_precision_type=precision),
-                                           magnitudes=magnitudes)
-        return self._converted[key]
+        loaded = self.models[name]
+        key = content_key("magnitudes", self.cache.fingerprint, loaded.spec.sha256, feeds_digest(golden.feeds))
+        start = time.perf_counter()
+        magnitudes, hit = self.cache.magnitudes(key, lambda: collect_magnitudes(loaded.model, feeds=golden.feeds))
+        seconds = 0.0 if hit else time.perf_counter() - start
+        golden_file = golden_relpath(name, loaded.recipe.id)
+        save_outputs(self.config.report_dir, golden_file, golden.outputs)
+        self._contexts[name] = ModelContext(spec=loaded.spec, model=loaded.model, golden=golden,
+                                            golden_path=self.store.path_for(loaded.spec, loaded.recipe),
+                                            golden_file=golden_file, inputs_id=loaded.recipe.id,
+                                            magnitudes=magnitudes, magnitudes_key=key, magnitudes_s=seconds)
+        return self._contexts[name], True
 
-    def check_low_precision(self, case: LowPrecisionCase) -> Outcome:
-        """Convert, run on the case's runner, compare with the golden; see :class:`Outcome`."""
-        from harness.tolerances import TolerancePolicy
-
-        golden, written = self.golden(case.model, allow_update=False)
-        loaded = self.models[case.model]
-        if written is not None:
-            return Outcome("fail", _written_message(loaded, written, golden))
-        conversion = self.converted(case.model, case.precision, golden)
-        providers = self.config.ort_providers if case.runner == "ort" else ()
-        runner = make_runner(case.runner, conversion.model, model_dir=loaded.spec.path.parent, providers=providers)
-        result = runner.run(cast_feeds(golden.feeds, input_specs(conversion.model)))
-        tolerances = TolerancePolicy().tolerances_for(precision=case.precision, goldens=golden.outputs)
-        comparison = compare_iterations(result.outputs, golden.outputs, tolerances=tolerances, default=Tolerance())
-        path = self.store.path_for(loaded.spec, loaded.recipe)
-        if not result.rounds_low_precision:
-            outcome = Outcome("not-oracle", f"{result.runner} computes {case.precision} in fp32; not a "
-                              f"low-precision oracle - use --runner emulate (recorded: "
-                              f"{'would pass' if comparison else 'would fail'})", comparison, result.runner)
-        elif comparison:
-            outcome = Outcome("pass", comparison=comparison, runner=result.runner)
-        else:
-            outcome = Outcome("fail", _failure_message(case, comparison, path, conversion, result.runner,
-                                                       model_file=loaded.spec.path.name),
-                              comparison, result.runner)
-        self.records.append((case, outcome))
-        return outcome
+    def check_low_precision(self, sweep_case: SweepCase) -> Outcome:
+        """Convert, run on the case's runner, compare with the golden; the outcome carries the record."""
+        name, case = sweep_case.model, sweep_case.case
+        loaded = self.models[name]
+        try:
+            golden, written = self.golden(name, allow_update=False)
+            if written is not None:
+                return Outcome("fail", _written_message(loaded, written, golden))
+            ctx, first = self.context(name, golden)
+        except UserError as err:
+            record = CaseRecord(model=name, model_sha256=loaded.spec.sha256, case=case, status="error",
+                                runner=case.runner, inputs_id=loaded.recipe.id, message=str(err))
+            return Outcome("error", str(err), record=record)
+        record = run_case(ctx, case, settings=self.settings, cache=self.cache, first_of_model=first)
+        return Outcome(cast(Status, record.status), record.message, runner=record.runner, record=record)
 
 
 def produce_golden(loaded: LoadedModel) -> Golden:
@@ -198,17 +193,3 @@ def _written_message(loaded: LoadedModel, path: Path, golden: Golden) -> str:
     return (f"{loaded.spec.name}: golden written (it was missing, or --update-goldens): {path}\n"
             f"  {len(golden.feeds)} iteration(s) from {loaded.recipe.id}, produced by {golden.meta.get('producer')}\n"
             f"  fix: review it, commit it, and rerun: `pytest --model {loaded.spec.name}` then compares against it")
-
-
-def _failure_message(case: LowPrecisionCase, comparison: CompareResult, golden_path: Path,
-                     conversion: ConversionResult, runner: str, *, model_file: str) -> str:
-    low, high, share = conversion.low_nodes, conversion.high_nodes, conversion.lowp_flop_share
-    summary = "\n".join("  " + line for line in comparison.summary().splitlines())
-    lines = [f"{case.model} [{case.id}] does not match its FP32 golden on {runner}:", summary,
-             f"  golden: {golden_path}",
-             f"  conversion: ConvertOptions(low_precision_type={case.precision!r}) defaults; {len(low)} node(s) in "
-             f"{case.precision}, {len(high)} kept in fp32, {share:.0%} of FLOPs in {case.precision}",
-             f"  fix: keep the sensitive nodes in fp32 (castguard convert --onnx_path {model_file} "
-             "--nodes_to_exclude NAME / --op_types_to_exclude OP, or a lower --data_max), or, if this error is "
-             f"acceptable, loosen [tool.castguard.tolerances] {case.precision}"]
-    return "\n".join(lines)

@@ -2,9 +2,14 @@
 
 Precedence: command line > ``[tool.castguard]`` in the rootdir's pyproject.toml > the dataclass defaults.
 Paths from pyproject are relative to the rootdir; paths from the command line to the invocation directory.
-Keys of ``[tool.castguard]`` that belong to other parts of castguard (report, sweep, tolerances) are left to
-them; the keys read here are :data:`harness.options.DESTS` except :data:`CLI_ONLY` (``--model`` decides what
-pytest collects, and a permanent ``--update-goldens`` would rewrite goldens on every run).
+The keys read here are :data:`harness.options.DESTS` except :data:`CLI_ONLY` (``--model`` decides what
+pytest collects, and a permanent ``--update-goldens`` would rewrite goldens on every run), plus two tables:
+
+* ``[tool.castguard.sweep]`` -> :attr:`HarnessConfig.sweep`, layered by :func:`harness.sweep.build_sweep_spec`:
+  defaults < ``[tool.castguard] runners`` < ``[tool.castguard.sweep]`` < ``--sweep FILE`` < sweep options;
+* ``[tool.castguard.tolerances]`` -> :attr:`HarnessConfig.tolerances` (:func:`harness.tolerances.parse_tolerance_policy`).
+
+Other keys of ``[tool.castguard]`` belong to other parts of castguard and are left to them.
 """
 from __future__ import annotations
 
@@ -16,8 +21,10 @@ from typing import Any
 
 from harness.errors import UserError
 from harness.inputs import parse_input_shape, parse_val_range
-from harness.options import DESTS
+from harness.options import DESTS, SWEEP_DESTS, SWEEP_FILE_DEST
 from harness.runners import RUNNER_NAMES
+from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec, read_toml
+from harness.tolerances import TolerancePolicy, parse_tolerance_policy
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -26,6 +33,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 CPU_PROVIDER = "CPUExecutionProvider"
 CLI_ONLY = frozenset({"models", "update_goldens"})
+SWEEP_LAYER = frozenset({"runners"})   # [tool.castguard] keys that are read as a layer of the sweep
 
 
 @dataclass(frozen=True)
@@ -33,7 +41,6 @@ class HarnessConfig:
     """Everything ``pytest --model`` needs, validated."""
 
     models: tuple[str, ...] = ()
-    runners: tuple[str, ...] = ("emulate",)
     goldens_dir: Path = Path("goldens")
     update_goldens: bool = False
     val_ranges: tuple[tuple[str, float, float], ...] = ()
@@ -42,15 +49,21 @@ class HarnessConfig:
     seed: int = 0
     iterations: int = 1
     ort_providers: tuple[str, ...] = (CPU_PROVIDER,)
+    sweep: SweepSpec = SweepSpec()
+    tolerances: TolerancePolicy = TolerancePolicy()
+    report_dir: Path = Path("castguard-report")
+    cache_dir: Path = Path(".castguard-cache")
+
+    @property
+    def runners(self) -> tuple[str, ...]:
+        """The sweep's runner axis."""
+        return self.sweep.runners
 
     def __post_init__(self) -> None:
         bad = [r for r in self.runners if r not in RUNNER_NAMES]
-        if bad or not self.runners:
-            raise UserError(where="--runner", problem=f"unknown runner(s) {bad}" if bad else "no runner selected",
+        if bad:
+            raise UserError(where="--runner", problem=f"unknown runner(s) {bad}",
                             fix=f"use one or more of: {', '.join(RUNNER_NAMES)}")
-        if len(set(self.runners)) != len(self.runners):
-            raise UserError(where="--runner", problem=f"runner given twice in {list(self.runners)}",
-                            fix="name each runner once")
         if self.iterations < 1:
             raise UserError(where="--iterations", problem=f"must be >= 1, got {self.iterations}",
                             fix="pass --iterations 1 or more")
@@ -67,6 +80,8 @@ class HarnessConfig:
         """Merge parsed command-line options (by dest, ``None`` = not given) over a ``[tool.castguard]`` table."""
         raw: dict[str, tuple[Any, str, Path]] = {}
         for dest, key in DESTS.items():
+            if key in SWEEP_LAYER:
+                continue
             if cli.get(dest) is not None:
                 raw[key] = (cli[dest], f"--{key.replace('_', '-')}", invocation_dir)
             elif key in CLI_ONLY and key in table:
@@ -78,7 +93,36 @@ class HarnessConfig:
         for key, (value, where, base) in raw.items():
             kwargs.update(_convert(key, value, where=where, base=base))
         kwargs.setdefault("goldens_dir", rootdir / "goldens")
-        return cls(**kwargs)
+        kwargs.setdefault("report_dir", rootdir / "castguard-report")
+        kwargs.setdefault("cache_dir", rootdir / ".castguard-cache")
+        where = f"{rootdir / 'pyproject.toml'} [tool.castguard"
+        tolerances = table.get("tolerances", {})
+        if not isinstance(tolerances, dict):
+            raise UserError(where=f"{where}.tolerances]", problem="not a table", fix="write [tool.castguard.tolerances]")
+        return cls(**kwargs, sweep=sweep_spec(cli=cli, table=table, where=where, invocation_dir=invocation_dir),
+                   tolerances=parse_tolerance_policy(tolerances, where=f"{where}.tolerances]"))
+
+
+def sweep_spec(*, cli: Mapping[str, Any], table: Mapping[str, Any], where: str, invocation_dir: Path) -> SweepSpec:
+    """The sweep: defaults < ``[tool.castguard] runners`` < ``[tool.castguard.sweep]`` < ``--sweep`` < options."""
+    sweep_table = table.get("sweep", {})
+    layers: list[tuple[str, Mapping[str, object]]] = []
+    if "runners" in table:
+        if isinstance(sweep_table, Mapping) and "runners" in sweep_table:
+            raise UserError(where=f"{where}] runners", problem="runners are also set in [tool.castguard.sweep]",
+                            fix="keep one: [tool.castguard.sweep] runners")
+        layers.append((f"{where}] runners", {"runners": table["runners"]}))
+    if "sweep" in table:
+        layers.append((f"{where}.sweep]", sweep_table))
+    if cli.get(SWEEP_FILE_DEST) is not None:
+        path = (invocation_dir / cli[SWEEP_FILE_DEST]).resolve()
+        layers.append((f"--sweep {path}", read_toml(path, what="sweep file")))
+    given = {field: cli[dest] for dest, field in SWEEP_DESTS.items() if cli.get(dest) is not None}
+    if "exclude_ops" in given:
+        given["exclude_ops"] = tuple(given["exclude_ops"])
+    runners = cli.get("castguard_runners")
+    options = SweepOptions(**given, runners=",".join(runners) if runners is not None else None)
+    return build_sweep_spec(tables=layers, options=options)
 
 
 def _strings(value: Any, *, where: str) -> list[str]:
@@ -99,11 +143,8 @@ def _int(value: Any, *, where: str) -> int:
 def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
     if key == "models":
         return {"models": tuple(_strings(value, where=where))}
-    if key == "runners":
-        names = [n.strip() for v in _strings(value, where=where) for n in v.split(",") if n.strip()]
-        return {"runners": tuple(names)}
-    if key == "goldens_dir":
-        return {"goldens_dir": (base / _strings(value, where=where)[0]).resolve()}
+    if key in ("goldens_dir", "report_dir", "cache_dir"):
+        return {key: (base / _strings(value, where=where)[0]).resolve()}
     if key == "update_goldens":
         return {"update_goldens": bool(value)}
     if key == "val_ranges":

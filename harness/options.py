@@ -3,6 +3,12 @@
 ``add_options(parser.getgroup("castguard").addoption)`` in the plugin and ``add_options(parser.add_argument)``
 in the CLI. Every default is ``None`` ("not given") so that ``[tool.castguard]`` in pyproject.toml can supply
 it; :meth:`harness.config.HarnessConfig.from_sources` merges the two.
+
+Three groups of options, by where their pyproject default lives:
+
+* :data:`DESTS`: keys of ``[tool.castguard]`` (``runners`` there is the lowest layer of the sweep's runner axis);
+* :data:`SWEEP_DESTS`: the sweep axes of ``[tool.castguard.sweep]`` (a ``--sweep FILE`` sits between the two);
+* :data:`SWEEP_FILE_DEST`: ``--sweep FILE`` itself.
 """
 from __future__ import annotations
 
@@ -21,19 +27,44 @@ DESTS: Mapping[str, str] = {
     "castguard_seed": "seed",
     "castguard_iterations": "iterations",
     "castguard_ort_providers": "ort_providers",
+    "castguard_report_dir": "report_dir",
+    "castguard_cache_dir": "cache_dir",
 }
+# dest -> harness.sweep.SweepOptions field (the pyproject side is [tool.castguard.sweep]).
+SWEEP_DESTS: Mapping[str, str] = {
+    "castguard_precision": "precision",
+    "castguard_data_max": "data_max",
+    "castguard_init_max": "init_max",
+    "castguard_exclude_ops": "exclude_ops",
+    "castguard_keep_io_types": "keep_io_types",
+    "castguard_node_precisions": "node_precisions",
+    "castguard_fp32_accumulation": "fp32_accumulation",
+}
+SWEEP_FILE_DEST = "castguard_sweep_file"
 
 
 def add_options(addoption: Callable[..., Any]) -> None:
     """Register castguard's options with ``addoption`` (pytest group) or ``add_argument`` (argparse)."""
+    _add_model_options(addoption)
+    _add_sweep_options(addoption)
+    addoption("--report-dir", dest="castguard_report_dir", default=None, metavar="DIR",
+              help="where the sweep report (report.json, report.md, report.html, outputs/) is written at the end "
+                   "of the run (default: castguard-report/ under the rootdir)")
+    addoption("--cache-dir", dest="castguard_cache_dir", default=None, metavar="DIR",
+              help="content-hash cache of magnitudes and converted models (default: .castguard-cache/ under the "
+                   "rootdir); safe to delete at any time")
+
+
+def _add_model_options(addoption: Callable[..., Any]) -> None:
     addoption("--model", dest="castguard_models", action="append", default=None, metavar="NAME|PATH",
               help="ONNX model to check (repeatable). A bare name such as mnist or mnist.onnx is looked up in "
                    "castguard's bundled test_models/. With --model and no test paths, pytest runs the accuracy "
                    "suite only.")
     addoption("--runner", dest="castguard_runners", action="append", default=None,
               metavar="ort|emulate|reference|trt",
-              help="runner for the low-precision model (repeatable; default from [tool.castguard] runners, "
-                   "else emulate). Only emulate, reference, trt and GPU ort really round fp16/bf16.")
+              help="runner for the low-precision model (repeatable or comma-separated; default from "
+                   "[tool.castguard.sweep] runners, else emulate). Only emulate, reference, trt and GPU ort "
+                   "really round fp16/bf16.")
     addoption("--goldens-dir", dest="castguard_goldens_dir", default=None, metavar="DIR",
               help="where FP32 goldens live (default: goldens/ under the rootdir)")
     addoption("--update-goldens", dest="castguard_update_goldens", action="store_true", default=None,
@@ -56,6 +87,30 @@ def add_options(addoption: Callable[..., Any]) -> None:
                    "(default CPUExecutionProvider; goldens always use CPU)")
 
 
+def _add_sweep_options(addoption: Callable[..., Any]) -> None:
+    addoption("--sweep", dest=SWEEP_FILE_DEST, default=None, metavar="FILE",
+              help="TOML file with sweep settings at top level (the keys of [tool.castguard.sweep]); overrides "
+                   "pyproject, and is overridden by the options below")
+    addoption("--precision", dest="castguard_precision", default=None, metavar="fp16,bf16",
+              help="low precisions to sweep (default fp16,bf16)")
+    addoption("--data-max", dest="castguard_data_max", default=None, metavar="8,512,inf",
+              help="data_max thresholds to sweep: nodes whose inputs/outputs exceed it stay fp32 (inf: rule off)")
+    addoption("--init-max", dest="castguard_init_max", default=None, metavar="65504",
+              help="init_max thresholds to sweep: initializers above it stay fp32")
+    addoption("--exclude-ops", dest="castguard_exclude_ops", action="append", default=None,
+              metavar="none,sensitive,NAME=Op1+Op2",
+              help="op-exclusion sets to sweep (repeatable or comma-separated): none, sensitive (Softmax, "
+                   "LayerNormalization, ReduceMean, Pow), a set from [tool.castguard.sweep.exclusion_sets], or a "
+                   "new one as NAME=Op1+Op2")
+    addoption("--keep-io-types", dest="castguard_keep_io_types", default=None, metavar="both|true|false",
+              help="sweep keep_io_types (default both)")
+    addoption("--node-precisions", dest="castguard_node_precisions", default=None, metavar="Add:fp16,Sub:fp32",
+              help="force nodes (by name or op type) to a precision in every case, like Polygraphy's "
+                   "--layer-precisions; a key that matches nothing is an error")
+    addoption("--fp32-accumulation", dest="castguard_fp32_accumulation", action="store_true", default=None,
+              help="wrap each low-precision MatMul/Gemm as Cast -> fp32 MatMul -> Cast in every case")
+
+
 def given_options(namespace: Any) -> dict[str, Any]:
     """The castguard options present on a parsed namespace (pytest ``config.option`` or argparse), by dest."""
-    return {dest: getattr(namespace, dest, None) for dest in DESTS}
+    return {dest: getattr(namespace, dest, None) for dest in (*DESTS, *SWEEP_DESTS, SWEEP_FILE_DEST)}

@@ -1,11 +1,20 @@
-"""pytest wiring for castguard: options, configuration, suite collection and parametrization. Nothing else.
+"""pytest wiring for castguard: options, configuration, suite collection, parametrization, the report. Nothing else.
 
 Loaded through the ``pytest11`` entry point. With ``--model`` and no explicit test paths, pytest collects
 only the packaged accuracy suite (``harness/suite/test_castguard.py``), so ``pytest --model mnist.onnx``
-works in any repository. The work is done by :mod:`harness.accuracy`; the hooks only wire it in.
+works in any repository. The work is done by :mod:`harness.accuracy` (checks) and :mod:`harness.session`
+(the report); the hooks only wire them in:
+
+* ``pytest_configure``: config + :class:`AccuracySession` + :class:`ReportSession` into ``config.stash``;
+* ``pytest_generate_tests``: ``castguard_model`` x models, ``castguard_case`` x (models x sweep cases);
+* ``pytest_runtest_makereport``: a suite test's :class:`CaseRecord` (left by :func:`castguard_record`)
+  is settled (xfail/xpass) and added to this process's case file;
+* ``pytest_sessionfinish`` (the controller under xdist): merge and write the report;
+  ``pytest_terminal_summary``: print where it is.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,9 +25,14 @@ from harness.options import add_options, given_options
 if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin import
     from harness.accuracy import AccuracySession
     from harness.config import HarnessConfig
+    from harness.report import CaseRecord
+    from harness.session import FinishedReport, ReportSession
 
 CONFIG_KEY: pytest.StashKey[HarnessConfig] = pytest.StashKey()
 SESSION_KEY: pytest.StashKey[AccuracySession] = pytest.StashKey()
+REPORT_KEY: pytest.StashKey[ReportSession] = pytest.StashKey()
+FINISHED_KEY: pytest.StashKey[FinishedReport] = pytest.StashKey()
+RECORD_KEY: pytest.StashKey[CaseRecord] = pytest.StashKey()
 SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
 
 
@@ -26,11 +40,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser.getgroup("castguard", "castguard: mixed-precision ONNX accuracy").addoption)
 
 
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")   # set by pytest-xdist on its worker processes
+
+
 def pytest_configure(config: pytest.Config) -> None:
     from harness.accuracy import AccuracySession
     from harness.config import HarnessConfig, load_table
     from harness.errors import UserError
     from harness.models import bundled_models_dir
+    from harness.session import ReportSession, worker_name
 
     try:
         harness_config = HarnessConfig.from_sources(cli=given_options(config.option), table=load_table(config.rootpath),
@@ -41,6 +60,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[CONFIG_KEY] = harness_config
     if session is not None:
         config.stash[SESSION_KEY] = session
+        report = ReportSession(report_dir=harness_config.report_dir,
+                               worker=worker_name(getattr(config, "workerinput", None)))
+        if not _is_worker(config):
+            report.start()
+        config.stash[REPORT_KEY] = report
         if config.args_source != pytest.Config.ArgsSource.ARGS:
             config.args = [str(SUITE_FILE)]
 
@@ -63,3 +87,47 @@ def castguard_session(request: pytest.FixtureRequest) -> AccuracySession:
         pytest.skip("castguard accuracy tests need --model NAME|PATH")
     return session
 
+
+@pytest.fixture
+def castguard_record(request: pytest.FixtureRequest) -> Callable[[CaseRecord], None]:
+    """Call it with the test's CaseRecord; the record goes into the report once pytest has judged the test."""
+    def record(case_record: CaseRecord) -> None:
+        request.node.stash[RECORD_KEY] = case_record
+    return record
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport,
+                                                                                            pytest.TestReport]:
+    report = yield
+    record = item.stash.get(RECORD_KEY, None)
+    reporter = item.config.stash.get(REPORT_KEY, None)
+    if report.when == "call" and record is not None and reporter is not None:
+        from harness.session import settle
+
+        strict_xpass = report.failed and str(report.longrepr).startswith("[XPASS(strict)]")
+        reporter.add(settle(record, expected_failure=hasattr(report, "wasxfail") or strict_xpass))
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    reporter = session.config.stash.get(REPORT_KEY, None)
+    if reporter is None or _is_worker(session.config):
+        return
+    from hypothesis import settings
+
+    from harness.report import collect_provenance
+
+    harness_config = session.config.stash[CONFIG_KEY]
+    provenance = collect_provenance(hypothesis_profile=settings.get_current_profile_name(),
+                                    runners=harness_config.runners, project_dir=session.config.rootpath)
+    finished = reporter.finish(provenance=provenance)
+    if finished is not None:
+        session.config.stash[FINISHED_KEY] = finished
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    finished = terminalreporter.config.stash.get(FINISHED_KEY, None)
+    if finished is not None:
+        terminalreporter.write_sep("-", "castguard sweep report")
+        terminalreporter.write_line(finished.summary_line())

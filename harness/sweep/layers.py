@@ -163,15 +163,15 @@ def _apply_options(spec: SweepSpec, known: dict[str, ExclusionSet], options: Swe
 
 
 def parse_node_precisions(text: str, *, where: str) -> tuple[tuple[str, str], ...]:
-    """``"Add:fp16,Sub:fp32"`` -> ``(("Add", "fp16"), ("Sub", "fp32"))``, sorted by key."""
-    pairs = []
-    for item in _split(text, where=where):
-        key, colon, prec = item.rpartition(":")
-        if not colon or not key:
-            raise UserError(where=where, problem=f"{item!r} is not KEY:PRECISION",
-                            fix="write node names or op types with a precision, e.g. Add:fp16,Sub:fp32")
-        pairs.append((key, prec))
-    return _node_precision_pairs(pairs, where=where)
+    """``"Add:fp16,Sub:fp32"`` -> ``(("Add", "fp16"), ("Sub", "fp32"))``, sorted by key.
+
+    The syntax is the converter's (:func:`harness.convert.options.parse_node_precisions`); the sweep adds the
+    order-independence and uniqueness its case ids need.
+    """
+    from harness.convert.options import parse_node_precisions as parse_pairs
+
+    _split(text, where=where)   # the sweep's stricter comma rule: no empty items
+    return _node_precision_pairs(list(parse_pairs(text, where=where)), where=where)
 
 
 def _node_precision_table(value: object, *, where: str) -> tuple[tuple[str, str], ...]:

@@ -41,7 +41,7 @@ def test_cli_overrides_pyproject_and_paths_resolve_per_source(tmp_path: Path) ->
 
 @pytest.mark.parametrize(("cli", "table", "match"), [
     (("--runner", "gpu"), {}, "unknown runner"),
-    (("--runner", "ort", "--runner", "ort"), {}, "given twice"),
+    (("--runner", "ort", "--runner", "ort"), {}, "repeated value"),
     ((), {"seed": "zero"}, "expected an integer"),
     ((), {"runners": 3}, "list of strings"),
     (("--iterations", "0"), {}, ">= 1"),

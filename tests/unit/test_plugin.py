@@ -16,8 +16,13 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+# One sweep point (of the default 24) keeps these plugin tests fast; the sweep itself is tested in test_sweep_suite.py.
+ONE_CASE = ("--precision", "fp16", "--data-max", "512", "--exclude-ops", "none", "--keep-io-types", "false")
+CASE = "fp16-dmax512-imax65504-excl_none-keepio0"
+
+
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "-rs", *args)
+    return pytester.runpytest("-p", "no:cacheprovider", "-rs", *ONE_CASE, *args)
 
 
 def test_model_runs_the_suite_and_writes_the_golden_once(project: pytest.Pytester) -> None:
@@ -28,7 +33,7 @@ def test_model_runs_the_suite_and_writes_the_golden_once(project: pytest.Pyteste
     assert list((project.path / "goldens" / "mlp").glob("*.json"))
     second = _run(project, "--model", "models/mlp.onnx", "-v")
     second.assert_outcomes(passed=2)
-    second.stdout.fnmatch_lines(["*test_fp32_golden?mlp? PASSED*", "*test_low_precision?mlp-fp16-default-emulate? PASSED*"])
+    second.stdout.fnmatch_lines(["*test_fp32_golden?mlp? PASSED*", f"*test_low_precision?mlp-{CASE}-emulate? PASSED*"])
 
 
 def test_plain_pytest_runs_the_projects_own_tests(project: pytest.Pytester) -> None:
@@ -53,7 +58,7 @@ def test_stale_golden_then_update(project: pytest.Pytester) -> None:
 def test_pyproject_defaults_and_cli_override(project: pytest.Pytester) -> None:
     project.makepyprojecttoml('[tool.castguard]\nrunners = ["reference", "emulate"]\ngoldens_dir = "gold"\nseed = 7\n')
     result = _run(project, "--model", "models/mlp.onnx", "--collect-only", "-q")
-    result.stdout.fnmatch_lines(["*mlp-fp16-default-reference*", "*mlp-fp16-default-emulate*"])
+    result.stdout.fnmatch_lines([f"*mlp-{CASE}-reference*", f"*mlp-{CASE}-emulate*"])
     override = _run(project, "--model", "models/mlp.onnx", "--runner", "ort")
     override.assert_outcomes(failed=1, skipped=1)
     override.stdout.fnmatch_lines(["*gold/mlp/seed7-it1-*", "*computes fp16 in fp32; not a low-precision oracle*"])
@@ -75,13 +80,13 @@ def test_usage_errors_are_one_message(project: pytest.Pytester, args: list[str],
 
 def test_bundled_model_by_name_uses_its_default_inputs(pytester: pytest.Pytester) -> None:
     result = _run(pytester, "--model", "mnist.onnx", "--collect-only", "-q")
-    result.stdout.fnmatch_lines(["*test_fp32_golden[[]mnist[]]*", "*test_low_precision[[]mnist-fp16-default-emulate[]]*"])
+    result.stdout.fnmatch_lines(["*test_fp32_golden[[]mnist[]]*", f"*test_low_precision[[]mnist-{CASE}-emulate[]]*"])
 
 
 def test_xdist_workers_share_goldens_safely(project: pytest.Pytester) -> None:
     save(mlp_model(seed=3), project.path / "models" / "other.onnx")
     args = ["--model", "models/mlp.onnx", "--model", "models/other.onnx", "--runner", "emulate",
-            "--runner", "reference", "-n", "2", "-p", "no:cacheprovider"]
+            "--runner", "reference", "-n", "2", "-p", "no:cacheprovider", *ONE_CASE]
     first = project.runpytest_subprocess(*args)
     outcomes = first.parseoutcomes()
     assert outcomes.get("failed", 0) >= 2 and not outcomes.get("error")
@@ -97,11 +102,12 @@ def test_low_precision_failure_message_and_ort_cpu_is_not_an_oracle(pytester: py
     result = _run(pytester, *args)
     result.assert_outcomes(passed=1, failed=1, skipped=1)
     result.stdout.fnmatch_lines([
-        "*cancel [[]cancel-fp16-default-emulate[]] does not match its FP32 golden on emulate:",
+        f"*cancel [[]{CASE}-emulate[]] does not match its FP32 golden on emulate:",
         "  output 'y' FAIL: * element(s) over tolerance",
         "*/16 (*%) elements outside atol=* rtol=* [[]elemwise[]]*would pass with atol>=*",
         "*golden: *goldens/cancel/seed0-it1-*.npz",
-        "*conversion: ConvertOptions(low_precision_type='fp16') defaults; 2 node(s) in fp16*",
+        "*conversion: low_precision_type='fp16', data_max=512, *; 2 node(s) in fp16*",
+        "*first divergent tensor: 'y' from node 'sub' (Sub)*",
         "*fix: keep the sensitive nodes in fp32*",
         "*SKIPPED*ort[[]CPUExecutionProvider[]] computes fp16 in fp32; not a low-precision oracle*would pass*",
     ])

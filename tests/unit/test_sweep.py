@@ -132,7 +132,7 @@ def test_pyproject_without_a_sweep_table_gives_the_defaults(tmp_path: Path) -> N
     (SweepOptions(exclude_ops=("attention",)), "--exclude-ops", "no exclusion set named 'attention'"),
     (SweepOptions(exclude_ops=("bad-name=Softmax",)), "--exclude-ops", "identifier"),
     (SweepOptions(exclude_ops=("none=Softmax",)), "--exclude-ops", "must stay empty"),
-    (SweepOptions(node_precisions="Add=fp16"), "--node-precisions", "KEY:PRECISION"),
+    (SweepOptions(node_precisions="Add=fp16"), "--node-precisions", "bad node precision"),
     (SweepOptions(node_precisions="Add:fp16,Add:fp32"), "--node-precisions", "repeated"),
 ])
 def test_bad_options_name_the_option_problem_and_fix(options: SweepOptions, where: str, problem: str) -> None:
