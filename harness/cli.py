@@ -3,6 +3,7 @@
 * ``castguard convert ...``: the AutoCast-compatible converter (``harness.convert.cli``), flags verbatim.
 * ``castguard models``: the bundled models and their default inputs.
 * ``castguard goldens --model X [...]``: write or verify FP32 goldens with the same options as the plugin.
+* ``castguard history DIR`` / ``castguard recheck REPORT_DIR ...``: nightly regression (``harness.nightly_cli``).
 
 User errors print one message on stderr and exit 2, without a traceback.
 """
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.errors import UserError
+from harness.nightly_cli import add_history_command, add_recheck_command
 from harness.options import add_options, given_options
 
 
@@ -58,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_options(goldens.add_argument)
     goldens.add_argument("--rootdir", default=".", help="project root holding pyproject.toml (default: .)")
     goldens.set_defaults(func=_goldens)
+    add_history_command(sub)
+    add_recheck_command(sub)
     return parser
 
 

@@ -168,3 +168,25 @@ def test_trends_follow_max_error_and_best_share_per_family() -> None:
 def test_a_single_run_draws_no_trend() -> None:
     (trend,) = trends([_run(1)])
     assert trends_html([trend]) == "" and trends_markdown([trend]) == ""
+
+
+def test_cli_history_prints_the_trend_table_and_counts_skips(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    folder = tmp_path / "hist"
+    for day in (1, 2, 3):
+        _store(folder, _run(day, max_rel=1e-3 * day))
+    (folder / "20261104T020000Z-deadbeef.json").write_text("{truncated")
+    assert main(["history", str(folder), "--last", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("mnist (2 run(s))")
+    assert "2026-11-02 02:00 c0ffeec" in out and "2026-11-01" not in out
+    assert "3 run(s) in" in out and "1 unreadable file(s) skipped" in out
+    assert "skipped 20261104T020000Z-deadbeef.json: unreadable history file" in out
+    assert main(["history", str(folder), "--accept", "latest"]) == 0
+    assert "accepted: " in capsys.readouterr().out
+    assert main(["history", str(folder), "--last", "0"]) == 2
+    assert "--last: must be >= 1" in capsys.readouterr().err
+    assert main(["history", str(tmp_path / "typo")]) == 2
+    assert "history folder not found" in capsys.readouterr().err
