@@ -6,7 +6,7 @@ Rules:
   it, otherwise their original type (e.g. Resize ``scales``, bf16 ``roi``); fixed-type params never change;
 - inputs bound to a *free* type variable (one input, no output: Cast, Shape, IsNaN...) read the stored
   type as it is when the schema allows it;
-- graph inputs/outputs: original types with keep_io_types, else float ones become the low type; an output
+- graph inputs/outputs: original types with keep_io_types (or respect_existing_types), else float ones become the low type; an output
   whose producer stores another type is renamed ``<name>_pre_cast`` and a final Cast restores the name;
 - fp32_accumulation: a low MatMul/Gemm reads fp32 Casts of its low inputs and writes fp32 that is cast
   down (Cast -> MatMul fp32 -> Cast, the pattern strongly typed TensorRT fuses);
@@ -102,7 +102,7 @@ class Rewriter:
         original = self.info.types.get(name)
         if original not in FLOATS:
             return None
-        return expected_io_type(original, keep_io_types=self.options.keep_io_types, low=self.options.low_elem)
+        return expected_io_type(original, keep_io_types=self.options.keeps_io_types, low=self.options.low_elem)
 
     def _plan_sources(self, wanted: list[list[tuple[int, int] | None]]) -> None:
         sources = {**self.info.initializers, **self.info.constants}

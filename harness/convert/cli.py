@@ -57,7 +57,8 @@ def get_parser() -> argparse.ArgumentParser:
     add("--fp32_accumulation", action="store_true",
         help="wrap each low-precision MatMul/Gemm as Cast->fp32 MatMul->Cast (fp32 accumulation in TensorRT)")
     add("--respect_existing_types", action="store_true",
-        help="keep the model's explicit types: fp16/bf16 nodes stay, fp32 nodes stay unless included")
+        help="keep the model's explicit types: fp16/bf16 nodes stay, fp32 nodes stay unless included, graph "
+             "I/O keeps its types")
     add("--input_shapes", default="", help="shapes for random data, e.g. x:1x3x224x224,mask:1x128")
     add("--seed", type=int, default=0, help="seed for random reference data")
     add("--force", action="store_true", help="allow the output path to overwrite the input model")

@@ -45,6 +45,8 @@ class ConvertOptions:
     """Explicit overrides: (node name or op type, "fp32"|"fp16"|"bf16"). They win over every other rule."""
     fp32_accumulation: bool = False
     respect_existing_types: bool = False
+    """The model's explicit types are authoritative: fp16/bf16 nodes stay, fp32 nodes stay fp32 unless
+    included, and graph inputs/outputs keep their types (as with keep_io_types)."""
 
     def __post_init__(self) -> None:
         if self.low_precision_type not in LOW_PRECISIONS:
@@ -74,6 +76,11 @@ class ConvertOptions:
             op, _, precision = entry.partition(":")
             if not op or (precision and precision not in NODE_PRECISIONS):
                 raise _bad("custom_ops", f"bad entry {entry!r}", "use OpType or OpType:fp16|bf16|fp32")
+
+    @property
+    def keeps_io_types(self) -> bool:
+        """Graph inputs/outputs keep their original types."""
+        return self.keep_io_types or self.respect_existing_types
 
     @property
     def low_elem(self) -> int:

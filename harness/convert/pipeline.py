@@ -76,7 +76,7 @@ def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magn
                                        dict(info.initializers))
     state = Rewriter(work, info, decisions, options, sig_cache).run()
     validate(work, original_inputs=original_inputs, original_outputs=original_outputs,
-             keep_io_types=options.keep_io_types, low=options.low_elem)
+             keep_io_types=options.keeps_io_types, low=options.low_elem)
     low_nodes = tuple(n.name for n in nodes if decisions[n.name].is_low)
     high_nodes = tuple((n.name, decisions[n.name].reason or "fp32") for n in nodes if not decisions[n.name].is_low)
     _log(options, decisions, nodes, share, total, unknown, len(state.ours))

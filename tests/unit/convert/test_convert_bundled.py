@@ -71,7 +71,7 @@ def test_seed_003_node_precisions_force_add_fp16_sub_fp32() -> None:
 def test_seed_002_explicit_typing_is_respected_and_fp32_accumulation_applies() -> None:
     model = onnx.load(Path(test_models.bundled_dir()) / "explicit_typing" / "explicit_typing.onnx")
     before = node_types(model)
-    options = ConvertOptions(respect_existing_types=True, keep_io_types=True)
+    options = ConvertOptions(respect_existing_types=True)
     kept = convert(model, options=options, magnitudes=None)
     assert node_types(kept.model) == before
     accumulated = convert(model, options=ConvertOptions(respect_existing_types=True, keep_io_types=True,

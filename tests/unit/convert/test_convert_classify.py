@@ -200,7 +200,7 @@ def test_respect_existing_types_keeps_explicit_typing() -> None:
                    init("W2", rng.standard_normal((10, 30)).astype(np.float16)),
                    init("W3", rng.standard_normal((30, 40)).astype(np.float32))])
     before = node_types(graph)
-    result = convert(graph, options=ConvertOptions(respect_existing_types=True, keep_io_types=True), magnitudes=None)
+    result = convert(graph, options=ConvertOptions(respect_existing_types=True), magnitudes=None)
     assert node_types(result.model) == before == {"linear1": F32, "to16": F16, "linear2": F16, "to32": F32,
                                                    "linear3": F32}
     assert result.low_nodes == ("linear2",)
