@@ -149,7 +149,12 @@ def failure_message(ctx: ModelContext, case: Case, comparison: CompareResult, co
     else:
         lines.append("  first divergent tensor: none beyond tolerance before the outputs")
         exclude = "--nodes_to_exclude NAME"
-    lines.append(f"  fix: keep the sensitive nodes in fp32 (castguard convert --onnx_path {model_file} {exclude} "
-                 "/ --op_types_to_exclude OP, or a lower --data_max), or, if this error is acceptable, loosen "
-                 f"[tool.castguard.tolerances] {case.precision}")
+    if options.node_precisions:
+        lines.append(f"  fix: this case forces node precisions ({', '.join(f'{k}:{v}' for k, v in options.node_precisions)}"
+                     "); drop or change them (--node-precisions), or keep the nodes that feed the divergent tensor "
+                     "in fp32")
+    else:
+        lines.append(f"  fix: keep the sensitive nodes in fp32 (castguard convert --onnx_path {model_file} {exclude} "
+                     "/ --op_types_to_exclude OP, or a lower --data_max), or, if this error is acceptable, loosen "
+                     f"[tool.castguard.tolerances] {case.precision}")
     return "\n".join(lines)

@@ -1,0 +1,103 @@
+"""Seed 002: explicit typing (Torch-TensorRT's MyModule) and fp32 accumulation.
+
+The bundled explicit_typing model is linear1 fp32 -> Cast fp16 -> linear2 fp16 -> Cast fp32 -> linear3 fp32.
+With ``respect_existing_types`` the converter keeps exactly those types; under TensorRT (when present) the
+strongly typed engine's layer precisions must match them. ``fp32_accumulation`` wraps each fp16 MatMul/Gemm
+as Cast -> fp32 MatMul -> Cast (what strongly typed TensorRT fuses into an fp16 GEMM with fp32 accumulation):
+checked for structure, and for accuracy on ``emulate`` against the committed FP32 golden.
+"""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+import test_models
+from harness.compare import Tolerance, compare_iterations
+from harness.convert import ConvertOptions, collect_magnitudes, convert
+from harness.goldens import GoldenStore
+from harness.input_files import cast_feeds, input_specs
+from harness.inputs import recipe_for_file
+from harness.models import bundled_models_dir, resolve_model
+from harness.runners import make_runner
+from harness.runners.trt_check import declared_precisions
+from harness.tolerances import TolerancePolicy
+
+BUNDLED = Path(test_models.bundled_dir())
+GOLDENS = Path(__file__).resolve().parents[2] / "goldens"
+
+
+def _load(name: str) -> onnx.ModelProto:
+    return onnx.load(BUNDLED / name / f"{name}.onnx")
+
+
+def _producers(model: onnx.ModelProto) -> dict[str, onnx.NodeProto]:
+    return {out: node for node in model.graph.node for out in node.output}
+
+
+def _assert_wrapped(model: onnx.ModelProto, node_name: str) -> None:
+    """``node_name`` computes in fp32 between Casts: fp16 -> fp32 inputs, fp32 -> fp16 output."""
+    types = declared_precisions(model)
+    producers = _producers(model)
+    node = next(n for n in model.graph.node if n.name == node_name)
+    assert types[node.output[0]] == "fp32"
+    for name in node.input:
+        cast = producers[name]
+        assert cast.op_type == "Cast" and types[name] == "fp32" and types[cast.input[0]] == "fp16"
+    consumers = [n for n in model.graph.node if node.output[0] in n.input]
+    assert consumers and all(c.op_type == "Cast" and types[c.output[0]] == "fp16" for c in consumers)
+
+
+def test_respect_existing_types_keeps_exactly_the_users_types() -> None:
+    model = _load("explicit_typing")
+    before = declared_precisions(model)
+    assert before["/linear2/MatMul_output_0"] == "fp16" and before["y"] == "fp32"
+    magnitudes = collect_magnitudes(model, seed=0)
+    kept = convert(model, options=ConvertOptions(respect_existing_types=True), magnitudes=magnitudes)
+    assert declared_precisions(kept.model) == before
+    assert [(n.name, n.op_type) for n in kept.model.graph.node] == [(n.name, n.op_type) for n in model.graph.node]
+    assert kept.cast_count == 0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorrt") is None,
+                    reason="TensorRT is not installed: the engine's layer precisions cannot be inspected here "
+                           "(pip install castguard[trt] on a machine with an NVIDIA GPU)")
+def test_the_tensorrt_layer_precisions_match_the_onnx_types() -> None:
+    model = _load("explicit_typing")
+    kept = convert(model, options=ConvertOptions(respect_existing_types=True), magnitudes=None).model
+    runner = make_runner("trt", kept, model_dir=BUNDLED / "explicit_typing")
+    runner.run([{"x": np.random.default_rng(0).uniform(-1, 1, (1, 10)).astype(np.float32)}])
+    assert runner.check_precisions() == []     # type: ignore[attr-defined]
+
+
+def test_fp32_accumulation_wraps_the_users_fp16_linear2() -> None:
+    model = _load("explicit_typing")
+    wrapped = convert(model, options=ConvertOptions(respect_existing_types=True, fp32_accumulation=True),
+                      magnitudes=None).model
+    _assert_wrapped(wrapped, "/linear2/MatMul")
+    assert declared_precisions(wrapped)["/linear2/Add_output_0"] == "fp16"
+
+
+def test_fp32_accumulation_on_mnist_structure_and_accuracy_on_emulate() -> None:
+    spec = resolve_model("mnist", search_dir=bundled_models_dir())
+    golden = GoldenStore(GOLDENS).load(spec, recipe_for_file(BUNDLED / "mnist" / "digits.npz"))
+    model = _load("mnist")
+    magnitudes = collect_magnitudes(model, feeds=golden.feeds)
+    results = {}
+    for accumulate in (False, True):
+        options = ConvertOptions(keep_io_types=True, fp32_accumulation=accumulate)
+        converted = convert(model, options=options, magnitudes=magnitudes).model
+        run = make_runner("emulate", converted).run(cast_feeds(golden.feeds, input_specs(converted)))
+        tolerances = TolerancePolicy().tolerances_for(precision="fp16", goldens=golden.outputs)
+        assert compare_iterations(run.outputs, golden.outputs, tolerances=tolerances, default=Tolerance())
+        results[accumulate] = np.concatenate([o["Plus214_Output_0"] for o in run.outputs])
+        if accumulate:
+            _assert_wrapped(converted, "Times212")
+    gold = np.concatenate([o["Plus214_Output_0"] for o in golden.outputs])
+    assert list(np.argmax(results[True], axis=1)) == list(range(10))
+    ulp = float(np.spacing(np.float16(np.abs(gold).max())))
+    # emulate already accumulates MatMul in fp32 and rounds its output once, so the wrap changes at most an ulp
+    assert np.abs(results[True] - gold).max() <= np.abs(results[False] - gold).max() + ulp
