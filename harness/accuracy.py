@@ -11,7 +11,7 @@ case's :class:`~harness.report.CaseRecord` for the report.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, cast
 
@@ -21,6 +21,7 @@ from harness.cache import ContentCache, content_key, feeds_digest
 from harness.casework import CaseSettings, ModelContext, run_case
 from harness.compare import CompareResult, Tolerance, compare_iterations
 from harness.config import HarnessConfig
+from harness.drift import check_golden_provenance, installed_versions
 from harness.errors import UserError
 from harness.goldens import Golden, GoldenStore, ensure_golden
 from harness.inputs import Feed, InputRecipe, describe_inputs, make_feeds, recipe_for_file
@@ -89,8 +90,9 @@ def default_recipe(spec: ModelSpec, config: HarnessConfig, *, bundled_dir: Path)
 class AccuracySession:
     """Per-process state of one accuracy run; see the module docstring."""
 
-    def __init__(self, config: HarnessConfig, *, bundled_dir: Path) -> None:
+    def __init__(self, config: HarnessConfig, *, bundled_dir: Path, strict_provenance: bool = False) -> None:
         self.config = config
+        self.strict_provenance = strict_provenance   # --strict-provenance: golden version drift is an error
         self.store = GoldenStore(config.goldens_dir)
         self.models: dict[str, LoadedModel] = {}
         for ref in config.models:
@@ -167,11 +169,14 @@ class AccuracySession:
             if written is not None:
                 return Outcome("fail", _written_message(loaded, written, golden))
             ctx, first = self.context(name, golden)
+            drift = check_golden_provenance(golden.meta, current=installed_versions(), strict=self.strict_provenance,
+                                            golden=ctx.golden_path)
         except UserError as err:
             record = CaseRecord(model=name, model_sha256=loaded.spec.sha256, case=case, status="error",
                                 runner=case.runner, inputs_id=loaded.recipe.id, message=str(err))
             return Outcome("error", str(err), record=record)
         record = run_case(ctx, case, settings=self.settings, cache=self.cache, first_of_model=first)
+        record = replace(record, notes=(*drift, *record.notes))   # golden provenance drift, on every case
         return Outcome(cast(Status, record.status), record.message, runner=record.runner, record=record)
 
 

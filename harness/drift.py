@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import GoldenError
-from harness.report.model import Provenance
 
 CHECKED = ("onnx", "onnxruntime")            # the packages that decide the FP32 golden's numbers
 
@@ -21,9 +20,12 @@ class GoldenProvenanceError(GoldenError):
     """``--strict-provenance``: a golden was made with other onnx/onnxruntime versions than this run."""
 
 
-def current_versions(provenance: Provenance) -> dict[str, str]:
-    """The versions of this run that :func:`drift_notes` checks, from the report's provenance."""
-    return {"onnx": provenance.onnx, "onnxruntime": provenance.onnxruntime}
+def installed_versions() -> dict[str, str]:
+    """This process's onnx and onnxruntime versions, read as the golden sidecar records them (``__version__``)."""
+    import onnx
+    import onnxruntime
+
+    return {"onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__}
 
 
 def drift_notes(meta: Mapping[str, Any], *, current: Mapping[str, str]) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 
 VARIABLE = "CUDA_VISIBLE_DEVICES"
 _WORKER = re.compile(r"gw(\d+)\Z")
@@ -54,3 +54,11 @@ def pin_worker(worker_id: str | None, env: Mapping[str, str]) -> str | None:
     if _WORKER.match(worker_id or "") is None:
         return None
     return worker_gpu(worker_id, env, detected=0 if VARIABLE in env else count_gpus())
+
+
+def apply_pin(worker_id: str | None, environ: MutableMapping[str, str]) -> str | None:
+    """Set ``CUDA_VISIBLE_DEVICES`` in ``environ`` for this worker when :func:`pin_worker` picks a GPU."""
+    gpu = pin_worker(worker_id, environ)
+    if gpu is not None:
+        environ[VARIABLE] = gpu
+    return gpu

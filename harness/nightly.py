@@ -37,6 +37,11 @@ class NightlyOptions:
             raise UserError(where="trend runs", problem=f"must be >= 1, got {self.trend_runs}", fix="e.g. 20")
 
     @property
+    def active(self) -> bool:
+        """Whether this run compares with a baseline or stores history (else there is nothing to do at the end)."""
+        return self.compare_with is not None
+
+    @property
     def compare_with(self) -> Path | None:
         """Where the baseline comes from: --baseline, else the --history folder itself."""
         return self.baseline if self.baseline is not None else self.history
@@ -129,3 +134,65 @@ def trend_source(outcome: NightlyOutcome, report: Report, *, last: int) -> tuple
         reports = (*reports, report)[-last:]
     return reports
 
+
+
+def report_sections(outcome: NightlyOutcome, report: Report, *, last: int) -> tuple[list[str], list[str]]:
+    """The markdown and HTML sections this run adds to ``report.md``/``report.html`` (comparison, trends)."""
+    from harness.history import trends
+    from harness.report.render_regressions import comparison_html, comparison_markdown, notes_html, notes_markdown
+    from harness.report.trends import trends_html, trends_markdown
+
+    markdown, html = [notes_markdown(outcome.notes, outcome.skipped)], [notes_html(outcome.notes, outcome.skipped)]
+    if outcome.comparison is not None:
+        markdown.append(comparison_markdown(outcome.comparison))
+        html.append(comparison_html(outcome.comparison))
+    found = trends(trend_source(outcome, report, last=last), last=last)
+    markdown.append(trends_markdown(found))
+    html.append(trends_html(found))
+    return [m for m in markdown if m], [h for h in html if h]
+
+
+class NightlyRun:
+    """This run's nightly state: the baseline is loaded when built (configure time); :meth:`conclude` runs
+    once the report exists (session end) and keeps the outcome for the exit status and the terminal."""
+
+    def __init__(self, options: NightlyOptions) -> None:
+        self.options = options
+        self.baseline, note = load_baseline(options.compare_with) if options.compare_with else (None, "")
+        self.note = note
+        self.outcome: NightlyOutcome | None = None
+
+    def conclude(self, report: Report) -> tuple[list[str], list[str]]:
+        """Compare, store, and return the report sections (the ``extra`` hook of ReportSession.finish)."""
+        self.outcome = finish(self.options, self.baseline, report, notes=(self.note,) if self.note else ())
+        return report_sections(self.outcome, report, last=self.options.trend_runs)
+
+    @property
+    def exit_code(self) -> int:
+        return self.outcome.exit_code if self.outcome is not None else 0
+
+    def terminal_lines(self) -> list[str]:
+        from harness.report.render_regressions import comparison_lines, skipped_lines
+
+        if self.outcome is None:
+            return []
+        lines = list(self.outcome.notes)
+        if self.outcome.comparison is not None:
+            lines += comparison_lines(self.outcome.comparison)
+            if self.outcome.comparison.regressions and not self.outcome.fail_on_regression:
+                lines.append("  (shown only: pass --fail-on-regression RULES to fail the run on regressions)")
+        if self.outcome.history_file is not None:
+            lines.append(f"history: stored {self.outcome.history_file}")
+        if self.outcome.skipped:
+            lines.append(f"history: {len(self.outcome.skipped)} unreadable file(s) skipped")
+            lines += skipped_lines(self.outcome.skipped)
+        return lines
+
+
+def options_from(namespace: object, *, invocation_dir: Path) -> NightlyOptions:
+    """:func:`nightly_options` from a parsed pytest namespace (the dests of harness.options.add_nightly_options)."""
+    return nightly_options(baseline=getattr(namespace, "castguard_baseline", None),
+                           rules=getattr(namespace, "castguard_fail_on_regression", None),
+                           history=getattr(namespace, "castguard_history", None),
+                           strict_provenance=getattr(namespace, "castguard_strict_provenance", None),
+                           invocation_dir=invocation_dir)

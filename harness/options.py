@@ -111,6 +111,22 @@ def _add_sweep_options(addoption: Callable[..., Any]) -> None:
               help="wrap each low-precision MatMul/Gemm as Cast -> fp32 MatMul -> Cast in every case")
 
 
+def add_nightly_options(addoption: Callable[..., Any]) -> None:
+    """The nightly-regression options of the pytest plugin (command line only; see :mod:`harness.nightly`)."""
+    addoption("--baseline", dest="castguard_baseline", default=None, metavar="PATH",
+              help="compare this run with a previous report.json (or report folder), or with the latest clean run "
+                   "of a --history folder; regressions, improvements, new and missing cases go into the report")
+    addoption("--fail-on-regression", dest="castguard_fail_on_regression", action="append", default=None,
+              metavar="RULES", help="fail the run when a case regresses past a rule (comma-separated, repeatable): "
+                                    "max_rel:+25%%, max_abs:+0.01, error:+25%%, median_rel:+25%%, lowp_share:-2pp, "
+                                    "casts:+2, convert_time:+50%%, infer_time:+50%%, total_time:+50%%, status")
+    addoption("--history", dest="castguard_history", default=None, metavar="DIR",
+              help="store this run (report + provenance) as one JSON file in DIR; report.html then shows trends "
+                   "over the last runs (castguard history DIR prints them)")
+    addoption("--strict-provenance", dest="castguard_strict_provenance", action="store_true", default=None,
+              help="a golden made with another onnx/onnxruntime version than this run is an error, not a note")
+
+
 def given_options(namespace: Any) -> dict[str, Any]:
     """The castguard options present on a parsed namespace (pytest ``config.option`` or argparse), by dest."""
     return {dest: getattr(namespace, dest, None) for dest in (*DESTS, *SWEEP_DESTS, SWEEP_FILE_DEST)}

@@ -9,22 +9,28 @@ works in any repository. The work is done by :mod:`harness.accuracy` (checks) an
 * ``pytest_generate_tests``: ``castguard_model`` x models, ``castguard_case`` x (models x sweep cases);
 * ``pytest_runtest_makereport``: a suite test's :class:`CaseRecord` (left by :func:`castguard_record`)
   is settled (xfail/xpass) and added to this process's case file;
-* ``pytest_sessionfinish`` (the controller under xdist): merge and write the report;
-  ``pytest_terminal_summary``: print where it is.
+* ``pytest_sessionfinish`` (the controller under xdist): merge and write the report; the nightly run
+  (:class:`harness.nightly.NightlyRun`: --baseline/--history) compares it, stores it and adds its sections,
+  and a regression under --fail-on-regression sets the exit status;
+  ``pytest_terminal_summary``: print where it is and what regressed.
+
+Under xdist each worker is pinned to its own GPU when several are visible (:mod:`harness.gpu_pinning`).
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
-from harness.options import add_options, given_options
+from harness.options import add_nightly_options, add_options, given_options
 
 if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin import
     from harness.accuracy import AccuracySession
     from harness.config import HarnessConfig
+    from harness.nightly import NightlyRun
     from harness.report import CaseRecord
     from harness.session import FinishedReport, ReportSession
 
@@ -33,11 +39,14 @@ SESSION_KEY: pytest.StashKey[AccuracySession] = pytest.StashKey()
 REPORT_KEY: pytest.StashKey[ReportSession] = pytest.StashKey()
 FINISHED_KEY: pytest.StashKey[FinishedReport] = pytest.StashKey()
 RECORD_KEY: pytest.StashKey[CaseRecord] = pytest.StashKey()
+NIGHTLY_KEY: pytest.StashKey[NightlyRun] = pytest.StashKey()
 SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_options(parser.getgroup("castguard", "castguard: mixed-precision ONNX accuracy").addoption)
+    group = parser.getgroup("castguard", "castguard: mixed-precision ONNX accuracy")
+    add_options(group.addoption)
+    add_nightly_options(group.addoption)
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -48,13 +57,20 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness.accuracy import AccuracySession
     from harness.config import HarnessConfig, load_table
     from harness.errors import UserError
+    from harness.gpu_pinning import apply_pin
     from harness.models import bundled_models_dir
+    from harness.nightly import NightlyRun, options_from
     from harness.session import ReportSession, worker_name
 
+    apply_pin(worker_name(getattr(config, "workerinput", None)), os.environ)
     try:
         harness_config = HarnessConfig.from_sources(cli=given_options(config.option), table=load_table(config.rootpath),
                                                     rootdir=config.rootpath, invocation_dir=config.invocation_params.dir)
-        session = AccuracySession(harness_config, bundled_dir=bundled_models_dir()) if harness_config.models else None
+        nightly = options_from(config.option, invocation_dir=config.invocation_params.dir)
+        session = AccuracySession(harness_config, bundled_dir=bundled_models_dir(),
+                                  strict_provenance=nightly.strict_provenance) if harness_config.models else None
+        if session is not None and nightly.active and not _is_worker(config):
+            config.stash[NIGHTLY_KEY] = NightlyRun(nightly)
     except UserError as err:
         raise pytest.UsageError(str(err)) from None
     config.stash[CONFIG_KEY] = harness_config
@@ -121,9 +137,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     harness_config = session.config.stash[CONFIG_KEY]
     provenance = collect_provenance(hypothesis_profile=settings.get_current_profile_name(),
                                     runners=harness_config.runners, project_dir=session.config.rootpath)
-    finished = reporter.finish(provenance=provenance)
+    nightly = session.config.stash.get(NIGHTLY_KEY, None)
+    finished = reporter.finish(provenance=provenance, extra=nightly.conclude if nightly is not None else None)
     if finished is not None:
         session.config.stash[FINISHED_KEY] = finished
+    if nightly is not None and nightly.exit_code and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED   # the verdict of harness.baseline, never raised
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -131,3 +150,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if finished is not None:
         terminalreporter.write_sep("-", "castguard sweep report")
         terminalreporter.write_line(finished.summary_line())
+    nightly = terminalreporter.config.stash.get(NIGHTLY_KEY, None)
+    if nightly is not None:
+        terminalreporter.write_sep("-", "castguard nightly regression")
+        for line in nightly.terminal_lines():
+            terminalreporter.write_line(line)

@@ -3,14 +3,15 @@
 Every process that runs cases (the only process, or each pytest-xdist worker) appends one JSON line per
 case to ``<report_dir>/cases/<worker>.jsonl`` as soon as the case is settled; the process that owns the
 run (the only process, or the xdist controller) clears those files when the run starts and, when it ends,
-merges them into one :class:`Report` and writes ``report.json``, ``report.md`` and ``report.html``.
+merges them into one :class:`Report`, writes ``report.json``, ``report.md`` and ``report.html`` and
+removes the case files.
 Workers never write a partial report. Lines are appended with one ``write`` each, so a reader sees whole
 lines; a worker that crashes loses only the cases it never wrote.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from harness.report.io import safe_component
 from harness.report.serde import ReportFormatError, record_from_dict, record_to_dict
 
 CASES_DIR = "cases"
+Sections = Callable[[Report], tuple[Sequence[str], Sequence[str]]]
 
 
 def settle(record: CaseRecord, *, expected_failure: bool) -> CaseRecord:
@@ -74,13 +76,17 @@ class ReportSession:
                 records[record.key] = record
         return list(records.values())
 
-    def finish(self, *, provenance: Provenance) -> FinishedReport | None:
-        """Merge the case files into the report and write it; None when no case ran (nothing is written)."""
+    def finish(self, *, provenance: Provenance, extra: Sections | None = None) -> FinishedReport | None:
+        """Merge the case files into the report and write it; None when no case ran (nothing is written).
+
+        ``extra(report)`` returns markdown and HTML sections to add (the nightly comparison and trends)."""
         records = self.collect()
         if not records:
             return None
         report = Report.build(records, created=utc_now(), provenance=provenance)
-        paths = write_report(report, self.report_dir)
+        extra_md, extra_html = extra(report) if extra is not None else ((), ())
+        paths = write_report(report, self.report_dir, extra_md=extra_md, extra_html=extra_html)
+        self.start()   # merged into report.json: the case files are not needed any more
         return FinishedReport(report=report, paths=paths)
 
     def _case_files(self) -> Iterable[Path]:

@@ -70,7 +70,25 @@ def _shown(keys: Sequence[Key]) -> tuple[list[str], str]:
     return [_key_text(k) for k in keys[:_LIST_LIMIT]], more
 
 
-def comparison_markdown(comparison: Comparison, *, skipped: Sequence[Skipped] = ()) -> str:
+def notes_markdown(notes: Sequence[str], skipped: Sequence[Skipped]) -> str:
+    """Where the baseline came from (or why there is none) and the skipped history files."""
+    lines = [f"- {note}" for note in notes] + [f"- skipped unreadable history file {md_code(s.path.name, in_table=False)}: "
+                                              f"{s.reason}" for s in skipped]
+    if skipped:
+        lines.insert(0, f"- history: {len(skipped)} unreadable file(s) skipped")
+    return "\n".join(["## Nightly", "", *lines, ""]) if lines else ""
+
+
+def notes_html(notes: Sequence[str], skipped: Sequence[Skipped]) -> str:
+    items = [escape(note) for note in notes]
+    if skipped:
+        items.append(f"history: {len(skipped)} unreadable file(s) skipped: " + "; ".join(
+            f"<code>{escape(s.path.name)}</code> ({escape(s.reason)})" for s in skipped))
+    return ("<section id=\"nightly\"><h2>Nightly</h2><ul>" + "".join(f"<li>{i}</li>" for i in items)
+            + "</ul></section>") if items else ""
+
+
+def comparison_markdown(comparison: Comparison) -> str:
     """The "Baseline comparison" section of ``report.md``."""
     lines = ["## Baseline comparison", "", headline(comparison) + f". Baseline: {md_code(comparison.baseline_source, in_table=False)}.", ""]
     for title, changes in (("Regressions", comparison.regressions), ("Improvements", comparison.improvements)):
@@ -83,18 +101,10 @@ def comparison_markdown(comparison: Comparison, *, skipped: Sequence[Skipped] = 
     for title, keys in _lists(comparison):
         shown, more = _shown(keys)
         lines += [f"**{title}:** " + ", ".join(md_code(k, in_table=False) for k in shown) + more, ""]
-    lines += _skipped_md(skipped)
     return "\n".join(lines)
 
 
-def _skipped_md(skipped: Sequence[Skipped]) -> list[str]:
-    if not skipped:
-        return []
-    return [f"**{len(skipped)} unreadable history file(s) skipped:** "
-            + "; ".join(f"{md_code(s.path.name, in_table=False)} ({s.reason})" for s in skipped), ""]
-
-
-def comparison_html(comparison: Comparison, *, skipped: Sequence[Skipped] = ()) -> str:
+def comparison_html(comparison: Comparison) -> str:
     """The "Baseline comparison" section of ``report.html``."""
     parts = [f"<section id=\"baseline\"><h2>Baseline comparison</h2><p class=\"meta\">{escape(headline(comparison))}."
              f" Baseline: <code>{escape(comparison.baseline_source)}</code>.</p>"]
@@ -107,9 +117,6 @@ def comparison_html(comparison: Comparison, *, skipped: Sequence[Skipped] = ()) 
         shown, more = _shown(keys)
         parts.append(f"<p><b>{escape(title)}:</b> " + ", ".join(f"<code class=\"id\">{escape(k)}</code>" for k in shown)
                      + escape(more) + "</p>")
-    if skipped:
-        parts.append(f"<p><b>{len(skipped)} unreadable history file(s) skipped:</b> "
-                     + "; ".join(f"<code>{escape(s.path.name)}</code> ({escape(s.reason)})" for s in skipped) + "</p>")
     return "".join(parts) + "</section>"
 
 

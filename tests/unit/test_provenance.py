@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_report_samples import PROVENANCE, record_for
 
-from harness.drift import GoldenProvenanceError, check_golden_provenance, current_versions, drift_notes
+from harness.drift import GoldenProvenanceError, check_golden_provenance, drift_notes, installed_versions
 from harness.errors import GoldenError
 from harness.report import Report
 from harness.report.render_html import render_html
@@ -16,7 +16,7 @@ from harness.report.render_md import render_markdown
 from harness.sweep import SweepSpec, expand
 
 GOLDEN = Path(__file__).resolve().parents[2] / "goldens" / "mnist" / "file-7da33369.json"
-CURRENT = current_versions(PROVENANCE)          # onnx 1.23.2, onnxruntime 1.31.1
+CURRENT = {"onnx": "1.23.2", "onnxruntime": "1.31.1"}
 
 
 def test_same_versions_drift_nothing() -> None:
@@ -48,6 +48,13 @@ def test_the_committed_golden_sidecar_is_read_as_recorded() -> None:
     assert drift_notes(meta, current={"onnx": meta["versions"]["onnx"],
                                       "onnxruntime": meta["versions"]["onnxruntime"]}) == ()
     assert len(drift_notes(meta, current={"onnx": "0.0", "onnxruntime": "0.0"})) == 2
+
+
+def test_installed_versions_are_read_like_the_golden_sidecar_records_them() -> None:
+    import onnx
+    import onnxruntime
+
+    assert installed_versions() == {"onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__}
 
 
 def test_the_report_names_every_affected_case() -> None:

@@ -1,0 +1,124 @@
+"""Planted regressions: caught, with zero false alarms on unchanged runs, and a changed model is no regression.
+
+* Five unchanged nightly runs (``pytest --model ... --history H --baseline H --fail-on-regression ...`` in a
+  subprocess, a cold cache each night as in CI) raise no alarm.
+* A case converted with a different data_max than its id says (the converter "ignoring" data_max, a real
+  conversion and a real emulate run) is caught as a regression, and only that case.
+* A perturbed model (a new sha256) gives a stale-golden error on every case, listed as "model changed",
+  never as a regression.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from harness.accuracy import AccuracySession, SweepCase
+from harness.baseline import compare_reports, parse_rules
+from harness.config import HarnessConfig
+from harness.history import read_history
+from harness.models import bundled_models_dir
+from harness.report import Report, collect_provenance, utc_now
+from harness.sweep import Case, SweepSpec, expand
+
+REPO = Path(__file__).resolve().parents[2]
+RULES = "status,max_rel:+25%,error:+25%,lowp_share:-2pp,convert_time:+50%,total_time:+50%"
+ACCURACY_RULES = "status,max_rel:+25%,error:+25%,lowp_share:-2pp"
+PASSING = ["--precision", "fp16", "--data-max", "8,512"]          # needs_constraints: 8 cases, all pass
+
+
+def nightly(tmp_path: Path, night: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """One night in a subprocess: a fresh report folder and a cold conversion cache, one shared history."""
+    history = str(tmp_path / "history")
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args, "--report-dir",
+               str(tmp_path / f"report-{night}"), "--cache-dir", str(tmp_path / f"cache-{night}"), "--history", history,
+               "--baseline", history, "--fail-on-regression", RULES]
+    return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_five_unchanged_nights_raise_no_alarm(tmp_path: Path) -> None:
+    args = ["--model", "needs_constraints", *PASSING, "--goldens-dir", str(REPO / "goldens")]
+    for night in range(6):                                       # night 0 becomes the first baseline
+        done = nightly(tmp_path, night, *args)
+        assert done.returncode == 0, done.stdout[-3000:]
+        if night:
+            assert "0 regression(s)" in done.stdout and "over 8 case(s) compared" in done.stdout
+    runs = read_history(tmp_path / "history").runs
+    assert len(runs) == 6 and runs[0].verdict is None
+    assert [run.verdict.regressions for run in runs[1:]] == [0] * 5    # type: ignore[union-attr]
+
+
+def _session(tmp_path: Path) -> AccuracySession:
+    spec = SweepSpec(precisions=("fp16",), data_max=(8.0, 512.0), exclusions=SweepSpec().exclusions[:1],
+                     keep_io_types=(False,))
+    config = HarnessConfig(models=("needs_constraints",), goldens_dir=REPO / "goldens", report_dir=tmp_path / "r",
+                           cache_dir=tmp_path / "cache", sweep=spec)
+    return AccuracySession(config, bundled_dir=bundled_models_dir())
+
+
+@dataclasses.dataclass(frozen=True)
+class IgnoresDataMax(Case):
+    """The planted fault: the id says data_max=512, the converter is called with data_max=inf."""
+
+    def convert_options(self):  # type: ignore[no-untyped-def]
+        return dataclasses.replace(super().convert_options(), data_max=math.inf)
+
+
+def _report(session: AccuracySession, *, plant: str | None = None) -> Report:
+    records = []
+    for case in expand(session.config.sweep):
+        run = IgnoresDataMax(**{f.name: getattr(case, f.name) for f in dataclasses.fields(case)}) \
+            if case.id == plant else case
+        record = session.check_low_precision(SweepCase("needs_constraints", run)).record
+        assert record is not None
+        records.append(dataclasses.replace(record, case=case))
+    provenance = collect_provenance(hypothesis_profile="default", runners=("emulate",), project_dir=None)
+    return Report.build(records, created=utc_now(), provenance=provenance)
+
+
+def test_a_planted_data_max_regression_is_caught_and_nothing_else(tmp_path: Path) -> None:
+    session = _session(tmp_path)
+    baseline = _report(session)
+    assert [c.status for c in baseline.cases] == ["pass", "pass"]
+    rules = parse_rules(ACCURACY_RULES)      # in one process the first case also carries the magnitudes time
+    assert not compare_reports(_report(session), baseline, rules=rules, source="baseline").regressions
+    planted_id = "fp16-dmax512-imax65504-excl_none-keepio0-emulate"
+    result = compare_reports(_report(session, plant=planted_id), baseline, rules=rules, source="baseline")
+    assert result.exit_code == 1
+    assert {c.case_id for c in result.regressions} == {planted_id}
+    by_metric = {c.rule.metric: c for c in result.regressions}
+    assert by_metric["status"].baseline == "pass" and by_metric["status"].now == "fail"
+    assert by_metric["max_rel"].now == 1.0                        # Add/Sub overflow: the output is lost
+    assert {"status", "max_rel", "error"} <= set(by_metric)
+    assert [c.rule.metric for c in result.improvements] == ["lowp_share"]   # more fp16, as data_max=inf does
+
+
+def test_a_perturbed_model_is_a_stale_golden_error_not_a_regression(tmp_path: Path) -> None:
+    model_path = tmp_path / "models" / "constrained.onnx"
+    model_path.parent.mkdir()
+    shutil.copy(REPO / "test_models" / "needs_constraints" / "needs_constraints.onnx", model_path)
+    args = ["--model", str(model_path), "--val-range", "x:[1,2]", *PASSING, "--goldens-dir", str(tmp_path / "goldens")]
+    first = nightly(tmp_path, 0, *args)
+    assert first.returncode == 1 and "golden written" in first.stdout       # a new golden fails once
+    assert nightly(tmp_path, 1, *args).returncode == 0
+    model = onnx.load(model_path)
+    flip = next(t for t in model.graph.initializer if t.name == "flip")
+    flip.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(flip) * np.float32(1.001), "flip"))
+    onnx.save(model, model_path)
+    stale = nightly(tmp_path, 2, *args)
+    assert stale.returncode == 1
+    assert "0 regression(s)" in stale.stdout
+    assert "Model changed since the baseline (another sha256: not compared; its golden is stale): 8" in stale.stdout
+    report = json.loads((tmp_path / "report-2" / "report.json").read_text())
+    assert {c["status"] for c in report["cases"]} == {"error"}
+    assert all("golden was made from model" in c["message"] and "--update-goldens" in c["message"]
+               for c in report["cases"])
+    assert read_history(tmp_path / "history").runs[-1].verdict.regressions == 0   # type: ignore[union-attr]
