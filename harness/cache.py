@@ -134,9 +134,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
     handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
     try:
         with handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            handle.write(data)     # no fsync: a cache needs atomicity (the rename), not durability
         os.chmod(handle.name, 0o644)
         os.replace(handle.name, path)
     finally:
