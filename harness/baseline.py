@@ -197,7 +197,8 @@ def compare_reports(current: Report, baseline: Report, *, rules: Sequence[Rule],
             found = judge(old, new, rule)
             if found is not None:
                 (regressions if found[0] else improvements).append(found[1])
-    return Comparison(baseline_source=source, baseline_created=baseline.created, baseline_commit=baseline.provenance.git_commit,
+    return Comparison(baseline_source=source, baseline_created=baseline.created,
+                      baseline_commit=baseline.provenance.git_commit,
                       rules=tuple(rules), compared=compared, regressions=tuple(regressions),
                       improvements=tuple(improvements), new=tuple(sorted(now.keys() - before.keys())),
                       missing=tuple(sorted(before.keys() - now.keys())), model_changed=tuple(changed_model))

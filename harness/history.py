@@ -187,7 +187,8 @@ def with_since(comparison: Comparison, history: History, baseline_run: HistoryRu
     if baseline_run is None:
         return comparison
     base = baseline_run.report
-    regressions = tuple(replace(c, since=first_seen(c, base, history, since=baseline_run)) for c in comparison.regressions)
+    regressions = tuple(replace(c, since=first_seen(c, base, history, since=baseline_run))
+                        for c in comparison.regressions)
     return replace(comparison, regressions=regressions)
 
 

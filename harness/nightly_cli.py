@@ -50,7 +50,8 @@ def _history(args: argparse.Namespace) -> int:
     if args.accept is not None:
         print(f"accepted: {accept_run(folder, args.accept)}")
     history = read_history(folder)
-    print(trend_table_text(trends([run.report for run in history.runs], last=DEFAULT_TREND_RUNS if args.last is None else args.last)))
+    last = DEFAULT_TREND_RUNS if args.last is None else args.last
+    print(trend_table_text(trends([run.report for run in history.runs], last=last)))
     print(f"\n{len(history.runs)} run(s) in {folder}; {len(history.skipped)} unreadable file(s) skipped")
     for skipped in history.skipped:
         print(f"  skipped {skipped.path.name}: {skipped.reason}")

@@ -29,7 +29,7 @@ def fmt_value(metric: str, value: float | str) -> str:
 
 
 def fmt_change(change: Change) -> str:
-    """``+38.2%``, ``-3.0pp``, ``+0.012``, ``worse``/``better`` for a status; ``+inf`` when a value became non-finite."""
+    """``+38.2%``, ``-3.0pp``, ``+0.012``; ``worse``/``better`` for a status; ``+inf`` once non-finite."""
     if change.delta is None:
         return "worse" if change.baseline in GOOD_STATUSES else "better"
     if math.isinf(change.delta):
@@ -41,7 +41,8 @@ def fmt_change(change: Change) -> str:
 
 def _cells(change: Change) -> tuple[str, ...]:
     return (f"{change.model} / {change.case_id}" + (f" [{change.inputs_id}]" if change.inputs_id else ""),
-            change.rule.metric, fmt_value(change.rule.metric, change.baseline), fmt_value(change.rule.metric, change.now),
+            change.rule.metric, fmt_value(change.rule.metric, change.baseline),
+            fmt_value(change.rule.metric, change.now),
             fmt_change(change), change.rule.text, change.since or "this run")
 
 
@@ -72,8 +73,8 @@ def _shown(keys: Sequence[Key]) -> tuple[list[str], str]:
 
 def notes_markdown(notes: Sequence[str], skipped: Sequence[Skipped]) -> str:
     """Where the baseline came from (or why there is none) and the skipped history files."""
-    lines = [f"- {note}" for note in notes] + [f"- skipped unreadable history file {md_code(s.path.name, in_table=False)}: "
-                                              f"{s.reason}" for s in skipped]
+    lines = [f"- {note}" for note in notes]
+    lines += [f"- skipped unreadable history file {md_code(s.path.name, in_table=False)}: {s.reason}" for s in skipped]
     if skipped:
         lines.insert(0, f"- history: {len(skipped)} unreadable file(s) skipped")
     return "\n".join(["## Nightly", "", *lines, ""]) if lines else ""
@@ -90,7 +91,8 @@ def notes_html(notes: Sequence[str], skipped: Sequence[Skipped]) -> str:
 
 def comparison_markdown(comparison: Comparison) -> str:
     """The "Baseline comparison" section of ``report.md``."""
-    lines = ["## Baseline comparison", "", headline(comparison) + f". Baseline: {md_code(comparison.baseline_source, in_table=False)}.", ""]
+    source = md_code(comparison.baseline_source, in_table=False)
+    lines = ["## Baseline comparison", "", f"{headline(comparison)}. Baseline: {source}.", ""]
     for title, changes in (("Regressions", comparison.regressions), ("Improvements", comparison.improvements)):
         if not changes:
             continue
@@ -111,7 +113,8 @@ def comparison_html(comparison: Comparison) -> str:
     for title, changes in (("Regressions", comparison.regressions), ("Improvements", comparison.improvements)):
         if changes:
             head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
-            rows = "".join("<tr>" + "".join(_td(i, cell) for i, cell in enumerate(_cells(ch))) + "</tr>" for ch in changes)
+            rows = "".join("<tr>" + "".join(_td(i, cell) for i, cell in enumerate(_cells(ch))) + "</tr>"
+                           for ch in changes)
             parts.append(f"<h3>{title}</h3><table><tr>{head}</tr>{rows}</table>")
     for title, keys in _lists(comparison):
         shown, more = _shown(keys)

@@ -118,7 +118,8 @@ def test_baseline_paths(tmp_path: Path) -> None:
     report_dir = tmp_path / "castguard-report"
     report_dir.mkdir()
     write_run(tmp_path / "h", _run(1), comparison=None)
-    (report_dir / "report.json").write_text(json.dumps(json.loads(next((tmp_path / "h").iterdir()).read_text())["report"]))
+    stored = json.loads(next((tmp_path / "h").iterdir()).read_text())
+    (report_dir / "report.json").write_text(json.dumps(stored["report"]))
     baseline, _ = load_baseline(report_dir)
     assert baseline is not None and baseline.report == _run(1)
 
