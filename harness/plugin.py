@@ -149,7 +149,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     finished = terminalreporter.config.stash.get(FINISHED_KEY, None)
     if finished is not None:
         terminalreporter.write_sep("-", "castguard sweep report")
-        terminalreporter.write_line(finished.summary_line())
+        here = terminalreporter.config.invocation_params.dir
+        terminalreporter.write_line(finished.summary_line(relative_to=here))
     nightly = terminalreporter.config.stash.get(NIGHTLY_KEY, None)
     if nightly is not None:
         terminalreporter.write_sep("-", "castguard nightly regression")

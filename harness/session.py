@@ -39,9 +39,13 @@ class FinishedReport:
     report: Report
     paths: ReportPaths
 
-    def summary_line(self) -> str:
-        return (f"castguard: {counts_text(self.report.counts())}; report: {self.paths.markdown}, "
-                f"{self.paths.html.name}, {self.paths.json.name}")
+    def summary_line(self, *, relative_to: Path | None = None) -> str:
+        """``castguard: 24 cases: 24 pass; report: castguard-report/report.md, report.html, report.json``."""
+        markdown = self.paths.markdown
+        if relative_to is not None and markdown.is_relative_to(relative_to):
+            markdown = markdown.relative_to(relative_to)
+        return (f"castguard: {counts_text(self.report.counts())}; report: {markdown}, {self.paths.html.name}, "
+                f"{self.paths.json.name}")
 
 
 class ReportSession:
@@ -55,6 +59,9 @@ class ReportSession:
         """Called once per run by the owning process: forget the case files of earlier runs."""
         for path in self._case_files():
             path.unlink()
+        folder = self.report_dir / CASES_DIR
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
 
     def add(self, record: CaseRecord) -> None:
         """Append one settled record to this process's case file."""

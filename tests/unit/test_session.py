@@ -33,8 +33,9 @@ def test_workers_write_their_own_files_and_the_controller_merges_them(tmp_path: 
     assert [(c.model, c.case.precision, c.status) for c in report.cases] == [
         ("m", "bf16", "fail"), ("m", "fp16", "pass"), ("other", "fp16", "pass")]
     assert finished.paths.markdown.is_file() and finished.paths.html.is_file()
-    assert "3 cases: 2 pass, 1 fail" in finished.summary_line()
-    assert not list((tmp_path / "cases").iterdir())          # merged, then removed
+    assert finished.summary_line(relative_to=tmp_path) == (
+        "castguard: 3 cases: 2 pass, 1 fail; report: report.md, report.html, report.json")
+    assert not (tmp_path / "cases").exists()          # merged, then removed
 
 
 def test_start_forgets_earlier_runs_and_an_empty_run_writes_nothing(tmp_path: Path) -> None:
