@@ -136,7 +136,13 @@ def failure_message(ctx: ModelContext, case: Case, comparison: CompareResult, co
                 f"keep_io_types={options.keep_io_types}"
                 + (f", node_precisions={dict(options.node_precisions)}" if options.node_precisions else "")
                 + (", fp32_accumulation=True" if options.fp32_accumulation else ""))
-    lines = [f"{ctx.spec.name} [{case.id}] does not match its FP32 golden on {runner}:", summary,
+    worst = max((o for o in comparison.outputs if not o.passed), key=lambda o: o.max_rel, default=None)
+    head = f"{ctx.spec.name} [{case.id}] does not match its FP32 golden on {runner}:"
+    if worst is not None:
+        head += f" output {worst.name!r} max_rel {fmt_error(worst.max_rel)}"
+    if divergence is not None:
+        head += f", diverges first at {divergence.tensor!r} ({divergence.op})"
+    lines = [head, summary,
              f"  golden: {ctx.golden_path}",
              f"  conversion: {settings}; {len(low)} node(s) in {case.precision}, {len(high)} kept in fp32, "
              f"{share:.0%} of FLOPs in {case.precision}"]

@@ -102,7 +102,8 @@ def test_low_precision_failure_message_and_ort_cpu_is_not_an_oracle(pytester: py
     result = _run(pytester, *args)
     result.assert_outcomes(passed=1, failed=1, skipped=1)
     result.stdout.fnmatch_lines([
-        f"*cancel [[]{CASE}-emulate[]] does not match its FP32 golden on emulate:",
+        f"*cancel [[]{CASE}-emulate[]] does not match its FP32 golden on emulate: output 'y' max_rel 1.00e+00, "
+        "diverges first at 'y' (Sub)",
         "  output 'y' FAIL: * element(s) over tolerance",
         "*/16 (*%) elements outside atol=* rtol=* [[]elemwise[]]*would pass with atol>=*",
         "*golden: *goldens/cancel/seed0-it1-*.npz",
