@@ -37,15 +37,15 @@ PASSING = ["--precision", "fp16", "--data-max", "8,512"]          # needs_constr
 
 def nightly(tmp_path: Path, night: int, *args: str) -> subprocess.CompletedProcess[str]:
     """One night in a subprocess: a fresh report folder and a cold conversion cache, one shared history."""
-    history = str(tmp_path / "history")
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args, "--report-dir",
-               str(tmp_path / f"report-{night}"), "--cache-dir", str(tmp_path / f"cache-{night}"), "--history", history,
-               "--baseline", history, "--fail-on-regression", RULES]
+    history = tmp_path / "history"      # --option=value: pytest guesses its rootdir from path-like arguments
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "not adversarial", *args,
+               f"--report-dir={tmp_path / f'report-{night}'}", f"--cache-dir={tmp_path / f'cache-{night}'}",
+               f"--history={history}", f"--baseline={history}", f"--fail-on-regression={RULES}"]
     return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
 
 
 def test_five_unchanged_nights_raise_no_alarm(tmp_path: Path) -> None:
-    args = ["--model", "needs_constraints", *PASSING, "--goldens-dir", str(REPO / "goldens")]
+    args = ["--model", "needs_constraints", *PASSING, f"--goldens-dir={REPO / 'goldens'}"]
     for night in range(6):                                       # night 0 becomes the first baseline
         done = nightly(tmp_path, night, *args)
         assert done.returncode == 0, done.stdout[-3000:]
@@ -107,7 +107,7 @@ def test_a_perturbed_model_is_a_stale_golden_error_not_a_regression(tmp_path: Pa
     model_path = tmp_path / "models" / "constrained.onnx"
     model_path.parent.mkdir()
     shutil.copy(REPO / "test_models" / "needs_constraints" / "needs_constraints.onnx", model_path)
-    args = ["--model", str(model_path), "--val-range", "x:[1,2]", *PASSING, "--goldens-dir", str(tmp_path / "goldens")]
+    args = [f"--model={model_path}", "--val-range", "x:[1,2]", *PASSING, f"--goldens-dir={tmp_path / 'goldens'}"]
     first = nightly(tmp_path, 0, *args)
     assert first.returncode == 1 and "golden written" in first.stdout       # a new golden fails once
     assert nightly(tmp_path, 1, *args).returncode == 0

@@ -12,14 +12,16 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SWEEP = ["--model", "needs_constraints", "--precision", "fp16", "--data-max", "8,512,inf"]   # 12 cases
+SWEEP = ["--model", "needs_constraints", "--precision", "fp16", "--data-max", "8,512,inf",   # 12 cases
+         "-m", "not adversarial"]
 
 
 def castguard(tmp_path: Path, name: str, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
     """Run the accuracy suite in a subprocess; returns the process and the report.json it wrote."""
     report_dir = tmp_path / name
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *SWEEP, "--goldens-dir", str(REPO / "goldens"),
-               "--report-dir", str(report_dir), "--cache-dir", str(tmp_path / f"cache-{name}"), "-v", *args]
+    # --option=value: pytest guesses its rootdir from every argument that names an existing path
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *SWEEP, f"--goldens-dir={REPO / 'goldens'}",
+               f"--report-dir={report_dir}", f"--cache-dir={tmp_path / f'cache-{name}'}", "-v", *args]
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
     assert (report_dir / "report.json").is_file(), done.stdout[-3000:] + done.stderr[-3000:]
     return done, json.loads((report_dir / "report.json").read_text())
