@@ -80,12 +80,12 @@ def load_baseline(path: Path) -> tuple[Baseline | None, str]:
                         fix="give an existing report.json, a report folder or a history folder")
     history = read_history(path)
     run = history.latest_clean()
-    skipped = f" ({len(history.skipped)} unreadable history file(s) skipped)" if history.skipped else ""
     if run is None:
         why = "has no runs yet" if not history.runs else "has no run without unaccepted regressions"
+        skipped = f" ({len(history.skipped)} unreadable file(s) skipped)" if history.skipped else ""
         return None, f"no baseline: history folder {path} {why}{skipped}; nothing was compared"
     return (Baseline(report=run.report, source=str(run.path), history=history, run=run),
-            f"baseline: {run.path} (latest clean run of {len(history.runs)}){skipped}")
+            f"baseline: {run.path} (latest clean run of {len(history.runs)})")
 
 
 @dataclass(frozen=True)

@@ -39,16 +39,26 @@ def fmt_change(change: Change) -> str:
     return f"{change.delta:+.3g}"
 
 
-def _cells(change: Change) -> tuple[str, ...]:
-    return (f"{change.model} / {change.case_id}" + (f" [{change.inputs_id}]" if change.inputs_id else ""),
+def _cells(change: Change, *, with_inputs: bool) -> tuple[str, ...]:
+    return (_key_text(change.key, with_inputs=with_inputs),
             change.rule.metric, fmt_value(change.rule.metric, change.baseline),
             fmt_value(change.rule.metric, change.now),
             fmt_change(change), change.rule.text, change.since or "this run")
 
 
-def _key_text(key: Key) -> str:
+def _key_text(key: Key, *, with_inputs: bool) -> str:
     model, case_id, inputs_id = key
-    return f"{model} / {case_id}" + (f" [{inputs_id}]" if inputs_id else "")
+    return f"{model} / {case_id}" + (f" [{inputs_id}]" if with_inputs and inputs_id else "")
+
+
+def _with_inputs(comparison: Comparison) -> bool:
+    """Name the input set only when some model appears with several (as the report's case tables do)."""
+    keys = [c.key for c in (*comparison.regressions, *comparison.improvements)]
+    keys += [*comparison.new, *comparison.missing, *comparison.model_changed]
+    inputs: dict[str, set[str]] = {}
+    for model, _, inputs_id in keys:
+        inputs.setdefault(model, set()).add(inputs_id)
+    return any(len(ids) > 1 for ids in inputs.values())
 
 
 def headline(comparison: Comparison) -> str:
@@ -66,9 +76,9 @@ def _lists(comparison: Comparison) -> list[tuple[str, tuple[Key, ...]]]:
          comparison.model_changed)) if keys]
 
 
-def _shown(keys: Sequence[Key]) -> tuple[list[str], str]:
+def _shown(keys: Sequence[Key], *, with_inputs: bool) -> tuple[list[str], str]:
     more = f" … and {len(keys) - _LIST_LIMIT} more" if len(keys) > _LIST_LIMIT else ""
-    return [_key_text(k) for k in keys[:_LIST_LIMIT]], more
+    return [_key_text(k, with_inputs=with_inputs) for k in keys[:_LIST_LIMIT]], more
 
 
 def notes_markdown(notes: Sequence[str], skipped: Sequence[Skipped]) -> str:
@@ -91,33 +101,36 @@ def notes_html(notes: Sequence[str], skipped: Sequence[Skipped]) -> str:
 
 def comparison_markdown(comparison: Comparison) -> str:
     """The "Baseline comparison" section of ``report.md``."""
-    source = md_code(comparison.baseline_source, in_table=False)
+    source, multi = md_code(comparison.baseline_source, in_table=False), _with_inputs(comparison)
     lines = ["## Baseline comparison", "", f"{headline(comparison)}. Baseline: {source}.", ""]
     for title, changes in (("Regressions", comparison.regressions), ("Improvements", comparison.improvements)):
         if not changes:
             continue
         lines += [f"### {title}", "", "| " + " | ".join(_COLUMNS) + " |", "|---|---|---:|---:|---:|---|---|"]
         lines += ["| " + " | ".join(md_code(c, in_table=True) if i in (0, 5) else c.replace("|", "\\|")
-                                    for i, c in enumerate(_cells(change))) + " |" for change in changes]
+                                    for i, c in enumerate(_cells(change, with_inputs=multi))) + " |"
+                  for change in changes]
         lines.append("")
     for title, keys in _lists(comparison):
-        shown, more = _shown(keys)
+        shown, more = _shown(keys, with_inputs=_with_inputs(comparison))
         lines += [f"**{title}:** " + ", ".join(md_code(k, in_table=False) for k in shown) + more, ""]
     return "\n".join(lines)
 
 
 def comparison_html(comparison: Comparison) -> str:
     """The "Baseline comparison" section of ``report.html``."""
+    multi = _with_inputs(comparison)
     parts = [f"<section id=\"baseline\"><h2>Baseline comparison</h2><p class=\"meta\">{escape(headline(comparison))}."
              f" Baseline: <code>{escape(comparison.baseline_source)}</code>.</p>"]
     for title, changes in (("Regressions", comparison.regressions), ("Improvements", comparison.improvements)):
         if changes:
             head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
-            rows = "".join("<tr>" + "".join(_td(i, cell) for i, cell in enumerate(_cells(ch))) + "</tr>"
+            rows = "".join("<tr>" + "".join(_td(i, cell) for i, cell in enumerate(_cells(ch, with_inputs=multi)))
+                           + "</tr>"
                            for ch in changes)
             parts.append(f"<h3>{title}</h3><table><tr>{head}</tr>{rows}</table>")
     for title, keys in _lists(comparison):
-        shown, more = _shown(keys)
+        shown, more = _shown(keys, with_inputs=_with_inputs(comparison))
         parts.append(f"<p><b>{escape(title)}:</b> " + ", ".join(f"<code class=\"id\">{escape(k)}</code>" for k in shown)
                      + escape(more) + "</p>")
     return "".join(parts) + "</section>"
@@ -134,7 +147,7 @@ def comparison_lines(comparison: Comparison, *, limit: int = _LIST_LIMIT) -> lis
     lines = [headline(comparison)]
     for title, changes in (("REGRESSION", comparison.regressions), ("improvement", comparison.improvements)):
         for change in changes[:limit]:
-            case, metric, before, now, delta, rule, since = _cells(change)
+            case, metric, before, now, delta, rule, since = _cells(change, with_inputs=_with_inputs(comparison))
             lines.append(f"  {title} {case}: {metric} {before} -> {now} ({delta}; rule {rule}; since {since})")
         if len(changes) > limit:
             lines.append(f"  … and {len(changes) - limit} more {title.lower()}(s): see report.md")

@@ -12,7 +12,7 @@ from test_report_samples import PROVENANCE, output_stats, record_for, sample_rep
 from harness.baseline import parse_rules
 from harness.errors import UserError
 from harness.history import accept_run, read_history, trends, write_run
-from harness.nightly import NightlyOptions, finish, load_baseline, nightly_options
+from harness.nightly import NightlyOptions, NightlyRun, finish, load_baseline, nightly_options
 from harness.report import CaseRecord, Report
 from harness.report.trends import trend_png, trend_table_text, trends_html, trends_markdown
 from harness.sweep import Case
@@ -67,9 +67,10 @@ def test_corrupt_files_are_skipped_by_name_and_counted(tmp_path: Path, content: 
     assert [run.path for run in history.runs] == [good]
     assert [s.path for s in history.skipped] == [bad]
     assert reason in history.skipped[0].reason
-    baseline, note = load_baseline(folder)
+    baseline, _ = load_baseline(folder)
     assert baseline is not None and baseline.source == str(good)
-    assert "1 unreadable history file(s) skipped" in note
+    outcome = finish(NightlyOptions(history=folder), baseline, _run(2))
+    assert [s.path for s in outcome.skipped] == [bad]                 # counted for the summary, by name
 
 
 def test_the_baseline_of_a_history_is_its_latest_clean_run(tmp_path: Path) -> None:
@@ -191,3 +192,20 @@ def test_cli_history_prints_the_trend_table_and_counts_skips(tmp_path: Path,
     assert "--last: must be >= 1" in capsys.readouterr().err
     assert main(["history", str(tmp_path / "typo")]) == 2
     assert "history folder not found" in capsys.readouterr().err
+
+
+def test_the_run_summary_and_report_count_skipped_files(tmp_path: Path) -> None:
+    folder = tmp_path / "hist"
+    _store(folder, _run(1))
+    (folder / "20261101T030000Z-0badf00d.json").write_text("{\"castguard_history\": 1}")
+    run = NightlyRun(NightlyOptions(history=folder, baseline=folder, rules=RULES))
+    markdown, html = run.conclude(_run(2, max_rel=5e-3))
+    assert run.exit_code == 1
+    lines = run.terminal_lines()
+    assert lines[0].startswith(f"baseline: {folder}") and "1 regression(s)" in lines[1]
+    assert "history: 1 unreadable file(s) skipped" in lines
+    assert any("20261101T030000Z-0badf00d.json" in line for line in lines)
+    text = "\n".join(markdown)
+    assert "- history: 1 unreadable file(s) skipped" in text and "`20261101T030000Z-0badf00d.json`" in text
+    assert "## Baseline comparison" in text and "## Trends" in text
+    assert any("<section id=\"trends\">" in part for part in html)
