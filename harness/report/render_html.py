@@ -159,8 +159,9 @@ def _notes(cases: Sequence[CaseRecord]) -> str:
     notes = grouped_notes(cases)
     if not notes:
         return ""
-    return "<h3>Notes</h3><ul>" + "".join(f"<li>{escape(note)} ({len(ids)} case(s): " + ", ".join(
-        f"<code class=\"id\">{escape(i)}</code>" for i in ids) + ")</li>" for note, ids in notes) + "</ul>"
+    return "<h3>Notes</h3><ul>" + "".join(f"<li>{escape(note)} (" + ("every case" if len(ids) == len(cases) else (
+        f"{len(ids)} case(s): " + ", ".join(f"<code class=\"id\">{escape(i)}</code>" for i in ids))) + ")</li>"
+        for note, ids in notes) + "</ul>"
 
 
 def _status(status: str) -> str:

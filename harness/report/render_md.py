@@ -66,6 +66,6 @@ def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, 
     notes = grouped_notes(cases)
     if notes:
         lines += ["", "Notes:", ""]
-        lines += [f"- {note} ({len(ids)} case(s): " + ", ".join(md_code(i, in_table=False) for i in ids) + ")"
-                  for note, ids in notes]
+        lines += [f"- {note} (" + ("every case" if len(ids) == len(cases) else f"{len(ids)} case(s): " + ", ".join(
+            md_code(i, in_table=False) for i in ids)) + ")" for note, ids in notes]
     return lines + [""]

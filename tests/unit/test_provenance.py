@@ -69,3 +69,11 @@ def test_the_report_names_every_affected_case() -> None:
     assert "bf16-" not in line
     html = render_html(report)
     assert "<h3>Notes</h3>" in html and all(f"<code class=\"id\">{i}</code>" in html for i in fp16)
+
+
+def test_a_note_on_every_case_is_not_listed_case_by_case() -> None:
+    note = "golden made with onnx 1.17.0, this run uses 1.23.2"
+    cases = [dataclasses.replace(record_for(case), notes=(note,)) for case in expand(SweepSpec())]
+    report = Report.build(cases, created="2026-11-20T10:00:00+00:00", provenance=PROVENANCE)
+    assert f"- {note} (every case)" in render_markdown(report)
+    assert f"<li>{note} (every case)</li>" in render_html(report)
