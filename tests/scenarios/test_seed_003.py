@@ -101,14 +101,16 @@ def test_the_report_shows_the_passing_default_and_the_expected_failure(pytester:
 
 def test_the_suite_option_forces_every_case_and_names_the_divergence(pytester: pytest.Pytester) -> None:
     goldens = _copy_goldens(pytester.path / "goldens")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--model", MODEL, "--goldens-dir", str(goldens),
-                                "--node-precisions", "Add:fp16,Sub:fp32", "--precision", "fp16", "--data-max", "512",
-                                "--exclude-ops", "none", "--keep-io-types", "true")
-    result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*test_low_precision[[]needs_constraints-*-np_Add.fp16+Sub.fp32[]]*",
+
+    def suite(node_precisions: str) -> pytest.RunResult:
+        return pytester.runpytest("-p", "no:cacheprovider", "--model", MODEL, "--goldens-dir", str(goldens),
+                                  "--node-precisions", node_precisions, "--precision", "fp16", "--data-max", "512",
+                                  "--exclude-ops", "none", "--keep-io-types", "true")
+
+    forced = suite("Add:fp16,Sub:fp32")
+    forced.assert_outcomes(passed=1, failed=1)
+    forced.stdout.fnmatch_lines(["*test_low_precision[[]needs_constraints-*-np_Add.fp16+Sub.fp32[]]*",
                                  "*first divergent tensor: 'subbed' from node 'Sub' (Sub)*"])
-    unknown = pytester.runpytest("-p", "no:cacheprovider", "--model", MODEL, "--goldens-dir", str(goldens),
-                                 "--node-precisions", "Mul:fp16", "--precision", "fp16", "--data-max", "512",
-                                 "--exclude-ops", "none", "--keep-io-types", "true")
+    unknown = suite("Mul:fp16")
     unknown.assert_outcomes(passed=1, failed=1)
     unknown.stdout.fnmatch_lines(["*keys [[]'Mul'[]] match no node name or op type in the model*"])

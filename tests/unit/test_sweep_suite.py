@@ -75,16 +75,6 @@ def test_bf16_on_ort_cpu_is_skipped_with_the_reason(project: pytest.Pytester) ->
     assert case["status"] == "skip" and case["runner"] == "ort[CPUExecutionProvider]"
 
 
-def test_xdist_workers_hand_their_cases_to_one_report(project: pytest.Pytester) -> None:
-    args = ["-p", "no:cacheprovider", "--model", "mlp.onnx", *NARROW, "-n", "2"]
-    project.runpytest_subprocess(*args)
-    second = project.runpytest_subprocess(*args)
-    second.assert_outcomes(passed=5)
-    report = _report(project)
-    assert len(report["cases"]) == 4 and report["summary"]["pass"] == 4
-    assert not (project.path / "castguard-report" / "cases").exists()
-
-
 @pytest.mark.parametrize(("args", "pyproject", "message"), [
     (("--data-max", "64,abc"), "", "--data-max: 'abc' is not a number"),
     (("--sweep", "missing.toml"), "", "sweep file not found"),
