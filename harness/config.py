@@ -172,3 +172,24 @@ def load_table(rootdir: Path) -> dict[str, Any]:
     if not isinstance(table, dict):
         raise UserError(where=path, problem="[tool.castguard] is not a table", fix="write it as [tool.castguard]")
     return table
+
+
+def check_rootdir(rootdir: Path, *, ini_found: bool, invocation_dir: Path,
+                  option_paths: Mapping[str, Sequence[str]]) -> None:
+    """Refuse a rootdir that pytest took from one of castguard's path options (``{"--report-dir": [value]}``).
+
+    pytest picks its rootdir before plugins load, reading every separate command-line argument that names an
+    existing path, option values included: with ``--report-dir out`` (``out`` existing) and no ini file there,
+    ``out`` becomes the rootdir, and castguard would look for pyproject.toml and ``goldens/`` inside it.
+    """
+    root = rootdir.resolve()
+    if ini_found or invocation_dir.resolve().is_relative_to(root):
+        return
+    for flag, values in option_paths.items():
+        for value in values:
+            path = (invocation_dir / value).resolve()
+            if path.exists() and path.is_relative_to(root):
+                raise UserError(where=f"rootdir {rootdir}",
+                                problem=f"pytest took this folder as its rootdir because {flag} {value} names it, "
+                                        "so castguard would not find your pyproject.toml and goldens",
+                                fix=f"write path options with '=' ({flag}={value}), or pass --rootdir=.")
