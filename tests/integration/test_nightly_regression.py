@@ -124,3 +124,15 @@ def test_a_perturbed_model_is_a_stale_golden_error_not_a_regression(tmp_path: Pa
     assert all("golden was made from model" in c["message"] and "--update-goldens" in c["message"]
                for c in report["cases"])
     assert read_history(tmp_path / "history").runs[-1].verdict.regressions == 0   # type: ignore[union-attr]
+
+
+def test_bad_rules_and_baselines_are_usage_errors_naming_them(tmp_path: Path) -> None:
+    base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--model", "needs_constraints"]
+    cases = [(["--fail-on-regression=status,max_rell:+25%", f"--history={tmp_path / 'h'}"],
+              "--fail-on-regression rule 'max_rell:+25%': unknown metric 'max_rell'"),
+             (["--fail-on-regression=status"], "--fail-on-regression: there is nothing to compare with"),
+             ([f"--baseline={tmp_path / 'old' / 'report.json'}"], "baseline report not found")]
+    for args, message in cases:
+        done = subprocess.run([*base, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 4, done.stdout[-2000:] + done.stderr[-2000:]      # pytest's usage error
+        assert message in done.stderr
