@@ -1,9 +1,10 @@
 """pytest wiring for castguard: options, configuration, suite collection, parametrization, the report. Nothing else.
 
 Loaded through the ``pytest11`` entry point. With ``--model`` and no explicit test paths, pytest collects
-only the packaged accuracy suite (``harness/suite/test_castguard.py``), so ``pytest --model mnist.onnx``
-works in any repository. The work is done by :mod:`harness.accuracy` (checks) and :mod:`harness.session`
-(the report); the hooks only wire them in:
+only the packaged accuracy suite (``harness/suite/test_castguard.py``; with ``-m adversarial`` also the
+Hypothesis search ``harness/suite/test_adversarial.py``), so ``pytest --model mnist.onnx`` works in any
+repository. The work is done by :mod:`harness.accuracy` (checks) and :mod:`harness.session` (the report); the
+hooks only wire them in:
 
 * ``pytest_configure``: config + :class:`AccuracySession` + :class:`ReportSession` into ``config.stash``;
 * ``pytest_generate_tests``: ``castguard_model`` x models, ``castguard_case`` x (models x sweep cases);
@@ -41,6 +42,7 @@ FINISHED_KEY: pytest.StashKey[FinishedReport] = pytest.StashKey()
 RECORD_KEY: pytest.StashKey[CaseRecord] = pytest.StashKey()
 NIGHTLY_KEY: pytest.StashKey[NightlyRun] = pytest.StashKey()
 SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
+ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")   # opt-in: -m adversarial (minutes per model)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -62,6 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness.nightly import NightlyRun, options_from
     from harness.session import ReportSession, worker_name
 
+    config.addinivalue_line("markers", "adversarial: castguard's Hypothesis search for low-precision failures")
     apply_pin(worker_name(getattr(config, "workerinput", None)), os.environ)
     try:
         harness_config = HarnessConfig.from_sources(cli=given_options(config.option), table=load_table(config.rootpath),
@@ -82,7 +85,8 @@ def pytest_configure(config: pytest.Config) -> None:
             report.start()
         config.stash[REPORT_KEY] = report
         if config.args_source != pytest.Config.ArgsSource.ARGS:
-            config.args = [str(SUITE_FILE)]
+            adversarial = "adversarial" in (config.option.markexpr or "")
+            config.args = [str(SUITE_FILE), *([str(ADVERSARIAL_FILE)] if adversarial else [])]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

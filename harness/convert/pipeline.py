@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,10 +16,11 @@ from harness.convert.casts import Rewriter
 from harness.convert.classify import Classifier, Decision
 from harness.convert.flops import flop_share
 from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
+from harness.convert.initializers import LOW_MAX
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.opset import prepare
 from harness.convert.options import ConvertOptions
-from harness.convert.validate import io_types, validate
+from harness.convert.validate import expected_io_type, io_types, validate
 from harness.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
@@ -60,12 +62,33 @@ def check_known_ops(model: onnx.ModelProto, options: ConvertOptions) -> None:
                 "or fix the model's opset_import")
 
 
+def check_io_range(model: onnx.ModelProto, options: ConvertOptions, magnitudes: Magnitudes | None) -> None:
+    """A graph input/output that becomes fp16/bf16 (keep_io_types=False) must hold its reference values: one
+    whose finite FP32 magnitude exceeds the low type's largest value would be inf (AutoCast converts it anyway;
+    found by the converter fuzzing in tests/property)."""
+    if magnitudes is None:
+        return
+    limit = LOW_MAX[options.low_elem]
+    for role, types in zip(("input", "output"), io_types(model)):
+        for name, elem in types.items():
+            value = magnitudes.absmax.get(name, 0.0)
+            low = expected_io_type(elem, keep_io_types=options.keeps_io_types, low=options.low_elem) != elem
+            if low and math.isfinite(value) and value > limit:
+                raise ConversionError(
+                    where="model", step="graph I/O types", node=name,
+                    problem=f"graph {role} {name!r} reaches {value:.6g} on the reference data "
+                            f"({magnitudes.data_source}), beyond {options.low_precision_type}'s largest value "
+                            f"{limit:g}: stored as {options.low_precision_type} it would be inf",
+                    fix="keep the graph inputs/outputs in fp32 (keep_io_types=True, CLI --keep_io_types)")
+
+
 def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magnitudes | None) -> ConversionResult:
     """Classify every node from `magnitudes` (None = no data rule) and build the mixed-precision model."""
     original_inputs, original_outputs = io_types(model)
     work = onnx.ModelProto()
     work.CopyFrom(model)
     check_known_ops(work, options)
+    check_io_range(work, options, magnitudes)
     work = prepare(work, target=options.target_opset, low_precision_type=options.low_precision_type,
                    custom_ops=set(options.custom_op_precisions()))
     info = build_info(work, observed_types=magnitudes.dtypes if magnitudes is not None else None)
