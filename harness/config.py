@@ -179,16 +179,18 @@ def check_rootdir(rootdir: Path, *, ini_found: bool, invocation_dir: Path,
     """Refuse a rootdir that pytest took from one of castguard's path options (``{"--report-dir": [value]}``).
 
     pytest picks its rootdir before plugins load, reading every separate command-line argument that names an
-    existing path, option values included: with ``--report-dir out`` (``out`` existing) and no ini file there,
-    ``out`` becomes the rootdir, and castguard would look for pyproject.toml and ``goldens/`` inside it.
+    existing path, option values included: with ``--report-dir /elsewhere/out`` (existing) and no ini file
+    there, ``/elsewhere/out`` (or the common ancestor of it and the current folder) becomes the rootdir, and
+    castguard would look for pyproject.toml and ``goldens/`` there. Without an ini file, a rootdir other than the
+    current folder that holds one of these paths can only have come from them.
     """
     root = rootdir.resolve()
-    if ini_found or invocation_dir.resolve().is_relative_to(root):
+    if ini_found or invocation_dir.resolve() == root:
         return
     for flag, values in option_paths.items():
         for value in values:
             path = (invocation_dir / value).resolve()
-            if path.exists() and path.is_relative_to(root):
+            if path.exists() and path.is_relative_to(root) and not path.is_relative_to(invocation_dir.resolve()):
                 raise UserError(where=f"rootdir {rootdir}",
                                 problem=f"pytest took this folder as its rootdir because {flag} {value} names it, "
                                         "so castguard would not find your pyproject.toml and goldens",

@@ -127,6 +127,22 @@ def add_nightly_options(addoption: Callable[..., Any]) -> None:
               help="a golden made with another onnx/onnxruntime version than this run is an error, not a note")
 
 
+PATH_FLAGS: Mapping[str, str] = {   # dest -> flag, for the options whose values are paths
+    "castguard_models": "--model", "castguard_goldens_dir": "--goldens-dir", "castguard_inputs": "--inputs",
+    "castguard_report_dir": "--report-dir", "castguard_cache_dir": "--cache-dir", SWEEP_FILE_DEST: "--sweep",
+}
+
+
+def path_options(given: Mapping[str, Any]) -> dict[str, list[str]]:
+    """``{"--report-dir": ["out"], ...}``: the path-valued options given (see :func:`given_options`)."""
+    found: dict[str, list[str]] = {}
+    for dest, flag in PATH_FLAGS.items():
+        value = given.get(dest)
+        if value is not None:
+            found[flag] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    return found
+
+
 def given_options(namespace: Any) -> dict[str, Any]:
     """The castguard options present on a parsed namespace (pytest ``config.option`` or argparse), by dest."""
     return {dest: getattr(namespace, dest, None) for dest in (*DESTS, *SWEEP_DESTS, SWEEP_FILE_DEST)}

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from harness.options import add_nightly_options, add_options, given_options
+from harness.options import add_nightly_options, add_options, given_options, path_options
 
 if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin import
     from harness.accuracy import AccuracySession
@@ -57,7 +57,7 @@ def _is_worker(config: pytest.Config) -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     from harness.accuracy import AccuracySession
-    from harness.config import HarnessConfig, load_table
+    from harness.config import HarnessConfig, check_rootdir, load_table
     from harness.errors import UserError
     from harness.gpu_pinning import apply_pin
     from harness.models import bundled_models_dir
@@ -66,8 +66,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
     config.addinivalue_line("markers", "adversarial: castguard's Hypothesis search for low-precision failures")
     apply_pin(worker_name(getattr(config, "workerinput", None)), os.environ)
+    given = given_options(config.option)
     try:
-        harness_config = HarnessConfig.from_sources(cli=given_options(config.option), table=load_table(config.rootpath),
+        if given["castguard_models"]:
+            check_rootdir(config.rootpath, ini_found=config.inipath is not None,
+                          invocation_dir=config.invocation_params.dir, option_paths=path_options(given))
+        harness_config = HarnessConfig.from_sources(cli=given, table=load_table(config.rootpath),
                                                     rootdir=config.rootpath, invocation_dir=config.invocation_params.dir)
         nightly = options_from(config.option, invocation_dir=config.invocation_params.dir)
         session = AccuracySession(harness_config, bundled_dir=bundled_models_dir(),

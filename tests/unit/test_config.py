@@ -85,5 +85,7 @@ def test_a_rootdir_taken_from_a_path_option_is_refused(tmp_path: Path) -> None:
     assert f"--report-dir={out}" in err.value.fix
     check_rootdir(out, ini_found=True, invocation_dir=project, option_paths=options)          # an ini chose it
     check_rootdir(project, ini_found=False, invocation_dir=project, option_paths=options)     # the usual case
+    with pytest.raises(UserError, match="--model"):                                      # a common ancestor
+        check_rootdir(tmp_path, ini_found=False, invocation_dir=project, option_paths={"--model": [str(out)]})
     check_rootdir(tmp_path / "elsewhere", ini_found=False, invocation_dir=project,
                   option_paths={"--report-dir": [str(project / "r")]})                          # not from our path
