@@ -6,6 +6,8 @@
   conversion and a real emulate run) is caught as a regression, and only that case.
 * A perturbed model (a new sha256) gives a stale-golden error on every case, listed as "model changed",
   never as a regression.
+* A golden made with another onnxruntime is noted on every case; ``--strict-provenance`` makes it an error.
+* Bad rules and baselines are usage errors naming them.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime
 from onnx import numpy_helper
 
 from harness.accuracy import AccuracySession, SweepCase
@@ -136,3 +139,28 @@ def test_bad_rules_and_baselines_are_usage_errors_naming_them(tmp_path: Path) ->
         done = subprocess.run([*base, *args], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
         assert done.returncode == 4, done.stdout[-2000:] + done.stderr[-2000:]      # pytest's usage error
         assert message in done.stderr
+
+
+def test_golden_version_drift_is_noted_on_every_case_and_strict_makes_it_an_error(tmp_path: Path) -> None:
+    goldens = tmp_path / "goldens"
+    shutil.copytree(REPO / "goldens" / "needs_constraints", goldens / "needs_constraints")
+    sidecar = next((goldens / "needs_constraints").glob("*.json"))
+    meta = json.loads(sidecar.read_text())
+    meta["versions"]["onnxruntime"] = "1.17.0"                 # made by an older runtime (the npz is untouched)
+    sidecar.write_text(json.dumps(meta))
+    note = f"golden made with onnxruntime 1.17.0, this run uses {onnxruntime.__version__}"
+    base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "not adversarial", "--model",
+            "needs_constraints", *PASSING, f"--goldens-dir={goldens}", f"--cache-dir={tmp_path / 'cache'}"]
+    done = subprocess.run([*base, f"--report-dir={tmp_path / 'noted'}"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stdout[-2000:]
+    report = json.loads((tmp_path / "noted" / "report.json").read_text())
+    assert len(report["cases"]) == 8 and all(note in c["notes"] for c in report["cases"])
+    assert f"- {note} (every case)" in (tmp_path / "noted" / "report.md").read_text()
+    strict = subprocess.run([*base, f"--report-dir={tmp_path / 'strict'}", "--strict-provenance"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert strict.returncode == 1
+    report = json.loads((tmp_path / "strict" / "report.json").read_text())
+    assert {c["status"] for c in report["cases"]} == {"error"}
+    assert all(c["message"].startswith(f"{goldens / 'needs_constraints' / sidecar.stem}.npz: {note}")
+               for c in report["cases"])
