@@ -143,8 +143,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     from harness.report import collect_provenance
 
     harness_config = session.config.stash[CONFIG_KEY]
-    provenance = collect_provenance(hypothesis_profile=settings.get_current_profile_name(),
-                                    runners=harness_config.runners, project_dir=session.config.rootpath)
+    seed = session.config.getoption("hypothesis_seed", None)   # a nightly run's seed, recorded to replay it
+    profile = settings.get_current_profile_name() + (f" (seed {seed})" if seed is not None else "")
+    provenance = collect_provenance(hypothesis_profile=profile, runners=harness_config.runners,
+                                    project_dir=session.config.rootpath)
     nightly = session.config.stash.get(NIGHTLY_KEY, None)
     finished = reporter.finish(provenance=provenance, extra=nightly.conclude if nightly is not None else None)
     if finished is not None:

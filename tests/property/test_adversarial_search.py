@@ -147,3 +147,12 @@ def test_the_suite_selects_the_search_with_the_marker(pytester: pytest.Pytester)
                                  "*replay: python -m harness.adversarial replay *.npz"])
     default = pytester.runpytest("-p", "no:cacheprovider", "--model", MODEL, "-m", "adversarial", *narrow)
     default.assert_outcomes(passed=1, deselected=2)
+
+
+def test_the_hypothesis_seed_is_recorded_in_the_report(pytester: pytest.Pytester) -> None:
+    narrow = ("--precision", "fp16", "--data-max", "512", "--exclude-ops", "none", "--keep-io-types", "false")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--model", MODEL, *narrow,
+                                           "--hypothesis-seed", "4242")
+    result.assert_outcomes(passed=1, failed=1)                 # the golden is written once
+    report = json.loads((pytester.path / "castguard-report" / "report.json").read_text())
+    assert report["provenance"]["hypothesis_profile"].endswith("(seed 4242)")
