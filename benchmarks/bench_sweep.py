@@ -111,7 +111,7 @@ def test_readme_main_command(benchmark: Any, tmp_path: Path, state: str) -> None
         return (), {}
 
     done = benchmark.pedantic(run, setup=setup, rounds=3, iterations=1)
-    assert done.returncode == 0 and "24 passed" in done.stdout, done.stdout[-2000:]
+    assert done.returncode == 0 and "castguard: 24 cases: 24 pass" in done.stdout, done.stdout[-2000:]
     assert (tmp_path / "report" / "report.html").is_file()
     if benchmark.stats is not None:
         target = 60 if state == "cold" else 10
