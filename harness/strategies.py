@@ -34,13 +34,14 @@ from harness.input_files import Feed
 __all__ = ["HAZARDS", "arrays", "convert_options", "feeds", "onnx_models", "representable_range"]
 
 FP16_MAX = 65504.0
-HAZARDS = (65504.0, 65488.0, 65472.0, 65519.0, 32768.0, 2048.0, 256.0, 255.9, 6.103515625e-05,
+HAZARDS = (65504.0, 65488.0, 65472.0, 65519.0, 65520.0, 32768.0, 2048.0, 256.0, 255.9, 6.103515625e-05,
            6.097555160522461e-05, 6.2e-05, 5.960464477539063e-08, 2.9802322387695312e-08, 8.9e-08, 1e-08,
            1.0009765625, 1.00048828125, 1.00390625, 0.1, 3.0e4, 1.0e4)
 """Magnitudes that break fp16/bf16 (each is also drawn negated): fp16's max and its neighbours, the value
 that rounds to inf (65520 and up), sqrt(65504), the smallest normal (2^-14) and subnormal (2^-24) and
 the halfway points below them, 1 + one fp16/bf16 ulp, and large values whose squares or sums overflow."""
-_WIDTHS: dict[np.dtype, Literal[16, 32, 64]] = {np.dtype(np.float16): 16, np.dtype(np.float32): 32, np.dtype(np.float64): 64, BFLOAT16: 32}
+_WIDTHS: dict[np.dtype, Literal[16, 32, 64]] = {np.dtype(np.float16): 16, np.dtype(np.float32): 32,
+                                                np.dtype(np.float64): 64, BFLOAT16: 32}
 
 
 def _fail(option: str, problem: str, fix: str) -> UserError:
@@ -181,7 +182,7 @@ def _feeds(draw: DrawFn, specs: tuple[tuple[str, np.dtype, list[int | str], tupl
     return feed
 
 
-def onnx_models(*, ops: Sequence[str] = graphgen.OPS, max_nodes: int = 6, max_inputs: int = 2,
+def onnx_models(*, ops: Sequence[str] = graphgen.OPS, max_nodes: int = 8, max_inputs: int = 2,
                 max_rank: int = 4, max_dim: int = 4, max_elements: int = 256,
                 opsets: Sequence[int] = (13, 17, 18)) -> SearchStrategy[onnx.ModelProto]:
     """Random valid float32 models (``onnx.checker`` full check) of 1..``max_nodes`` ops from ``ops``."""
@@ -210,7 +211,8 @@ def _models(draw: DrawFn, ops: tuple[str, ...], max_nodes: int, max_inputs: int,
     inputs = [graphgen.Tensor(f"x{i}", draw(shapes, label=f"x{i} shape"))
               for i in range(draw(st.integers(1, max_inputs)))]
     build.pool.extend(inputs)
-    made = [graphgen.grow(build, ops) for _ in range(draw(st.integers(1, max_nodes), label="nodes"))]
+    count = draw(st.sampled_from(range(1, max_nodes + 1)), label="nodes")   # uniform, not biased to small
+    made = [graphgen.grow(build, ops) for _ in range(count)]
     extra = draw(st.lists(st.sampled_from(made), max_size=2, unique_by=lambda t: t.name), label="extra outputs")
     outputs = [made[-1], *(t for t in extra if t is not made[-1])]
     naming = draw(st.sampled_from(graphgen.NAMINGS), label="node names")
