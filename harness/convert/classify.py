@@ -14,13 +14,18 @@ Order (first match wins):
    inf), max_depth_of_reduction, and consumers of the user's explicit upcast (Cast to FLOAT/DOUBLE from
    an equal or narrower float type).
 6. Everything else -> the low precision type.
+7. Afterwards, denominators (with magnitudes): a Div whose FP32 magnitudes prove a denominator below the low
+   type's smallest normal stays FP32, and so does the node producing that denominator (see
+   :meth:`Classifier.guard_denominators`); explicit node_precisions and include lists win.
 """
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
@@ -29,6 +34,7 @@ from harness.convert.depth import reduction_depth
 from harness.convert.graphinfo import FLOATS, GraphInfo, SigCache, Signature, domain_of, signature
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.options import NODE_PRECISIONS, ConvertOptions
+from harness.dtypes import np_dtype
 from harness.errors import ConversionError
 
 LOW_ELEMS = frozenset({TensorProto.FLOAT16, TensorProto.BFLOAT16})
@@ -125,7 +131,36 @@ class Classifier:
                                   problem=f"keys {unused} match no node name or op type in the model",
                                   fix="use names or op types that exist, e.g. "
                                       + ", ".join(sorted({n.op_type for n in nodes})[:8]))
-        return {node.name: self.decide(node) for node in nodes}
+        decisions = {node.name: self.decide(node) for node in nodes}
+        self.guard_denominators(decisions)
+        return decisions
+
+    def guard_denominators(self, decisions: dict[str, Decision]) -> None:
+        """Rule 7. Some |b| of ``Div(a, b)`` is at most max|a| / max|a/b| (at the element of the largest
+        quotient); when that bound is below the low type's smallest normal, fp16 would flush or blur the
+        denominator (x/0 = inf, 0/0 = NaN), so the Div and the node producing ``b`` stay FP32 (only the direct
+        producer: a low tensor reshaped on its way is not traced). Regression: tests/property/test_fuzz_convert.py
+        DIV_UNDERFLOW, Mul(x, 5e-8) in fp16 fed an FP32 Div zeros."""
+        if self.magnitudes is None:
+            return
+        tiny = float(ml_dtypes.finfo(np_dtype(self.options.low_elem)).tiny)  # type: ignore[no-untyped-call]
+        nodes = self.model.graph.node
+        for node in nodes:
+            if node.op_type != "Div" or domain_of(node) or len(node.input) < 2:
+                continue
+            quotient = self.magnitudes.absmax.get(node.output[0], 0.0)
+            numerator = self._constant_absmax(node.input[0])
+            numerator = self.magnitudes.absmax.get(node.input[0]) if numerator is None else numerator
+            if numerator is None or not 0 < quotient < math.inf or numerator / quotient >= tiny:
+                continue
+            reason = (f"denominator: {node.input[1]!r} of Div {node.name!r} reaches {numerator / quotient:.3g}, "
+                      f"below {self.options.low_precision_type}'s smallest normal {tiny:.3g}")
+            producer = self.info.producers.get(node.input[1])
+            for target in [node, *([nodes[producer]] if producer is not None else [])]:
+                decision = decisions[target.name]
+                if decision.is_low and not decision.reason.startswith(("node_precisions", "included")):
+                    high = existing_elem(target, self.info)
+                    decisions[target.name] = Decision(high if high not in LOW_ELEMS else TensorProto.FLOAT, reason)
 
     def decide(self, node: onnx.NodeProto) -> Decision:
         sig = signature(node, self.info.opsets, self.sig_cache)

@@ -48,9 +48,20 @@ POW_EXPONENT = Case(
     options=ConvertOptions(low_precision_type="bf16", keep_io_types=True),
     feed={"x1": np.array([-0.9995, -0.5705, -9.5e-07, 1.0], np.float32)})
 
+# Found by reasoning about the inf/NaN property (2,800 random models had not hit it), confirmed by this hand-built
+# case: Mul(x, 5e-8) ran in fp16 (all its values are tiny) and flushed most of its output to zero; the FP32 Div reading it as a denominator made inf. The converter
+# now keeps a Div whose magnitudes prove a denominator below fp16's smallest normal, and that denominator's
+# producer, in FP32 (harness.convert.classify, rule 7).
+DIV_UNDERFLOW = Case(
+    model=_model([helper.make_node("Mul", ["x", "c"], ["m"], name="mul"),
+                  helper.make_node("Div", ["x", "m"], ["y"], name="div")],
+                 [("x", [4])], [("y", [4])], {"c": 5e-8}, opset=17),
+    options=ConvertOptions(keep_io_types=True), feed={"x": np.array([0.5, -0.25, 1.0, 0.125], np.float32)})
+
 
 @given(case=cases(precision="fp16"))
 @example(case=OUTPUT_OVERFLOW)
+@example(case=DIV_UNDERFLOW)
 def test_converter_contract_fp16(case: Case) -> None:
     check_contract(case)
 
@@ -59,6 +70,14 @@ def test_converter_contract_fp16(case: Case) -> None:
 @example(case=POW_EXPONENT)
 def test_converter_contract_bf16(case: Case) -> None:
     check_contract(case)
+
+
+def test_a_tiny_denominator_keeps_the_div_and_its_producer_fp32() -> None:
+    magnitudes = collect_magnitudes(DIV_UNDERFLOW.model, feeds=[DIV_UNDERFLOW.feed])
+    result = convert(DIV_UNDERFLOW.model, options=DIV_UNDERFLOW.options, magnitudes=magnitudes)
+    reasons = dict(result.high_nodes)
+    assert reasons["mul"].startswith("denominator: 'm' of Div 'div' reaches 5e-08") and "div" in reasons
+    assert check_contract(DIV_UNDERFLOW) is not None
 
 
 def test_output_overflow_is_refused_with_the_output_named() -> None:
