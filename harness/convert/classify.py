@@ -136,11 +136,12 @@ class Classifier:
         return decisions
 
     def guard_denominators(self, decisions: dict[str, Decision]) -> None:
-        """Rule 7. Some |b| of ``Div(a, b)`` is at most max|a| / max|a/b| (at the element of the largest
-        quotient); when that bound is below the low type's smallest normal, fp16 would flush or blur the
-        denominator (x/0 = inf, 0/0 = NaN), so the Div and the node producing ``b`` stay FP32 (only the direct
-        producer: a low tensor reshaped on its way is not traced). Regression: tests/property/test_fuzz_convert.py
-        DIV_UNDERFLOW, Mul(x, 5e-8) in fp16 fed an FP32 Div zeros."""
+        """Rule 7. ``Div(a, b)`` has a denominator below the low type's smallest normal when max|b| is (every
+        value tiny), or when max|a| / max|a/b| is (a bound on |b| at the largest quotient). fp16 would flush or
+        blur it (x/0 = inf, 0/0 = NaN), so the Div and the node producing ``b`` stay FP32 (only the direct
+        producer: a low tensor reshaped on its way is not traced). Regressions in
+        tests/property/test_fuzz_convert.py: DIV_UNDERFLOW (Mul(x, 5e-8) in fp16 fed an FP32 Div zeros) and
+        ZERO_OVER_TINY (x + 1.4e-8 flushed to 0 in fp16, then 0/0)."""
         if self.magnitudes is None:
             return
         tiny = float(ml_dtypes.finfo(np_dtype(self.options.low_elem)).tiny)  # type: ignore[no-untyped-call]
@@ -149,11 +150,13 @@ class Classifier:
             if node.op_type != "Div" or domain_of(node) or len(node.input) < 2:
                 continue
             quotient = self.magnitudes.absmax.get(node.output[0], 0.0)
-            numerator = self._constant_absmax(node.input[0])
-            numerator = self.magnitudes.absmax.get(node.input[0]) if numerator is None else numerator
-            if numerator is None or not 0 < quotient < math.inf or numerator / quotient >= tiny:
+            numerator, denominator = self._magnitude(node.input[0]), self._magnitude(node.input[1])
+            bound = numerator / quotient if numerator is not None and 0 < quotient < math.inf else math.inf
+            if denominator is not None and 0 < denominator < math.inf:
+                bound = min(bound, denominator)
+            if bound >= tiny:
                 continue
-            reason = (f"denominator: {node.input[1]!r} of Div {node.name!r} reaches {numerator / quotient:.3g}, "
+            reason = (f"denominator: {node.input[1]!r} of Div {node.name!r} reaches {bound:.3g}, "
                       f"below {self.options.low_precision_type}'s smallest normal {tiny:.3g}")
             producer = self.info.producers.get(node.input[1])
             for target in [node, *([nodes[producer]] if producer is not None else [])]:
@@ -161,6 +164,11 @@ class Classifier:
                 if decision.is_low and not decision.reason.startswith(("node_precisions", "included")):
                     high = existing_elem(target, self.info)
                     decisions[target.name] = Decision(high if high not in LOW_ELEMS else TensorProto.FLOAT, reason)
+
+    def _magnitude(self, name: str) -> float | None:
+        """FP32 abs-max of a tensor: a constant's own values, else the reference run's."""
+        value = self._constant_absmax(name)
+        return value if value is not None or self.magnitudes is None else self.magnitudes.absmax.get(name)
 
     def decide(self, node: onnx.NodeProto) -> Decision:
         sig = signature(node, self.info.opsets, self.sig_cache)

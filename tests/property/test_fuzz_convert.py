@@ -58,10 +58,22 @@ DIV_UNDERFLOW = Case(
                  [("x", [4])], [("y", [4])], {"c": 5e-8}, opset=17),
     options=ConvertOptions(keep_io_types=True), feed={"x": np.array([0.5, -0.25, 1.0, 0.125], np.float32)})
 
+# Found by the nightly profile (seed 20261121, after 725 models): Add(x, 1.37e-8) ran in fp16, where 1.37e-8
+# rounds to 0, so x = 0 gave 0/0 = NaN in the Div that FP32 computes as 0/1.37e-8 = 0. Rule 7 now also keeps a
+# Div whose denominator is tiny everywhere (max |b| below fp16's smallest normal) in FP32, with its producer.
+ZERO_OVER_TINY = Case(
+    model=_model([helper.make_node("Add", ["x0", "x0"], ["t1"], name="Add_1"),
+                  helper.make_node("Relu", ["x0"], ["t2"], name="Relu_2"),
+                  helper.make_node("Add", ["x0", "c3"], ["t4"], name="Add_4"),
+                  helper.make_node("Div", ["x0", "t4"], ["t5"], name="Div_5")],
+                 [("x0", [1]), ("x1", [1])], [("t5", [1])], {"c3": 1.3696169e-08}),
+    options=ConvertOptions(), feed={"x0": np.zeros(1, np.float32), "x1": np.zeros(1, np.float32)})
+
 
 @given(case=cases(precision="fp16"))
 @example(case=OUTPUT_OVERFLOW)
 @example(case=DIV_UNDERFLOW)
+@example(case=ZERO_OVER_TINY)
 def test_converter_contract_fp16(case: Case) -> None:
     check_contract(case)
 
@@ -78,6 +90,10 @@ def test_a_tiny_denominator_keeps_the_div_and_its_producer_fp32() -> None:
     reasons = dict(result.high_nodes)
     assert reasons["mul"].startswith("denominator: 'm' of Div 'div' reaches 5e-08") and "div" in reasons
     assert check_contract(DIV_UNDERFLOW) is not None
+    zero = convert(ZERO_OVER_TINY.model, options=ZERO_OVER_TINY.options,
+                   magnitudes=collect_magnitudes(ZERO_OVER_TINY.model, feeds=[ZERO_OVER_TINY.feed]))
+    assert dict(zero.high_nodes)["Add_4"].startswith("denominator: 't4' of Div 'Div_5' reaches 1.37e-08")
+    assert check_contract(ZERO_OVER_TINY) is not None
 
 
 def test_output_overflow_is_refused_with_the_output_named() -> None:
