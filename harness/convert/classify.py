@@ -136,12 +136,12 @@ class Classifier:
         return decisions
 
     def guard_denominators(self, decisions: dict[str, Decision]) -> None:
-        """Rule 7. ``Div(a, b)`` has a denominator below the low type's smallest normal when max|b| is (every
-        value tiny), or when max|a| / max|a/b| is (a bound on |b| at the largest quotient). fp16 would flush or
-        blur it (x/0 = inf, 0/0 = NaN), so the Div and the node producing ``b`` stay FP32 (only the direct
-        producer: a low tensor reshaped on its way is not traced). Regressions in
-        tests/property/test_fuzz_convert.py: DIV_UNDERFLOW (Mul(x, 5e-8) in fp16 fed an FP32 Div zeros) and
-        ZERO_OVER_TINY (x + 1.4e-8 flushed to 0 in fp16, then 0/0)."""
+        """Rule 7. ``Div(a, b)`` has a denominator below the low type's smallest normal when the reference run
+        saw a non-zero |b| that small (``Magnitudes.absmin``; for magnitudes without it: max|b|, or the bound
+        max|a| / max|a/b| on |b| at the largest quotient). fp16 would flush or blur it (x/0 = inf, 0/0 = NaN),
+        so the Div and the node producing ``b`` stay FP32 (only the direct producer: a low tensor reshaped on
+        its way is not traced). Regressions in tests/property/test_fuzz_convert.py: DIV_UNDERFLOW, ZERO_OVER_TINY
+        and PARTLY_TINY, all found by fuzzing the converter."""
         if self.magnitudes is None:
             return
         tiny = float(ml_dtypes.finfo(np_dtype(self.options.low_elem)).tiny)  # type: ignore[no-untyped-call]
@@ -149,11 +149,7 @@ class Classifier:
         for node in nodes:
             if node.op_type != "Div" or domain_of(node) or len(node.input) < 2:
                 continue
-            quotient = self.magnitudes.absmax.get(node.output[0], 0.0)
-            numerator, denominator = self._magnitude(node.input[0]), self._magnitude(node.input[1])
-            bound = numerator / quotient if numerator is not None and 0 < quotient < math.inf else math.inf
-            if denominator is not None and 0 < denominator < math.inf:
-                bound = min(bound, denominator)
+            bound = self._smallest_denominator(node)
             if bound >= tiny:
                 continue
             reason = (f"denominator: {node.input[1]!r} of Div {node.name!r} reaches {bound:.3g}, "
@@ -165,10 +161,22 @@ class Classifier:
                     high = existing_elem(target, self.info)
                     decisions[target.name] = Decision(high if high not in LOW_ELEMS else TensorProto.FLOAT, reason)
 
-    def _magnitude(self, name: str) -> float | None:
-        """FP32 abs-max of a tensor: a constant's own values, else the reference run's."""
-        value = self._constant_absmax(name)
-        return value if value is not None or self.magnitudes is None else self.magnitudes.absmax.get(name)
+    def _smallest_denominator(self, node: onnx.NodeProto) -> float:
+        """The smallest non-zero |denominator| the FP32 data shows or implies (inf: nothing known)."""
+        assert self.magnitudes is not None
+        a, b = node.input[0], node.input[1]
+        tensor = self.info.initializers.get(b) or self.info.constants.get(b)
+        if tensor is not None and tensor.data_type in FLOATS:
+            values = np.abs(numpy_helper.to_array(tensor).astype(np.float64))
+            values = values[np.isfinite(values) & (values > 0)]
+            return float(values.min()) if values.size else math.inf
+        candidates = [self.magnitudes.absmin.get(b, 0.0), self.magnitudes.absmax.get(b, 0.0)]
+        quotient = self.magnitudes.absmax.get(node.output[0], 0.0)
+        numerator = self._constant_absmax(a)
+        numerator = self.magnitudes.absmax.get(a) if numerator is None else numerator
+        if numerator is not None and 0 < quotient < math.inf:
+            candidates.append(numerator / quotient)
+        return min((c for c in candidates if 0 < c < math.inf), default=math.inf)
 
     def decide(self, node: onnx.NodeProto) -> Decision:
         sig = signature(node, self.info.opsets, self.sig_cache)

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +35,15 @@ _PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "t
 
 @dataclass(frozen=True)
 class Magnitudes:
-    """Per-tensor reference statistics of one model on one data set (inf = non-finite seen)."""
+    """Per-tensor reference statistics of one model on one data set (inf = non-finite seen). ``absmin``: the
+    smallest non-zero finite magnitude of float tensors that have one (optional in the JSON)."""
 
     absmax: Mapping[str, float]
     shapes: Mapping[str, tuple[int, ...]]
     dtypes: Mapping[str, int]
     data_source: str
     batches: int = 1
+    absmin: Mapping[str, float] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps({
@@ -51,6 +53,7 @@ class Magnitudes:
             "dtypes": dict(sorted(self.dtypes.items())),
             "data_source": self.data_source,
             "batches": self.batches,
+            "absmin": dict(sorted(self.absmin.items())),
         }, sort_keys=True)
 
     @classmethod
@@ -62,7 +65,8 @@ class Magnitudes:
             return cls(absmax={k: float(v) for k, v in doc["absmax"].items()},
                        shapes={k: tuple(int(d) for d in v) for k, v in doc["shapes"].items()},
                        dtypes={k: int(v) for k, v in doc["dtypes"].items()},
-                       data_source=str(doc["data_source"]), batches=int(doc["batches"]))
+                       data_source=str(doc["data_source"]), batches=int(doc["batches"]),
+                       absmin={k: float(v) for k, v in doc.get("absmin", {}).items()})
         except (ValueError, KeyError, TypeError, AttributeError) as err:
             raise InputDataError(where="magnitudes JSON", problem=f"cannot read cached magnitudes ({err})",
                                  fix="delete the cache file; it is rebuilt by collect_magnitudes") from None
@@ -89,7 +93,7 @@ def collect_magnitudes(model: onnx.ModelProto | str | Path, *,
     return Magnitudes(absmax={k: float(v) for k, v in result["absmax"].items()},
                       shapes={k: tuple(v) for k, v in result["shapes"].items()},
                       dtypes={k: v for k, v in result["dtypes"].items() if v}, data_source=source,
-                      batches=len(batches))
+                      batches=len(batches), absmin={k: float(v) for k, v in result["absmin"].items()})
 
 
 def _provider_list(providers: Sequence[str], trt_plugins: Sequence[str]) -> list[Provider]:

@@ -26,6 +26,14 @@ def _absmax(array: np.ndarray) -> float:
     return float(np.abs(array.astype(np.float64) if array.dtype.kind != "f" else array).max())
 
 
+def _absmin(array: np.ndarray) -> float:
+    """Smallest non-zero finite magnitude of a float array (0.0: none), to spot values that flush in fp16."""
+    if array.size == 0 or array.dtype.kind != "f":
+        return 0.0
+    magnitudes = np.abs(array[np.isfinite(array) & (array != 0)])
+    return float(magnitudes.min()) if magnitudes.size else 0.0
+
+
 _ELEM = {"float": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7, "bool": 9,
          "float16": 10, "double": 11, "bfloat16": 16}
 """onnx.TensorProto element types by onnxruntime type name (onnx is not imported here: startup time)."""
@@ -53,6 +61,7 @@ def run(workdir: Path) -> dict[str, object]:
     outputs = session.get_outputs()
     names = [o.name for o in outputs]
     absmax: dict[str, float] = {}
+    absmin: dict[str, float] = {}
     shapes: dict[str, list[int]] = {}
     for batch_file in request["batches"]:
         with np.load(batch_file, allow_pickle=False) as npz:
@@ -66,11 +75,14 @@ def run(workdir: Path) -> dict[str, object]:
                 continue
             array = np.asarray(value)
             absmax[name] = max(absmax.get(name, 0.0), _absmax(array))
+            smallest = _absmin(array)
+            if smallest > 0:
+                absmin[name] = min(absmin.get(name, smallest), smallest)
             shapes.setdefault(name, list(array.shape))
         del values
     dtypes = {o.name: _ort_type_to_elem(o.type) for o in [*session.get_inputs(), *outputs]}
-    return {"absmax": {k: ("inf" if math.isinf(v) else v) for k, v in absmax.items()}, "shapes": shapes,
-            "dtypes": dtypes}
+    return {"absmax": {k: ("inf" if math.isinf(v) else v) for k, v in absmax.items()}, "absmin": absmin,
+            "shapes": shapes, "dtypes": dtypes}
 
 
 def main(argv: list[str]) -> int:
