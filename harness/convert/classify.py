@@ -14,9 +14,9 @@ Order (first match wins):
    inf), max_depth_of_reduction, and consumers of the user's explicit upcast (Cast to FLOAT/DOUBLE from
    an equal or narrower float type).
 6. Everything else -> the low precision type.
-7. Afterwards, denominators (with magnitudes): a Div whose FP32 magnitudes prove a denominator below the low
-   type's smallest normal stays FP32, and so does the node producing that denominator (see
-   :meth:`Classifier.guard_denominators`); explicit node_precisions and include lists win.
+7. Afterwards, denominators (with magnitudes): a Div (or a Pow with a possibly negative exponent) whose
+   denominator went below the low type's smallest normal in FP32 stays FP32, and so does the node producing
+   that denominator (see :meth:`Classifier.guard_denominators`); explicit node_precisions and include lists win.
 """
 from __future__ import annotations
 
@@ -136,45 +136,56 @@ class Classifier:
         return decisions
 
     def guard_denominators(self, decisions: dict[str, Decision]) -> None:
-        """Rule 7. ``Div(a, b)`` has a denominator below the low type's smallest normal when the reference run
-        saw a non-zero |b| that small (``Magnitudes.absmin``; for magnitudes without it: max|b|, or the bound
-        max|a| / max|a/b| on |b| at the largest quotient). fp16 would flush or blur it (x/0 = inf, 0/0 = NaN),
-        so the Div and the node producing ``b`` stay FP32 (only the direct producer: a low tensor reshaped on
-        its way is not traced). Regressions in tests/property/test_fuzz_convert.py: DIV_UNDERFLOW, ZERO_OVER_TINY
-        and PARTLY_TINY, all found by fuzzing the converter."""
+        """Rule 7. A denominator (``b`` of ``Div(a, b)``; the base of a ``Pow`` whose exponent may be
+        negative) is below the low type's smallest normal when the reference run saw a non-zero value that
+        small (``Magnitudes.absmin``; for magnitudes without it: its max, or for Div the bound
+        max|a| / max|a/b| at the largest quotient). fp16 would flush or blur it (x/0 = inf, 0/0 = NaN), so the
+        node and the one producing the denominator stay FP32 (only the direct producer: a low tensor reshaped
+        on its way is not traced). Regressions in tests/property/test_fuzz_convert.py: DIV_UNDERFLOW,
+        ZERO_OVER_TINY, PARTLY_TINY and POW_NEGATIVE."""
         if self.magnitudes is None:
             return
         tiny = float(ml_dtypes.finfo(np_dtype(self.options.low_elem)).tiny)  # type: ignore[no-untyped-call]
         nodes = self.model.graph.node
         for node in nodes:
-            if node.op_type != "Div" or domain_of(node) or len(node.input) < 2:
+            index = self._denominator_index(node)
+            bound = math.inf if index is None else self._smallest_denominator(node, index)
+            if index is None or bound >= tiny:
                 continue
-            bound = self._smallest_denominator(node)
-            if bound >= tiny:
-                continue
-            reason = (f"denominator: {node.input[1]!r} of Div {node.name!r} reaches {bound:.3g}, "
+            name = node.input[index]
+            reason = (f"denominator: {name!r} of {node.op_type} {node.name!r} reaches {bound:.3g}, "
                       f"below {self.options.low_precision_type}'s smallest normal {tiny:.3g}")
-            producer = self.info.producers.get(node.input[1])
+            producer = self.info.producers.get(name)
             for target in [node, *([nodes[producer]] if producer is not None else [])]:
                 decision = decisions[target.name]
                 if decision.is_low and not decision.reason.startswith(("node_precisions", "included")):
                     high = existing_elem(target, self.info)
                     decisions[target.name] = Decision(high if high not in LOW_ELEMS else TensorProto.FLOAT, reason)
 
-    def _smallest_denominator(self, node: onnx.NodeProto) -> float:
+    def _denominator_index(self, node: onnx.NodeProto) -> int | None:
+        if domain_of(node) or len(node.input) < 2 or node.op_type not in ("Div", "Pow"):
+            return None
+        if node.op_type == "Div":
+            return 1
+        exponent = self.info.initializers.get(node.input[1]) or self.info.constants.get(node.input[1])
+        if exponent is not None and (numpy_helper.to_array(exponent) >= 0).all():
+            return None
+        return 0
+
+    def _smallest_denominator(self, node: onnx.NodeProto, index: int) -> float:
         """The smallest non-zero |denominator| the FP32 data shows or implies (inf: nothing known)."""
         assert self.magnitudes is not None
-        a, b = node.input[0], node.input[1]
-        tensor = self.info.initializers.get(b) or self.info.constants.get(b)
+        name = node.input[index]
+        tensor = self.info.initializers.get(name) or self.info.constants.get(name)
         if tensor is not None and tensor.data_type in FLOATS:
             values = np.abs(numpy_helper.to_array(tensor).astype(np.float64))
             values = values[np.isfinite(values) & (values > 0)]
             return float(values.min()) if values.size else math.inf
-        candidates = [self.magnitudes.absmin.get(b, 0.0), self.magnitudes.absmax.get(b, 0.0)]
+        candidates = [self.magnitudes.absmin.get(name, 0.0), self.magnitudes.absmax.get(name, 0.0)]
         quotient = self.magnitudes.absmax.get(node.output[0], 0.0)
-        numerator = self._constant_absmax(a)
-        numerator = self.magnitudes.absmax.get(a) if numerator is None else numerator
-        if numerator is not None and 0 < quotient < math.inf:
+        numerator = self._constant_absmax(node.input[0])
+        numerator = self.magnitudes.absmax.get(node.input[0]) if numerator is None else numerator
+        if node.op_type == "Div" and numerator is not None and 0 < quotient < math.inf:
             candidates.append(numerator / quotient)
         return min((c for c in candidates if 0 < c < math.inf), default=math.inf)
 

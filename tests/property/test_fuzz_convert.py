@@ -78,12 +78,21 @@ PARTLY_TINY = Case(
                  [("x0", [1]), ("x1", [2])], [("t5", [2])], {"c3": 1.3696169e-08}),
     options=ConvertOptions(), feed={"x0": np.zeros(1, np.float32), "x1": np.array([1.0, 0.0], np.float32)})
 
+# Found by reasoning after PARTLY_TINY (the random search had not hit it): Pow(x + 1.37e-8, -1) divides just
+# the same; rule 7 treats the base of a Pow whose exponent may be negative as a denominator.
+POW_NEGATIVE = Case(
+    model=_model([helper.make_node("Add", ["x", "c"], ["m"], name="add"),
+                  helper.make_node("Pow", ["m", "e"], ["y"], name="pow")],
+                 [("x", [2])], [("y", [2])], {"c": 1.37e-8, "e": -1.0}),
+    options=ConvertOptions(keep_io_types=True), feed={"x": np.array([1.0, 0.0], np.float32)})
+
 
 @given(case=cases(precision="fp16"))
 @example(case=OUTPUT_OVERFLOW)
 @example(case=DIV_UNDERFLOW)
 @example(case=ZERO_OVER_TINY)
 @example(case=PARTLY_TINY)
+@example(case=POW_NEGATIVE)
 def test_converter_contract_fp16(case: Case) -> None:
     check_contract(case)
 
@@ -109,6 +118,10 @@ def test_a_tiny_denominator_keeps_the_div_and_its_producer_fp32() -> None:
     assert Magnitudes.from_json(partly.to_json()) == partly
     assert "Add_4" in dict(convert(PARTLY_TINY.model, options=PARTLY_TINY.options, magnitudes=partly).high_nodes)
     assert check_contract(PARTLY_TINY) is not None
+    power = convert(POW_NEGATIVE.model, options=POW_NEGATIVE.options,
+                    magnitudes=collect_magnitudes(POW_NEGATIVE.model, feeds=[POW_NEGATIVE.feed]))
+    assert dict(power.high_nodes)["add"].startswith("denominator: 'm' of Pow 'pow'")
+    assert check_contract(POW_NEGATIVE) is not None
 
 
 def test_output_overflow_is_refused_with_the_output_named() -> None:
