@@ -11,8 +11,8 @@ per adversarial search):
 * ``nightly`` (``pytest --hypothesis-profile nightly``): 5000 examples, example database on, and a seed
   chosen per run (``--hypothesis-seed N`` or ``CASTGUARD_HYPOTHESIS_SEED``, else a random one) that is
   printed in the report header (and kept in a castguard report's provenance) so any night can be replayed.
-  The converter fuzzing is one test per precision: ``pytest tests/property --hypothesis-profile nightly
-  -n 2 --dist worksteal`` runs them side by side (10,000 generated models).
+  The converter fuzzing is one test per precision: ``pytest tests/property --hypothesis-profile nightly -n 2``
+  runs them side by side (10,000 generated models).
 
 The example database is ``$CASTGUARD_HYPOTHESIS_DB`` or ``.hypothesis/examples`` here: cache that folder in
 CI so that failures found by one nightly run are replayed first by the next.

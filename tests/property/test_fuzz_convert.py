@@ -1,7 +1,8 @@
 """Fuzz the converter with random valid models, settings and inputs (harness.strategies); see converter_contract.
 
-One test per precision so that ``pytest -n 2`` runs them side by side (the nightly profile's 5000 examples
-each make 10,000 generated models). Each ``@example`` is a failure the fuzzing found, kept as a regression.
+One test per precision, defined with a quick test between them so that xdist's first split of this file's
+four tests puts them on different workers: ``pytest -n 2`` runs them side by side (the nightly profile's 5000
+examples each make 10,000 generated models). Each ``@example`` is a failure the fuzzing found, kept as a regression.
 """
 from __future__ import annotations
 
@@ -97,12 +98,6 @@ def test_converter_contract_fp16(case: Case) -> None:
     check_contract(case)
 
 
-@given(case=cases(precision="bf16"))
-@example(case=POW_EXPONENT)
-def test_converter_contract_bf16(case: Case) -> None:
-    check_contract(case)
-
-
 def test_a_tiny_denominator_keeps_the_div_and_its_producer_fp32() -> None:
     magnitudes = collect_magnitudes(DIV_UNDERFLOW.model, feeds=[DIV_UNDERFLOW.feed])
     result = convert(DIV_UNDERFLOW.model, options=DIV_UNDERFLOW.options, magnitudes=magnitudes)
@@ -122,6 +117,12 @@ def test_a_tiny_denominator_keeps_the_div_and_its_producer_fp32() -> None:
                     magnitudes=collect_magnitudes(POW_NEGATIVE.model, feeds=[POW_NEGATIVE.feed]))
     assert dict(power.high_nodes)["add"].startswith("denominator: 'm' of Pow 'pow'")
     assert check_contract(POW_NEGATIVE) is not None
+
+
+@given(case=cases(precision="bf16"))
+@example(case=POW_EXPONENT)
+def test_converter_contract_bf16(case: Case) -> None:
+    check_contract(case)
 
 
 def test_output_overflow_is_refused_with_the_output_named() -> None:
