@@ -120,15 +120,31 @@ def set_pending_cast(tensor: TensorProto, target: int) -> None:
     """Declare external `tensor` as `target` type; its bytes are converted when the model is saved."""
     if not external_data_helper.uses_external_data(tensor):
         raise ValueError(f"tensor {tensor.name!r} is in memory; convert it directly")
-    source = pending_cast(tensor)
-    tensor.metadata_props.add(key=PENDING_KEY, value=str(source if source is not None else tensor.data_type))
+    chain = [*_pending_chain(tensor), tensor.data_type]
+    kept = [p for p in tensor.metadata_props if p.key != PENDING_KEY]
+    del tensor.metadata_props[:]
+    tensor.metadata_props.extend(kept)
+    tensor.metadata_props.add(key=PENDING_KEY, value=",".join(str(t) for t in chain))
     tensor.data_type = target
 
 
+def _pending_chain(tensor: TensorProto) -> list[int]:
+    """Types the bytes pass through before the declared one: the stored type first (empty: no pending cast)."""
+    found = [p.value for p in tensor.metadata_props if p.key == PENDING_KEY]
+    return [int(t) for t in found[-1].split(",")] if found else []
+
+
 def pending_cast(tensor: TensorProto) -> int | None:
-    """The source type of a tensor with a pending cast (see :func:`set_pending_cast`), else None."""
-    found = [int(p.value) for p in tensor.metadata_props if p.key == PENDING_KEY]
-    return found[-1] if found else None
+    """The stored type of a tensor with a pending cast (see :func:`set_pending_cast`), else None."""
+    chain = _pending_chain(tensor)
+    return chain[0] if chain else None
+
+
+def apply_pending(chunk: np.ndarray, tensor: TensorProto) -> np.ndarray:
+    """Source values of `tensor` through each pending cast in turn (fp32 -> fp16 -> fp32 rounds), to its type."""
+    for elem in [*_pending_chain(tensor)[1:], tensor.data_type] if pending_cast(tensor) is not None else []:
+        chunk = saturating_cast(chunk, np_dtype(elem))[0]
+    return chunk
 
 
 def has_pending_casts(model: onnx.ModelProto) -> bool:
@@ -196,8 +212,7 @@ def tensor_array(tensor: TensorProto, base_dir: Path | None) -> np.ndarray:
     if base_dir is None:
         raise ValueError(f"tensor {tensor.name!r} is external: its base folder is needed")
     flat = np.concatenate(list(iter_chunks(tensor, base_dir))) if tensor_nbytes(tensor) else np.empty(0)
-    array = saturating_cast(flat, np_dtype(tensor.data_type))[0] if pending_cast(tensor) is not None else flat
-    return array.reshape(tuple(tensor.dims))
+    return apply_pending(flat, tensor).reshape(tuple(tensor.dims))
 
 
 def model_sha256(path: Path) -> str:
@@ -262,7 +277,7 @@ def save_model(model: onnx.ModelProto, path: Path, *, base_dir: Path | None = No
 def _converted_chunks(tensor: TensorProto, base_dir: Path) -> Iterator[np.ndarray]:
     source = pending_cast(tensor)
     for chunk in iter_chunks(tensor, base_dir):
-        yield chunk if source is None else saturating_cast(chunk, np_dtype(tensor.data_type))[0]
+        yield apply_pending(chunk, tensor)
     if source is not None:
         kept = [p for p in tensor.metadata_props if p.key != PENDING_KEY]
         del tensor.metadata_props[:]
