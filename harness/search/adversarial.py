@@ -31,7 +31,7 @@ from hypothesis.strategies import SearchStrategy
 from harness.judge.compare import CompareResult, Tolerance, compare_outputs
 from harness.convert import ConvertOptions, Magnitudes, convert
 from harness.dtypes import BFLOAT16, LOW_TYPES, bf16_to_bits, np_dtype
-from harness.errors import InputDataError, UserError
+from harness.errors import InputDataError
 from harness.data.feeds import Feed, cast_feeds, input_specs, load_feed_file, validate_feeds
 from harness.data.models import load_model
 from harness.runners import Runner, make_runner
