@@ -35,7 +35,7 @@ from onnx.external_data_helper import uses_external_data
 from harness.data.onnxfile import set_pending_cast, stub_copy
 from harness.dtypes import LOW_TYPES, np_dtype
 from harness.errors import RunnerError
-from harness.input_files import Feed
+from harness.data.feeds import Feed
 from harness.runners.base import Runner
 from harness.runners.ort import CPU, create_session, run_session
 

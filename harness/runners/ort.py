@@ -20,7 +20,7 @@ from onnx import TensorProto
 from harness.data.onnxfile import EXTERNAL_DATA_ABOVE, has_pending_casts, is_lazy, save_model, weights_size
 from harness.dtypes import BFLOAT16, bits_to_bf16
 from harness.errors import RunnerError, RunnerUnavailable
-from harness.input_files import Feed
+from harness.data.feeds import Feed
 from harness.runners.base import Runner
 
 CPU = "CPUExecutionProvider"

@@ -16,7 +16,7 @@ from onnx import numpy_helper
 
 from harness.data.onnxfile import external_tensors, tensor_array, tensor_nbytes
 from harness.errors import RunnerError, RunnerUnavailable
-from harness.input_files import Feed
+from harness.data.feeds import Feed
 from harness.runners.base import Runner
 
 # What the evaluator raises for a model it cannot run (it has no error hierarchy of its own).
