@@ -16,7 +16,6 @@
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -32,6 +31,7 @@ from onnx import TensorProto, external_data_helper
 
 from harness.dtypes import BFLOAT16, np_dtype
 from harness.errors import ModelError
+from harness.files import atomic_write, sha256_files
 
 EXTERNAL_DATA_ABOVE = 1_800_000_000
 """Bytes of in-memory weights above which a saved model gets external data (protobuf's limit is 2 GiB)."""
@@ -97,7 +97,7 @@ def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all", lazy_abov
     disk (their locations are relative to ``path.parent``)."""
     path = Path(path)
     if not path.is_file():
-        raise ModelError(where=path, problem="model file not found", fix="pass the path of an existing .onnx file")
+        raise ModelError(where=path, problem="model file does not exist", fix="pass the path of an existing .onnx file")
     try:
         model = onnx.load_model(str(path), load_external_data=False)
     except (DecodeError, ValueError, RuntimeError, OSError) as err:
@@ -219,12 +219,7 @@ def model_sha256(path: Path) -> str:
     """sha256 over the ``.onnx`` bytes followed by each external data file (sorted by location), streamed."""
     path = Path(path)
     model = load_model(path, weights="lazy", lazy_above=-1)
-    digest = hashlib.sha256()
-    for file in [path, *check_external_data(model, path.parent, where=path)]:
-        with file.open("rb") as handle:
-            while chunk := handle.read(1 << 20):
-                digest.update(chunk)
-    return digest.hexdigest()
+    return sha256_files([path, *check_external_data(model, path.parent, where=path)])
 
 
 def weights_size(model: onnx.ModelProto) -> int:
@@ -239,20 +234,19 @@ def save_model(model: onnx.ModelProto, path: Path, *, base_dir: Path | None = No
     above `external_above` bytes get one aligned ``<name>.data`` file beside it (see the module docstring)."""
     path = Path(path)
     folder = path.parent
+    lazy = is_lazy(model)
+    if lazy and base_dir is None:
+        raise ValueError("save_model: the model has external tensors; pass base_dir (their folder)")
     try:
+        if not lazy and weights_size(model) <= external_above:
+            atomic_write(path, model.SerializeToString())
+            return
         folder.mkdir(parents=True, exist_ok=True)
         tmp_dir = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=folder))
     except OSError as err:
         raise _write_error(path, err) from None
     data_name = f"{path.name}.data"
     try:
-        lazy = is_lazy(model)
-        if lazy and base_dir is None:
-            raise ValueError("save_model: the model has external tensors; pass base_dir (their folder)")
-        if not lazy and weights_size(model) <= external_above:
-            (tmp_dir / path.name).write_bytes(model.SerializeToString())
-            os.replace(tmp_dir / path.name, path)
-            return
         out = onnx.ModelProto()
         out.CopyFrom(model)
         with open(tmp_dir / data_name, "wb") as sink:

@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from convert_builders import F32, init, model, node, vi
+from tests.helpers.convert_builders import F32, init, model, node, vi
 
 from harness.convert import ConvertOptions, collect_magnitudes, convert, convert_to_mixed_precision
 from harness.convert.outputs import output_groups
