@@ -44,7 +44,7 @@ def choose_storage(tensor: TensorProto, wants: set[int], *, max_bytes: int | Non
     if len(wants) == 1:
         return next(iter(wants))
     lows = [w for w in wants if w in LOW_MAX]
-    if len(lows) == 1 and original in wants and weights.exact_in(tensor, lows[0]):
+    if len(lows) == 1 and original in wants and weights.exact_in(tensor, np_dtype(lows[0])):
         return lows[0]
     return original
 
@@ -69,7 +69,7 @@ def convert_tensor(tensor: TensorProto, target: int) -> tuple[TensorProto, str |
 
 def mark_external(tensor: TensorProto, target: int, weights: Weights) -> str | None:
     """An external tensor (lazy model) becomes `target` when saved (streamed); its clamp message from its figures."""
-    count, worst = weights.stats(tensor).clamps.get(target, (0, 0.0))
+    count, worst = weights.clamps(tensor, target)
     set_pending_cast(tensor, target)
     if not count:
         return None

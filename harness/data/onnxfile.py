@@ -171,7 +171,9 @@ def _source_view(tensor: TensorProto) -> TensorProto:
 def saturating_cast(array: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, int, float]:
     """`array` in `dtype`, finite values beyond its largest value clamped to +-max; (result, clamps, worst |x|)."""
     limit, source_max = _largest(dtype), _largest(array.dtype)
-    if limit is None or source_max is None or source_max <= limit:
+    if limit is None or source_max is None or source_max <= limit or not array.size:
+        return array.astype(dtype), 0, 0.0
+    if max(-float(array.min()), float(array.max())) <= limit:    # two reductions, no temporaries: the usual case
         return array.astype(dtype), 0, 0.0
     over = np.isfinite(array) & (np.abs(array) > limit)
     count = int(over.sum())
