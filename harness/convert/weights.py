@@ -20,7 +20,7 @@ from onnx.external_data_helper import uses_external_data
 
 from harness.data.onnxfile import iter_chunks
 
-LIMITS = {TensorProto.FLOAT16: float(np.finfo(np.float16).max),
+LIMITS: dict[int, float] = {TensorProto.FLOAT16: float(np.finfo(np.float16).max),
           TensorProto.BFLOAT16: float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)}  # type: ignore[no-untyped-call]
 """Largest finite value of each low type: finite values beyond it are clamped when stored in it."""
 
