@@ -16,7 +16,7 @@ import onnx
 import pytest
 
 import test_models
-from harness.judge.compare import Tolerance, compare_iterations
+from harness.judge.paired import judge_outputs
 from harness.convert import ConvertOptions, collect_magnitudes, convert
 from harness.data.goldens import GoldenStore
 from harness.data.feeds import cast_feeds, input_specs
@@ -91,8 +91,7 @@ def test_fp32_accumulation_on_mnist_structure_and_accuracy_on_emulate() -> None:
         options = ConvertOptions(keep_io_types=True, fp32_accumulation=accumulate)
         converted = convert(model, options=options, magnitudes=magnitudes).model
         run = make_runner("emulate", converted).run(cast_feeds(golden.feeds, input_specs(converted)))
-        tolerances = TolerancePolicy().tolerances_for(precision="fp16", goldens=golden.outputs)
-        assert compare_iterations(run.outputs, golden.outputs, tolerances=tolerances, default=Tolerance())
+        assert judge_outputs(run.outputs, golden.outputs, precision="fp16", policy=TolerancePolicy())
         results[accumulate] = np.concatenate([o["Plus214_Output_0"] for o in run.outputs])
         if accumulate:
             _assert_wrapped(converted, "Times212")
