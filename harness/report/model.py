@@ -16,7 +16,7 @@ import numpy as np
 
 from harness.judge.compare import CompareResult, ErrorFigures, OutputComparison
 from harness.sweep import Case
-from harness.judge.divergence import Divergence
+from harness.judge.divergence import Divergence as Divergence
 from harness.judge.tolerances import golden_scale
 
 SCHEMA_VERSION = 1

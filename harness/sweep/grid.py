@@ -14,7 +14,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harness.dtypes import NODE_PRECISIONS, PRECISIONS
+from harness.dtypes import NODE_PRECISIONS as NODE_PRECISIONS
+from harness.dtypes import PRECISIONS as PRECISIONS
 from harness.errors import UserError
 from harness.runners import RUNNER_NAMES
 
