@@ -16,7 +16,8 @@ from onnx.external_data_helper import uses_external_data
 
 from harness.convert.weights import Weights
 
-FLOATS = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE})
+from harness.dtypes import FLOAT_TYPES
+
 DEFAULT_DOMAINS = ("", "ai.onnx")
 _STUB_BYTES = 1024
 _TYPE_STR_TO_ELEM = {
@@ -97,7 +98,7 @@ class GraphInfo:
     """Figures of initializer/constant values; streams the external ones (lazy models) from their folder."""
 
     def is_float(self, name: str) -> bool:
-        return self.types.get(name) in FLOATS
+        return self.types.get(name) in FLOAT_TYPES
 
 
 def opset_map(model: onnx.ModelProto) -> dict[str, int]:

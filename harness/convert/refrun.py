@@ -59,7 +59,7 @@ def _fold(pairs: Iterable[tuple[str, object]], absmax: dict[str, float], absmin:
 
 
 def run(workdir: Path) -> dict[str, object]:
-    import onnxruntime as ort  # type: ignore[import-untyped]
+    import onnxruntime as ort
 
     request = json.loads((workdir / "request.json").read_text())
     missing = [name for name, _ in request["providers"] if name not in ort.get_available_providers()]

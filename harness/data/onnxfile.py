@@ -26,7 +26,7 @@ from typing import BinaryIO, Literal
 import ml_dtypes
 import numpy as np
 import onnx
-from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
+from google.protobuf.message import DecodeError
 from onnx import TensorProto, external_data_helper
 
 from harness.dtypes import BFLOAT16, np_dtype
