@@ -106,9 +106,16 @@ def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all", lazy_abov
         raise ModelError(where=path, problem="not an ONNX model (no IR version, graph or opset)", fix=_FIX_VALID)
     folder = path.parent if data_dir is None else Path(data_dir)
     check_external_data(model, folder, where=path)
-    for tensor in external_tensors(model):
-        if weights == "all" or tensor_nbytes(tensor) <= lazy_above:
-            external_data_helper.load_external_data_for_tensor(tensor, str(folder))
+    for tensor in external_data_helper._get_all_tensors(model):
+        _drop_pending(tensor)                       # castguard's own mark is never trusted from a file
+        if external_data_helper.uses_external_data(tensor) and (weights == "all" or
+                                                                tensor_nbytes(tensor) <= lazy_above):
+            try:
+                external_data_helper.load_external_data_for_tensor(tensor, str(folder))
+            except (onnx.checker.ValidationError, ValueError, OSError) as err:
+                raise ModelError(where=path, problem=f"cannot read external data of tensor {tensor.name!r}: {err}",
+                                 fix="keep each data file a plain file (one link, not a symlink) next to the model"
+                                 ) from None
     return model
 
 
@@ -121,11 +128,16 @@ def set_pending_cast(tensor: TensorProto, target: int) -> None:
     if not external_data_helper.uses_external_data(tensor):
         raise ValueError(f"tensor {tensor.name!r} is in memory; convert it directly")
     chain = [*_pending_chain(tensor), tensor.data_type]
-    kept = [p for p in tensor.metadata_props if p.key != PENDING_KEY]
-    del tensor.metadata_props[:]
-    tensor.metadata_props.extend(kept)
+    _drop_pending(tensor)
     tensor.metadata_props.add(key=PENDING_KEY, value=",".join(str(t) for t in chain))
     tensor.data_type = target
+
+
+def _drop_pending(tensor: TensorProto) -> None:
+    if any(p.key == PENDING_KEY for p in tensor.metadata_props):
+        kept = [p for p in tensor.metadata_props if p.key != PENDING_KEY]
+        del tensor.metadata_props[:]
+        tensor.metadata_props.extend(kept)
 
 
 def _pending_chain(tensor: TensorProto) -> list[int]:
@@ -257,13 +269,9 @@ def _write_data(out: onnx.ModelProto, data_path: Path, *, base_dir: Path | None,
 
 
 def _converted_chunks(tensor: TensorProto, base_dir: Path) -> Iterator[np.ndarray]:
-    source = pending_cast(tensor)
     for chunk in iter_chunks(tensor, base_dir):
         yield apply_pending(chunk, tensor)
-    if source is not None:
-        kept = [p for p in tensor.metadata_props if p.key != PENDING_KEY]
-        del tensor.metadata_props[:]
-        tensor.metadata_props.extend(kept)
+    _drop_pending(tensor)
 
 
 def _place(tensor: TensorProto, sink: BinaryIO, location: str, chunks: Iterator[np.ndarray]) -> None:
