@@ -8,6 +8,7 @@ unknown size counts as the largest known one. Small models need one group: one r
 """
 from __future__ import annotations
 
+
 from collections.abc import Mapping
 
 import numpy as np

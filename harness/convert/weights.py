@@ -13,16 +13,12 @@ import math
 from collections.abc import Iterator
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 from onnx import TensorProto, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
 from harness.data.onnxfile import iter_chunks
-
-LIMITS: dict[int, float] = {TensorProto.FLOAT16: float(np.finfo(np.float16).max),
-          TensorProto.BFLOAT16: float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)}  # type: ignore[no-untyped-call]
-"""Largest finite value of each low type: finite values beyond it are clamped when stored in it."""
+from harness.dtypes import LOW_MAX
 
 
 class Weights:
@@ -81,7 +77,7 @@ class Weights:
 
     def clamps(self, tensor: TensorProto, elem: int) -> tuple[int, float]:
         """(finite values beyond `elem`'s largest value, the largest such |x|): what storing in `elem` clamps."""
-        limit = LIMITS.get(elem)
+        limit = LOW_MAX.get(elem)
         if limit is None or self.absmax(tensor) <= limit:
             return 0, 0.0
         count, worst = 0, 0.0
