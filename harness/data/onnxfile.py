@@ -101,9 +101,9 @@ def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all", lazy_abov
         model = onnx.load_model(str(path), load_external_data=False)
     except (DecodeError, ValueError, RuntimeError, OSError) as err:
         raise ModelError(where=path, fix=_FIX_VALID,
-                         problem=f"not a valid ONNX model (truncated or garbage? {type(err).__name__}: {err})") from None
+                         problem=f"not an ONNX model (truncated or garbage? {type(err).__name__}: {err})") from None
     if model.ir_version <= 0 or not model.HasField("graph") or not model.opset_import:
-        raise ModelError(where=path, problem="not a valid ONNX model (no IR version, graph or opset)", fix=_FIX_VALID)
+        raise ModelError(where=path, problem="not an ONNX model (no IR version, graph or opset)", fix=_FIX_VALID)
     folder = path.parent if data_dir is None else Path(data_dir)
     check_external_data(model, folder, where=path)
     for tensor in external_data_helper._get_all_tensors(model):

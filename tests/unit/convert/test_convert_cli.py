@@ -70,7 +70,7 @@ def bad_cases(tmp_path: Path, mlp_path: Path) -> dict[str, tuple[list[str], str]
     onnx.save(old, tmp_path / "old.onnx")
     m = str(mlp_path)
     return {
-        "not onnx": (["--onnx_path", str(tmp_path / "junk.onnx")], "not a valid ONNX model"),
+        "not onnx": (["--onnx_path", str(tmp_path / "junk.onnx")], "not an ONNX model"),
         "unknown op": (["--onnx_path", str(tmp_path / "unknown.onnx"), "--data_max", "inf"], "custom_ops"),
         "invalid regex": (["--onnx_path", m, "--nodes_to_exclude", "mat(mul"], "invalid regular expression"),
         "calibration names": (["--onnx_path", m, "-d", str(tmp_path / "names.npz")], "do not match model inputs"),
