@@ -49,10 +49,10 @@ def add_options(addoption: Callable[..., Any]) -> None:
     _add_sweep_options(addoption)
     addoption("--report-dir", dest="castguard_report_dir", default=None, metavar="DIR",
               help="where the sweep report (report.json, report.md, report.html, outputs/) is written at the end "
-                   "of the run (default: castguard-report/ under the rootdir)")
+                   "of the run (default: castguard-report/ in the project folder)")
     addoption("--cache-dir", dest="castguard_cache_dir", default=None, metavar="DIR",
-              help="content-hash cache of magnitudes and converted models (default: .castguard-cache/ under the "
-                   "rootdir); safe to delete at any time")
+              help="content-hash cache of magnitudes and converted models (default: .castguard-cache/ in the "
+                   "project folder); safe to delete at any time")
 
 
 def _add_model_options(addoption: Callable[..., Any]) -> None:
@@ -66,7 +66,7 @@ def _add_model_options(addoption: Callable[..., Any]) -> None:
                    "[tool.castguard.sweep] runners, else emulate). Only emulate, reference, trt and GPU ort "
                    "really round fp16/bf16.")
     addoption("--goldens-dir", dest="castguard_goldens_dir", default=None, metavar="DIR",
-              help="where FP32 goldens live (default: goldens/ under the rootdir)")
+              help="where FP32 goldens live (default: goldens/ in the project folder)")
     addoption("--update-goldens", dest="castguard_update_goldens", action="store_true", default=None,
               help="rewrite the FP32 goldens of the selected models; each rewritten golden fails its test once")
     addoption("--val-range", dest="castguard_val_ranges", action="append", default=None,
@@ -125,22 +125,6 @@ def add_nightly_options(addoption: Callable[..., Any]) -> None:
                    "over the last runs (castguard history DIR prints them)")
     addoption("--strict-provenance", dest="castguard_strict_provenance", action="store_true", default=None,
               help="a golden made with another onnx/onnxruntime version than this run is an error, not a note")
-
-
-PATH_FLAGS: Mapping[str, str] = {   # dest -> flag, for the options whose values are paths
-    "castguard_models": "--model", "castguard_goldens_dir": "--goldens-dir", "castguard_inputs": "--inputs",
-    "castguard_report_dir": "--report-dir", "castguard_cache_dir": "--cache-dir", SWEEP_FILE_DEST: "--sweep",
-}
-
-
-def path_options(given: Mapping[str, Any]) -> dict[str, list[str]]:
-    """``{"--report-dir": ["out"], ...}``: the path-valued options given (see :func:`given_options`)."""
-    found: dict[str, list[str]] = {}
-    for dest, flag in PATH_FLAGS.items():
-        value = given.get(dest)
-        if value is not None:
-            found[flag] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
-    return found
 
 
 def given_options(namespace: Any) -> dict[str, Any]:
