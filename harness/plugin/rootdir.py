@@ -74,7 +74,9 @@ def correct_rootdir(config: pytest.Config, args: list[str]) -> Path | None:
     before = list(args)
     if old_addopts and args[:len(old_addopts)] == old_addopts:
         del args[:len(old_addopts)]
-    args[:0] = [str(a) for a in config.getini("addopts")]
+    new_addopts = [str(a) for a in config.getini("addopts")]
+    args[:0] = new_addopts
+    config.pluginmanager.consider_preparse(new_addopts, exclude_only=False)   # -p NAME / -p no:NAME in them
     if args != before:   # the right ini's addopts: parse them as pytest would have
         config.known_args_namespace = ns = config._parser.parse_known_args(args, namespace=copy.copy(config.option))
     for path in old_paths:
