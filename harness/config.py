@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.errors import UserError
 from harness.files import read_toml
-from harness.data.recipes import parse_input_shape, parse_val_range
+from harness.data.recipes import parse_input_shapes, parse_val_range
 from harness.options import DESTS, SWEEP_DESTS, SWEEP_FILE_DEST
 from harness.runners import RUNNER_NAMES
 from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec
@@ -146,7 +146,11 @@ def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
     if key == "val_ranges":
         return {"val_ranges": tuple(parse_val_range(v) for v in _strings(value, where=where))}
     if key == "input_shapes":
-        return {"input_shapes": tuple(parse_input_shape(v) for v in _strings(value, where=where))}
+        shapes = tuple(item for v in _strings(value, where=where) for item in parse_input_shapes(v))
+        names = [name for name, _ in shapes]
+        if len(set(names)) != len(names):
+            raise UserError(where=where, problem="an input's shape is given twice", fix="give each input once")
+        return {"input_shapes": shapes}
     if key == "inputs":
         return {"inputs_file": (base / _strings(value, where=where)[0]).resolve()}
     if key == "ort_providers":

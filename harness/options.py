@@ -56,10 +56,10 @@ def add_options(addoption: Callable[..., Any]) -> None:
 
 
 def _add_model_options(addoption: Callable[..., Any]) -> None:
-    addoption("--model", dest="castguard_models", action="append", default=None, metavar="NAME|PATH",
+    addoption("--model", dest="castguard_models", action="append", default=None, metavar="[KEY=]NAME|PATH",
               help="ONNX model to check (repeatable). A bare name such as mnist or mnist.onnx is looked up in "
-                   "castguard's bundled test_models/. With --model and no test paths, pytest runs the accuracy "
-                   "suite only.")
+                   "castguard's bundled test_models/. KEY=PATH names the model (its goldens go to goldens/KEY/). "
+                   "With --model and no test paths, pytest runs the accuracy suite only.")
     addoption("--runner", dest="castguard_runners", action="append", default=None,
               metavar="ort|emulate|reference|trt",
               help="runner for the low-precision model (repeatable or comma-separated; default from "
@@ -72,13 +72,16 @@ def _add_model_options(addoption: Callable[..., Any]) -> None:
     addoption("--val-range", dest="castguard_val_ranges", action="append", default=None,
               metavar="NAME:[lo,hi]",
               help="value range for random inputs, Polygraphy syntax (repeatable); [lo,hi] without a name "
-                   "applies to every input. Default [-1,1] for floats, [0,1] for integers.")
+                   "applies to every input. Default [-1,1] for floats; integers that index a Gather table are drawn "
+                   "from its rows, shape-like integers must be given, other integers default to [0,1] (stated).")
     addoption("--input-shapes", dest="castguard_input_shapes", action="append", default=None,
-              metavar="NAME:1x3x224x224", help="shape for an input with dynamic dimensions (repeatable); "
-                                               "dynamic dimensions default to 1")
+              metavar="NAME:1x3x224x224", help="shapes of inputs with dynamic dimensions (repeatable, or a comma "
+                                               "list x:1x3x224x224,mask:1x128; Polygraphy's x:[1,3,224,224] too). "
+                                               "Dims sharing a dim_param take the same size; a leading dynamic "
+                                               "dim defaults to 1 (stated); any other dynamic dim must be given")
     addoption("--inputs", dest="castguard_inputs", default=None, metavar="FILE",
-              help="input feeds: an .npz (a leading dim that is k x the model's batch gives k iterations) or a "
-                   "Polygraphy --save-inputs .json; replaces random inputs")
+              help="input feeds: an .npz (a leading dim that is k x the model's batch gives k iterations), a "
+                   "folder of .npz or a Polygraphy --save-inputs .json; replaces random inputs")
     addoption("--seed", dest="castguard_seed", type=int, default=None, help="seed for random inputs (default 0)")
     addoption("--iterations", dest="castguard_iterations", type=int, default=None,
               help="number of random feeds (default 1)")

@@ -169,6 +169,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "castguard sweep report")
         here = terminalreporter.config.invocation_params.dir
         terminalreporter.write_line(finished.summary_line(relative_to=here))
+    session = terminalreporter.config.stash.get(SESSION_KEY, None)
+    if session is not None and not _is_worker(terminalreporter.config):
+        for name, loaded in session.models.items():   # what the inputs were, on every run (issue 9)
+            terminalreporter.write_line(f"castguard inputs of {name}: " + "; ".join(loaded.input_lines))
     nightly = terminalreporter.config.stash.get(NIGHTLY_KEY, None)
     if nightly is not None:
         terminalreporter.write_sep("-", "castguard nightly regression")

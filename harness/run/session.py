@@ -24,7 +24,8 @@ from harness.config import HarnessConfig
 from harness.data.drift import check_golden_provenance, installed_versions
 from harness.errors import UserError
 from harness.data.goldens import Golden, GoldenStore, ensure_golden
-from harness.data.recipes import Feed, InputRecipe, describe_inputs, make_feeds, recipe_for_file
+from harness.data.recipes import (Feed, InputRecipe, describe_inputs, make_feeds, plan_recipe, recipe_for_file,
+                                  recipe_lines)
 from harness.data.models import ModelSpec, load_model, resolve_model
 from harness.report import CaseRecord, golden_relpath, save_outputs
 from harness.runners import make_runner
@@ -45,6 +46,11 @@ class LoadedModel:
     model: onnx.ModelProto
     recipe: InputRecipe
     feeds: list[Feed]
+    input_lines: tuple[str, ...] = ()   # how the inputs were made (recipe_lines): terminal summary and report
+
+    @property
+    def inputs_note(self) -> str:
+        return "inputs: " + "; ".join(self.input_lines)
 
 
 @dataclass(frozen=True)
@@ -100,9 +106,10 @@ class AccuracySession:
             if spec.name in self.models:
                 raise _duplicate(ref, spec, self.models[spec.name].spec)
             model = load_model(spec.path)
-            recipe = default_recipe(spec, config, bundled_dir=bundled_dir)
+            recipe = plan_recipe(model, default_recipe(spec, config, bundled_dir=bundled_dir), where=str(spec.path))
             feeds = make_feeds(model, recipe, where=str(spec.path))
-            self.models[spec.name] = LoadedModel(spec=spec, model=model, recipe=recipe, feeds=feeds)
+            self.models[spec.name] = LoadedModel(spec=spec, model=model, recipe=recipe, feeds=feeds,
+                                                 input_lines=tuple(recipe_lines(model, recipe)))
         self.cases = [SweepCase(name, case) for name in self.models for case in expand(config.sweep)]
         self.cache = ContentCache(config.cache_dir)
         self.settings = CaseSettings(tolerances=config.tolerances, ort_providers=config.ort_providers,
@@ -175,10 +182,11 @@ class AccuracySession:
                                             golden=ctx.golden_path)
         except UserError as err:
             record = CaseRecord(model=name, model_sha256=loaded.spec.sha256, case=case, status="error",
-                                runner=case.runner, inputs_id=loaded.recipe.id, message=str(err))
+                                runner=case.runner, inputs_id=loaded.recipe.id, message=str(err),
+                                notes=(loaded.inputs_note,))
             return Outcome("error", str(err), record=record)
         record = run_case(ctx, case, settings=self.settings, cache=self.cache, first_of_model=first)
-        record = replace(record, notes=(*drift, *record.notes))   # golden provenance drift, on every case
+        record = replace(record, notes=(loaded.inputs_note, *drift, *record.notes))   # on every case
         return Outcome(cast(Status, record.status), record.message, runner=record.runner, record=record)
 
 
