@@ -49,6 +49,11 @@ class HarnessConfig:
     tolerances: TolerancePolicy = TolerancePolicy()
     report_dir: Path = Path("castguard-report")
     cache_dir: Path = Path(".castguard-cache")
+    project_dir: Path | None = None   # decides the keys of models given by path; None: goldens_dir.parent
+
+    @property
+    def project(self) -> Path:
+        return self.project_dir if self.project_dir is not None else self.goldens_dir.parent
 
     @property
     def runners(self) -> tuple[str, ...]:
@@ -95,7 +100,7 @@ class HarnessConfig:
         tolerances = table.get("tolerances", {})
         if not isinstance(tolerances, dict):
             raise UserError(where=f"{where}.tolerances]", problem="not a table", fix="write [tool.castguard.tolerances]")
-        return cls(**kwargs, sweep=sweep_spec(cli=cli, table=table, where=where, invocation_dir=invocation_dir),
+        return cls(**kwargs, project_dir=rootdir, sweep=sweep_spec(cli=cli, table=table, where=where, invocation_dir=invocation_dir),
                    tolerances=parse_tolerance_policy(tolerances, where=f"{where}.tolerances]"))
 
 

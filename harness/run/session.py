@@ -23,7 +23,7 @@ from harness.judge.compare import CompareResult, Tolerance, compare_iterations
 from harness.config import HarnessConfig
 from harness.data.drift import check_golden_provenance, installed_versions
 from harness.errors import UserError
-from harness.data.goldens import Golden, GoldenStore, ensure_golden
+from harness.data.goldens import Golden, GoldenStore, ensure_golden, rerun_command
 from harness.data.recipes import (Feed, InputRecipe, describe_inputs, make_feeds, plan_recipe, recipe_for_file,
                                   recipe_lines)
 from harness.data.models import ModelSpec, load_model, resolve_model
@@ -102,7 +102,7 @@ class AccuracySession:
         self.store = GoldenStore(config.goldens_dir)
         self.models: dict[str, LoadedModel] = {}
         for ref in config.models:
-            spec = resolve_model(ref, search_dir=bundled_dir)
+            spec = resolve_model(ref, search_dir=bundled_dir, project_dir=config.project)
             if spec.name in self.models:
                 raise _duplicate(ref, spec, self.models[spec.name].spec)
             model = load_model(spec.path)
@@ -148,7 +148,8 @@ class AccuracySession:
                                f"  golden: {path} (made by {golden.meta.get('producer')}, "
                                f"onnxruntime {golden.meta.get('versions', {}).get('onnxruntime')})\n"
                                f"  fix: if the runtime change is expected, rewrite it: "
-                               f"pytest --model {name} --update-goldens", comparison=comparison, runner=result.runner)
+                               f"{rerun_command(loaded.spec, loaded.recipe, '--update-goldens')}",
+                       comparison=comparison, runner=result.runner)
 
     def context(self, name: str, golden: Golden) -> tuple[ModelContext, bool]:
         """The model's shared case context (built once per process); second item: built by this call."""
@@ -200,11 +201,12 @@ def produce_golden(loaded: LoadedModel) -> Golden:
 def _duplicate(ref: str, spec: ModelSpec, other: ModelSpec) -> UserError:
     if spec.path == other.path:
         return UserError(where=f"--model {ref}", problem="model given twice", fix="pass each model once")
-    return UserError(where=f"--model {ref}", problem=f"name {spec.name!r} is also used by {other.path}; goldens "
-                     "are stored by name", fix="rename one of the files")
+    return UserError(where=f"--model {ref}", problem=f"key {spec.name!r} is also used by {other.path}; goldens "
+                     "are stored by key", fix=f"name one of them: --model OTHERKEY={spec.path}")
 
 
 def _written_message(loaded: LoadedModel, path: Path, golden: Golden) -> str:
     return (f"{loaded.spec.name}: golden written (it was missing, or --update-goldens): {path}\n"
             f"  {len(golden.feeds)} iteration(s) from {loaded.recipe.id}, produced by {golden.meta.get('producer')}\n"
-            f"  fix: review it, commit it, and rerun: `pytest --model {loaded.spec.name}` then compares against it")
+            f"  fix: review it, commit it, and rerun: `{rerun_command(loaded.spec, loaded.recipe)}` then compares "
+            "against it")
