@@ -13,7 +13,7 @@ from tests.helpers.convert_builders import F32, init, mlp, model, node, vi
 from onnx import TensorProto
 
 from harness.convert import Magnitudes, collect_magnitudes
-from harness.errors import ConversionError, InputDataError
+from harness.errors import ConversionError, InputDataError, UserError
 
 
 def scale_model() -> object:
@@ -22,17 +22,19 @@ def scale_model() -> object:
                  [init("k", np.array(3.0, np.float32))])
 
 
-def test_random_data_is_described_with_dynamic_dims_at_one() -> None:
+def test_random_data_is_described_by_its_input_plan() -> None:
     data = collect_magnitudes(mlp(), seed=3)
-    assert data.data_source == "random[-1,1] ints{0,1} seed=3 shapes=x:1x16"
+    assert data.data_source == ("random: seed 3, 1 iteration(s); x float32[1x16]: uniform in [-1, 1] (default; "
+                                "--val-range to change); x dim 0 ('batch') is dynamic: set to 1 (castguard's batch "
+                                "default; --input-shapes to change)")
     assert data.shapes["x"] == (1, 16) and data.shapes["mm"] == (1, 8)
     assert 0 < data.absmax["x"] <= 1 and data.dtypes["y"] == TensorProto.FLOAT
     wide = collect_magnitudes(mlp(), input_shapes={"x": (5, 16)})
-    assert wide.shapes["y"] == (5, 8) and "x:5x16" in wide.data_source
+    assert wide.shapes["y"] == (5, 8) and "x float32[5x16]" in wide.data_source
 
 
 def test_unknown_input_shape_name_is_an_error() -> None:
-    with pytest.raises(InputDataError, match="no model input named"):
+    with pytest.raises(UserError, match="has no input named 'nope'"):
         collect_magnitudes(mlp(), input_shapes={"nope": (1, 16)})
 
 
@@ -63,9 +65,9 @@ def test_folder_of_npz_and_polygraphy_json(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("arrays", "message"), [
-    ({"z": np.zeros((2, 4), np.float32)}, "do not match model inputs"),
-    ({"x": np.zeros((2, 5), np.float32)}, "model expects"),
-    ({"x": np.zeros((3, 4), np.float32)}, "not a multiple of the model batch 2"),
+    ({"z": np.zeros((2, 4), np.float32)}, "input names do not match the model"),
+    ({"x": np.zeros((2, 5), np.float32)}, "has shape \\[2, 5\\], the model declares \\[2,4\\]"),
+    ({"x": np.zeros((3, 4), np.float32)}, "has shape \\[3, 4\\], the model declares \\[2,4\\] \\(dim 0 differs\\)"),
     ({"x": np.zeros((2, 4, 1), np.float32)}, "rank 3"),
 ])
 def test_calibration_mismatch_is_a_clear_error(tmp_path: Path, arrays: dict, message: str) -> None:
@@ -76,7 +78,7 @@ def test_calibration_mismatch_is_a_clear_error(tmp_path: Path, arrays: dict, mes
 
 def test_pickled_npz_is_refused(tmp_path: Path) -> None:
     np.savez(tmp_path / "obj.npz", x=np.array([{"a": 1}], dtype=object))
-    with pytest.raises(InputDataError, match="no object arrays"):
+    with pytest.raises(InputDataError, match="object arrays"):
         collect_magnitudes(scale_model(), calibration_data=tmp_path / "obj.npz")
 
 
