@@ -16,7 +16,7 @@ from pathlib import Path
 
 import onnx
 
-from harness.judge.compare import Tolerance, compare_iterations
+from harness.judge.paired import judge_outputs
 from harness.data.feeds import cast_feeds, input_specs
 from harness.data.recipes import Feed
 from harness.runners import make_runner
@@ -52,10 +52,9 @@ def first_divergence(reference: onnx.ModelProto, converted: onnx.ModelProto, fee
     expected = make_runner("ort", with_outputs(reference, names), model_dir=model_dir).run(feeds).outputs
     mixed = with_outputs(converted, names)
     obtained = make_runner("emulate", mixed, model_dir=model_dir).run(cast_feeds(feeds, input_specs(mixed))).outputs
-    tolerances = policy.tolerances_for(precision=precision, goldens=[{n: it[n] for n in names} for it in expected])
     for name, node in order:
-        result = compare_iterations([{name: it[name]} for it in obtained], [{name: it[name]} for it in expected],
-                                    tolerances={name: tolerances[name]}, default=Tolerance())
+        result = judge_outputs([{name: it[name]} for it in obtained], [{name: it[name]} for it in expected],
+                               precision=precision, policy=policy)
         if not result:
             (stats,) = result.outputs
             return Divergence(tensor=name, node=node.name, op=node.op_type, max_abs=float(stats.max_abs),

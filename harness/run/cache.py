@@ -20,8 +20,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +31,7 @@ import onnx
 from harness import __version__
 from harness.convert import ConversionResult, Magnitudes
 from harness.errors import InputDataError, UserError
+from harness.files import atomic_write
 from harness.data.recipes import Feed
 
 T = TypeVar("T")
@@ -82,7 +81,7 @@ class ContentCache:
                 except (InputDataError, UnicodeDecodeError) as err:
                     raise self._corrupt(path, err) from err
             made = make()
-            _atomic_write(path, made.to_json().encode())
+            atomic_write(path, made.to_json().encode())
             return made, False
 
     def conversion(self, key: str, make: Callable[[], ConversionResult]) -> tuple[ConversionResult, bool]:
@@ -98,8 +97,8 @@ class ContentCache:
                     "low_nodes": list(made.low_nodes), "high_nodes": [list(pair) for pair in made.high_nodes],
                     "lowp_flop_share": made.lowp_flop_share, "cast_count": made.cast_count,
                     "clamped": list(made.clamped)}
-            _atomic_write(model_path, data)
-            _atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
+            atomic_write(model_path, data)
+            atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
             return made, False
 
     def _read_conversion(self, model_path: Path, meta_path: Path) -> ConversionResult:
@@ -130,13 +129,3 @@ class ContentCache:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
-    try:
-        with handle:
-            handle.write(data)     # no fsync: a cache needs atomicity (the rename), not durability
-        os.chmod(handle.name, 0o644)
-        os.replace(handle.name, path)
-    finally:
-        if os.path.exists(handle.name):
-            os.unlink(handle.name)

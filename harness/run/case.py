@@ -20,7 +20,8 @@ from pathlib import Path
 import onnx
 
 from harness.run.cache import ContentCache, content_key
-from harness.judge.compare import CompareResult, Tolerance, compare_iterations
+from harness.judge.compare import CompareResult
+from harness.judge.paired import judge_outputs
 from harness.convert import ConversionResult, Magnitudes, convert
 from harness.judge.divergence import first_divergence
 from harness.errors import RunnerError, RunnerUnavailable, UserError
@@ -102,8 +103,8 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
         return replace(base, status="error", message=f"{ctx.spec.name} [{case.id}] could not run: {err}",
                        timings=Timings(magnitudes_s=mags_s, total_s=time.perf_counter() - start))
     compare_start = time.perf_counter()
-    tolerances = settings.tolerances.tolerances_for(precision=case.precision, goldens=ctx.golden.outputs)
-    comparison = compare_iterations(result.outputs, ctx.golden.outputs, tolerances=tolerances, default=Tolerance())
+    comparison = judge_outputs(result.outputs, ctx.golden.outputs, precision=case.precision,
+                               policy=settings.tolerances)
     compare_s = time.perf_counter() - compare_start
     relpath = outputs_relpath(ctx.spec.name, ctx.inputs_id, case.id)
     save_outputs(settings.report_dir, relpath, result.outputs)
