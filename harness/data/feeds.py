@@ -52,7 +52,8 @@ def input_specs(model: onnx.ModelProto) -> list[InputSpec]:
         if value.name in inits:
             continue
         tensor = value.type.tensor_type
-        dims, params = None, ()
+        dims: tuple[Dim, ...] | None = None
+        params: tuple[str, ...] = ()
         if tensor.HasField("shape"):
             dims = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None
                          for d in tensor.shape.dim)

@@ -215,7 +215,8 @@ def _refuse_dynamic(missing: list[tuple[InputSpec, int]], shapes: dict[str, tupl
                     specs: Sequence[InputSpec], *, where: str) -> UserError:
     """One error for every dynamic dim castguard will not guess, with an --input-shapes example to edit."""
     dims = "; ".join(f"input {spec.name!r} {spec.dim_name(axis)}" for spec, axis in missing)
-    examples, covered = [], set()
+    examples: list[str] = []
+    covered: set[str] = set()
     for spec in specs:
         axes = [axis for s, axis in missing if s is spec]
         params = {spec.dim_params[a] for a in axes if spec.dim_params[a]}
