@@ -181,6 +181,11 @@ class Comparison:
         return not self.regressions
 
     @property
+    def nothing_comparable(self) -> bool:
+        """No case of this run could be matched with a baseline case (every key renamed or removed)."""
+        return self.compared == 0 and not self.model_changed
+
+    @property
     def exit_code(self) -> int:
         """1 when something regressed (pytest's "tests failed"), else 0."""
         return 1 if self.regressions else 0
