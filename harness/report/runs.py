@@ -122,12 +122,13 @@ def folder_size(path: Path) -> int:
 
 
 def prune_runs(report_dir: Path, *, keep: int, protect: frozenset[str] = frozenset()) -> list[Path]:
-    """Delete the oldest finished run folders so that at most ``keep`` remain (besides running and protected
-    ones); returns what was deleted. A running folder (locked) or a protected run id is never touched."""
+    """Delete the oldest finished run folders until at most ``keep`` finished ones remain; returns what was
+    deleted. A running folder (locked) or a protected run id is never deleted (but counts towards ``keep``)."""
     if keep < 0:
         raise ValueError(f"keep must be >= 0, got {keep}")
-    finished = [p for p in run_folders(report_dir) if p.name not in protect and not is_active(p)]
-    doomed = finished[:max(0, len(finished) - keep)]
+    finished = [p for p in run_folders(report_dir) if not is_active(p)]
+    excess = max(0, len(finished) - keep)
+    doomed = [p for p in finished if p.name not in protect][:excess]
     for path in doomed:
         shutil.rmtree(path, ignore_errors=True)
     return doomed
