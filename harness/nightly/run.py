@@ -11,14 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.nightly.rules import OPTION, Comparison, Rule, compare_reports, parse_rules
+from harness.nightly.rules import OPTION, RECOMMENDED_RULES, Comparison, Rule, compare_reports, parse_rules
 from harness.errors import UserError
 from harness.nightly.history import DEFAULT_TREND_RUNS, History, HistoryRun, Skipped, read_history, with_since, write_run
 from harness.report.io import read_report
 from harness.report.model import Report
 
 # Compared and shown when --baseline is given without --fail-on-regression (the run does not fail on them).
-DISPLAY_RULES = "status,error:+25%,lowp_share:-2pp"
+DISPLAY_RULES = RECOMMENDED_RULES
 
 
 @dataclass(frozen=True)

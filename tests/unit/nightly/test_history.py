@@ -17,7 +17,7 @@ from harness.report import CaseRecord, Report
 from harness.nightly.trends import trend_png, trend_table_text, trends_html, trends_markdown
 from harness.sweep import Case
 
-RULES = parse_rules("max_rel:+25%,status")
+RULES = parse_rules("error:+25%,status")
 CASE = Case(precision="fp16", data_max=512.0)
 
 
