@@ -54,6 +54,8 @@ class HarnessConfig:
     @property
     def project(self) -> Path:
         return self.project_dir if self.project_dir is not None else self.goldens_dir.parent
+    keep_runs: int = 3                     # finished runs/<id>/ folders kept in the report folder
+    cache_max_mb: int = 2048               # LRU cap of the cache folder (0: no cap)
 
     @property
     def runners(self) -> tuple[str, ...]:
@@ -69,6 +71,12 @@ class HarnessConfig:
         if self.inputs_file is not None and (self.val_ranges or self.input_shapes):
             raise UserError(where="--inputs", problem="cannot be combined with --val-range or --input-shapes",
                             fix="drop one: an inputs file already fixes the values and shapes")
+        if self.keep_runs < 1:
+            raise UserError(where="keep_runs", problem=f"must be >= 1, got {self.keep_runs}",
+                            fix="keep at least the run that wrote the report, e.g. keep_runs = 3")
+        if self.cache_max_mb < 0:
+            raise UserError(where="cache_max_mb", problem=f"must be >= 0, got {self.cache_max_mb}",
+                            fix="e.g. cache_max_mb = 2048 (0: no cap)")
         if not self.ort_providers:
             raise UserError(where="--ort-providers", problem="empty provider list",
                             fix=f"e.g. --ort-providers {CPU_PROVIDER}")

@@ -29,6 +29,8 @@ DESTS: Mapping[str, str] = {
     "castguard_ort_providers": "ort_providers",
     "castguard_report_dir": "report_dir",
     "castguard_cache_dir": "cache_dir",
+    "castguard_keep_runs": "keep_runs",
+    "castguard_cache_max_mb": "cache_max_mb",
 }
 # dest -> harness.sweep.SweepOptions field (the pyproject side is [tool.castguard.sweep]).
 SWEEP_DESTS: Mapping[str, str] = {
@@ -53,6 +55,12 @@ def add_options(addoption: Callable[..., Any]) -> None:
     addoption("--cache-dir", dest="castguard_cache_dir", default=None, metavar="DIR",
               help="content-hash cache of magnitudes and converted models (default: .castguard-cache/ in the "
                    "project folder); safe to delete at any time")
+    addoption("--keep-runs", dest="castguard_keep_runs", type=int, default=None, metavar="N",
+              help="finished run folders (runs/<id>/ with their saved outputs) kept in the report folder; older "
+                   "ones are deleted at the end of a run (default 3)")
+    addoption("--cache-max-mb", dest="castguard_cache_max_mb", type=int, default=None, metavar="MB",
+              help="size cap of the cache folder; least recently used entries are evicted at the end of a run "
+                   "(default 2048; 0: no cap). `castguard cache` shows and prunes it")
 
 
 def _add_model_options(addoption: Callable[..., Any]) -> None:

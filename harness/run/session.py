@@ -96,8 +96,10 @@ def default_recipe(spec: ModelSpec, config: HarnessConfig, *, bundled_dir: Path)
 class AccuracySession:
     """Per-process state of one accuracy run; see the module docstring."""
 
-    def __init__(self, config: HarnessConfig, *, bundled_dir: Path, strict_provenance: bool = False) -> None:
+    def __init__(self, config: HarnessConfig, *, bundled_dir: Path, strict_provenance: bool = False,
+                 output_dir: Path | None = None) -> None:
         self.config = config
+        self.output_dir = output_dir or config.report_dir    # this run's folder for saved outputs
         self.strict_provenance = strict_provenance   # --strict-provenance: golden version drift is an error
         self.store = GoldenStore(config.goldens_dir)
         self.models: dict[str, LoadedModel] = {}
@@ -113,7 +115,7 @@ class AccuracySession:
         self.cases = [SweepCase(name, case) for name in self.models for case in expand(config.sweep)]
         self.cache = ContentCache(config.cache_dir)
         self.settings = CaseSettings(tolerances=config.tolerances, ort_providers=config.ort_providers,
-                                     report_dir=config.report_dir)
+                                     report_dir=self.output_dir)
         self._goldens: dict[str, Golden] = {}
         self._contexts: dict[str, ModelContext] = {}
         self._updated: set[str] = set()
@@ -163,7 +165,7 @@ class AccuracySession:
         magnitudes, hit = self.cache.magnitudes(key, lambda: collect_magnitudes(loaded.model, feeds=golden.feeds))
         seconds = 0.0 if hit else time.perf_counter() - start
         golden_file = golden_relpath(name, loaded.recipe.id)
-        save_outputs(self.config.report_dir, golden_file, golden.outputs)
+        save_outputs(self.output_dir, golden_file, golden.outputs)
         self._contexts[name] = ModelContext(spec=loaded.spec, model=loaded.model, golden=golden,
                                             golden_path=self.store.path_for(loaded.spec, loaded.recipe),
                                             golden_file=golden_file, inputs_id=loaded.recipe.id,

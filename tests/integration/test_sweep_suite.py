@@ -38,7 +38,10 @@ def test_the_default_sweep_runs_24_cases_and_writes_the_report_then_reuses_the_c
     assert "bf16-dmaxinf-imax65504-excl_sensitive-keepio1-emulate" in ids
     assert all(c["runner"] == "emulate" and c["outputs_file"] for c in report["cases"])
     assert {p.name for p in (project.path / "castguard-report").iterdir()} == {
-        "report.json", "report.md", "report.html", "outputs"}
+        "report.json", "report.md", "report.html", "runs", ".castguard.lock"}
+    (run,) = (project.path / "castguard-report" / "runs").iterdir()
+    assert {p.name for p in run.iterdir()} == {"report.json", "report.md", "report.html", "outputs"}
+    assert all(c["outputs_file"].startswith(f"runs/{run.name}/outputs/") for c in report["cases"])
     second = _run(project)
     second.assert_outcomes(passed=25)
     assert all(c["notes"] == ["conversion from cache"] for c in _report(project)["cases"])
