@@ -44,6 +44,7 @@ NIGHTLY_KEY: pytest.StashKey[NightlyRun] = pytest.StashKey()
 SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
 ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")   # opt-in: -m adversarial (minutes per model)
 PLANNED_KEY: pytest.StashKey[int] = pytest.StashKey()
+EVICTED_KEY: pytest.StashKey[str] = pytest.StashKey()
 RUN_ID_KEY = "castguard_run_id"      # the controller's run id, handed to xdist workers in their workerinput
 CASE_TEST = "test_low_precision["    # the suite test of one sweep case (its id starts with this)
 
@@ -183,6 +184,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         nightly.decide(report)                          # the verdict first (harness.nightly.rules) ...
     extra_md, extra_html = nightly.sections() if nightly is not None else ([], [])   # ... then its rendering
     session.config.stash[FINISHED_KEY] = reporter.write(report, extra_md=extra_md, extra_html=extra_html)
+    from harness.run.cache_size import evict_note
+
+    session.config.stash[EVICTED_KEY] = evict_note(harness_config.cache_dir, max_mb=harness_config.cache_max_mb)
     if nightly is not None and nightly.exit_code and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED   # the verdict of harness.nightly.rules, never raised
 
@@ -193,6 +197,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "castguard sweep report")
         here = terminalreporter.config.invocation_params.dir
         terminalreporter.write_line(finished.summary_line(relative_to=here))
+        if finished.pruned:
+            terminalreporter.write_line(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
+    evicted = terminalreporter.config.stash.get(EVICTED_KEY, "")
+    if evicted:
+        terminalreporter.write_line(evicted)
     nightly = terminalreporter.config.stash.get(NIGHTLY_KEY, None)
     if nightly is not None:
         terminalreporter.write_sep("-", "castguard nightly regression")
