@@ -49,6 +49,22 @@ RUN_ID_KEY = "castguard_run_id"      # the controller's run id, handed to xdist 
 CASE_TEST = "test_low_precision["    # the suite test of one sweep case (its id starts with this)
 
 
+SUITE_TESTS = {"test_fp32_golden": SUITE_FILE, "test_low_precision": SUITE_FILE,
+               "test_adversarial": ADVERSARIAL_FILE}
+BENCHMARKS_KEY: pytest.StashKey[bool] = pytest.StashKey()
+
+
+def suite_arg(arg: str, *, invocation_dir: Path) -> str:
+    """A test id pytest printed for the packaged suite (``::test_low_precision[mnist-fp16-...]``, or with the
+    file's path) pasted back as an argument: pointed at the suite file. Other arguments are left alone."""
+    path, sep, rest = arg.partition("::")
+    name = rest.split("[", 1)[0]
+    if not sep or name not in SUITE_TESTS or (path and (invocation_dir / path).is_file()
+                                              and Path(path).name != SUITE_TESTS[name].name):
+        return arg
+    return f"{SUITE_TESTS[name]}::{rest}"
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("castguard", "castguard: mixed-precision ONNX accuracy")
     add_options(group.addoption)
@@ -69,6 +85,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness.report.collect import ReportSession, worker_name
 
     config.addinivalue_line("markers", "adversarial: castguard's Hypothesis search for low-precision failures")
+    # pytest-benchmark (a dependency) creates ./.benchmarks when it configures; remove it at the end if it was
+    # not there before and stayed empty, so a castguard run leaves no empty folder in the user's project
+    config.stash[BENCHMARKS_KEY] = (config.invocation_params.dir / ".benchmarks").exists()
     apply_pin(worker_name(getattr(config, "workerinput", None)), os.environ)
     given = given_options(config.option)
     try:
@@ -98,6 +117,8 @@ def pytest_configure(config: pytest.Config) -> None:
         if config.args_source != pytest.Config.ArgsSource.ARGS:
             adversarial = "adversarial" in (config.option.markexpr or "")
             config.args = [str(SUITE_FILE), *([str(ADVERSARIAL_FILE)] if adversarial else [])]
+        else:
+            config.args = [suite_arg(arg, invocation_dir=config.invocation_params.dir) for arg in config.args]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -189,6 +210,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     session.config.stash[EVICTED_KEY] = evict_note(harness_config.cache_dir, max_mb=harness_config.cache_max_mb)
     if nightly is not None and nightly.exit_code and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED   # the verdict of harness.nightly.rules, never raised
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(BENCHMARKS_KEY, True) or _is_worker(config):
+        return
+    folder = config.invocation_params.dir / ".benchmarks"
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+    report = config.stash.get(REPORT_KEY, None)
+    if report is not None:
+        report.close()          # a run that ended before its report (a usage error, a crash) unlocks its folder
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
