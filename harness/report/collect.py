@@ -22,8 +22,8 @@ from pathlib import Path
 
 from harness.errors import UserError
 from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now, write_report
+from harness.files import safe_component
 from harness.report.format import completion_text, counts_text
-from harness.report.io import safe_component
 from harness.report.runs import (DEFAULT_KEEP_RUNS, RUNS_DIR, ActiveRun, new_run_id, prune_runs, publish_lock,
                                  run_dir)
 from harness.report.serde import ReportFormatError, record_from_dict, record_to_dict
