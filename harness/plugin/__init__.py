@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from harness.options import add_nightly_options, add_options, given_options, path_options
+from harness.options import add_nightly_options, add_options, given_options
 
 if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin import
     from harness.run.session import AccuracySession
@@ -41,6 +41,7 @@ REPORT_KEY: pytest.StashKey[ReportSession] = pytest.StashKey()
 FINISHED_KEY: pytest.StashKey[FinishedReport] = pytest.StashKey()
 RECORD_KEY: pytest.StashKey[CaseRecord] = pytest.StashKey()
 NIGHTLY_KEY: pytest.StashKey[NightlyRun] = pytest.StashKey()
+PROJECT_KEY: pytest.StashKey[Path] = pytest.StashKey()   # castguard's project folder (harness.config.find_project)
 SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
 ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")   # opt-in: -m adversarial (minutes per model)
 PLANNED_KEY: pytest.StashKey[int] = pytest.StashKey()
@@ -71,13 +72,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_nightly_options(group.addoption)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """``--model PATH`` (space form) must not move pytest's rootdir: see :mod:`harness.plugin.rootdir`."""
+    from harness.plugin.rootdir import correct_rootdir
+
+    correct_rootdir(early_config, args)
+
+
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")   # set by pytest-xdist on its worker processes
 
 
 def pytest_configure(config: pytest.Config) -> None:
     from harness.run.session import AccuracySession
-    from harness.config import HarnessConfig, check_rootdir, load_table
+    from harness.config import HarnessConfig, find_project, load_table
     from harness.errors import UserError
     from harness.plugin.xdist import apply_pin
     from harness.data.models import bundled_models_dir
@@ -91,11 +100,10 @@ def pytest_configure(config: pytest.Config) -> None:
     apply_pin(worker_name(getattr(config, "workerinput", None)), os.environ)
     given = given_options(config.option)
     try:
-        if given["castguard_models"]:
-            check_rootdir(config.rootpath, ini_found=config.inipath is not None,
-                          invocation_dir=config.invocation_params.dir, option_paths=path_options(given))
-        harness_config = HarnessConfig.from_sources(cli=given, table=load_table(config.rootpath),
-                                                    rootdir=config.rootpath, invocation_dir=config.invocation_params.dir)
+        project = find_project(config.invocation_params.dir, fallback=config.rootpath)
+        config.stash[PROJECT_KEY] = project
+        harness_config = HarnessConfig.from_sources(cli=given, table=load_table(project),
+                                                    rootdir=project, invocation_dir=config.invocation_params.dir)
         nightly = options_from(config.option, invocation_dir=config.invocation_params.dir)
         workerinput = getattr(config, "workerinput", None)
         report = ReportSession(report_dir=harness_config.report_dir, worker=worker_name(workerinput),
@@ -194,7 +202,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     seed = session.config.getoption("hypothesis_seed", None)   # a nightly run's seed, recorded to replay it
     profile = settings.get_current_profile_name() + (f" (seed {seed})" if seed is not None else "")
     provenance = collect_provenance(hypothesis_profile=profile, runners=harness_config.runners,
-                                    project_dir=session.config.rootpath)
+                                    project_dir=session.config.stash.get(PROJECT_KEY, session.config.rootpath))
     planned = session.config.stash.get(PLANNED_KEY, None)
     interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop)
     report = reporter.build(provenance=provenance, interrupted=interrupted, planned_cases=planned)
@@ -234,6 +242,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     evicted = terminalreporter.config.stash.get(EVICTED_KEY, "")
     if evicted:
         terminalreporter.write_line(evicted)
+    session = terminalreporter.config.stash.get(SESSION_KEY, None)
+    if session is not None and not _is_worker(terminalreporter.config):
+        for name, loaded in session.models.items():   # what the inputs were, on every run (issue 9)
+            terminalreporter.write_line(f"castguard inputs of {name}: " + "; ".join(loaded.input_lines))
     nightly = terminalreporter.config.stash.get(NIGHTLY_KEY, None)
     if nightly is not None:
         terminalreporter.write_sep("-", "castguard nightly regression")

@@ -24,8 +24,9 @@ from harness.judge.compare import CompareResult, Tolerance, compare_iterations
 from harness.config import HarnessConfig
 from harness.data.drift import check_golden_provenance, installed_versions
 from harness.errors import UserError
-from harness.data.goldens import Golden, GoldenStore, ensure_golden
-from harness.data.recipes import Feed, InputRecipe, describe_inputs, make_feeds, recipe_for_file
+from harness.data.goldens import Golden, GoldenStore, ensure_golden, rerun_command
+from harness.data.recipes import (Feed, InputRecipe, describe_inputs, make_feeds, plan_recipe, recipe_for_file,
+                                  recipe_lines)
 from harness.data.models import ModelSpec, load_model, resolve_model
 from harness.report import CaseRecord, golden_relpath, save_outputs
 from harness.runners import make_runner
@@ -46,6 +47,11 @@ class LoadedModel:
     model: onnx.ModelProto
     recipe: InputRecipe
     feeds: list[Feed]
+    input_lines: tuple[str, ...] = ()   # how the inputs were made (recipe_lines): terminal summary and report
+
+    @property
+    def inputs_note(self) -> str:
+        return "inputs: " + "; ".join(self.input_lines)
 
 
 @dataclass(frozen=True)
@@ -99,13 +105,14 @@ class AccuracySession:
         self.store = GoldenStore(config.goldens_dir)
         self.models: dict[str, LoadedModel] = {}
         for ref in config.models:
-            spec = resolve_model(ref, search_dir=bundled_dir)
+            spec = resolve_model(ref, search_dir=bundled_dir, project_dir=config.project)
             if spec.name in self.models:
                 raise _duplicate(ref, spec, self.models[spec.name].spec)
             model = load_model(spec.path, weights="lazy")   # big weights stay on disk (model_dir)
-            recipe = default_recipe(spec, config, bundled_dir=bundled_dir)
+            recipe = plan_recipe(model, default_recipe(spec, config, bundled_dir=bundled_dir), where=str(spec.path))
             feeds = make_feeds(model, recipe, where=str(spec.path))
-            self.models[spec.name] = LoadedModel(spec=spec, model=model, recipe=recipe, feeds=feeds)
+            self.models[spec.name] = LoadedModel(spec=spec, model=model, recipe=recipe, feeds=feeds,
+                                                 input_lines=tuple(recipe_lines(model, recipe)))
         self.cases = [SweepCase(name, case) for name in self.models for case in expand(config.sweep)]
         self.cache = ContentCache(config.cache_dir)
         self.settings = CaseSettings(tolerances=config.tolerances, ort_providers=config.ort_providers,
@@ -145,7 +152,8 @@ class AccuracySession:
                                f"  golden: {path} (made by {golden.meta.get('producer')}, "
                                f"onnxruntime {golden.meta.get('versions', {}).get('onnxruntime')})\n"
                                f"  fix: if the runtime change is expected, rewrite it: "
-                               f"pytest --model {name} --update-goldens", comparison=comparison, runner=result.runner)
+                               f"{rerun_command(loaded.spec, loaded.recipe, '--update-goldens')}",
+                       comparison=comparison, runner=result.runner)
 
     def context(self, name: str, golden: Golden) -> tuple[ModelContext, bool]:
         """The model's shared case context (built once per process); second item: built by this call."""
@@ -180,11 +188,12 @@ class AccuracySession:
                                             golden=ctx.golden_path)
         except UserError as err:
             record = CaseRecord(model=name, model_sha256=loaded.spec.sha256, case=case, status="error",
-                                runner=case.runner, inputs_id=loaded.recipe.id, message=str(err))
+                                runner=case.runner, inputs_id=loaded.recipe.id, message=str(err),
+                                notes=(loaded.inputs_note,))
             return Outcome("error", str(err), record=record)
         record = run_case(ctx, case, settings=self.settings, cache=self.cache, first_of_model=first,
                           same=self.same_models)
-        record = replace(record, notes=(*drift, *record.notes))   # golden provenance drift, on every case
+        record = replace(record, notes=(loaded.inputs_note, *drift, *record.notes))   # on every case
         return Outcome(cast(Status, record.status), record.message, runner=record.runner, record=record)
 
 
@@ -198,11 +207,12 @@ def produce_golden(loaded: LoadedModel) -> Golden:
 def _duplicate(ref: str, spec: ModelSpec, other: ModelSpec) -> UserError:
     if spec.path == other.path:
         return UserError(where=f"--model {ref}", problem="model given twice", fix="pass each model once")
-    return UserError(where=f"--model {ref}", problem=f"name {spec.name!r} is also used by {other.path}; goldens "
-                     "are stored by name", fix="rename one of the files")
+    return UserError(where=f"--model {ref}", problem=f"key {spec.name!r} is also used by {other.path}; goldens "
+                     "are stored by key", fix=f"name one of them: --model OTHERKEY={spec.path}")
 
 
 def _written_message(loaded: LoadedModel, path: Path, golden: Golden) -> str:
     return (f"{loaded.spec.name}: golden written (it was missing, or --update-goldens): {path}\n"
             f"  {len(golden.feeds)} iteration(s) from {loaded.recipe.id}, produced by {golden.meta.get('producer')}\n"
-            f"  fix: review it, commit it, and rerun: `pytest --model {loaded.spec.name}` then compares against it")
+            f"  fix: review it, commit it, and rerun: `{rerun_command(loaded.spec, loaded.recipe)}` then compares "
+            "against it")

@@ -63,8 +63,9 @@ def test_bf16_arrays_survive(tmp_path: Path, spec: ModelSpec) -> None:
 
 
 def test_missing(tmp_path: Path, spec: ModelSpec) -> None:
-    with pytest.raises(GoldenMissing, match="pytest --model mlp"):
+    with pytest.raises(GoldenMissing) as err:                   # the command selects this model and recipe again
         GoldenStore(tmp_path).load(spec, RECIPE)
+    assert f"pytest --model {spec.path} --seed 1 --iterations 2" in err.value.fix
 
 
 def test_stale_golden_names_the_fix(tmp_path: Path, spec: ModelSpec) -> None:
