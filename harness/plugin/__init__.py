@@ -10,10 +10,14 @@ hooks only wire them in:
 * ``pytest_generate_tests``: ``castguard_model`` x models, ``castguard_case`` x (models x sweep cases);
 * ``pytest_runtest_makereport``: a suite test's :class:`CaseRecord` (left by :func:`castguard_record`)
   is settled (xfail/xpass) and added to this process's case file;
-* ``pytest_sessionfinish`` (the controller under xdist): merge and write the report; the nightly run
-  (:class:`harness.nightly.run.NightlyRun`: --baseline/--history) compares it, stores it and adds its sections,
-  and a regression under --fail-on-regression sets the exit status;
-  ``pytest_terminal_summary``: print where it is and what regressed.
+* ``pytest_collection_finish`` / ``pytest_xdist_node_collection_finished``: how many sweep cases this run selected;
+* ``pytest_sessionfinish`` (the controller under xdist): build this run's report from its own run folder
+  (interrupted when pytest's exit status says so); the nightly run (:class:`harness.nightly.run.NightlyRun`:
+  --baseline/--history) decides its verdict first, then renders its sections; the report is written (a complete
+  one also published), old run folders pruned, the cache capped; a regression under --fail-on-regression sets
+  the exit status;
+* ``pytest_terminal_summary``: print where the report is (or that the run was interrupted) and what regressed;
+* a suite test id pasted back as an argument (``::test_low_precision[...]``) is pointed at the packaged suite.
 
 Under xdist each worker is pinned to its own GPU when several are visible (:mod:`harness.plugin.xdist`).
 """

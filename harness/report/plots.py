@@ -106,9 +106,8 @@ def error_vs_share_figure(cases: Sequence[CaseRecord], *, title: str) -> Figure:
         if target is None or not mine:
             continue
         xs, ys = [100 * c.lowp_flop_share for c in mine], [where(c)[1] for c in mine]  # type: ignore[operator]
-        target.plot(xs, ys, color="black", linewidth=1, linestyle="--", zorder=2)  # type: ignore[attr-defined]
-        target.scatter(xs, ys, s=170, facecolors="none", edgecolors="black", linewidths=1.2,  # type: ignore
-                       zorder=4)
+        target.plot(xs, ys, color="black", linewidth=1, linestyle="--", zorder=2)
+        target.scatter(xs, ys, s=170, facecolors="none", edgecolors="black", linewidths=1.2, zorder=4)
     if any(e == 0 for e in errors):
         ax.axhline(floor, color="grey", linestyle=":", linewidth=1)
         ax.text(1.0, floor, " 0 (exact)", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
