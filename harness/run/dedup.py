@@ -19,8 +19,8 @@ import onnx
 
 from harness.convert import ConversionResult
 from harness.report import CaseRecord, Timings
+from harness.report.format import SAME_MODEL
 
-SAME_MODEL = "same model as"
 SAME_PLAN = "same precision plan as"
 
 
