@@ -119,7 +119,7 @@ def error_vs_share_figure(cases: Sequence[CaseRecord], *, title: str) -> Figure:
     if left_out:
         ax.text(0.99, 0.02, f"{left_out} case(s) without a share or error not shown", transform=ax.transAxes,
                 ha="right", va="bottom", fontsize=8, color="dimgrey")
-    fig.subplots_adjust(left=0.12, right=0.87, bottom=0.11, top=0.93, hspace=0.05)   # fixed: labels are placed in pixels
+    fig.subplots_adjust(left=0.12, right=0.87, bottom=0.11, top=0.93, hspace=0.05)   # fixed: labels placed in pixels
     _number_front(fig, [(where(c)[0], 100 * c.lowp_flop_share, where(c)[1]) for c in front],  # type: ignore
                   others=[(where(c)[0], 100 * c.lowp_flop_share, where(c)[1]) for c in points])  # type: ignore
     return fig
