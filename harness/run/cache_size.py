@@ -25,7 +25,7 @@ class Entry:
     section: str
     key: str
     files: tuple[Path, ...]
-    size: int
+    size: int                                # bytes on disk (allocated blocks)
     last_used: float                         # newest mtime of its files (seconds since the epoch)
 
 
@@ -52,6 +52,11 @@ def _mb(size: int) -> str:
     return f"{size / MB:.1f} MB"
 
 
+def disk_bytes(stat: os.stat_result) -> int:
+    """Bytes a file takes on disk (its allocated blocks, as ``du`` counts them; the size where blocks are unknown)."""
+    return max(stat.st_size, 512 * (getattr(stat, "st_blocks", 0) or 0))
+
+
 def usage(root: Path) -> CacheUsage:
     """Every entry under ``root`` (a missing folder is an empty cache)."""
     entries = []
@@ -67,7 +72,7 @@ def usage(root: Path) -> CacheUsage:
             stats = [f.stat() for f in files if f.exists()]
             if stats:
                 entries.append(Entry(section=section, key=key, files=tuple(sorted(files)),
-                                     size=sum(s.st_size for s in stats), last_used=max(s.st_mtime for s in stats)))
+                                     size=sum(disk_bytes(s) for s in stats), last_used=max(s.st_mtime for s in stats)))
     return CacheUsage(root=root, entries=tuple(sorted(entries, key=lambda e: (e.last_used, e.section, e.key))))
 
 
