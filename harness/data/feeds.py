@@ -97,13 +97,13 @@ def input_roles(model: onnx.ModelProto) -> dict[str, InputRole]:
     tables = {**inits, **consts}
     roles: dict[str, InputRole] = {}
     for spec in input_specs(model):
-        if spec.elem_type not in _INT_TYPES:
+        if spec.elem_type not in INT_TYPES:
             continue
         roles[spec.name] = _role(spec.name, consumers, tables)
     return roles
 
 
-_INT_TYPES = {onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32, onnx.TensorProto.INT64,
+INT_TYPES = {onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32, onnx.TensorProto.INT64,
               onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.UINT32, onnx.TensorProto.UINT64}
 
 

@@ -46,14 +46,15 @@ class Golden:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def rerun_command(spec: ModelSpec, recipe: InputRecipe, *flags: str) -> str:
+def rerun_command(spec: ModelSpec, recipe: InputRecipe, *flags: str, input_options: bool = True) -> str:
     """The ``pytest`` command that selects this model with this input recipe again, from the same folder: the
-    model by a ``--model`` value that keeps its key, and the recipe's seed, iterations, ranges, shapes or file."""
+    model by a ``--model`` value that keeps its key, and the recipe's seed, iterations, ranges, shapes or file
+    (``input_options=False``: a bundled model's own inputs, which ``--model NAME`` brings along)."""
     words = ["pytest", "--model", spec.rerun_ref]
     if recipe.inputs_file is not None:
-        words += ["--inputs", str(recipe.inputs_file)]
+        words += ["--inputs", str(recipe.inputs_file)] if input_options else []
     else:
-        for name, lo, hi in recipe.val_ranges:
+        for name, lo, hi in recipe.val_ranges if input_options else ():
             words += ["--val-range", f"{name}:[{lo:g},{hi:g}]" if name else f"[{lo:g},{hi:g}]"]
         if recipe.input_shapes:
             words += ["--input-shapes", ",".join(f"{n}:{'x'.join(map(str, s))}" for n, s in recipe.input_shapes)]

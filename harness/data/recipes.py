@@ -5,10 +5,9 @@
   ``[0, rows)`` of the smallest table it indexes; a shape-like integer input (a Reshape shape, axes, split,
   sizes...) is refused unless ``--val-range`` or ``--inputs`` gives it; any other integer input is drawn from
   ``[0, 1]`` and the plan says castguard could not tell what it holds. A val-range always wins.
-* Dynamic dimensions come from ``--input-shapes`` (dims that share a ``dim_param`` take the same size). The
-  one default is :data:`BATCH_DEFAULT` for the leading dynamic dim of an input of rank >= 2; any other dynamic
-  dim is refused with one error naming the input, its ``dim_param`` and the ``--input-shapes`` fix. What was
-  chosen, and why, is :meth:`InputPlan.lines` (terminal summary, report notes, the golden's sidecar).
+* Dynamic dimensions: :mod:`harness.data.shapes` (``--input-shapes``; a stated batch default of 1; any other
+  dynamic dim refused by name). What was chosen, and why, is :func:`recipe_lines` (terminal summary, every case's
+  notes in the report, the golden's sidecar).
 * ``--inputs FILE`` takes an ``.npz`` (never unpickled) or a Polygraphy ``--save-inputs`` JSON list of feeds.
   An ``.npz`` whose arrays have a leading dimension that is a multiple of the model's static batch is split
   into that many feeds (as AutoCast does).
@@ -29,8 +28,9 @@ import onnx
 
 from harness.dtypes import BFLOAT16
 from harness.errors import InputDataError, UserError
-from harness.data.feeds import (Feed, InputRole, InputSpec, fmt_dims, input_roles, input_specs, load_feed_file,
-                                 spec_dtype, split_batches, validate_feeds)
+from harness.data.feeds import (Feed, InputRole, InputSpec, input_roles, input_specs, load_feed_file, spec_dtype,
+                                 split_batches, validate_feeds)
+from harness.data.shapes import BATCH_DEFAULT, parse_input_shape, parse_input_shapes, resolve_shapes
 
 __all__ = ["BATCH_DEFAULT", "Feed", "InputPlan", "InputRecipe", "InputSpec", "describe_inputs", "generate_feeds",
            "input_specs", "load_feed_file", "make_feeds", "parse_input_shape", "parse_input_shapes",
@@ -38,13 +38,8 @@ __all__ = ["BATCH_DEFAULT", "Feed", "InputPlan", "InputRecipe", "InputSpec", "de
            "resolve_shapes"]
 
 _RANGE_RE = re.compile(r"^(?:(?P<name>.*):)?\[(?P<lo>[^,\[\]]+),(?P<hi>[^,\[\]]+)\]$")
-_SHAPE_RE = re.compile(r"^(?P<name>.+):(?P<dims>\[[\d,\s]*\]|\d+(?:x\d+)*)$")
-_SHAPE_LIST_SPLIT = re.compile(r",(?![^\[]*\])")   # commas outside [...]
 _DEFAULT_FLOAT_RANGE = (-1.0, 1.0)
 _DEFAULT_INT_RANGE = (0.0, 1.0)
-BATCH_DEFAULT = 1
-"""Size of a leading dynamic dim (rank >= 2) without --input-shapes: the batch a deployment runs by default.
-Stated in the plan on every run; every other dynamic dim must be given."""
 
 
 @dataclass(frozen=True)
@@ -118,123 +113,6 @@ def parse_val_range(text: str) -> tuple[str, float, float]:
     return match["name"] or "", lo, hi
 
 
-def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
-    """``NAME:1x3x224x224`` or ``NAME:[1,3,224,224]`` (Polygraphy) -> (name, dims)."""
-    match = _SHAPE_RE.match(text.strip())
-    if not match:
-        raise UserError(where="--input-shapes", problem=f"cannot parse {text!r}",
-                        fix="write NAME:1x3x224x224 (or Polygraphy's NAME:[1,3,224,224]); several: "
-                            "x:1x3x224x224,mask:1x128")
-    raw = match["dims"].strip("[]")
-    parts = [p for p in re.split(r"[x,\s]+", raw) if p]
-    return match["name"], tuple(int(p) for p in parts)
-
-
-def parse_input_shapes(text: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
-    """One option value: a comma list as ``castguard convert --input_shapes`` takes (``x:1x3x224x224,mask:1x128``),
-    each item in either form (``x:[1,3,224,224]`` too); repeated names are an error."""
-    items = [item.strip() for item in _SHAPE_LIST_SPLIT.split(text.strip()) if item.strip()]
-    if not items:
-        raise UserError(where="--input-shapes", problem=f"no shape in {text!r}", fix="write NAME:1x3x224x224")
-    parsed = tuple(parse_input_shape(item) for item in items)
-    names = [name for name, _ in parsed]
-    if len(set(names)) != len(names):
-        raise UserError(where="--input-shapes", problem=f"{text!r} names an input twice",
-                        fix="give each input's shape once")
-    return parsed
-
-
-def resolve_shapes(specs: Sequence[InputSpec], recipe: InputRecipe, *,
-                   where: str) -> tuple[dict[str, tuple[int, ...]], list[str]]:
-    """Concrete shape per input, and what the plan must say about dims castguard chose.
-
-    Declared static dims stay (0 included); ``--input-shapes`` sets whole inputs and, through their ``dim_param``
-    names, the same-named dims of other inputs; a leading dynamic dim (rank >= 2) defaults to
-    :data:`BATCH_DEFAULT`. Any other dynamic dim: one UserError naming every such input and dim, with the fix.
-    """
-    names = [s.name for s in specs]
-    given = dict(recipe.input_shapes)
-    for name in given:
-        if name not in names:
-            raise UserError(where="--input-shapes", problem=f"{where} has no input named {name!r}",
-                            fix=f"use one of: {', '.join(names)}")
-    bound: dict[str, tuple[int, str]] = {}
-    shapes: dict[str, tuple[int, ...]] = {}
-    for spec in specs:
-        if spec.name in given:
-            shape = given[spec.name]
-            if spec.dims is not None and (len(shape) != len(spec.dims) or any(
-                    d is not None and d != s for d, s in zip(spec.dims, shape))):
-                raise UserError(where="--input-shapes", problem=f"{spec.name}:{list(shape)} does not fit the "
-                                f"declared shape {fmt_dims(spec.dims)} of {where}",
-                                fix="keep the rank and the static dimensions; set only the dynamic ones")
-            shapes[spec.name] = shape
-            for axis, param in enumerate(spec.dim_params):
-                if param and spec.dims is not None and spec.dims[axis] is None:
-                    if param in bound and bound[param][0] != shape[axis]:
-                        raise UserError(where="--input-shapes", problem=f"dim {param!r} is {bound[param][0]} in "
-                                        f"{bound[param][1]} but {shape[axis]} in {spec.name}",
-                                        fix=f"give every input the same size for {param!r}")
-                    bound.setdefault(param, (shape[axis], f"--input-shapes {spec.name}"))
-    notes: list[str] = []
-    shared: dict[tuple[str, int, str], list[str]] = {}   # (dim_param, size, source) -> inputs that took it
-    missing: list[tuple[InputSpec, int]] = []
-    for spec in specs:
-        if spec.name in shapes:
-            continue
-        if spec.dims is None:
-            raise UserError(where=where, problem=f"input {spec.name!r} has no declared shape",
-                            fix=f"pass --input-shapes {spec.name}:1x3x224x224 (its real shape)")
-        dims: list[int] = []
-        for axis, dim in enumerate(spec.dims):
-            param = spec.dim_params[axis] if axis < len(spec.dim_params) else ""
-            if dim is not None:
-                dims.append(dim)
-            elif param and param in bound:
-                dims.append(bound[param][0])
-                if not bound[param][1].startswith("default"):
-                    shared.setdefault((param, *bound[param]), []).append(spec.name)
-            elif axis == 0 and len(spec.dims) >= 2:
-                dims.append(BATCH_DEFAULT)
-                notes.append(f"{spec.name} {spec.dim_name(axis)} is dynamic: set to {BATCH_DEFAULT} (castguard's "
-                             "batch default; --input-shapes to change)")
-                if param:
-                    bound[param] = (BATCH_DEFAULT, "default")
-            else:
-                missing.append((spec, axis))
-                dims.append(-1)
-        shapes[spec.name] = tuple(dims)
-    if missing:
-        raise _refuse_dynamic(missing, shapes, specs, where=where)
-    notes += [f"dim {param!r} of {', '.join(dict.fromkeys(users))} = {size}, as in {source}"
-              for (param, size, source), users in shared.items()]
-    return shapes, notes
-
-
-def _refuse_dynamic(missing: list[tuple[InputSpec, int]], shapes: dict[str, tuple[int, ...]],
-                    specs: Sequence[InputSpec], *, where: str) -> UserError:
-    """One error for every dynamic dim castguard will not guess, with an --input-shapes example to edit."""
-    dims = "; ".join(f"input {spec.name!r} {spec.dim_name(axis)}" for spec, axis in missing)
-    examples: list[str] = []
-    covered: set[str] = set()
-    for spec in specs:
-        axes = [axis for s, axis in missing if s is spec]
-        params = {spec.dim_params[a] for a in axes if spec.dim_params[a]}
-        if not axes or (params and params <= covered and len(params) == len(axes)):
-            continue
-        covered |= params
-        guess = 224 if spec.elem_type not in _INT_ELEMS and len(spec.dims or ()) == 4 else 128
-        example = [guess if d == -1 else d for d in shapes[spec.name]]
-        examples.append(f"{spec.name}:{'x'.join(str(d) for d in example)}")
-    return UserError(where=where, problem=f"dynamic dimension(s) castguard will not guess: {dims}",
-                     fix=f"give the sizes you deploy with, e.g. --input-shapes {','.join(examples)} (use your real "
-                         "sizes; Polygraphy's NAME:[1,128] form works too; inputs that share a dim name take the "
-                         "same size)")
-
-
-_INT_ELEMS = {2, 3, 4, 5, 6, 7, 12, 13}   # onnx.TensorProto integer element types
-
-
 def range_for(name: str, val_ranges: Sequence[tuple[str, float, float]]) -> tuple[float, float] | None:
     """The last ``--val-range`` naming the input, else the last unnamed one (every input), else None."""
     for wanted in (name, ""):
@@ -287,7 +165,7 @@ def plan_inputs(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> t
     """Shape and values of every generated input (the recipe has no file), and the notes on chosen dims."""
     specs = input_specs(model)
     _check_range_names(specs, recipe, where=where)
-    shapes, notes = resolve_shapes(specs, recipe, where=where)
+    shapes, notes = resolve_shapes(specs, recipe.input_shapes, where=where)
     roles = input_roles(model)
     plans = []
     for spec in specs:

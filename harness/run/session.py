@@ -100,6 +100,7 @@ class AccuracySession:
     def __init__(self, config: HarnessConfig, *, bundled_dir: Path, strict_provenance: bool = False,
                  output_dir: Path | None = None) -> None:
         self.config = config
+        self.bundled_dir = bundled_dir
         self.output_dir = output_dir or config.report_dir    # this run's folder for saved outputs
         self.strict_provenance = strict_provenance   # --strict-provenance: golden version drift is an error
         self.store = GoldenStore(config.goldens_dir)
@@ -137,11 +138,18 @@ class AccuracySession:
         self._goldens[name] = golden
         return golden, written
 
+    def rerun(self, loaded: LoadedModel, *flags: str) -> str:
+        """The command that reruns this model with its inputs (a bundled model's own inputs go without saying)."""
+        own_inputs = self.config.inputs_file is None and not self.config.val_ranges and not self.config.input_shapes
+        bundled = own_inputs and loaded.spec.rerun == loaded.spec.name and loaded.spec.path.is_relative_to(
+            self.bundled_dir.resolve())
+        return rerun_command(loaded.spec, loaded.recipe, *flags, input_options=not bundled)
+
     def check_fp32_golden(self, name: str) -> Outcome:
         """Ensure the golden exists and ORT FP32 still reproduces it on its own inputs."""
         golden, written = self.golden(name, allow_update=True)
         if written is not None:
-            return Outcome("fail", _written_message(self.models[name], written, golden))
+            return Outcome("fail", _written_message(self.models[name], written, golden, self.rerun(self.models[name])))
         loaded = self.models[name]
         result = make_runner("ort", loaded.model, model_dir=loaded.spec.path.parent).run(golden.feeds)
         comparison = compare_iterations(result.outputs, golden.outputs, tolerances={}, default=FP32_TOLERANCE)
@@ -152,7 +160,7 @@ class AccuracySession:
                                f"  golden: {path} (made by {golden.meta.get('producer')}, "
                                f"onnxruntime {golden.meta.get('versions', {}).get('onnxruntime')})\n"
                                f"  fix: if the runtime change is expected, rewrite it: "
-                               f"{rerun_command(loaded.spec, loaded.recipe, '--update-goldens')}",
+                               f"{self.rerun(loaded, '--update-goldens')}",
                        comparison=comparison, runner=result.runner)
 
     def context(self, name: str, golden: Golden) -> tuple[ModelContext, bool]:
@@ -182,7 +190,7 @@ class AccuracySession:
         try:
             golden, written = self.golden(name, allow_update=False)
             if written is not None:
-                return Outcome("fail", _written_message(loaded, written, golden))
+                return Outcome("fail", _written_message(loaded, written, golden, self.rerun(loaded)))
             ctx, first = self.context(name, golden)
             drift = check_golden_provenance(golden.meta, current=installed_versions(), strict=self.strict_provenance,
                                             golden=ctx.golden_path)
@@ -211,8 +219,7 @@ def _duplicate(ref: str, spec: ModelSpec, other: ModelSpec) -> UserError:
                      "are stored by key", fix=f"name one of them: --model OTHERKEY={spec.path}")
 
 
-def _written_message(loaded: LoadedModel, path: Path, golden: Golden) -> str:
+def _written_message(loaded: LoadedModel, path: Path, golden: Golden, rerun: str) -> str:
     return (f"{loaded.spec.name}: golden written (it was missing, or --update-goldens): {path}\n"
             f"  {len(golden.feeds)} iteration(s) from {loaded.recipe.id}, produced by {golden.meta.get('producer')}\n"
-            f"  fix: review it, commit it, and rerun: `{rerun_command(loaded.spec, loaded.recipe)}` then compares "
-            "against it")
+            f"  fix: review it, commit it, and rerun: `{rerun}` then compares against it")

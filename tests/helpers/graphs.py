@@ -97,9 +97,11 @@ def save(model: onnx.ModelProto, path: Path) -> Path:
 def bert_like_model(*, vocab: int = 30522, hidden: int = 16, max_positions: int = 512,
                     seed: int = 0) -> onnx.ModelProto:
     """A BERT-style encoder layer as exporters write it: ``input_ids``, ``attention_mask`` and ``token_type_ids``
-    ([batch, sequence] int64, dynamic ``batch``/``sequence``); word (``vocab`` rows), position (positions from
-    Range over the sequence length) and token-type (2 rows) embeddings gathered and summed, LayerNormalization,
-    one self-attention head with the additive mask (1 - mask) * -10000, and the hidden states out."""
+    ([batch, sequence] int64, dynamic ``batch``/``sequence``); word (``vocab`` rows), position (the first
+    ``sequence`` entries of a ``position_ids`` buffer, sliced as Hugging Face exports do) and token-type (2 rows)
+    embeddings gathered and summed, LayerNormalization, one self-attention head with the additive mask
+    (1 - mask) * -10000, and the hidden states out. (Positions from a Range node instead make onnxruntime 1.23's
+    magnitude run fail to load the all-outputs model: "Failed to find node output ... positions".)"""
     rng = np.random.default_rng(seed)
     dims: list[int | str | None] = ["batch", "sequence"]
 
@@ -114,16 +116,16 @@ def bert_like_model(*, vocab: int = 30522, hidden: int = 16, max_positions: int 
              weight("wk", hidden, hidden, scale=0.3), weight("wv", hidden, hidden, scale=0.3),
              numpy_helper.from_array(np.ones(hidden, np.float32), "ln_scale"),
              numpy_helper.from_array(np.zeros(hidden, np.float32), "ln_bias"),
-             const("zero", 0), const("one", 1), const("mask_axes", [1]),
+             const("position_ids", np.arange(max_positions)[None, :]), const("zero", [0]), const("one", [1]),
+             const("mask_axes", [1]),
              const("f_one", 1.0, np.float32), const("f_neg", -10000.0, np.float32),
              const("f_scale", 1.0 / np.sqrt(hidden), np.float32)]
     node = helper.make_node
     nodes = [
         node("Gather", ["word_embeddings", "input_ids"], ["words"], name="embeddings.word"),
         node("Gather", ["token_type_embeddings", "token_type_ids"], ["types"], name="embeddings.token_type"),
-        node("Shape", ["input_ids"], ["ids_shape"], name="shape"),
-        node("Gather", ["ids_shape", "one"], ["seq_len"], name="seq_len", axis=0),
-        node("Range", ["zero", "seq_len", "one"], ["positions"], name="positions"),
+        node("Shape", ["input_ids"], ["seq_len"], name="seq_len", start=1, end=2),
+        node("Slice", ["position_ids", "zero", "seq_len", "one"], ["positions"], name="positions"),
         node("Gather", ["position_embeddings", "positions"], ["pos"], name="embeddings.position"),
         node("Add", ["words", "types"], ["wt"], name="add_types"),
         node("Add", ["wt", "pos"], ["emb"], name="add_positions"),
