@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from harness.convert.api import ReferenceData, convert_path
-from harness.convert.io import save_model
+from harness.data.onnxfile import save_model
 from harness.convert.options import ConvertOptions, parse_node_precisions
 from harness.data.recipes import parse_input_shapes
 from harness.errors import ConversionError, UserError
@@ -99,8 +99,8 @@ def run(args: argparse.Namespace) -> Path:
         fp32_accumulation=args.fp32_accumulation, respect_existing_types=args.respect_existing_types)
     reference = ReferenceData(calibration_data=args.calibration_data, input_shapes=_shapes(args.input_shapes),
                               providers=tuple(args.providers), trt_plugins=tuple(args.trt_plugins), seed=args.seed)
-    result = convert_path(args.onnx_path, options=options, reference=reference)
-    save_model(result.model, target)
+    result = convert_path(args.onnx_path, options=options, reference=reference, weights="lazy")
+    save_model(result.model, target, base_dir=result.base_dir)
     LOG.info("Converted model saved to %s", target)
     return target
 
