@@ -126,8 +126,10 @@ def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all") -> onnx.M
     checker on the file; :class:`ModelError` for anything unusable. ``weights="lazy"`` keeps big weights on
     disk (the model is then only meaningful with ``path.parent``, its ``model_dir``)."""
     proto = onnxfile.load_model(path, weights=weights)
-    try:   # the parsed proto when it holds everything (no second read); the file when data lives beside it
-        onnx.checker.check_model(str(path) if onnxfile.is_lazy(proto) else proto)
+    # the parsed proto when it holds everything (no second read); the file when data lives beside it or is big
+    try:
+        big = onnxfile.is_lazy(proto) or onnxfile.weights_size(proto) > onnxfile.EXTERNAL_DATA_ABOVE
+        onnx.checker.check_model(str(path) if big else proto)
     except onnx.checker.ValidationError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelError(where=path, problem=f"not a valid ONNX model: {first}",

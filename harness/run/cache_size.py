@@ -1,7 +1,7 @@
 """A size cap for the content cache: least-recently-used eviction, and what ``castguard cache`` shows. No pytest.
 
-An *entry* is every file of one key in one section (``convert/<key>.onnx`` + ``.json``, or
-``magnitudes/<key>.json``); its lock file goes with it. :class:`~harness.run.cache.ContentCache` touches an
+An *entry* is every file of one key in one section (``convert/<key>.onnx`` + ``.json`` + ``.onnx.data`` for
+a model with external data, or ``magnitudes/<key>.json``); its lock file goes with it. :class:`~harness.run.cache.ContentCache` touches an
 entry's files when it reads them, so their newest modification time is the entry's last use. :func:`evict`
 deletes the least recently used entries until the folder fits the cap; an entry whose lock is held (being
 written or read by a running case) is skipped, never deleted under a reader. Evicting only costs time: the next
@@ -25,7 +25,7 @@ class Entry:
     section: str
     key: str
     files: tuple[Path, ...]
-    size: int
+    size: int                                # bytes on disk (allocated blocks)
     last_used: float                         # newest mtime of its files (seconds since the epoch)
 
 
@@ -52,6 +52,11 @@ def _mb(size: int) -> str:
     return f"{size / MB:.1f} MB"
 
 
+def disk_bytes(stat: os.stat_result) -> int:
+    """Bytes a file takes on disk (its allocated blocks, as ``du`` counts them; the size where blocks are unknown)."""
+    return max(stat.st_size, 512 * (getattr(stat, "st_blocks", 0) or 0))
+
+
 def usage(root: Path) -> CacheUsage:
     """Every entry under ``root`` (a missing folder is an empty cache)."""
     entries = []
@@ -62,12 +67,12 @@ def usage(root: Path) -> CacheUsage:
         groups: dict[str, list[Path]] = {}
         for path in folder.iterdir():
             if path.is_file() and not path.name.startswith(".") and path.suffix != ".lock":
-                groups.setdefault(path.stem, []).append(path)
+                groups.setdefault(path.name.partition(".")[0], []).append(path)   # <key>.onnx.data goes with <key>
         for key, files in groups.items():
             stats = [f.stat() for f in files if f.exists()]
             if stats:
                 entries.append(Entry(section=section, key=key, files=tuple(sorted(files)),
-                                     size=sum(s.st_size for s in stats), last_used=max(s.st_mtime for s in stats)))
+                                     size=sum(disk_bytes(s) for s in stats), last_used=max(s.st_mtime for s in stats)))
     return CacheUsage(root=root, entries=tuple(sorted(entries, key=lambda e: (e.last_used, e.section, e.key))))
 
 
