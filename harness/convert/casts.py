@@ -182,18 +182,19 @@ class Rewriter:
             elem = outputs[index]
             if elem is None:
                 continue
+            producer, slot = node, index
             if accumulate:
                 wide = self._unique(f"{name}_fp32acc")
                 node.output[index] = wide
                 self.state.storage[wide] = TensorProto.FLOAT
-                self.state.nodes.append(helper.make_node("Cast", [wide], [name], name=name, to=elem))
+                producer, slot = helper.make_node("Cast", [wide], [name], name=name, to=elem), 0
+                self.state.nodes.append(producer)
                 self.state.ours.add(name)
             self.state.storage[name] = elem
             want = self.output_wanted(name) if name in self.info.outputs else None
             if want is not None and want != elem:
                 pre = self._unique(f"{name}_pre_cast")
-                producer = self.state.nodes[-1]
-                producer.output[list(producer.output).index(name)] = pre
+                producer.output[slot] = pre
                 self.state.storage[pre] = elem
                 self.state.alias[name] = pre
                 self.state.nodes.append(helper.make_node("Cast", [pre], [name], name=f"{pre}_to_output", to=want))
