@@ -4,8 +4,9 @@ needs another type. One Cast per tensor and direction, placed right before its f
 Rules:
 - a node's float tensors bound to a schema type variable get the decided type when the variable allows
   it, otherwise their original type (e.g. Resize ``scales``, bf16 ``roi``); fixed-type params never change;
-- inputs bound to a *free* type variable (one input, no output: Cast, Shape, IsNaN...) read the stored
-  type as it is when the schema allows it;
+- inputs bound to a *free* type variable (one input, no output: Shape, IsNaN, Resize ``roi``...) read the
+  stored type as it is when the schema allows it, except the first input of a node with float outputs
+  (onnx's inference ties RMSNormalization's Y to X although the schema names another variable);
 - graph inputs/outputs: original types with keep_io_types (or respect_existing_types), else float ones become the low type; an output
   whose producer stores another type is renamed ``<name>_pre_cast`` and a final Cast restores the name;
 - fp32_accumulation: a low MatMul/Gemm reads fp32 Casts of its low inputs and writes fp32 that is cast
@@ -69,6 +70,7 @@ class Rewriter:
         """Per input: None (not float) or (wanted type or ANY, fallback type)."""
         decision, sig = self.decisions[node.name], self._sig(node)
         result: list[tuple[int, int] | None] = []
+        float_out = decision.elem is not None and any(n and self.info.is_float(n) for n in node.output)
         for index, name in enumerate(node.input):
             if not name or not self.info.is_float(name):
                 result.append(None)
@@ -80,7 +82,10 @@ class Rewriter:
                 continue
             param = sig.inputs[index]
             target = self._target(sig, param, decision, original)
-            free = sig.is_var(param) and sig.inputs.count(param) == 1 and param not in sig.outputs
+            # A free first input of a node with float outputs is its data input: onnx's inference may tie the
+            # outputs to it although the schema gives them another variable (RMSNormalization's Y follows X).
+            free = sig.is_var(param) and sig.inputs.count(param) == 1 and param not in sig.outputs \
+                and not (index == 0 and float_out)
             result.append((ANY if free else target, target))
         return result
 

@@ -63,3 +63,16 @@ def test_multi_output_node_with_graph_outputs_converts_and_runs(build: str, low:
         tol = 1e-2 if low == "fp16" else 5e-2
         for name, value in gold.items():
             np.testing.assert_allclose(got[name].astype(np.float32), value, atol=tol, rtol=tol)
+
+
+def test_rms_normalization_bf16_reads_its_data_input_in_the_low_type() -> None:
+    """RMSNormalization (opset 23): X is T, scale and Y are V, but onnx's inference ties Y to X; reading X
+    as stored (fp32) gave 'Y has inconsistent type tensor(float)' in bf16."""
+    source = model([node("RMSNormalization", ["x", "w"], ["y"], "rms", axis=0)],
+                   [vi("x", F32, [3, 4]), vi("w", F32, [3, 4])], [vi("y", F32, [3, 4])], opset=23, ir=11)
+    for low in ("fp16", "bf16"):
+        result = convert(source, options=ConvertOptions(low_precision_type=low, keep_io_types=True),
+                         magnitudes=collect_magnitudes(source))
+        onnx.checker.check_model(result.model, full_check=True)
+        rms = next(n for n in result.model.graph.node if n.op_type == "RMSNormalization")
+        assert all(name.endswith(f"_cast_to_{low}") for name in rms.input)
