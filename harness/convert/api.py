@@ -31,8 +31,8 @@ def convert_to_mixed_precision(
     op_types_to_exclude: Sequence[str] | None = None,
     nodes_to_include: Sequence[str] | None = None,
     op_types_to_include: Sequence[str] | None = None,
-    data_max: float = 512,
-    init_max: float = 65504,
+    data_max: float | None = 512,
+    init_max: float | None = 65504,
     keep_io_types: bool = False,
     calibration_data: str | Path | Mapping[str, np.ndarray] | None = None,
     custom_ops: Sequence[str] | None = None,
@@ -52,7 +52,10 @@ def convert_to_mixed_precision(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     seed: int = 0,
 ) -> onnx.ModelProto:
-    """Convert an FP32 model to mixed FP32/FP16 or FP32/BF16; see `ConvertOptions` for every rule."""
+    """Convert an FP32 model to mixed FP32/FP16 or FP32/BF16; see `ConvertOptions` for every rule.
+
+    ``data_max=None`` / ``init_max=None`` mean no limit, as in AutoCast. A missing model file raises
+    :class:`~harness.errors.ModelNotFound`, which is also a ``FileNotFoundError``."""
     if log_level is not None:
         LOG.setLevel(log_level.upper())
     if custom_rule is not None:
@@ -65,7 +68,7 @@ def convert_to_mixed_precision(
     options = ConvertOptions(
         low_precision_type=low_precision_type, nodes_to_exclude=tuple(nodes_to_exclude or ()),
         op_types_to_exclude=tuple(op_types_to_exclude or ()), nodes_to_include=tuple(nodes_to_include or ()),
-        op_types_to_include=tuple(op_types_to_include or ()), data_max=float(data_max), init_max=float(init_max),
+        op_types_to_include=tuple(op_types_to_include or ()), data_max=_limit(data_max), init_max=_limit(init_max),
         keep_io_types=keep_io_types, init_conversion_max_bytes=init_conversion_max_bytes,
         max_depth_of_reduction=max_depth_of_reduction, opset=opset,
         custom_ops=(*tuple(custom_ops or ()), *tuple(trt_plugins_precision)),
@@ -74,6 +77,13 @@ def convert_to_mixed_precision(
     reference = ReferenceData(calibration_data=calibration_data, input_shapes=input_shapes,
                               providers=tuple(providers), trt_plugins=tuple(trt_plugins), seed=seed)
     return convert_path(onnx_path, options=options, reference=reference).model
+
+
+def _limit(value: float | None) -> float:
+    """AutoCast's None threshold means no limit (inf); anything else must be a number (checked by the options)."""
+    if value is None:
+        return math.inf
+    return float(value) if isinstance(value, (int, float)) else value  # type: ignore[unreachable]
 
 
 @dataclass(frozen=True)

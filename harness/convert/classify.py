@@ -20,6 +20,7 @@ Order (first match wins):
 """
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Mapping
@@ -37,6 +38,7 @@ from harness.convert.options import NODE_PRECISIONS, ConvertOptions
 from harness.dtypes import np_dtype
 from harness.errors import ConversionError
 
+LOG = logging.getLogger("harness.convert")
 LOW_ELEMS = frozenset({TensorProto.FLOAT16, TensorProto.BFLOAT16})
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 _UPCASTS = frozenset((s, t) for t in (TensorProto.FLOAT, TensorProto.DOUBLE)
@@ -131,9 +133,27 @@ class Classifier:
                                   problem=f"keys {unused} match no node name or op type in the model",
                                   fix="use names or op types that exist, e.g. "
                                       + ", ".join(sorted({n.op_type for n in nodes})[:8]))
+        self.warn_unmatched()
         decisions = {node.name: self.decide(node) for node in nodes}
         self.guard_denominators(decisions)
         return decisions
+
+    def warn_unmatched(self) -> None:
+        """A node pattern or op type (to exclude or include) that matches nothing in the model gets a warning
+        naming it: usually a typo, or a re.match pattern that needs a leading '.*'."""
+        nodes = self.model.graph.node
+        names, ops = [n.name for n in nodes], {n.op_type for n in nodes}
+        for option, patterns in (("nodes_to_exclude", self.exclude), ("nodes_to_include", self.include)):
+            for pattern in patterns:
+                if not any(pattern.match(name) for name in names):
+                    LOG.warning("%s pattern %r matches no node name (re.match anchors at the start: use '.*%s' "
+                                "for a substring)", option, pattern.pattern, pattern.pattern)
+        for option, op_types in (("op_types_to_exclude", self.options.op_types_to_exclude),
+                                 ("op_types_to_include", self.options.op_types_to_include)):
+            for op_type in op_types:
+                if op_type not in ops:
+                    LOG.warning("%s: op type %r matches no node (op types in the model: %s)", option, op_type,
+                                ", ".join(sorted(ops)[:12]))
 
     def guard_denominators(self, decisions: dict[str, Decision]) -> None:
         """Rule 7. A denominator (``b`` of ``Div(a, b)``; the base of a ``Pow`` whose exponent may be

@@ -1,5 +1,6 @@
 """``python -m harness.convert`` / ``castguard convert``: AutoCast's command line, flag for flag.
 
+``main(argv)`` returns the converted ModelProto (as AutoCast's does); the console script runs ``console(argv)``.
 Exit codes: 0 converted and saved; 2 bad input (a message naming the problem and the fix, no
 traceback, no output file left behind).
 """
@@ -9,6 +10,8 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+
+import onnx
 
 from harness.convert.api import ReferenceData, convert_path
 from harness.convert.io import save_model
@@ -93,7 +96,7 @@ def _output_path(args: argparse.Namespace) -> Path:
     return target
 
 
-def run(args: argparse.Namespace) -> Path:
+def run(args: argparse.Namespace) -> tuple[onnx.ModelProto, Path]:
     target = _output_path(args)
     options = ConvertOptions(
         low_precision_type=args.low_precision_type, nodes_to_exclude=tuple(args.nodes_to_exclude),
@@ -109,14 +112,27 @@ def run(args: argparse.Namespace) -> Path:
     result = convert_path(args.onnx_path, options=options, reference=reference)
     save_model(result.model, target)
     LOG.info("Converted model saved to %s", target)
-    return target
+    return result.model, target
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parse(argv: list[str] | None) -> argparse.Namespace:
     args = get_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s - [castguard][convert] - %(levelname)s - %(message)s")
     LOG.setLevel(args.log_level)
+    return args
+
+
+def main(argv: list[str] | None = None) -> onnx.ModelProto:
+    """AutoCast's ``main(argv)``: convert, save, and return the converted ``ModelProto``. Errors raise (a
+    :class:`~harness.errors.UserError` names the problem and the fix); the console script is :func:`console`."""
+    model, _ = run(_parse(argv))
+    return model
+
+
+def console(argv: list[str] | None = None) -> int:
+    """The command line: exit 0 when converted and saved, 2 on bad input (one message, no traceback)."""
+    args = _parse(argv)
     try:
         run(args)
     except UserError as err:

@@ -16,7 +16,8 @@ import onnx
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from onnx import external_data_helper
 
-from harness.errors import ModelError
+from harness.convert.graphinfo import tensor_nbytes
+from harness.errors import ModelError, ModelNotFound
 
 EXTERNAL_DATA_ABOVE = 1_800_000_000
 """Serialized size (bytes) above which a model is saved with external data (protobuf's limit is 2 GiB)."""
@@ -45,7 +46,7 @@ def load_model(path: Path) -> onnx.ModelProto:
     """Load an ONNX model and its external data (refusing paths outside its folder)."""
     path = Path(path)
     if not path.is_file():
-        raise ModelError(where=path, problem="model file not found", fix="pass the path of an existing .onnx file")
+        raise ModelNotFound(where=path, problem="model file not found", fix="pass the path of an existing .onnx file")
     try:
         model = onnx.load_model(str(path), load_external_data=False)
     except (DecodeError, ValueError, RuntimeError) as err:
@@ -61,9 +62,8 @@ def load_model(path: Path) -> onnx.ModelProto:
 
 
 def approximate_size(model: onnx.ModelProto) -> int:
-    """Bytes of the top-level initializers: the bulk of a model, far cheaper to get than ByteSize()."""
-    return sum(len(i.raw_data) + 4 * (len(i.float_data) + len(i.int32_data)) + 8 * (len(i.int64_data) + len(i.double_data))
-               for i in model.graph.initializer)
+    """Bytes of the top-level initializers from their dims: the bulk of a model, far cheaper than ByteSize()."""
+    return sum(tensor_nbytes(i) for i in model.graph.initializer)
 
 
 def save_model(model: onnx.ModelProto, path: Path, *, external_above: int = EXTERNAL_DATA_ABOVE) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import onnx
-from onnx import defs
+from onnx import TensorProto, defs
 
 from harness.convert.casts import Rewriter
 from harness.convert.classify import Classifier, Decision
@@ -18,9 +18,11 @@ from harness.convert.flops import flop_share
 from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
 from harness.convert.initializers import LOW_MAX
 from harness.convert.magnitudes import Magnitudes
-from harness.convert.opset import prepare
+from harness.convert.ortcpu import note_cpu_bf16
+from harness.convert.opset import prepare, warn_requested_opset
 from harness.convert.options import ConvertOptions
 from harness.convert.validate import expected_io_type, io_types, validate
+from harness.convert.valueinfo import complete_value_info
 from harness.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
@@ -89,6 +91,7 @@ def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magn
     work.CopyFrom(model)
     check_known_ops(work, options)
     check_io_range(work, options, magnitudes)
+    warn_requested_opset(work, opset=options.opset, low_precision_type=options.low_precision_type)
     work = prepare(work, target=options.target_opset, low_precision_type=options.low_precision_type,
                    custom_ops=set(options.custom_op_precisions()))
     info = build_info(work, observed_types=magnitudes.dtypes if magnitudes is not None else None)
@@ -98,8 +101,11 @@ def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magn
     share, total, unknown = flop_share(nodes, lambda n: decisions[n.name].is_low, _shape_lookup(info, magnitudes),
                                        dict(info.initializers))
     state = Rewriter(work, info, decisions, options, sig_cache).run()
-    validate(work, original_inputs=original_inputs, original_outputs=original_outputs,
-             keep_io_types=options.keeps_io_types, low=options.low_elem)
+    inferred = validate(work, original_inputs=original_inputs, original_outputs=original_outputs,
+                        keep_io_types=options.keeps_io_types, low=options.low_elem)
+    complete_value_info(work, inferred, storage=state.storage, shapes=info.shapes)
+    if options.low_elem == TensorProto.BFLOAT16:
+        note_cpu_bf16(work)
     low_nodes = tuple(n.name for n in nodes if decisions[n.name].is_low)
     high_nodes = tuple((n.name, decisions[n.name].reason or "fp32") for n in nodes if not decisions[n.name].is_low)
     _log(options, decisions, nodes, share, total, unknown, len(state.ours))
@@ -119,16 +125,34 @@ def _shape_lookup(info: GraphInfo, magnitudes: Magnitudes | None) -> Callable[[s
     return shape_of
 
 
+SUMMARY_EXAMPLES = 3
+"""Node names shown per reason at INFO (``log_level DEBUG`` lists every node)."""
+
+
+def _reason_kind(reason: str) -> str:
+    """The rule behind a reason: its text before the first ':' (``data_max``, ``schema``, ``init_max``...)."""
+    return reason.partition(":")[0] or reason
+
+
 def _log(options: ConvertOptions, decisions: dict[str, Decision], nodes: list[onnx.NodeProto], share: float,
          total: int, unknown: int, casts: int) -> None:
+    """INFO: one summary line per reason (count and the first few nodes); DEBUG: one line per node."""
     low = sum(1 for n in nodes if decisions[n.name].is_low)
+    groups: dict[str, list[str]] = {}
     for node in nodes:
         decision = decisions[node.name]
-        if not decision.is_low:
-            LOG.info("keeping node %s (%s) out of %s: %s", node.name, node.op_type, options.low_precision_type,
-                     decision.reason or "fp32")
-        elif decision.reason:
-            LOG.info("node %s (%s) in %s: %s", node.name, node.op_type, options.low_precision_type, decision.reason)
+        where = "out of" if not decision.is_low else "in"
+        if not decision.is_low or decision.reason:
+            LOG.debug("node %s (%s) %s %s: %s", node.name, node.op_type, where, options.low_precision_type,
+                      decision.reason or "fp32")
+            key = f"{'kept out of' if not decision.is_low else 'in'} {options.low_precision_type}: " \
+                  f"{_reason_kind(decision.reason or 'fp32')}"
+            groups.setdefault(key, []).append(node.name)
+    for key, names in groups.items():
+        shown = ", ".join(names[:SUMMARY_EXAMPLES]) + (", ..." if len(names) > SUMMARY_EXAMPLES else "")
+        LOG.info("%d node(s) %s (%s)", len(names), key, shown)
+    if groups:
+        LOG.info("(--log_level DEBUG lists every node with its full reason)")
     LOG.info("Converted %d/%d nodes (%.2f%%) to %s; %.2f%% of %.3g estimated FLOPs in %s%s; %d casts inserted",
              low, len(nodes), 100.0 * low / max(len(nodes), 1), options.low_precision_type, 100.0 * share, total,
              options.low_precision_type, f" ({unknown} nodes with unknown shapes not counted)" if unknown else "",

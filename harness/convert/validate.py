@@ -13,8 +13,7 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto
 
-from harness.convert.graphinfo import FLOATS
-from harness.convert.io import EXTERNAL_DATA_ABOVE, approximate_size, save_model
+from harness.convert.graphinfo import FLOATS, STUB_LOCATION, light_copy
 from harness.errors import ConversionError
 
 _NODE_IN_MESSAGE = (re.compile(r"Name: (\S+) OpType"), re.compile(r"node name: ([^\s,)]+)"), re.compile(r"[Nn]ode \(([^)]+)\)"),
@@ -40,21 +39,23 @@ def expected_io_type(original: int, *, keep_io_types: bool, low: int) -> int:
     return low
 
 
-def _check(model: onnx.ModelProto) -> None:
-    """check_model(full_check=True): the checker plus strict shape and type inference (check_type=True).
-    Models near protobuf's 2 GiB limit are checked from a temporary external-data copy."""
-    if approximate_size(model) < EXTERNAL_DATA_ABOVE:
-        onnx.checker.check_model(model, full_check=True)
-        return
+def _check(model: onnx.ModelProto) -> onnx.ModelProto:
+    """What ``check_model(full_check=True)`` does: the checker, then strict shape and type inference
+    (check_type=True), run on a light copy (big initializers as external-data stubs: their values play no
+    part in either, and serializing them would cost seconds on a large model). Returns the inferred copy."""
+    light = light_copy(model)
     with tempfile.TemporaryDirectory(prefix="castguard-check-") as tmp:
-        save_model(model, Path(tmp) / "model.onnx")
-        onnx.checker.check_model(str(Path(tmp) / "model.onnx"), full_check=True)
+        (Path(tmp) / STUB_LOCATION).touch()
+        onnx.save_model(light, str(Path(tmp) / "model.onnx"))
+        onnx.checker.check_model(str(Path(tmp) / "model.onnx"))
+    return onnx.shape_inference.infer_shapes(light, check_type=True, strict_mode=True)
 
 
 def validate(model: onnx.ModelProto, *, original_inputs: Mapping[str, int], original_outputs: Mapping[str, int],
-             keep_io_types: bool, low: int) -> None:
+             keep_io_types: bool, low: int) -> onnx.ModelProto:
+    """Check `model`; returns its strictly inferred light copy (types and shapes of every tensor)."""
     try:
-        _check(model)
+        inferred = _check(model)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
         raise ConversionError(where="converted model", step="validate: onnx.checker (full_check: strict type and "
                                                              "shape inference)",
@@ -71,3 +72,4 @@ def validate(model: onnx.ModelProto, *, original_inputs: Mapping[str, int], orig
                     where="converted model", step=f"validate: graph {role} types", node=name,
                     problem=f"{role} {name!r} is {TensorProto.DataType.Name(after[name])}, expected "
                             f"{TensorProto.DataType.Name(want)} (keep_io_types={keep_io_types})", fix=FIX)
+    return inferred
