@@ -15,10 +15,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from harness.convert.calibration import non_tensor_inputs
 from harness.convert.io import load_model
-from harness.convert.magnitudes import Magnitudes, collect_magnitudes
+from harness.convert.magnitudes import Magnitudes, ReferenceRunError, collect_magnitudes
 from harness.convert.options import ConvertOptions
 from harness.convert.pipeline import ConversionResult, convert
+from harness.convert.shapelike import shape_like_inputs
 from harness.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
@@ -101,11 +103,35 @@ def convert_path(source: str | Path | onnx.ModelProto, *, options: ConvertOption
                  reference: ReferenceData) -> ConversionResult:
     """Load, run the reference pass unless data_max is inf (as AutoCast does), and convert."""
     model = source if isinstance(source, onnx.ModelProto) else load_model(Path(source))
-    magnitudes: Magnitudes | None = None
-    if not math.isinf(options.data_max):
-        LOG.info("running onnxruntime once to collect tensor magnitudes")
+    magnitudes = None if math.isinf(options.data_max) else _reference_run(model, reference)
+    return convert(model, options=options, magnitudes=magnitudes)
+
+
+_WITHOUT = ("converting without magnitudes (no data_max rule, no graph I/O range check); give calibration_data "
+            "with valid values to use them")
+
+
+def _reference_run(model: onnx.ModelProto, reference: ReferenceData) -> Magnitudes | None:
+    """Magnitudes from one onnxruntime run, or None (with a warning) where random data cannot stand for the
+    model: non-tensor inputs (sequence, optional: no run), or a model onnxruntime loads but cannot run on random
+    data (a data problem, such as integer inputs feeding shape-like parameters, not an op it lacks)."""
+    non_tensor = non_tensor_inputs(model)
+    if non_tensor and reference.calibration_data is None:
+        LOG.warning("inputs %s are not tensors, which random reference data cannot hold: %s", non_tensor, _WITHOUT)
+        return None
+    LOG.info("running onnxruntime once to collect tensor magnitudes")
+    try:
         magnitudes = collect_magnitudes(model, calibration_data=reference.calibration_data,
                                         input_shapes=reference.input_shapes, providers=reference.providers,
                                         seed=reference.seed, trt_plugins=reference.trt_plugins)
-        LOG.info("reference data: %s", magnitudes.data_source)
-    return convert(model, options=options, magnitudes=magnitudes)
+    except ReferenceRunError as err:
+        if reference.calibration_data is not None or err.stage != "run":
+            raise
+        shape_like = shape_like_inputs(model)
+        why = (f"integer inputs feeding shape-like parameters ({', '.join(f'{k} -> {v}' for k, v in shape_like.items())})"
+               if shape_like else "inputs whose valid values random data does not know")
+        LOG.warning("onnxruntime loads this model but fails to run it on random data, which cannot hold valid values "
+                    "for %s: %s. onnxruntime said: %s", why, _WITHOUT, err.problem.splitlines()[0][:300])
+        return None
+    LOG.info("reference data: %s", magnitudes.data_source)
+    return magnitudes

@@ -15,12 +15,19 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+from onnx import TensorProto
 
+from harness.convert.shapelike import shape_like_inputs
 from harness.dtypes import np_dtype
 from harness.errors import InputDataError
 
 Feed = dict[str, np.ndarray]
 Dims = tuple[int | str | None, ...]
+
+
+def non_tensor_inputs(model: onnx.ModelProto) -> list[str]:
+    """Graph inputs that are not tensors (sequence, optional, map): random data and .npz files cannot hold them."""
+    return [vi.name for vi in model.graph.input if not vi.type.HasField("tensor_type")]
 
 
 def input_specs(model: onnx.ModelProto) -> dict[str, tuple[int, Dims]]:
@@ -30,6 +37,11 @@ def input_specs(model: onnx.ModelProto) -> dict[str, tuple[int, Dims]]:
     for vi in model.graph.input:
         if vi.name in inits:
             continue
+        if not vi.type.HasField("tensor_type"):
+            raise InputDataError(where=f"model input {vi.name!r}",
+                                 problem=f"is a {vi.type.WhichOneof('value')}, not a tensor: reference data "
+                                         "(random or .npz) holds tensors only",
+                                 fix="skip the reference run (data_max=inf / --data_max inf)")
         tt = vi.type.tensor_type
         dims: Dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
         specs[vi.name] = (tt.elem_type, dims)
@@ -38,7 +50,8 @@ def input_specs(model: onnx.ModelProto) -> dict[str, tuple[int, Dims]]:
 
 def random_feeds(model: onnx.ModelProto, *, seed: int,
                  input_shapes: Mapping[str, Sequence[int]] | None) -> tuple[list[Feed], str]:
-    """One feed: floats uniform in [-1, 1], ints in {0, 1}, bools random; dynamic dims 1 unless overridden."""
+    """One feed: floats uniform in [-1, 1], ints in {0, 1} (0, 1, 2... for shape-like ones: see
+    :mod:`harness.convert.shapelike`), bools random; dynamic dims 1 unless overridden, zero-size dims kept."""
     rng = np.random.default_rng(seed)
     overrides = dict(input_shapes or {})
     unknown = sorted(set(overrides) - set(input_specs(model)))
@@ -47,11 +60,18 @@ def random_feeds(model: onnx.ModelProto, *, seed: int,
                              fix=f"use input names from {sorted(input_specs(model))}")
     feed: Feed = {}
     described = []
+    shape_like = shape_like_inputs(model)
     for name, (elem, dims) in input_specs(model).items():
-        shape = tuple(overrides.get(name) or (d if isinstance(d, int) and d > 0 else 1 for d in dims))
+        shape = tuple(overrides.get(name) or (d if isinstance(d, int) and d >= 0 else 1 for d in dims))
+        if elem == TensorProto.STRING:
+            feed[name] = rng.choice(np.array(["a", "bc", "def"]), size=shape)
+            described.append(f"{name}:{'x'.join(map(str, shape)) or 'scalar'}")
+            continue
         dtype = np_dtype(elem)
         if np.issubdtype(dtype, np.bool_):
             feed[name] = rng.integers(0, 2, size=shape).astype(bool)
+        elif name in shape_like:
+            feed[name] = np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape)
         elif np.issubdtype(dtype, np.integer):
             feed[name] = rng.integers(0, 2, size=shape).astype(dtype)
         else:

@@ -6,7 +6,8 @@ Rules:
   it, otherwise their original type (e.g. Resize ``scales``, bf16 ``roi``); fixed-type params never change;
 - inputs bound to a *free* type variable (one input, no output: Shape, IsNaN, Resize ``roi``...) read the
   stored type as it is when the schema allows it, except the first input of a node with float outputs
-  (onnx's inference ties RMSNormalization's Y to X although the schema names another variable);
+  (onnx's inference ties RMSNormalization's Y to X although the schema names another variable) and the
+  inputs of a node with untyped outputs (a sequence's element type follows SplitToSequence's input);
 - graph inputs/outputs: original types with keep_io_types (or respect_existing_types), else float ones become the low type; an output
   whose producer stores another type is renamed ``<name>_pre_cast`` and a final Cast restores the name;
 - fp32_accumulation: a low MatMul/Gemm reads fp32 Casts of its low inputs and writes fp32 that is cast
@@ -71,6 +72,7 @@ class Rewriter:
         decision, sig = self.decisions[node.name], self._sig(node)
         result: list[tuple[int, int] | None] = []
         float_out = decision.elem is not None and any(n and self.info.is_float(n) for n in node.output)
+        untyped_out = any(n and n not in self.info.types for n in node.output)  # sequences, optionals
         for index, name in enumerate(node.input):
             if not name or not self.info.is_float(name):
                 result.append(None)
@@ -85,7 +87,7 @@ class Rewriter:
             # A free first input of a node with float outputs is its data input: onnx's inference may tie the
             # outputs to it although the schema gives them another variable (RMSNormalization's Y follows X).
             free = sig.is_var(param) and sig.inputs.count(param) == 1 and param not in sig.outputs \
-                and not (index == 0 and float_out)
+                and not (index == 0 and float_out) and not untyped_out
             result.append((ANY if free else target, target))
         return result
 

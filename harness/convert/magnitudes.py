@@ -33,6 +33,15 @@ _PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "t
               "dml": "DmlExecutionProvider"}
 
 
+class ReferenceRunError(ConversionError):
+    """onnxruntime refused the model: ``stage`` "load" (no kernel, bad model) or "run" (the data)."""
+
+    def __init__(self, *, stage: str, where: str, problem: str, fix: str, node: str | None = None,
+                 step: str | None = None) -> None:
+        self.stage = stage
+        super().__init__(where=where, problem=problem, fix=fix, node=node, step=step)
+
+
 @dataclass(frozen=True)
 class Magnitudes:
     """Per-tensor reference statistics of one model on one data set (inf = non-finite seen). ``absmin``: the
@@ -153,8 +162,8 @@ def _run_child(model: onnx.ModelProto, batches: list[Feed], providers: list[Prov
     if "error" in result:
         message = result["error"]
         node = next((m.group(1) for p in _NODE_PATTERNS if (m := p.search(message))), None)
-        raise ConversionError(
-            where="reference run", step="reference run", node=node,
+        raise ReferenceRunError(
+            stage=result["stage"], where="reference run", step="reference run", node=node,
             problem=f"onnxruntime cannot {result['stage']} the model on {source}: {message.strip()[:1500]}",
             fix="give representative calibration data (calibration_data=... / --calibration_data) "
                 "or input shapes, or skip the run with data_max=inf")

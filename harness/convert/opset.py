@@ -67,6 +67,12 @@ def default_opset(model: onnx.ModelProto) -> int:
 
 def upgrade(model: onnx.ModelProto, *, target: int, low_precision_type: str) -> onnx.ModelProto:
     """Return `model` at default-domain opset >= `target`, converted by onnx.version_converter."""
+    if all(o.domain not in ("", "ai.onnx") for o in model.opset_import):
+        # no default-domain node to convert (e.g. an ai.onnx.ml-only model): the Casts the converter may insert
+        # need the default domain, which starts at the target opset
+        model.opset_import.append(helper.make_opsetid("", target))
+        LOG.info("model imports no default-domain opset: ai.onnx opset %d added for inserted Casts", target)
+        return model
     current = default_opset(model)
     if current >= target:
         LOG.info("model opset %d >= target %d: kept (never downgraded)", current, target)

@@ -1,0 +1,87 @@
+"""Random reference data for models it cannot fully stand for (found on the ONNX backend node tests):
+zero-size dims, integer inputs feeding shape-like parameters, non-tensor inputs, ai.onnx.ml-only models."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from convert_builders import F32, model, node, vi
+from onnx import TensorProto, helper
+
+from harness.convert import convert_to_mixed_precision
+from harness.convert.calibration import random_feeds
+
+I64 = TensorProto.INT64
+
+
+def _save(built: onnx.ModelProto, tmp_path: Path, name: str) -> str:
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(built, path)
+    return str(path)
+
+
+def test_zero_size_dims_are_kept_in_random_data(tmp_path: Path) -> None:
+    """ReduceSum with an empty `axes` input (shape [0]) reduces every axis; a 1-element axes would not."""
+    reduce = model([node("ReduceSum", ["x", "axes"], ["y"], "sum", keepdims=1)],
+                   [vi("x", F32, [2, 3]), vi("axes", I64, [0])], [vi("y", F32, [1, 1])], opset=18)
+    feeds, _ = random_feeds(reduce, seed=0, input_shapes=None)
+    assert feeds[0]["axes"].shape == (0,)
+    converted = convert_to_mixed_precision(_save(reduce, tmp_path, "reduce"), keep_io_types=True)
+    onnx.checker.check_model(converted, full_check=True)
+
+
+def test_shape_like_integer_inputs_get_distinct_small_values() -> None:
+    gather = model([node("Gather", ["x", "idx"], ["y"], "gather", axis=1)],
+                   [vi("x", F32, [2, 5]), vi("idx", I64, [4])], [vi("y", F32, [2, 4])])
+    feeds, _ = random_feeds(gather, seed=0, input_shapes=None)
+    assert feeds[0]["idx"].tolist() == [0, 1, 2, 3]
+
+
+def test_run_failure_on_random_data_converts_without_magnitudes_and_says_so(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Reshape(x[2,3], shape) with shape = [0, 1] cannot run; onnxruntime loads the model, so it converts
+    (no data rule) with a warning naming the input and the parameter."""
+    reshape = model([node("Reshape", ["x", "shape"], ["r"], "reshape"), node("Relu", ["r"], ["y"], "relu")],
+                    [vi("x", F32, [2, 3]), vi("shape", I64, [2])], [vi("y", F32, ["a", "b"])])
+    with caplog.at_level(logging.WARNING, logger="harness.convert"):
+        converted = convert_to_mixed_precision(_save(reshape, tmp_path, "reshape"))
+    onnx.checker.check_model(converted, full_check=True)
+    assert "shape -> Reshape.shape" in caplog.text and "converting without magnitudes" in caplog.text
+
+
+def test_calibration_data_that_fails_is_still_an_error(tmp_path: Path) -> None:
+    from harness.errors import ConversionError
+
+    reshape = model([node("Reshape", ["x", "shape"], ["y"], "reshape")],
+                    [vi("x", F32, [2, 3]), vi("shape", I64, [2])], [vi("y", F32, ["a", "b"])])
+    with pytest.raises(ConversionError, match="cannot run the model"):
+        convert_to_mixed_precision(_save(reshape, tmp_path, "reshape"),
+                                   calibration_data={"x": np.ones((2, 3), np.float32),
+                                                     "shape": np.array([4, 4], np.int64)})
+
+
+def test_sequence_input_converts_without_a_reference_run(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    seq_in = helper.make_tensor_sequence_value_info("s", F32, [2])
+    built = model([node("SequenceAt", ["s", "pos"], ["a"], "at"), node("Relu", ["a"], ["y"], "relu")],
+                  [seq_in, vi("pos", I64, [])], [vi("y", F32, [2])])
+    with caplog.at_level(logging.WARNING, logger="harness.convert"):
+        converted = convert_to_mixed_precision(_save(built, tmp_path, "seq"), keep_io_types=True)
+    onnx.checker.check_model(converted, full_check=True)
+    assert "['s'] are not tensors" in caplog.text
+
+
+def test_ml_only_model_gets_a_default_opset_for_its_casts(tmp_path: Path) -> None:
+    """An ai.onnx.ml-only model (no default-domain import) cannot go through the version converter; its ops
+    are never rewritten, and the Casts at its converted graph I/O need the default domain."""
+    graph = helper.make_graph([helper.make_node("Scaler", ["x"], ["y"], name="scale", domain="ai.onnx.ml",
+                                                scale=[2.0], offset=[0.5])], "g",
+                              [vi("x", F32, [2, 1])], [vi("y", F32, [2, 1])])
+    built = helper.make_model(graph, opset_imports=[helper.make_opsetid("ai.onnx.ml", 1)])
+    built.ir_version = 8
+    converted = convert_to_mixed_precision(_save(built, tmp_path, "ml"))
+    onnx.checker.check_model(converted, full_check=True)
+    assert {o.domain: o.version for o in converted.opset_import}[""] == 13
+    assert [n.op_type for n in converted.graph.node] == ["Cast", "Scaler", "Cast"]
