@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from harness.convert.calibration import non_tensor_inputs
+from harness.convert.calibration import unholdable_inputs
 from harness.convert.io import load_model
 from harness.convert.magnitudes import Magnitudes, ReferenceRunError, collect_magnitudes
 from harness.convert.options import ConvertOptions
@@ -113,11 +113,12 @@ _WITHOUT = ("converting without magnitudes (no data_max rule, no graph I/O range
 
 def _reference_run(model: onnx.ModelProto, reference: ReferenceData) -> Magnitudes | None:
     """Magnitudes from one onnxruntime run, or None (with a warning) where random data cannot stand for the
-    model: non-tensor inputs (sequence, optional: no run), or a model onnxruntime loads but cannot run on random
+    model: inputs it cannot hold (sequences, optionals, float8/int4...: no run), or a model onnxruntime loads but cannot run on random
     data (a data problem, such as integer inputs feeding shape-like parameters, not an op it lacks)."""
-    non_tensor = non_tensor_inputs(model)
-    if non_tensor and reference.calibration_data is None:
-        LOG.warning("inputs %s are not tensors, which random reference data cannot hold: %s", non_tensor, _WITHOUT)
+    unholdable = unholdable_inputs(model)
+    if unholdable and reference.calibration_data is None:
+        LOG.warning("random reference data cannot hold inputs %s: %s",
+                    ", ".join(f"{k} ({v})" for k, v in unholdable.items()), _WITHOUT)
         return None
     LOG.info("running onnxruntime once to collect tensor magnitudes")
     try:

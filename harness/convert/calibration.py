@@ -25,9 +25,19 @@ Feed = dict[str, np.ndarray]
 Dims = tuple[int | str | None, ...]
 
 
-def non_tensor_inputs(model: onnx.ModelProto) -> list[str]:
-    """Graph inputs that are not tensors (sequence, optional, map): random data and .npz files cannot hold them."""
-    return [vi.name for vi in model.graph.input if not vi.type.HasField("tensor_type")]
+def unholdable_inputs(model: onnx.ModelProto) -> dict[str, str]:
+    """Graph inputs that random data and .npz files cannot hold -> why: not tensors (sequence, optional, map),
+    or of an element type numpy has no plain dtype for (float8, int4, int2, float4...)."""
+    found: dict[str, str] = {}
+    for vi in model.graph.input:
+        if not vi.type.HasField("tensor_type"):
+            found[vi.name] = f"a {vi.type.WhichOneof('value')}"
+        elif vi.type.tensor_type.elem_type != TensorProto.STRING:
+            try:
+                np_dtype(vi.type.tensor_type.elem_type)
+            except ValueError:
+                found[vi.name] = TensorProto.DataType.Name(vi.type.tensor_type.elem_type)
+    return found
 
 
 def input_specs(model: onnx.ModelProto) -> dict[str, tuple[int, Dims]]:

@@ -7,7 +7,8 @@ Rules:
 - inputs bound to a *free* type variable (one input, no output: Shape, IsNaN, Resize ``roi``...) read the
   stored type as it is when the schema allows it, except the first input of a node with float outputs
   (onnx's inference ties RMSNormalization's Y to X although the schema names another variable) and the
-  inputs of a node with untyped outputs (a sequence's element type follows SplitToSequence's input);
+  inputs of a node with untyped outputs (a sequence's element type follows SplitToSequence's input), and
+  BitCast (its input's bit width must match its output's);
 - graph inputs/outputs: original types with keep_io_types (or respect_existing_types), else float ones become the low type; an output
   whose producer stores another type is renamed ``<name>_pre_cast`` and a final Cast restores the name;
 - fp32_accumulation: a low MatMul/Gemm reads fp32 Casts of its low inputs and writes fp32 that is cast
@@ -87,7 +88,7 @@ class Rewriter:
             # A free first input of a node with float outputs is its data input: onnx's inference may tie the
             # outputs to it although the schema gives them another variable (RMSNormalization's Y follows X).
             free = sig.is_var(param) and sig.inputs.count(param) == 1 and param not in sig.outputs \
-                and not (index == 0 and float_out) and not untyped_out
+                and not (index == 0 and float_out) and not untyped_out and node.op_type != "BitCast"
             result.append((ANY if free else target, target))
         return result
 

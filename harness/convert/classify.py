@@ -92,8 +92,8 @@ def _structural(node: onnx.NodeProto, sig: Signature | None, info: GraphInfo,
                 custom: Mapping[str, int]) -> Decision | None:
     if node.op_type in custom and (sig is None or domain_of(node)):
         return Decision(custom[node.op_type], f"custom_ops: {elem_name(custom[node.op_type])}")
-    if domain_of(node) == "" and node.op_type == "Cast":
-        return Decision(None, "user cast: kept as is")
+    if domain_of(node) == "" and node.op_type in ("Cast", "BitCast"):
+        return Decision(None, f"user {node.op_type.lower()}: kept as is")
     if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute) \
             or node.op_type in CONTROL_FLOW:
         return Decision(None, "control flow: bodies kept in their original types")
@@ -124,7 +124,7 @@ class Classifier:
         self.custom = options.custom_op_precisions()
         self._init_absmax: dict[str, float] = {}
 
-    def run(self) -> dict[str, Decision]:
+    def run(self, *, warn: bool = True) -> dict[str, Decision]:
         nodes = self.model.graph.node
         used_keys = {k for k in self.precisions if any(k in (n.name, n.op_type) for n in nodes)}
         unused = sorted(set(self.precisions) - used_keys)
@@ -133,7 +133,8 @@ class Classifier:
                                   problem=f"keys {unused} match no node name or op type in the model",
                                   fix="use names or op types that exist, e.g. "
                                       + ", ".join(sorted({n.op_type for n in nodes})[:8]))
-        self.warn_unmatched()
+        if warn:
+            self.warn_unmatched()
         decisions = {node.name: self.decide(node) for node in nodes}
         self.guard_denominators(decisions)
         return decisions

@@ -13,7 +13,7 @@ import onnx
 from onnx import TensorProto, defs
 
 from harness.convert.casts import Rewriter
-from harness.convert.classify import Classifier, Decision
+from harness.convert.classify import LOW_ELEMS, Classifier, Decision, existing_elem
 from harness.convert.flops import flop_share
 from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
 from harness.convert.initializers import LOW_MAX
@@ -21,7 +21,7 @@ from harness.convert.magnitudes import Magnitudes
 from harness.convert.ortcpu import note_cpu_bf16
 from harness.convert.opset import prepare, warn_requested_opset
 from harness.convert.options import ConvertOptions
-from harness.convert.validate import expected_io_type, io_types, validate
+from harness.convert.validate import expected_io_type, io_types, strict_error, validate
 from harness.convert.valueinfo import complete_value_info
 from harness.errors import ConversionError
 
@@ -84,25 +84,67 @@ def check_io_range(model: onnx.ModelProto, options: ConvertOptions, magnitudes: 
                     fix="keep the graph inputs/outputs in fp32 (keep_io_types=True, CLI --keep_io_types)")
 
 
+MAX_REJECTED = 16
+"""How many nodes onnx's strict inference may reject in the low type before the conversion gives up."""
+
+
+class _Rejected(Exception):
+    def __init__(self, node: str, reason: str, error: ConversionError) -> None:
+        super().__init__(reason)
+        self.node, self.reason, self.error = node, reason, error
+
+
 def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magnitudes | None) -> ConversionResult:
-    """Classify every node from `magnitudes` (None = no data rule) and build the mixed-precision model."""
+    """Classify every node from `magnitudes` (None = no data rule) and build the mixed-precision model.
+
+    A node that onnx's strict type inference rejects in the low type although its schema allows it (a function
+    body typed for fp32 only, such as MeanVarianceNormalization's) is kept FP32 with that reason, and the model
+    is built again; a failure on a node already FP32 is a ConversionError."""
+    rejected: dict[str, str] = {}
+    while True:
+        try:
+            return _convert_once(model, options, magnitudes, rejected)
+        except _Rejected as err:
+            if len(rejected) >= MAX_REJECTED:
+                raise err.error from None
+            LOG.info("node %s: %s; kept FP32 and converting again", err.node, err.reason)
+            rejected[err.node] = err.reason
+
+
+def _convert_once(model: onnx.ModelProto, options: ConvertOptions, magnitudes: Magnitudes | None,
+                  rejected: dict[str, str]) -> ConversionResult:
     original_inputs, original_outputs = io_types(model)
     work = onnx.ModelProto()
     work.CopyFrom(model)
     check_known_ops(work, options)
     check_io_range(work, options, magnitudes)
-    warn_requested_opset(work, opset=options.opset, low_precision_type=options.low_precision_type)
+    if not rejected:
+        warn_requested_opset(work, opset=options.opset, low_precision_type=options.low_precision_type)
     work = prepare(work, target=options.target_opset, low_precision_type=options.low_precision_type,
                    custom_ops=set(options.custom_op_precisions()))
     info = build_info(work, observed_types=magnitudes.dtypes if magnitudes is not None else None)
     sig_cache: SigCache = {}
-    decisions = Classifier(work, info, options, magnitudes, sig_cache).run()
+    classifier = Classifier(work, info, options, magnitudes, sig_cache)
+    decisions = classifier.run(warn=not rejected)
     nodes = list(work.graph.node)
+    for node in nodes:
+        if node.name in rejected and decisions[node.name].is_low:
+            high = existing_elem(node, info)
+            decisions[node.name] = Decision(high if high not in LOW_ELEMS else TensorProto.FLOAT, rejected[node.name])
     share, total, unknown = flop_share(nodes, lambda n: decisions[n.name].is_low, _shape_lookup(info, magnitudes),
                                        dict(info.initializers))
     state = Rewriter(work, info, decisions, options, sig_cache).run()
-    inferred = validate(work, original_inputs=original_inputs, original_outputs=original_outputs,
-                        keep_io_types=options.keeps_io_types, low=options.low_elem)
+    try:
+        inferred = validate(work, original_inputs=original_inputs, original_outputs=original_outputs,
+                            keep_io_types=options.keeps_io_types, low=options.low_elem,
+                            input_error=lambda: _input_error(model, options))
+    except ConversionError as err:
+        if err.node in decisions and decisions[err.node].is_low and err.node not in rejected:
+            op = next(n.op_type for n in nodes if n.name == err.node)
+            detail = err.problem.partition(": ")[2].strip().splitlines()[0][:160]
+            raise _Rejected(err.node, f"inference: onnx rejects {op} in {options.low_precision_type} ({detail})",
+                            err) from None
+        raise
     complete_value_info(work, inferred, storage=state.storage, shapes=info.shapes)
     if options.low_elem == TensorProto.BFLOAT16:
         note_cpu_bf16(work)
@@ -112,6 +154,14 @@ def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magn
     return ConversionResult(model=work, low_nodes=low_nodes, high_nodes=high_nodes, lowp_flop_share=share,
                             cast_count=sum(1 for n in work.graph.node if n.name in state.ours),
                             clamped=tuple(state.clamped))
+
+
+def _input_error(model: onnx.ModelProto, options: ConvertOptions) -> str | None:
+    """The strict check's message on the input as the converter prepares it (same node names, same opset)."""
+    work = onnx.ModelProto()
+    work.CopyFrom(model)
+    return strict_error(prepare(work, target=options.target_opset, low_precision_type=options.low_precision_type,
+                                custom_ops=set(options.custom_op_precisions())))
 
 
 def _shape_lookup(info: GraphInfo, magnitudes: Magnitudes | None) -> Callable[[str], tuple[int, ...] | None]:
