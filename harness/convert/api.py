@@ -11,16 +11,17 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import onnx
 
 from harness.convert.calibration import unholdable_inputs
-from harness.convert.io import load_model
 from harness.convert.magnitudes import Magnitudes, ReferenceRunError, collect_magnitudes
 from harness.convert.options import ConvertOptions
 from harness.convert.pipeline import ConversionResult, convert
 from harness.convert.shapelike import shape_like_inputs
+from harness.data.onnxfile import load_model
 from harness.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
@@ -100,18 +101,23 @@ class ReferenceData:
 
 
 def convert_path(source: str | Path | onnx.ModelProto, *, options: ConvertOptions,
-                 reference: ReferenceData) -> ConversionResult:
-    """Load, run the reference pass unless data_max is inf (as AutoCast does), and convert."""
-    model = source if isinstance(source, onnx.ModelProto) else load_model(Path(source))
-    magnitudes = None if math.isinf(options.data_max) else _reference_run(model, reference)
-    return convert(model, options=options, magnitudes=magnitudes)
+                 reference: ReferenceData, weights: Literal["all", "lazy"] = "all") -> ConversionResult:
+    """Load, run the reference pass unless data_max is inf (as AutoCast does), and convert.
+
+    ``weights="lazy"`` (the CLI) keeps a file's big weights on disk: the result is then a lazy model (its
+    ``base_dir`` is the source's folder) that :func:`harness.data.onnxfile.save_model` converts while writing.
+    """
+    base_dir = None if isinstance(source, onnx.ModelProto) else Path(source).parent
+    model = source if isinstance(source, onnx.ModelProto) else load_model(Path(source), weights=weights)
+    magnitudes = None if math.isinf(options.data_max) else _reference_run(model, reference, base_dir)
+    return convert(model, options=options, magnitudes=magnitudes, base_dir=base_dir)
 
 
 _WITHOUT = ("converting without magnitudes (no data_max rule, no graph I/O range check); give calibration_data "
             "with valid values to use them")
 
 
-def _reference_run(model: onnx.ModelProto, reference: ReferenceData) -> Magnitudes | None:
+def _reference_run(model: onnx.ModelProto, reference: ReferenceData, base_dir: Path | None) -> Magnitudes | None:
     """Magnitudes from one onnxruntime run, or None (with a warning) where random data cannot stand for the
     model: inputs it cannot hold (sequences, optionals, float8/int4...: no run), or a model onnxruntime loads but cannot run on random
     data (a data problem, such as integer inputs feeding shape-like parameters, not an op it lacks)."""
@@ -124,7 +130,7 @@ def _reference_run(model: onnx.ModelProto, reference: ReferenceData) -> Magnitud
     try:
         magnitudes = collect_magnitudes(model, calibration_data=reference.calibration_data,
                                         input_shapes=reference.input_shapes, providers=reference.providers,
-                                        seed=reference.seed, trt_plugins=reference.trt_plugins)
+                                        seed=reference.seed, trt_plugins=reference.trt_plugins, base_dir=base_dir)
     except ReferenceRunError as err:
         if reference.calibration_data is not None or err.stage != "run":
             raise

@@ -14,7 +14,7 @@ from pathlib import Path
 import onnx
 
 from harness.convert.api import ReferenceData, convert_path
-from harness.convert.io import save_model
+from harness.data.onnxfile import is_lazy, load_model, save_model
 from harness.convert.options import ConvertOptions, parse_node_precisions
 from harness.errors import ConversionError, UserError
 
@@ -109,8 +109,8 @@ def run(args: argparse.Namespace) -> tuple[onnx.ModelProto, Path]:
         fp32_accumulation=args.fp32_accumulation, respect_existing_types=args.respect_existing_types)
     reference = ReferenceData(calibration_data=args.calibration_data, input_shapes=_parse_shapes(args.input_shapes),
                               providers=tuple(args.providers), trt_plugins=tuple(args.trt_plugins), seed=args.seed)
-    result = convert_path(args.onnx_path, options=options, reference=reference)
-    save_model(result.model, target)
+    result = convert_path(args.onnx_path, options=options, reference=reference, weights="lazy")
+    save_model(result.model, target, base_dir=result.base_dir)
     LOG.info("Converted model saved to %s", target)
     return result.model, target
 
@@ -126,8 +126,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> onnx.ModelProto:
     """AutoCast's ``main(argv)``: convert, save, and return the converted ``ModelProto``. Errors raise (a
     :class:`~harness.errors.UserError` names the problem and the fix); the console script is :func:`console`."""
-    model, _ = run(_parse(argv))
-    return model
+    model, target = run(_parse(argv))
+    # the CLI keeps big weights on disk (a lazy model); the caller gets the saved model whole
+    return load_model(target) if is_lazy(model) else model
 
 
 def console(argv: list[str] | None = None) -> int:

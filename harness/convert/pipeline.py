@@ -8,21 +8,23 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import onnx
 from onnx import TensorProto, defs
 
 from harness.convert.casts import Rewriter
-from harness.convert.classify import LOW_ELEMS, Classifier, Decision, existing_elem
+from harness.convert.classify import Classifier, Decision, existing_elem
 from harness.convert.flops import flop_share
 from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
-from harness.convert.initializers import LOW_MAX
+from harness.dtypes import LOW_ELEMS, LOW_MAX
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.ortcpu import note_cpu_bf16
 from harness.convert.opset import prepare, warn_requested_opset
 from harness.convert.options import ConvertOptions
 from harness.convert.validate import expected_io_type, io_types, strict_error, validate
 from harness.convert.valueinfo import complete_value_info
+from harness.data.onnxfile import is_lazy
 from harness.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
@@ -40,6 +42,9 @@ class ConversionResult:
     cast_count: int
     """Casts inserted by the converter (the user's own Casts are not counted)."""
     clamped: tuple[str, ...]
+    base_dir: Path | None = None
+    """Folder that ``model``'s external tensors are read from (a lazily loaded model; None: all in memory).
+    Such a model may hold pending casts: write it with :func:`harness.data.onnxfile.save_model`."""
 
 
 def check_known_ops(model: onnx.ModelProto, options: ConvertOptions) -> None:
@@ -94,16 +99,19 @@ class _Rejected(Exception):
         self.node, self.reason, self.error = node, reason, error
 
 
-def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magnitudes | None) -> ConversionResult:
+def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magnitudes | None,
+            base_dir: Path | None = None) -> ConversionResult:
     """Classify every node from `magnitudes` (None = no data rule) and build the mixed-precision model.
 
+    A lazily loaded model (``load_model(path, weights="lazy")``, `base_dir` = its folder) is converted without
+    loading its weights: they are read one at a time for their figures, and converted when the result is saved.
     A node that onnx's strict type inference rejects in the low type although its schema allows it (a function
     body typed for fp32 only, such as MeanVarianceNormalization's) is kept FP32 with that reason, and the model
     is built again; a failure on a node already FP32 is a ConversionError."""
     rejected: dict[str, str] = {}
     while True:
         try:
-            return _convert_once(model, options, magnitudes, rejected)
+            return _convert_once(model, options, magnitudes, rejected, base_dir)
         except _Rejected as err:
             if len(rejected) >= MAX_REJECTED:
                 raise err.error from None
@@ -112,7 +120,7 @@ def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magn
 
 
 def _convert_once(model: onnx.ModelProto, options: ConvertOptions, magnitudes: Magnitudes | None,
-                  rejected: dict[str, str]) -> ConversionResult:
+                  rejected: dict[str, str], base_dir: Path | None) -> ConversionResult:
     original_inputs, original_outputs = io_types(model)
     work = onnx.ModelProto()
     work.CopyFrom(model)
@@ -122,7 +130,8 @@ def _convert_once(model: onnx.ModelProto, options: ConvertOptions, magnitudes: M
         warn_requested_opset(work, opset=options.opset, low_precision_type=options.low_precision_type)
     work = prepare(work, target=options.target_opset, low_precision_type=options.low_precision_type,
                    custom_ops=set(options.custom_op_precisions()))
-    info = build_info(work, observed_types=magnitudes.dtypes if magnitudes is not None else None)
+    info = build_info(work, observed_types=magnitudes.dtypes if magnitudes is not None else None,
+                      base_dir=base_dir)
     sig_cache: SigCache = {}
     classifier = Classifier(work, info, options, magnitudes, sig_cache)
     decisions = classifier.run(warn=not rejected)
@@ -153,7 +162,7 @@ def _convert_once(model: onnx.ModelProto, options: ConvertOptions, magnitudes: M
     _log(options, decisions, nodes, share, total, unknown, len(state.ours))
     return ConversionResult(model=work, low_nodes=low_nodes, high_nodes=high_nodes, lowp_flop_share=share,
                             cast_count=sum(1 for n in work.graph.node if n.name in state.ours),
-                            clamped=tuple(state.clamped))
+                            clamped=tuple(state.clamped), base_dir=base_dir if is_lazy(work) else None)
 
 
 def _input_error(model: onnx.ModelProto, options: ConvertOptions) -> str | None:

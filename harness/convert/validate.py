@@ -14,7 +14,8 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto
 
-from harness.convert.graphinfo import FLOATS, STUB_LOCATION, light_copy
+from harness.convert.graphinfo import STUB_LOCATION, light_copy
+from harness.dtypes import FLOAT_TYPES
 from harness.errors import ConversionError
 
 _NODE_IN_MESSAGE = (re.compile(r"Name: (\S+) OpType"), re.compile(r"node name: ([^\s,)]+)"), re.compile(r"[Nn]ode \(([^)]+)\)"),
@@ -95,7 +96,7 @@ def validate(model: onnx.ModelProto, *, original_inputs: Mapping[str, int], orig
             raise ConversionError(where="converted model", step=f"validate: graph {role} names",
                                   problem=f"graph {role}s changed from {list(before)} to {list(after)}", fix=FIX)
         for name, elem in before.items():
-            want = expected_io_type(elem, keep_io_types=keep_io_types, low=low) if elem in FLOATS else elem
+            want = expected_io_type(elem, keep_io_types=keep_io_types, low=low) if elem in FLOAT_TYPES else elem
             if after[name] != want:
                 raise ConversionError(
                     where="converted model", step=f"validate: graph {role} types", node=name,

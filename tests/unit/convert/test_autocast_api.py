@@ -1,4 +1,4 @@
-"""AutoCast's public-API behaviour, reproduced against castguard through `autocast_shim` (issue 10).
+"""AutoCast's public-API behaviour, reproduced against castguard through `tests.helpers.autocast_shim` (issue 10).
 
 Each test mirrors one of AutoCast's own unit tests (tests/unit/onnx/autocast/test_autocast.py in NVIDIA
 Model-Optimizer) or one gap found running them: written here from their behaviour, on models built in code.
@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from autocast_shim import convert_to_mixed_precision, get_opset_version, get_parser, main
-from convert_builders import F32, init, model, node, vi
+from tests.helpers.autocast_shim import convert_to_mixed_precision, get_opset_version, get_parser, main
+from tests.helpers.convert_builders import F32, init, model, node, vi
 from onnx import TensorProto
 
 F16 = TensorProto.FLOAT16
@@ -40,7 +40,7 @@ def model_path(tmp_path: Path) -> str:
 
 
 def test_missing_model_is_a_file_not_found_error() -> None:
-    with pytest.raises(FileNotFoundError, match="model file not found"):
+    with pytest.raises(FileNotFoundError, match="model file does not exist"):
         convert_to_mixed_precision(onnx_path="nonexistent.onnx")
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from convert_builders import F32, init, mlp, model, node, node_types, vi
+from tests.helpers.convert_builders import F32, init, mlp, model, node, node_types, vi
 
 from harness.convert import convert_to_mixed_precision
 from harness.convert.cli import console, get_parser
-from harness.convert.io import load_model, save_model
+from harness.data.onnxfile import load_model, save_model
 from harness.errors import ModelError
 
 F16 = onnx.TensorProto.FLOAT16

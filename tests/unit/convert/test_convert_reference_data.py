@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from convert_builders import F32, model, node, vi
+from tests.helpers.convert_builders import F32, model, node, vi
 from onnx import TensorProto, helper
 
 from harness.convert import convert_to_mixed_precision

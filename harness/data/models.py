@@ -1,0 +1,96 @@
+"""Resolve ``--model NAME|PATH`` to a :class:`ModelSpec` and load ONNX files safely.
+
+Resolution order: a path that exists is used as is. A bare name is looked up in the bundled models folder
+(``test_models/``): ``NAME``, ``*/NAME``, then the same with ``.onnx`` appended. Anything else is a
+:class:`~harness.errors.ModelError` with a did-you-mean list of the bundled models.
+
+Loading and hashing are :mod:`harness.data.onnxfile`'s: external data is allowed only inside the model's own
+folder (a location that is absolute or leaves it, ``../secret.bin``, is refused before any file is opened), and
+the sha256 covers the data files, streamed.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import onnx
+
+from harness.data import onnxfile
+from harness.data.onnxfile import model_sha256
+from harness.errors import ModelError
+
+__all__ = ["ModelSpec", "bundled_model_names", "bundled_models_dir", "load_model", "model_sha256", "resolve_model"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A resolved model: stable name (file stem), absolute path and content hash."""
+
+    name: str
+    path: Path
+    sha256: str
+
+
+def bundled_models_dir() -> Path:
+    """The folder of the ``test_models`` package shipped with castguard."""
+    import test_models
+
+    return Path(test_models.__file__).parent
+
+
+def bundled_model_names(search_dir: Path) -> list[str]:
+    """Names (file stems) of every ``.onnx`` directly in ``search_dir`` or one folder below it."""
+    paths = list(search_dir.glob("*.onnx")) + list(search_dir.glob("*/*.onnx"))
+    return sorted({p.stem for p in paths})
+
+
+def _bundled_candidates(ref: str, search_dir: Path) -> list[Path]:
+    names = [ref] if ref.endswith(".onnx") else [ref, ref + ".onnx"]
+    found: list[Path] = []
+    for name in names:
+        found += [p for p in [search_dir / name] if p.is_file()]
+        found += sorted(p for p in search_dir.glob(f"*/{name}") if p.is_file())
+    return found
+
+
+def resolve_model(ref: str, *, search_dir: Path) -> ModelSpec:
+    """``--model`` value -> :class:`ModelSpec`; :class:`ModelError` (with did-you-mean) when not found."""
+    path = Path(ref).expanduser()
+    if path.is_file():
+        return _spec_for(path.resolve())
+    if path.is_dir():
+        raise ModelError(where=ref, problem="is a directory, not an .onnx file",
+                         fix="pass the .onnx file inside it, e.g. --model DIR/model.onnx")
+    is_bare_name = len(path.parts) == 1
+    if is_bare_name:
+        found = _bundled_candidates(ref, search_dir)
+        if found:
+            return _spec_for(found[0].resolve())
+    bundled = bundled_model_names(search_dir)
+    close = difflib.get_close_matches(Path(ref).stem, bundled, n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(repr(c) for c in close)}? " if close else ""
+    problem = "no such file" if not is_bare_name else "not an existing file and not a bundled model name"
+    raise ModelError(where=ref, problem=problem,
+                     fix=f"{hint}pass a path to an .onnx file or one of the bundled models: "
+                         f"{', '.join(bundled) or '(none found in ' + str(search_dir) + ')'}")
+
+
+def _spec_for(path: Path) -> ModelSpec:
+    return ModelSpec(name=path.stem, path=path, sha256=model_sha256(path))
+
+
+def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all") -> onnx.ModelProto:
+    """Load (:func:`harness.data.onnxfile.load_model`: external data confined and checked) and run onnx's
+    checker on the file; :class:`ModelError` for anything unusable. ``weights="lazy"`` keeps big weights on
+    disk (the model is then only meaningful with ``path.parent``, its ``model_dir``)."""
+    proto = onnxfile.load_model(path, weights=weights)
+    try:
+        onnx.checker.check_model(str(path))
+    except onnx.checker.ValidationError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelError(where=path, problem=f"not a valid ONNX model: {first}",
+                         fix="re-export the model; `python -c \"import onnx; onnx.checker.check_model('"
+                             f"{path.name}')\"` shows the details") from err
+    return proto
