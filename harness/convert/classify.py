@@ -194,7 +194,7 @@ class Classifier:
         name = node.input[index]
         tensor = self.info.initializers.get(name) or self.info.constants.get(name)
         if tensor is not None and tensor.data_type in FLOAT_TYPES:
-            return self.info.weights.stats(tensor).absmin
+            return self.info.weights.stats(tensor, absmin=True).absmin
         candidates = [self.magnitudes.absmin.get(name, 0.0), self.magnitudes.absmax.get(name, 0.0)]
         quotient = self.magnitudes.absmax.get(node.output[0], 0.0)
         numerator = self._constant_absmax(node.input[0])

@@ -106,7 +106,7 @@ def opset_map(model: onnx.ModelProto) -> dict[str, int]:
     return {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
 
 
-def _copy_except(message: Any, skip: str) -> Any:
+def copy_except(message: Any, skip: str) -> Any:
     """A copy of a protobuf message without field `skip` (no bytes of that field are touched)."""
     out = type(message)()
     for fd, value in message.ListFields():
@@ -135,8 +135,8 @@ def value_bytes(tensor: TensorProto) -> int:
 def light_copy(model: onnx.ModelProto, *, location: str = STUB_LOCATION) -> onnx.ModelProto:
     """A copy whose big initializers are external-data stubs at `location`: same names, dims and types, no
     bytes. The big tensors are never copied or serialized, so this costs microseconds on any model."""
-    light: onnx.ModelProto = _copy_except(model, "graph")
-    light.graph.CopyFrom(_copy_except(model.graph, "initializer"))
+    light: onnx.ModelProto = copy_except(model, "graph")
+    light.graph.CopyFrom(copy_except(model.graph, "initializer"))
     for init in model.graph.initializer:
         if uses_external_data(init) or value_bytes(init) > _STUB_BYTES:
             stub = light.graph.initializer.add(name=init.name, data_type=init.data_type, dims=init.dims,

@@ -46,13 +46,14 @@ def choose_storage(tensor: TensorProto, wants: set[int], *, max_bytes: int | Non
     return original
 
 
-def convert_tensor(tensor: TensorProto, target: int) -> tuple[TensorProto, str | None]:
-    """`tensor` in `target` type (same name), and a clamp message when values were clamped."""
+def convert_tensor(tensor: TensorProto, target: int, *, may_clamp: bool = True) -> tuple[TensorProto, str | None]:
+    """`tensor` in `target` type (same name), and a clamp message when values were clamped. `may_clamp=False`
+    (the tensor's figures show no value beyond the target's max) skips the clamp scan."""
     array = numpy_helper.to_array(tensor)
     message = None
     source_max = LOW_MAX[TensorProto.BFLOAT16] if array.dtype == BFLOAT16 else (
         float(np.finfo(array.dtype).max) if array.dtype.kind == "f" else 0.0)
-    if target in LOW_MAX and source_max > LOW_MAX[target]:
+    if may_clamp and target in LOW_MAX and source_max > LOW_MAX[target]:
         limit = LOW_MAX[target]
         over = np.isfinite(array) & (np.abs(array) > limit)
         count = int(over.sum())
@@ -62,6 +63,18 @@ def convert_tensor(tensor: TensorProto, target: int) -> tuple[TensorProto, str |
             message = f"{tensor.name or '<constant>'}: {count} value(s) clamped to +-{limit:g} (max |x| {worst:.6g})"
     converted = numpy_helper.from_array(array.astype(np_dtype(target)), tensor.name)
     return converted, message
+
+
+def _convert_in_place(tensor: TensorProto, target: int, weights: Weights) -> str | None:
+    """Rewrite an in-memory tensor as `target`: new bytes and type set on the message itself (no second copy
+    of the tensor through CopyFrom); returns the clamp message."""
+    may_clamp = weights.stats(tensor).clamps.get(target, (1, 0.0))[0] > 0 if tensor.name else True
+    converted, message = convert_tensor(tensor, target, may_clamp=may_clamp)
+    for name in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data"):
+        tensor.ClearField(name)
+    tensor.data_type = converted.data_type
+    tensor.raw_data = converted.raw_data
+    return message
 
 
 def mark_external(tensor: TensorProto, target: int, weights: Weights) -> str | None:
@@ -84,8 +97,7 @@ def apply_storage(model: onnx.ModelProto, info: GraphInfo, storage: Mapping[str,
             if uses_external_data(init):
                 message = mark_external(init, target, info.weights)
             else:
-                converted, message = convert_tensor(init, target)
-                inits[index].CopyFrom(converted)
+                message = _convert_in_place(inits[index], target, info.weights)
             if message:
                 clamped.append(message)
     for node in model.graph.node:

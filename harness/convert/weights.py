@@ -25,7 +25,8 @@ from harness.dtypes import LOW_MAX as _LIMITS
 
 @dataclass(frozen=True)
 class TensorStats:
-    """absmax: inf when any value is non-finite; absmin: smallest non-zero finite |x| (inf: none);
+    """absmax: inf when any value is non-finite; absmin: smallest non-zero finite |x| (inf: none; NaN: not
+    computed);
     nonnegative: every value >= 0 (NaN is not); clamps: per low type, (values beyond its max, worst |x|)."""
 
     absmax: float
@@ -34,27 +35,60 @@ class TensorStats:
     clamps: dict[int, tuple[int, float]] = field(default_factory=dict)
 
 
-def array_stats(chunks: Iterable[np.ndarray], *, is_float: bool) -> TensorStats:
+def array_stats(chunks: Iterable[np.ndarray], *, is_float: bool, with_absmin: bool = True) -> TensorStats:
+    """One pass of reductions per chunk in the chunk's own dtype (no float64 copy, no |x| array: a 400 MB
+    weight costs a few reductions, not seconds); the clamp counts only when a value passes a low type's max."""
     absmax, absmin, nonnegative = 0.0, math.inf, True
     clamps: dict[int, tuple[int, float]] = {elem: (0, 0.0) for elem in sorted(LOW_ELEMS)} if is_float else {}
     for chunk in chunks:
         if not chunk.size:
             continue
-        wide = chunk.astype(np.float64)
-        finite = np.isfinite(wide)
-        nonnegative = nonnegative and bool((wide >= 0).all())
-        if not finite.all():
+        if chunk.dtype.kind not in "fiub":
+            chunk = chunk.astype(np.float32)
+        low, high = chunk.min(), chunk.max()
+        if chunk.dtype.kind == "f" and not (np.isfinite(low) and np.isfinite(high)):
+            _slow_float(chunk, clamps)
+            finite = chunk[np.isfinite(chunk)]
             absmax = math.inf
-        magnitude = np.abs(wide[finite])
-        if magnitude.size:
-            absmax = max(absmax, float(magnitude.max()))
-            nonzero = magnitude[magnitude > 0]
-            absmin = min(absmin, float(nonzero.min())) if nonzero.size else absmin
-        for elem, limit in _LIMITS.items():
-            if elem in clamps and magnitude.size and float(magnitude.max()) > limit:
-                over = magnitude[magnitude > limit]
-                clamps[elem] = (clamps[elem][0] + over.size, max(clamps[elem][1], float(over.max())))
-    return TensorStats(absmax=absmax, absmin=absmin, nonnegative=nonnegative, clamps=clamps)
+            nonnegative = nonnegative and bool((chunk >= 0).all())
+            if finite.size:
+                absmin = min(absmin, _smallest_nonzero(finite))
+            continue
+        nonnegative = nonnegative and bool(low >= 0)
+        peak = max(abs(float(low)), abs(float(high)))
+        absmax = max(absmax, peak)
+        if with_absmin:
+            absmin = min(absmin, _smallest_nonzero(chunk))
+        if clamps and peak > min(_LIMITS.values()):
+            _slow_float(chunk, clamps)
+    return TensorStats(absmax=absmax, absmin=absmin if with_absmin else math.nan, nonnegative=nonnegative,
+                       clamps=clamps)
+
+
+_UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _smallest_nonzero(chunk: np.ndarray) -> float:
+    """Smallest non-zero |x|. For finite IEEE floats |x| orders like its bits without the sign, so this is the
+    least of ``(bits & ~sign) - 1`` (zeros wrap to the largest integer) plus one: two plain integer passes."""
+    if chunk.dtype.kind != "f" or chunk.dtype.itemsize not in _UINT:
+        nonzero = chunk[chunk != 0]
+        return float(np.abs(nonzero.astype(np.float64)).min()) if nonzero.size else math.inf
+    uint = _UINT[chunk.dtype.itemsize]
+    bits = np.ascontiguousarray(chunk).view(uint) & uint(np.iinfo(uint).max >> 1)
+    with np.errstate(over="ignore"):  # all zeros: the largest integer wraps back to 0
+        bits -= uint(1)
+        least = bits.min() + uint(1)
+    return math.inf if least == 0 else float(np.array([least], dtype=uint).view(chunk.dtype)[0])
+
+
+def _slow_float(chunk: np.ndarray, clamps: dict[int, tuple[int, float]]) -> None:
+    """Count the finite values beyond each low type's max (rare: only chunks that reach one)."""
+    magnitude = np.abs(chunk[np.isfinite(chunk)].astype(np.float64))
+    for elem, limit in _LIMITS.items():
+        if elem in clamps and magnitude.size and float(magnitude.max()) > limit:
+            over = magnitude[magnitude > limit]
+            clamps[elem] = (clamps[elem][0] + over.size, max(clamps[elem][1], float(over.max())))
 
 
 class Weights:
@@ -72,12 +106,14 @@ class Weights:
             raise ValueError(f"tensor {tensor.name!r} is external, but no base folder was given")
         yield from iter_chunks(tensor, self.base_dir)
 
-    def stats(self, tensor: TensorProto) -> TensorStats:
-        """Figures of `tensor`, kept by name (an unnamed Constant value is small and recomputed)."""
-        if tensor.name in self._stats:
-            return self._stats[tensor.name]
+    def stats(self, tensor: TensorProto, *, absmin: bool = False) -> TensorStats:
+        """Figures of `tensor`, kept by name (an unnamed Constant value is small and recomputed). ``absmin`` is
+        computed only when asked for (a Div or Pow operand): otherwise it is NaN."""
+        kept = self._stats.get(tensor.name) if tensor.name else None
+        if kept is not None and (not absmin or not math.isnan(kept.absmin)):
+            return kept
         is_float = np_dtype(tensor.data_type).kind == "f" or tensor.data_type == TensorProto.BFLOAT16
-        found = array_stats(self._chunks(tensor), is_float=is_float)
+        found = array_stats(self._chunks(tensor), is_float=is_float, with_absmin=absmin)
         if tensor.name:
             self._stats[tensor.name] = found
         return found

@@ -85,3 +85,25 @@ def test_ml_only_model_gets_a_default_opset_for_its_casts(tmp_path: Path) -> Non
     onnx.checker.check_model(converted, full_check=True)
     assert {o.domain: o.version for o in converted.opset_import}[""] == 13
     assert [n.op_type for n in converted.graph.node] == ["Cast", "Scaler", "Cast"]
+
+
+def test_reference_child_reads_big_in_memory_weights_from_raw_bytes(tmp_path: Path) -> None:
+    """Weights above 1 KiB go to the child as external data (weights.bin, page-aligned), not serialized into
+    the graph; the figures match numpy's."""
+    from harness.convert.childmodel import WEIGHTS_FILE, child_model
+    from harness.convert.magnitudes import collect_magnitudes
+    from tests.helpers.convert_builders import init
+
+    rng = np.random.default_rng(3)
+    w1, w2 = rng.standard_normal((64, 48)).astype(np.float32), rng.standard_normal((48, 8)).astype(np.float32)
+    built = model([node("MatMul", ["x", "w1"], ["h"], "mm1"), node("MatMul", ["h", "w2"], ["y"], "mm2")],
+                  [vi("x", F32, [2, 64])], [vi("y", F32, [2, 8])], [init("w1", w1), init("w2", w2)])
+    child = child_model(built, external_ok=True)
+    stubs = {t.name: {e.key: e.value for e in t.external_data} for t in child.model.graph.initializer}
+    assert stubs["w1"] == {"location": WEIGHTS_FILE, "offset": "0", "length": str(w1.nbytes)}
+    assert stubs["w2"]["offset"] == "12288" and child.size == 12288 + w2.nbytes
+    assert [o.name for o in child.model.graph.output] == ["y", "h"]
+    x = rng.uniform(-1, 1, (2, 64)).astype(np.float32)
+    data = collect_magnitudes(built, feeds=[{"x": x}])
+    assert data.absmax["h"] == pytest.approx(float(np.abs(x @ w1).max()), rel=1e-5)
+    assert data.absmax["y"] == pytest.approx(float(np.abs(x @ w1 @ w2).max()), rel=1e-5)
