@@ -167,9 +167,13 @@ def _run_child(child: ChildModel, batches: list[Feed], providers: list[Provider]
     if "error" in result:
         message = result["error"]
         node = next((m.group(1) for p in _NODE_PATTERNS if (m := p.search(message))), None)
+        ops = {n.name: n.op_type for n in child.model.graph.node}
+        op = f" (op {ops[node]})" if node in ops else ""
+        if not op and len(set(ops.values())) <= 3 and not any(t in message for t in ops.values()):
+            op = f" (ops in the model: {', '.join(sorted(set(ops.values())))})"
         raise ReferenceRunError(
             stage=result["stage"], where="reference run", step="reference run", node=node,
-            problem=f"onnxruntime cannot {result['stage']} the model on {source}: {message.strip()[:1500]}",
+            problem=f"onnxruntime cannot {result['stage']} the model{op} on {source}: {message.strip()[:1500]}",
             fix="give representative calibration data (calibration_data=... / --calibration_data) "
                 "or input shapes, or skip the run with data_max=inf")
     return result
