@@ -86,7 +86,7 @@ def _limit(value: float | None) -> float:
     """AutoCast's None threshold means no limit (inf); anything else must be a number (checked by the options)."""
     if value is None:
         return math.inf
-    return float(value) if isinstance(value, (int, float)) else value  # type: ignore[unreachable]
+    return float(value) if isinstance(value, (int, float)) else value
 
 
 @dataclass(frozen=True)

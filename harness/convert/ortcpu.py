@@ -19,7 +19,7 @@ BF16_RUNNERS = "TensorRT (runner trt), onnxruntime with CUDAExecutionProvider, c
 def _cpu_bf16_ops() -> set[tuple[str, str]] | None:
     """(domain, op type) pairs with a CPU kernel accepting bfloat16; None when onnxruntime cannot tell."""
     try:
-        from onnxruntime.capi import _pybind_state  # type: ignore[import-untyped]
+        from onnxruntime.capi import _pybind_state
 
         kernels = _pybind_state.get_all_opkernel_def()
     except (ImportError, AttributeError):

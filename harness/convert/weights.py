@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -65,7 +66,8 @@ def array_stats(chunks: Iterable[np.ndarray], *, is_float: bool, with_absmin: bo
                        clamps=clamps)
 
 
-_UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+_UINT: dict[int, type[np.unsignedinteger[Any]]] = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+_SIGN_OFF = {2: np.uint16(0x7FFF), 4: np.uint32(0x7FFFFFFF), 8: np.uint64(0x7FFFFFFFFFFFFFFF)}
 
 
 def _smallest_nonzero(chunk: np.ndarray) -> float:
@@ -75,7 +77,7 @@ def _smallest_nonzero(chunk: np.ndarray) -> float:
         nonzero = chunk[chunk != 0]
         return float(np.abs(nonzero.astype(np.float64)).min()) if nonzero.size else math.inf
     uint = _UINT[chunk.dtype.itemsize]
-    bits = np.ascontiguousarray(chunk).view(uint) & uint(np.iinfo(uint).max >> 1)
+    bits = np.ascontiguousarray(chunk).view(uint) & _SIGN_OFF[chunk.dtype.itemsize]
     with np.errstate(over="ignore"):  # all zeros: the largest integer wraps back to 0
         bits -= uint(1)
         least = bits.min() + uint(1)

@@ -208,7 +208,8 @@ def _layer_norm(b: Build, x: Tensor) -> Tensor:
     if stats == "none":
         return b.node("LayerNormalization", inputs, x.shape, axis=axis, epsilon=epsilon)
     reduced = tuple(d if i < axis % len(x.shape) else 1 for i, d in enumerate(x.shape))
-    shapes = {"mean": [x.shape, reduced], "both": [x.shape, reduced, reduced], "inv_only": [x.shape, None, reduced]}
+    shapes: dict[str, list[Shape | None]] = {"mean": [x.shape, reduced], "both": [x.shape, reduced, reduced],
+                                             "inv_only": [x.shape, None, reduced]}
     return b.multi("LayerNormalization", inputs, shapes[stats], axis=axis, epsilon=epsilon)[0]
 
 
