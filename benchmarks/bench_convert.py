@@ -304,7 +304,11 @@ def _corpus(folder: Path) -> dict[str, Path]:
         paths[name] = folder / f"{name}.onnx"
         onnx.save(build(), paths[name])
     paths.update(_torch_exports(folder))
-    return paths
+    extra = os.environ.get("CASTGUARD_BENCH_EXPORTS")  # exports made by _torch_exports on a machine with torch
+    if extra:
+        paths.update({p.stem: p for p in sorted(Path(extra).glob("*.onnx"))})
+    only = os.environ.get("CASTGUARD_BENCH_ONLY")  # comma-separated model names
+    return {k: v for k, v in paths.items() if not only or k in only.split(",")}
 
 
 _FLOOR = ("import sys, numpy as np, onnx, onnxruntime as ort; from harness.convert.calibration import random_feeds; "
