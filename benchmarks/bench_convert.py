@@ -273,26 +273,37 @@ def _vgg19_like() -> onnx.ModelProto:
 
 
 def _torch_exports(folder: Path) -> dict[str, Path]:
-    """timm and transformers models exported here (random weights, no download) when torch is installed."""
+    """timm and transformers models exported here (random weights, no download) when torch is installed: timm
+    mobilenetv3_small_100 / mobilenetv3_large_100 (1x3x224x224) and a 4-layer BERT (hidden 256, vocab 1000, seq
+    128), TorchScript exporter, opset 17. Elsewhere, point CASTGUARD_BENCH_EXPORTS at a folder of them."""
     try:
         import timm  # type: ignore[import-not-found]
         import torch  # type: ignore[import-not-found]
         import transformers  # type: ignore[import-not-found]
     except ImportError:
         return {}
+    torch.manual_seed(0)
     made: dict[str, Path] = {}
-    for name in ("resnet18", "mobilenetv3_small_100", "vit_tiny_patch16_224"):
-        net = timm.create_model(name, pretrained=False).eval()
+    for name in ("mobilenetv3_small_100", "mobilenetv3_large_100"):
         made[f"timm_{name}"] = folder / f"timm_{name}.onnx"
-        torch.onnx.export(net, (torch.randn(1, 3, 224, 224),), str(made[f"timm_{name}"]), opset_version=17,
-                          dynamo=False)
-    config = transformers.BertConfig(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+        torch.onnx.export(timm.create_model(name, pretrained=False).eval(), (torch.randn(1, 3, 224, 224),),
+                          str(made[f"timm_{name}"]), opset_version=17, dynamo=False, input_names=["x"])
+    config = transformers.BertConfig(vocab_size=1000, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
                                      intermediate_size=1024)
-    bert = transformers.BertModel(config).eval()
-    ids = torch.randint(0, config.vocab_size, (1, 128))
-    made["bert_4layer"] = folder / "bert_4layer.onnx"
-    torch.onnx.export(bert, (ids, torch.ones_like(ids)), str(made["bert_4layer"]),
-                      input_names=["input_ids", "attention_mask"], opset_version=17, dynamo=False)
+
+    class Bert(torch.nn.Module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = transformers.BertModel(config).eval()
+
+        def forward(self, ids: object, mask: object) -> object:
+            return self.bert(input_ids=ids, attention_mask=mask).last_hidden_state
+
+    ids = torch.randint(0, 1000, (1, 128))
+    made["hf_bert_4layer"] = folder / "hf_bert_4layer.onnx"
+    torch.onnx.export(Bert().eval(), (ids, torch.ones_like(ids)), str(made["hf_bert_4layer"]),
+                      input_names=["input_ids", "attention_mask"], output_names=["hidden"], opset_version=17,
+                      dynamo=False)
     return made
 
 
