@@ -328,7 +328,7 @@ _FLOOR = ("import sys, numpy as np, onnx, onnxruntime as ort; from harness.conve
 
 
 def test_corpus_wall_time_ratios(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Per model, 3 interleaved rounds of: castguard CLI, AutoCast CLI, the floor (fresh process: load + one
+    """Per model, 3 (CASTGUARD_BENCH_ROUNDS) interleaved rounds of: castguard CLI, AutoCast CLI, the floor (fresh process: load + one
     ORT run + save), same flags (defaults + --keep_io_types); median walls, ratios, and the corpus median/max."""
     if not AUTOCAST.is_file():
         pytest.skip(f"AutoCast script not found at {AUTOCAST}")
@@ -341,7 +341,7 @@ def test_corpus_wall_time_ratios(tmp_path_factory: pytest.TempPathFactory) -> No
                              "--log_level", "WARNING"],
                 "floor": [sys.executable, "-c", _FLOOR, str(path), str(folder / f"{name}.floor.onnx")]}
         walls: dict[str, list[float]] = {tool: [] for tool in cmds}
-        for _ in range(3):
+        for _ in range(int(os.environ.get("CASTGUARD_BENCH_ROUNDS", "3"))):
             for tool, cmd in cmds.items():
                 wall, _, proc = _peak_rss_mb(cmd)
                 if proc.returncode != 0:
