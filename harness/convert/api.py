@@ -16,11 +16,10 @@ from typing import Literal
 import numpy as np
 import onnx
 
-from harness.convert.calibration import unholdable_inputs
 from harness.convert.magnitudes import Magnitudes, ReferenceRunError, collect_magnitudes
 from harness.convert.options import ConvertOptions
 from harness.convert.pipeline import ConversionResult, convert
-from harness.convert.shapelike import shape_like_inputs
+from harness.convert.refdata import shape_like_inputs, unholdable_inputs
 from harness.data.onnxfile import load_model
 from harness.errors import ConversionError
 
@@ -121,11 +120,17 @@ def _reference_run(model: onnx.ModelProto, reference: ReferenceData, base_dir: P
     """Magnitudes from one onnxruntime run, or None (with a warning) where random data cannot stand for the
     model: inputs it cannot hold (sequences, optionals, float8/int4...: no run), or a model onnxruntime loads but cannot run on random
     data (a data problem, such as integer inputs feeding shape-like parameters, not an op it lacks)."""
-    unholdable = unholdable_inputs(model)
-    if unholdable and reference.calibration_data is None:
-        LOG.warning("random reference data cannot hold inputs %s: %s",
-                    ", ".join(f"{k} ({v})" for k, v in unholdable.items()), _WITHOUT)
-        return None
+    if reference.calibration_data is None:
+        unholdable = unholdable_inputs(model)
+        if unholdable:
+            LOG.warning("random reference data cannot hold inputs %s: %s",
+                        ", ".join(f"{k} ({v})" for k, v in unholdable.items()), _WITHOUT)
+            return None
+        shape_like = shape_like_inputs(model)
+        if shape_like:
+            LOG.warning("random reference data cannot invent valid values for integer inputs feeding shape-like "
+                        "parameters (%s): %s", "; ".join(f"{k}: {v}" for k, v in shape_like.items()), _WITHOUT)
+            return None
     LOG.info("running onnxruntime once to collect tensor magnitudes")
     try:
         magnitudes = collect_magnitudes(model, calibration_data=reference.calibration_data,
@@ -134,11 +139,8 @@ def _reference_run(model: onnx.ModelProto, reference: ReferenceData, base_dir: P
     except ReferenceRunError as err:
         if reference.calibration_data is not None or err.stage != "run":
             raise
-        shape_like = shape_like_inputs(model)
-        why = (f"integer inputs feeding shape-like parameters ({', '.join(f'{k} -> {v}' for k, v in shape_like.items())})"
-               if shape_like else "inputs whose valid values random data does not know")
-        LOG.warning("onnxruntime loads this model but fails to run it on random data, which cannot hold valid values "
-                    "for %s: %s. onnxruntime said: %s", why, _WITHOUT, err.problem.splitlines()[0][:300])
+        LOG.warning("onnxruntime loads this model but fails to run it on random data (a data problem, not an op "
+                    "it lacks): %s. onnxruntime said: %s", _WITHOUT, err.problem.splitlines()[0][:300])
         return None
     LOG.info("reference data: %s", magnitudes.data_source)
     return magnitudes

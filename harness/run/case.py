@@ -74,7 +74,8 @@ def convert_cached(ctx: ModelContext, case: Case, cache: ContentCache) -> tuple[
     key = content_key("convert", cache.fingerprint, ctx.spec.sha256, ctx.magnitudes_key, repr(options))
     start = time.perf_counter()
     result, hit = cache.conversion(key, lambda: convert(ctx.model, options=options, magnitudes=ctx.magnitudes,
-                                                        base_dir=ctx.spec.path.parent))
+                                                        base_dir=ctx.spec.path.parent),
+                                   weights_dir=ctx.spec.path.parent)
     return result, time.perf_counter() - start, hit
 
 
