@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--filter", default="", help="regex on test names")
     parser.add_argument("--limit", type=int, default=0, help="stop after N tests")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
+    parser.add_argument("--shard", default="0/1", help="K/N: convert every N-th test starting at K (run N at once)")
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
     results: dict[str, dict[str, object]] = {}
@@ -87,9 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     reasons: dict[str, collections.Counter[str]] = {m: collections.Counter() for m in args.modes}
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="castguard-nodetests-") as tmp:
+        shard, shards = (int(v) for v in args.shard.split("/"))
         for index, (name, model) in enumerate(node_test_models(args.filter)):
             if args.limit and index >= args.limit:
                 break
+            if index % shards != shard:
+                continue
             path = Path(tmp) / f"{name}.onnx"
             onnx.save(model, path)
             entry: dict[str, object] = {"ops": list(op_types(model))}
