@@ -20,6 +20,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from harness.convert.classify import Decision, elem_name
+from harness.convert.folding import fold_user_upcasts
 from harness.convert.graphinfo import FLOATS, GraphInfo, SigCache, Signature, signature
 from harness.convert.initializers import apply_storage, choose_storage
 from harness.convert.options import ConvertOptions
@@ -224,6 +225,7 @@ class Rewriter:
         del graph.node[:]
         graph.node.extend(self.state.nodes)
         cleanup_casts(graph, self.state.ours, self.state.storage)
+        fold_user_upcasts(graph, self.state.ours, self.state.storage, self.info.types)
         self._retype_io()
         return self.state
 

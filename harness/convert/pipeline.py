@@ -14,7 +14,8 @@ from onnx import defs
 
 from harness.convert.casts import Rewriter
 from harness.convert.classify import Classifier, Decision
-from harness.convert.flops import flop_share
+from harness.convert.flops import flop_share, node_flops
+from harness.convert.folding import follow_data, identity_casts, merge_small_islands
 from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
 from harness.convert.initializers import LOW_MAX
 from harness.convert.magnitudes import Magnitudes
@@ -95,8 +96,9 @@ def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magn
     sig_cache: SigCache = {}
     decisions = Classifier(work, info, options, magnitudes, sig_cache).run()
     nodes = list(work.graph.node)
-    share, total, unknown = flop_share(nodes, lambda n: decisions[n.name].is_low, _shape_lookup(info, magnitudes),
-                                       dict(info.initializers))
+    shape_of = _shape_lookup(info, magnitudes)
+    _fold(nodes, info, decisions, options, lambda n: node_flops(n, shape_of, info.initializers))
+    share, total, unknown = flop_share(nodes, lambda n: decisions[n.name].is_low, shape_of, dict(info.initializers))
     state = Rewriter(work, info, decisions, options, sig_cache).run()
     validate(work, original_inputs=original_inputs, original_outputs=original_outputs,
              keep_io_types=options.keeps_io_types, low=options.low_elem)
@@ -106,6 +108,23 @@ def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magn
     return ConversionResult(model=work, low_nodes=low_nodes, high_nodes=high_nodes, lowp_flop_share=share,
                             cast_count=sum(1 for n in work.graph.node if n.name in state.ours),
                             clamped=tuple(state.clamped))
+
+
+def _fold(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Decision], options: ConvertOptions,
+          flops_of: Callable[[onnx.NodeProto], int | None]) -> None:
+    """Rules 8-10 (:mod:`harness.convert.folding`): moves follow their data, small FP32 islands merge, identity
+    user Casts between low nodes become Identity nodes."""
+    def storage_in(name: str) -> int | None:
+        return expected_io_type(info.types[name], keep_io_types=options.keeps_io_types, low=options.low_elem)
+
+    follow_data(nodes, info, decisions, storage_in)
+    merge_small_islands(nodes, info, decisions, low=options.low_elem, min_flops=options.fp32_island_min_flops,
+                        flops_of=flops_of)
+    identities = identity_casts(nodes, info, decisions, low=options.low_elem)
+    for node in nodes:
+        if node.name in identities:
+            node.op_type = "Identity"
+            del node.attribute[:]
 
 
 def _shape_lookup(info: GraphInfo, magnitudes: Magnitudes | None) -> Callable[[str], tuple[int, ...] | None]:
