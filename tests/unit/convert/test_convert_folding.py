@@ -1,0 +1,132 @@
+"""Fewer casts (rules 8-10 and the user-Cast fold), one small real graph per rule, each run in onnxruntime."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from convert_builders import F32, casts, init, model, node, node_types, run_ort, vi
+from onnx import TensorProto
+
+from harness.convert import ConvertOptions, convert
+
+F16, BF16, I64 = TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.INT64
+X = np.linspace(-2.0, 2.0, 24, dtype=np.float32).reshape(2, 3, 4)
+
+
+def test_one_cast_per_tensor_and_type_shared_by_every_consumer() -> None:
+    """x (fp32, kept) feeds three low consumers: one Cast to fp16, read by all three."""
+    graph = model([node("Relu", ["x"], ["a"], "relu"), node("Sigmoid", ["x"], ["b"], "sigmoid"),
+                   node("Tanh", ["x"], ["c"], "tanh"), node("Sum", ["a", "b", "c"], ["y"], "sum")],
+                  [vi("x", F32, [2, 3, 4])], [vi("y", F32, [2, 3, 4])])
+    result = convert(graph, options=ConvertOptions(keep_io_types=True), magnitudes=None)
+    down = [c for c in casts(result.model) if c.input[0] == "x"]
+    assert len(down) == 1
+    readers = [n.name for n in result.model.graph.node if down[0].output[0] in n.input]
+    assert sorted(readers) == ["relu", "sigmoid", "tanh"]
+    (y,) = run_ort(result.model, {"x": X})
+    np.testing.assert_allclose(y, np.maximum(X, 0) + 1 / (1 + np.exp(-X)) + np.tanh(X), atol=3e-3)
+
+
+@pytest.mark.parametrize(("moves", "shape"), [(["Reshape"], [6, 4]), (["Transpose"], [2, 4, 3]),
+                                              (["Reshape", "Transpose"], [4, 6]), (["Flatten"], [2, 12]),
+                                              (["Identity", "Squeeze"], [2, 3, 4])])
+def test_moves_between_fp32_nodes_stay_fp32_no_cancelling_pair(moves: list[str], shape: list[int]) -> None:
+    """Neg (excluded, FP32) -> moves -> Neg (FP32): the moves follow their data, no Cast pair around them."""
+    nodes = [node("Neg", ["x"], ["t0"], "neg_in")]
+    inits = [init("shape", np.array([6, 4], np.int64)), init("axes", np.array([0], np.int64))]
+    for i, op in enumerate(moves):
+        src, dst = f"t{i}", f"t{i + 1}"
+        if op == "Reshape":
+            nodes.append(node(op, [src, "shape"], [dst], f"move{i}"))
+        elif op == "Transpose":
+            nodes.append(node(op, [src], [dst], f"move{i}", perm=[1, 0] if "Reshape" in moves[:i] else [0, 2, 1]))
+        elif op == "Squeeze":
+            nodes.append(node("Unsqueeze", [src, "axes"], [f"{dst}u"], f"move{i}u"))
+            nodes.append(node(op, [f"{dst}u", "axes"], [dst], f"move{i}"))
+        else:
+            nodes.append(node(op, [src], [dst], f"move{i}"))
+    nodes.append(node("Neg", [f"t{len(moves)}"], ["y"], "neg_out"))
+    graph = model(nodes, [vi("x", F32, [2, 3, 4])], [vi("y", F32, shape)], inits)
+    result = convert(graph, options=ConvertOptions(op_types_to_exclude=("Neg",), keep_io_types=True),
+                     magnitudes=None)
+    assert casts(result.model) == []
+    assert result.cast_count == 0
+    assert all("data movement" in reason for name, reason in result.high_nodes if name.startswith("move"))
+    (y,) = run_ort(result.model, {"x": X})
+    np.testing.assert_array_equal(np.ravel(y), np.ravel(run_ort(graph, {"x": X})[0]))
+
+
+def test_move_after_fp32_node_puts_the_cast_after_the_move() -> None:
+    """FP32 Neg -> Transpose -> low Relu: the Transpose stays with its data, one Cast right before Relu."""
+    graph = model([node("Neg", ["x"], ["n"], "neg"), node("Transpose", ["n"], ["t"], "transpose", perm=[0, 2, 1]),
+                   node("Relu", ["t"], ["y"], "relu")], [vi("x", F32, [2, 3, 4])], [vi("y", F32, [2, 4, 3])])
+    result = convert(graph, options=ConvertOptions(op_types_to_exclude=("Neg",), keep_io_types=True),
+                     magnitudes=None)
+    types = node_types(result.model)
+    assert types["transpose"] == F32 and types["relu"] == F16
+    assert [c.input[0] for c in casts(result.model)] == ["t", "y_pre_cast"]
+
+
+def test_low_islands_merge_through_moves() -> None:
+    """MatMul -> Reshape -> Transpose -> Softmax, all low: only the graph I/O Casts (keep_io_types)."""
+    rng = np.random.default_rng(0)
+    graph = model([node("MatMul", ["x", "W"], ["m"], "matmul"), node("Reshape", ["m", "s"], ["r"], "reshape"),
+                   node("Transpose", ["r"], ["t"], "transpose", perm=[1, 0]),
+                   node("Softmax", ["t"], ["y"], "softmax")],
+                  [vi("x", F32, [2, 3, 4])], [vi("y", F32, [8, 3])],
+                  [init("W", rng.standard_normal((4, 4)).astype(np.float32)), init("s", np.array([3, 8], np.int64))])
+    result = convert(graph, options=ConvertOptions(keep_io_types=True), magnitudes=None)
+    assert result.cast_count == 2 and not result.high_nodes
+
+
+def test_small_fp32_island_held_only_by_the_user_cast_rule_becomes_low(caplog: pytest.LogCaptureFixture) -> None:
+    """The SDPA-scale pattern of torch exports: Div (low) -> Cast(to fp32, identity in the FP32 model) ->
+    Sqrt -> Mul. The Sqrt (12 FLOPs) is an island below fp32_island_min_flops: low, and the identity Cast
+    becomes an Identity. With the rule off (0), the upcast and its Sqrt stay FP32 as the user wrote them."""
+    graph = model([node("Div", ["x", "two"], ["d"], "div"), node("Cast", ["d"], ["d32"], "upcast", to=F32),
+                   node("Sqrt", ["d32"], ["s"], "sqrt"), node("Mul", ["s", "x"], ["y"], "mul")],
+                  [vi("x", F32, [3, 4])], [vi("y", F32, [3, 4])], [init("two", np.array(2.0, np.float32))])
+    x = np.linspace(0.5, 3.0, 12, dtype=np.float32).reshape(3, 4)
+    with caplog.at_level(logging.INFO, logger="harness.convert"):
+        merged = convert(graph, options=ConvertOptions(keep_io_types=True), magnitudes=None)
+    ops = {n.name: n.op_type for n in merged.model.graph.node}
+    assert ops["upcast"] == "Identity" and node_types(merged.model)["sqrt"] == F16
+    assert merged.cast_count == 2
+    assert any("fp32 island of 1 node(s), 12 FLOPs < fp32_island_min_flops 4096" in r.message for r in caplog.records)
+    kept = convert(graph, options=ConvertOptions(keep_io_types=True, fp32_island_min_flops=0), magnitudes=None)
+    assert {n.name: n.op_type for n in kept.model.graph.node}["upcast"] == "Cast"
+    assert node_types(kept.model)["sqrt"] == F32 and kept.cast_count == 3
+    for result in (merged, kept):
+        (y,) = run_ort(result.model, {"x": x})
+        np.testing.assert_allclose(y, np.sqrt(x / 2) * x, rtol=2e-3)
+
+
+def test_small_island_required_by_a_rule_stays_fp32_and_the_log_names_the_rule(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """An excluded Neg (12 FLOPs) is below the threshold but a rule requires FP32: kept, and logged."""
+    graph = model([node("Relu", ["x"], ["r"], "relu"), node("Neg", ["r"], ["n"], "neg"),
+                   node("Sigmoid", ["n"], ["y"], "sigmoid")], [vi("x", F32, [3, 4])], [vi("y", F32, [3, 4])])
+    with caplog.at_level(logging.INFO, logger="harness.convert"):
+        result = convert(graph, options=ConvertOptions(op_types_to_exclude=("Neg",)), magnitudes=None)
+    assert node_types(result.model)["neg"] == F32
+    assert any("kept FP32: neg requires it (op_types_to_exclude: Neg)" in r.message for r in caplog.records)
+
+
+@pytest.mark.parametrize(("precision", "folded"), [("fp16", True), ("bf16", False)])
+def test_int_to_float_user_cast_absorbs_our_cast(precision: str, folded: bool) -> None:
+    """Shape -> Cast(to fp32) -> Sqrt (low): in fp16 the user's Cast casts straight to fp16 (one rounding either
+    way), no Cast of ours; in bf16 an int64 is not exact in fp32 beyond 2**24, so our Cast stays."""
+    graph = model([node("Shape", ["x"], ["shp"], "shape"), node("Cast", ["shp"], ["f"], "to_float", to=F32),
+                   node("Sqrt", ["f"], ["s"], "sqrt"), node("Mul", ["x", "s"], ["y"], "mul")],
+                  [vi("x", F32, [4, 2])], [vi("y", F32, [4, 2])])
+    result = convert(graph, options=ConvertOptions(low_precision_type=precision, keep_io_types=True,
+                                                   fp32_island_min_flops=0), magnitudes=None)
+    user = next(n for n in result.model.graph.node if n.name == "to_float")
+    low = F16 if precision == "fp16" else BF16
+    assert user.attribute[0].i == (low if folded else F32)
+    assert any(c.input[0] == "f" for c in casts(result.model)) is not folded
+    if precision == "fp16":
+        x = np.ones((4, 2), np.float32)
+        (y,) = run_ort(result.model, {"x": x})
+        np.testing.assert_allclose(y, x * np.sqrt([4.0, 2.0]), rtol=1e-3)
