@@ -4,7 +4,8 @@ transformers and onnxruntime-gpu (see ``../shared/reference/gpu.md`` for carryin
 For each model (timm / transformers exports, random init, dynamic batch): convert with castguard in fp16
 (``--target any``) and bf16 (``--target ort-cuda``), keep_io_types; count the Casts; time FP32, fp16 and bf16 on
 ORT CUDA *interleaved* in rounds (``harness.runners.timing.interleaved``: median of the per-round medians), inputs
-and outputs bound on the GPU (IOBinding), at each batch; and at the first batch compare the error
+and outputs bound on the GPU (IOBinding), at each batch; and at the first batch list the float nodes ORT put on the CPU EP (``OrtCudaRunner.profile_placement``) and
+compare the error
 ``max|y - gold| / max|gold|`` (gold: ORT CPU FP32) on the GPU and on castguard's ``emulate`` runner.
 
     python3 benchmarks/gpu_speed.py --out DIR [--batches 8,32] [--models resnet18,vit_tiny_patch16_224]
@@ -32,6 +33,7 @@ sys.path.insert(0, str(REPO))
 
 from harness.convert import ConvertOptions, collect_magnitudes, convert  # noqa: E402
 from harness.runners import make_runner  # noqa: E402
+from harness.runners.ort_cuda import OrtCudaRunner  # noqa: E402
 from harness.runners.timing import TimingConfig, interleaved, speedup  # noqa: E402
 
 IMAGE_MODELS = ("resnet18", "resnet50", "mobilenetv3_small_100", "efficientnet_b0", "vit_tiny_patch16_224",
@@ -98,9 +100,8 @@ def cuda_call(model: onnx.ModelProto, feed: dict[str, np.ndarray]) -> tuple[Any,
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     session = ort.InferenceSession(model.SerializeToString(), sess_options=options,
-                                   providers=["CUDAExecutionProvider"])
+                                   providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
     binding = session.io_binding()
     for name, value in feed.items():
         binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(value, "cuda", 0))
@@ -149,6 +150,8 @@ def measure(name: str, tmp: Path, batches: list[int], timing: TimingConfig) -> l
         for label, variant in variants.items():
             try:
                 calls[label], outputs = cuda_call(variant, feed)
+                if batch == batches[0]:
+                    row[f"{label}_cpu_float_nodes"] = OrtCudaRunner(variant).profile_placement(feed)[:10]
                 if batch == batches[0] and label != "fp32":
                     row[f"{label}_gpu_err"] = rel_err(outputs()[0], gold)
                     emulated = make_runner("emulate", variant).run([feed]).outputs[0]

@@ -33,8 +33,11 @@ def ort_errors() -> tuple[type[Exception], ...]:
     return (*found, RuntimeError)
 
 
-def create_session(model: onnx.ModelProto, *, providers: Sequence[str], runner: str) -> Any:
-    """An ``InferenceSession`` for ``model``; RunnerUnavailable for missing providers or kernels."""
+def create_session(model: onnx.ModelProto, *, providers: Sequence[str], runner: str,
+                   cpu_fallback: bool = True) -> Any:
+    """An ``InferenceSession`` for ``model``; RunnerUnavailable for missing providers or kernels. With
+    ``cpu_fallback=False`` a node without a kernel on the named providers fails the load instead of moving to
+    the CPU EP."""
     import onnxruntime as ort
 
     missing = [p for p in providers if p not in ort.get_available_providers()]
@@ -44,6 +47,8 @@ def create_session(model: onnx.ModelProto, *, providers: Sequence[str], runner: 
                                 "install onnxruntime-gpu (pip install 'castguard[gpu]') for CUDA")
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    if not cpu_fallback:
+        options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     not_implemented = ort.capi.onnxruntime_pybind11_state.NotImplemented
     try:
         return ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=list(providers))
