@@ -32,19 +32,16 @@ import onnx
 from onnx import TensorProto, numpy_helper
 
 from harness.convert.depth import reduction_depth
-from harness.convert.graphinfo import FLOATS, GraphInfo, SigCache, Signature, domain_of, signature
+from harness.convert.graphinfo import GraphInfo, SigCache, Signature, domain_of, signature
 from harness.convert.magnitudes import Magnitudes
-from harness.convert.options import NODE_PRECISIONS, ConvertOptions
+from harness.convert.options import ConvertOptions
 from harness.convert.targets import load_target
-from harness.dtypes import np_dtype
+from harness.dtypes import ELEM_NAMES, FLOAT_TYPES, LOW_ELEMS, PRECISION_ELEMS, np_dtype
 from harness.errors import ConversionError
 
-LOW_ELEMS = frozenset({TensorProto.FLOAT16, TensorProto.BFLOAT16})
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 _UPCASTS = frozenset((s, t) for t in (TensorProto.FLOAT, TensorProto.DOUBLE)
                      for s in (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT, t))
-_NAMES: dict[int, str] = {TensorProto.FLOAT: "fp32", TensorProto.FLOAT16: "fp16", TensorProto.BFLOAT16: "bf16",
-          TensorProto.DOUBLE: "fp64"}
 
 
 @dataclass(frozen=True)
@@ -60,7 +57,7 @@ class Decision:
 
 
 def elem_name(elem: int) -> str:
-    return _NAMES[elem] if elem in _NAMES else str(TensorProto.DataType.Name(elem))
+    return ELEM_NAMES[elem] if elem in ELEM_NAMES else str(TensorProto.DataType.Name(elem))
 
 
 def _float_names(node: onnx.NodeProto, info: GraphInfo) -> list[str]:
@@ -179,7 +176,7 @@ class Classifier:
         assert self.magnitudes is not None
         name = node.input[index]
         tensor = self.info.initializers.get(name) or self.info.constants.get(name)
-        if tensor is not None and tensor.data_type in FLOATS:
+        if tensor is not None and tensor.data_type in FLOAT_TYPES:
             values = np.abs(numpy_helper.to_array(tensor).astype(np.float64))
             values = values[np.isfinite(values) & (values > 0)]
             return float(values.min()) if values.size else math.inf
@@ -201,7 +198,7 @@ class Classifier:
         high = TensorProto.DOUBLE if existing_elem(node, self.info) == TensorProto.DOUBLE else TensorProto.FLOAT
         key = node.name if node.name in self.precisions else node.op_type
         if key in self.precisions:
-            elem = NODE_PRECISIONS[self.precisions[key]]
+            elem = PRECISION_ELEMS[self.precisions[key]]
             problem = schema_problem(node, sig, self.info, elem) if elem in LOW_ELEMS else None
             if problem:
                 raise ConversionError(where="node_precisions", step="classify", node=node.name,
@@ -243,7 +240,7 @@ class Classifier:
 
     def _constant_absmax(self, name: str) -> float | None:
         tensor = self.info.initializers.get(name) or self.info.constants.get(name)
-        if tensor is None or tensor.data_type not in FLOATS:
+        if tensor is None or tensor.data_type not in FLOAT_TYPES:
             return None
         if name not in self._init_absmax:
             array = numpy_helper.to_array(tensor)
@@ -266,7 +263,7 @@ class Classifier:
             for name in names:
                 if not name or name in self.info.initializers or name in self.info.constants:
                     continue
-                if self.info.types.get(name, self.magnitudes.dtypes.get(name)) not in FLOATS:
+                if self.info.types.get(name, self.magnitudes.dtypes.get(name)) not in FLOAT_TYPES:
                     continue
                 value = self.magnitudes.absmax.get(name)
                 if value is not None and value > limit:

@@ -23,8 +23,9 @@ from collections.abc import Callable, Mapping
 import onnx
 from onnx import TensorProto
 
-from harness.convert.classify import LOW_ELEMS, Decision
+from harness.convert.classify import Decision
 from harness.convert.graphinfo import GraphInfo, domain_of
+from harness.dtypes import LOW_ELEMS
 
 LOG = logging.getLogger("harness.convert")
 DATA_MOVEMENT = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Gather", "GatherElements", "GatherND",

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import onnx
 from onnx import TensorProto, defs
 
-FLOATS = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE})
+from harness.dtypes import FLOAT_TYPES
+
 DEFAULT_DOMAINS = ("", "ai.onnx")
 _STUB_BYTES = 1024
 _TYPE_STR_TO_ELEM = {
@@ -91,7 +92,7 @@ class GraphInfo:
     """Outputs of Constant nodes that carry a ``value`` tensor."""
 
     def is_float(self, name: str) -> bool:
-        return self.types.get(name) in FLOATS
+        return self.types.get(name) in FLOAT_TYPES
 
 
 def opset_map(model: onnx.ModelProto) -> dict[str, int]:

@@ -13,17 +13,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-import ml_dtypes
 import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
 from harness.convert.graphinfo import GraphInfo
-from harness.dtypes import BFLOAT16, np_dtype
+from harness.dtypes import BFLOAT16, LOW_MAX, np_dtype
 
 LOG = logging.getLogger("harness.convert")
-LOW_MAX: dict[int, float] = {TensorProto.FLOAT16: float(np.finfo(np.float16).max),
-                             TensorProto.BFLOAT16: float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)}  # type: ignore[no-untyped-call]
 
 
 def _nbytes(tensor: TensorProto) -> int:

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 import onnx
-from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
+from google.protobuf.message import DecodeError
 from onnx import external_data_helper
 
 from harness.errors import ModelError

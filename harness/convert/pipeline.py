@@ -17,7 +17,7 @@ from harness.convert.classify import Classifier, Decision
 from harness.convert.flops import flop_share, node_flops
 from harness.convert.folding import follow_data, identity_casts, merge_small_islands
 from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
-from harness.convert.initializers import LOW_MAX
+from harness.dtypes import LOW_MAX
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.opset import prepare
 from harness.convert.options import ConvertOptions

@@ -45,7 +45,7 @@ def _ort_type_to_elem(ort_type: str) -> int:
 
 
 def run(workdir: Path) -> dict[str, object]:
-    import onnxruntime as ort  # type: ignore[import-untyped]
+    import onnxruntime as ort
 
     request = json.loads((workdir / "request.json").read_text())
     missing = [name for name, _ in request["providers"] if name not in ort.get_available_providers()]

@@ -13,8 +13,8 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto
 
-from harness.convert.graphinfo import FLOATS
 from harness.convert.io import EXTERNAL_DATA_ABOVE, approximate_size, save_model
+from harness.dtypes import FLOAT_TYPES
 from harness.errors import ConversionError
 
 _NODE_IN_MESSAGE = (re.compile(r"Name: (\S+) OpType"), re.compile(r"node name: ([^\s,)]+)"), re.compile(r"[Nn]ode \(([^)]+)\)"),
@@ -65,7 +65,7 @@ def validate(model: onnx.ModelProto, *, original_inputs: Mapping[str, int], orig
             raise ConversionError(where="converted model", step=f"validate: graph {role} names",
                                   problem=f"graph {role}s changed from {list(before)} to {list(after)}", fix=FIX)
         for name, elem in before.items():
-            want = expected_io_type(elem, keep_io_types=keep_io_types, low=low) if elem in FLOATS else elem
+            want = expected_io_type(elem, keep_io_types=keep_io_types, low=low) if elem in FLOAT_TYPES else elem
             if after[name] != want:
                 raise ConversionError(
                     where="converted model", step=f"validate: graph {role} types", node=name,

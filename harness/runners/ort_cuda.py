@@ -9,6 +9,7 @@ the GPU numbers are partly CPU numbers; :attr:`OrtCudaRunner.fallback_note` says
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Sequence
@@ -17,16 +18,15 @@ from typing import Any
 
 import onnx
 
+from harness.dtypes import FLOAT_TYPES
 from harness.errors import RunnerUnavailable
-from harness.input_files import Feed
+from harness.data.feeds import Feed
 from harness.runners.base import Runner
 from harness.runners.ort import create_session, ort_errors, run_session
 
 CUDA = "CUDAExecutionProvider"
 INSTALL_HINT = ("pip uninstall -y onnxruntime && pip install onnxruntime-gpu (a build matching your CUDA; "
                 "the CPU and GPU packages cannot be installed together)")
-_SHAPE_OPS = frozenset({"Shape", "Size", "Gather", "Concat", "Unsqueeze", "Squeeze", "Slice", "Cast", "Reshape",
-                        "ConstantOfShape", "Range", "Equal", "Where", "Expand", "Mul", "Add", "Sub", "Div"})
 
 
 def require_cuda(runner: str) -> None:
@@ -53,18 +53,28 @@ def cpu_placed_nodes(profile_path: Path) -> list[tuple[str, str]]:
 
 
 def float_fallbacks(cpu_nodes: Sequence[tuple[str, str]], model: onnx.ModelProto) -> list[str]:
-    """The CPU-placed nodes that are not shape arithmetic: any node whose op is outside the usual int64 shape
-    ops, or a shape op with a float output."""
-    from harness.convert.graphinfo import FLOATS, build_info
-
-    info = build_info(model)
+    """The CPU-placed nodes that do float work on more than one element: shape arithmetic (int64 Shape, Gather,
+    Concat...) and scalars derived from shapes (e.g. the 1/sqrt(head_dim) of an attention export) are left out."""
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    types: dict[str, tuple[int, tuple[int | None, ...] | None]] = {}
+    for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]:
+        tensor = vi.type.tensor_type
+        dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim) \
+            if tensor.HasField("shape") else None
+        types[vi.name] = (tensor.elem_type, dims)
     by_name = {n.name: n for n in model.graph.node}
     result = []
     for name, op in cpu_nodes:
         node = by_name.get(name)
-        floats = node is not None and any(info.types.get(o) in FLOATS for o in node.output)
-        if op not in _SHAPE_OPS or floats:
+        if node is None:  # a node ORT made (layout reorders, fused kernels): count it
             result.append(f"{name} ({op})")
+            continue
+        for output in node.output:
+            elem, dims = types.get(output, (0, None))
+            scalar = dims is not None and all(d is not None for d in dims) and math.prod(d or 1 for d in dims) <= 1
+            if elem in FLOAT_TYPES and not scalar:
+                result.append(f"{name} ({op})")
+                break
     return result
 
 

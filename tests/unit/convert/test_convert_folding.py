@@ -5,7 +5,7 @@ import logging
 
 import numpy as np
 import pytest
-from convert_builders import F32, casts, init, model, node, node_types, run_ort, vi
+from tests.helpers.convert_builders import F32, casts, init, model, node, node_types, run_ort, vi
 from onnx import TensorProto
 
 from harness.convert import ConvertOptions, convert

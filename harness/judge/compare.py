@@ -1,0 +1,305 @@
+"""Pure comparison of runner outputs with golden outputs.
+
+Semantics (Polygraphy-compatible, see ``docs/ARCHITECTURE.md``):
+
+* Everything is compared in float64 after exact widening (fp16/bf16 -> fp32 is exact, fp32 -> fp64 too);
+  bool outputs are compared as 0/1.
+* ``abs = |obtained - expected|`` and ``rel = abs / |expected|``; where ``expected`` is 0 the denominator is
+  ``2.22e-16`` (Polygraphy's epsilon), so a non-zero difference there has a huge relative error.
+* Modes ``elemwise`` / ``max`` / ``mean`` / ``median`` / ``quantile``: an element (or the statistic) fails only
+  when it is over ``atol`` AND over ``rtol`` (Polygraphy's OR across tolerances). ``isclose`` is numpy's
+  ``|a - b| <= atol + rtol * |expected|`` per element.
+* NaN/inf policy, applied in every mode (a median never hides them): NaN matches NaN only with
+  ``nan_equal=True``; +inf matches +inf (and -inf matches -inf) only with ``inf_equal=True``; every other
+  non-finite pairing is a mismatch whose abs/rel error is ``inf``.
+* A missing or extra output, a shape change, or a change of dtype kind (float vs int vs bool) is a failure.
+  A float output may change precision (fp32 golden vs fp16 obtained): that precision is what is under test.
+* ``required_atol`` / ``required_rtol`` are the tolerances that would have passed, each on its own
+  (for ``elemwise`` and ``isclose`` the max errors, for stat modes the statistic); ``inf`` when nothing would.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from harness.dtypes import BFLOAT16
+
+Mode = Literal["elemwise", "max", "mean", "median", "quantile", "isclose"]
+MODES: tuple[str, ...] = ("elemwise", "max", "mean", "median", "quantile", "isclose")
+_ZERO_EPS = 2.220446049250313e-16
+_FLOAT_DTYPES = frozenset({np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64), BFLOAT16})
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How one output is judged. ``top_k`` adds a classifier check on the last axis."""
+
+    atol: float = 1e-3
+    rtol: float = 1e-3
+    mode: Mode = "elemwise"
+    quantile: float = 0.99
+    nan_equal: bool = False
+    inf_equal: bool = True
+    top_k: int | None = None
+    min_top_k_agreement: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"Tolerance.mode must be one of {MODES}, got {self.mode!r}")
+        if not (self.atol >= 0 and self.rtol >= 0):
+            raise ValueError(f"Tolerance atol/rtol must be >= 0, got atol={self.atol} rtol={self.rtol}")
+        if not 0.0 <= self.quantile <= 1.0:
+            raise ValueError(f"Tolerance.quantile must be in [0, 1], got {self.quantile}")
+        if self.top_k is not None and self.top_k < 1:
+            raise ValueError(f"Tolerance.top_k must be >= 1 or None, got {self.top_k}")
+        if not 0.0 <= self.min_top_k_agreement <= 1.0:
+            raise ValueError(f"Tolerance.min_top_k_agreement must be in [0, 1], got {self.min_top_k_agreement}")
+
+    def describe(self) -> str:
+        text = f"atol={self.atol:.3g} rtol={self.rtol:.3g} [{self.mode}"
+        text += f" q={self.quantile:g}]" if self.mode == "quantile" else "]"
+        return text
+
+
+@dataclass(frozen=True)
+class ErrorFigures:
+    """The error statistics of one output over all iterations: what both the verdict and the report carry."""
+
+    name: str
+    passed: bool
+    reason: str
+    max_abs: float
+    mean_abs: float
+    median_abs: float
+    quantile_abs: float
+    max_rel: float
+    mean_rel: float
+    median_rel: float
+    quantile_rel: float
+    n_over: int
+    n_total: int
+
+
+@dataclass(frozen=True)
+class OutputComparison(ErrorFigures):
+    """The verdict and statistics for one output (over all iterations)."""
+
+    required_atol: float
+    required_rtol: float
+    top_k_agreement: float | None
+    tolerance: Tolerance = Tolerance()
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    """All outputs of one comparison. Truthy when everything passed."""
+
+    outputs: tuple[OutputComparison, ...]
+    missing: tuple[str, ...]
+    extra: tuple[str, ...]
+    passed: bool
+    problems: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def summary(self) -> str:
+        """One line per failing item (or per output when everything passed)."""
+        lines = [f"missing output {name!r} (in the golden, not produced)" for name in self.missing]
+        lines += [f"extra output {name!r} (produced, not in the golden)" for name in self.extra]
+        lines += list(self.problems)
+        for out in self.outputs:
+            if out.passed and not self.passed:
+                continue
+            lines.append(_describe_output(out))
+        return "\n".join(lines)
+
+
+def _describe_output(out: OutputComparison) -> str:
+    status = "ok" if out.passed else "FAIL"
+    head = f"output {out.name!r} {status}: {out.reason}"
+    if out.n_total == 0 or math.isnan(out.max_abs):
+        return head
+    pct = 100.0 * out.n_over / out.n_total
+    text = (f"{head}\n    {out.n_over}/{out.n_total} ({pct:.2f}%) elements outside {out.tolerance.describe()}; "
+            f"abs max={out.max_abs:.3g} mean={out.mean_abs:.3g} median={out.median_abs:.3g}; "
+            f"rel max={out.max_rel:.3g} median={out.median_rel:.3g}; "
+            f"would pass with atol>={out.required_atol:.3g} or rtol>={out.required_rtol:.3g}")
+    if out.top_k_agreement is not None:
+        text += f"; top-{out.tolerance.top_k} agreement {out.top_k_agreement:.3f}"
+    return text
+
+
+@dataclass(frozen=True)
+class _Diff:
+    abs: np.ndarray       # float64, flat; inf where a non-finite mismatch
+    rel: np.ndarray
+    expected_abs: np.ndarray
+    mismatch: np.ndarray  # bool, flat: non-finite pairs that do not match under the policy
+
+
+def _widen64(x: np.ndarray) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.dtype == BFLOAT16:
+        arr = arr.astype(np.float32)
+    return arr.astype(np.float64)
+
+
+def _dtype_kind(dtype: np.dtype) -> str:
+    if dtype in _FLOAT_DTYPES:
+        return "float"
+    if dtype == np.dtype(np.bool_):
+        return "bool"
+    return str(dtype)
+
+
+def _diff(obtained: np.ndarray, expected: np.ndarray, tol: Tolerance) -> _Diff:
+    a = _widen64(obtained).ravel()
+    b = _widen64(expected).ravel()
+    finite = np.isfinite(a) & np.isfinite(b)
+    with np.errstate(invalid="ignore", over="ignore"):
+        abs_err = np.where(finite, np.abs(a - b), 0.0)
+    both_nan = np.isnan(a) & np.isnan(b)
+    same_inf = np.isinf(a) & np.isinf(b) & (a == b)
+    matched_special = (both_nan & tol.nan_equal) | (same_inf & tol.inf_equal)
+    mismatch = ~finite & ~matched_special
+    abs_err = np.where(mismatch, np.inf, abs_err)
+    exp_abs = np.where(np.isfinite(b), np.abs(b), np.inf)
+    denom = np.where(exp_abs == 0.0, _ZERO_EPS, exp_abs)
+    with np.errstate(invalid="ignore"):
+        rel_err = np.where(mismatch, np.inf, np.where(finite, abs_err / denom, 0.0))
+    return _Diff(abs=abs_err, rel=rel_err, expected_abs=np.where(np.isfinite(b), np.abs(b), 0.0),
+                 mismatch=mismatch)
+
+
+def _top_k_hits(obtained: np.ndarray, expected: np.ndarray, k: int) -> tuple[int, int]:
+    """(shared top-k members summed over rows, k * rows) along the last axis."""
+    a = _widen64(obtained)
+    b = _widen64(expected)
+    if a.ndim == 0 or a.shape[-1] < k:
+        return 0, 0
+    a2 = a.reshape(-1, a.shape[-1])
+    b2 = b.reshape(-1, b.shape[-1])
+    top_a = np.argsort(-a2, axis=1, kind="stable")[:, :k]
+    top_b = np.argsort(-b2, axis=1, kind="stable")[:, :k]
+    hits = sum(len(np.intersect1d(ra, rb)) for ra, rb in zip(top_a, top_b))
+    return int(hits), k * a2.shape[0]
+
+
+def _stats(values: np.ndarray, q: float) -> tuple[float, float, float, float]:
+    if values.size == 0:
+        return 0.0, 0.0, 0.0, 0.0
+    with np.errstate(invalid="ignore"):
+        return (float(np.max(values)), float(np.mean(values)), float(np.median(values)),
+                float(np.quantile(values, q)))
+
+
+def _judge(name: str, diffs: Sequence[_Diff], tol: Tolerance, top_k: tuple[int, int] | None) -> OutputComparison:
+    abs_err = np.concatenate([d.abs for d in diffs]) if diffs else np.zeros(0)
+    rel_err = np.concatenate([d.rel for d in diffs]) if diffs else np.zeros(0)
+    exp_abs = np.concatenate([d.expected_abs for d in diffs]) if diffs else np.zeros(0)
+    n_mismatch = int(sum(int(d.mismatch.sum()) for d in diffs))
+    max_a, mean_a, med_a, q_a = _stats(abs_err, tol.quantile)
+    max_r, mean_r, med_r, q_r = _stats(rel_err, tol.quantile)
+    if tol.mode == "isclose":
+        over = abs_err > tol.atol + tol.rtol * exp_abs
+    else:
+        over = (abs_err > tol.atol) & (rel_err > tol.rtol)
+    n_over = int(over.sum())
+    stat_by_mode = {"max": (max_a, max_r), "mean": (mean_a, mean_r), "median": (med_a, med_r),
+                    "quantile": (q_a, q_r)}
+    if tol.mode in stat_by_mode:
+        stat_abs, stat_rel = stat_by_mode[tol.mode]
+        passed = not (stat_abs > tol.atol and stat_rel > tol.rtol)
+        required_atol, required_rtol = stat_abs, stat_rel
+        reason = f"{tol.mode} abs={stat_abs:.3g} rel={stat_rel:.3g} vs {tol.describe()}"
+    else:
+        passed = n_over == 0
+        required_atol, required_rtol = max_a, max_r
+        reason = f"{n_over} element(s) over tolerance" if n_over else "within tolerance"
+    if n_mismatch:
+        passed = False
+        required_atol = required_rtol = math.inf
+        reason = f"{n_mismatch} non-finite mismatch(es) (NaN/inf policy: nan_equal={tol.nan_equal}, " \
+                 f"inf_equal={tol.inf_equal}); " + reason
+    agreement = None
+    if top_k is not None:
+        hits, total = top_k
+        agreement = hits / total if total else 0.0
+        if agreement < tol.min_top_k_agreement:
+            passed = False
+            reason += f"; top-{tol.top_k} agreement {agreement:.3f} < {tol.min_top_k_agreement:.3f}"
+    return OutputComparison(name=name, passed=passed, reason=reason, max_abs=max_a, mean_abs=mean_a,
+                            median_abs=med_a, quantile_abs=q_a, max_rel=max_r, mean_rel=mean_r,
+                            median_rel=med_r, quantile_rel=q_r, n_over=n_over, n_total=int(abs_err.size),
+                            required_atol=required_atol, required_rtol=required_rtol,
+                            top_k_agreement=agreement, tolerance=tol)
+
+
+def _structural_failure(name: str, reason: str, tol: Tolerance) -> OutputComparison:
+    nan = math.nan
+    return OutputComparison(name=name, passed=False, reason=reason, max_abs=nan, mean_abs=nan, median_abs=nan,
+                            quantile_abs=nan, max_rel=nan, mean_rel=nan, median_rel=nan, quantile_rel=nan,
+                            n_over=0, n_total=0, required_atol=math.inf, required_rtol=math.inf,
+                            top_k_agreement=None, tolerance=tol)
+
+
+def _structure_problem(obtained: np.ndarray, expected: np.ndarray) -> str | None:
+    if obtained.shape != expected.shape:
+        return f"shape changed: golden {tuple(expected.shape)}, obtained {tuple(obtained.shape)}"
+    if _dtype_kind(obtained.dtype) != _dtype_kind(expected.dtype):
+        return f"dtype changed: golden {expected.dtype}, obtained {obtained.dtype}"
+    return None
+
+
+def compare_iterations(obtained: Sequence[Mapping[str, np.ndarray]], expected: Sequence[Mapping[str, np.ndarray]],
+                       *, tolerances: Mapping[str, Tolerance], default: Tolerance) -> CompareResult:
+    """Compare every iteration; statistics per output are over all iterations together."""
+    problems: list[str] = []
+    if len(obtained) != len(expected):
+        problems.append(f"iteration count changed: golden {len(expected)}, obtained {len(obtained)}")
+    unknown = sorted(set(tolerances) - {n for it in expected for n in it})
+    if unknown:
+        raise ValueError(f"tolerances given for outputs not in the golden: {unknown}")
+    names = list(dict.fromkeys(n for it in expected for n in it))
+    got_names = list(dict.fromkeys(n for it in obtained for n in it))
+    missing = tuple(n for n in names if n not in got_names)
+    extra = tuple(n for n in got_names if n not in names)
+    outputs: list[OutputComparison] = []
+    for name in (n for n in names if n not in missing):
+        tol = tolerances.get(name, default)
+        diffs: list[_Diff] = []
+        hits = total = 0
+        broken = None
+        for index, (got_it, exp_it) in enumerate(zip(obtained, expected)):
+            if name not in got_it or name not in exp_it:
+                broken = f"present in some iterations only (iteration {index})"
+                break
+            got, exp = np.asarray(got_it[name]), np.asarray(exp_it[name])
+            broken = _structure_problem(got, exp)
+            if broken:
+                break
+            diffs.append(_diff(got, exp, tol))
+            if tol.top_k is not None:
+                h, t = _top_k_hits(got, exp, tol.top_k)
+                hits, total = hits + h, total + t
+        if broken:
+            outputs.append(_structural_failure(name, broken, tol))
+        else:
+            outputs.append(_judge(name, diffs, tol, (hits, total) if tol.top_k is not None else None))
+    passed = not missing and not extra and not problems and all(o.passed for o in outputs)
+    return CompareResult(outputs=tuple(outputs), missing=missing, extra=extra, passed=passed,
+                         problems=tuple(problems))
+
+
+def compare_outputs(obtained: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], *,
+                    tolerances: Mapping[str, Tolerance], default: Tolerance) -> CompareResult:
+    """Compare one iteration's outputs with the golden's."""
+    return compare_iterations([obtained], [expected], tolerances=tolerances, default=default)
