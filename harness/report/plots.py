@@ -88,6 +88,43 @@ def error_vs_share_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     return _png(fig)
 
 
+def error_vs_speedup_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
+    """Plot 3 (GPU runners only): worst error (log) against the measured speedup over FP32, one point per timed
+    case; the Pareto front (faster at no larger error) is ringed and joined. Speedups below 1 are slower than FP32."""
+    from harness.report.speed import speed_front, timed
+
+    fig = Figure(figsize=(7.0, 4.4), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.set_title(_plain(title), fontsize=11)
+    points = [c for c in timed(cases) if c.worst_error is not None and math.isfinite(c.worst_error)
+              and c.worst_error > 0]
+    if not points:
+        ax.text(0.5, 0.5, "no timed case with a finite, non-zero error", ha="center", va="center",
+                transform=ax.transAxes)
+        ax.set_axis_off()
+        return _png(fig)
+    ax.set_yscale("log")
+    for precision in sorted({c.case.precision for c in points}):
+        for status, marker in STATUS_MARKERS.items():
+            group = [c for c in points if c.case.precision == precision and c.status == status]
+            if group:
+                ax.scatter([c.speedup for c in group], [c.worst_error for c in group],  # type: ignore[misc]
+                           c=PRECISION_COLOURS.get(precision, "grey"), marker=marker, s=46, alpha=0.8,
+                           edgecolors="white", linewidths=0.5, zorder=3)
+    front = [c for c in speed_front(points)]
+    xs, ys = [c.speedup for c in front], [c.worst_error for c in front]
+    ax.plot(xs, ys, color="black", linewidth=1, linestyle="--", zorder=2)
+    ax.scatter(xs, ys, s=170, facecolors="none", edgecolors="black", linewidths=1.2, zorder=4)
+    ax.axvline(1.0, color="grey", linestyle=":", linewidth=1)
+    ax.set_xlabel("measured speedup over FP32 (same runner; > 1 is faster)")
+    ax.set_ylabel("worst error: max |obtained − golden| / max |golden|", fontsize=9)
+    ax.grid(True, which="major", alpha=0.3)
+    _legends(ax, sorted({c.case.precision for c in points}), sorted({c.status for c in points}))
+    fig.tight_layout()
+    return _png(fig)
+
+
 def pass_by_data_max_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     """Plot 2: a precision x data_max grid; each cell shows passed/judged cases, coloured by pass rate."""
     precisions = [p for p in PRECISIONS if any(c.case.precision == p for c in cases)]

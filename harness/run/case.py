@@ -32,6 +32,8 @@ from harness.report import CaseRecord, Divergence, Timings, output_stats, output
 from harness.report.format import fmt_error
 from harness.runners import make_runner
 from harness.runners.ort import CPU
+from harness.runners.timing import Clock, TimingConfig
+from harness.run.speed import measure_speed
 from harness.sweep import Case
 from harness.judge.tolerances import TolerancePolicy
 
@@ -58,6 +60,8 @@ class CaseSettings:
     tolerances: TolerancePolicy = TolerancePolicy()
     ort_providers: tuple[str, ...] = (CPU,)
     report_dir: Path = Path("castguard-report")
+    timing: TimingConfig = TimingConfig()
+    clock: Clock = time.perf_counter
 
 
 def cannot_judge(case: Case, settings: CaseSettings) -> str | None:
@@ -121,6 +125,10 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
                                       policy=settings.tolerances, model_dir=ctx.spec.path.parent)
         record = replace(record, status="fail", first_divergent=divergence,
                          message=failure_message(ctx, case, comparison, conversion, result.runner, divergence))
+    speed = measure_speed(case.runner, conversion.model, ctx.model, ctx.golden.feeds, providers=providers,
+                          model_dir=ctx.spec.path.parent, config=settings.timing, clock=settings.clock)
+    record = replace(record, latency_ms=speed.latency_ms, fp32_latency_ms=speed.fp32_latency_ms,
+                     speedup=speed.speedup, speed_note=speed.note)
     timings = Timings(magnitudes_s=mags_s, convert_s=convert_s, infer_s=result.seconds, compare_s=compare_s,
                       total_s=time.perf_counter() - start + mags_s)
     return replace(record, timings=timings)
