@@ -109,11 +109,11 @@ def error_vs_speedup_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
         for status, marker in STATUS_MARKERS.items():
             group = [c for c in points if c.case.precision == precision and c.status == status]
             if group:
-                ax.scatter([c.speedup for c in group], [c.worst_error for c in group],  # type: ignore[misc]
+                ax.scatter([_num(c.speedup) for c in group], [_num(c.worst_error) for c in group],
                            c=PRECISION_COLOURS.get(precision, "grey"), marker=marker, s=46, alpha=0.8,
                            edgecolors="white", linewidths=0.5, zorder=3)
-    front = [c for c in speed_front(points)]
-    xs, ys = [c.speedup for c in front], [c.worst_error for c in front]
+    front = speed_front(points)
+    xs, ys = [_num(c.speedup) for c in front], [_num(c.worst_error) for c in front]
     ax.plot(xs, ys, color="black", linewidth=1, linestyle="--", zorder=2)
     ax.scatter(xs, ys, s=170, facecolors="none", edgecolors="black", linewidths=1.2, zorder=4)
     ax.axvline(1.0, color="grey", linestyle=":", linewidth=1)
@@ -166,6 +166,10 @@ def _legends(ax: object, precisions: list[str], statuses: list[str]) -> None:
     ring = [Line2D([], [], marker="o", markersize=11, markerfacecolor="none", markeredgecolor="black",
                    linestyle="--", color="black", label="Pareto front")]
     ax.legend(handles=colour + shape + ring, loc="upper left", fontsize=8, framealpha=0.85)  # type: ignore[attr-defined]
+
+
+def _num(value: float | None) -> float:
+    return math.nan if value is None else value
 
 
 def _png(fig: Figure) -> bytes:
