@@ -50,9 +50,11 @@ class Rewriter:
     """Rewrites the prepared working copy in place."""
 
     def __init__(self, model: onnx.ModelProto, info: GraphInfo, decisions: dict[str, Decision],
-                 options: ConvertOptions, sig_cache: SigCache) -> None:
+                 options: ConvertOptions, sig_cache: SigCache, exact_ints: frozenset[str] = frozenset()) -> None:
         self.model, self.info, self.decisions, self.options = model, info, decisions, options
         self.sig_cache = sig_cache
+        self.exact_ints = exact_ints
+        """Integer tensors the reference run saw within +-2**24 (exact in fp32), for the bf16 user-Cast fold."""
         self.state = _State()
         self.taken = _names(model.graph)
 
@@ -226,7 +228,7 @@ class Rewriter:
         del graph.node[:]
         graph.node.extend(self.state.nodes)
         cleanup_casts(graph, self.state.ours, self.state.storage)
-        fold_user_upcasts(graph, self.state.ours, self.state.storage, self.info.types)
+        fold_user_upcasts(graph, self.state.ours, self.state.storage, self.info.types, exact_ints=self.exact_ints)
         self._retype_io()
         return self.state
 

@@ -6,7 +6,8 @@ Three passes, in this order, on the classifier's decisions (rules 8-10 of :mod:`
    data, Concat, Slice, Split, Flatten, Identity...) that is low only by default takes the precision of the
    tensor it moves: kept FP32 when every float data input comes FP32 from a compute node or the graph. The Cast
    then sits after the move, where the next compute node needs it, and an FP32 -> move -> FP32 path gets no
-   Cast pair that cancels (FP32 -> fp16 -> FP32 would also round the data).
+   Cast pair that cancels (FP32 -> fp16 -> FP32 would also round the data). A move of a constant (e.g. the
+   Identity a tied weight gets in torch exports) that only FP32 nodes read stays FP32 with them.
 9. Small FP32 islands. A connected group of FP32 nodes whose estimated FLOPs are below
    ``fp32_island_min_flops`` costs two Casts for nothing: it becomes low unless a rule requires FP32 for one of
    its nodes (data_max, init_max, schema, target kernels, exclusions, denominators, node_precisions...). The
@@ -70,7 +71,20 @@ def follow_data(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[st
             high = TensorProto.DOUBLE if all(s == TensorProto.DOUBLE for s in known) else TensorProto.FLOAT
             decisions[node.name] = Decision(high, "data movement: its data comes FP32, the Cast goes after it")
             changed += 1
+        elif not known and _read_only_by_high(node, nodes, info, decisions):
+            decisions[node.name] = Decision(TensorProto.FLOAT, "data movement: moves a constant that only FP32 "
+                                                               "nodes read")
+            changed += 1
     return changed
+
+
+def _read_only_by_high(node: onnx.NodeProto, nodes: list[onnx.NodeProto], info: GraphInfo,
+                       decisions: dict[str, Decision]) -> bool:
+    """Every reader of `node`'s float outputs is FP32 (and there is one); graph outputs count as readers."""
+    readers = [decisions[nodes[i].name] for name in node.output if name and info.is_float(name)
+               for i in info.consumers.get(name, ())]
+    outputs = [name for name in node.output if name in info.outputs]
+    return bool(readers) and not outputs and all(r.elem is not None and not r.is_low for r in readers)
 
 
 def _high(decision: Decision) -> bool:
@@ -153,10 +167,11 @@ def identity_casts(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict
 
 
 def fold_user_upcasts(graph: onnx.GraphProto, ours: set[str], storage: dict[str, int],
-                      types: Mapping[str, int]) -> int:
+                      types: Mapping[str, int], *, exact_ints: frozenset[str] = frozenset()) -> int:
     """A user Cast from an integer/bool tensor to FLOAT whose only reader is our Cast to fp16 (or to bf16 from
-    a type fp32 holds exactly) casts straight to that type: int -> fp32 -> fp16 rounds once either way (every
-    integer below 2**24 is exact in fp32, and fp16 overflows long before). Returns the Casts removed."""
+    a type fp32 holds exactly, or from a tensor in `exact_ints`: seen within +-2**24 by the reference run) casts
+    straight to that type: int -> fp32 -> fp16 rounds once either way (every integer below 2**24 is exact in
+    fp32, and fp16 overflows long before). Returns the Casts removed."""
     outputs = {o.name for o in graph.output}
     readers: dict[str, list[onnx.NodeProto]] = {}
     for node in graph.node:
@@ -171,7 +186,7 @@ def fold_user_upcasts(graph: onnx.GraphProto, ours: set[str], storage: dict[str,
         if user is None or user.output[0] in outputs or to not in LOW_ELEMS:
             continue
         source, user_to = types.get(user.input[0]), next((a for a in user.attribute if a.name == "to"), None)
-        exact = _EXACT_IN_BF16 if to == TensorProto.BFLOAT16 else _INTEGERS
+        exact = _INTEGERS if to == TensorProto.FLOAT16 or user.input[0] in exact_ints else _EXACT_IN_BF16
         if source not in exact or user_to is None or user_to.i != TensorProto.FLOAT:
             continue
         if [r.name for r in readers.get(user.output[0], [])] != [ours_cast.name]:

@@ -99,7 +99,9 @@ def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magn
     shape_of = _shape_lookup(info, magnitudes)
     _fold(nodes, info, decisions, options, lambda n: node_flops(n, shape_of, info.initializers))
     share, total, unknown = flop_share(nodes, lambda n: decisions[n.name].is_low, shape_of, dict(info.initializers))
-    state = Rewriter(work, info, decisions, options, sig_cache).run()
+    exact_ints = frozenset() if magnitudes is None else frozenset(
+        name for name, value in magnitudes.absmax.items() if value <= 2.0 ** 24)
+    state = Rewriter(work, info, decisions, options, sig_cache, exact_ints).run()
     validate(work, original_inputs=original_inputs, original_outputs=original_outputs,
              keep_io_types=options.keeps_io_types, low=options.low_elem)
     low_nodes = tuple(n.name for n in nodes if decisions[n.name].is_low)

@@ -6,7 +6,7 @@ import logging
 import numpy as np
 import pytest
 from tests.helpers.convert_builders import F32, casts, init, model, node, node_types, run_ort, vi
-from onnx import TensorProto
+from onnx import TensorProto, numpy_helper
 
 from harness.convert import ConvertOptions, convert
 
@@ -130,3 +130,34 @@ def test_int_to_float_user_cast_absorbs_our_cast(precision: str, folded: bool) -
         x = np.ones((4, 2), np.float32)
         (y,) = run_ort(result.model, {"x": x})
         np.testing.assert_allclose(y, x * np.sqrt([4.0, 2.0]), rtol=1e-3)
+
+
+def test_move_of_a_constant_read_only_by_fp32_nodes_stays_fp32() -> None:
+    """A tied weight: W -> Identity -> excluded MatMul (FP32), and W -> MatMul (low). The Identity follows its
+    FP32 reader, so W is stored once in fp32 for it and no Cast sits on the tied path."""
+    rng = np.random.default_rng(0)
+    graph = model([node("Identity", ["W"], ["Wt"], "tie"), node("MatMul", ["x", "Wt"], ["a"], "keep"),
+                   node("MatMul", ["x", "W"], ["b"], "low"), node("Add", ["a", "b"], ["y"], "add")],
+                  [vi("x", F32, [2, 4])], [vi("y", F32, [2, 4])],
+                  [init("W", rng.standard_normal((4, 4)).astype(np.float32))])
+    result = convert(graph, options=ConvertOptions(nodes_to_exclude=("keep",), keep_io_types=True), magnitudes=None)
+    assert node_types(result.model)["tie"] == F32
+    assert not any(c.input[0] == "Wt" or c.output[0] == "Wt" for c in casts(result.model))
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    (y,) = run_ort(result.model, {"x": x})
+    w = numpy_helper.to_array(graph.graph.initializer[0])
+    np.testing.assert_allclose(y, 2 * x @ w, rtol=5e-3, atol=5e-3)
+
+
+def test_bf16_fold_of_an_int64_cast_needs_the_reference_run_to_vouch_for_its_range() -> None:
+    """With magnitudes (the reference run saw the Shape values, 4 and 2, within 2**24) the bf16 fold is exact."""
+    from harness.convert import collect_magnitudes
+
+    graph = model([node("Shape", ["x"], ["shp"], "shape"), node("Cast", ["shp"], ["f"], "to_float", to=F32),
+                   node("Sqrt", ["f"], ["s"], "sqrt"), node("Mul", ["x", "s"], ["y"], "mul")],
+                  [vi("x", F32, [4, 2])], [vi("y", F32, [4, 2])])
+    mags = collect_magnitudes(graph, feeds=[{"x": np.ones((4, 2), np.float32)}])
+    result = convert(graph, options=ConvertOptions(low_precision_type="bf16", keep_io_types=True,
+                                                   fp32_island_min_flops=0), magnitudes=mags)
+    user = next(n for n in result.model.graph.node if n.name == "to_float")
+    assert user.attribute[0].i == BF16 and not any(c.input[0] == "f" for c in casts(result.model))
