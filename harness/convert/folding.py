@@ -8,6 +8,8 @@ Three passes, in this order, on the classifier's decisions (rules 8-10 of :mod:`
    then sits after the move, where the next compute node needs it, and an FP32 -> move -> FP32 path gets no
    Cast pair that cancels (FP32 -> fp16 -> FP32 would also round the data). A move of a constant (e.g. the
    Identity a tied weight gets in torch exports) that only FP32 nodes read stays FP32 with them.
+8b. A selection (Where, or a move) held FP32 by init_max whose readers are all low goes low with them
+   (:func:`selections_follow_readers`).
 9. Small FP32 islands. A connected group of FP32 nodes whose estimated FLOPs are below
    ``fp32_island_min_flops`` costs two Casts for nothing: it becomes low unless a rule requires FP32 for one of
    its nodes (data_max, init_max, schema, target kernels, exclusions, denominators, node_precisions...). The
@@ -85,6 +87,31 @@ def _read_only_by_high(node: onnx.NodeProto, nodes: list[onnx.NodeProto], info: 
                for i in info.consumers.get(name, ())]
     outputs = [name for name in node.output if name in info.outputs]
     return bool(readers) and not outputs and all(r.elem is not None and not r.is_low for r in readers)
+
+
+SELECTION = DATA_MOVEMENT | {"Where"}
+"""Ops whose every output element is one of their input elements: rounding commutes with them."""
+
+
+def selections_follow_readers(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Decision]) -> int:
+    """Rule 8b. A selection op (Where, or a move) kept FP32 only because a constant it selects from exceeds
+    init_max, and whose readers are all low, goes low too: its readers would get the selected values rounded to
+    the low type by the Cast anyway. The constant is stored in the low type, clamped to its largest finite value
+    (logged as a clamp) where the Cast would have made it inf; an attention mask's -3.4e38 fill, for one."""
+    changed = 0
+    for node in nodes:
+        decision = decisions[node.name]
+        if node.op_type not in SELECTION or domain_of(node) or not decision.reason.startswith("init_max"):
+            continue
+        readers = [decisions[nodes[i].name] for name in node.output if name and info.is_float(name)
+                   for i in info.consumers.get(name, ())]
+        if readers and not any(name in info.outputs for name in node.output) and all(r.is_low for r in readers):
+            low = next(r.elem for r in readers)
+            if all(r.elem == low for r in readers) and low is not None:
+                decisions[node.name] = Decision(low, f"selection: its low readers round what it selects anyway "
+                                                     f"(was {decision.reason})")
+                changed += 1
+    return changed
 
 
 def _high(decision: Decision) -> bool:

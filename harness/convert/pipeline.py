@@ -15,7 +15,7 @@ from onnx import defs
 from harness.convert.casts import Rewriter
 from harness.convert.classify import Classifier, Decision
 from harness.convert.flops import flop_share, node_flops
-from harness.convert.folding import follow_data, identity_casts, merge_small_islands
+from harness.convert.folding import follow_data, identity_casts, merge_small_islands, selections_follow_readers
 from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
 from harness.dtypes import LOW_MAX
 from harness.convert.magnitudes import Magnitudes
@@ -120,6 +120,7 @@ def _fold(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Dec
         return expected_io_type(info.types[name], keep_io_types=options.keeps_io_types, low=options.low_elem)
 
     follow_data(nodes, info, decisions, storage_in)
+    selections_follow_readers(nodes, info, decisions)
     merge_small_islands(nodes, info, decisions, low=options.low_elem, min_flops=options.fp32_island_min_flops,
                         flops_of=flops_of)
     identities = identity_casts(nodes, info, decisions, low=options.low_elem)

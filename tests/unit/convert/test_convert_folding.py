@@ -161,3 +161,20 @@ def test_bf16_fold_of_an_int64_cast_needs_the_reference_run_to_vouch_for_its_ran
                                                    fp32_island_min_flops=0), magnitudes=mags)
     user = next(n for n in result.model.graph.node if n.name == "to_float")
     assert user.attribute[0].i == BF16 and not any(c.input[0] == "f" for c in casts(result.model))
+
+
+def test_mask_fill_where_goes_low_with_its_readers_and_the_fill_is_clamped() -> None:
+    """BERT's attention mask: Where(mask, 0, -3.4e38) -> Add(scores) -> Softmax. init_max would keep the Where
+    FP32 and cast its output down (the fill becomes -inf there anyway); it goes low with its reader instead, the
+    fill clamped to -65504 (logged), and the masked positions still get zero weight."""
+    fill = np.array(np.finfo(np.float32).min, np.float32)
+    graph = model([node("Where", ["m", "zero", "fill"], ["bias"], "mask"), node("Add", ["x", "bias"], ["s"], "add"),
+                   node("Softmax", ["s"], ["y"], "softmax", axis=-1)],
+                  [vi("x", F32, [2, 4]), vi("m", TensorProto.BOOL, [2, 4])], [vi("y", F32, [2, 4])],
+                  [init("zero", np.array(0.0, np.float32)), init("fill", fill)])
+    result = convert(graph, options=ConvertOptions(keep_io_types=True), magnitudes=None)
+    assert node_types(result.model)["mask"] == F16
+    assert result.cast_count == 2 and any("clamped" in c or "65504" in c for c in result.clamped)
+    keep = np.array([[True, True, False, False], [True, False, True, False]])
+    (y,) = run_ort(result.model, {"x": np.zeros((2, 4), np.float32), "m": keep})
+    np.testing.assert_allclose(y, keep / keep.sum(axis=1, keepdims=True), atol=1e-3)
