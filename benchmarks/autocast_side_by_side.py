@@ -95,13 +95,17 @@ def main() -> int:
     conv.add_argument("--models", type=Path, required=True)
     conv.add_argument("--out", type=Path, required=True)
     conv.add_argument("--precisions", default="fp16,bf16")
-    conv.add_argument("--autocast", type=Path, default=AUTOCAST)
+    conv.add_argument("--autocast", type=Path, default=AUTOCAST,
+                      help="run_modelopt_autocast.sh (default: shared/tools beside the checkout)")
     tim = sub.add_parser("time")
     tim.add_argument("--dir", type=Path, required=True)
     tim.add_argument("--batches", default="8,32")
     tim.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     if args.step == "convert":
+        if not args.autocast.is_file():
+            print(f"error: {args.autocast} not found; pass --autocast PATH/run_modelopt_autocast.sh")
+            return 2
         convert_all(args.models, args.out, args.precisions.split(","), args.autocast)
     else:
         rows = time_all(args.dir, [int(b) for b in args.batches.split(",")])
