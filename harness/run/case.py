@@ -32,6 +32,7 @@ from harness.report import CaseRecord, Divergence, Timings, output_stats, output
 from harness.report.format import fmt_error
 from harness.runners import make_runner
 from harness.runners.ort import CPU
+from harness.runners.ort_cuda import OrtCudaRunner
 from harness.runners.timing import Clock, TimingConfig
 from harness.run.speed import measure_speed
 from harness.sweep import Case
@@ -99,7 +100,10 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
                        notes=("conversion from cache",) if hit else ())
         providers = settings.ort_providers if case.runner == "ort" else ()
         runner = make_runner(case.runner, conversion.model, model_dir=ctx.spec.path.parent, providers=providers)
-        result = runner.run(cast_feeds(ctx.golden.feeds, input_specs(conversion.model)))
+        feeds = cast_feeds(ctx.golden.feeds, input_specs(conversion.model))
+        result = runner.run(feeds)
+        if isinstance(runner, OrtCudaRunner) and runner.profile_placement(feeds[0]):
+            base = replace(base, notes=(*base.notes, runner.fallback_note))
     except RunnerUnavailable as err:
         return replace(base, status="skip", message=str(err),
                        timings=Timings(magnitudes_s=mags_s, total_s=time.perf_counter() - start))
