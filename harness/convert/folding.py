@@ -13,8 +13,9 @@ Three passes, in this order, on the classifier's decisions (rules 8-10 of :mod:`
 9. Small FP32 islands. A connected group of FP32 nodes whose estimated FLOPs are below
    ``fp32_island_min_flops`` costs two Casts for nothing: it becomes low unless a rule requires FP32 for one of
    its nodes (data_max, init_max, schema, target kernels, exclusions, denominators, node_precisions...). The
-   user-cast rule (consumers of an explicit fp32 Cast) holds only islands at or above the threshold. Every
-   small island kept FP32 is logged with the rule that requires it.
+   user-cast rule holds a small island only when the user's Cast really widens (fp16/bf16 -> fp32); consumers
+   of an identity Cast (fp32 -> fp32) give way. Every small island kept FP32 is logged with the rule that
+   requires it.
 10. An identity user Cast (to = its input's type in the FP32 model, e.g. ``.to(torch.float32)`` of an fp32
     tensor) whose consumers all end up low carries no intent: it becomes an Identity in the low type.
 """
@@ -156,7 +157,7 @@ def merge_small_islands(nodes: list[onnx.NodeProto], info: GraphInfo, decisions:
             continue
         hard = [(n.name, decisions[n.name].reason) for n in members
                 if not decisions[n.name].reason.startswith(SOFT_PREFIXES)
-                or decisions[n.name].elem == TensorProto.DOUBLE]
+                or decisions[n.name].elem == TensorProto.DOUBLE or _reads_real_upcast(n, nodes, info)]
         if hard:
             LOG.info("FP32 island of %d node(s), %d FLOPs (< fp32_island_min_flops %d) kept FP32: %s requires it "
                      "(%s)", len(members), flops, min_flops, hard[0][0], hard[0][1] or "fp32")
@@ -168,6 +169,21 @@ def merge_small_islands(nodes: list[onnx.NodeProto], info: GraphInfo, decisions:
             decisions[node.name] = Decision(low, reason)
             changed += 1
     return changed
+
+
+def _reads_real_upcast(node: onnx.NodeProto, nodes: list[onnx.NodeProto], info: GraphInfo) -> bool:
+    """`node` reads a user Cast that widens (fp16/bf16 -> fp32): the model is already mixed there and the
+    user chose fp32 on purpose, so the user-cast rule holds even a small island. Only an identity Cast (fp32 ->
+    fp32, exporter plumbing) gives way."""
+    for name in node.input:
+        producer = info.producers.get(name) if name else None
+        cast = nodes[producer] if producer is not None else None
+        if cast is None or cast.op_type != "Cast" or domain_of(cast):
+            continue
+        to = next((a.i for a in cast.attribute if a.name == "to"), None)
+        if to is not None and info.types.get(cast.input[0]) != to:
+            return True
+    return False
 
 
 def identity_casts(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Decision], *,

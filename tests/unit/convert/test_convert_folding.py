@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from tests.helpers.convert_builders import F32, casts, init, model, node, node_types, run_ort, vi
 from onnx import TensorProto, numpy_helper
@@ -178,3 +180,15 @@ def test_mask_fill_where_goes_low_with_its_readers_and_the_fill_is_clamped() -> 
     keep = np.array([[True, True, False, False], [True, False, True, False]])
     (y,) = run_ort(result.model, {"x": np.zeros((2, 4), np.float32), "m": keep})
     np.testing.assert_allclose(y, keep / keep.sum(axis=1, keepdims=True), atol=1e-3)
+
+
+def test_a_real_user_upcast_holds_even_a_small_island() -> None:
+    """The bundled explicit_typing model: MatMul -> Cast(fp16) -> MatMul -> Cast(fp32) -> MatMul. The last MatMul
+    (800 FLOPs) reads a real widening Cast, so it stays FP32: no Cast of ours undoes the user's upcast."""
+    graph = onnx.load(Path(__file__).resolve().parents[3] / "test_models" / "explicit_typing" / "explicit_typing.onnx")
+    result = convert(graph, options=ConvertOptions(keep_io_types=True), magnitudes=None)
+    assert node_types(result.model)["/linear3/MatMul"] == F32
+    producers = {o: n for n in result.model.graph.node for o in n.output}
+    for cast in casts(result.model):
+        source = producers.get(cast.input[0])
+        assert source is None or source.op_type != "Cast", f"{cast.name} re-casts {source.name}"
