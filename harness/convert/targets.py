@@ -24,12 +24,17 @@ class TargetTable:
     """Where the table comes from, e.g. 'probed 2026-11-22, onnxruntime-gpu 1.31.1, NVIDIA H100'."""
     no_kernel: dict[str, dict[str, str]]
     """low type ('fp16'/'bf16') -> op type -> why it has no kernel."""
+    cpu_only_at_bf16_opset: frozenset[str] = frozenset()
+    """Ops with no kernel at the bf16 opset in fp32 either: kept FP32 they still run on the CPU EP."""
 
     def problem(self, op_type: str, low: str) -> str | None:
         why = self.no_kernel.get(low, {}).get(op_type)
         if why is None:
             return None
-        return f"target {self.target}: no {low} kernel for {op_type} ({self.source}: {why[:120]})"
+        text = f"target {self.target}: no {low} kernel for {op_type} ({self.source}: {why[:120]})"
+        if low == "bf16" and op_type in self.cpu_only_at_bf16_opset:
+            text += "; it has no fp32 kernel at the bf16 opset either, so the target runs it on its CPU EP"
+        return text
 
 
 @lru_cache(maxsize=None)
@@ -50,4 +55,5 @@ def load_target(target: str) -> TargetTable | None:
     data = json.loads(text)
     source = data.get("source") or (f"probed {data['measured']}, onnxruntime-gpu {data['onnxruntime_gpu']}, "
                                     f"{data.get('device', 'GPU')}")
-    return TargetTable(target=target, source=source, no_kernel={k: dict(v) for k, v in data["no_kernel"].items()})
+    return TargetTable(target=target, source=source, no_kernel={k: dict(v) for k, v in data["no_kernel"].items()},
+                       cpu_only_at_bf16_opset=frozenset(data.get("fp32_at_bf16_opset", {})))
