@@ -124,7 +124,8 @@ class Rewriter:
                 wants.setdefault(name, set()).add(want_out)
         for name, tensor in sources.items():
             self.state.storage[name] = choose_storage(tensor, wants.get(name, set()),
-                                                      max_bytes=self.options.init_conversion_max_bytes)
+                                                      max_bytes=self.options.init_conversion_max_bytes,
+                                                      weights=self.info.weights)
         self.state.clamped = apply_storage(self.model, self.info, self.state.storage)
 
     # -- rewriting --------------------------------------------------------------------------------

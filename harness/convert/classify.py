@@ -27,9 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import ml_dtypes
-import numpy as np
 import onnx
-from onnx import TensorProto, numpy_helper
+from onnx import TensorProto
 
 from harness.convert.depth import reduction_depth
 from harness.convert.graphinfo import GraphInfo, SigCache, Signature, domain_of, signature
@@ -119,7 +118,6 @@ class Classifier:
         self.include = [re.compile(p) for p in options.nodes_to_include]
         self.precisions = dict(options.node_precisions)
         self.custom = options.custom_op_precisions()
-        self._init_absmax: dict[str, float] = {}
 
     def run(self) -> dict[str, Decision]:
         nodes = self.model.graph.node
@@ -167,7 +165,7 @@ class Classifier:
         if node.op_type == "Div":
             return 1
         exponent = self.info.initializers.get(node.input[1]) or self.info.constants.get(node.input[1])
-        if exponent is not None and (numpy_helper.to_array(exponent) >= 0).all():
+        if exponent is not None and self.info.weights.nonnegative(exponent):
             return None
         return 0
 
@@ -177,9 +175,7 @@ class Classifier:
         name = node.input[index]
         tensor = self.info.initializers.get(name) or self.info.constants.get(name)
         if tensor is not None and tensor.data_type in FLOAT_TYPES:
-            values = np.abs(numpy_helper.to_array(tensor).astype(np.float64))
-            values = values[np.isfinite(values) & (values > 0)]
-            return float(values.min()) if values.size else math.inf
+            return self.info.weights.absmin(tensor)
         candidates = [self.magnitudes.absmin.get(name, 0.0), self.magnitudes.absmax.get(name, 0.0)]
         quotient = self.magnitudes.absmax.get(node.output[0], 0.0)
         numerator = self._constant_absmax(node.input[0])
@@ -242,11 +238,7 @@ class Classifier:
         tensor = self.info.initializers.get(name) or self.info.constants.get(name)
         if tensor is None or tensor.data_type not in FLOAT_TYPES:
             return None
-        if name not in self._init_absmax:
-            array = numpy_helper.to_array(tensor)
-            finite = array.size == 0 or bool(np.isfinite(array).all())
-            self._init_absmax[name] = float(np.abs(array).max()) if array.size and finite else (0.0 if finite else np.inf)
-        return self._init_absmax[name]
+        return self.info.weights.absmax(tensor)
 
     def _init_reason(self, node: onnx.NodeProto) -> str:
         for name in node.input:

@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 
 from harness.convert.api import ReferenceData, convert_path
-from harness.convert.io import save_model
+from harness.data.onnxfile import save_model
 from harness.convert.options import TARGETS, ConvertOptions, parse_node_precisions
+from harness.data.recipes import parse_input_shapes
 from harness.errors import ConversionError, UserError
 
 LOG = logging.getLogger("harness.convert")
@@ -64,25 +65,17 @@ def get_parser() -> argparse.ArgumentParser:
              "fp16/bf16 CUDA kernel in onnxruntime-gpu stay FP32; probed table) or tensorrt (documented table)")
     add("--fp32_island_min_flops", type=int, default=4096,
         help="a group of FP32 nodes below this many FLOPs becomes low unless a rule requires FP32 (0: off)")
-    add("--input_shapes", default="", help="shapes for random data, e.g. x:1x3x224x224,mask:1x128")
+    add("--input_shapes", "--input-shapes", default="",
+        help="shapes for random data, e.g. x:1x3x224x224,mask:1x128 (Polygraphy's x:[1,3,224,224] too); inputs "
+             "sharing a dim name take the same size, a leading dynamic dim defaults to 1, others must be given")
     add("--seed", type=int, default=0, help="seed for random reference data")
     add("--force", action="store_true", help="allow the output path to overwrite the input model")
     return parser
 
 
-def _parse_shapes(text: str) -> dict[str, tuple[int, ...]]:
-    shapes: dict[str, tuple[int, ...]] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, _, dims = item.rpartition(":")
-        try:
-            shapes[name] = tuple(int(d) for d in dims.split("x"))
-        except ValueError:
-            raise ConversionError(where="--input_shapes", step="options", problem=f"bad shape {item!r}",
-                                  fix="write NAME:D0xD1x..., e.g. x:1x3x224x224") from None
-        if not name:
-            raise ConversionError(where="--input_shapes", step="options", problem=f"bad shape {item!r}",
-                                  fix="write NAME:D0xD1x..., e.g. x:1x3x224x224")
-    return shapes
+def _shapes(text: str) -> dict[str, tuple[int, ...]]:
+    """``--input_shapes``, parsed as ``pytest --input-shapes`` is (:func:`harness.data.recipes.parse_input_shapes`)."""
+    return dict(parse_input_shapes(text)) if text.strip() else {}
 
 
 def _output_path(args: argparse.Namespace) -> Path:
@@ -110,10 +103,10 @@ def run(args: argparse.Namespace) -> Path:
         node_precisions=parse_node_precisions(args.node_precisions, where="--node_precisions"),
         fp32_accumulation=args.fp32_accumulation, respect_existing_types=args.respect_existing_types,
         target=args.target, fp32_island_min_flops=args.fp32_island_min_flops)
-    reference = ReferenceData(calibration_data=args.calibration_data, input_shapes=_parse_shapes(args.input_shapes),
+    reference = ReferenceData(calibration_data=args.calibration_data, input_shapes=_shapes(args.input_shapes),
                               providers=tuple(args.providers), trt_plugins=tuple(args.trt_plugins), seed=args.seed)
-    result = convert_path(args.onnx_path, options=options, reference=reference)
-    save_model(result.model, target)
+    result = convert_path(args.onnx_path, options=options, reference=reference, weights="lazy")
+    save_model(result.model, target, base_dir=result.base_dir)
     LOG.info("Converted model saved to %s", target)
     return target
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from harness.report.model import STATUSES, CaseRecord
+from harness.report.model import STATUSES, CaseRecord, Report
 from harness.sweep import PRECISIONS
 
 DISPLAY_ORDER = ("error", "fail", "xpass", "xfail", "skip", "pass")   # failing cases first
@@ -19,6 +19,14 @@ LEGEND = (
     ("casts", "Cast nodes in the converted model"),
     ("first divergent", "for failing cases, the first tensor in graph order beyond tolerance: name (op) max_rel"),
 )
+
+
+def completion_text(report: Report) -> str:
+    """``interrupted after 5 of 24 cases`` for an interrupted run, else ``""``."""
+    if not report.interrupted:
+        return ""
+    planned = "" if report.planned_cases is None else f" of {report.planned_cases}"
+    return f"interrupted after {len(report.cases)}{planned} cases"
 
 
 def display_sorted(cases: Iterable[CaseRecord]) -> list[CaseRecord]:

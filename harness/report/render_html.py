@@ -8,7 +8,8 @@ import base64
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from harness.report.format import (DISPLAY_ORDER, LEGEND, case_label, counts_text, display_sorted, fmt_divergence,
+from harness.report.format import (DISPLAY_ORDER, LEGEND, case_label, completion_text, counts_text, display_sorted,
+                                   fmt_divergence,
                                    fmt_error, fmt_int, fmt_share, grouped_notes)
 from harness.report.model import STATUSES, CaseRecord, Report
 from harness.report.pareto import best_passing, front_points
@@ -40,7 +41,7 @@ def render_html(report: Report, *, extra: Sequence[str] = ()) -> str:
     prov = report.provenance
     body = [f"<h1>castguard sweep report</h1><p class=\"meta\">{escape(counts_text(report.counts()))} over "
             f"{len(report.models)} model(s) &middot; created {escape(report.created)} &middot; "
-            f"runners {escape(', '.join(prov.runners) or '–')}</p>", _summary(report), *extra]
+            f"runners {escape(', '.join(prov.runners) or '–')}</p>", *_interrupted(report), _summary(report), *extra]
     body += [_model_section(index, model, report) for index, model in enumerate(report.models)]
     body.append(_provenance(report))
     body.append("<section><h2>Legend</h2><dl class=\"legend\">" + "".join(
@@ -49,6 +50,14 @@ def render_html(report: Report, *, extra: Sequence[str] = ()) -> str:
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>castguard sweep report</title><style>{_CSS}</style></head>\n<body><main>\n"
             + "\n".join(body) + "\n</main></body></html>\n")
+
+
+def _interrupted(report: Report) -> list[str]:
+    if not report.interrupted:
+        return []
+    return [f"<p class=\"failure\"><strong>{escape(completion_text(report).capitalize())}.</strong> This report is "
+            "partial: the cases that did not run are missing, and it was not published over the previous complete "
+            "report.</p>"]
 
 
 def _summary(report: Report) -> str:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from harness.report.format import (LEGEND, case_label, counts_text, display_sorted, first_line, fmt_divergence,
+from harness.report.format import (LEGEND, case_label, completion_text, counts_text, display_sorted, first_line,
+                                   fmt_divergence,
                                    fmt_error, fmt_int, fmt_share, grouped_notes)
 from harness.report.model import CaseRecord, Report
 from harness.report.pareto import best_passing
@@ -49,6 +50,9 @@ def render_markdown(report: Report, *, extra: Sequence[str] = ()) -> str:
              f"castguard {prov.castguard}, onnx {prov.onnx}, onnxruntime {prov.onnxruntime}; "
              f"runners: {', '.join(prov.runners) or '–'}; hypothesis profile: {prov.hypothesis_profile}"
              + (f"; commit {prov.git_commit[:12]}" if prov.git_commit else "") + ".", ""]
+    if report.interrupted:
+        lines += [f"**{completion_text(report).capitalize()}.** This report is partial: the cases that did not run "
+                  "are missing, and it was not published over the previous complete report.", ""]
     lines += [section for section in extra if section]
     for model in report.models:
         lines += _model_section(model, report.cases_of(model), report.counts(model))

@@ -3,7 +3,8 @@
 Layout under the cache root (``.castguard-cache/`` in the rootdir by default; safe to delete)::
 
     magnitudes/<key>.json            Magnitudes.to_json()
-    convert/<key>.onnx               the converted model
+    convert/<key>.onnx               the converted model (+ <key>.onnx.data: its weights, for lazy/big models
+                                     whose weights changed; unchanged ones are read from the source's folder)
     convert/<key>.json               the rest of the ConversionResult, with the .onnx file's sha256
 
 A key is the sha256 of everything the result depends on (:func:`content_key`): the model's sha256, a
@@ -26,12 +27,13 @@ from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
-import onnx
 
 from harness import __version__
 from harness.convert import ConversionResult, Magnitudes
-from harness.errors import InputDataError, UserError
-from harness.files import atomic_write
+from harness.data.onnxfile import (EXTERNAL_DATA_ABOVE, has_pending_casts, is_lazy, load_model, model_sha256,
+                                   save_model, weights_size)
+from harness.errors import InputDataError, ModelError, UserError
+from harness.files import atomic_write, sha256_file
 from harness.data.recipes import Feed
 
 T = TypeVar("T")
@@ -84,34 +86,54 @@ class ContentCache:
             atomic_write(path, made.to_json().encode())
             return made, False
 
-    def conversion(self, key: str, make: Callable[[], ConversionResult]) -> tuple[ConversionResult, bool]:
-        """The cached conversion for ``key``, or ``make()`` it and store it; second item: cache hit."""
+    def conversion(self, key: str, make: Callable[[], ConversionResult], *,
+                   weights_dir: Path | None = None) -> tuple[ConversionResult, bool]:
+        """The cached conversion for ``key``, or ``make()`` it and store it; second item: cache hit.
+
+        Lazy models: converted weights are streamed into ``<key>.onnx.data`` and runners read them there. A
+        conversion that leaves every external weight as it was stores only its graph and reads the weights from
+        `weights_dir`, the source model's folder (no copy; the key covers the source's sha256, data included).
+        """
         model_path = self.root / "convert" / f"{key}.onnx"
         meta_path = model_path.with_suffix(".json")
         with self._locked(model_path):
             if meta_path.is_file():
-                return self._read_conversion(model_path, meta_path), True
+                return self._read_conversion(model_path, meta_path, weights_dir), True
             made = make()
-            data = made.model.SerializeToString()
-            meta = {"schema_version": SCHEMA_VERSION, "onnx_sha256": hashlib.sha256(data).hexdigest(),
-                    "low_nodes": list(made.low_nodes), "high_nodes": [list(pair) for pair in made.high_nodes],
+            by_reference = made.base_dir is not None and weights_dir is not None and not has_pending_casts(made.model)
+            if by_reference:
+                atomic_write(model_path, made.model.SerializeToString())     # the graph; weights stay at the source
+            else:
+                save_model(made.model, model_path, base_dir=made.base_dir)   # lazy: weights streamed, converted
+            meta = {"schema_version": SCHEMA_VERSION, "low_nodes": list(made.low_nodes),
+                    "onnx_sha256": sha256_file(model_path) if by_reference else model_sha256(model_path),
+                    "weights": "source" if by_reference else "entry",
+                    "high_nodes": [list(pair) for pair in made.high_nodes],
                     "lowp_flop_share": made.lowp_flop_share, "cast_count": made.cast_count,
                     "clamped": list(made.clamped)}
-            atomic_write(model_path, data)
             atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
-            return made, False
+            if made.base_dir is None and weights_size(made.model) <= EXTERNAL_DATA_ABOVE:
+                return made, False                                         # all in memory and in one file
+            return self._read_conversion(model_path, meta_path, weights_dir), False
 
-    def _read_conversion(self, model_path: Path, meta_path: Path) -> ConversionResult:
+    def _read_conversion(self, model_path: Path, meta_path: Path, weights_dir: Path | None) -> ConversionResult:
+        """The entry, its sha256 (streamed, data file included) checked; big weights stay in their file."""
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            data = model_path.read_bytes()
-            if meta.get("schema_version") != SCHEMA_VERSION or meta["onnx_sha256"] != hashlib.sha256(data).hexdigest():
+            by_reference = meta.get("weights") == "source"
+            if by_reference and weights_dir is None:
+                raise ValueError("the entry reads its weights from the source model's folder, which was not given")
+            digest = _sha256_or_none(model_path, graph_only=by_reference)
+            if meta.get("schema_version") != SCHEMA_VERSION or meta["onnx_sha256"] != digest:
                 raise ValueError("schema version or model hash does not match")
-            return ConversionResult(model=onnx.load_from_string(data), low_nodes=tuple(meta["low_nodes"]),
+            data_dir = weights_dir if by_reference else model_path.parent
+            model = load_model(model_path, weights="lazy", data_dir=data_dir)
+            return ConversionResult(model=model, low_nodes=tuple(meta["low_nodes"]),
                                     high_nodes=tuple((str(a), str(b)) for a, b in meta["high_nodes"]),
                                     lowp_flop_share=float(meta["lowp_flop_share"]),
-                                    cast_count=int(meta["cast_count"]), clamped=tuple(meta["clamped"]))
-        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
+                                    cast_count=int(meta["cast_count"]), clamped=tuple(meta["clamped"]),
+                                    base_dir=data_dir if is_lazy(model) else None)
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, ModelError) as err:
             raise self._corrupt(meta_path, err) from err
 
     def _corrupt(self, path: Path, err: Exception) -> UserError:
@@ -129,3 +151,9 @@ class ContentCache:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+def _sha256_or_none(path: Path, *, graph_only: bool) -> str | None:
+    """The entry's streamed sha256 (its data file included unless `graph_only`), None when it is unreadable."""
+    try:
+        return sha256_file(path) if graph_only else model_sha256(path)
+    except (ModelError, OSError):
+        return None

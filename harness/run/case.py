@@ -78,7 +78,9 @@ def convert_cached(ctx: ModelContext, case: Case, cache: ContentCache) -> tuple[
     options = case.convert_options()
     key = content_key("convert", cache.fingerprint, ctx.spec.sha256, ctx.magnitudes_key, repr(options))
     start = time.perf_counter()
-    result, hit = cache.conversion(key, lambda: convert(ctx.model, options=options, magnitudes=ctx.magnitudes))
+    result, hit = cache.conversion(key, lambda: convert(ctx.model, options=options, magnitudes=ctx.magnitudes,
+                                                        base_dir=ctx.spec.path.parent),
+                                   weights_dir=ctx.spec.path.parent)
     return result, time.perf_counter() - start, hit
 
 
@@ -99,7 +101,8 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
                        low_nodes=len(conversion.low_nodes), high_nodes=len(conversion.high_nodes),
                        notes=("conversion from cache",) if hit else ())
         providers = settings.ort_providers if case.runner == "ort" else ()
-        runner = make_runner(case.runner, conversion.model, model_dir=ctx.spec.path.parent, providers=providers)
+        runner = make_runner(case.runner, conversion.model, model_dir=conversion.base_dir or ctx.spec.path.parent,
+                             providers=providers)
         feeds = cast_feeds(ctx.golden.feeds, input_specs(conversion.model))
         result = runner.run(feeds)
         if isinstance(runner, OrtCudaRunner) and runner.profile_placement(feeds[0]):
@@ -126,11 +129,13 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
         record = replace(record, status="pass")
     else:
         divergence = first_divergence(ctx.model, conversion.model, ctx.golden.feeds, precision=case.precision,
-                                      policy=settings.tolerances, model_dir=ctx.spec.path.parent)
+                                      policy=settings.tolerances, model_dir=ctx.spec.path.parent,
+                                        converted_dir=conversion.base_dir)
         record = replace(record, status="fail", first_divergent=divergence,
                          message=failure_message(ctx, case, comparison, conversion, result.runner, divergence))
     speed = measure_speed(case.runner, conversion.model, ctx.model, ctx.golden.feeds, providers=providers,
-                          model_dir=ctx.spec.path.parent, config=settings.timing, clock=settings.clock)
+                          model_dir=ctx.spec.path.parent, config=settings.timing, clock=settings.clock,
+                          low_model_dir=conversion.base_dir)
     record = replace(record, latency_ms=speed.latency_ms, fp32_latency_ms=speed.fp32_latency_ms,
                      speedup=speed.speedup, speed_note=speed.note)
     timings = Timings(magnitudes_s=mags_s, convert_s=convert_s, infer_s=result.seconds, compare_s=compare_s,

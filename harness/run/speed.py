@@ -40,7 +40,9 @@ def time_pair(low: Runner, fp32: Runner, low_feed: Feed, fp32_feed: Feed, *, con
 
 
 def measure_speed(runner: str, low_model: onnx.ModelProto, fp32_model: onnx.ModelProto, feeds: Sequence[Feed], *,
-                  providers: Sequence[str], model_dir: Path | None, config: TimingConfig, clock: Clock) -> Speed:
+                  providers: Sequence[str], model_dir: Path | None, config: TimingConfig, clock: Clock,
+                  low_model_dir: Path | None = None) -> Speed:
+    """`model_dir`: the FP32 model's folder; `low_model_dir`: the converted model's (default: the same)."""
     """The case's :class:`Speed`, or a note saying why it claims none (CPU runner, timing failure)."""
     note = speed_claim(runner, providers)
     if note:
@@ -48,7 +50,7 @@ def measure_speed(runner: str, low_model: onnx.ModelProto, fp32_model: onnx.Mode
     low_feed = cast_feeds(list(feeds[:1]), input_specs(low_model))[0]
     fp32_feed = cast_feeds(list(feeds[:1]), input_specs(fp32_model))[0]
     try:
-        with make_runner(runner, low_model, model_dir=model_dir, providers=providers) as low, \
+        with make_runner(runner, low_model, model_dir=low_model_dir or model_dir, providers=providers) as low, \
                 make_runner(runner, fp32_model, model_dir=model_dir, providers=providers) as fp32:
             return time_pair(low, fp32, low_feed, fp32_feed, config=config, clock=clock)
     except (RunnerError, RunnerUnavailable) as err:

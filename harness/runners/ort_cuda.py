@@ -22,7 +22,7 @@ from harness.dtypes import FLOAT_TYPES
 from harness.errors import RunnerUnavailable
 from harness.data.feeds import Feed
 from harness.runners.base import Runner
-from harness.runners.ort import create_session, ort_errors, run_session
+from harness.runners.ort import create_session, ort_errors, run_session, session_source
 
 CUDA = "CUDAExecutionProvider"
 INSTALL_HINT = ("pip uninstall -y onnxruntime && pip install onnxruntime-gpu (a build matching your CUDA; "
@@ -90,14 +90,16 @@ class OrtCudaRunner(Runner):
     def activate_impl(self) -> None:
         require_cuda(self.name)
         try:
-            self._session = create_session(self.model, providers=(CUDA,), runner=self.name, cpu_fallback=False)
+            self._session = create_session(self.model, providers=(CUDA,), runner=self.name, model_dir=self.model_dir,
+                                           cpu_fallback=False)
             return
         except RunnerUnavailable:
             raise
         except Exception as err:  # noqa: BLE001 - ORT reports a disabled fallback as a generic failure
             if "fallback to CPU EP has been explicitly disabled" not in str(err):
                 raise
-        self._session = create_session(self.model, providers=(CUDA, "CPUExecutionProvider"), runner=self.name)
+        self._session = create_session(self.model, providers=(CUDA, "CPUExecutionProvider"), runner=self.name,
+                                       model_dir=self.model_dir)
 
     def profile_placement(self, feed: Feed) -> list[str]:
         """Run `feed` once with profiling; record CPU-placed nodes and return the float compute ones."""
@@ -109,7 +111,8 @@ class OrtCudaRunner(Runner):
             options.enable_profiling = True
             options.profile_file_prefix = os.path.join(tmp, "castguard")
             try:
-                session = ort.InferenceSession(self.model.SerializeToString(), sess_options=options,
+                source = session_source(self.model, model_dir=self.model_dir, scratch=Path(tmp), options=options)
+                session = ort.InferenceSession(source, sess_options=options,
                                                providers=[CUDA, "CPUExecutionProvider"])
             except ort_errors() as err:
                 raise RunnerUnavailable(f"{self.name}: onnxruntime could not load the model: {err}") from err

@@ -30,7 +30,7 @@ from harness.convert import ConvertOptions, Magnitudes, convert
 from harness.dtypes import BFLOAT16, LOW_TYPES, bf16_to_bits, np_dtype
 from harness.errors import InputDataError
 from harness.data.feeds import Feed, cast_feeds, input_specs, load_feed_file, validate_feeds
-from harness.data.models import load_model
+from harness.data.models import load_model, model_sha256
 from harness.judge.paired import Judge, Verdict
 from harness.judge.tolerances import TolerancePolicy
 
@@ -102,7 +102,7 @@ def save_finding(outcome: Outcome, judge: Judge, *, directory: Path, stem: str, 
     np.savez(npz, allow_pickle=False, **arrays)
     command = f"castguard replay {shlex.quote(str(npz))}"
     doc = {"schema_version": SCHEMA_VERSION, "model": str(model_path.resolve()),
-           "model_sha256": hashlib.sha256(model_path.read_bytes()).hexdigest(), "runner": runner,
+           "model_sha256": model_sha256(model_path), "runner": runner,
            "options": dataclasses.asdict(options), "tolerances": dataclasses.asdict(judge.policy),
            "magnitudes": json.loads(magnitudes.to_json()) if magnitudes is not None else None,
            "score": outcome.verdict.score, "examples": outcome.examples, "hypothesis": hypothesis_note,
@@ -159,7 +159,7 @@ def search_case(session: AccuracySession, sweep_case: SweepCase, *, profile: set
     domain = ", ".join(f"{n or 'all inputs'}:[{lo:g},{hi:g}]" for n, lo, hi in val_ranges) + \
         "; other inputs: every value their dtype holds" if val_ranges else "every value the converted inputs hold"
     with Judge(ctx.model, conversion.model, precision=case.precision, policy=config.tolerances,
-               model_dir=ctx.spec.path.parent) as judge:
+               model_dir=ctx.spec.path.parent, converted_dir=conversion.base_dir) as judge:
         outcome = search(judge, strategy, profile=profile,
                          database_key=database_key(ctx.spec.sha256, repr(case.convert_options()), domain))
         if outcome.feed is None or not (outcome.verdict and outcome.verdict.failed):
@@ -206,7 +206,7 @@ def replay(npz: Path) -> Verdict:
         raise InputDataError(where=sidecar, problem=f"cannot read the finding's sidecar: {err}",
                              fix="keep the .json that save_finding wrote next to the .npz") from err
     model = load_model(model_path)
-    if hashlib.sha256(model_path.read_bytes()).hexdigest() != doc["model_sha256"]:
+    if model_sha256(model_path) != doc["model_sha256"]:
         raise InputDataError(where=model_path, problem="the model changed since the finding was saved",
                              fix="rerun the adversarial search on the current model")
     converted = convert(model, options=options, magnitudes=mags).model

@@ -28,13 +28,13 @@ holds the same keys at its top level. Every bad value raises a
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
+from harness.files import read_toml
 from harness.sweep.grid import (BUILTIN_EXCLUSIONS, TARGETS, ExclusionSet, SweepSpec, check_choice, check_limit,
                                 check_node_precisions, check_unique)
 
@@ -67,17 +67,6 @@ def build_sweep_spec(*, tables: Sequence[tuple[str, Mapping[str, object]]] = (),
     for where, table in tables:
         spec, known = _apply_table(spec, known, table, where=where)
     return _apply_options(spec, known, options)
-
-
-def read_toml(path: Path, *, what: str) -> dict[str, object]:
-    """Parse a TOML file; a missing or malformed file is a UserError naming it."""
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        raise UserError(where=path, problem=f"{what} not found", fix="check the path") from None
-    except tomllib.TOMLDecodeError as err:
-        raise UserError(where=path, problem=f"{what} is not valid TOML: {err}", fix="fix the TOML syntax") from err
 
 
 def load_sweep_spec(*, pyproject: Path | None = None, sweep_file: Path | None = None,

@@ -38,10 +38,14 @@ def test_the_default_sweep_runs_24_cases_and_writes_the_report_then_reuses_the_c
     assert "bf16-dmaxinf-imax65504-excl_sensitive-keepio1-emulate" in ids
     assert all(c["runner"] == "emulate" and c["outputs_file"] for c in report["cases"])
     assert {p.name for p in (project.path / "castguard-report").iterdir()} == {
-        "report.json", "report.md", "report.html", "outputs"}
+        "report.json", "report.md", "report.html", "runs", ".castguard.lock"}
+    (run,) = (project.path / "castguard-report" / "runs").iterdir()
+    assert {p.name for p in run.iterdir()} == {"report.json", "report.md", "report.html", "outputs"}
+    assert all(c["outputs_file"].startswith(f"runs/{run.name}/outputs/") for c in report["cases"])
     second = _run(project)
     second.assert_outcomes(passed=25)
-    assert all(c["notes"] == ["conversion from cache"] for c in _report(project)["cases"])
+    inputs = "inputs: seed 0, 1 iteration(s); x float32[1x8]: uniform in [-1, 1] (default; --val-range to change)"
+    assert all(c["notes"] == [inputs, "conversion from cache"] for c in _report(project)["cases"])
     assert all(c["timings"]["magnitudes_s"] == 0.0 for c in _report(project)["cases"])
 
 
@@ -96,12 +100,3 @@ def test_bad_sweep_settings_are_one_usage_error(project: pytest.Pytester, args: 
 def test_the_report_dir_option_is_relative_to_the_invocation_dir(project: pytest.Pytester, tmp_path: Path) -> None:
     _run(project, *NARROW, "--precision", "fp16", "--keep-io-types", "true", "--report-dir", str(tmp_path / "r"))
     assert (tmp_path / "r" / "report.html").is_file()
-
-
-def test_an_existing_path_option_that_would_move_the_rootdir_is_a_usage_error(project: pytest.Pytester,
-                                                                             tmp_path: Path) -> None:
-    (tmp_path / "out").mkdir()
-    moved = _run(project, "--report-dir", str(tmp_path / "out"))
-    assert moved.ret == pytest.ExitCode.USAGE_ERROR and "--report-dir=" in moved.stderr.str()
-    _run(project, *NARROW, "--precision", "fp16", "--keep-io-types", "true",
-         f"--report-dir={tmp_path / 'out'}").assert_outcomes(passed=1, failed=1)

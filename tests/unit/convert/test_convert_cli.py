@@ -12,7 +12,7 @@ from tests.helpers.convert_builders import F32, init, mlp, model, node, node_typ
 
 from harness.convert import convert_to_mixed_precision
 from harness.convert.cli import get_parser, main
-from harness.convert.io import load_model, save_model
+from harness.data.onnxfile import load_model, save_model
 from harness.errors import ModelError
 
 F16 = onnx.TensorProto.FLOAT16
@@ -73,8 +73,8 @@ def bad_cases(tmp_path: Path, mlp_path: Path) -> dict[str, tuple[list[str], str]
         "not onnx": (["--onnx_path", str(tmp_path / "junk.onnx")], "not an ONNX model"),
         "unknown op": (["--onnx_path", str(tmp_path / "unknown.onnx"), "--data_max", "inf"], "custom_ops"),
         "invalid regex": (["--onnx_path", m, "--nodes_to_exclude", "mat(mul"], "invalid regular expression"),
-        "calibration names": (["--onnx_path", m, "-d", str(tmp_path / "names.npz")], "do not match model inputs"),
-        "calibration shape": (["--onnx_path", m, "-d", str(tmp_path / "shape.npz")], "model expects"),
+        "calibration names": (["--onnx_path", m, "-d", str(tmp_path / "names.npz")], "do not match the model"),
+        "calibration shape": (["--onnx_path", m, "-d", str(tmp_path / "shape.npz")], "the model declares"),
         "negative threshold": (["--onnx_path", m, "--data_max", "-1"], "non-negative"),
         "bf16 opset": (["--onnx_path", str(tmp_path / "old.onnx"), "-t", "bf16", "--data_max", "inf"],
                        "from opset 7 to 22"),
