@@ -117,10 +117,15 @@ def error_vs_speedup_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     ax.plot(xs, ys, color="black", linewidth=1, linestyle="--", zorder=2)
     ax.scatter(xs, ys, s=170, facecolors="none", edgecolors="black", linewidths=1.2, zorder=4)
     ax.axvline(1.0, color="grey", linestyle=":", linewidth=1)
+    speeds = [_num(c.speedup) for c in points] + [1.0]
+    pad = 0.1 * (max(speeds) - min(speeds)) + 0.02
+    ax.set_xlim(min(speeds) - pad, max(speeds) + pad)
+    errors = [_num(c.worst_error) for c in points]
+    ax.set_ylim(min(errors) / 3, max(errors) * 3)
     ax.set_xlabel("measured speedup over FP32 (same runner; > 1 is faster)")
     ax.set_ylabel("worst error: max |obtained − golden| / max |golden|", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
-    _legends(ax, sorted({c.case.precision for c in points}), sorted({c.status for c in points}))
+    _legends(ax, sorted({c.case.precision for c in points}), sorted({c.status for c in points}), loc="best")
     fig.tight_layout()
     return _png(fig)
 
@@ -158,14 +163,14 @@ def pass_by_data_max_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     return _png(fig)
 
 
-def _legends(ax: object, precisions: list[str], statuses: list[str]) -> None:
+def _legends(ax: object, precisions: list[str], statuses: list[str], *, loc: str = "upper left") -> None:
     colour = [Line2D([], [], color=PRECISION_COLOURS.get(p, "grey"), marker="o", linestyle="", label=p)
               for p in precisions]
     shape = [Line2D([], [], color="dimgrey", marker=STATUS_MARKERS.get(s, "o"), linestyle="", label=s)
              for s in statuses]
     ring = [Line2D([], [], marker="o", markersize=11, markerfacecolor="none", markeredgecolor="black",
                    linestyle="--", color="black", label="Pareto front")]
-    ax.legend(handles=colour + shape + ring, loc="upper left", fontsize=8, framealpha=0.85)  # type: ignore[attr-defined]
+    ax.legend(handles=colour + shape + ring, loc=loc, fontsize=8, framealpha=0.85)  # type: ignore[attr-defined]
 
 
 def _num(value: float | None) -> float:
