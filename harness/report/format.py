@@ -75,6 +75,14 @@ def first_line(text: str, *, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+SAME_MODEL = "same model as"         # the note of a case whose converted model equals an earlier case's (run/dedup.py)
+
+
+def same_model_as(case: CaseRecord) -> str | None:
+    """The case id this case shares its converted model (and so its result) with, if any."""
+    return next((n[len(SAME_MODEL) + 1:] for n in case.notes if n.startswith(SAME_MODEL + " ")), None)
+
+
 def case_label(case: CaseRecord, *, with_inputs: bool) -> str:
     """The case id, plus its input set when a model was swept over several."""
     return f"{case.case_id} [{case.inputs_id}]" if with_inputs else case.case_id
@@ -87,5 +95,6 @@ def grouped_notes(cases: Iterable[CaseRecord]) -> list[tuple[str, list[str]]]:
     groups: dict[str, list[str]] = {}
     for case in cases:
         for note in case.notes:
-            groups.setdefault(note, []).append(case_label(case, with_inputs=multi))
+            if not note.startswith(SAME_MODEL + " "):          # shown next to the case instead
+                groups.setdefault(note, []).append(case_label(case, with_inputs=multi))
     return list(groups.items())

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from harness.report.format import (DISPLAY_ORDER, LEGEND, case_label, completion_text, counts_text, display_sorted,
-                                   fmt_divergence,
+                                   fmt_divergence, same_model_as,
                                    fmt_error, fmt_int, fmt_share, grouped_notes)
 from harness.report.model import STATUSES, CaseRecord, Report
 from harness.report.pareto import best_passing, front_points
@@ -146,7 +146,8 @@ def _speed_section(model: str, cases: Sequence[CaseRecord], *, multi: bool) -> s
 
 def _case_table(cases: Iterable[CaseRecord], *, multi: bool) -> str:
     rows = "".join(
-        f"<tr><td><code class=\"id\">{escape(case_label(c, with_inputs=multi))}</code></td><td>{_status(c.status)}</td>"
+        f"<tr><td><code class=\"id\">{escape(case_label(c, with_inputs=multi))}</code>{_same(c)}</td>"
+        f"<td>{_status(c.status)}</td>"
         f"<td>{escape(c.runner or '–')}</td><td class=\"num\">{fmt_error(c.worst_error)}</td>"
         f"<td class=\"num\">{fmt_error(c.worst_max_rel)}</td>"
         f"<td class=\"num\">{fmt_share(c.lowp_flop_share)}</td><td class=\"num\">{fmt_int(c.cast_count)}</td>"
@@ -192,6 +193,12 @@ def _notes(cases: Sequence[CaseRecord]) -> str:
     return "<h3>Notes</h3><ul>" + "".join(f"<li>{escape(note)} (" + ("every case" if len(ids) == len(cases) else (
         f"{len(ids)} case(s): " + ", ".join(f"<code class=\"id\">{escape(i)}</code>" for i in ids))) + ")</li>"
         for note, ids in notes) + "</ul>"
+
+
+def _same(case: CaseRecord) -> str:
+    same = same_model_as(case)
+    return "" if same is None else (f"<br><small>same model as <code class=\"id\">{escape(same)}</code> "
+                                    "(not run again)</small>")
 
 
 def _status(status: str) -> str:

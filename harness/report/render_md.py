@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 
 from harness.report.format import (LEGEND, case_label, completion_text, counts_text, display_sorted, first_line,
-                                   fmt_divergence,
+                                   fmt_divergence, same_model_as,
                                    fmt_error, fmt_int, fmt_share, grouped_notes)
 from harness.report.model import CaseRecord, Report
 from harness.report.pareto import best_passing
@@ -74,7 +74,10 @@ def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, 
     for case in display_sorted(cases):
         status = case.status.upper() if case.status in ("fail", "error", "xpass") else case.status
         divergent = "–" if case.first_divergent is None else md_code(fmt_divergence(case), in_table=True)
-        lines.append(f"| {md_code(case_label(case, with_inputs=multi), in_table=True)} | {status} | "
+        same = same_model_as(case)
+        label = md_code(case_label(case, with_inputs=multi), in_table=True) + (
+            f" (same model as {md_code(same, in_table=True)})" if same else "")
+        lines.append(f"| {label} | {status} | "
                      f"{md_code(case.runner or '–', in_table=True)} | {fmt_error(case.worst_error)} | "
                      f"{fmt_error(case.worst_max_rel)} | "
                      f"{fmt_share(case.lowp_flop_share)} | {fmt_int(case.cast_count)} | {divergent} |")

@@ -19,6 +19,7 @@ import onnx
 
 from harness.run.cache import ContentCache, content_key, feeds_digest
 from harness.run.case import CaseSettings, ModelContext, run_case
+from harness.run.dedup import SameModels
 from harness.judge.compare import CompareResult, Tolerance, compare_iterations
 from harness.config import HarnessConfig
 from harness.data.drift import check_golden_provenance, installed_versions
@@ -120,6 +121,7 @@ class AccuracySession:
         self._goldens: dict[str, Golden] = {}
         self._contexts: dict[str, ModelContext] = {}
         self._updated: set[str] = set()
+        self.same_models = SameModels()      # identical converted models run once per process
 
     def golden(self, name: str, *, allow_update: bool) -> tuple[Golden, Path | None]:
         """The model's golden; writes it when missing (or once per session with --update-goldens)."""
@@ -197,7 +199,8 @@ class AccuracySession:
                                 runner=case.runner, inputs_id=loaded.recipe.id, message=str(err),
                                 notes=(loaded.inputs_note,))
             return Outcome("error", str(err), record=record)
-        record = run_case(ctx, case, settings=self.settings, cache=self.cache, first_of_model=first)
+        record = run_case(ctx, case, settings=self.settings, cache=self.cache, first_of_model=first,
+                          same=self.same_models)
         record = replace(record, notes=(loaded.inputs_note, *drift, *record.notes))   # on every case
         return Outcome(cast(Status, record.status), record.message, runner=record.runner, record=record)
 
