@@ -148,7 +148,7 @@ def merge_small_islands(nodes: list[onnx.NodeProto], info: GraphInfo, decisions:
     """Rule 9. Returns the number of nodes made low."""
     if min_flops <= 0:
         return 0
-    changed = 0
+    changed = kept = merged = 0
     for island in _islands(nodes, info, decisions):
         members = [nodes[i] for i in island]
         flops = sum(flops_of(n) or 0 for n in members)
@@ -159,15 +159,21 @@ def merge_small_islands(nodes: list[onnx.NodeProto], info: GraphInfo, decisions:
                 if not decisions[n.name].reason.startswith(SOFT_PREFIXES)
                 or decisions[n.name].elem == TensorProto.DOUBLE or _reads_real_upcast(n, nodes, info)]
         if hard:
-            LOG.info("FP32 island of %d node(s), %d FLOPs (< fp32_island_min_flops %d) kept FP32: %s requires it "
-                     "(%s)", len(members), flops, min_flops, hard[0][0], hard[0][1] or "fp32")
+            kept += 1
+            LOG.debug("FP32 island of %d node(s), %d FLOPs (< fp32_island_min_flops %d) kept FP32: the rule %s "
+                      "requires it for %s", len(members), flops, min_flops,
+                      (hard[0][1] or "fp32").split(":")[0], hard[0][0])
             continue
+        merged += 1
         reason = (f"fp32 island of {len(members)} node(s), {flops} FLOPs < fp32_island_min_flops {min_flops}: "
                   "low precision (no rule requires FP32 here)")
-        LOG.info("%s: %s", ", ".join(n.name for n in members), reason)
+        LOG.debug("%s: %s", ", ".join(n.name for n in members), reason)
         for node in members:
             decisions[node.name] = Decision(low, reason)
             changed += 1
+    if kept or merged:
+        LOG.info("FP32 islands below fp32_island_min_flops %d: %d made low (no rule required FP32), %d kept FP32 "
+                 "(a rule requires it; the DEBUG log names the rule per island)", min_flops, merged, kept)
     return changed
 
 

@@ -90,7 +90,7 @@ def test_small_fp32_island_held_only_by_the_user_cast_rule_becomes_low(caplog: p
                    node("Sqrt", ["d32"], ["s"], "sqrt"), node("Mul", ["s", "x"], ["y"], "mul")],
                   [vi("x", F32, [3, 4])], [vi("y", F32, [3, 4])], [init("two", np.array(2.0, np.float32))])
     x = np.linspace(0.5, 3.0, 12, dtype=np.float32).reshape(3, 4)
-    with caplog.at_level(logging.INFO, logger="harness.convert"):
+    with caplog.at_level(logging.DEBUG, logger="harness.convert"):
         merged = convert(graph, options=ConvertOptions(keep_io_types=True), magnitudes=None)
     ops = {n.name: n.op_type for n in merged.model.graph.node}
     assert ops["upcast"] == "Identity" and node_types(merged.model)["sqrt"] == F16
@@ -109,10 +109,13 @@ def test_small_island_required_by_a_rule_stays_fp32_and_the_log_names_the_rule(
     """An excluded Neg (12 FLOPs) is below the threshold but a rule requires FP32: kept, and logged."""
     graph = model([node("Relu", ["x"], ["r"], "relu"), node("Neg", ["r"], ["n"], "neg"),
                    node("Sigmoid", ["n"], ["y"], "sigmoid")], [vi("x", F32, [3, 4])], [vi("y", F32, [3, 4])])
-    with caplog.at_level(logging.INFO, logger="harness.convert"):
+    with caplog.at_level(logging.DEBUG, logger="harness.convert"):
         result = convert(graph, options=ConvertOptions(op_types_to_exclude=("Neg",)), magnitudes=None)
     assert node_types(result.model)["neg"] == F32
-    assert any("kept FP32: neg requires it (op_types_to_exclude: Neg)" in r.message for r in caplog.records)
+    assert any("kept FP32: the rule op_types_to_exclude requires it for neg" in r.message for r in caplog.records
+               if r.levelno == logging.DEBUG)
+    assert any("0 made low (no rule required FP32), 1 kept FP32" in r.message for r in caplog.records
+               if r.levelno == logging.INFO)
 
 
 @pytest.mark.parametrize(("precision", "folded"), [("fp16", True), ("bf16", False)])
