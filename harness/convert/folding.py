@@ -159,8 +159,8 @@ def merge_small_islands(nodes: list[onnx.NodeProto], info: GraphInfo, decisions:
                 if not decisions[n.name].reason.startswith(SOFT_PREFIXES)
                 or decisions[n.name].elem == TensorProto.DOUBLE or _reads_real_upcast(n, nodes, info)]
         if hard:
-            LOG.info("FP32 island of %d node(s), %d FLOPs (< fp32_island_min_flops %d) kept FP32: %s requires it "
-                     "(%s)", len(members), flops, min_flops, hard[0][0], hard[0][1] or "fp32")
+            LOG.debug("FP32 island of %d node(s), %d FLOPs (< fp32_island_min_flops %d) kept FP32: %s requires it "
+                      "(%s)", len(members), flops, min_flops, hard[0][0], hard[0][1] or "fp32")
             continue
         reason = (f"fp32 island of {len(members)} node(s), {flops} FLOPs < fp32_island_min_flops {min_flops}: "
                   "low precision (no rule requires FP32 here)")

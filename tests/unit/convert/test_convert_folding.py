@@ -109,7 +109,7 @@ def test_small_island_required_by_a_rule_stays_fp32_and_the_log_names_the_rule(
     """An excluded Neg (12 FLOPs) is below the threshold but a rule requires FP32: kept, and logged."""
     graph = model([node("Relu", ["x"], ["r"], "relu"), node("Neg", ["r"], ["n"], "neg"),
                    node("Sigmoid", ["n"], ["y"], "sigmoid")], [vi("x", F32, [3, 4])], [vi("y", F32, [3, 4])])
-    with caplog.at_level(logging.INFO, logger="harness.convert"):
+    with caplog.at_level(logging.DEBUG, logger="harness.convert"):
         result = convert(graph, options=ConvertOptions(op_types_to_exclude=("Neg",)), magnitudes=None)
     assert node_types(result.model)["neg"] == F32
     assert any("kept FP32: neg requires it (op_types_to_exclude: Neg)" in r.message for r in caplog.records)
