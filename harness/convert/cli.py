@@ -80,7 +80,7 @@ def _parse_shapes(text: str) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _output_path(args: argparse.Namespace) -> Path:
+def output_path(args: argparse.Namespace) -> Path:
     source = Path(args.onnx_path)
     if args.output_path:
         target = Path(args.output_path)
@@ -93,9 +93,9 @@ def _output_path(args: argparse.Namespace) -> Path:
     return target
 
 
-def run(args: argparse.Namespace) -> Path:
-    target = _output_path(args)
-    options = ConvertOptions(
+def options_from_args(args: argparse.Namespace) -> ConvertOptions:
+    """The conversion options the flags describe (shared with ``castguard tune``)."""
+    return ConvertOptions(
         low_precision_type=args.low_precision_type, nodes_to_exclude=tuple(args.nodes_to_exclude),
         op_types_to_exclude=tuple(args.op_types_to_exclude), nodes_to_include=tuple(args.nodes_to_include),
         op_types_to_include=tuple(args.op_types_to_include), data_max=args.data_max, init_max=args.init_max,
@@ -104,8 +104,18 @@ def run(args: argparse.Namespace) -> Path:
         custom_ops=(*args.custom_ops, *args.trt_plugins_precision),
         node_precisions=parse_node_precisions(args.node_precisions, where="--node_precisions"),
         fp32_accumulation=args.fp32_accumulation, respect_existing_types=args.respect_existing_types)
-    reference = ReferenceData(calibration_data=args.calibration_data, input_shapes=_parse_shapes(args.input_shapes),
-                              providers=tuple(args.providers), trt_plugins=tuple(args.trt_plugins), seed=args.seed)
+
+
+def reference_from_args(args: argparse.Namespace) -> ReferenceData:
+    """Where the reference run's data comes from (shared with ``castguard tune``)."""
+    return ReferenceData(calibration_data=args.calibration_data, input_shapes=_parse_shapes(args.input_shapes),
+                         providers=tuple(args.providers), trt_plugins=tuple(args.trt_plugins), seed=args.seed)
+
+
+def run(args: argparse.Namespace) -> Path:
+    target = output_path(args)
+    options = options_from_args(args)
+    reference = reference_from_args(args)
     result = convert_path(args.onnx_path, options=options, reference=reference)
     save_model(result.model, target)
     LOG.info("Converted model saved to %s", target)
