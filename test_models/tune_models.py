@@ -111,9 +111,9 @@ def conv_stack(blocks: int = 3, channels: int = 16, size: int = 16, seed: int = 
     for i in range(blocks):
         p = f"blk{i}_"
         for j in (1, 2):
-            inits += [_init(f"{p}W{j}", rng.normal(0, 40.0 / np.sqrt(9 * channels), (channels, channels, 3, 3))),
+            inits += [_init(f"{p}W{j}", rng.normal(0, 200.0 / np.sqrt(9 * channels), (channels, channels, 3, 3))),
                       _init(f"{p}g{j}", rng.uniform(0.5, 1.5, channels)), _init(f"{p}b{j}", rng.normal(0, 0.1, channels)),
-                      _init(f"{p}m{j}", rng.normal(0, 1.0, channels)), _init(f"{p}v{j}", rng.uniform(500, 2000, channels))]
+                      _init(f"{p}m{j}", rng.normal(0, 1.0, channels)), _init(f"{p}v{j}", rng.uniform(20000, 80000, channels))]
         nodes += [helper.make_node("Conv", [feat, p + "W1"], [p + "c1"], name=p + "conv1", pads=[1, 1, 1, 1]),
                   helper.make_node("BatchNormalization", [p + "c1", p + "g1", p + "b1", p + "m1", p + "v1"], [p + "n1"],
                                    name=p + "bn1"),
