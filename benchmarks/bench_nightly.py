@@ -7,7 +7,7 @@ Run: ``pytest benchmarks/bench_nightly.py -s -p no:xdist``.
   tolerances costs without recheck.
 * ``test_recheck_cli``: wall time of ``castguard recheck REPORT_DIR --atol 1e-2 --rtol 1e-3
   --check-error-stat median`` on that run's report folder, in a fresh interpreter (imports included).
-* ``test_recheck_in_process``: :func:`harness.recheck.recheck` alone (read report.json, load 24 + 1 npz,
+* ``test_recheck_in_process``: :func:`harness.nightly.recheck.recheck` alone (read report.json, load 24 + 1 npz,
   compare), as the CLI spends it after its imports.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from harness.recheck import ToleranceOverride, recheck
+from harness.nightly.recheck import ToleranceOverride, recheck
 
 ROOT = Path(__file__).resolve().parents[1]
 NEW_TOLERANCES = ["--atol", "1e-2", "--rtol", "1e-3", "--check-error-stat", "median"]

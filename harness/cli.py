@@ -4,7 +4,8 @@
 * ``castguard tune ...``: accuracy-driven precision selection (``harness.tune.cli``).
 * ``castguard models``: the bundled models and their default inputs.
 * ``castguard goldens --model X [...]``: write or verify FP32 goldens with the same options as the plugin.
-* ``castguard history DIR`` / ``castguard recheck REPORT_DIR ...``: nightly regression (``harness.nightly_cli``).
+* ``castguard replay FINDING.npz``: rerun a saved adversarial finding (exit 1 when it still fails).
+* ``castguard history DIR`` / ``castguard recheck REPORT_DIR ...``: nightly regression (``harness.nightly.cli``).
 
 User errors print one message on stderr and exit 2, without a traceback.
 """
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.errors import UserError
-from harness.nightly_cli import add_history_command, add_recheck_command
+from harness.nightly.cli import add_history_command, add_recheck_command
 from harness.options import add_options, given_options
 
 
@@ -33,9 +34,9 @@ def _models(_: argparse.Namespace) -> int:
 
 
 def _goldens(args: argparse.Namespace) -> int:
-    from harness.accuracy import AccuracySession
+    from harness.run.session import AccuracySession
     from harness.config import HarnessConfig, load_table
-    from harness.models import bundled_models_dir
+    from harness.data.models import bundled_models_dir
 
     rootdir = Path(args.rootdir).resolve()
     config = HarnessConfig.from_sources(cli=given_options(args), table=load_table(rootdir), rootdir=rootdir,
@@ -51,6 +52,12 @@ def _goldens(args: argparse.Namespace) -> int:
     return status
 
 
+def _replay(args: argparse.Namespace) -> int:
+    from harness.search.adversarial import replay_command
+
+    return replay_command(Path(args.finding))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="castguard", description="Mixed-precision ONNX accuracy harness. "
                                      "The accuracy tests run under pytest: pytest --model NAME|PATH.")
@@ -63,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_options(goldens.add_argument)
     goldens.add_argument("--rootdir", default=".", help="project root holding pyproject.toml (default: .)")
     goldens.set_defaults(func=_goldens)
+    replay = sub.add_parser("replay", help="rerun a saved adversarial finding (exit 1 when it still fails)")
+    replay.add_argument("finding", metavar="FINDING.npz", help="the .npz an adversarial search saved")
+    replay.set_defaults(func=_replay)
     add_history_command(sub)
     add_recheck_command(sub)
     return parser

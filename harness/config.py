@@ -7,7 +7,7 @@ pytest collects, and a permanent ``--update-goldens`` would rewrite goldens on e
 
 * ``[tool.castguard.sweep]`` -> :attr:`HarnessConfig.sweep`, layered by :func:`harness.sweep.build_sweep_spec`:
   defaults < ``[tool.castguard] runners`` < ``[tool.castguard.sweep]`` < ``--sweep FILE`` < sweep options;
-* ``[tool.castguard.tolerances]`` -> :attr:`HarnessConfig.tolerances` (:func:`harness.tolerances.parse_tolerance_policy`).
+* ``[tool.castguard.tolerances]`` -> :attr:`HarnessConfig.tolerances` (:func:`harness.judge.tolerances.parse_tolerance_policy`).
 
 Other keys of ``[tool.castguard]`` belong to other parts of castguard and are left to them.
 """
@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
-from harness.inputs import parse_input_shape, parse_val_range
+from harness.data.recipes import parse_input_shape, parse_val_range
 from harness.options import DESTS, SWEEP_DESTS, SWEEP_FILE_DEST
 from harness.runners import RUNNER_NAMES
 from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec, read_toml
-from harness.tolerances import TolerancePolicy, parse_tolerance_policy
+from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
 
 if sys.version_info >= (3, 11):
     import tomllib

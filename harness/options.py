@@ -112,7 +112,7 @@ def _add_sweep_options(addoption: Callable[..., Any]) -> None:
 
 
 def add_nightly_options(addoption: Callable[..., Any]) -> None:
-    """The nightly-regression options of the pytest plugin (command line only; see :mod:`harness.nightly`)."""
+    """The nightly-regression options of the pytest plugin (command line only; see :mod:`harness.nightly.run`)."""
     addoption("--baseline", dest="castguard_baseline", default=None, metavar="PATH",
               help="compare this run with a previous report.json (or report folder), or with the latest clean run "
                    "of a --history folder; regressions, improvements, new and missing cases go into the report")

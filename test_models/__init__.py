@@ -2,7 +2,7 @@
 
 Each bundled model lives in ``test_models/<name>/<name>.onnx`` and is rebuilt,
 byte for byte, by ``python -m test_models.build``. This module only describes
-them (it imports nothing heavy), so ``harness.models`` can resolve
+them (it imports nothing heavy), so ``harness.data.models`` can resolve
 ``--model mnist`` and pick the model's default inputs and value ranges.
 """
 from __future__ import annotations

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.compare import CompareResult, OutputComparison
+from harness.judge.compare import CompareResult, OutputComparison
 from harness.sweep import Case
-from harness.tolerances import golden_scale
+from harness.judge.divergence import Divergence
+from harness.judge.tolerances import golden_scale
 
 SCHEMA_VERSION = 1
 STATUSES = ("pass", "fail", "xfail", "xpass", "skip", "error")
@@ -26,7 +27,7 @@ STATUSES = ("pass", "fail", "xfail", "xpass", "skip", "error")
 class OutputStats:
     """Error statistics of one output (over all iterations) and the tolerance it was judged with.
 
-    Deliberately a copy of :class:`harness.compare.OutputComparison`'s numbers rather than the object
+    Deliberately a copy of :class:`harness.judge.compare.OutputComparison`'s numbers rather than the object
     itself: ``report.json`` is a versioned schema and must not change shape when ``compare`` grows a field.
     """
 
@@ -61,7 +62,7 @@ class OutputStats:
 
     @classmethod
     def from_comparison(cls, comparison: OutputComparison, *, golden_absmax: float) -> OutputStats:
-        """Copy the statistics of a :class:`harness.compare.OutputComparison` as plain Python numbers."""
+        """Copy the statistics of a :class:`harness.judge.compare.OutputComparison` as plain Python numbers."""
         c, tol = comparison, comparison.tolerance
         return cls(name=c.name, passed=bool(c.passed), reason=c.reason, golden_absmax=float(golden_absmax),
                    max_abs=float(c.max_abs), mean_abs=float(c.mean_abs), median_abs=float(c.median_abs),
@@ -71,17 +72,6 @@ class OutputStats:
                    mode=str(tol.mode), quantile=float(tol.quantile), required_atol=float(c.required_atol),
                    required_rtol=float(c.required_rtol),
                    top_k_agreement=None if c.top_k_agreement is None else float(c.top_k_agreement))
-
-
-@dataclass(frozen=True)
-class Divergence:
-    """The first tensor (in topological order) where the converted model leaves FP32 beyond tolerance."""
-
-    tensor: str
-    node: str
-    op: str
-    max_abs: float
-    max_rel: float
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import numpy as np
 import onnx
 
 from harness.errors import RunnerError
-from harness.input_files import Feed, input_specs, validate_feeds
+from harness.data.feeds import Feed, input_specs, validate_feeds
 
 
 @dataclass(frozen=True)

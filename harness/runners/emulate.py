@@ -33,7 +33,7 @@ from onnx import AttributeProto, GraphProto, NodeProto, TensorProto, helper, num
 
 from harness.dtypes import LOW_TYPES, np_dtype
 from harness.errors import RunnerError
-from harness.input_files import Feed
+from harness.data.feeds import Feed
 from harness.runners.base import Runner
 from harness.runners.ort import CPU, create_session, run_session
 

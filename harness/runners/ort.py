@@ -18,7 +18,7 @@ from onnx import TensorProto
 
 from harness.dtypes import BFLOAT16, bits_to_bf16
 from harness.errors import RunnerError, RunnerUnavailable
-from harness.input_files import Feed
+from harness.data.feeds import Feed
 from harness.runners.base import Runner
 
 CPU = "CPUExecutionProvider"

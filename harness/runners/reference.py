@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 
 from harness.errors import RunnerError, RunnerUnavailable
-from harness.input_files import Feed
+from harness.data.feeds import Feed
 from harness.runners.base import Runner
 
 # What the evaluator raises for a model it cannot run (it has no error hierarchy of its own).

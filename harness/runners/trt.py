@@ -28,7 +28,7 @@ import numpy as np
 import onnx
 
 from harness.errors import RunnerError, RunnerUnavailable, UserError
-from harness.input_files import Feed, InputSpec
+from harness.data.feeds import Feed, InputSpec
 from harness.runners.base import Runner, RunResult
 from harness.runners.trt_check import Mismatch, check_against_onnx
 from harness.runners.trt_inspect import PrecisionReport, parse_inspector_json

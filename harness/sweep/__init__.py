@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from harness.sweep.grid import (BUILTIN_EXCLUSIONS, NODE_PRECISIONS, PRECISIONS, SENSITIVE_OPS, Case, ExclusionSet,
                                 SweepSpec, expand, format_number)
-from harness.sweep.layers import (SweepOptions, build_sweep_spec, load_sweep_spec, parse_node_precisions,
+from harness.sweep.sources import (SweepOptions, build_sweep_spec, load_sweep_spec, parse_node_precisions,
                                   read_toml)
 
 __all__ = [

@@ -24,11 +24,11 @@ import onnx
 import onnxruntime
 from onnx import numpy_helper
 
-from harness.accuracy import AccuracySession, SweepCase
-from harness.baseline import CACHE_HIT_NOTE, compare_reports, parse_rules
+from harness.run.session import AccuracySession, SweepCase
+from harness.nightly.rules import CACHE_HIT_NOTE, compare_reports, parse_rules
 from harness.config import HarnessConfig
-from harness.history import read_history
-from harness.models import bundled_models_dir
+from harness.nightly.history import read_history
+from harness.data.models import bundled_models_dir
 from harness.report import Report, collect_provenance, utc_now
 from harness.sweep import Case, SweepSpec, expand
 

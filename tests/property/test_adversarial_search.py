@@ -1,4 +1,4 @@
-"""The targeted search (harness.adversarial) on the bundled needs_constraints, through the suite's own code path.
+"""The targeted search (harness.search.adversarial) on the bundled needs_constraints, through the suite's own code path.
 
 Requirement: with Add and Sub forced to fp16 and no val-range, the search finds a failing input by itself within
 the ``ci`` profile's budget; the default conversion survives the same search.
@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,13 +17,14 @@ import pytest
 from hypothesis import settings
 from onnx import TensorProto, helper, numpy_helper
 
-from harness.accuracy import AccuracySession, SweepCase
-from harness.adversarial import Judge, cast_limits, failure_message, main, replay, score, search, search_case
-from harness.compare import Tolerance, compare_outputs
+from harness.run.session import AccuracySession, SweepCase
+from harness.cli import main as cli_main
+from harness.search.adversarial import Judge, cast_limits, failure_message, replay, score, search, search_case
+from harness.judge.compare import Tolerance, compare_outputs
 from harness.config import HarnessConfig
 from harness.errors import InputDataError
-from harness.models import bundled_models_dir
-from harness.strategies import feeds
+from harness.data.models import bundled_models_dir
+from harness.search.strategies import feeds
 from harness.sweep import Case
 
 pytest_plugins = ["pytester"]
@@ -54,7 +57,7 @@ def test_forced_fp16_add_sub_fails_within_the_ci_budget_without_a_val_range(sess
     message = failure_message(SweepCase(MODEL, FORCED), found)
     assert "Hypothesis found an input" in message and f"replay: {saved.command}" in message
     assert replay(saved.npz).failed
-    assert main(["replay", str(saved.npz)]) == 1
+    assert cli_main(["replay", str(saved.npz)]) == 1
 
 
 def test_the_default_conversion_survives_the_same_search(session: AccuracySession) -> None:
@@ -132,7 +135,10 @@ def test_replay_refuses_a_changed_model(session: AccuracySession, tmp_path: Path
     onnx.save(_scaled(2.0), copy)
     with pytest.raises(InputDataError, match="the model changed"):
         replay(found.saved.npz)
-    assert main(["replay", str(found.saved.npz)]) == 2 and main(["nonsense"]) == 2
+    assert cli_main(["replay", str(found.saved.npz)]) == 2
+    old = subprocess.run([sys.executable, "-m", "harness.adversarial", "replay", str(found.saved.npz)],
+                         capture_output=True, text=True, timeout=120)
+    assert old.returncode == 2 and "the model changed" in old.stderr   # findings saved with the old command
 
 
 def test_the_suite_selects_the_search_with_the_marker(pytester: pytest.Pytester) -> None:
@@ -144,7 +150,7 @@ def test_the_suite_selects_the_search_with_the_marker(pytester: pytest.Pytester)
     forced.assert_outcomes(failed=1, deselected=2)
     forced.stdout.fnmatch_lines(["*test_adversarial[[]needs_constraints-fp16-dmax512-*-np_Add.fp16+Sub.fp16[]]*",
                                  "*Hypothesis found an input on which the converted model misses its FP32 golden*",
-                                 "*replay: python -m harness.adversarial replay *.npz"])
+                                 "*replay: castguard replay *.npz"])
     default = pytester.runpytest("-p", "no:cacheprovider", "--model", MODEL, "-m", "adversarial", *narrow)
     default.assert_outcomes(passed=1, deselected=2)
 

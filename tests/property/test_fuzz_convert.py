@@ -1,4 +1,4 @@
-"""Fuzz the converter with random valid models, settings and inputs (harness.strategies); see converter_contract.
+"""Fuzz the converter with random valid models, settings and inputs (harness.search.strategies); see converter_contract.
 
 One test per precision, defined with a quick test between them so that xdist's first split of this file's
 four tests puts them on different workers: ``pytest -n 2`` runs them side by side (the nightly profile's 5000
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from converter_contract import Case, cases, check_contract
+from tests.helpers.converter_contract import Case, cases, check_contract
 from hypothesis import example, given
 from onnx import TensorProto, helper, numpy_helper
 

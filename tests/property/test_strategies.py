@@ -1,4 +1,4 @@
-"""harness.strategies: inputs respect dtype/shape/range and reach the fp16 hazards; models are valid and varied."""
+"""harness.search.strategies: inputs respect dtype/shape/range and reach the fp16 hazards; models are valid and varied."""
 from __future__ import annotations
 
 import math
@@ -12,9 +12,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 from harness.dtypes import BFLOAT16
 from harness.errors import UserError
-from harness.graphgen import MAGNITUDES, OPS
+from harness.search.graphgen import MAGNITUDES, OPS
 from harness.runners import make_runner
-from harness.strategies import arrays, convert_options, feeds, onnx_models, representable_range
+from harness.search.strategies import arrays, convert_options, feeds, onnx_models, representable_range
 
 FP16_MAX = 65504.0
 SEARCH = settings(max_examples=2000, database=None, derandomize=True, phases=[Phase.generate])  # reach X?

@@ -16,15 +16,15 @@ import onnx
 import pytest
 
 import test_models
-from harness.compare import Tolerance, compare_iterations
+from harness.judge.compare import Tolerance, compare_iterations
 from harness.convert import ConvertOptions, collect_magnitudes, convert
-from harness.goldens import GoldenStore
-from harness.input_files import cast_feeds, input_specs
-from harness.inputs import recipe_for_file
-from harness.models import bundled_models_dir, resolve_model
+from harness.data.goldens import GoldenStore
+from harness.data.feeds import cast_feeds, input_specs
+from harness.data.recipes import recipe_for_file
+from harness.data.models import bundled_models_dir, resolve_model
 from harness.runners import make_runner
 from harness.runners.trt_check import declared_precisions
-from harness.tolerances import TolerancePolicy
+from harness.judge.tolerances import TolerancePolicy
 
 BUNDLED = Path(test_models.bundled_dir())
 GOLDENS = Path(__file__).resolve().parents[2] / "goldens"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.accuracy import AccuracySession, SweepCase
+from harness.run.session import AccuracySession, SweepCase
 from harness.config import HarnessConfig
-from harness.models import bundled_models_dir
+from harness.data.models import bundled_models_dir
 from harness.sweep import Case
 
 pytest_plugins = ["pytester"]
@@ -24,7 +24,7 @@ FORCED = Case(keep_io_types=True, node_precisions=(("Add", "fp16"), ("Sub", "fp3
 DEFAULT = Case(keep_io_types=True)
 SCENARIO = '''
 import pytest
-from harness.accuracy import SweepCase
+from harness.run.session import SweepCase
 from harness.sweep import Case
 
 

@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 import pytest
-from graphs_core import mlp_model, save
+from tests.helpers.graphs import mlp_model, save
 
 from harness.cli import main
 from harness.config import HarnessConfig, check_rootdir, load_table

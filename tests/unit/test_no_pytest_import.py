@@ -1,4 +1,4 @@
-"""Every domain module of ``harness`` imports with pytest blocked (only plugin.py and suite/ may use pytest)."""
+"""Every domain module of ``harness`` imports with pytest blocked (only ``harness.plugin`` may use pytest)."""
 from __future__ import annotations
 
 import subprocess
@@ -17,7 +17,7 @@ SCRIPT = textwrap.dedent("""
     sys.meta_path.insert(0, Block())
     import harness
     names = [m.name for m in pkgutil.walk_packages(harness.__path__, "harness.")
-             if m.name != "harness.plugin" and not m.name.startswith("harness.suite")
+             if m.name != "harness.plugin" and not m.name.startswith("harness.plugin.")
              and not m.name.endswith("__main__")]
     for name in names:
         importlib.import_module(name)

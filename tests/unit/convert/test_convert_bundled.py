@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from convert_builders import node_types
+from tests.helpers.convert_builders import node_types
 from onnx import TensorProto
 
 import test_models

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from convert_builders import F32, casts, chain, init, mlp, model, node, node_types, vi
+from tests.helpers.convert_builders import F32, casts, chain, init, mlp, model, node, node_types, vi
 from onnx import TensorProto
 
 from harness.convert import ConvertOptions, Magnitudes, collect_magnitudes, convert

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from convert_builders import F32, init, mlp, model, node, node_types, vi
+from tests.helpers.convert_builders import F32, init, mlp, model, node, node_types, vi
 
 from harness.convert import convert_to_mixed_precision
 from harness.convert.cli import get_parser, main

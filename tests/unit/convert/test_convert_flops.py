@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from convert_builders import F32, casts, init, model, node, vi
+from tests.helpers.convert_builders import F32, casts, init, model, node, vi
 from onnx import TensorProto
 
 from harness.convert import ConvertOptions, convert

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-from convert_builders import F32, casts, init, model, node, run_ort, vi
+from tests.helpers.convert_builders import F32, casts, init, model, node, run_ort, vi
 from onnx import TensorProto, numpy_helper
 
 from harness.convert import ConvertOptions, convert

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from convert_builders import F32, init, mlp, model, node, vi
+from tests.helpers.convert_builders import F32, init, mlp, model, node, vi
 from onnx import TensorProto
 
 from harness.convert import Magnitudes, collect_magnitudes

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from convert_builders import F32, init, mlp, model, node, node_types, run_ort, vi
+from tests.helpers.convert_builders import F32, init, mlp, model, node, node_types, run_ort, vi
 from onnx import TensorProto
 
 from harness.convert import ConvertOptions, collect_magnitudes, convert

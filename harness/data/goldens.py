@@ -1,0 +1,233 @@
+"""FP32 goldens: ``<root>/<model>/<inputs-id>.npz`` (feeds and outputs) plus a ``.json`` sidecar.
+
+The ``.npz`` holds ``input/<i>/<name>`` and ``output/<i>/<name>`` for every iteration, written
+deterministically (fixed zip timestamps, no pickle) so identical goldens are identical bytes. bf16 arrays are
+stored as their uint16 bits and listed in the sidecar. The sidecar records the schema version, the model's
+sha256, library versions, the input recipe, the producer runner and the ``.npz`` sha256.
+
+Writes are atomic (temp file in the same folder + ``os.replace``). :meth:`GoldenStore.locked` is an exclusive
+lock file (``O_CREAT | O_EXCL``) so that pytest-xdist workers do not race: the plugin checks, produces and
+writes under it, and :meth:`GoldenStore.load` reads under it.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.dtypes import BFLOAT16, bits_to_bf16
+from harness.errors import GoldenCorrupt, GoldenError, GoldenMissing, GoldenStale
+from harness.data.recipes import Feed, InputRecipe
+from harness.data.models import ModelSpec
+
+SCHEMA_VERSION = 1
+_KEY_RE = re.compile(r"^(input|output)/(\d+)/(.+)$")
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+
+
+@dataclass(frozen=True)
+class Golden:
+    """Exact feeds and FP32 outputs per iteration; ``meta`` is the sidecar (``producer`` is required to write)."""
+
+    feeds: list[Feed]
+    outputs: list[dict[str, np.ndarray]]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _versions() -> dict[str, str]:
+    import onnx
+    import onnxruntime
+
+    from harness import __version__
+
+    return {"castguard": __version__, "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
+            "numpy": np.__version__}
+
+
+def _npz_bytes_to(handle: Any, arrays: dict[str, np.ndarray]) -> None:
+    with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for key in sorted(arrays):
+            info = zipfile.ZipInfo(key + ".npy", date_time=_ZIP_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with archive.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.ascontiguousarray(arrays[key]), allow_pickle=False)
+
+
+def _atomic_write(path: Path, write: Callable[[Any], None]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    try:
+        with handle:
+            os.fchmod(handle.fileno(), 0o644)  # NamedTemporaryFile makes 0600; goldens are shared files
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    finally:
+        if os.path.exists(handle.name):
+            os.unlink(handle.name)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class GoldenStore:
+    """Reads and writes goldens under ``root``; see the module docstring for the layout."""
+
+    def __init__(self, root: Path, *, lock_timeout_s: float = 300.0) -> None:
+        self.root = root
+        self.lock_timeout_s = lock_timeout_s
+
+    def path_for(self, spec: ModelSpec, recipe: InputRecipe) -> Path:
+        return self.root / spec.name / f"{recipe.id}.npz"
+
+    @staticmethod
+    def sidecar(path: Path) -> Path:
+        return path.with_suffix(".json")
+
+    @contextmanager
+    def locked(self, spec: ModelSpec, recipe: InputRecipe) -> Iterator[None]:
+        """Exclusive lock for one golden (``<golden>.lock``), shared by processes and xdist workers."""
+        lock = self.path_for(spec, recipe).with_suffix(".lock")
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + self.lock_timeout_s
+        while True:
+            try:
+                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                break
+            except FileExistsError:
+                if time.monotonic() > deadline:
+                    raise GoldenError(where=lock, problem=f"still locked after {self.lock_timeout_s:.0f} s",
+                                      fix="if no other castguard run is writing goldens, delete the lock file"
+                                      ) from None
+                time.sleep(0.05)
+        try:
+            os.write(fd, str(os.getpid()).encode())
+            os.close(fd)
+            yield
+        finally:
+            os.unlink(lock)
+
+    def load(self, spec: ModelSpec, recipe: InputRecipe) -> Golden:
+        """The golden for (model, recipe). GoldenMissing / GoldenStale / GoldenCorrupt otherwise."""
+        with self.locked(spec, recipe):
+            return self.load_unlocked(spec, recipe)
+
+    def write(self, spec: ModelSpec, recipe: InputRecipe, golden: Golden) -> Path:
+        """Atomically (re)write the golden and its sidecar; returns the ``.npz`` path."""
+        with self.locked(spec, recipe):
+            return self.write_unlocked(spec, recipe, golden)
+
+    def load_unlocked(self, spec: ModelSpec, recipe: InputRecipe) -> Golden:
+        path = self.path_for(spec, recipe)
+        side = self.sidecar(path)
+        if not path.is_file() or not side.is_file():
+            raise GoldenMissing(where=path, problem="no golden for this model and input recipe",
+                                fix=f"run `pytest --model {spec.name}` once to write it, then review and commit it")
+        meta = self._read_sidecar(side)
+        fix_regen = f"pytest --model {spec.name} --update-goldens"
+        if meta.get("model_sha256") != spec.sha256:
+            raise GoldenStale(where=path, problem=f"golden was made from model {meta.get('model')!r} sha256 "
+                              f"{str(meta.get('model_sha256'))[:12]}…, but {spec.path.name} is now "
+                              f"{spec.sha256[:12]}…; it is never reused for a different model",
+                              fix=f"if the model change is intended, rewrite it: {fix_regen}")
+        if meta.get("inputs", {}).get("id") != recipe.id or meta.get("npz_sha256") != _sha256(path):
+            raise GoldenCorrupt(where=path, problem="the .npz and its .json sidecar do not belong together "
+                                "(input recipe or npz hash differs)", fix=f"rewrite it: {fix_regen}")
+        feeds, outputs = self._read_npz(path, meta, fix_regen)
+        return Golden(feeds=feeds, outputs=outputs, meta=meta)
+
+    def write_unlocked(self, spec: ModelSpec, recipe: InputRecipe, golden: Golden) -> Path:
+        if "producer" not in golden.meta:
+            raise ValueError("Golden.meta must name its producer runner")
+        if len(golden.feeds) != len(golden.outputs) or not golden.feeds:
+            raise ValueError("a golden needs one output dict per feed, and at least one feed")
+        path = self.path_for(spec, recipe)
+        arrays: dict[str, np.ndarray] = {}
+        bf16_keys = []
+        for kind, per_iter in (("input", golden.feeds), ("output", golden.outputs)):
+            for index, tensors in enumerate(per_iter):
+                for name, arr in tensors.items():
+                    key = f"{kind}/{index}/{name}"
+                    value = np.asarray(arr)
+                    if value.dtype == BFLOAT16:
+                        bf16_keys.append(key)
+                        value = value.view(np.uint16)
+                    arrays[key] = value
+        _atomic_write(path, lambda handle: _npz_bytes_to(handle, arrays))
+        meta = {**golden.meta, "schema_version": SCHEMA_VERSION, "model": spec.name, "model_file": spec.path.name,
+                "model_sha256": spec.sha256, "inputs": {**golden.meta.get("inputs", {}), "id": recipe.id},
+                "iterations": len(golden.feeds), "bf16_keys": sorted(bf16_keys), "versions": _versions(),
+                "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                "npz_sha256": _sha256(path)}
+        text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
+        _atomic_write(self.sidecar(path), lambda handle: handle.write(text.encode()))
+        return path
+
+    @staticmethod
+    def _read_sidecar(side: Path) -> dict[str, Any]:
+        try:
+            meta = json.loads(side.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise GoldenCorrupt(where=side, problem=f"sidecar is not valid JSON: {err}",
+                                fix="restore it from version control or rewrite with --update-goldens") from err
+        if not isinstance(meta, dict) or meta.get("schema_version") != SCHEMA_VERSION:
+            found = meta.get("schema_version") if isinstance(meta, dict) else None
+            raise GoldenCorrupt(where=side, problem=f"unknown sidecar schema_version {found!r} "
+                                f"(this castguard reads {SCHEMA_VERSION})",
+                                fix="rewrite the golden with --update-goldens")
+        return meta
+
+    @staticmethod
+    def _read_npz(path: Path, meta: dict[str, Any], fix_regen: str) -> tuple[list[Feed], list[dict[str, np.ndarray]]]:
+        n = meta.get("iterations")
+        bf16 = set(meta.get("bf16_keys", []))
+        feeds: list[Feed] = [{} for _ in range(n if isinstance(n, int) and n > 0 else 0)]
+        outputs: list[dict[str, np.ndarray]] = [{} for _ in feeds]
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                for key in data.files:
+                    match = _KEY_RE.match(key)
+                    if not match or int(match[2]) >= len(feeds):
+                        raise GoldenCorrupt(where=path, problem=f"unexpected array {key!r} for {n} iteration(s)",
+                                            fix=f"rewrite it: {fix_regen}")
+                    arr = bits_to_bf16(data[key]) if key in bf16 else data[key]
+                    (feeds if match[1] == "input" else outputs)[int(match[2])][match[3]] = arr
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError) as err:
+            raise GoldenCorrupt(where=path, problem=f"cannot read the .npz: {err}",
+                                fix=f"restore it from version control or rewrite it: {fix_regen}") from err
+        if not feeds or any(not f for f in feeds) or any(not o for o in outputs):
+            raise GoldenCorrupt(where=path, problem="some iterations have no inputs or no outputs",
+                                fix=f"rewrite it: {fix_regen}")
+        return feeds, outputs
+
+
+def ensure_golden(store: GoldenStore, spec: ModelSpec, recipe: InputRecipe, *, update: bool,
+                  produce: Callable[[], Golden]) -> tuple[Golden, Path | None]:
+    """Load the golden, or produce and write it when missing (or when ``update``).
+
+    Returns ``(golden, written_path)``; ``written_path`` is set when this call wrote the golden, in which
+    case the caller must fail once so that a human reviews it. Stale or corrupt goldens raise unless
+    ``update`` is set. Check-produce-write happens under the golden's lock (xdist-safe).
+    """
+    with store.locked(spec, recipe):
+        if not update:
+            try:
+                return store.load_unlocked(spec, recipe), None
+            except GoldenMissing:
+                pass
+        golden = produce()
+        return golden, store.write_unlocked(spec, recipe, golden)

@@ -1,0 +1,156 @@
+"""Default and configured tolerances for comparing a low-precision run with its FP32 golden.
+
+Default formula, per output, for a low precision with machine epsilon ``eps``
+(fp16: 2^-10, bf16: 2^-7, read from ``ml_dtypes.finfo``)::
+
+    scale = max |golden| over its finite elements              (0 when there are none)
+    ulp   = eps * 2^(floor(log2(scale)))                       spacing of the low-precision grid at
+                                                               `scale`; at least the dtype's smallest
+                                                               subnormal, so all-zero goldens work
+    atol  = ABS_ULPS * ulp      (ABS_ULPS = 8)                 i.e. between 4 and 8 eps of the largest value
+    rtol  = REL_EPS * eps       (REL_EPS = 2)                  fp16: 1.95e-3, bf16: 1.56e-2
+    mode  = "elemwise"                                         an element fails only when over atol AND rtol
+
+Why: a converted network's error is a few roundings of its largest activations, so it scales with the
+dtype's epsilon times the output's magnitude, not with a fixed 1e-5 (Polygraphy's default, meant for
+FP32). Measured fp16 errors of real CNN/transformer exports are 0.7-2 eps of max|golden| and bf16 about
+2 eps (``shared/reference/gpu.md``); the default leaves headroom above that, while a 10% error
+(12.8 eps in bf16, 102 eps in fp16) or an overflow to inf still fails. Integer and bool outputs
+(argmax, masks) must match exactly (atol = rtol = 0).
+
+Overrides come from ``[tool.castguard.tolerances]``; each entry sets any :class:`~harness.judge.compare.Tolerance`
+field and leaves the others at the computed default::
+
+    [tool.castguard.tolerances]
+    bf16 = { rtol = 0.03 }                              # by precision
+    "Plus214_Output_0" = { atol = 0.05, mode = "median" }   # by output name (every precision)
+    [tool.castguard.tolerances.fp16.outputs]             # by precision and output name
+    "Plus214_Output_0" = { top_k = 1 }
+
+Precedence, field by field: default < precision < output name < precision + output name.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from harness.judge.compare import Tolerance
+from harness.dtypes import BFLOAT16
+from harness.errors import UserError
+
+ABS_ULPS = 8.0
+REL_EPS = 2.0
+_LOW_DTYPES: dict[str, np.dtype] = {"fp16": np.dtype(np.float16), "bf16": BFLOAT16}
+_FIELDS = tuple(f.name for f in fields(Tolerance))
+_FIELD_KINDS = {"mode": "text", "nan_equal": "flag", "inf_equal": "flag"}   # every other field is a number
+
+Override = tuple[tuple[str, Any], ...]   # (Tolerance field, value) pairs
+
+
+def low_precision_ulp(precision: str, magnitude: float) -> float:
+    """Spacing of the ``precision`` grid at ``magnitude`` (>= 0), never below its smallest subnormal."""
+    info = ml_dtypes.finfo(_low_dtype(precision))  # type: ignore[no-untyped-call]
+    if magnitude <= 0 or not math.isfinite(magnitude):
+        return float(info.smallest_subnormal) if magnitude <= 0 else math.inf
+    _, exponent = math.frexp(magnitude)          # magnitude = m * 2^exponent, 0.5 <= m < 1
+    return max(float(info.eps) * 2.0 ** (exponent - 1), float(info.smallest_subnormal))
+
+
+def golden_scale(golden: np.ndarray) -> float:
+    """Largest finite magnitude of a golden output (0.0 when it has none)."""
+    values = np.abs(np.asarray(golden, dtype=np.float64))
+    finite = values[np.isfinite(values)]
+    return float(finite.max()) if finite.size else 0.0
+
+
+def default_tolerance(precision: str, golden: np.ndarray) -> Tolerance:
+    """The documented default tolerance for one golden output converted to ``precision`` (fp16 or bf16)."""
+    eps = float(ml_dtypes.finfo(_low_dtype(precision)).eps)  # type: ignore[no-untyped-call]
+    if np.asarray(golden).dtype.kind != "f" and np.asarray(golden).dtype != BFLOAT16:
+        return Tolerance(atol=0.0, rtol=0.0, mode="elemwise")
+    return Tolerance(atol=ABS_ULPS * low_precision_ulp(precision, golden_scale(golden)), rtol=REL_EPS * eps,
+                     mode="elemwise")
+
+
+@dataclass(frozen=True)
+class TolerancePolicy:
+    """Configured overrides on top of :func:`default_tolerance`; empty means "defaults everywhere"."""
+
+    by_precision: tuple[tuple[str, Override], ...] = ()
+    by_output: tuple[tuple[str, Override], ...] = ()
+    by_precision_output: tuple[tuple[tuple[str, str], Override], ...] = ()
+
+    def tolerance_for(self, *, precision: str, output: str, golden: np.ndarray) -> Tolerance:
+        """The tolerance for one output: the default, then the matching overrides in precedence order."""
+        tol = default_tolerance(precision, golden)
+        for layer in (dict(self.by_precision).get(precision), dict(self.by_output).get(output),
+                      dict(self.by_precision_output).get((precision, output))):
+            if layer:
+                tol = replace(tol, **dict(layer))
+        return tol
+
+    def tolerances_for(self, *, precision: str,
+                       goldens: Sequence[Mapping[str, np.ndarray]]) -> dict[str, Tolerance]:
+        """Per-output tolerances for ``compare_iterations(tolerances=...)``, scaled over every iteration."""
+        names = dict.fromkeys(name for iteration in goldens for name in iteration)
+        return {name: self.tolerance_for(precision=precision, output=name,
+                                         golden=np.concatenate([np.ravel(it[name]) for it in goldens if name in it]))
+                for name in names}
+
+
+def parse_tolerance_policy(table: Mapping[str, object], *, where: str) -> TolerancePolicy:
+    """Read a ``[tool.castguard.tolerances]`` table (see the module docstring); bad entries raise UserError."""
+    by_precision: list[tuple[str, Override]] = []
+    by_output: list[tuple[str, Override]] = []
+    by_both: list[tuple[tuple[str, str], Override]] = []
+    for key, entry in table.items():
+        here = f"{where} key {key!r}"
+        if not isinstance(entry, Mapping):
+            raise UserError(where=here, problem="not a table of tolerance fields",
+                            fix='write e.g. { atol = 1e-2, rtol = 1e-2 }')
+        if key not in _LOW_DTYPES:
+            by_output.append((key, _override(entry, where=here)))
+            continue
+        outputs = entry.get("outputs", {})
+        if not isinstance(outputs, Mapping):
+            raise UserError(where=f"{here}.outputs", problem="not a table keyed by output name",
+                            fix=f'write [tool.castguard.tolerances.{key}.outputs] with "name" = {{ atol = ... }}')
+        by_precision.append((key, _override({k: v for k, v in entry.items() if k != "outputs"}, where=here)))
+        for name, sub in outputs.items():
+            if not isinstance(sub, Mapping):
+                raise UserError(where=f"{here}.outputs.{name}", problem="not a table of tolerance fields",
+                                fix='write e.g. { atol = 1e-2 }')
+            by_both.append(((key, name), _override(sub, where=f"{here}.outputs.{name}")))
+    return TolerancePolicy(by_precision=tuple(by_precision), by_output=tuple(by_output),
+                           by_precision_output=tuple(by_both))
+
+
+def _override(entry: Mapping[str, object], *, where: str) -> Override:
+    unknown = sorted(set(entry) - set(_FIELDS))
+    if unknown:
+        raise UserError(where=where, problem=f"unknown tolerance field(s): {', '.join(unknown)}",
+                        fix=f"use {', '.join(_FIELDS)}")
+    pairs: Override = tuple(sorted(entry.items()))
+    for name, value in pairs:
+        kind = _FIELD_KINDS.get(name, "number")
+        ok = isinstance(value, str) if kind == "text" else isinstance(value, bool) if kind == "flag" else (
+            isinstance(value, (int, float)) and not isinstance(value, bool))
+        if not ok:
+            raise UserError(where=f"{where}.{name}", problem=f"{value!r} has the wrong type", fix=f"give a {kind}")
+    try:
+        replace(Tolerance(), **dict(pairs))
+    except ValueError as err:
+        raise UserError(where=where, problem=str(err), fix="see harness.judge.compare.Tolerance for valid values") from err
+    return pairs
+
+
+def _low_dtype(precision: str) -> np.dtype:
+    if precision not in _LOW_DTYPES:
+        raise UserError(where="tolerance precision", problem=f"{precision!r} is not a low precision",
+                        fix="use fp16 or bf16")
+    return _LOW_DTYPES[precision]

@@ -1,0 +1,70 @@
+"""``castguard history`` and ``castguard recheck``: argument parsing and dispatch (registered by harness.cli).
+
+* ``castguard history DIR [--last N] [--accept NAME|latest]``: the trend table of a history folder; corrupt
+  files are listed by name and counted. ``--accept`` marks a regressed run as an accepted baseline.
+* ``castguard recheck REPORT_DIR [--atol [OUT:]V ...] [--rtol [OUT:]V ...] [--check-error-stat [OUT:]MODE ...]
+  [--quantile [OUT:]Q ...]``: re-judge a report folder's saved outputs; exit 1 when a case now fails.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from harness.judge.compare import MODES
+from harness.errors import UserError
+
+_PER_OUTPUT = "[OUTPUT:]VALUE"
+
+
+def add_history_command(sub: Any) -> None:
+    parser = sub.add_parser("history", help="trend table of a --history folder (max error, low-precision share)")
+    parser.add_argument("folder", metavar="DIR", help="the folder given to pytest --history")
+    parser.add_argument("--last", type=int, default=None, help="show the last N runs (default 20)")
+    parser.add_argument("--accept", metavar="NAME|latest", default=None,
+                        help="accept a run that had regressions so it can serve as the next baseline")
+    parser.set_defaults(func=_history)
+
+
+def add_recheck_command(sub: Any) -> None:
+    parser = sub.add_parser("recheck", help="re-judge a report folder with new tolerances (no conversion, "
+                                            "no inference)")
+    parser.add_argument("report_dir", metavar="REPORT_DIR", help="a --report-dir of an earlier run")
+    parser.add_argument("--atol", nargs="+", default=[], metavar=_PER_OUTPUT,
+                        help="absolute tolerance, for every output or per output (Polygraphy syntax)")
+    parser.add_argument("--rtol", nargs="+", default=[], metavar=_PER_OUTPUT, help="relative tolerance")
+    parser.add_argument("--check-error-stat", nargs="+", default=[], metavar="[OUTPUT:]MODE",
+                        help=f"error statistic: {', '.join(MODES)}")
+    parser.add_argument("--quantile", nargs="+", default=[], metavar=_PER_OUTPUT,
+                        help="quantile for --check-error-stat quantile (0..1)")
+    parser.set_defaults(func=_recheck)
+
+
+def _history(args: argparse.Namespace) -> int:
+    from harness.nightly.history import DEFAULT_TREND_RUNS, accept_run, read_history, trends
+    from harness.nightly.trends import trend_table_text
+
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise UserError(where=folder, problem="history folder not found", fix="give the folder passed to --history")
+    if args.accept is not None:
+        print(f"accepted: {accept_run(folder, args.accept)}")
+    history = read_history(folder)
+    last = DEFAULT_TREND_RUNS if args.last is None else args.last
+    print(trend_table_text(trends([run.report for run in history.runs], last=last)))
+    print(f"\n{len(history.runs)} run(s) in {folder}; {len(history.skipped)} unreadable file(s) skipped")
+    for skipped in history.skipped:
+        print(f"  skipped {skipped.path.name}: {skipped.reason}")
+    return 0
+
+
+def _recheck(args: argparse.Namespace) -> int:
+    from harness.nightly.recheck import ToleranceOverride, error_stat, non_negative, parse_per_output, recheck
+
+    override = ToleranceOverride(atol=parse_per_output(args.atol, non_negative, where="--atol"),
+                                 rtol=parse_per_output(args.rtol, non_negative, where="--rtol"),
+                                 mode=parse_per_output(args.check_error_stat, error_stat, where="--check-error-stat"),
+                                 quantile=parse_per_output(args.quantile, non_negative, where="--quantile"))
+    result = recheck(Path(args.report_dir), override=override)
+    print(result.summary())
+    return result.exit_code

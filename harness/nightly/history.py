@@ -1,0 +1,245 @@
+"""Run history for nightly regression: one JSON file per run, read back with corrupt files skipped by name.
+
+A history folder holds ``<created>-<sha8>.json`` files (sortable by time), each::
+
+    {"castguard_history": 1, "report": <report.json contents, provenance included>,
+     "verdict": null | {"baseline": <created of the baseline>, "rules": [...], "regressions": N, "accepted": false}}
+
+Files are written atomically (temporary file + rename), so a crashed run leaves no partial file. A file that
+cannot be read is listed in :attr:`History.skipped` with the reason and never used. The baseline of a
+history folder is its latest *clean* run: one that had no regressions, or that someone accepted
+(``castguard history DIR --accept NAME``); a regressed night therefore keeps failing until it is fixed or
+accepted, instead of becoming the next night's baseline. :func:`trends` summarises the last N runs per model.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harness.nightly.rules import Change, Comparison, judge
+from harness.errors import UserError
+from harness.report.io import _atomic_write
+from harness.report.model import CaseRecord, Report
+from harness.report.serde import ReportFormatError, report_from_dict, report_to_dict
+
+HISTORY_SCHEMA = 1
+DEFAULT_TREND_RUNS = 20
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    """How a stored run fared against its own baseline."""
+
+    baseline: str                            # ``created`` of the baseline it was compared with
+    rules: tuple[str, ...]
+    regressions: int
+    accepted: bool = False
+
+
+@dataclass(frozen=True)
+class HistoryRun:
+    path: Path
+    report: Report
+    verdict: RunVerdict | None = None        # None: the run had no baseline
+
+    @property
+    def clean(self) -> bool:
+        """Usable as a baseline: nothing regressed, or a person accepted the regressions."""
+        return self.verdict is None or self.verdict.regressions == 0 or self.verdict.accepted
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: Path
+    reason: str
+
+
+@dataclass(frozen=True)
+class History:
+    """The readable runs of a folder, oldest first, and the files that were skipped."""
+
+    folder: Path
+    runs: tuple[HistoryRun, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+
+    def latest_clean(self) -> HistoryRun | None:
+        return next((run for run in reversed(self.runs) if run.clean), None)
+
+    def after(self, run: HistoryRun) -> tuple[HistoryRun, ...]:
+        """The runs stored after ``run``."""
+        return self.runs[self.runs.index(run) + 1:]
+
+
+def read_history(folder: Path) -> History:
+    """Every ``*.json`` run in ``folder`` (hidden temporary files ignored); a missing folder is empty."""
+    if not folder.exists():
+        return History(folder=folder)
+    if not folder.is_dir():
+        raise UserError(where=folder, problem="is not a folder", fix="give a history folder (created if missing)")
+    runs: list[HistoryRun] = []
+    skipped: list[Skipped] = []
+    for path in sorted(p for p in folder.glob("*.json") if not p.name.startswith(".")):
+        try:
+            runs.append(read_run(path))
+        except UserError as err:
+            skipped.append(Skipped(path=path, reason=err.problem))
+    runs.sort(key=lambda r: (r.report.created, r.path.name))
+    return History(folder=folder, runs=tuple(runs), skipped=tuple(skipped))
+
+
+def read_run(path: Path) -> HistoryRun:
+    """One history file; any defect is a UserError naming the file."""
+    fix = "delete or move the file (castguard skips it meanwhile)"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise UserError(where=path, problem=f"unreadable history file: {err}", fix=fix) from err
+    if not isinstance(data, dict) or data.get("castguard_history") != HISTORY_SCHEMA:
+        found = data.get("castguard_history") if isinstance(data, dict) else None
+        raise UserError(where=path, problem=f"not a castguard history file of schema {HISTORY_SCHEMA} "
+                        f"(castguard_history={found!r})", fix=fix)
+    try:
+        report = report_from_dict(data.get("report"))
+        verdict = _verdict_from(data.get("verdict"))
+    except (ReportFormatError, TypeError, KeyError, ValueError) as err:
+        raise UserError(where=path, problem=f"invalid history file: {err}", fix=fix) from err
+    return HistoryRun(path=path, report=report, verdict=verdict)
+
+
+def _verdict_from(raw: Any) -> RunVerdict | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"baseline", "rules", "regressions", "accepted"}:
+        raise ValueError(f"verdict must have baseline, rules, regressions and accepted, got {raw!r}")
+    if not (isinstance(raw["regressions"], int) and isinstance(raw["accepted"], bool)
+            and isinstance(raw["baseline"], str) and all(isinstance(r, str) for r in raw["rules"])):
+        raise ValueError(f"verdict has values of the wrong type: {raw!r}")
+    return RunVerdict(baseline=raw["baseline"], rules=tuple(raw["rules"]), regressions=raw["regressions"],
+                      accepted=raw["accepted"])
+
+
+def write_run(folder: Path, report: Report, *, comparison: Comparison | None) -> Path:
+    """Store one run (atomically); the name sorts by time and is unique by content."""
+    verdict = None if comparison is None else RunVerdict(
+        baseline=comparison.baseline_created, rules=tuple(r.text for r in comparison.rules),
+        regressions=len(comparison.regressions))
+    return _write(folder, report, verdict)
+
+
+def _write(folder: Path, report: Report, verdict: RunVerdict | None, *, path: Path | None = None) -> Path:
+    data = {"castguard_history": HISTORY_SCHEMA, "report": report_to_dict(report),
+            "verdict": None if verdict is None else {"baseline": verdict.baseline, "rules": list(verdict.rules),
+                                                     "regressions": verdict.regressions, "accepted": verdict.accepted}}
+    text = json.dumps(data, indent=1, allow_nan=False) + "\n"
+    if path is None:
+        path = folder / f"{_stamp(report.created)}-{hashlib.sha256(text.encode()).hexdigest()[:8]}.json"
+    folder.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, text.encode())
+    return path
+
+
+def _stamp(created: str) -> str:
+    """``2026-11-20T10:00:00+00:00`` -> ``20261120T100000Z`` (UTC, sortable)."""
+    try:
+        when = datetime.fromisoformat(created)
+    except ValueError as err:
+        raise UserError(where="report.created", problem=f"{created!r} is not an ISO 8601 time",
+                        fix="build reports with harness.report.utc_now()") from err
+    return when.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def accept_run(folder: Path, name: str) -> Path:
+    """Mark a stored run as accepted ("latest" = the newest run), so it can be the baseline despite regressions."""
+    history = read_history(folder)
+    if not history.runs:
+        raise UserError(where=folder, problem="no readable runs in this history folder", fix="check the path")
+    run = history.runs[-1] if name == "latest" else next((r for r in history.runs if r.path.name == name), None)
+    if run is None:
+        names = ", ".join(r.path.name for r in history.runs[-5:])
+        raise UserError(where=folder / name, problem="no such run", fix=f"use 'latest' or one of: {names}")
+    if run.verdict is None or run.verdict.accepted:
+        return run.path
+    return _write(folder, run.report, replace(run.verdict, accepted=True), path=run.path)
+
+
+def first_seen(change: Change, baseline: Report, history: History, *, since: HistoryRun | None) -> str | None:
+    """``created`` of the first stored run after ``since`` that already broke ``change``'s rule the same way."""
+    old = next((c for c in baseline.cases if c.key == change.key), None)
+    if old is None or since is None:
+        return None
+    for run in history.after(since):
+        record = next((c for c in run.report.cases if c.key == change.key), None)
+        if record is not None and record.model_sha256 == old.model_sha256:
+            found = judge(old, record, change.rule)
+            if found is not None and found[0]:
+                return run.report.created
+    return None
+
+
+def with_since(comparison: Comparison, history: History, baseline_run: HistoryRun | None) -> Comparison:
+    """The comparison with each regression's ``since``: the first stored run that showed it, else this run."""
+    if baseline_run is None:
+        return comparison
+    base = baseline_run.report
+    regressions = tuple(replace(c, since=first_seen(c, base, history, since=baseline_run))
+                        for c in comparison.regressions)
+    return replace(comparison, regressions=regressions)
+
+
+# ---- trends (data only; drawn by harness.nightly.trends) -------------------------------------------------
+
+
+def family(record: CaseRecord) -> str:
+    """The case family a trend line follows: precision and runner (e.g. ``fp16-emulate``)."""
+    return f"{record.case.precision}-{record.case.runner}"
+
+
+@dataclass(frozen=True)
+class TrendRun:
+    created: str
+    commit: str | None
+    passed: int
+    total: int
+    max_error: tuple[float | None, ...]      # per family: largest worst_error (inf for overflow/NaN)
+    best_share: tuple[float | None, ...]     # per family: largest lowp FLOP share among passing cases
+
+
+@dataclass(frozen=True)
+class Trend:
+    model: str
+    families: tuple[str, ...]
+    runs: tuple[TrendRun, ...]
+
+
+def trends(reports: Sequence[Report], *, last: int = DEFAULT_TREND_RUNS) -> tuple[Trend, ...]:
+    """Per model, over the last ``last`` reports (oldest first): max error and best passing share per family."""
+    if last < 1:
+        raise UserError(where="--last", problem=f"must be >= 1, got {last}", fix="e.g. --last 20")
+    recent = list(reports)[-last:]
+    models = dict.fromkeys(m for r in recent for m in r.models)
+    return tuple(_trend(model, recent) for model in models)
+
+
+def _trend(model: str, reports: Sequence[Report]) -> Trend:
+    families = tuple(sorted({family(c) for r in reports for c in r.cases_of(model)}))
+    runs = []
+    for report in reports:
+        cases = report.cases_of(model)
+        errors, shares = [], []
+        for fam in families:
+            mine = [c for c in cases if family(c) == fam]
+            errs = [c.worst_error for c in mine if c.worst_error is not None]
+            errors.append(max((math.inf if math.isnan(e) else e for e in errs), default=None))
+            ok = [c.lowp_flop_share for c in mine if c.status in ("pass", "xpass") and c.lowp_flop_share is not None]
+            shares.append(max(ok, default=None))
+        runs.append(TrendRun(created=report.created, commit=report.provenance.git_commit,
+                             passed=sum(c.status == "pass" for c in cases), total=len(cases),
+                             max_error=tuple(errors), best_share=tuple(shares)))
+    return Trend(model=model, families=families, runs=tuple(runs))
+

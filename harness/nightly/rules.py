@@ -1,0 +1,247 @@
+"""The nightly verdict: compare a run's :class:`~harness.report.Report` with a baseline report.
+
+Rules are written like pytest-benchmark's ``--benchmark-compare-fail``, one per metric, comma-separated::
+
+    max_rel:+25%        the case's worst max_rel grew by more than 25 %
+    lowp_share:-2pp     the low-precision FLOP share fell by more than 2 percentage points
+    convert_time:+50%   conversion took more than 50 % longer (and at least TIME_FLOOR_S longer; cached
+                        conversions and the model's shared magnitudes are never timed against fresh ones)
+    max_abs:+0.01       an absolute change (no unit)
+    status              a case that passed (or failed as expected) no longer does
+
+The sign says which way is worse and may be left out; a sign that points the wrong way is an error
+(``max_rel:-25%`` would flag improvements). Rules are parsed once, when options are read
+(:func:`parse_rules`); a bad rule raises :class:`~harness.errors.UserError` naming it.
+
+Cases are matched by ``(model, case_id, inputs_id)``. New and missing cases are listed; a case whose model
+file changed (another sha256) is listed as "model changed", never judged: its golden is stale and the run
+already fails on that. A change past a rule's threshold in the good direction is an improvement. Nothing
+here renders (see :mod:`harness.nightly.render`).
+"""
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from harness.errors import UserError
+from harness.report.model import CaseRecord, Report
+
+Unit = Literal["%", "pp", "abs", "status"]
+Key = tuple[str, str, str]                   # (model, case_id, inputs_id), as CaseRecord.key
+GOOD_STATUSES = ("pass", "xfail")            # what a healthy case reports; anything else after it is a regression
+TIME_FLOOR_S = 0.25     # timing changes smaller than this are noise: scheduling, and which case of an xdist
+                        # worker pays its first-run warm-up (measured 0.13 s on mnist under -n 2)
+OPTION = "--fail-on-regression"
+CACHE_HIT_NOTE = "conversion from cache"     # the note harness.run.case puts on a case whose conversion was cached
+_RULE = re.compile(r"(?P<sign>[+-]?)(?P<number>[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)(?P<unit>%|pp)?\Z")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A number read from every case, and which way it gets worse (+1: growing, -1: shrinking)."""
+
+    name: str
+    description: str
+    worse: Literal[1, -1]
+    read: Callable[[CaseRecord], float | None]
+    share: bool = False                      # a 0..1 share: "pp" allowed
+    floor: float = 0.0                       # smaller absolute changes are noise, never judged
+
+
+def _worst_output(field: str) -> Callable[[CaseRecord], float | None]:
+    def read(record: CaseRecord) -> float | None:
+        values = [getattr(o, field) for o in record.outputs]
+        return max((math.inf if math.isnan(v) else v for v in values), default=None)
+    return read
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("max_rel", "worst element-wise relative error over the outputs", 1, lambda r: r.worst_max_rel),
+    Metric("max_abs", "worst element-wise absolute error over the outputs", 1, _worst_output("max_abs")),
+    Metric("median_rel", "worst median relative error over the outputs", 1, _worst_output("median_rel")),
+    Metric("error", "worst error scaled by the output's largest |golden| (the report's 'worst error')", 1,
+           lambda r: r.worst_error),
+    Metric("lowp_share", "share of FLOPs in fp16/bf16", -1, lambda r: r.lowp_flop_share, share=True),
+    Metric("casts", "Cast nodes in the converted model", 1,
+           lambda r: None if r.cast_count is None else float(r.cast_count)),
+    Metric("convert_time", "seconds converting (not judged when the conversion came from the cache)", 1,
+           lambda r: None if CACHE_HIT_NOTE in r.notes else r.timings.convert_s, floor=TIME_FLOOR_S),
+    Metric("infer_time", "seconds running the converted model", 1, lambda r: r.timings.infer_s, floor=TIME_FLOOR_S),
+    Metric("total_time", "seconds for the case, without the model's shared magnitudes (not judged when the "
+           "conversion came from the cache)", 1,
+           lambda r: None if CACHE_HIT_NOTE in r.notes else r.timings.total_s - r.timings.magnitudes_s,
+           floor=TIME_FLOOR_S),
+)
+METRIC_NAMES = tuple(m.name for m in METRICS) + ("status",)
+
+
+def metric(name: str) -> Metric:
+    return next(m for m in METRICS if m.name == name)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One parsed rule. ``threshold`` is a fraction for ``%`` and ``pp`` (2pp -> 0.02), else absolute."""
+
+    text: str
+    metric: str
+    unit: Unit = "status"
+    threshold: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRIC_NAMES:
+            raise ValueError(f"Rule.metric must be one of {METRIC_NAMES}, got {self.metric!r}")
+        if not (self.threshold >= 0 and math.isfinite(self.threshold)):
+            raise ValueError(f"Rule.threshold must be finite and >= 0, got {self.threshold!r}")
+
+
+def parse_rules(texts: str | Sequence[str], *, where: str = OPTION) -> tuple[Rule, ...]:
+    """Parse ``"max_rel:+25%,status"`` (or several such strings); raises UserError naming the bad rule."""
+    items = [texts] if isinstance(texts, str) else list(texts)
+    rules = tuple(parse_rule(part.strip(), where=where) for item in items for part in item.split(",") if part.strip())
+    if not rules:
+        raise UserError(where=where, problem="no rule given", fix="e.g. max_rel:+25%,lowp_share:-2pp,status")
+    seen = [r.metric for r in rules]
+    twice = sorted({m for m in seen if seen.count(m) > 1})
+    if twice:
+        raise UserError(where=where, problem=f"more than one rule for {', '.join(twice)}", fix="keep one per metric")
+    return rules
+
+
+def parse_rule(text: str, *, where: str = OPTION) -> Rule:
+    """One rule such as ``max_rel:+25%``, ``lowp_share:-2pp``, ``max_abs:+0.01`` or ``status``."""
+    name, colon, spec = text.partition(":")
+    here = f"{where} rule {text!r}"
+    if name not in METRIC_NAMES:
+        close = difflib.get_close_matches(name, METRIC_NAMES, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise UserError(where=here, problem=f"unknown metric {name!r}",
+                        fix=f"{hint}metrics: {', '.join(METRIC_NAMES)}")
+    if name == "status":
+        if colon:
+            raise UserError(where=here, problem="status takes no threshold", fix="write it as: status")
+        return Rule(text=text, metric=name)
+    known = metric(name)
+    match = _RULE.match(spec)
+    if not colon or match is None:
+        raise UserError(where=here, problem="expected METRIC:[+|-]NUMBER[%|pp]",
+                        fix=f"e.g. {name}:{'+' if known.worse > 0 else '-'}25%")
+    sign, unit = match["sign"], match["unit"] or "abs"
+    bad_way = "+" if known.worse > 0 else "-"
+    if sign and sign != bad_way:
+        raise UserError(where=here, problem=f"{name} gets worse when it {'grows' if known.worse > 0 else 'shrinks'}, "
+                        f"so {sign}{match['number']} would flag improvements",
+                        fix=f"write {name}:{bad_way}{match['number']}{match['unit'] or ''}")
+    if unit == "pp" and not known.share:
+        raise UserError(where=here, problem=f"percentage points (pp) apply to shares only; {name} is not a share",
+                        fix=f"use a relative change such as {name}:{bad_way}25%")
+    value = float(match["number"])
+    threshold = value / 100.0 if unit in ("%", "pp") else value
+    return Rule(text=text, metric=name, unit=unit, threshold=threshold)   # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One case that moved past a rule: values as recorded (a status or a number), ``delta`` in the rule's unit."""
+
+    model: str
+    case_id: str
+    inputs_id: str
+    rule: Rule
+    baseline: float | str
+    now: float | str
+    delta: float | None = None               # fraction for % and pp, absolute otherwise; None for status
+    since: str | None = None                 # ``created`` of the first run that showed it (from a history)
+
+    @property
+    def key(self) -> Key:
+        return (self.model, self.case_id, self.inputs_id)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The verdict of one run against its baseline. Truthy when nothing regressed."""
+
+    baseline_source: str                     # the file the baseline came from
+    baseline_created: str
+    baseline_commit: str | None
+    rules: tuple[Rule, ...]
+    compared: int
+    regressions: tuple[Change, ...] = ()
+    improvements: tuple[Change, ...] = ()
+    new: tuple[Key, ...] = ()
+    missing: tuple[Key, ...] = ()
+    model_changed: tuple[Key, ...] = ()
+
+    def __bool__(self) -> bool:
+        return not self.regressions
+
+    @property
+    def exit_code(self) -> int:
+        """1 when something regressed (pytest's "tests failed"), else 0."""
+        return 1 if self.regressions else 0
+
+
+def compare_reports(current: Report, baseline: Report, *, rules: Sequence[Rule], source: str) -> Comparison:
+    """Match cases by key and apply every rule to every case present in both runs with the same model."""
+    before = {c.key: c for c in baseline.cases}
+    now = {c.key: c for c in current.cases}
+    regressions: list[Change] = []
+    improvements: list[Change] = []
+    changed_model: list[Key] = []
+    compared = 0
+    for key in sorted(now.keys() & before.keys()):
+        old, new = before[key], now[key]
+        if old.model_sha256 != new.model_sha256:
+            changed_model.append(key)
+            continue
+        compared += 1
+        for rule in rules:
+            found = judge(old, new, rule)
+            if found is not None:
+                (regressions if found[0] else improvements).append(found[1])
+    return Comparison(baseline_source=source, baseline_created=baseline.created,
+                      baseline_commit=baseline.provenance.git_commit,
+                      rules=tuple(rules), compared=compared, regressions=tuple(regressions),
+                      improvements=tuple(improvements), new=tuple(sorted(now.keys() - before.keys())),
+                      missing=tuple(sorted(before.keys() - now.keys())), model_changed=tuple(changed_model))
+
+
+def judge(old: CaseRecord, new: CaseRecord, rule: Rule) -> tuple[bool, Change] | None:
+    """``(True, change)`` for a regression, ``(False, change)`` for an improvement, None when within the rule."""
+    model, case_id, inputs_id = new.key
+    if rule.metric == "status":
+        was, now = old.status in GOOD_STATUSES, new.status in GOOD_STATUSES
+        if was == now:
+            return None
+        return was, Change(model, case_id, inputs_id, rule, baseline=old.status, now=new.status)
+    known = metric(rule.metric)
+    a, b = known.read(old), known.read(new)
+    if a is None or b is None:
+        return None                          # not measured in one run: the status rule speaks for it
+    delta = _delta(a, b, rule.unit)
+    if math.isnan(delta) or delta == 0 or (math.isfinite(a) and math.isfinite(b) and abs(b - a) <= known.floor):
+        return None
+    worse = delta * known.worse
+    if abs(worse) <= rule.threshold * (1 + 1e-9):      # "more than": an exact +25% or -2pp is within the rule
+        return None
+    return worse > 0, Change(model, case_id, inputs_id, rule, baseline=a, now=b, delta=delta)
+
+
+def _delta(a: float, b: float, unit: Unit) -> float:
+    a, b = (math.inf if math.isnan(a) else a), (math.inf if math.isnan(b) else b)   # NaN errors count as inf
+    if a == b:
+        return 0.0
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return math.inf if b > a else -math.inf
+    if unit == "%":
+        return (b - a) / abs(a) if a != 0 else math.copysign(math.inf, b - a)
+    return b - a
+
+
+def describe_rules(rules: Iterable[Rule]) -> str:
+    return ", ".join(r.text for r in rules)

@@ -1,0 +1,198 @@
+"""Nightly regression for one pytest run: options, the baseline, and what happens when the run ends.
+
+The plugin builds :class:`NightlyOptions` when options are read (rules parsed, bad ones are usage errors),
+loads the baseline with :func:`load_baseline` at configure time, and at session end calls :func:`finish`
+with the run's :class:`~harness.report.Report`: compare with the baseline, store the run in the history
+folder, and return the report sections and the exit code. Nothing here imports pytest.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.nightly.rules import OPTION, Comparison, Rule, compare_reports, parse_rules
+from harness.errors import UserError
+from harness.nightly.history import DEFAULT_TREND_RUNS, History, HistoryRun, Skipped, read_history, with_since, write_run
+from harness.report.io import read_report
+from harness.report.model import Report
+
+# Compared and shown when --baseline is given without --fail-on-regression (the run does not fail on them).
+DISPLAY_RULES = "status,error:+25%,lowp_share:-2pp"
+
+
+@dataclass(frozen=True)
+class NightlyOptions:
+    baseline: Path | None = None             # a report.json, a report folder, or a history folder
+    rules: tuple[Rule, ...] = ()             # --fail-on-regression; empty: compare for display only
+    history: Path | None = None              # store this run there
+    strict_provenance: bool = False
+    trend_runs: int = DEFAULT_TREND_RUNS
+
+    def __post_init__(self) -> None:
+        if self.rules and self.baseline is None and self.history is None:
+            raise UserError(where=OPTION, problem="there is nothing to compare with",
+                            fix="add --baseline PATH (a report.json or a history folder) or --history DIR")
+        if self.trend_runs < 1:
+            raise UserError(where="trend runs", problem=f"must be >= 1, got {self.trend_runs}", fix="e.g. 20")
+
+    @property
+    def active(self) -> bool:
+        """Whether this run compares with a baseline or stores history (else there is nothing to do at the end)."""
+        return self.compare_with is not None
+
+    @property
+    def compare_with(self) -> Path | None:
+        """Where the baseline comes from: --baseline, else the --history folder itself."""
+        return self.baseline if self.baseline is not None else self.history
+
+    @property
+    def effective_rules(self) -> tuple[Rule, ...]:
+        return self.rules or parse_rules(DISPLAY_RULES)
+
+
+def nightly_options(*, baseline: str | None, rules: Sequence[str] | None, history: str | None,
+                    strict_provenance: bool | None, invocation_dir: Path) -> NightlyOptions:
+    """Build the options from the command line (paths relative to where pytest was invoked)."""
+    return NightlyOptions(baseline=None if baseline is None else (invocation_dir / baseline).resolve(),
+                          rules=parse_rules(rules) if rules else (),
+                          history=None if history is None else (invocation_dir / history).resolve(),
+                          strict_provenance=bool(strict_provenance))
+
+
+@dataclass(frozen=True)
+class Baseline:
+    report: Report
+    source: str                              # the file it was read from
+    history: History | None = None           # when it came from a history folder
+    run: HistoryRun | None = None
+
+
+def load_baseline(path: Path) -> tuple[Baseline | None, str]:
+    """The baseline at ``path`` and a note for the summary; ``(None, note)`` when a history folder has none yet."""
+    if path.is_file():
+        return Baseline(report=read_report(path), source=str(path)), f"baseline: {path}"
+    if (path / "report.json").is_file():
+        return Baseline(report=read_report(path / "report.json"), source=str(path / "report.json")), \
+            f"baseline: {path / 'report.json'}"
+    if path.suffix == ".json":
+        raise UserError(where=path, problem="baseline report not found",
+                        fix="give an existing report.json, a report folder or a history folder")
+    history = read_history(path)
+    run = history.latest_clean()
+    if run is None:
+        why = "has no runs yet" if not history.runs else "has no run without unaccepted regressions"
+        skipped = f" ({len(history.skipped)} unreadable file(s) skipped)" if history.skipped else ""
+        return None, f"no baseline: history folder {path} {why}{skipped}; nothing was compared"
+    return (Baseline(report=run.report, source=str(run.path), history=history, run=run),
+            f"baseline: {run.path} (latest clean run of {len(history.runs)})")
+
+
+@dataclass(frozen=True)
+class NightlyOutcome:
+    comparison: Comparison | None
+    fail_on_regression: bool
+    history_file: Path | None = None
+    history: History | None = None           # as read after this run was stored (for trends)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def skipped(self) -> tuple[Skipped, ...]:
+        return self.history.skipped if self.history is not None else ()
+
+    @property
+    def exit_code(self) -> int:
+        """Non-zero only for regressions under --fail-on-regression."""
+        return self.comparison.exit_code if self.fail_on_regression and self.comparison is not None else 0
+
+    def trend_reports(self, *, last: int) -> tuple[Report, ...]:
+        return tuple(run.report for run in self.history.runs[-last:]) if self.history is not None else ()
+
+
+def finish(options: NightlyOptions, baseline: Baseline | None, report: Report, *,
+           notes: Sequence[str] = ()) -> NightlyOutcome:
+    """Compare ``report`` with the baseline and store it in the history folder (when one is set)."""
+    comparison = None
+    if baseline is not None:
+        comparison = compare_reports(report, baseline.report, rules=options.effective_rules, source=baseline.source)
+        if baseline.history is not None:
+            comparison = with_since(comparison, baseline.history, baseline.run)
+    stored = history = None
+    if options.history is not None:
+        stored = write_run(options.history, report, comparison=comparison)
+        history = read_history(options.history)
+    elif baseline is not None and baseline.history is not None:
+        history = baseline.history
+    return NightlyOutcome(comparison=comparison, fail_on_regression=bool(options.rules), history_file=stored,
+                          history=history, notes=tuple(notes))
+
+
+def trend_source(outcome: NightlyOutcome, report: Report, *, last: int) -> tuple[Report, ...]:
+    """The reports to draw trends from: the history (this run included once stored), else this run alone."""
+    reports = outcome.trend_reports(last=last)
+    if outcome.history_file is None:
+        reports = (*reports, report)[-last:]
+    return reports
+
+
+
+def report_sections(outcome: NightlyOutcome, report: Report, *, last: int) -> tuple[list[str], list[str]]:
+    """The markdown and HTML sections this run adds to ``report.md``/``report.html`` (comparison, trends)."""
+    from harness.nightly.history import trends
+    from harness.nightly.render import comparison_html, comparison_markdown, notes_html, notes_markdown
+    from harness.nightly.trends import trends_html, trends_markdown
+
+    markdown, html = [notes_markdown(outcome.notes, outcome.skipped)], [notes_html(outcome.notes, outcome.skipped)]
+    if outcome.comparison is not None:
+        markdown.append(comparison_markdown(outcome.comparison))
+        html.append(comparison_html(outcome.comparison))
+    found = trends(trend_source(outcome, report, last=last), last=last)
+    markdown.append(trends_markdown(found))
+    html.append(trends_html(found))
+    return [m for m in markdown if m], [h for h in html if h]
+
+
+class NightlyRun:
+    """This run's nightly state: the baseline is loaded when built (configure time); :meth:`conclude` runs
+    once the report exists (session end) and keeps the outcome for the exit status and the terminal."""
+
+    def __init__(self, options: NightlyOptions) -> None:
+        self.options = options
+        self.baseline, note = load_baseline(options.compare_with) if options.compare_with else (None, "")
+        self.note = note
+        self.outcome: NightlyOutcome | None = None
+
+    def conclude(self, report: Report) -> tuple[list[str], list[str]]:
+        """Compare, store, and return the report sections (the ``extra`` hook of ReportSession.finish)."""
+        self.outcome = finish(self.options, self.baseline, report, notes=(self.note,) if self.note else ())
+        return report_sections(self.outcome, report, last=self.options.trend_runs)
+
+    @property
+    def exit_code(self) -> int:
+        return self.outcome.exit_code if self.outcome is not None else 0
+
+    def terminal_lines(self) -> list[str]:
+        from harness.nightly.render import comparison_lines, skipped_lines
+
+        if self.outcome is None:
+            return []
+        lines = list(self.outcome.notes)
+        if self.outcome.comparison is not None:
+            lines += comparison_lines(self.outcome.comparison)
+            if self.outcome.comparison.regressions and not self.outcome.fail_on_regression:
+                lines.append("  (shown only: pass --fail-on-regression RULES to fail the run on regressions)")
+        if self.outcome.history_file is not None:
+            lines.append(f"history: stored {self.outcome.history_file}")
+        if self.outcome.skipped:
+            lines.append(f"history: {len(self.outcome.skipped)} unreadable file(s) skipped")
+            lines += skipped_lines(self.outcome.skipped)
+        return lines
+
+
+def options_from(namespace: object, *, invocation_dir: Path) -> NightlyOptions:
+    """:func:`nightly_options` from a parsed pytest namespace (the dests of harness.options.add_nightly_options)."""
+    return nightly_options(baseline=getattr(namespace, "castguard_baseline", None),
+                           rules=getattr(namespace, "castguard_fail_on_regression", None),
+                           history=getattr(namespace, "castguard_history", None),
+                           strict_provenance=getattr(namespace, "castguard_strict_provenance", None),
+                           invocation_dir=invocation_dir)

@@ -1,0 +1,142 @@
+"""Content-hash caches for a sweep's deterministic work: tensor magnitudes and converted models.
+
+Layout under the cache root (``.castguard-cache/`` in the rootdir by default; safe to delete)::
+
+    magnitudes/<key>.json            Magnitudes.to_json()
+    convert/<key>.onnx               the converted model
+    convert/<key>.json               the rest of the ConversionResult, with the .onnx file's sha256
+
+A key is the sha256 of everything the result depends on (:func:`content_key`): the model's sha256, a
+digest of the feeds (:func:`feeds_digest`), the options, and :func:`code_fingerprint` (castguard's
+version and the converter's source), so a changed model, input set, option or converter never reuses an
+entry, and a re-run with nothing changed skips the work.
+
+Concurrency (pytest-xdist): each entry is produced under an exclusive ``flock`` on ``<key>.lock`` (the
+kernel drops it if its holder dies), so two workers never compute the same entry twice; files are written
+to a temporary name in the same folder and renamed into place, so readers never see a partial file.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+import onnx
+
+from harness import __version__
+from harness.convert import ConversionResult, Magnitudes
+from harness.errors import InputDataError, UserError
+from harness.data.recipes import Feed
+
+T = TypeVar("T")
+SCHEMA_VERSION = 1
+
+
+def content_key(*parts: str) -> str:
+    """A stable hex key for an ordered list of strings (no separator ambiguity: hashed as JSON)."""
+    return hashlib.sha256(json.dumps([SCHEMA_VERSION, *parts]).encode()).hexdigest()
+
+
+def feeds_digest(feeds: Sequence[Feed]) -> str:
+    """sha256 of every feed's names, dtypes, shapes and bytes, in iteration order."""
+    digest = hashlib.sha256()
+    for index, feed in enumerate(feeds):
+        for name in sorted(feed):
+            array = np.ascontiguousarray(feed[name])
+            digest.update(f"{index}/{name}/{array.dtype.str}/{array.shape}".encode())
+            digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def code_fingerprint() -> str:
+    """castguard's version plus a hash of the converter's source files, so an edited converter misses."""
+    digest = hashlib.sha256(__version__.encode())
+    folder = Path(__file__).resolve().parents[1] / "convert"
+    for path in sorted(folder.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+class ContentCache:
+    """Reads and writes cache entries under ``root``; see the module docstring."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.fingerprint = code_fingerprint()
+
+    def magnitudes(self, key: str, make: Callable[[], Magnitudes]) -> tuple[Magnitudes, bool]:
+        """The cached magnitudes for ``key``, or ``make()`` them and store them; second item: cache hit."""
+        path = self.root / "magnitudes" / f"{key}.json"
+        with self._locked(path):
+            if path.is_file():
+                try:
+                    return Magnitudes.from_json(path.read_text(encoding="utf-8")), True
+                except (InputDataError, UnicodeDecodeError) as err:
+                    raise self._corrupt(path, err) from err
+            made = make()
+            _atomic_write(path, made.to_json().encode())
+            return made, False
+
+    def conversion(self, key: str, make: Callable[[], ConversionResult]) -> tuple[ConversionResult, bool]:
+        """The cached conversion for ``key``, or ``make()`` it and store it; second item: cache hit."""
+        model_path = self.root / "convert" / f"{key}.onnx"
+        meta_path = model_path.with_suffix(".json")
+        with self._locked(model_path):
+            if meta_path.is_file():
+                return self._read_conversion(model_path, meta_path), True
+            made = make()
+            data = made.model.SerializeToString()
+            meta = {"schema_version": SCHEMA_VERSION, "onnx_sha256": hashlib.sha256(data).hexdigest(),
+                    "low_nodes": list(made.low_nodes), "high_nodes": [list(pair) for pair in made.high_nodes],
+                    "lowp_flop_share": made.lowp_flop_share, "cast_count": made.cast_count,
+                    "clamped": list(made.clamped)}
+            _atomic_write(model_path, data)
+            _atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
+            return made, False
+
+    def _read_conversion(self, model_path: Path, meta_path: Path) -> ConversionResult:
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            data = model_path.read_bytes()
+            if meta.get("schema_version") != SCHEMA_VERSION or meta["onnx_sha256"] != hashlib.sha256(data).hexdigest():
+                raise ValueError("schema version or model hash does not match")
+            return ConversionResult(model=onnx.load_from_string(data), low_nodes=tuple(meta["low_nodes"]),
+                                    high_nodes=tuple((str(a), str(b)) for a, b in meta["high_nodes"]),
+                                    lowp_flop_share=float(meta["lowp_flop_share"]),
+                                    cast_count=int(meta["cast_count"]), clamped=tuple(meta["clamped"]))
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
+            raise self._corrupt(meta_path, err) from err
+
+    def _corrupt(self, path: Path, err: Exception) -> UserError:
+        return UserError(where=path, problem=f"unreadable cache entry ({err})",
+                         fix=f"delete the cache folder {self.root}; castguard rebuilds it")
+
+    @contextmanager
+    def _locked(self, path: Path) -> Iterator[None]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.with_suffix(".lock"), "a+b") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    try:
+        with handle:
+            handle.write(data)     # no fsync: a cache needs atomicity (the rename), not durability
+        os.chmod(handle.name, 0o644)
+        os.replace(handle.name, path)
+    finally:
+        if os.path.exists(handle.name):
+            os.unlink(handle.name)

@@ -1,0 +1,166 @@
+"""One sweep case end to end: convert (cached) -> run -> compare -> :class:`CaseRecord`. No pytest here.
+
+Work shared by every case of a model (its golden, its magnitudes) arrives in a :class:`ModelContext`,
+built once per process by :class:`harness.run.session.AccuracySession`. The record's ``status`` is the verdict:
+
+* ``pass`` / ``fail``: the comparison with the golden, on a runner that really rounds fp16/bf16;
+* ``skip``: the runner cannot judge the case: ORT's CPU provider computes fp16 in fp32 (the comparison is
+  still recorded, with "would pass/fail"), has no bf16 kernels at all, or the runner is unavailable here;
+* ``error``: the case could not run (conversion error, runner error).
+
+A failing case also names the first divergent tensor (:mod:`harness.judge.divergence`). Each case's obtained outputs
+are saved into the report folder for a later recheck.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import onnx
+
+from harness.run.cache import ContentCache, content_key
+from harness.judge.compare import CompareResult, Tolerance, compare_iterations
+from harness.convert import ConversionResult, Magnitudes, convert
+from harness.judge.divergence import first_divergence
+from harness.errors import RunnerError, RunnerUnavailable, UserError
+from harness.data.goldens import Golden
+from harness.data.feeds import cast_feeds, input_specs
+from harness.data.models import ModelSpec
+from harness.report import CaseRecord, Divergence, Timings, output_stats, outputs_relpath, save_outputs
+from harness.report.format import fmt_error
+from harness.runners import make_runner
+from harness.runners.ort import CPU
+from harness.sweep import Case
+from harness.judge.tolerances import TolerancePolicy
+
+
+@dataclass(frozen=True)
+class ModelContext:
+    """What every case of one model shares: the model, its golden and its magnitudes on the golden's feeds."""
+
+    spec: ModelSpec
+    model: onnx.ModelProto
+    golden: Golden
+    golden_path: Path
+    golden_file: str             # the golden's copy in the report folder (relative path)
+    inputs_id: str
+    magnitudes: Magnitudes
+    magnitudes_key: str
+    magnitudes_s: float          # seconds this process spent collecting them (0.0 on a cache hit)
+
+
+@dataclass(frozen=True)
+class CaseSettings:
+    """The run-wide settings a case needs."""
+
+    tolerances: TolerancePolicy = TolerancePolicy()
+    ort_providers: tuple[str, ...] = (CPU,)
+    report_dir: Path = Path("castguard-report")
+
+
+def cannot_judge(case: Case, settings: CaseSettings) -> str | None:
+    """Why the case's runner cannot run it at all (checked before converting), or None."""
+    if case.runner == "ort" and case.precision == "bf16" and settings.ort_providers[0] == CPU:
+        return (f"ort[{CPU}] has no bf16 kernels, so a bf16 model cannot run on it; use --runner emulate "
+                "(or --runner ort with --ort-providers CUDAExecutionProvider on a GPU)")
+    return None
+
+
+def convert_cached(ctx: ModelContext, case: Case, cache: ContentCache) -> tuple[ConversionResult, float, bool]:
+    """The case's conversion (from the cache when nothing changed), seconds spent, and whether it was a hit."""
+    options = case.convert_options()
+    key = content_key("convert", cache.fingerprint, ctx.spec.sha256, ctx.magnitudes_key, repr(options))
+    start = time.perf_counter()
+    result, hit = cache.conversion(key, lambda: convert(ctx.model, options=options, magnitudes=ctx.magnitudes))
+    return result, time.perf_counter() - start, hit
+
+
+def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: ContentCache,
+             first_of_model: bool = False) -> CaseRecord:
+    """Run one case; see the module docstring. ``first_of_model`` charges the magnitudes time to it."""
+    start = time.perf_counter()
+    base = CaseRecord(model=ctx.spec.name, model_sha256=ctx.spec.sha256, case=case, status="error",
+                      runner=case.runner, inputs_id=ctx.inputs_id, golden_file=ctx.golden_file)
+    mags_s = ctx.magnitudes_s if first_of_model else 0.0
+    reason = cannot_judge(case, settings)
+    if reason is not None:
+        return replace(base, status="skip", message=reason, runner=f"ort[{CPU}]",
+                       timings=Timings(magnitudes_s=mags_s, total_s=time.perf_counter() - start))
+    try:
+        conversion, convert_s, hit = convert_cached(ctx, case, cache)
+        base = replace(base, lowp_flop_share=conversion.lowp_flop_share, cast_count=conversion.cast_count,
+                       low_nodes=len(conversion.low_nodes), high_nodes=len(conversion.high_nodes),
+                       notes=("conversion from cache",) if hit else ())
+        providers = settings.ort_providers if case.runner == "ort" else ()
+        runner = make_runner(case.runner, conversion.model, model_dir=ctx.spec.path.parent, providers=providers)
+        result = runner.run(cast_feeds(ctx.golden.feeds, input_specs(conversion.model)))
+    except RunnerUnavailable as err:
+        return replace(base, status="skip", message=str(err),
+                       timings=Timings(magnitudes_s=mags_s, total_s=time.perf_counter() - start))
+    except (UserError, RunnerError) as err:
+        return replace(base, status="error", message=f"{ctx.spec.name} [{case.id}] could not run: {err}",
+                       timings=Timings(magnitudes_s=mags_s, total_s=time.perf_counter() - start))
+    compare_start = time.perf_counter()
+    tolerances = settings.tolerances.tolerances_for(precision=case.precision, goldens=ctx.golden.outputs)
+    comparison = compare_iterations(result.outputs, ctx.golden.outputs, tolerances=tolerances, default=Tolerance())
+    compare_s = time.perf_counter() - compare_start
+    relpath = outputs_relpath(ctx.spec.name, ctx.inputs_id, case.id)
+    save_outputs(settings.report_dir, relpath, result.outputs)
+    record = replace(base, runner=result.runner, rounds_low_precision=result.rounds_low_precision,
+                     outputs=output_stats(comparison, ctx.golden.outputs), outputs_file=relpath)
+    if not result.rounds_low_precision:
+        record = replace(record, status="skip", message=(
+            f"{result.runner} computes {case.precision} in fp32; not a low-precision oracle - use --runner "
+            f"emulate (recorded: {'would pass' if comparison else 'would fail'})"))
+    elif comparison:
+        record = replace(record, status="pass")
+    else:
+        divergence = first_divergence(ctx.model, conversion.model, ctx.golden.feeds, precision=case.precision,
+                                      policy=settings.tolerances, model_dir=ctx.spec.path.parent)
+        record = replace(record, status="fail", first_divergent=divergence,
+                         message=failure_message(ctx, case, comparison, conversion, result.runner, divergence))
+    timings = Timings(magnitudes_s=mags_s, convert_s=convert_s, infer_s=result.seconds, compare_s=compare_s,
+                      total_s=time.perf_counter() - start + mags_s)
+    return replace(record, timings=timings)
+
+
+def failure_message(ctx: ModelContext, case: Case, comparison: CompareResult, conversion: ConversionResult,
+                    runner: str, divergence: Divergence | None) -> str:
+    """What failed, by how much, where it started, and what to do about it."""
+    low, high, share = conversion.low_nodes, conversion.high_nodes, conversion.lowp_flop_share
+    summary = "\n".join("  " + line for line in comparison.summary().splitlines())
+    options = case.convert_options()
+    settings = (f"low_precision_type={options.low_precision_type!r}, data_max={options.data_max:g}, "
+                f"init_max={options.init_max:g}, op_types_to_exclude={list(options.op_types_to_exclude)}, "
+                f"keep_io_types={options.keep_io_types}"
+                + (f", node_precisions={dict(options.node_precisions)}" if options.node_precisions else "")
+                + (", fp32_accumulation=True" if options.fp32_accumulation else ""))
+    worst = max((o for o in comparison.outputs if not o.passed), key=lambda o: o.max_rel, default=None)
+    head = f"{ctx.spec.name} [{case.id}] does not match its FP32 golden on {runner}:"
+    if worst is not None:
+        head += f" output {worst.name!r} max_rel {fmt_error(worst.max_rel)}"
+    if divergence is not None:
+        head += f", diverges first at {divergence.tensor!r} ({divergence.op})"
+    lines = [head, summary,
+             f"  golden: {ctx.golden_path}",
+             f"  conversion: {settings}; {len(low)} node(s) in {case.precision}, {len(high)} kept in fp32, "
+             f"{share:.0%} of FLOPs in {case.precision}"]
+    model_file = ctx.spec.path.name
+    if divergence is not None:
+        lines.append(f"  first divergent tensor: {divergence.tensor!r} from node {divergence.node!r} "
+                     f"({divergence.op}), max_abs {fmt_error(divergence.max_abs)}, "
+                     f"max_rel {fmt_error(divergence.max_rel)}")
+        exclude = f"--nodes_to_exclude {divergence.node}"
+    else:
+        lines.append("  first divergent tensor: none beyond tolerance before the outputs")
+        exclude = "--nodes_to_exclude NAME"
+    if options.node_precisions:
+        lines.append(f"  fix: this case forces node precisions ({', '.join(f'{k}:{v}' for k, v in options.node_precisions)}"
+                     "); drop or change them (--node-precisions), or keep the nodes that feed the divergent tensor "
+                     "in fp32")
+    else:
+        lines.append(f"  fix: keep the sensitive nodes in fp32 (castguard convert --onnx_path {model_file} {exclude} "
+                     "/ --op_types_to_exclude OP, or a lower --data_max), or, if this error is acceptable, loosen "
+                     f"[tool.castguard.tolerances] {case.precision}")
+    return "\n".join(lines)

@@ -1,0 +1,202 @@
+"""The accuracy workflow behind ``pytest --model``: goldens, the sweep's cases, verdicts (no pytest here).
+
+:class:`AccuracySession` is built once per pytest process from a :class:`HarnessConfig`; it resolves and loads
+every model and makes its feeds up front (bad models, input files or options are user errors before any test
+runs) and expands the sweep into :class:`SweepCase` objects (model x :class:`harness.sweep.Case`). Per model
+it loads the golden and collects the magnitudes once (on the golden's feeds, through the on-disk
+:class:`~harness.run.cache.ContentCache`), then :func:`harness.run.case.run_case` runs each case. Every check
+returns an :class:`Outcome` for the suite to turn into pass/fail/skip; low-precision outcomes carry the
+case's :class:`~harness.report.CaseRecord` for the report.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal, cast
+
+import onnx
+
+from harness.run.cache import ContentCache, content_key, feeds_digest
+from harness.run.case import CaseSettings, ModelContext, run_case
+from harness.judge.compare import CompareResult, Tolerance, compare_iterations
+from harness.config import HarnessConfig
+from harness.data.drift import check_golden_provenance, installed_versions
+from harness.errors import UserError
+from harness.data.goldens import Golden, GoldenStore, ensure_golden
+from harness.data.recipes import Feed, InputRecipe, describe_inputs, make_feeds, recipe_for_file
+from harness.data.models import ModelSpec, load_model, resolve_model
+from harness.report import CaseRecord, golden_relpath, save_outputs
+from harness.runners import make_runner
+from harness.runners.ort import CPU
+from harness.sweep import Case, expand
+
+GOLDEN_PRODUCER = f"ort[{CPU}]"
+# FP32 rerun of the golden inputs: only kernel-order noise is allowed (fp32 eps is 1.2e-7).
+FP32_TOLERANCE = Tolerance(atol=1e-5, rtol=1e-4)
+Status = Literal["pass", "fail", "skip", "error"]
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A resolved, checked model with its input recipe and the feeds that recipe makes (validated)."""
+
+    spec: ModelSpec
+    model: onnx.ModelProto
+    recipe: InputRecipe
+    feeds: list[Feed]
+
+
+@dataclass(frozen=True)
+class SweepCase:
+    """One low-precision test: a model and one point of the sweep."""
+
+    model: str
+    case: Case
+
+    @property
+    def id(self) -> str:
+        return f"{self.model}-{self.case.id}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a suite test reports: ``fail``/``error`` -> pytest.fail, ``skip`` -> pytest.skip."""
+
+    status: Status
+    message: str = ""
+    comparison: CompareResult | None = None
+    runner: str = ""
+    record: CaseRecord | None = None
+
+
+def default_recipe(spec: ModelSpec, config: HarnessConfig, *, bundled_dir: Path) -> InputRecipe:
+    """The input recipe for a model: the user's options, else a bundled model's own inputs or ranges."""
+    if config.inputs_file is not None:
+        return recipe_for_file(config.inputs_file, seed=config.seed)
+    is_bundled = spec.path.is_relative_to(bundled_dir.resolve())
+    if is_bundled and not config.val_ranges and not config.input_shapes:
+        import test_models
+
+        bundled_inputs = test_models.default_inputs(spec.name)
+        if bundled_inputs is not None:
+            return recipe_for_file(bundled_inputs, seed=config.seed)
+        ranges = tuple((n, lo, hi) for n, (lo, hi) in sorted(test_models.default_val_ranges(spec.name).items()))
+        return InputRecipe(seed=config.seed, iterations=config.iterations, val_ranges=ranges)
+    return InputRecipe(seed=config.seed, iterations=config.iterations, val_ranges=config.val_ranges,
+                       input_shapes=config.input_shapes)
+
+
+class AccuracySession:
+    """Per-process state of one accuracy run; see the module docstring."""
+
+    def __init__(self, config: HarnessConfig, *, bundled_dir: Path, strict_provenance: bool = False) -> None:
+        self.config = config
+        self.strict_provenance = strict_provenance   # --strict-provenance: golden version drift is an error
+        self.store = GoldenStore(config.goldens_dir)
+        self.models: dict[str, LoadedModel] = {}
+        for ref in config.models:
+            spec = resolve_model(ref, search_dir=bundled_dir)
+            if spec.name in self.models:
+                raise _duplicate(ref, spec, self.models[spec.name].spec)
+            model = load_model(spec.path)
+            recipe = default_recipe(spec, config, bundled_dir=bundled_dir)
+            feeds = make_feeds(model, recipe, where=str(spec.path))
+            self.models[spec.name] = LoadedModel(spec=spec, model=model, recipe=recipe, feeds=feeds)
+        self.cases = [SweepCase(name, case) for name in self.models for case in expand(config.sweep)]
+        self.cache = ContentCache(config.cache_dir)
+        self.settings = CaseSettings(tolerances=config.tolerances, ort_providers=config.ort_providers,
+                                     report_dir=config.report_dir)
+        self._goldens: dict[str, Golden] = {}
+        self._contexts: dict[str, ModelContext] = {}
+        self._updated: set[str] = set()
+
+    def golden(self, name: str, *, allow_update: bool) -> tuple[Golden, Path | None]:
+        """The model's golden; writes it when missing (or once per session with --update-goldens)."""
+        loaded = self.models[name]
+        update = allow_update and self.config.update_goldens and name not in self._updated
+        if name in self._goldens and not update:
+            return self._goldens[name], None
+        golden, written = ensure_golden(self.store, loaded.spec, loaded.recipe, update=update,
+                                        produce=lambda: produce_golden(loaded))
+        if written is not None:   # read back: the sidecar adds versions, sha256s and the recipe to ``meta``
+            golden = self.store.load(loaded.spec, loaded.recipe)
+        if update:
+            self._updated.add(name)
+        self._goldens[name] = golden
+        return golden, written
+
+    def check_fp32_golden(self, name: str) -> Outcome:
+        """Ensure the golden exists and ORT FP32 still reproduces it on its own inputs."""
+        golden, written = self.golden(name, allow_update=True)
+        if written is not None:
+            return Outcome("fail", _written_message(self.models[name], written, golden))
+        loaded = self.models[name]
+        result = make_runner("ort", loaded.model, model_dir=loaded.spec.path.parent).run(golden.feeds)
+        comparison = compare_iterations(result.outputs, golden.outputs, tolerances={}, default=FP32_TOLERANCE)
+        if comparison:
+            return Outcome("pass", comparison=comparison, runner=result.runner)
+        path = self.store.path_for(loaded.spec, loaded.recipe)
+        return Outcome("fail", f"{name}: ORT FP32 no longer reproduces its golden\n{comparison.summary()}\n"
+                               f"  golden: {path} (made by {golden.meta.get('producer')}, "
+                               f"onnxruntime {golden.meta.get('versions', {}).get('onnxruntime')})\n"
+                               f"  fix: if the runtime change is expected, rewrite it: "
+                               f"pytest --model {name} --update-goldens", comparison=comparison, runner=result.runner)
+
+    def context(self, name: str, golden: Golden) -> tuple[ModelContext, bool]:
+        """The model's shared case context (built once per process); second item: built by this call."""
+        if name in self._contexts:
+            return self._contexts[name], False
+        from harness.convert import collect_magnitudes
+
+        loaded = self.models[name]
+        key = content_key("magnitudes", self.cache.fingerprint, loaded.spec.sha256, feeds_digest(golden.feeds))
+        start = time.perf_counter()
+        magnitudes, hit = self.cache.magnitudes(key, lambda: collect_magnitudes(loaded.model, feeds=golden.feeds))
+        seconds = 0.0 if hit else time.perf_counter() - start
+        golden_file = golden_relpath(name, loaded.recipe.id)
+        save_outputs(self.config.report_dir, golden_file, golden.outputs)
+        self._contexts[name] = ModelContext(spec=loaded.spec, model=loaded.model, golden=golden,
+                                            golden_path=self.store.path_for(loaded.spec, loaded.recipe),
+                                            golden_file=golden_file, inputs_id=loaded.recipe.id,
+                                            magnitudes=magnitudes, magnitudes_key=key, magnitudes_s=seconds)
+        return self._contexts[name], True
+
+    def check_low_precision(self, sweep_case: SweepCase) -> Outcome:
+        """Convert, run on the case's runner, compare with the golden; the outcome carries the record."""
+        name, case = sweep_case.model, sweep_case.case
+        loaded = self.models[name]
+        try:
+            golden, written = self.golden(name, allow_update=False)
+            if written is not None:
+                return Outcome("fail", _written_message(loaded, written, golden))
+            ctx, first = self.context(name, golden)
+            drift = check_golden_provenance(golden.meta, current=installed_versions(), strict=self.strict_provenance,
+                                            golden=ctx.golden_path)
+        except UserError as err:
+            record = CaseRecord(model=name, model_sha256=loaded.spec.sha256, case=case, status="error",
+                                runner=case.runner, inputs_id=loaded.recipe.id, message=str(err))
+            return Outcome("error", str(err), record=record)
+        record = run_case(ctx, case, settings=self.settings, cache=self.cache, first_of_model=first)
+        record = replace(record, notes=(*drift, *record.notes))   # golden provenance drift, on every case
+        return Outcome(cast(Status, record.status), record.message, runner=record.runner, record=record)
+
+
+def produce_golden(loaded: LoadedModel) -> Golden:
+    """Run the recipe's feeds on ORT CPU FP32."""
+    result = make_runner("ort", loaded.model, model_dir=loaded.spec.path.parent).run(loaded.feeds)
+    meta = {"producer": result.runner, "inputs": describe_inputs(loaded.model, loaded.recipe, loaded.feeds)}
+    return Golden(feeds=loaded.feeds, outputs=result.outputs, meta=meta)
+
+
+def _duplicate(ref: str, spec: ModelSpec, other: ModelSpec) -> UserError:
+    if spec.path == other.path:
+        return UserError(where=f"--model {ref}", problem="model given twice", fix="pass each model once")
+    return UserError(where=f"--model {ref}", problem=f"name {spec.name!r} is also used by {other.path}; goldens "
+                     "are stored by name", fix="rename one of the files")
+
+
+def _written_message(loaded: LoadedModel, path: Path, golden: Golden) -> str:
+    return (f"{loaded.spec.name}: golden written (it was missing, or --update-goldens): {path}\n"
+            f"  {len(golden.feeds)} iteration(s) from {loaded.recipe.id}, produced by {golden.meta.get('producer')}\n"
+            f"  fix: review it, commit it, and rerun: `pytest --model {loaded.spec.name}` then compares against it")

@@ -1,0 +1,294 @@
+"""Targeted search for inputs on which a converted model stops matching its FP32 golden (no pytest here).
+
+:class:`Judge` runs one feed through the FP32 model (ORT CPU, the golden producer) and through the
+converted model on a rounding runner (``emulate``), and compares with the precision-aware tolerances.
+:func:`search` asks Hypothesis for the minimal failing feed (``hypothesis.find``); every tried feed reports
+``target(error / tolerance)`` so the search climbs toward the worst input. :func:`save_finding` writes the
+shrunk feed (``.npz``, in the FP32 model's dtypes, so ``--inputs`` can take it too) and a ``.json`` sidecar
+with everything a replay needs; ``castguard replay FILE.npz`` reruns it exactly.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from random import Random
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import ml_dtypes
+import numpy as np
+import onnx
+from hypothesis import find, settings, target
+from hypothesis.errors import NoSuchExample
+from hypothesis.strategies import SearchStrategy
+
+from harness.judge.compare import CompareResult, Tolerance, compare_outputs
+from harness.convert import ConvertOptions, Magnitudes, convert
+from harness.dtypes import BFLOAT16, LOW_TYPES, bf16_to_bits, np_dtype
+from harness.errors import InputDataError, UserError
+from harness.data.feeds import Feed, cast_feeds, input_specs, load_feed_file, validate_feeds
+from harness.data.models import load_model
+from harness.runners import Runner, make_runner
+from harness.judge.tolerances import TolerancePolicy
+
+if TYPE_CHECKING:
+    from harness.run.session import AccuracySession, SweepCase
+
+SCHEMA_VERSION = 1
+SCORE_CAP = 1e6
+"""``target()`` needs a finite number: inf/NaN mismatches and zero-tolerance outputs score this much."""
+TARGET_LABEL = "max error / tolerance"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One feed's comparison. ``score`` = max over outputs of min(max_abs/atol, max_rel/rtol): above 1,
+    some output is over both tolerances somewhere; it is what the search maximises."""
+
+    comparison: CompareResult
+    score: float
+    golden_finite: bool
+
+    @property
+    def failed(self) -> bool:
+        """Only a finite golden can be missed; an FP32 overflow is not a low-precision failure."""
+        return self.golden_finite and not self.comparison.passed
+
+
+def score(comparison: CompareResult) -> float:
+    worst = 0.0 if comparison.passed else 1.0
+    for out in comparison.outputs:
+        ratios = [value / limit if limit > 0 else (math.inf if value > 0 else 0.0)
+                  for value, limit in ((out.max_abs, out.tolerance.atol), (out.max_rel, out.tolerance.rtol))]
+        worst = max(worst, min(ratios) if not any(math.isnan(r) for r in ratios) else SCORE_CAP)
+    return min(worst, SCORE_CAP)
+
+
+class Judge:
+    """FP32 golden vs converted model, one feed at a time; both sessions stay open inside ``with``.
+
+    Feeds are in the converted model's input dtypes; the golden gets them widened exactly to its own.
+    """
+
+    def __init__(self, model: onnx.ModelProto, converted: onnx.ModelProto, *, precision: str,
+                 policy: TolerancePolicy = TolerancePolicy(), runner: str = "emulate",
+                 model_dir: Path | None = None) -> None:
+        self.precision, self.policy = precision, policy
+        self._golden_specs = input_specs(model)
+        self._golden: Runner = make_runner("ort", model, model_dir=model_dir)
+        self._low: Runner = make_runner(runner, converted, model_dir=model_dir)
+
+    def __enter__(self) -> Judge:
+        self._golden.activate()
+        try:
+            self._low.activate()
+        except BaseException:
+            self._golden.deactivate()
+            raise
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._low.deactivate()
+        self._golden.deactivate()
+
+    def golden_feed(self, feed: Feed) -> Feed:
+        return cast_feeds([feed], self._golden_specs)[0]
+
+    def __call__(self, feed: Feed) -> Verdict:
+        golden = self._golden.infer(self.golden_feed(feed))
+        obtained = self._low.infer(feed)
+        tolerances = self.policy.tolerances_for(precision=self.precision, goldens=[golden])
+        comparison = compare_outputs(obtained, golden, tolerances=tolerances, default=Tolerance())
+        finite = all(bool(np.isfinite(np.asarray(v, dtype=np.float64)).all()) for v in golden.values()
+                     if np.asarray(v).dtype.kind == "f")
+        return Verdict(comparison=comparison, score=score(comparison), golden_finite=finite)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one search did: how many feeds it tried, the best score seen, and the shrunk failure if any."""
+
+    examples: int
+    best_score: float
+    feed: Feed | None = None
+    verdict: Verdict | None = None
+
+
+def search(judge: Judge, feeds: SearchStrategy[Feed], *, profile: settings | None = None,
+           seed: int | None = None, database_key: bytes | None = None) -> Outcome:
+    """The minimal failing feed of ``feeds`` (Hypothesis ``find``: search, target, shrink), or none.
+
+    ``profile`` defaults to the loaded Hypothesis profile; ``seed`` makes a run reproducible under a
+    profile that is not derandomized; ``database_key`` (:func:`database_key`) keeps one entry per search.
+    """
+    tried = 0
+    best = 0.0
+
+    def fails(feed: Feed) -> bool:
+        nonlocal tried, best
+        verdict = judge(feed)
+        tried += 1
+        best = max(best, verdict.score)
+        target(verdict.score, label=TARGET_LABEL)
+        return verdict.failed
+
+    try:
+        found = find(feeds, fails, settings=settings(profile, deadline=None),
+                     random=Random(seed) if seed is not None else None, database_key=database_key)
+    except NoSuchExample:
+        return Outcome(examples=tried, best_score=best)
+    return Outcome(examples=tried, best_score=best, feed=found, verdict=judge(found))
+
+
+def database_key(*parts: str) -> bytes:
+    return hashlib.sha256("\0".join(("castguard-adversarial", *parts)).encode()).digest()
+
+
+@dataclass(frozen=True)
+class Saved:
+    npz: Path
+    sidecar: Path
+    command: str
+
+
+def save_finding(outcome: Outcome, judge: Judge, *, directory: Path, stem: str, model_path: Path,
+                 options: ConvertOptions, magnitudes: Magnitudes | None, runner: str = "emulate",
+                 hypothesis_note: str = "") -> Saved:
+    """Write ``<directory>/<stem>.npz`` (the feed, widened to the FP32 model's dtypes; bf16 as uint16 bits)
+    and ``<stem>.json`` (model, options, magnitudes, verdict); return the replay command."""
+    if outcome.feed is None or outcome.verdict is None:
+        raise ValueError("save_finding needs an outcome with a failing feed")
+    directory.mkdir(parents=True, exist_ok=True)
+    npz, sidecar = directory / f"{stem}.npz", directory / f"{stem}.json"
+    wide = judge.golden_feed(outcome.feed)
+    arrays = {k: bf16_to_bits(v) if v.dtype == BFLOAT16 else v for k, v in wide.items()}
+    np.savez(npz, allow_pickle=False, **arrays)
+    command = f"castguard replay {shlex.quote(str(npz))}"
+    doc = {"schema_version": SCHEMA_VERSION, "model": str(model_path.resolve()),
+           "model_sha256": hashlib.sha256(model_path.read_bytes()).hexdigest(), "runner": runner,
+           "options": dataclasses.asdict(options), "tolerances": dataclasses.asdict(judge.policy),
+           "magnitudes": json.loads(magnitudes.to_json()) if magnitudes is not None else None,
+           "score": outcome.verdict.score, "examples": outcome.examples, "hypothesis": hypothesis_note,
+           "summary": outcome.verdict.comparison.summary(), "replay": command}
+    sidecar.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    return Saved(npz=npz, sidecar=sidecar, command=command)
+
+
+@dataclass(frozen=True)
+class CaseSearch:
+    """An adversarial search over one sweep case: what ran, and the saved failure (if one was found)."""
+
+    outcome: Outcome
+    domain: str
+    saved: Saved | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome.verdict is not None and self.outcome.verdict.failed
+
+
+def cast_limits(converted: onnx.ModelProto, *, given: Sequence[tuple[str, float, float]] = ()
+                ) -> tuple[tuple[str, float, float], ...]:
+    """Ranges for graph inputs the converted model casts down to fp16/bf16 (keep_io_types): the low type's
+    finite range, so that the search does not just overflow the model's first Cast. Inputs covered by a
+    ``given`` range (named, or any unnamed one) get none."""
+    if any(not name for name, _, _ in given):
+        return ()
+    named = {name for name, _, _ in given}
+    inputs = {v.name for v in converted.graph.input} - {i.name for i in converted.graph.initializer}
+    limits: dict[str, float] = {}
+    for node in converted.graph.node:
+        to = next((a.i for a in node.attribute if a.name == "to"), None) if node.op_type == "Cast" else None
+        if to in LOW_TYPES and node.input[0] in inputs and node.input[0] not in named:
+            high = float(ml_dtypes.finfo(np_dtype(to)).max)  # type: ignore[no-untyped-call]
+            limits[node.input[0]] = min(limits.get(node.input[0], high), high)
+    return tuple((name, -high, high) for name, high in sorted(limits.items()))
+
+
+def search_case(session: AccuracySession, sweep_case: SweepCase, *, profile: settings | None = None,
+                hypothesis_note: str = "") -> CaseSearch:
+    """Search the sweep case's conversion (magnitudes and conversion shared with the sweep) on ``emulate``,
+    over ``--val-range``/``--input-shapes`` (no range: everything the converted inputs can hold)."""
+    from harness.run.case import convert_cached
+    from harness.search.strategies import feeds
+
+    name, case = sweep_case.model, sweep_case.case
+    golden, _ = session.golden(name, allow_update=False)
+    ctx, _ = session.context(name, golden)
+    conversion, _, _ = convert_cached(ctx, case, session.cache)
+    config = session.config
+    val_ranges = (*cast_limits(conversion.model, given=config.val_ranges), *config.val_ranges)
+    strategy = feeds(conversion.model, val_ranges=val_ranges, input_shapes=config.input_shapes)
+    domain = ", ".join(f"{n or 'all inputs'}:[{lo:g},{hi:g}]" for n, lo, hi in val_ranges) + \
+        "; other inputs: every value their dtype holds" if val_ranges else "every value the converted inputs hold"
+    with Judge(ctx.model, conversion.model, precision=case.precision, policy=config.tolerances,
+               model_dir=ctx.spec.path.parent) as judge:
+        outcome = search(judge, strategy, profile=profile,
+                         database_key=database_key(ctx.spec.sha256, repr(case.convert_options()), domain))
+        if outcome.feed is None or not (outcome.verdict and outcome.verdict.failed):
+            return CaseSearch(outcome=outcome, domain=domain)
+        saved = save_finding(outcome, judge, directory=config.report_dir / "adversarial" / name, stem=case.id,
+                             model_path=ctx.spec.path, options=case.convert_options(),
+                             magnitudes=ctx.magnitudes, hypothesis_note=hypothesis_note)
+    return CaseSearch(outcome=outcome, domain=domain, saved=saved)
+
+
+def failure_message(sweep_case: SweepCase, found: CaseSearch) -> str:
+    """What the suite prints for a found failure: the shrunk input, the comparison, the files, the fixes."""
+    outcome, saved = found.outcome, found.saved
+    assert outcome.feed is not None and outcome.verdict is not None and saved is not None
+    arrays_text = [f"  {k} ({v.dtype}, shape {list(v.shape)}) = "
+                   + np.array2string(np.asarray(v, dtype=np.float64), threshold=64, separator=", ",
+                                     max_line_width=110).replace("\n", "\n    ") for k, v in outcome.feed.items()]
+    summary = "\n".join("  " + line for line in outcome.verdict.comparison.summary().splitlines())
+    return "\n".join([
+        f"{sweep_case.model} [{sweep_case.case.id}]: Hypothesis found an input on which the converted model "
+        f"misses its FP32 golden on emulate ({outcome.examples} inputs tried; shrunk; search domain: {found.domain}):",
+        *arrays_text, summary, f"  saved: {saved.npz} (+ {saved.sidecar.name})", f"  replay: {saved.command}",
+        "  fix: keep the nodes that break in fp32 (see the sweep case's first divergent tensor), or, if such "
+        "inputs cannot occur, narrow the search with --val-range NAME:[lo,hi]"])
+
+
+def _tuples(value: Any) -> Any:
+    """JSON lists back to the tuples the frozen dataclasses hold."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def replay(npz: Path) -> Verdict:
+    """Rerun a saved finding: same model (checked by sha256), options, magnitudes, feed and runner."""
+    sidecar = npz.with_suffix(".json")
+    try:
+        doc = json.loads(sidecar.read_text())
+        if doc.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(f"schema_version {doc.get('schema_version')!r}, expected {SCHEMA_VERSION}")
+        model_path = Path(doc["model"])
+        options = ConvertOptions(**{k: _tuples(v) for k, v in doc["options"].items()})
+        policy = TolerancePolicy(**{k: _tuples(v) for k, v in doc["tolerances"].items()})
+        mags = Magnitudes.from_json(json.dumps(doc["magnitudes"])) if doc["magnitudes"] is not None else None
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise InputDataError(where=sidecar, problem=f"cannot read the finding's sidecar: {err}",
+                             fix="keep the .json that save_finding wrote next to the .npz") from err
+    model = load_model(model_path)
+    if hashlib.sha256(model_path.read_bytes()).hexdigest() != doc["model_sha256"]:
+        raise InputDataError(where=model_path, problem="the model changed since the finding was saved",
+                             fix="rerun the adversarial search on the current model")
+    converted = convert(model, options=options, magnitudes=mags).model
+    feed = validate_feeds(load_feed_file(npz), input_specs(model), where=str(npz))[0]
+    with Judge(model, converted, precision=options.low_precision_type, policy=policy, runner=doc["runner"],
+               model_dir=model_path.parent) as judge:
+        return judge(cast_feeds([feed], input_specs(converted))[0])
+
+
+def replay_command(npz: Path) -> int:
+    """``castguard replay FILE.npz``: exit 1 when the failure reproduces, 0 when not (user errors raise)."""
+    verdict = replay(npz)
+    print(verdict.comparison.summary())
+    print(f"{'FAILS' if verdict.failed else 'passes'} (error/tolerance score {verdict.score:.3g})")
+    return 1 if verdict.failed else 0

@@ -1,0 +1,1 @@
+"""castguard's own tests; ``tests.helpers`` holds shared builders (not tests)."""

@@ -1,0 +1,1 @@
+"""Model builders and sample data shared by the tests (no tests here)."""

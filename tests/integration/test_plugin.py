@@ -1,0 +1,114 @@
+"""The pytest plugin end to end, with pytester: collection, goldens lifecycle, config precedence, usage errors."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.helpers.graphs import cancellation_model, mlp_model, save
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    save(mlp_model(), pytester.path / "models" / "mlp.onnx")
+    pytester.makepyfile(test_own="def test_own():\n    assert 1 + 1 == 2\n")
+    return pytester
+
+
+# One sweep point (of the default 24) keeps these plugin tests fast; the sweep itself is tested in test_sweep_suite.py.
+ONE_CASE = ("--precision", "fp16", "--data-max", "512", "--exclude-ops", "none", "--keep-io-types", "false")
+CASE = "fp16-dmax512-imax65504-excl_none-keepio0"
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("-p", "no:cacheprovider", "-rs", *ONE_CASE, *args)
+
+
+def test_model_runs_the_suite_and_writes_the_golden_once(project: pytest.Pytester) -> None:
+    first = _run(project, "--model", "models/mlp.onnx")
+    first.assert_outcomes(passed=1, failed=1)
+    first.stdout.fnmatch_lines(["*test_fp32_golden*mlp*", "*golden written*goldens/mlp/seed0-it1-*.npz*"])
+    assert "test_own" not in first.stdout.str()
+    assert list((project.path / "goldens" / "mlp").glob("*.json"))
+    second = _run(project, "--model", "models/mlp.onnx", "-v")
+    second.assert_outcomes(passed=2)
+    second.stdout.fnmatch_lines(["*test_fp32_golden?mlp? PASSED*", f"*test_low_precision?mlp-{CASE}-emulate? PASSED*"])
+
+
+def test_plain_pytest_runs_the_projects_own_tests(project: pytest.Pytester) -> None:
+    _run(project).assert_outcomes(passed=1)
+
+
+def test_explicit_paths_are_respected_with_model(project: pytest.Pytester) -> None:
+    _run(project, "--model", "models/mlp.onnx", "test_own.py").assert_outcomes(passed=1)
+
+
+def test_stale_golden_then_update(project: pytest.Pytester) -> None:
+    _run(project, "--model", "models/mlp.onnx")
+    save(mlp_model(seed=5), project.path / "models" / "mlp.onnx")
+    stale = _run(project, "--model", "models/mlp.onnx")
+    stale.assert_outcomes(failed=2)
+    stale.stdout.fnmatch_lines(["*never reused for a different model*", "*fix: *--update-goldens*"])
+    assert "Traceback" not in stale.stdout.str()
+    _run(project, "--model", "models/mlp.onnx", "--update-goldens").assert_outcomes(passed=1, failed=1)
+    _run(project, "--model", "models/mlp.onnx").assert_outcomes(passed=2)
+
+
+def test_pyproject_defaults_and_cli_override(project: pytest.Pytester) -> None:
+    project.makepyprojecttoml('[tool.castguard]\nrunners = ["reference", "emulate"]\ngoldens_dir = "gold"\nseed = 7\n')
+    result = _run(project, "--model", "models/mlp.onnx", "--collect-only", "-q")
+    result.stdout.fnmatch_lines([f"*mlp-{CASE}-reference*", f"*mlp-{CASE}-emulate*"])
+    override = _run(project, "--model", "models/mlp.onnx", "--runner", "ort")
+    override.assert_outcomes(failed=1, skipped=1)
+    override.stdout.fnmatch_lines(["*gold/mlp/seed7-it1-*", "*computes fp16 in fp32; not a low-precision oracle*"])
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--model", "mnst"], "did you mean 'mnist'"),
+    (["--model", "models/mlp.onnx", "--runner", "gpu"], "unknown runner"),
+    (["--model", "models/mlp.onnx", "--val-range", "z:[0,1]"], "no input named 'z'"),
+    (["--model", "models/mlp.onnx", "--val-range", "x:[2,1"], "cannot parse"),
+])
+def test_usage_errors_are_one_message(project: pytest.Pytester, args: list[str], message: str) -> None:
+    result = _run(project, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert err.lstrip().startswith("ERROR: ") and message in err and "fix:" in err
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_bundled_model_by_name_uses_its_default_inputs(pytester: pytest.Pytester) -> None:
+    result = _run(pytester, "--model", "mnist.onnx", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*test_fp32_golden[[]mnist[]]*", f"*test_low_precision[[]mnist-{CASE}-emulate[]]*"])
+
+
+def test_xdist_workers_share_goldens_safely(project: pytest.Pytester) -> None:
+    save(mlp_model(seed=3), project.path / "models" / "other.onnx")
+    args = ["--model", "models/mlp.onnx", "--model", "models/other.onnx", "--runner", "emulate",
+            "--runner", "reference", "-n", "2", "-p", "no:cacheprovider", *ONE_CASE]
+    first = project.runpytest_subprocess(*args)
+    outcomes = first.parseoutcomes()
+    assert outcomes.get("failed", 0) >= 2 and not outcomes.get("error")
+    second = project.runpytest_subprocess(*args)
+    second.assert_outcomes(passed=6)
+    assert len(list(Path(project.path, "goldens").glob("*/*.npz"))) == 2
+
+
+def test_low_precision_failure_message_and_ort_cpu_is_not_an_oracle(pytester: pytest.Pytester) -> None:
+    save(cancellation_model(), pytester.path / "cancel.onnx")
+    args = ["--model", "cancel.onnx", "--val-range", "x:[-0.5,0.5]", "--runner", "emulate", "--runner", "ort"]
+    _run(pytester, *args)
+    result = _run(pytester, *args)
+    result.assert_outcomes(passed=1, failed=1, skipped=1)
+    result.stdout.fnmatch_lines([
+        f"*cancel [[]{CASE}-emulate[]] does not match its FP32 golden on emulate: output 'y' max_rel 1.00e+00, "
+        "diverges first at 'y' (Sub)",
+        "  output 'y' FAIL: * element(s) over tolerance",
+        "*/16 (*%) elements outside atol=* rtol=* [[]elemwise[]]*would pass with atol>=*",
+        "*golden: *goldens/cancel/seed0-it1-*.npz",
+        "*conversion: low_precision_type='fp16', data_max=512, *; 2 node(s) in fp16*",
+        "*first divergent tensor: 'y' from node 'sub' (Sub)*",
+        "*fix: keep the sensitive nodes in fp32*",
+        "*SKIPPED*ort[[]CPUExecutionProvider[]] computes fp16 in fp32; not a low-precision oracle*would pass*",
+    ])

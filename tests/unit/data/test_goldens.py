@@ -1,0 +1,147 @@
+"""Golden store: layout, round trip, missing/stale/corrupt, atomic and concurrent writes."""
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from tests.helpers.graphs import mlp_model, save
+
+from harness.errors import GoldenCorrupt, GoldenError, GoldenMissing, GoldenStale
+from harness.data.goldens import Golden, GoldenStore, ensure_golden
+from harness.data.recipes import InputRecipe
+from harness.data.models import ModelSpec, resolve_model
+
+RECIPE = InputRecipe(seed=1, iterations=2)
+
+
+def _golden(scale: float = 1.0) -> Golden:
+    feeds = [{"x": np.full((1, 8), i * scale, np.float32)} for i in range(2)]
+    outputs = [{"y": np.full((1, 4), i + 0.5, np.float32), "h": np.arange(3, dtype=np.float32)} for i in range(2)]
+    return Golden(feeds=feeds, outputs=outputs, meta={"producer": "ort[CPUExecutionProvider]",
+                                                      "inputs": {"seed": 1}})
+
+
+@pytest.fixture
+def spec(tmp_path: Path) -> ModelSpec:
+    return resolve_model(str(save(mlp_model(), tmp_path / "models" / "mlp.onnx")), search_dir=tmp_path)
+
+
+def test_round_trip_layout_and_sidecar(tmp_path: Path, spec: ModelSpec) -> None:
+    store = GoldenStore(tmp_path / "goldens")
+    path = store.write(spec, RECIPE, _golden())
+    assert path == tmp_path / "goldens" / "mlp" / f"{RECIPE.id}.npz"
+    with np.load(path, allow_pickle=False) as data:
+        assert sorted(data.files) == ["input/0/x", "input/1/x", "output/0/h", "output/0/y", "output/1/h", "output/1/y"]
+    meta = json.loads(path.with_suffix(".json").read_text())
+    assert meta["schema_version"] == 1 and meta["model_sha256"] == spec.sha256
+    assert meta["producer"] == "ort[CPUExecutionProvider]" and meta["inputs"]["id"] == RECIPE.id
+    assert {"onnx", "onnxruntime", "numpy"} <= set(meta["versions"])
+    golden = store.load(spec, RECIPE)
+    np.testing.assert_array_equal(golden.feeds[1]["x"], _golden().feeds[1]["x"])
+    np.testing.assert_array_equal(golden.outputs[0]["h"], np.arange(3))
+    assert not list(path.parent.glob("*.tmp")) and not list(path.parent.glob("*.lock"))
+
+
+def test_identical_goldens_are_identical_bytes(tmp_path: Path, spec: ModelSpec) -> None:
+    a = GoldenStore(tmp_path / "a").write(spec, RECIPE, _golden())
+    b = GoldenStore(tmp_path / "b").write(spec, RECIPE, _golden())
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_bf16_arrays_survive(tmp_path: Path, spec: ModelSpec) -> None:
+    golden = _golden()
+    golden.outputs[0]["y"] = np.array([1.5, -3.0], ml_dtypes.bfloat16)
+    store = GoldenStore(tmp_path)
+    store.write(spec, RECIPE, golden)
+    back = store.load(spec, RECIPE).outputs[0]["y"]
+    assert back.dtype == np.dtype(ml_dtypes.bfloat16) and back.tolist() == [1.5, -3.0]
+
+
+def test_missing(tmp_path: Path, spec: ModelSpec) -> None:
+    with pytest.raises(GoldenMissing, match="pytest --model mlp"):
+        GoldenStore(tmp_path).load(spec, RECIPE)
+
+
+def test_stale_golden_names_the_fix(tmp_path: Path, spec: ModelSpec) -> None:
+    store = GoldenStore(tmp_path / "g")
+    store.write(spec, RECIPE, _golden())
+    save(mlp_model(seed=9), spec.path)
+    changed = resolve_model(str(spec.path), search_dir=tmp_path)
+    with pytest.raises(GoldenStale) as err:
+        store.load(changed, RECIPE)
+    text = str(err.value)
+    assert "never reused" in text and "--update-goldens" in text and spec.sha256[:12] in text
+
+
+@pytest.mark.parametrize("damage", ["json", "schema", "npz", "mismatch", "extra-key"])
+def test_corrupt_goldens_are_errors(tmp_path: Path, spec: ModelSpec, damage: str) -> None:
+    store = GoldenStore(tmp_path)
+    path = store.write(spec, RECIPE, _golden())
+    side = path.with_suffix(".json")
+    meta = json.loads(side.read_text())
+    if damage == "json":
+        side.write_text("{not json")
+    elif damage == "schema":
+        side.write_text(json.dumps({**meta, "schema_version": 99}))
+    elif damage == "npz":
+        path.write_bytes(path.read_bytes()[:40])
+        side.write_text(json.dumps({**meta, "npz_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}))
+    elif damage == "mismatch":
+        GoldenStore(tmp_path / "other").write(spec, RECIPE, _golden(scale=2.0)).replace(path)
+    else:
+        np.savez(path, **{"input/0/x": np.zeros(1), "output/0/y": np.zeros(1), "weird": np.zeros(1)})
+        side.write_text(json.dumps({**meta, "npz_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}))
+    with pytest.raises(GoldenCorrupt) as err:
+        store.load(spec, RECIPE)
+    assert "fix:" in str(err.value)
+
+
+def test_ensure_writes_once_then_loads(tmp_path: Path, spec: ModelSpec) -> None:
+    store = GoldenStore(tmp_path)
+    calls = []
+
+    def produce() -> Golden:
+        calls.append(1)
+        return _golden()
+
+    _, written = ensure_golden(store, spec, RECIPE, update=False, produce=produce)
+    assert written is not None
+    golden, written = ensure_golden(store, spec, RECIPE, update=False, produce=produce)
+    assert written is None and len(calls) == 1 and len(golden.feeds) == 2
+    _, written = ensure_golden(store, spec, RECIPE, update=True, produce=produce)
+    assert written is not None and len(calls) == 2
+
+
+def test_lock_timeout_is_a_clear_error(tmp_path: Path, spec: ModelSpec) -> None:
+    store = GoldenStore(tmp_path, lock_timeout_s=0.2)
+    lock = store.path_for(spec, RECIPE).with_suffix(".lock")
+    lock.parent.mkdir(parents=True)
+    lock.write_text("12345")
+    with pytest.raises(GoldenError, match="delete the lock file"):
+        store.load(spec, RECIPE)
+
+
+def _worker(root: str, model_path: str, queue: multiprocessing.Queue) -> None:
+    spec = resolve_model(model_path, search_dir=Path(root))
+    _, written = ensure_golden(GoldenStore(Path(root) / "goldens"), spec, RECIPE, update=False, produce=_golden)
+    queue.put(written is not None)
+
+
+def test_concurrent_writers_do_not_race(tmp_path: Path, spec: ModelSpec) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(str(tmp_path), str(spec.path), queue)) for _ in range(4)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(60)
+        assert proc.exitcode == 0
+    wrote = sorted(queue.get(timeout=5) for _ in procs)
+    assert wrote == [False, False, False, True]
+    golden = GoldenStore(tmp_path / "goldens").load(spec, RECIPE)
+    assert len(golden.outputs) == 2

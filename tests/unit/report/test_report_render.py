@@ -1,0 +1,108 @@
+"""report.md and report.html: every case shown, failing first, hostile text escaped, edge cases drawn."""
+from __future__ import annotations
+
+import base64
+import math
+import re
+from html.parser import HTMLParser
+
+import pytest
+from tests.helpers.report_samples import HOSTILE, PROVENANCE, SHA, hostile_report, output_stats, sample_report
+
+from harness.report import CaseRecord, Report
+from harness.report.render_html import render_html
+from harness.report.render_md import md_code, render_markdown
+from harness.sweep import Case
+
+
+@pytest.fixture(scope="module")
+def sample() -> Report:
+    return sample_report()
+
+
+@pytest.fixture(scope="module")
+def sample_html(sample: Report) -> str:
+    return render_html(sample)
+
+
+def test_markdown_lists_every_case_with_failing_first(sample: Report) -> None:
+    text = render_markdown(sample)
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert len(rows) == len(sample.cases)
+    for case in sample.cases:
+        assert f"`{case.case_id}`" in text
+    mnist_rows = [r for r in rows if "-emulate` |" in r][:3]
+    assert [r.split(" | ")[1] for r in mnist_rows] == ["ERROR", "FAIL", "FAIL"]
+    assert "## `mnist`: 24 cases: 21 pass, 2 fail, 1 error" in text
+    assert "**Legend.**" in text and "| inf |" in text
+
+
+def test_markdown_never_lets_names_break_the_table(sample: Report) -> None:
+    text = render_markdown(hostile_report())
+    row = next(line for line in text.splitlines() if line.startswith("| `fp16"))
+    assert len(re.split(r"(?<!\\)\|", row)) == 10    # 8 cells: every pipe from the hostile names is escaped
+    assert "<script>" not in row.replace("``<script>", "")
+    assert md_code("a`b|c\nd", in_table=True) == "``a`b\\|c d``"
+    assert md_code("x|y", in_table=False) == "`x|y`"
+
+
+class _Collector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.text: list[str] = []
+        self.images: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if tag == "img":
+            self.images.append(dict(attrs)["src"] or "")
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def _parse(html: str) -> _Collector:
+    collector = _Collector()
+    collector.feed(html)
+    return collector
+
+
+def test_html_is_self_contained_with_every_case_and_both_plots(sample: Report, sample_html: str) -> None:
+    page = _parse(sample_html)
+    text = "".join(page.text)
+    for case in sample.cases:
+        assert case.case_id in text
+    assert len(page.images) == 2 * len(sample.models)
+    for src in page.images:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1]).startswith(b"\x89PNG\r\n\x1a\n")
+    assert not re.search(r"""(src|href)=["'](?!data:|#)""", sample_html)      # nothing fetched from outside
+    assert "Pareto front" in text and "Provenance" in text and "Failing cases" in text
+    assert "ConversionError: step validate" in text                              # failing-case details
+
+
+def test_html_escapes_hostile_text() -> None:
+    html = render_html(hostile_report())
+    assert "<script>" not in html
+    page = _parse(html)
+    assert "script" not in page.tags
+    assert HOSTILE.split("\n")[0] in "".join(page.text)
+
+
+def test_single_case_with_nan_error_and_unmeasured_case_render() -> None:
+    nan_case = CaseRecord(model="tiny", model_sha256=SHA, case=Case(), status="fail", message="NaN everywhere",
+                          outputs=(output_stats("y", math.nan, passed=False),), lowp_flop_share=1.0, cast_count=0)
+    for record in (nan_case, CaseRecord(model="tiny", model_sha256=SHA, case=Case(), status="skip",
+                                        message="runner trt unavailable")):
+        report = Report.build([record], created="2026-01-01T00:00:00+00:00", provenance=PROVENANCE)
+        text = "".join(_parse(render_html(report)).text)
+        assert record.case_id in text and "1 case" in text
+        assert record.case_id in render_markdown(report)
+    assert "inf" in render_markdown(Report.build([nan_case], created="t", provenance=PROVENANCE))
+
+
+def test_empty_report_renders() -> None:
+    report = Report.build([], created="t", provenance=PROVENANCE)
+    assert "0 cases" in render_markdown(report)
+    assert "0 cases" in render_html(report)

@@ -1,0 +1,86 @@
+"""Runner lifecycle, registry, provenance and bf16 I/O (emulate has its own file)."""
+from __future__ import annotations
+
+import importlib.util
+
+import ml_dtypes
+import numpy as np
+import pytest
+from tests.helpers.graphs import make_model, mlp_model
+from onnx import TensorProto, helper
+
+from harness.errors import InputDataError, RunnerError, RunnerUnavailable, UserError
+from harness.runners import RUNNER_NAMES, make_runner
+
+X = np.linspace(-1, 1, 8, dtype=np.float32).reshape(1, 8)
+
+
+@pytest.mark.parametrize(("name", "label", "rounds"), [
+    ("ort", "ort[CPUExecutionProvider]", False), ("emulate", "emulate", True), ("reference", "reference", True)])
+def test_run_records_the_producer(name: str, label: str, rounds: bool) -> None:
+    result = make_runner(name, mlp_model()).run([{"x": X}, {"x": -X}])
+    assert result.runner == label and result.rounds_low_precision is rounds
+    assert len(result.outputs) == 2 and result.outputs[0]["y"].shape == (1, 4)
+    assert result.seconds >= 0.0
+
+
+def test_fp32_runners_agree_on_an_fp32_model() -> None:
+    outs = {n: make_runner(n, mlp_model()).run([{"x": X}]).outputs[0]["y"] for n in ("ort", "emulate", "reference")}
+    np.testing.assert_allclose(outs["emulate"], outs["ort"], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(outs["reference"], outs["ort"], rtol=1e-5, atol=1e-5)
+
+
+def test_lifecycle_is_enforced() -> None:
+    runner = make_runner("ort", mlp_model())
+    with pytest.raises(RunnerError, match="activate"):
+        runner.infer({"x": X})
+    with runner:
+        assert runner.is_active
+        with pytest.raises(RunnerError, match="twice"):
+            runner.activate()
+        np.testing.assert_allclose(runner.infer({"x": X})["y"], runner.infer({"x": X})["y"])
+    assert not runner.is_active
+
+
+def test_infer_validates_the_feed() -> None:
+    with make_runner("ort", mlp_model()) as runner:
+        with pytest.raises(InputDataError, match="dtype float64"):
+            runner.infer({"x": X.astype(np.float64)})
+        with pytest.raises(InputDataError, match="names do not match"):
+            runner.infer({"input": X})
+
+
+def test_unknown_runner_is_a_user_error() -> None:
+    with pytest.raises(UserError, match="use one of: ort, emulate, reference, trt"):
+        make_runner("tensorrt", mlp_model())
+    assert RUNNER_NAMES == ("ort", "emulate", "reference", "trt")
+
+
+def test_missing_provider_is_unavailable_not_a_crash() -> None:
+    runner = make_runner("ort", mlp_model(), providers=["NoSuchExecutionProvider"])
+    assert runner.name == "ort[NoSuchExecutionProvider]" and runner.rounds_low_precision
+    with pytest.raises(RunnerUnavailable, match="NoSuchExecutionProvider"):
+        runner.run([{"x": X}])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorrt") is not None, reason="TensorRT is installed here")
+def test_trt_without_tensorrt_is_unavailable() -> None:
+    with pytest.raises(RunnerUnavailable):
+        make_runner("trt", mlp_model()).run([{"x": X}])
+
+
+def test_ort_bf16_io_travels_as_uint16_bits() -> None:
+    bf16 = TensorProto.BFLOAT16
+    model = make_model([helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0])], [("x", bf16, [2, 3])],
+                       [("y", bf16, [3, 2])])
+    x = np.array([[1.5, -2.25, 3e38], [0.1, 7.0, -0.0]], dtype=ml_dtypes.bfloat16)
+    y = make_runner("ort", model).run([{"x": x}]).outputs[0]["y"]
+    assert y.dtype == np.dtype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(y.view(np.uint16), x.T.view(np.uint16))
+
+
+def test_ort_error_while_running_is_a_runner_error() -> None:
+    model = make_model([helper.make_node("Reshape", ["x", "s"], ["y"])],
+                       [("x", TensorProto.FLOAT, [2, 3]), ("s", TensorProto.INT64, [2])], [("y", TensorProto.FLOAT, ["a", "b"])])
+    with pytest.raises(RunnerError, match="onnxruntime failed while running"):
+        make_runner("ort", model).run([{"x": np.zeros((2, 3), np.float32), "s": np.array([4, 4], np.int64)}])
