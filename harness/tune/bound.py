@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.compare import Tolerance, compare_iterations
+from harness.judge.compare import Tolerance, compare_iterations
 from harness.errors import UserError
-from harness.tolerances import TolerancePolicy
+from harness.judge.tolerances import TolerancePolicy
 
 DEFAULT_MAX_ERROR: dict[str, float] = {"fp16": 1e-3, "bf16": 1e-2}
 Outputs = Sequence[Mapping[str, np.ndarray]]

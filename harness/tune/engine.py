@@ -28,8 +28,8 @@ from harness.convert.calibration import load_calibration, random_feeds
 from harness.convert.initializers import LOW_MAX
 from harness.convert.io import load_model
 from harness.errors import UserError
-from harness.input_files import Feed
-from harness.models import model_sha256
+from harness.data.feeds import Feed
+from harness.data.models import model_sha256
 from harness.tune.bound import Bound
 from harness.tune.memo import TuneCache, TuneMemo, tune_key
 from harness.tune.oracle import Evaluation, Oracle, Setup, exact, fp32_outputs

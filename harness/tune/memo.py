@@ -16,10 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.cache import code_fingerprint, content_key, feeds_digest
+from harness.run.cache import code_fingerprint, content_key, feeds_digest
 from harness.convert import ConvertOptions
 from harness.errors import UserError
-from harness.input_files import Feed
+from harness.data.feeds import Feed
 from harness.tune.bound import Bound
 from harness.tune.probe import Sensitivity
 

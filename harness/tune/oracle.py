@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 
 from harness.convert import ConversionResult, ConvertOptions, Magnitudes, convert
-from harness.input_files import Feed, cast_feeds, input_specs
+from harness.data.feeds import Feed, cast_feeds, input_specs
 from harness.runners import make_runner
 from harness.tune.bound import Bound, Measurement, measure
 

@@ -27,7 +27,7 @@ from harness.convert import ConvertOptions, Magnitudes
 from harness.convert.flops import node_flops
 from harness.convert.graphinfo import build_info
 from harness.convert.opset import prepare
-from harness.input_files import Feed
+from harness.data.feeds import Feed
 from harness.runners.ort import CPU, create_session, run_session
 
 FLOAT = TensorProto.FLOAT

@@ -18,9 +18,9 @@ import onnx
 from hypothesis import HealthCheck, Phase, find, settings, target
 from hypothesis.errors import NoSuchExample
 
-from harness.input_files import Feed, cast_feeds, input_specs
+from harness.data.feeds import Feed, cast_feeds, input_specs
 from harness.runners import make_runner
-from harness.strategies import feeds as feed_strategy
+from harness.search.strategies import feeds as feed_strategy
 from harness.tune.bound import Bound, measure
 
 _CAP = 1e6
