@@ -96,28 +96,41 @@ def tune(onnx_path: Path, *, options: ConvertOptions, reference: ReferenceData, 
          progress: Progress | None = None) -> TuneOutcome:
     """Search the plan; see the module docstring. UserError for bad input, an unreachable bound or a spent budget."""
     start = time.perf_counter()
-    bound = settings.bound
-    if bound.precision != options.low_precision_type:
-        raise UserError(where="Bound.precision", problem=f"{bound.precision} bound for a {options.low_precision_type} "
-                        "conversion", fix="build the Bound with the conversion's precision")
     model = load_model(onnx_path)
-    sha = model_sha256(onnx_path)
     magnitudes = collect_magnitudes(model, calibration_data=reference.calibration_data,
                                     input_shapes=reference.input_shapes, providers=reference.providers,
                                     seed=reference.seed, trt_plugins=reference.trt_plugins)
     feeds = load_feeds(model, reference)
-    goldens = fp32_outputs(model, feeds, model_dir=onnx_path.parent)
-    bound.check_outputs(list(goldens[0]))
-    convert_mags = None if math.isinf(options.data_max) else magnitudes   # as convert_path does
-    base = convert(model, options=options, magnitudes=convert_mags)
+    setup = Setup(model=model, options=options, magnitudes=magnitudes, feeds=feeds, bound=settings.bound,
+                  goldens=fp32_outputs(model, feeds, model_dir=onnx_path.parent), model_dir=onnx_path.parent,
+                  use_magnitudes=not math.isinf(options.data_max))   # as convert_path does
+    return tune_setup(setup, model_path=onnx_path, sha256=model_sha256(onnx_path), settings=settings,
+                      reference=reference, progress=progress, start=start)
+
+
+def candidates_of(setup: Setup) -> tuple[ConversionResult, list[str]]:
+    """The base conversion and its candidates: low nodes the user did not force low."""
+    base = setup.convert(())
     ops = {n.name: n.op_type for n in base.model.graph.node}
-    forced = _forced_low(options, list(base.low_nodes), ops)
-    candidates = [n for n in base.low_nodes if n not in forced]
+    forced = _forced_low(setup.options, list(base.low_nodes), ops)
+    return base, [n for n in base.low_nodes if n not in forced]
+
+
+def tune_setup(setup: Setup, *, model_path: Path, sha256: str, settings: TuneSettings,
+               reference: ReferenceData | None, progress: Progress | None = None,
+               start: float | None = None) -> TuneOutcome:
+    """The search on a ready :class:`Setup` (the harness passes its goldens and magnitudes);
+    ``reference`` None: no ``castguard convert`` replay line (in-memory data)."""
+    start = time.perf_counter() if start is None else start
+    options, bound = setup.options, settings.bound
+    if bound != setup.bound or bound.precision != options.low_precision_type:
+        raise UserError(where="Bound.precision", problem=f"{bound.precision} bound for a {options.low_precision_type} "
+                        "conversion", fix="build the Bound with the conversion's precision")
+    bound.check_outputs(list(setup.goldens[0]))
+    base, candidates = candidates_of(setup)
     cache = TuneCache(settings.cache_dir) if settings.cache_dir is not None else None
-    key = tune_key(model_sha256=sha, options=options, feeds=feeds, bound=bound)
+    key = tune_key(model_sha256=sha256, options=options, feeds=setup.feeds, bound=bound)
     memo = cache.load(key) if cache is not None else TuneMemo()
-    setup = Setup(model=model, options=options, magnitudes=magnitudes, feeds=feeds, goldens=goldens, bound=bound,
-                  model_dir=onnx_path.parent, use_magnitudes=convert_mags is not None)
     best: list[Evaluation] = []
 
     def heard(evaluation: Evaluation, spent: int) -> None:
@@ -128,8 +141,8 @@ def tune(onnx_path: Path, *, options: ConvertOptions, reference: ReferenceData, 
 
     def ranking() -> list[str]:
         if memo.sensitivity is None or set(memo.sensitivity.local) != set(candidates):
-            memo.sensitivity = measure_sensitivity(model, options=options, magnitudes=magnitudes,
-                                                   candidates=candidates, feeds=feeds)
+            memo.sensitivity = measure_sensitivity(setup.model, options=options, magnitudes=setup.magnitudes,
+                                                   candidates=candidates, feeds=setup.feeds)
         return rank(candidates, memo.sensitivity)
 
     oracle = Oracle(setup, budget=settings.budget, memo=memo.evaluations, on_eval=heard)
@@ -141,21 +154,22 @@ def tune(onnx_path: Path, *, options: ConvertOptions, reference: ReferenceData, 
     final = setup.convert(result.best.kept)
     found = None
     if settings.stress_examples:
-        found = stress(model, final.model, bound=bound, calibration=feeds, examples=settings.stress_examples,
-                       seed=settings.seed, model_dir=onnx_path.parent)
+        found = stress(setup.model, final.model, bound=bound, calibration=setup.feeds,
+                       examples=settings.stress_examples, seed=settings.seed, model_dir=setup.model_dir)
     kept = tuple(n for n in candidates if n in result.best.kept)
     excludes = tuple(exact(n) for n in kept)
+    replay = () if reference is None else convert_args(
+        replace(options, nodes_to_exclude=(*options.nodes_to_exclude, *excludes)), reference,
+        onnx_path=str(model_path), output_path=settings.output_path)
     plan = Plan(
-        model=str(onnx_path), model_sha256=sha, castguard_version=__version__,
+        model=str(model_path), model_sha256=sha256, castguard_version=__version__,
         low_precision_type=options.low_precision_type, bound=bound.describe(), kept_fp32=kept,
         why={n: _why(n, oracle, result, memo.sensitivity) for n in kept},
         range_fp32={n: reason for n, reason in base.high_nodes}, candidates=len(candidates),
         evaluations=oracle.spent, evaluations_cached=oracle.reused, complete=result.complete,
         error=dict(result.best.measurement.errors), top1=dict(result.best.measurement.top1),
         lowp_flop_share=final.lowp_flop_share, all_low_error=dict(result.all_low.measurement.errors),
-        seconds=time.perf_counter() - start, data_source=magnitudes.data_source,
-        convert_args=convert_args(replace(options, nodes_to_exclude=(*options.nodes_to_exclude, *excludes)),
-                                  reference, onnx_path=str(onnx_path), output_path=settings.output_path),
+        seconds=time.perf_counter() - start, data_source=setup.magnitudes.data_source, convert_args=replay,
         nodes_to_exclude=excludes, adversarial=found.to_json() if found is not None else {"examples": 0})
     return TuneOutcome(conversion=final, plan=plan, search=result, sensitivity=memo.sensitivity, stress=found)
 
