@@ -53,6 +53,8 @@ class HarnessConfig:
     tolerances: TolerancePolicy = TolerancePolicy()
     report_dir: Path = Path("castguard-report")
     cache_dir: Path = Path(".castguard-cache")
+    tune: bool = False
+    """``--tune`` / ``[tool.castguard] tune = true``: add a tuned case per precision."""
 
     @property
     def runners(self) -> tuple[str, ...]:
@@ -147,6 +149,10 @@ def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
         return {key: (base / _strings(value, where=where)[0]).resolve()}
     if key == "update_goldens":
         return {"update_goldens": bool(value)}
+    if key == "tune":
+        if not isinstance(value, bool):
+            raise UserError(where=where, problem=f"expected true or false, got {value!r}", fix="write tune = true")
+        return {"tune": value}
     if key == "val_ranges":
         return {"val_ranges": tuple(parse_val_range(v) for v in _strings(value, where=where))}
     if key == "input_shapes":

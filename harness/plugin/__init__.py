@@ -7,7 +7,8 @@ repository. The work is done by :mod:`harness.run.session` (checks) and :mod:`ha
 hooks only wire them in:
 
 * ``pytest_configure``: config + :class:`AccuracySession` + :class:`ReportSession` into ``config.stash``;
-* ``pytest_generate_tests``: ``castguard_model`` x models, ``castguard_case`` x (models x sweep cases);
+* ``pytest_generate_tests``: ``castguard_model`` x models, ``castguard_case`` x (models x sweep cases),
+  ``castguard_tuned_case`` x (models x precisions) with ``--tune``;
 * ``pytest_runtest_makereport``: a suite test's :class:`CaseRecord` (left by :func:`castguard_record`)
   is settled (xfail/xpass) and added to this process's case file;
 * ``pytest_sessionfinish`` (the controller under xdist): merge and write the report; the nightly run
@@ -101,6 +102,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "castguard_case" in metafunc.fixturenames:
         cases = session.cases if session else []
         metafunc.parametrize("castguard_case", cases, ids=[c.id for c in cases])
+    if "castguard_tuned_case" in metafunc.fixturenames:
+        tuned = session.tuned_cases if session else []
+        metafunc.parametrize("castguard_tuned_case", tuned, ids=[c.id for c in tuned])
 
 
 @pytest.fixture

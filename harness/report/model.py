@@ -107,6 +107,7 @@ class CaseRecord:
     outputs_file: str | None = None
     golden_file: str | None = None
     notes: tuple[str, ...] = ()            # e.g. provenance drift of the goldens
+    kept_fp32: tuple[tuple[str, str], ...] = ()   # tuned cases: (node, why) for each node the plan keeps FP32
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

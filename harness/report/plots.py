@@ -60,6 +60,12 @@ def error_vs_share_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
                 ax.scatter([100 * c.lowp_flop_share for c in group], [y_of(c) for c in group],  # type: ignore[operator]
                            c=PRECISION_COLOURS.get(precision, "grey"), marker=marker, s=46, alpha=0.8,
                            edgecolors="white", linewidths=0.5, zorder=3)
+    for case in (c for c in points if c.case.tuned):
+        x, y = 100 * case.lowp_flop_share, y_of(case)  # type: ignore[operator]
+        ax.scatter([x], [y], marker="*", s=260, facecolors="none", edgecolors=PRECISION_COLOURS.get(
+            case.case.precision, "grey"), linewidths=1.4, zorder=5)
+        ax.annotate(f"tuned {case.case.precision}", (x, y), xytext=(-10 if x > 85 else 10, -12),
+                    textcoords="offset points", fontsize=8, ha="right" if x > 85 else "left")
     front = [group[0] for group in front_points(points)]
     xs = [100 * c.lowp_flop_share for c in front]  # type: ignore[operator]
     ys = [y_of(c) for c in front]
@@ -90,6 +96,7 @@ def error_vs_share_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
 
 def pass_by_data_max_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     """Plot 2: a precision x data_max grid; each cell shows passed/judged cases, coloured by pass rate."""
+    cases = [c for c in cases if not c.case.tuned]   # a tuned plan is not a point of the data_max grid
     precisions = [p for p in PRECISIONS if any(c.case.precision == p for c in cases)]
     limits = sorted({c.case.data_max for c in cases})
     fig = Figure(figsize=(max(3.6, 1.25 * len(limits) + 1.4), 0.8 * max(len(precisions), 1) + 1.3), dpi=100)
@@ -127,7 +134,9 @@ def _legends(ax: object, precisions: list[str], statuses: list[str]) -> None:
     shape = [Line2D([], [], color="dimgrey", marker=STATUS_MARKERS.get(s, "o"), linestyle="", label=s)
              for s in statuses]
     ring = [Line2D([], [], marker="o", markersize=11, markerfacecolor="none", markeredgecolor="black",
-                   linestyle="--", color="black", label="Pareto front")]
+                   linestyle="--", color="black", label="Pareto front"),
+            Line2D([], [], marker="*", markersize=12, markerfacecolor="none", markeredgecolor="black",
+                   linestyle="", label="tuned plan")]
     ax.legend(handles=colour + shape + ring, loc="upper left", fontsize=8, framealpha=0.85)  # type: ignore[attr-defined]
 
 
