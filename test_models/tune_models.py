@@ -34,8 +34,9 @@ def _model(nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], inputs: l
     return model
 
 
-def residual_cancel(width: int = 32, seed: int = 0) -> onnx.ModelProto:
-    """x [1,width] -> a = x@Wa (|a| ~ 100-400), d = x@Wd (|d| ~ 0.05), r = a + d, c = r - a, y = c@Wy."""
+def residual_cancel(width: int = 32, seed: int = 0, *, second_cancel: bool = False) -> onnx.ModelProto:
+    """x [1,width] -> a = x@Wa (|a| ~ 100-400), d = x@Wd (|d| ~ 0.05), r = a + d, c = r - a, y = c@Wy.
+    ``second_cancel`` (a "new model version"): y = (c@Wy + 300) - 300, one more cancellation after the head."""
     rng = np.random.default_rng(seed)
     wa = rng.uniform(-1, 1, (width, width)) * (300.0 / np.sqrt(width))
     wd = rng.uniform(-1, 1, (width, width)) * (0.05 / np.sqrt(width))
@@ -44,8 +45,13 @@ def residual_cancel(width: int = 32, seed: int = 0) -> onnx.ModelProto:
              helper.make_node("MatMul", ["x", "Wd"], ["d"], name="proj_d"),
              helper.make_node("Add", ["a", "d"], ["r"], name="residual_add"),
              helper.make_node("Sub", ["r", "a"], ["c"], name="cancel_sub"),
-             helper.make_node("MatMul", ["c", "Wy"], ["y"], name="head")]
-    return _model(nodes, [_init("Wa", wa), _init("Wd", wd), _init("Wy", wy)],
+             helper.make_node("MatMul", ["c", "Wy"], ["y0" if second_cancel else "y"], name="head")]
+    inits = [_init("Wa", wa), _init("Wd", wd), _init("Wy", wy)]
+    if second_cancel:
+        nodes += [helper.make_node("Add", ["y0", "shift"], ["y1"], name="shift_add"),
+                  helper.make_node("Sub", ["y1", "shift"], ["y"], name="unshift_sub")]
+        inits.append(_init("shift", np.full((8,), 300.0)))
+    return _model(nodes, inits,
                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, width])],
                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])], "residual_cancel")
 

@@ -3,10 +3,11 @@
 The plan of each (model, inputs, precision) is stored beside the goldens
 (``goldens/<model>/<inputs-id>.tuned-<precision>.plan.json``, committed like them):
 
-* no stored plan (or ``--update-goldens``): tune on the golden's feeds and magnitudes, write the plan, pass;
+* no stored plan: tune on the golden's feeds and magnitudes, write the plan, pass;
 * a stored plan: rebuild it on the current model and measure it (one evaluation). It passes while it meets its
   bound. When it stops meeting it (a new model version), the case fails as a regression: castguard re-tunes the
-  current model and the message names the node(s) to move to FP32 (and those that may go back to low precision).
+  current model and the message names the node(s) to move to FP32 (and those that may go back to low precision);
+  with ``--update-goldens`` the re-tuned plan replaces the stored one (and the case fails once, like a golden).
 
 The verdict is the bound (normalized max error per output on ``emulate``); the record also carries the
 harness's per-output statistics so the report can put the tuned plan on the error-vs-share plot.
@@ -64,52 +65,53 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
     setup = Setup(model=ctx.model, options=case.convert_options(), magnitudes=ctx.magnitudes, feeds=golden.feeds,
                   goldens=golden.outputs, bound=bound, model_dir=ctx.spec.path.parent)
     path = plan_path(session, sweep_case)
-    stored = None if session.config.update_goldens else _stored(path)
+    stored = _stored(path)
     settings = TuneSettings(bound=bound, cache_dir=session.config.cache_dir, stress_examples=STRESS_EXAMPLES)
-    status: Status = "pass"
     notes: list[str] = []
-    message = ""
-    if stored is not None:
-        present = {n.name for n in setup.convert(()).model.graph.node}
-        old_kept = [str(n) for n in cast(list[object], stored["kept_fp32"])]
-        check = Oracle(setup, budget=1).evaluate([n for n in old_kept if n in present])
-        gone = [n for n in old_kept if n not in present]
-        if gone:
-            notes.append(f"stored plan names nodes this model no longer has: {', '.join(gone)}")
-        if check.passed:
-            why = cast(dict[str, str], stored.get("why", {}))
-            kept = tuple((n, why.get(n, "") or f"kept by the stored plan {path.name}") for n in old_kept if n in present)
-            conversion = setup.convert([n for n, _ in kept])
-            notes.append(f"stored tuned plan {path} still meets its bound")
-            return _record(session, sweep_case, setup, conversion, kept, "pass", "", notes, start)
+    if stored is None:
         outcome = tune_setup(setup, model_path=ctx.spec.path, sha256=ctx.spec.sha256, settings=settings,
                              reference=None)
-        new_kept = outcome.plan.kept_fp32
-        move = [n for n in new_kept if n not in old_kept]
-        back = [n for n in old_kept if n not in new_kept and n in present]
-        worst = check.measurement.worst_output()
-        status = "fail"
-        message = (f"{name} [{case.id}]: the tuned plan {path} (model {str(stored.get('model_sha256', ''))[:12]}) "
-                   f"no longer meets its bound on this model version ({loaded.spec.sha256[:12]}): output {worst!r} "
-                   f"error {check.measurement.error_of(worst):.3g} > {bound.limit(worst):.3g}\n"
-                   f"  move to FP32: {', '.join(move) or '(none: the re-tuned plan keeps fewer nodes)'}"
-                   + (f"\n  may go back to {case.precision}: {', '.join(back)}" if back else "")
-                   + f"\n  re-tuned plan: {len(new_kept)} node(s) FP32, error "
-                   + ", ".join(f"{k} {v:.3g}" for k, v in outcome.plan.error.items())
-                   + "\n  fix: review the moves and accept the new plan: pytest --model "
-                   f"{name} --tune --update-goldens (rewrites {path})")
-        kept = tuple((n, ("MOVE TO FP32: " if n in move else "") + outcome.plan.why.get(n, "")) for n in new_kept)
-        return _record(session, sweep_case, setup, outcome.conversion, kept, status, message, notes, start)
+        write_atomic(path, outcome.plan.to_json())
+        notes.append(f"tuned plan written: {path} ({outcome.plan.evaluations} evaluations, "
+                     f"{outcome.plan.evaluations_cached} from cache); commit it beside the goldens")
+        if outcome.stress is not None and outcome.stress.failing_feed is not None:
+            notes.append(f"adversarial: {outcome.stress.examples} Hypothesis inputs in {outcome.stress.domain} found "
+                         f"one over the bound (error/bound {outcome.stress.worst_ratio:.3g}); the bound holds on the "
+                         "golden inputs only")
+        kept = tuple((n, outcome.plan.why.get(n, "")) for n in outcome.plan.kept_fp32)
+        return _record(session, sweep_case, setup, outcome.conversion, kept, "pass", "", notes, start)
+    present = {n.name for n in setup.convert(()).model.graph.node}
+    old_kept = [str(n) for n in cast(list[object], stored["kept_fp32"])]
+    check = Oracle(setup, budget=1).evaluate([n for n in old_kept if n in present])
+    gone = [n for n in old_kept if n not in present]
+    if gone:
+        notes.append(f"stored plan names nodes this model no longer has: {', '.join(gone)}")
+    if check.passed:
+        why = cast(dict[str, str], stored.get("why", {}))
+        kept = tuple((n, why.get(n, "") or f"kept by the stored plan {path.name}") for n in old_kept if n in present)
+        notes.append(f"stored tuned plan {path} still meets its bound")
+        return _record(session, sweep_case, setup, setup.convert([n for n, _ in kept]), kept, "pass", "", notes,
+                       start)
     outcome = tune_setup(setup, model_path=ctx.spec.path, sha256=ctx.spec.sha256, settings=settings, reference=None)
-    write_atomic(path, outcome.plan.to_json())
-    notes.append(f"tuned plan written: {path} ({outcome.plan.evaluations} evaluations, "
-                 f"{outcome.plan.evaluations_cached} from cache); commit it beside the goldens")
-    if outcome.stress is not None and outcome.stress.failing_feed is not None:
-        notes.append(f"adversarial: {outcome.stress.examples} Hypothesis inputs in {outcome.stress.domain} found one "
-                     f"over the bound (error/bound {outcome.stress.worst_ratio:.3g}); the bound holds on the golden "
-                     "inputs only")
-    kept = tuple((n, outcome.plan.why.get(n, "")) for n in outcome.plan.kept_fp32)
-    return _record(session, sweep_case, setup, outcome.conversion, kept, status, message, notes, start)
+    new_kept = outcome.plan.kept_fp32
+    move = [n for n in new_kept if n not in old_kept]
+    back = [n for n in old_kept if n not in new_kept and n in present]
+    worst = check.measurement.worst_output()
+    update = session.config.update_goldens
+    if update:
+        write_atomic(path, outcome.plan.to_json())
+    message = (f"{name} [{case.id}]: the tuned plan {path} (model {str(stored.get('model_sha256', ''))[:12]}) "
+               f"no longer meets its bound on this model version ({loaded.spec.sha256[:12]}): output {worst!r} "
+               f"error {check.measurement.error_of(worst):.3g} > {bound.limit(worst):.3g}\n"
+               f"  move to FP32: {', '.join(move) or '(none: the re-tuned plan keeps other nodes)'}"
+               + (f"\n  may go back to {case.precision}: {', '.join(back)}" if back else "")
+               + f"\n  re-tuned plan: {len(new_kept)} node(s) FP32, error "
+               + ", ".join(f"{k} {v:.3g}" for k, v in outcome.plan.error.items())
+               + (f"\n  rewritten (--update-goldens): {path}; review the moves and commit it" if update else
+                  f"\n  fix: review the moves and accept the new plan: pytest --model {name} --tune --update-goldens "
+                  f"(rewrites {path})"))
+    kept = tuple((n, ("MOVE TO FP32: " if n in move else "") + outcome.plan.why.get(n, "")) for n in new_kept)
+    return _record(session, sweep_case, setup, outcome.conversion, kept, "fail", message, notes, start)
 
 
 def _record(session: AccuracySession, sweep_case: SweepCase, setup: Setup, conversion: object,
