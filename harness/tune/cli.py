@@ -52,10 +52,11 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def _whole(text: str, flag: str, least: int) -> int:
+    value: int | None
     try:
         value = int(text)
     except ValueError:
-        value = None  # type: ignore[assignment]
+        value = None
     if value is None or value < least:
         raise UserError(where=flag, problem=f"{text!r} is not a whole number >= {least}",
                         fix="give e.g. --budget 64" if flag == "--budget" else f"give e.g. {flag} 30")
