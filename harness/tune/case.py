@@ -22,6 +22,7 @@ from typing import cast
 
 from harness.errors import UserError
 from harness.judge.compare import Tolerance, compare_iterations
+from harness.nightly.rules import MOVE_PREFIX
 from harness.report import CaseRecord, Timings, output_stats, outputs_relpath, save_outputs
 from harness.report.io import safe_component
 from harness.run.session import AccuracySession, Outcome, Status, SweepCase
@@ -110,7 +111,7 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
                + (f"\n  rewritten (--update-goldens): {path}; review the moves and commit it" if update else
                   f"\n  fix: review the moves and accept the new plan: pytest --model {name} --tune --update-goldens "
                   f"(rewrites {path})"))
-    kept = tuple((n, ("MOVE TO FP32: " if n in move else "") + outcome.plan.why.get(n, "")) for n in new_kept)
+    kept = tuple((n, (MOVE_PREFIX if n in move else "") + outcome.plan.why.get(n, "")) for n in new_kept)
     return _record(session, sweep_case, setup, outcome.conversion, kept, "fail", message, notes, start)
 
 
