@@ -175,14 +175,14 @@ def tune_setup(setup: Setup, *, model_path: Path, sha256: str, settings: TuneSet
 
 
 def _why(name: str, oracle: Oracle, result: SearchResult, sensitivity: Sensitivity | None) -> str:
-    if sensitivity is None:
-        return ""
-    parts = [f"local error {sensitivity.local[name]:.3g} when rounded alone"]
-    if name in sensitivity.blamed_by:
-        parts.append(f"feeds {sensitivity.blamed_by[name]} (local error {sensitivity.sensitivity[name]:.3g})")
-    without = oracle.seen.get("\n".join(sorted(result.best.kept - {name})))
-    if without is not None and not without.passed:
-        worst = without.measurement.worst_output()
-        parts.append(f"moving it to {oracle.setup.bound.precision} fails the bound: {worst} error "
-                     f"{without.measurement.error_of(worst):.3g} ({without.measurement.ratio:.3g}x the bound)")
+    parts = []
+    if sensitivity is not None and name in sensitivity.local:
+        parts.append(f"local error {sensitivity.local[name]:.3g} when rounded alone")
+        if name in sensitivity.blamed_by:
+            parts.append(f"feeds {sensitivity.blamed_by[name]} (local error {sensitivity.sensitivity[name]:.3g})")
+    proof = result.evidence.get(name)
+    if proof is not None and not proof.passed:
+        worst = proof.measurement.worst_output()
+        parts.append(f"in {oracle.setup.bound.precision} (the other kept nodes FP32) the bound fails: {worst} error "
+                     f"{proof.measurement.error_of(worst):.3g} ({proof.measurement.ratio:.3g}x the bound)")
     return "; ".join(parts)

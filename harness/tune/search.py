@@ -5,19 +5,21 @@ Candidates arrive ranked (most sensitive per FLOP first, :func:`harness.tune.pro
 1. all candidates low: done if it passes (1 evaluation);
 2. all candidates FP32: if even that fails, the bound is unreachable (1 evaluation);
 3. binary search for the shortest prefix of the ranking that passes when kept FP32 (log2 C evaluations);
-4. extraction: the last node of that prefix is needed; keep it, binary-search the shortest prefix of the rest
-   that still passes with it, take that prefix's last node, and so on until the kept nodes alone pass
-   (1 + log2 p evaluations per kept node: adaptive group testing);
-5. pruning: try each kept node back in low precision, least sensitive first (1 evaluation per kept node).
+4. extraction (adaptive group testing): the last node of that prefix is needed; keep it and find the shortest
+   prefix of the rest that still passes with it, galloping down from the end (the next needed node is usually
+   near the last one) then bisecting; its last node is needed too; repeat until the kept nodes alone pass.
+   Finding a node ``g`` ranks after the previous one costs about ``2 log2 g + 1`` evaluations.
 
-Every step keeps a plan that is known to pass, so the result is verified on all calibration inputs even when
-the failures are not monotone in the ranking, and a spent budget still returns the best passing plan found.
-For K kept nodes of C candidates that is at most ``2 + log2 C + K (2 + log2 C)`` evaluations.
+Each kept node comes with its evidence: a failing plan that holds every other kept node FP32 and it in low
+precision. If errors only grow when nodes move to low precision (monotone), the kept set is minimal: no node
+can go back. Every step holds a plan known to pass on all calibration inputs, so the result is verified even
+when errors are not monotone, and a spent budget still returns the best passing plan found. For K kept nodes
+of C candidates that is at most ``2 + log2 C + K (2 log2 C + 1)`` evaluations.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from harness.errors import UserError
 from harness.tune.oracle import BudgetExhausted, Evaluation, Oracle
@@ -28,11 +30,14 @@ class SearchResult:
     best: Evaluation
     """The passing plan with the fewest FP32 nodes found."""
     complete: bool
-    """False when the budget ran out before pruning finished (the plan passes but may keep too much FP32)."""
+    """False when the budget ran out before the extraction finished (the plan passes but may keep too much FP32)."""
     all_low: Evaluation
     all_fp32: Evaluation | None
     prefix: int
     """Length of the shortest passing prefix of the ranking (0 when all-low passed)."""
+    evidence: Mapping[str, Evaluation] = field(default_factory=dict)
+    """Per kept node: the failing plan that showed it is needed (every other kept node FP32, it in low precision,
+    plus some not-kept candidates FP32)."""
 
 
 class Unreachable(UserError):
@@ -69,30 +74,40 @@ def search(oracle: Oracle, candidates: Sequence[str], ranking: Callable[[], Sequ
     if not all_fp32.passed:
         raise _unreachable(oracle, all_fp32, len(ranked))
     best, prefix, complete = all_fp32, len(ranked), False
+    evidence: dict[str, Evaluation] = {}
     try:
         prefix = _first_passing(oracle, [], ranked, 0, len(ranked))
         best = oracle.evaluate(ranked[:prefix])
         needed, rest = [ranked[prefix - 1]], list(ranked[:prefix - 1])
+        evidence[needed[0]] = oracle.evaluate(rest)
         while rest:
-            alone = oracle.evaluate(needed)
-            if alone.passed:
-                best = alone
+            j = _last_needed(oracle, needed, rest)
+            if j == 0:
+                best = oracle.evaluate(needed)
                 break
-            j = _first_passing(oracle, needed, rest, 0, len(rest))
+            evidence[rest[j - 1]] = oracle.evaluate([*needed, *rest[:j - 1]])
             needed.append(rest[j - 1])
             rest = rest[:j - 1]
             best = oracle.evaluate([*needed, *rest])
-        kept = list(best.kept)
-        order = {name: i for i, name in enumerate(ranked)}
-        for name in sorted(kept, key=order.__getitem__, reverse=True):
-            trial = oracle.evaluate([k for k in kept if k != name])
-            if trial.passed:
-                kept.remove(name)
-                best = trial
         complete = True
     except BudgetExhausted:
         pass
-    return SearchResult(best=best, complete=complete, all_low=all_low, all_fp32=all_fp32, prefix=prefix)
+    return SearchResult(best=best, complete=complete, all_low=all_low, all_fp32=all_fp32, prefix=prefix,
+                        evidence=evidence)
+
+
+def _last_needed(oracle: Oracle, needed: Sequence[str], rest: Sequence[str]) -> int:
+    """Smallest j with needed + rest[:j] passing, given rest in full passes: gallop down from the end (the next
+    needed node is usually close to the last one found), then binary search."""
+    hi, step = len(rest), 1
+    while True:
+        j = max(len(rest) - step, 0)
+        if not oracle.evaluate([*needed, *rest[:j]]).passed:
+            return _first_passing(oracle, needed, rest, j, hi)
+        hi = j
+        if j == 0:
+            return 0
+        step *= 2
 
 
 def _no_plan(oracle: Oracle) -> UserError:

@@ -62,7 +62,7 @@ def test_default_fails_the_bound_and_tune_passes(tmp_path: Path, monkeypatch: py
     assert _emulate_error(path, onnx.load(tmp_path / "out.onnx")) <= 1e-3
     assert plan["lowp_flop_share"] > 0.9  # type: ignore[operator]
     assert plan["model_sha256"] and plan["castguard_version"] and plan["seconds"] >= 0  # type: ignore[operator]
-    assert "fails the bound" in plan["why"]["cancel_sub"]  # type: ignore[index]
+    assert "the bound fails" in plan["why"]["cancel_sub"]  # type: ignore[index]
     candidates, kept = int(plan["candidates"]), len(plan["kept_fp32"])  # type: ignore[arg-type, call-overload]
     import math
     assert plan["evaluations"] <= 2 * (kept + 1) * math.log2(candidates) + 10  # type: ignore[operator]
