@@ -25,6 +25,7 @@ import ast
 import contextlib
 import io
 import math
+import signal
 import sys
 import tempfile
 import time
@@ -134,6 +135,27 @@ def segment_halving(oracle: Oracle, nodes: list[str]) -> tuple[frozenset[str], i
     return kept, oracle.spent
 
 
+class _Timeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _deadline(seconds: int):  # type: ignore[no-untyped-def]
+    """Stop a peer's run after ``seconds`` (SIGALRM; checked between Python bytecodes)."""
+    def fire(signum: int, frame: object) -> None:
+        raise _Timeout
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+PEER_TIMEOUT = 300
+
+
 def _occ(setup: Setup, path: Path) -> dict[str, object]:
     try:
         from onnxconverter_common.auto_mixed_precision import auto_convert_mixed_precision
@@ -151,8 +173,10 @@ def _occ(setup: Setup, path: Path) -> dict[str, object]:
     text = io.StringIO()
     start = time.perf_counter()
     try:
-        with contextlib.redirect_stdout(text):
+        with contextlib.redirect_stdout(text), _deadline(PEER_TIMEOUT):
             result = auto_convert_mixed_precision(onnx.load(path), feed, validate_fn=validate, keep_io_types=False)
+    except _Timeout:
+        return {"status": f"did not finish in {PEER_TIMEOUT} s ({text.getvalue().count('Running attempt')} attempts)"}
     except Exception as err:  # noqa: BLE001 - a peer tool's failure is a figure, not our bug
         return {"status": f"failed: {type(err).__name__}: {str(err)[:80]}",
                 "attempts": text.getvalue().count("Running attempt"), "seconds": time.perf_counter() - start}
@@ -221,12 +245,15 @@ def bench(name: str, path: Path, calib: Path, precision: str, with_peers: bool) 
         oracle = Oracle(setup, budget=2000)
         start = time.perf_counter()
         try:
-            kept, evals = segment_halving(oracle, candidates)
-            final = oracle.evaluate(kept)
+            with _deadline(PEER_TIMEOUT):
+                kept, evals = segment_halving(oracle, candidates)
+                final = oracle.evaluate(kept)
             row.update(halving_evals=evals, halving_s=time.perf_counter() - start, halving_share=final.lowp_flop_share,
                        halving_pass=final.passed)
         except BudgetExhausted:
             row.update(halving_evals=">2000")
+        except _Timeout:
+            row.update(halving_evals=f">{oracle.spent} (stopped after {PEER_TIMEOUT} s)")
         row["occ"] = _occ(setup, path) if precision == "fp16" else {"status": "fp16 only"}
     return row
 
