@@ -22,7 +22,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from harness.convert import ConvertOptions, collect_magnitudes, convert
-from harness.convert.classify import LOW_ELEMS
+from harness.dtypes import LOW_ELEMS
 from harness.convert.flops import flop_share
 from harness.convert.graphinfo import build_info
 from harness.runners import make_runner

@@ -25,9 +25,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from harness.convert import convert_to_mixed_precision
-from harness.errors import HarnessError, RunnerUnavailable
-from harness.runners import Runner, make_runner
+from harness import HarnessError, Runner, RunnerUnavailable, convert_to_mixed_precision, make_runner
 from test_models.artifacts import read_pgm
 from test_models.mnist_train import model_input
 

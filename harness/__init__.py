@@ -1,10 +1,78 @@
 """castguard: accuracy regression harness for mixed-precision ONNX.
 
-The import package is ``harness``. Heavy libraries (onnxruntime, tensorrt) are
-imported lazily inside the modules that need them.
+The import package is ``harness``. Its public API is :data:`__all__` (Hypothesis style: import it from here,
+``from harness import convert_model, make_runner, judge_outputs``; ``harness.convert`` is the converter's
+package, so its pure ``convert`` function is exported as ``convert_model``); everything else is internal and may move. Names
+are imported on first use, so ``import harness`` stays cheap and heavy libraries (onnxruntime, hypothesis,
+tensorrt) load only in the modules that need them.
+
+The stages, in data-flow order (docs/ARCHITECTURE.md): ``data`` (models, feeds, goldens) -> ``convert`` and
+``runners`` -> ``sweep`` -> ``judge`` -> ``report`` -> ``run`` -> ``nightly`` -> ``search`` -> ``plugin``/``cli``.
 """
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+_API: dict[str, str] = {   # public name -> "module" or "module:attribute"
+    # errors
+    "HarnessError": "harness.errors", "UserError": "harness.errors", "InputDataError": "harness.errors",
+    "ConversionError": "harness.errors", "RunnerUnavailable": "harness.errors",
+    # data: models, feeds, goldens
+    "resolve_model": "harness.data.models", "bundled_models_dir": "harness.data.models",
+    "load_model": "harness.data.models", "input_specs": "harness.data.feeds", "cast_feeds": "harness.data.feeds",
+    "InputRecipe": "harness.data.recipes", "recipe_for_file": "harness.data.recipes",
+    "make_feeds": "harness.data.recipes", "GoldenStore": "harness.data.goldens",
+    # convert and runners
+    "ConvertOptions": "harness.convert", "ConversionResult": "harness.convert", "Magnitudes": "harness.convert",
+    "convert_model": "harness.convert:convert", "collect_magnitudes": "harness.convert",
+    "convert_to_mixed_precision": "harness.convert", "make_runner": "harness.runners",
+    "Runner": "harness.runners", "RunResult": "harness.runners", "RUNNER_NAMES": "harness.runners",
+    "declared_precisions": "harness.runners.trt_check",
+    # sweep and judge
+    "Case": "harness.sweep", "SweepSpec": "harness.sweep", "expand": "harness.sweep",
+    "Tolerance": "harness.judge.compare", "compare_outputs": "harness.judge.compare",
+    "TolerancePolicy": "harness.judge.tolerances", "judge_outputs": "harness.judge.paired",
+    "Judge": "harness.judge.paired", "first_divergence": "harness.judge.divergence",
+    # report and the main job
+    "Report": "harness.report", "CaseRecord": "harness.report", "read_report": "harness.report",
+    "HarnessConfig": "harness.config", "AccuracySession": "harness.run.session", "SweepCase": "harness.run.session",
+}
+
+__all__ = ["__version__", *sorted(_API)]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its home module on first use (PEP 562)."""
+    home = _API.get(name)
+    if home is None:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    module, _, attr = home.partition(":")
+    return getattr(importlib.import_module(module), attr or name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:  # the same names, for type checkers and IDEs
+    from harness.config import HarnessConfig
+    from harness.convert import (ConversionResult, ConvertOptions, Magnitudes, collect_magnitudes,
+                                 convert_to_mixed_precision)
+    from harness.convert import convert as convert_model
+    from harness.data.feeds import cast_feeds, input_specs
+    from harness.data.goldens import GoldenStore
+    from harness.data.models import bundled_models_dir, load_model, resolve_model
+    from harness.data.recipes import InputRecipe, make_feeds, recipe_for_file
+    from harness.errors import ConversionError, HarnessError, InputDataError, RunnerUnavailable, UserError
+    from harness.judge.compare import Tolerance, compare_outputs
+    from harness.judge.divergence import first_divergence
+    from harness.judge.paired import Judge, judge_outputs
+    from harness.judge.tolerances import TolerancePolicy
+    from harness.report import CaseRecord, Report, read_report
+    from harness.run.session import AccuracySession, SweepCase
+    from harness.runners import RUNNER_NAMES, Runner, RunResult, make_runner
+    from harness.runners.trt_check import declared_precisions
+    from harness.sweep import Case, SweepSpec, expand

@@ -22,7 +22,7 @@ from typing import Any
 from harness.errors import UserError
 from harness.data.recipes import parse_input_shape, parse_val_range
 from harness.options import DESTS, SWEEP_DESTS, SWEEP_FILE_DEST
-from harness.runners import RUNNER_NAMES
+from harness.sweep.grid import check_runner
 from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec, read_toml
 from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
 
@@ -62,10 +62,8 @@ class HarnessConfig:
         return self.sweep.runners
 
     def __post_init__(self) -> None:
-        bad = [r for r in self.runners if r not in RUNNER_NAMES]
-        if bad:
-            raise UserError(where="--runner", problem=f"unknown runner(s) {bad}",
-                            fix=f"use one or more of: {', '.join(RUNNER_NAMES)}")
+        for runner in self.runners:
+            check_runner(runner, where="--runner")
         if self.iterations < 1:
             raise UserError(where="--iterations", problem=f"must be >= 1, got {self.iterations}",
                             fix="pass --iterations 1 or more")

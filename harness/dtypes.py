@@ -1,4 +1,8 @@
-"""ONNX element types <-> numpy dtypes, with bf16 through ml_dtypes."""
+"""The precision vocabulary and ONNX element types <-> numpy dtypes, with bf16 through ml_dtypes.
+
+This is the one home of castguard's precision names (the sweep, the converter, the runners and the report all
+use these tables): ``fp16``/``bf16`` are the low precisions, ``fp32`` the high one.
+"""
 from __future__ import annotations
 
 import ml_dtypes
@@ -7,16 +11,22 @@ from onnx import TensorProto
 
 BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 
+PRECISIONS: tuple[str, ...] = ("fp16", "bf16")
+"""The low precisions a model can be converted to (the sweep's ``precisions``, ``--low_precision_type``)."""
+NODE_PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "fp32")
+"""What one node or op type may be pinned to (``--node-precisions``)."""
+PRECISION_ELEMS: dict[str, int] = {"fp32": TensorProto.FLOAT, "fp16": TensorProto.FLOAT16,
+                                   "bf16": TensorProto.BFLOAT16}
+PRECISION_ALIASES: dict[str, str] = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 LOW_TYPES: dict[int, str] = {TensorProto.FLOAT16: "fp16", TensorProto.BFLOAT16: "bf16"}
+LOW_ELEMS = frozenset(LOW_TYPES)
 FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE})
-PRECISION_TO_ELEM: dict[str, int] = {
-    "fp32": TensorProto.FLOAT,
-    "fp16": TensorProto.FLOAT16,
-    "bf16": TensorProto.BFLOAT16,
-    "float32": TensorProto.FLOAT,
-    "float16": TensorProto.FLOAT16,
-    "bfloat16": TensorProto.BFLOAT16,
-}
+ELEM_NAMES: dict[int, str] = {TensorProto.FLOAT: "fp32", TensorProto.FLOAT16: "fp16", TensorProto.BFLOAT16: "bf16",
+                              TensorProto.DOUBLE: "fp64"}
+FP16_MAX = float(np.finfo(np.float16).max)
+LOW_MAX: dict[int, float] = {TensorProto.FLOAT16: FP16_MAX,
+                             TensorProto.BFLOAT16: float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)}  # type: ignore[no-untyped-call]
+"""The largest finite value of each low type."""
 
 _ELEM_TO_NP: dict[int, np.dtype] = {
     TensorProto.FLOAT: np.dtype(np.float32),
@@ -44,19 +54,6 @@ def np_dtype(elem_type: int) -> np.dtype:
         raise ValueError(f"ONNX element type {name} has no numpy equivalent") from None
 
 
-def elem_type(dtype: np.dtype | type) -> int:
-    """ONNX element type for a numpy dtype."""
-    dt = np.dtype(dtype)
-    for elem, np_dt in _ELEM_TO_NP.items():
-        if np_dt == dt:
-            return elem
-    raise ValueError(f"numpy dtype {dt} has no ONNX element type")
-
-
-def is_float(elem: int) -> bool:
-    return elem in FLOAT_TYPES
-
-
 def bf16_to_bits(x: np.ndarray) -> np.ndarray:
     """Round-to-nearest-even to bf16 and return the raw uint16 bits (for ORT/TensorRT bf16 I/O)."""
     return np.asarray(x).astype(BFLOAT16).view(np.uint16)
@@ -65,11 +62,3 @@ def bf16_to_bits(x: np.ndarray) -> np.ndarray:
 def bits_to_bf16(bits: np.ndarray) -> np.ndarray:
     """Reinterpret raw uint16 bits as ml_dtypes.bfloat16."""
     return np.asarray(bits, dtype=np.uint16).view(BFLOAT16)
-
-
-def widen(x: np.ndarray) -> np.ndarray:
-    """Exact widening of fp16/bf16 to float32 (other dtypes returned as float64 when float, else unchanged)."""
-    arr = np.asarray(x)
-    if arr.dtype in (np.dtype(np.float16), BFLOAT16):
-        return arr.astype(np.float32)
-    return arr

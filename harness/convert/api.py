@@ -11,11 +11,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import onnx
 
-from harness.convert.io import load_model
+from harness.data.onnxfile import load_model
 from harness.convert.magnitudes import Magnitudes, collect_magnitudes
 from harness.convert.options import ConvertOptions
 from harness.convert.pipeline import ConversionResult, convert
@@ -88,14 +89,19 @@ class ReferenceData:
 
 
 def convert_path(source: str | Path | onnx.ModelProto, *, options: ConvertOptions,
-                 reference: ReferenceData) -> ConversionResult:
-    """Load, run the reference pass unless data_max is inf (as AutoCast does), and convert."""
-    model = source if isinstance(source, onnx.ModelProto) else load_model(Path(source))
+                 reference: ReferenceData, weights: Literal["all", "lazy"] = "all") -> ConversionResult:
+    """Load, run the reference pass unless data_max is inf (as AutoCast does), and convert.
+
+    ``weights="lazy"`` (the CLI) keeps a file's big weights on disk: the result is then a lazy model (its
+    ``base_dir`` is the source's folder) that :func:`harness.data.onnxfile.save_model` converts while writing.
+    """
+    base_dir = None if isinstance(source, onnx.ModelProto) else Path(source).parent
+    model = source if isinstance(source, onnx.ModelProto) else load_model(Path(source), weights=weights)
     magnitudes: Magnitudes | None = None
     if not math.isinf(options.data_max):
         LOG.info("running onnxruntime once to collect tensor magnitudes")
         magnitudes = collect_magnitudes(model, calibration_data=reference.calibration_data,
                                         input_shapes=reference.input_shapes, providers=reference.providers,
-                                        seed=reference.seed, trt_plugins=reference.trt_plugins)
+                                        seed=reference.seed, trt_plugins=reference.trt_plugins, base_dir=base_dir)
         LOG.info("reference data: %s", magnitudes.data_source)
-    return convert(model, options=options, magnitudes=magnitudes)
+    return convert(model, options=options, magnitudes=magnitudes, base_dir=base_dir)

@@ -20,11 +20,12 @@ import onnx
 from onnx import TensorProto, helper
 
 from harness.convert.classify import Decision, elem_name
-from harness.convert.graphinfo import FLOATS, GraphInfo, SigCache, Signature, signature
+from harness.convert.graphinfo import GraphInfo, SigCache, Signature, signature
 from harness.convert.initializers import apply_storage, choose_storage
 from harness.convert.options import ConvertOptions
 from harness.convert.subgraphs import captured, rename_captures, subgraphs
 from harness.convert.validate import expected_io_type
+from harness.dtypes import FLOAT_TYPES
 from harness.errors import ConversionError
 
 ANY = -1
@@ -100,7 +101,7 @@ class Rewriter:
 
     def output_wanted(self, name: str) -> int | None:
         original = self.info.types.get(name)
-        if original not in FLOATS:
+        if original not in FLOAT_TYPES:
             return None
         return expected_io_type(original, keep_io_types=self.options.keeps_io_types, low=self.options.low_elem)
 
@@ -120,7 +121,8 @@ class Rewriter:
                 wants.setdefault(name, set()).add(want_out)
         for name, tensor in sources.items():
             self.state.storage[name] = choose_storage(tensor, wants.get(name, set()),
-                                                      max_bytes=self.options.init_conversion_max_bytes)
+                                                      max_bytes=self.options.init_conversion_max_bytes,
+                                                      weights=self.info.weights)
         self.state.clamped = apply_storage(self.model, self.info, self.state.storage)
 
     # -- rewriting --------------------------------------------------------------------------------
@@ -208,7 +210,7 @@ class Rewriter:
         for name in self.info.inputs:
             original = self.info.types.get(name)
             if original is not None:
-                self.state.storage[name] = (self.output_wanted(name) or original) if original in FLOATS else original
+                self.state.storage[name] = (self.output_wanted(name) or original) if original in FLOAT_TYPES else original
         low_ops = self.options.fp32_accumulation
         for node, per_input in zip(list(graph.node), wanted):
             decision = self.decisions[node.name]
@@ -230,14 +232,14 @@ class Rewriter:
     def _retype_io(self) -> None:
         graph, storage = self.model.graph, self.state.storage
         for vi in graph.input:
-            if vi.name in storage and vi.type.tensor_type.elem_type in FLOATS:
+            if vi.name in storage and vi.type.tensor_type.elem_type in FLOAT_TYPES:
                 vi.type.tensor_type.elem_type = storage[vi.name]
         for vi in graph.output:
             want = self.output_wanted(vi.name)
             if want is not None:
                 vi.type.tensor_type.elem_type = want
         for vi in graph.value_info:
-            if vi.name in storage and vi.type.tensor_type.elem_type in FLOATS:
+            if vi.name in storage and vi.type.tensor_type.elem_type in FLOAT_TYPES:
                 vi.type.tensor_type.elem_type = storage[vi.name]
 
 

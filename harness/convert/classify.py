@@ -26,23 +26,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import ml_dtypes
-import numpy as np
 import onnx
-from onnx import TensorProto, numpy_helper
+from onnx import TensorProto
 
 from harness.convert.depth import reduction_depth
-from harness.convert.graphinfo import FLOATS, GraphInfo, SigCache, Signature, domain_of, signature
+from harness.convert.graphinfo import GraphInfo, SigCache, Signature, domain_of, signature
 from harness.convert.magnitudes import Magnitudes
-from harness.convert.options import NODE_PRECISIONS, ConvertOptions
-from harness.dtypes import np_dtype
+from harness.convert.options import ConvertOptions
+from harness.dtypes import ELEM_NAMES, FLOAT_TYPES, LOW_ELEMS, PRECISION_ELEMS, np_dtype
 from harness.errors import ConversionError
 
-LOW_ELEMS = frozenset({TensorProto.FLOAT16, TensorProto.BFLOAT16})
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 _UPCASTS = frozenset((s, t) for t in (TensorProto.FLOAT, TensorProto.DOUBLE)
                      for s in (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT, t))
-_NAMES: dict[int, str] = {TensorProto.FLOAT: "fp32", TensorProto.FLOAT16: "fp16", TensorProto.BFLOAT16: "bf16",
-          TensorProto.DOUBLE: "fp64"}
 
 
 @dataclass(frozen=True)
@@ -58,7 +54,7 @@ class Decision:
 
 
 def elem_name(elem: int) -> str:
-    return _NAMES[elem] if elem in _NAMES else str(TensorProto.DataType.Name(elem))
+    return ELEM_NAMES[elem] if elem in ELEM_NAMES else str(TensorProto.DataType.Name(elem))
 
 
 def _float_names(node: onnx.NodeProto, info: GraphInfo) -> list[str]:
@@ -120,7 +116,6 @@ class Classifier:
         self.include = [re.compile(p) for p in options.nodes_to_include]
         self.precisions = dict(options.node_precisions)
         self.custom = options.custom_op_precisions()
-        self._init_absmax: dict[str, float] = {}
 
     def run(self) -> dict[str, Decision]:
         nodes = self.model.graph.node
@@ -168,7 +163,7 @@ class Classifier:
         if node.op_type == "Div":
             return 1
         exponent = self.info.initializers.get(node.input[1]) or self.info.constants.get(node.input[1])
-        if exponent is not None and (numpy_helper.to_array(exponent) >= 0).all():
+        if exponent is not None and self.info.weights.stats(exponent).nonnegative:
             return None
         return 0
 
@@ -177,10 +172,8 @@ class Classifier:
         assert self.magnitudes is not None
         name = node.input[index]
         tensor = self.info.initializers.get(name) or self.info.constants.get(name)
-        if tensor is not None and tensor.data_type in FLOATS:
-            values = np.abs(numpy_helper.to_array(tensor).astype(np.float64))
-            values = values[np.isfinite(values) & (values > 0)]
-            return float(values.min()) if values.size else math.inf
+        if tensor is not None and tensor.data_type in FLOAT_TYPES:
+            return self.info.weights.stats(tensor).absmin
         candidates = [self.magnitudes.absmin.get(name, 0.0), self.magnitudes.absmax.get(name, 0.0)]
         quotient = self.magnitudes.absmax.get(node.output[0], 0.0)
         numerator = self._constant_absmax(node.input[0])
@@ -199,7 +192,7 @@ class Classifier:
         high = TensorProto.DOUBLE if existing_elem(node, self.info) == TensorProto.DOUBLE else TensorProto.FLOAT
         key = node.name if node.name in self.precisions else node.op_type
         if key in self.precisions:
-            elem = NODE_PRECISIONS[self.precisions[key]]
+            elem = PRECISION_ELEMS[self.precisions[key]]
             problem = schema_problem(node, sig, self.info, elem) if elem in LOW_ELEMS else None
             if problem:
                 raise ConversionError(where="node_precisions", step="classify", node=node.name,
@@ -237,13 +230,9 @@ class Classifier:
 
     def _constant_absmax(self, name: str) -> float | None:
         tensor = self.info.initializers.get(name) or self.info.constants.get(name)
-        if tensor is None or tensor.data_type not in FLOATS:
+        if tensor is None or tensor.data_type not in FLOAT_TYPES:
             return None
-        if name not in self._init_absmax:
-            array = numpy_helper.to_array(tensor)
-            finite = array.size == 0 or bool(np.isfinite(array).all())
-            self._init_absmax[name] = float(np.abs(array).max()) if array.size and finite else (0.0 if finite else np.inf)
-        return self._init_absmax[name]
+        return self.info.weights.stats(tensor).absmax
 
     def _init_reason(self, node: onnx.NodeProto) -> str:
         for name in node.input:
@@ -260,7 +249,7 @@ class Classifier:
             for name in names:
                 if not name or name in self.info.initializers or name in self.info.constants:
                     continue
-                if self.info.types.get(name, self.magnitudes.dtypes.get(name)) not in FLOATS:
+                if self.info.types.get(name, self.magnitudes.dtypes.get(name)) not in FLOAT_TYPES:
                     continue
                 value = self.magnitudes.absmax.get(name)
                 if value is not None and value > limit:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from harness.convert.api import ReferenceData, convert_path
-from harness.convert.io import save_model
+from harness.data.onnxfile import save_model
 from harness.convert.options import ConvertOptions, parse_node_precisions
 from harness.errors import ConversionError, UserError
 
@@ -116,8 +116,8 @@ def run(args: argparse.Namespace) -> Path:
     target = output_path(args)
     options = options_from_args(args)
     reference = reference_from_args(args)
-    result = convert_path(args.onnx_path, options=options, reference=reference)
-    save_model(result.model, target)
+    result = convert_path(args.onnx_path, options=options, reference=reference, weights="lazy")
+    save_model(result.model, target, base_dir=result.base_dir)
     LOG.info("Converted model saved to %s", target)
     return target
 

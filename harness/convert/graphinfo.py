@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import onnx
 from onnx import TensorProto, defs
+from onnx.external_data_helper import uses_external_data
 
-FLOATS = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE})
+from harness.convert.weights import Weights
+
+from harness.dtypes import FLOAT_TYPES
+
 DEFAULT_DOMAINS = ("", "ai.onnx")
 _STUB_BYTES = 1024
 _TYPE_STR_TO_ELEM = {
@@ -89,9 +94,11 @@ class GraphInfo:
     opsets: Mapping[str, int]
     constants: Mapping[str, TensorProto] = field(default_factory=dict)
     """Outputs of Constant nodes that carry a ``value`` tensor."""
+    weights: Weights = field(default_factory=lambda: Weights(None))
+    """Figures of initializer/constant values; streams the external ones (lazy models) from their folder."""
 
     def is_float(self, name: str) -> bool:
-        return self.types.get(name) in FLOATS
+        return self.types.get(name) in FLOAT_TYPES
 
 
 def opset_map(model: onnx.ModelProto) -> dict[str, int]:
@@ -104,7 +111,7 @@ def light_copy(model: onnx.ModelProto) -> onnx.ModelProto:
     light.CopyFrom(model)
     del light.graph.initializer[:]
     for init in model.graph.initializer:
-        if len(init.raw_data) > _STUB_BYTES:
+        if len(init.raw_data) > _STUB_BYTES or uses_external_data(init):
             stub = TensorProto(name=init.name, data_type=init.data_type, dims=init.dims,
                                data_location=TensorProto.EXTERNAL)
             stub.external_data.add(key="location", value="castguard-stub")
@@ -120,10 +127,12 @@ def _shape_of(value_type: onnx.TypeProto) -> Shape | None:
     return tuple(d.dim_value if d.HasField("dim_value") else None for d in value_type.tensor_type.shape.dim)
 
 
-def build_info(model: onnx.ModelProto, *, observed_types: Mapping[str, int] | None = None) -> GraphInfo:
+def build_info(model: onnx.ModelProto, *, observed_types: Mapping[str, int] | None = None,
+               base_dir: Path | None = None) -> GraphInfo:
     """Infer types/shapes (non-strict) and index producers and consumers of the top-level graph.
 
-    `observed_types` (from the reference run) fill in tensors that onnx inference cannot type (custom ops).
+    `observed_types` (from the reference run) fill in tensors that onnx inference cannot type (custom ops);
+    `base_dir`: the folder external tensors (a lazily loaded model) are read from.
     """
     inferred = onnx.shape_inference.infer_shapes(light_copy(model), strict_mode=False)
     types: dict[str, int] = {}
@@ -160,4 +169,5 @@ def build_info(model: onnx.ModelProto, *, observed_types: Mapping[str, int] | No
         consumers={k: tuple(v) for k, v in consumers.items()}, initializers=initializers,
         inputs=tuple(i.name for i in model.graph.input if i.name not in init_names),
         outputs=tuple(o.name for o in model.graph.output), opsets=opset_map(model), constants=constants,
+        weights=Weights(base_dir),
     )

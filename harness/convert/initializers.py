@@ -13,17 +13,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-import ml_dtypes
 import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
+from onnx.external_data_helper import uses_external_data
 
 from harness.convert.graphinfo import GraphInfo
-from harness.dtypes import BFLOAT16, np_dtype
+from harness.convert.weights import Weights
+from harness.data.onnxfile import set_pending_cast
+from harness.dtypes import BFLOAT16, LOW_MAX, np_dtype
 
 LOG = logging.getLogger("harness.convert")
-LOW_MAX: dict[int, float] = {TensorProto.FLOAT16: float(np.finfo(np.float16).max),
-                             TensorProto.BFLOAT16: float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)}  # type: ignore[no-untyped-call]
 
 
 def _nbytes(tensor: TensorProto) -> int:
@@ -32,7 +32,7 @@ def _nbytes(tensor: TensorProto) -> int:
     return int(np.prod(tensor.dims, dtype=np.int64)) * np_dtype(tensor.data_type).itemsize
 
 
-def choose_storage(tensor: TensorProto, wants: set[int], *, max_bytes: int | None) -> int:
+def choose_storage(tensor: TensorProto, wants: set[int], *, max_bytes: int | None, weights: Weights) -> int:
     original = tensor.data_type
     if not wants or wants == {original}:
         return original
@@ -41,11 +41,8 @@ def choose_storage(tensor: TensorProto, wants: set[int], *, max_bytes: int | Non
     if len(wants) == 1:
         return next(iter(wants))
     lows = [w for w in wants if w in LOW_MAX]
-    if len(lows) == 1 and original in wants:
-        array = numpy_helper.to_array(tensor)
-        low = array.astype(np_dtype(lows[0]))
-        if np.array_equal(low.astype(array.dtype), array, equal_nan=True):
-            return lows[0]
+    if len(lows) == 1 and original in wants and weights.exact_in(tensor, lows[0]):
+        return lows[0]
     return original
 
 
@@ -67,15 +64,28 @@ def convert_tensor(tensor: TensorProto, target: int) -> tuple[TensorProto, str |
     return converted, message
 
 
+def mark_external(tensor: TensorProto, target: int, weights: Weights) -> str | None:
+    """An external tensor (lazy model) becomes `target` when saved (streamed); its clamp message from its figures."""
+    count, worst = weights.stats(tensor).clamps.get(target, (0, 0.0))
+    set_pending_cast(tensor, target)
+    if not count:
+        return None
+    return f"{tensor.name or '<constant>'}: {count} value(s) clamped to +-{LOW_MAX[target]:g} (max |x| {worst:.6g})"
+
+
 def apply_storage(model: onnx.ModelProto, info: GraphInfo, storage: Mapping[str, int]) -> list[str]:
-    """Rewrite initializers and Constant values whose storage type changed; returns clamp messages."""
+    """Rewrite initializers and Constant values whose storage type changed; returns clamp messages.
+    External tensors (lazy models) get a pending cast instead: their bytes are converted when saved."""
     clamped: list[str] = []
     inits = model.graph.initializer
     for index, init in enumerate(inits):
         target = storage.get(init.name, init.data_type)
         if target != init.data_type:
-            converted, message = convert_tensor(init, target)
-            inits[index].CopyFrom(converted)
+            if uses_external_data(init):
+                message = mark_external(init, target, info.weights)
+            else:
+                converted, message = convert_tensor(init, target)
+                inits[index].CopyFrom(converted)
             if message:
                 clamped.append(message)
     for node in model.graph.node:
@@ -84,8 +94,11 @@ def apply_storage(model: onnx.ModelProto, info: GraphInfo, storage: Mapping[str,
         attr = node.attribute[0]
         target = storage.get(node.output[0], attr.t.data_type)
         if target != attr.t.data_type:
-            converted, message = convert_tensor(attr.t, target)
-            attr.t.CopyFrom(converted)
+            if uses_external_data(attr.t):
+                message = mark_external(attr.t, target, info.weights)
+            else:
+                converted, message = convert_tensor(attr.t, target)
+                attr.t.CopyFrom(converted)
             if message:
                 clamped.append(f"{node.output[0]}: {message.partition(': ')[2]}")
     for message in clamped:

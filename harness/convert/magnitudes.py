@@ -22,7 +22,8 @@ import numpy as np
 import onnx
 
 from harness.convert.calibration import Feed, load_calibration, random_feeds
-from harness.convert.io import load_model, save_model
+from harness.convert.outputs import MAX_OUTPUT_BYTES, output_groups
+from harness.data.onnxfile import is_lazy, load_model, save_model
 from harness.errors import ConversionError, InputDataError
 
 SCHEMA_VERSION = 1
@@ -77,10 +78,17 @@ def collect_magnitudes(model: onnx.ModelProto | str | Path, *,
                        feeds: Sequence[Feed] | None = None,
                        input_shapes: Mapping[str, Sequence[int]] | None = None,
                        providers: Sequence[str] = ("cpu",), seed: int = 0,
-                       trt_plugins: Sequence[str] = ()) -> Magnitudes:
-    """Run the model once per batch (random data, calibration data or `feeds`) and fold by abs-max."""
+                       trt_plugins: Sequence[str] = (), base_dir: Path | None = None,
+                       max_output_bytes: int = MAX_OUTPUT_BYTES) -> Magnitudes:
+    """Run the model once per batch (random data, calibration data or `feeds`) and fold by abs-max.
+
+    A path is loaded lazily (weights stay on disk); so may a ModelProto be, with `base_dir` its folder. The
+    child reduces each tensor to (abs-max, abs-min, shape) as soon as it is produced and asks onnxruntime for
+    at most about `max_output_bytes` of intermediate tensors per run (more runs when they are larger).
+    """
     if not isinstance(model, onnx.ModelProto):
-        model = load_model(Path(model))
+        base_dir = Path(model).parent
+        model = load_model(Path(model), weights="lazy")
     if feeds is not None:
         batches, source = [dict(f) for f in feeds], f"feeds ({len(feeds)} batches)"
     elif calibration_data is not None:
@@ -89,7 +97,12 @@ def collect_magnitudes(model: onnx.ModelProto | str | Path, *,
         batches, source = random_feeds(model, seed=seed, input_shapes=input_shapes)
     if not batches:
         raise InputDataError(where="feeds", problem="no batches to run", fix="give at least one feed")
-    result = _run_child(_mark_all_outputs(model), batches, _provider_list(providers, trt_plugins), source)
+    if is_lazy(model) and base_dir is None:
+        raise ValueError("collect_magnitudes: the model has external tensors; pass base_dir (their folder)")
+    marked = _mark_all_outputs(model)
+    groups = output_groups(marked, max_output_bytes=max_output_bytes, feed=batches[0])
+    result = _run_child(marked, batches, _provider_list(providers, trt_plugins), source, base_dir=base_dir,
+                        groups=groups)
     return Magnitudes(absmax={k: float(v) for k, v in result["absmax"].items()},
                       shapes={k: tuple(v) for k, v in result["shapes"].items()},
                       dtypes={k: v for k, v in result["dtypes"].items() if v}, data_source=source,
@@ -123,10 +136,14 @@ def _mark_all_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
     return marked
 
 
-def _run_child(model: onnx.ModelProto, batches: list[Feed], providers: list[Provider], source: str) -> dict[str, Any]:
+def _run_child(model: onnx.ModelProto, batches: list[Feed], providers: list[Provider], source: str, *,
+               base_dir: Path | None, groups: list[list[str]]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="castguard-ref-") as tmp:
         work = Path(tmp)
-        save_model(model, work / "model.onnx")
+        if is_lazy(model):   # the graph only; onnxruntime reads the weights from the model's own folder
+            (work / "model.onnx").write_bytes(model.SerializeToString())
+        else:
+            save_model(model, work / "model.onnx")
         batch_files = []
         for index, feed in enumerate(batches):
             path = work / f"batch{index}.npz"
@@ -134,7 +151,8 @@ def _run_child(model: onnx.ModelProto, batches: list[Feed], providers: list[Prov
             batch_files.append(str(path))
         available = [p[0] for p in providers]
         (work / "request.json").write_text(json.dumps(
-            {"model": str(work / "model.onnx"), "providers": providers, "batches": batch_files}))
+            {"model": str(work / "model.onnx"), "providers": providers, "batches": batch_files, "groups": groups,
+             "external_folder": str(base_dir.resolve()) if is_lazy(model) and base_dir is not None else None}))
         proc = subprocess.run([sys.executable, str(Path(__file__).with_name("refrun.py")), str(work)],
                               capture_output=True, text=True, check=False)
         if proc.returncode < 0:

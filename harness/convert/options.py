@@ -10,14 +10,13 @@ import math
 import re
 from dataclasses import dataclass
 
-from onnx import TensorProto
 
+from harness.dtypes import PRECISION_ALIASES, PRECISION_ELEMS, PRECISIONS
 from harness.errors import ConversionError
 
-LOW_PRECISIONS: dict[str, int] = {"fp16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16}
-NODE_PRECISIONS: dict[str, int] = {"fp32": TensorProto.FLOAT, **LOW_PRECISIONS}
+LOW_PRECISIONS: dict[str, int] = {p: PRECISION_ELEMS[p] for p in PRECISIONS}
 DEFAULT_MIN_OPSET: dict[str, int] = {"fp16": 13, "bf16": 22}
-_PRECISION_ALIASES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+_PRECISION_ALIASES = PRECISION_ALIASES
 
 
 def _bad(field: str, problem: str, fix: str) -> ConversionError:
@@ -69,12 +68,12 @@ class ConvertOptions:
                     raise _bad(field, f"invalid regular expression {pattern!r}: {err}",
                                "escape special characters (e.g. '\\.'), or use '.*name.*' for a substring") from None
         for key, precision in self.node_precisions:
-            if not key or precision not in NODE_PRECISIONS:
+            if not key or precision not in PRECISION_ELEMS:
                 raise _bad("node_precisions", f"bad entry {key!r}:{precision!r}",
                            "use NAME_OR_OPTYPE:fp32|fp16|bf16, e.g. Add:fp16,Sub:fp32")
         for entry in self.custom_ops:
             op, _, precision = entry.partition(":")
-            if not op or (precision and precision not in NODE_PRECISIONS):
+            if not op or (precision and precision not in PRECISION_ELEMS):
                 raise _bad("custom_ops", f"bad entry {entry!r}", "use OpType or OpType:fp16|bf16|fp32")
 
     @property
@@ -97,7 +96,7 @@ class ConvertOptions:
         result: dict[str, int] = {}
         for entry in self.custom_ops:
             op, _, precision = entry.partition(":")
-            result[op] = NODE_PRECISIONS[precision or "fp32"]
+            result[op] = PRECISION_ELEMS[precision or "fp32"]
         return result
 
 
@@ -109,7 +108,7 @@ def parse_node_precisions(text: str, *, where: str) -> tuple[tuple[str, str], ..
             continue
         key, sep, precision = item.rpartition(":")
         precision = _PRECISION_ALIASES.get(precision.strip(), precision.strip())
-        if not sep or not key.strip() or precision not in NODE_PRECISIONS:
+        if not sep or not key.strip() or precision not in PRECISION_ELEMS:
             raise ConversionError(where=where, problem=f"bad node precision {item!r}",
                                   fix="write NAME_OR_OPTYPE:fp32|fp16|bf16, comma separated, e.g. Add:fp16,Sub:fp32",
                                   step="options")

@@ -8,6 +8,7 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import onnx
 from onnx import defs
@@ -16,11 +17,12 @@ from harness.convert.casts import Rewriter
 from harness.convert.classify import Classifier, Decision
 from harness.convert.flops import flop_share
 from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
-from harness.convert.initializers import LOW_MAX
+from harness.dtypes import LOW_MAX
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.opset import prepare
 from harness.convert.options import ConvertOptions
 from harness.convert.validate import expected_io_type, io_types, validate
+from harness.data.onnxfile import is_lazy
 from harness.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
@@ -38,6 +40,9 @@ class ConversionResult:
     cast_count: int
     """Casts inserted by the converter (the user's own Casts are not counted)."""
     clamped: tuple[str, ...]
+    base_dir: Path | None = None
+    """Folder that ``model``'s external tensors are read from (a lazily loaded model; None: all in memory).
+    Such a model may hold pending casts: write it with :func:`harness.data.onnxfile.save_model`."""
 
 
 def check_known_ops(model: onnx.ModelProto, options: ConvertOptions) -> None:
@@ -82,8 +87,13 @@ def check_io_range(model: onnx.ModelProto, options: ConvertOptions, magnitudes: 
                     fix="keep the graph inputs/outputs in fp32 (keep_io_types=True, CLI --keep_io_types)")
 
 
-def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magnitudes | None) -> ConversionResult:
-    """Classify every node from `magnitudes` (None = no data rule) and build the mixed-precision model."""
+def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magnitudes | None,
+            base_dir: Path | None = None) -> ConversionResult:
+    """Classify every node from `magnitudes` (None = no data rule) and build the mixed-precision model.
+
+    A lazily loaded model (``load_model(path, weights="lazy")``, `base_dir` = its folder) is converted without
+    loading its weights: they are read one at a time for their figures, and converted when the result is saved.
+    """
     original_inputs, original_outputs = io_types(model)
     work = onnx.ModelProto()
     work.CopyFrom(model)
@@ -91,7 +101,8 @@ def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magn
     check_io_range(work, options, magnitudes)
     work = prepare(work, target=options.target_opset, low_precision_type=options.low_precision_type,
                    custom_ops=set(options.custom_op_precisions()))
-    info = build_info(work, observed_types=magnitudes.dtypes if magnitudes is not None else None)
+    info = build_info(work, observed_types=magnitudes.dtypes if magnitudes is not None else None,
+                      base_dir=base_dir)
     sig_cache: SigCache = {}
     decisions = Classifier(work, info, options, magnitudes, sig_cache).run()
     nodes = list(work.graph.node)
@@ -105,7 +116,7 @@ def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magn
     _log(options, decisions, nodes, share, total, unknown, len(state.ours))
     return ConversionResult(model=work, low_nodes=low_nodes, high_nodes=high_nodes, lowp_flop_share=share,
                             cast_count=sum(1 for n in work.graph.node if n.name in state.ours),
-                            clamped=tuple(state.clamped))
+                            clamped=tuple(state.clamped), base_dir=base_dir if is_lazy(work) else None)
 
 
 def _shape_lookup(info: GraphInfo, magnitudes: Magnitudes | None) -> Callable[[str], tuple[int, ...] | None]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -44,8 +45,21 @@ def _ort_type_to_elem(ort_type: str) -> int:
     return _ELEM.get(inner, 0)
 
 
+def _fold(pairs: Iterable[tuple[str, object]], absmax: dict[str, float], absmin: dict[str, float],
+          shapes: dict[str, list[int]]) -> None:
+    """Reduce each tensor to (abs-max, abs-min, shape) and fold it into the running figures."""
+    for name, value in pairs:
+        if not isinstance(value, np.ndarray):
+            continue
+        absmax[name] = max(absmax.get(name, 0.0), _absmax(value))
+        smallest = _absmin(value)
+        if smallest > 0:
+            absmin[name] = min(absmin.get(name, smallest), smallest)
+        shapes.setdefault(name, list(value.shape))
+
+
 def run(workdir: Path) -> dict[str, object]:
-    import onnxruntime as ort  # type: ignore[import-untyped]
+    import onnxruntime as ort
 
     request = json.loads((workdir / "request.json").read_text())
     missing = [name for name, _ in request["providers"] if name not in ort.get_available_providers()]
@@ -54,8 +68,13 @@ def run(workdir: Path) -> dict[str, object]:
                          f"(available: {ort.get_available_providers()})", "stage": "load"}
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    model: str | bytes = request["model"]
+    if request.get("external_folder"):   # a graph whose weights stay in the model's own folder
+        options.add_session_config_entry("session.model_external_initializers_file_folder_path",
+                                         request["external_folder"])
+        model = Path(request["model"]).read_bytes()
     try:
-        session = ort.InferenceSession(request["model"], sess_options=options, providers=request["providers"])
+        session = ort.InferenceSession(model, sess_options=options, providers=request["providers"])
     except Exception as err:  # noqa: BLE001 - any ORT load failure is reported to the parent verbatim
         return {"error": str(err), "stage": "load"}
     outputs = session.get_outputs()
@@ -66,20 +85,14 @@ def run(workdir: Path) -> dict[str, object]:
     for batch_file in request["batches"]:
         with np.load(batch_file, allow_pickle=False) as npz:
             feed = {key: npz[key] for key in npz.files}
-        try:
-            values = session.run(names, feed)
-        except Exception as err:  # noqa: BLE001 - reported to the parent, which raises ConversionError
-            return {"error": str(err), "stage": "run"}
-        for name, value in [*feed.items(), *zip(names, values)]:
-            if not isinstance(value, np.ndarray):
-                continue
-            array = np.asarray(value)
-            absmax[name] = max(absmax.get(name, 0.0), _absmax(array))
-            smallest = _absmin(array)
-            if smallest > 0:
-                absmin[name] = min(absmin.get(name, smallest), smallest)
-            shapes.setdefault(name, list(array.shape))
-        del values
+        _fold(feed.items(), absmax, absmin, shapes)
+        for group in request.get("groups") or [names]:   # bounded output bytes per run (see convert/outputs.py)
+            try:
+                values = session.run(group, feed)
+            except Exception as err:  # noqa: BLE001 - reported to the parent, which raises ConversionError
+                return {"error": str(err), "stage": "run"}
+            _fold(zip(group, values), absmax, absmin, shapes)
+            del values
     dtypes = {o.name: _ort_type_to_elem(o.type) for o in [*session.get_inputs(), *outputs]}
     return {"absmax": {k: ("inf" if math.isinf(v) else v) for k, v in absmax.items()}, "absmin": absmin,
             "shapes": shapes, "dtypes": dtypes}

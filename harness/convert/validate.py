@@ -13,8 +13,8 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto
 
-from harness.convert.graphinfo import FLOATS
-from harness.convert.io import EXTERNAL_DATA_ABOVE, approximate_size, save_model
+from harness.data.onnxfile import EXTERNAL_DATA_ABOVE, is_lazy, save_model, stub_copy, weights_size
+from harness.dtypes import FLOAT_TYPES
 from harness.errors import ConversionError
 
 _NODE_IN_MESSAGE = (re.compile(r"Name: (\S+) OpType"), re.compile(r"node name: ([^\s,)]+)"), re.compile(r"[Nn]ode \(([^)]+)\)"),
@@ -42,12 +42,17 @@ def expected_io_type(original: int, *, keep_io_types: bool, low: int) -> int:
 
 def _check(model: onnx.ModelProto) -> None:
     """check_model(full_check=True): the checker plus strict shape and type inference (check_type=True).
-    Models near protobuf's 2 GiB limit are checked from a temporary external-data copy."""
-    if approximate_size(model) < EXTERNAL_DATA_ABOVE:
+    Models near protobuf's 2 GiB limit are checked from a temporary external-data copy, lazy models from a
+    graph-only copy (types and dims of their weights, never the bytes)."""
+    if not is_lazy(model) and weights_size(model) < EXTERNAL_DATA_ABOVE:
         onnx.checker.check_model(model, full_check=True)
         return
     with tempfile.TemporaryDirectory(prefix="castguard-check-") as tmp:
-        save_model(model, Path(tmp) / "model.onnx")
+        if is_lazy(model):   # weights on disk: check the graph with its external tensors pointing at an empty file
+            (Path(tmp) / "stub.data").write_bytes(b"")
+            onnx.save_model(stub_copy(model, "stub.data"), str(Path(tmp) / "model.onnx"))
+        else:
+            save_model(model, Path(tmp) / "model.onnx")
         onnx.checker.check_model(str(Path(tmp) / "model.onnx"), full_check=True)
 
 
@@ -65,7 +70,7 @@ def validate(model: onnx.ModelProto, *, original_inputs: Mapping[str, int], orig
             raise ConversionError(where="converted model", step=f"validate: graph {role} names",
                                   problem=f"graph {role}s changed from {list(before)} to {list(after)}", fix=FIX)
         for name, elem in before.items():
-            want = expected_io_type(elem, keep_io_types=keep_io_types, low=low) if elem in FLOATS else elem
+            want = expected_io_type(elem, keep_io_types=keep_io_types, low=low) if elem in FLOAT_TYPES else elem
             if after[name] != want:
                 raise ConversionError(
                     where="converted model", step=f"validate: graph {role} types", node=name,

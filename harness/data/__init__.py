@@ -1,0 +1,1 @@
+"""Data stage: model files (onnxfile), feeds, recipes, goldens."""

@@ -23,7 +23,7 @@ class GoldenProvenanceError(GoldenError):
 def installed_versions() -> dict[str, str]:
     """This process's onnx and onnxruntime versions, read as the golden sidecar records them (``__version__``)."""
     import onnx
-    import onnxruntime  # type: ignore[import-untyped]
+    import onnxruntime
 
     return {"onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__}
 

@@ -12,11 +12,9 @@ writes under it, and :meth:`GoldenStore.load` reads under it.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import re
-import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Iterator
@@ -28,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from harness.dtypes import BFLOAT16, bits_to_bf16
+from harness.files import atomic_write, sha256_file
 from harness.errors import GoldenCorrupt, GoldenError, GoldenMissing, GoldenStale
 from harness.data.recipes import Feed, InputRecipe
 from harness.data.models import ModelSpec
@@ -63,25 +62,6 @@ def _npz_bytes_to(handle: Any, arrays: dict[str, np.ndarray]) -> None:
             info.compress_type = zipfile.ZIP_DEFLATED
             with archive.open(info, "w", force_zip64=True) as member:
                 np.lib.format.write_array(member, np.ascontiguousarray(arrays[key]), allow_pickle=False)
-
-
-def _atomic_write(path: Path, write: Callable[[Any], None]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
-    try:
-        with handle:
-            os.fchmod(handle.fileno(), 0o644)  # NamedTemporaryFile makes 0600; goldens are shared files
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(handle.name, path)
-    finally:
-        if os.path.exists(handle.name):
-            os.unlink(handle.name)
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 class GoldenStore:
@@ -144,7 +124,7 @@ class GoldenStore:
                               f"{str(meta.get('model_sha256'))[:12]}…, but {spec.path.name} is now "
                               f"{spec.sha256[:12]}…; it is never reused for a different model",
                               fix=f"if the model change is intended, rewrite it: {fix_regen}")
-        if meta.get("inputs", {}).get("id") != recipe.id or meta.get("npz_sha256") != _sha256(path):
+        if meta.get("inputs", {}).get("id") != recipe.id or meta.get("npz_sha256") != sha256_file(path):
             raise GoldenCorrupt(where=path, problem="the .npz and its .json sidecar do not belong together "
                                 "(input recipe or npz hash differs)", fix=f"rewrite it: {fix_regen}")
         feeds, outputs = self._read_npz(path, meta, fix_regen)
@@ -167,14 +147,14 @@ class GoldenStore:
                         bf16_keys.append(key)
                         value = value.view(np.uint16)
                     arrays[key] = value
-        _atomic_write(path, lambda handle: _npz_bytes_to(handle, arrays))
+        atomic_write(path, lambda handle: _npz_bytes_to(handle, arrays), durable=True)
         meta = {**golden.meta, "schema_version": SCHEMA_VERSION, "model": spec.name, "model_file": spec.path.name,
                 "model_sha256": spec.sha256, "inputs": {**golden.meta.get("inputs", {}), "id": recipe.id},
                 "iterations": len(golden.feeds), "bf16_keys": sorted(bf16_keys), "versions": _versions(),
                 "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                "npz_sha256": _sha256(path)}
+                "npz_sha256": sha256_file(path)}
         text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
-        _atomic_write(self.sidecar(path), lambda handle: handle.write(text.encode()))
+        atomic_write(self.sidecar(path), text.encode(), durable=True)
         return path
 
     @staticmethod

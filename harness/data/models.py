@@ -4,23 +4,24 @@ Resolution order: a path that exists is used as is. A bare name is looked up in 
 (``test_models/``): ``NAME``, ``*/NAME``, then the same with ``.onnx`` appended. Anything else is a
 :class:`~harness.errors.ModelError` with a did-you-mean list of the bundled models.
 
-External data is allowed only inside the model's own folder; a location that is absolute or leaves the
-folder (``../secret.bin``) is refused before any file is opened.
+Loading and hashing are :mod:`harness.data.onnxfile`'s: external data is allowed only inside the model's own
+folder (a location that is absolute or leaves it, ``../secret.bin``, is refused before any file is opened), and
+the sha256 covers the data files, streamed.
 """
 from __future__ import annotations
 
 import difflib
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import onnx
-from google.protobuf.message import DecodeError
-from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
+from harness.data import onnxfile
+from harness.data.onnxfile import model_sha256
 from harness.errors import ModelError
 
-_CHUNK = 1 << 20
+__all__ = ["ModelSpec", "bundled_model_names", "bundled_models_dir", "load_model", "model_sha256", "resolve_model"]
 
 
 @dataclass(frozen=True)
@@ -80,57 +81,13 @@ def _spec_for(path: Path) -> ModelSpec:
     return ModelSpec(name=path.stem, path=path, sha256=model_sha256(path))
 
 
-def _read_proto(path: Path) -> onnx.ModelProto:
-    if not path.is_file():
-        raise ModelError(where=path, problem="file does not exist", fix="check the path passed to --model")
-    try:
-        return onnx.load(str(path), load_external_data=False)
-    except DecodeError as err:
-        raise ModelError(where=path, problem=f"not a valid ONNX protobuf (truncated or garbage?): {err}",
-                         fix="re-export or re-download the model; check the file is complete") from err
-
-
-def external_data_files(model: onnx.ModelProto, *, model_path: Path) -> list[Path]:
-    """The external data files a model references, each checked to stay inside the model's folder."""
-    base = model_path.parent.resolve()
-    files: dict[str, Path] = {}
-    for tensor in onnx.external_data_helper._get_all_tensors(model):
-        if not uses_external_data(tensor):
-            continue
-        location = ExternalDataInfo(tensor).location
-        target = (base / location).resolve()
-        if Path(location).is_absolute() or not target.is_relative_to(base):
-            raise ModelError(where=model_path,
-                             problem=f"tensor {tensor.name!r} points to external data {location!r}, "
-                                     f"which is outside the model's folder {base}",
-                             fix="keep external data files next to the .onnx file and reference them by "
-                                 "relative name (onnx.save(..., save_as_external_data=True))")
-        if not target.is_file():
-            raise ModelError(where=model_path,
-                             problem=f"external data file {location!r} of tensor {tensor.name!r} is missing",
-                             fix=f"copy {location} next to the model")
-        files[location] = target
-    return [files[k] for k in sorted(files)]
-
-
-def model_sha256(path: Path) -> str:
-    """sha256 over the .onnx bytes followed by each external data file (sorted by location)."""
-    proto = _read_proto(path)
-    digest = hashlib.sha256()
-    for file in [path, *external_data_files(proto, model_path=path)]:
-        with file.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                digest.update(chunk)
-    return digest.hexdigest()
-
-
-def load_model(path: Path) -> onnx.ModelProto:
-    """Load and check a model, external data included; :class:`ModelError` for anything unusable."""
-    proto = _read_proto(path)
-    external_data_files(proto, model_path=path)
-    onnx.load_external_data_for_model(proto, str(path.parent))
-    try:
-        onnx.checker.check_model(str(path))
+def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all") -> onnx.ModelProto:
+    """Load (:func:`harness.data.onnxfile.load_model`: external data confined and checked) and run onnx's
+    checker on the file; :class:`ModelError` for anything unusable. ``weights="lazy"`` keeps big weights on
+    disk (the model is then only meaningful with ``path.parent``, its ``model_dir``)."""
+    proto = onnxfile.load_model(path, weights=weights)
+    try:   # the parsed proto when it holds everything (no second read); the file when data lives beside it
+        onnx.checker.check_model(str(path) if onnxfile.is_lazy(proto) else proto)
     except onnx.checker.ValidationError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelError(where=path, problem=f"not a valid ONNX model: {first}",

@@ -66,8 +66,8 @@ class Tolerance:
 
 
 @dataclass(frozen=True)
-class OutputComparison:
-    """The verdict and statistics for one output (over all iterations)."""
+class ErrorFigures:
+    """The error statistics of one output over all iterations: what both the verdict and the report carry."""
 
     name: str
     passed: bool
@@ -82,6 +82,12 @@ class OutputComparison:
     quantile_rel: float
     n_over: int
     n_total: int
+
+
+@dataclass(frozen=True)
+class OutputComparison(ErrorFigures):
+    """The verdict and statistics for one output (over all iterations)."""
+
     required_atol: float
     required_rtol: float
     top_k_agreement: float | None

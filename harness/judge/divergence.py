@@ -16,7 +16,7 @@ from pathlib import Path
 
 import onnx
 
-from harness.judge.compare import Tolerance, compare_iterations
+from harness.judge.paired import judge_outputs
 from harness.data.feeds import cast_feeds, input_specs
 from harness.data.recipes import Feed
 from harness.runners import make_runner
@@ -44,18 +44,19 @@ def with_outputs(model: onnx.ModelProto, names: Sequence[str]) -> onnx.ModelProt
 
 
 def first_divergence(reference: onnx.ModelProto, converted: onnx.ModelProto, feeds: Sequence[Feed], *,
-                     precision: str, policy: TolerancePolicy, model_dir: Path | None = None) -> Divergence | None:
-    """See the module docstring. ``feeds`` are in the FP32 model's input dtypes (the golden's feeds)."""
+                     precision: str, policy: TolerancePolicy, model_dir: Path | None = None,
+                     converted_dir: Path | None = None) -> Divergence | None:
+    """See the module docstring. ``feeds`` are in the FP32 model's input dtypes (the golden's feeds);
+    ``model_dir`` / ``converted_dir`` (default: ``model_dir``): the folders the models' external data is in."""
     produced = {out for node in converted.graph.node for out in node.output}
     order = [(out, node) for node in reference.graph.node for out in node.output if out and out in produced]
     names = [out for out, _ in order]
     expected = make_runner("ort", with_outputs(reference, names), model_dir=model_dir).run(feeds).outputs
     mixed = with_outputs(converted, names)
-    obtained = make_runner("emulate", mixed, model_dir=model_dir).run(cast_feeds(feeds, input_specs(mixed))).outputs
-    tolerances = policy.tolerances_for(precision=precision, goldens=[{n: it[n] for n in names} for it in expected])
+    obtained = make_runner("emulate", mixed, model_dir=converted_dir or model_dir).run(cast_feeds(feeds, input_specs(mixed))).outputs
     for name, node in order:
-        result = compare_iterations([{name: it[name]} for it in obtained], [{name: it[name]} for it in expected],
-                                    tolerances={name: tolerances[name]}, default=Tolerance())
+        result = judge_outputs([{name: it[name]} for it in obtained], [{name: it[name]} for it in expected],
+                               precision=precision, policy=policy)
         if not result:
             (stats,) = result.outputs
             return Divergence(tensor=name, node=node.name, op=node.op_type, max_abs=float(stats.max_abs),

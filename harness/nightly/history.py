@@ -24,7 +24,7 @@ from typing import Any
 
 from harness.nightly.rules import Change, Comparison, judge
 from harness.errors import UserError
-from harness.report.io import _atomic_write
+from harness.files import atomic_write
 from harness.report.model import CaseRecord, Report
 from harness.report.serde import ReportFormatError, report_from_dict, report_to_dict
 
@@ -140,7 +140,7 @@ def _write(folder: Path, report: Report, verdict: RunVerdict | None, *, path: Pa
     if path is None:
         path = folder / f"{_stamp(report.created)}-{hashlib.sha256(text.encode()).hexdigest()[:8]}.json"
     folder.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, text.encode())
+    atomic_write(path, text.encode())
     return path
 
 

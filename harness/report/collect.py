@@ -18,7 +18,7 @@ from pathlib import Path
 from harness.errors import UserError
 from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now, write_report
 from harness.report.format import counts_text
-from harness.report.io import safe_component
+from harness.files import safe_component
 from harness.report.serde import ReportFormatError, record_from_dict, record_to_dict
 
 CASES_DIR = "cases"

@@ -12,27 +12,22 @@ which is exact. They are read back with ``allow_pickle=False`` and only from ins
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import re
-import tempfile
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import numpy as np
 
 from harness.dtypes import BFLOAT16
 from harness.errors import UserError
+from harness.files import atomic_write, safe_component
 from harness.report.model import SCHEMA_VERSION, Report
 from harness.report.render_html import render_html
 from harness.report.render_md import render_markdown
 from harness.report.serde import ReportFormatError, report_from_dict, report_to_dict
 
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
 
 
 @dataclass(frozen=True)
@@ -48,9 +43,9 @@ def write_report(report: Report, out_dir: Path, *, extra_md: Sequence[str] = (),
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = ReportPaths(json=out_dir / "report.json", markdown=out_dir / "report.md", html=out_dir / "report.html")
     text = json.dumps(report_to_dict(report), indent=1, allow_nan=False) + "\n"
-    _atomic_write(paths.json, text.encode())
-    _atomic_write(paths.markdown, render_markdown(report, extra=extra_md).encode())
-    _atomic_write(paths.html, render_html(report, extra=extra_html).encode())
+    atomic_write(paths.json, text.encode())
+    atomic_write(paths.markdown, render_markdown(report, extra=extra_md).encode())
+    atomic_write(paths.html, render_html(report, extra=extra_html).encode())
     return paths
 
 
@@ -74,14 +69,6 @@ def read_report(path: Path) -> Report:
                         fix="re-run the sweep to write a fresh report") from err
 
 
-def safe_component(name: str) -> str:
-    """A file-name-safe, collision-free form of ``name`` (unchanged when already safe)."""
-    clean = _UNSAFE.sub("_", name)
-    if clean == name and name not in ("", ".", ".."):
-        return name
-    return f"{clean.strip('.')}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
-
-
 def outputs_relpath(model: str, inputs_id: str, case_id: str) -> str:
     return f"outputs/{safe_component(model)}/{safe_component(inputs_id or 'inputs')}/{safe_component(case_id)}.npz"
 
@@ -99,7 +86,7 @@ def save_outputs(report_dir: Path, relpath: str, iterations: Sequence[Mapping[st
             array = np.asarray(value)
             arrays[f"{index}/{name}"] = array.astype(np.float32) if array.dtype in (np.float16, BFLOAT16) else array
     path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, lambda handle: np.savez(handle, allow_pickle=False, **arrays))
+    atomic_write(path, lambda handle: np.savez(handle, allow_pickle=False, **arrays))
     return path
 
 
@@ -133,17 +120,3 @@ def _inside(report_dir: Path, relpath: str) -> Path:
     return path
 
 
-def _atomic_write(path: Path, data: bytes | Callable[[IO[bytes]], None]) -> None:
-    """Write through a temporary file in the same folder, then rename over ``path``; no partial files."""
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False)
-    try:
-        with handle:
-            if callable(data):
-                data(handle)
-            else:
-                handle.write(data)
-        os.chmod(handle.name, 0o644)
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.judge.compare import CompareResult, OutputComparison
+from harness.judge.compare import CompareResult, ErrorFigures, OutputComparison
 from harness.sweep import Case
-from harness.judge.divergence import Divergence
+from harness.judge.divergence import Divergence as Divergence
 from harness.judge.tolerances import golden_scale
 
 SCHEMA_VERSION = 1
@@ -24,26 +24,14 @@ STATUSES = ("pass", "fail", "xfail", "xpass", "skip", "error")
 
 
 @dataclass(frozen=True)
-class OutputStats:
+class OutputStats(ErrorFigures):
     """Error statistics of one output (over all iterations) and the tolerance it was judged with.
 
-    Deliberately a copy of :class:`harness.judge.compare.OutputComparison`'s numbers rather than the object
-    itself: ``report.json`` is a versioned schema and must not change shape when ``compare`` grows a field.
+    Shares :class:`harness.judge.compare.ErrorFigures` with the verdict, but is a separate plain-number record
+    rather than the comparison object itself: ``report.json`` is a versioned schema and must not change shape
+    when ``compare`` grows a field.
     """
 
-    name: str
-    passed: bool
-    reason: str
-    max_abs: float
-    mean_abs: float
-    median_abs: float
-    quantile_abs: float
-    max_rel: float
-    mean_rel: float
-    median_rel: float
-    quantile_rel: float
-    n_over: int
-    n_total: int
     atol: float
     rtol: float
     mode: str

@@ -3,7 +3,7 @@
 Layout under the cache root (``.castguard-cache/`` in the rootdir by default; safe to delete)::
 
     magnitudes/<key>.json            Magnitudes.to_json()
-    convert/<key>.onnx               the converted model
+    convert/<key>.onnx               the converted model (+ <key>.onnx.data: its weights, for lazy/big models)
     convert/<key>.json               the rest of the ConversionResult, with the .onnx file's sha256
 
 A key is the sha256 of everything the result depends on (:func:`content_key`): the model's sha256, a
@@ -20,19 +20,18 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
-import onnx
 
 from harness import __version__
 from harness.convert import ConversionResult, Magnitudes
-from harness.errors import InputDataError, UserError
+from harness.data.onnxfile import EXTERNAL_DATA_ABOVE, is_lazy, load_model, model_sha256, save_model, weights_size
+from harness.errors import InputDataError, ModelError, UserError
+from harness.files import atomic_write
 from harness.data.recipes import Feed
 
 T = TypeVar("T")
@@ -82,7 +81,7 @@ class ContentCache:
                 except (InputDataError, UnicodeDecodeError) as err:
                     raise self._corrupt(path, err) from err
             made = make()
-            _atomic_write(path, made.to_json().encode())
+            atomic_write(path, made.to_json().encode())
             return made, False
 
     def conversion(self, key: str, make: Callable[[], ConversionResult]) -> tuple[ConversionResult, bool]:
@@ -93,26 +92,29 @@ class ContentCache:
             if meta_path.is_file():
                 return self._read_conversion(model_path, meta_path), True
             made = make()
-            data = made.model.SerializeToString()
-            meta = {"schema_version": SCHEMA_VERSION, "onnx_sha256": hashlib.sha256(data).hexdigest(),
+            save_model(made.model, model_path, base_dir=made.base_dir)   # lazy models: weights streamed, converted
+            meta = {"schema_version": SCHEMA_VERSION, "onnx_sha256": model_sha256(model_path),
                     "low_nodes": list(made.low_nodes), "high_nodes": [list(pair) for pair in made.high_nodes],
                     "lowp_flop_share": made.lowp_flop_share, "cast_count": made.cast_count,
                     "clamped": list(made.clamped)}
-            _atomic_write(model_path, data)
-            _atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
-            return made, False
+            atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
+            if made.base_dir is None and weights_size(made.model) <= EXTERNAL_DATA_ABOVE:
+                return made, False                                         # all in memory and in one file
+            return self._read_conversion(model_path, meta_path), False   # runners read the entry's weights
 
     def _read_conversion(self, model_path: Path, meta_path: Path) -> ConversionResult:
+        """The entry, its sha256 (streamed, data file included) checked; big weights stay in the entry's file."""
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            data = model_path.read_bytes()
-            if meta.get("schema_version") != SCHEMA_VERSION or meta["onnx_sha256"] != hashlib.sha256(data).hexdigest():
+            if meta.get("schema_version") != SCHEMA_VERSION or meta["onnx_sha256"] != _sha256_or_none(model_path):
                 raise ValueError("schema version or model hash does not match")
-            return ConversionResult(model=onnx.load_from_string(data), low_nodes=tuple(meta["low_nodes"]),
+            model = load_model(model_path, weights="lazy")
+            return ConversionResult(model=model, low_nodes=tuple(meta["low_nodes"]),
                                     high_nodes=tuple((str(a), str(b)) for a, b in meta["high_nodes"]),
                                     lowp_flop_share=float(meta["lowp_flop_share"]),
-                                    cast_count=int(meta["cast_count"]), clamped=tuple(meta["clamped"]))
-        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as err:
+                                    cast_count=int(meta["cast_count"]), clamped=tuple(meta["clamped"]),
+                                    base_dir=model_path.parent if is_lazy(model) else None)
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, ModelError) as err:
             raise self._corrupt(meta_path, err) from err
 
     def _corrupt(self, path: Path, err: Exception) -> UserError:
@@ -130,13 +132,9 @@ class ContentCache:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+def _sha256_or_none(path: Path) -> str | None:
+    """The entry's streamed sha256 (data file included), None when it is no longer a readable model."""
     try:
-        with handle:
-            handle.write(data)     # no fsync: a cache needs atomicity (the rename), not durability
-        os.chmod(handle.name, 0o644)
-        os.replace(handle.name, path)
-    finally:
-        if os.path.exists(handle.name):
-            os.unlink(handle.name)
+        return model_sha256(path)
+    except ModelError:
+        return None

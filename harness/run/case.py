@@ -20,7 +20,8 @@ from pathlib import Path
 import onnx
 
 from harness.run.cache import ContentCache, content_key
-from harness.judge.compare import CompareResult, Tolerance, compare_iterations
+from harness.judge.compare import CompareResult
+from harness.judge.paired import judge_outputs
 from harness.convert import ConversionResult, Magnitudes, convert
 from harness.judge.divergence import first_divergence
 from harness.errors import RunnerError, RunnerUnavailable, UserError
@@ -72,7 +73,8 @@ def convert_cached(ctx: ModelContext, case: Case, cache: ContentCache) -> tuple[
     options = case.convert_options()
     key = content_key("convert", cache.fingerprint, ctx.spec.sha256, ctx.magnitudes_key, repr(options))
     start = time.perf_counter()
-    result, hit = cache.conversion(key, lambda: convert(ctx.model, options=options, magnitudes=ctx.magnitudes))
+    result, hit = cache.conversion(key, lambda: convert(ctx.model, options=options, magnitudes=ctx.magnitudes,
+                                                        base_dir=ctx.spec.path.parent))
     return result, time.perf_counter() - start, hit
 
 
@@ -93,7 +95,8 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
                        low_nodes=len(conversion.low_nodes), high_nodes=len(conversion.high_nodes),
                        notes=("conversion from cache",) if hit else ())
         providers = settings.ort_providers if case.runner == "ort" else ()
-        runner = make_runner(case.runner, conversion.model, model_dir=ctx.spec.path.parent, providers=providers)
+        runner = make_runner(case.runner, conversion.model, model_dir=conversion.base_dir or ctx.spec.path.parent,
+                             providers=providers)
         result = runner.run(cast_feeds(ctx.golden.feeds, input_specs(conversion.model)))
     except RunnerUnavailable as err:
         return replace(base, status="skip", message=str(err),
@@ -102,8 +105,8 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
         return replace(base, status="error", message=f"{ctx.spec.name} [{case.id}] could not run: {err}",
                        timings=Timings(magnitudes_s=mags_s, total_s=time.perf_counter() - start))
     compare_start = time.perf_counter()
-    tolerances = settings.tolerances.tolerances_for(precision=case.precision, goldens=ctx.golden.outputs)
-    comparison = compare_iterations(result.outputs, ctx.golden.outputs, tolerances=tolerances, default=Tolerance())
+    comparison = judge_outputs(result.outputs, ctx.golden.outputs, precision=case.precision,
+                               policy=settings.tolerances)
     compare_s = time.perf_counter() - compare_start
     relpath = outputs_relpath(ctx.spec.name, ctx.inputs_id, case.id)
     save_outputs(settings.report_dir, relpath, result.outputs)
@@ -117,7 +120,8 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
         record = replace(record, status="pass")
     else:
         divergence = first_divergence(ctx.model, conversion.model, ctx.golden.feeds, precision=case.precision,
-                                      policy=settings.tolerances, model_dir=ctx.spec.path.parent)
+                                      policy=settings.tolerances, model_dir=ctx.spec.path.parent,
+                                        converted_dir=conversion.base_dir)
         record = replace(record, status="fail", first_divergent=divergence,
                          message=failure_message(ctx, case, comparison, conversion, result.runner, divergence))
     timings = Timings(magnitudes_s=mags_s, convert_s=convert_s, infer_s=result.seconds, compare_s=compare_s,

@@ -99,7 +99,7 @@ class AccuracySession:
             spec = resolve_model(ref, search_dir=bundled_dir)
             if spec.name in self.models:
                 raise _duplicate(ref, spec, self.models[spec.name].spec)
-            model = load_model(spec.path)
+            model = load_model(spec.path, weights="lazy")   # big weights stay on disk (model_dir)
             recipe = default_recipe(spec, config, bundled_dir=bundled_dir)
             feeds = make_feeds(model, recipe, where=str(spec.path))
             self.models[spec.name] = LoadedModel(spec=spec, model=model, recipe=recipe, feeds=feeds)
@@ -154,7 +154,8 @@ class AccuracySession:
         loaded = self.models[name]
         key = content_key("magnitudes", self.cache.fingerprint, loaded.spec.sha256, feeds_digest(golden.feeds))
         start = time.perf_counter()
-        magnitudes, hit = self.cache.magnitudes(key, lambda: collect_magnitudes(loaded.model, feeds=golden.feeds))
+        magnitudes, hit = self.cache.magnitudes(key, lambda: collect_magnitudes(
+            loaded.model, feeds=golden.feeds, base_dir=loaded.spec.path.parent))
         seconds = 0.0 if hit else time.perf_counter() - start
         golden_file = golden_relpath(name, loaded.recipe.id)
         save_outputs(self.config.report_dir, golden_file, golden.outputs)

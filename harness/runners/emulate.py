@@ -30,7 +30,9 @@ import numpy as np
 import onnx
 import onnx.inliner
 from onnx import AttributeProto, GraphProto, NodeProto, TensorProto, helper, numpy_helper
+from onnx.external_data_helper import uses_external_data
 
+from harness.data.onnxfile import set_pending_cast, stub_copy
 from harness.dtypes import LOW_TYPES, np_dtype
 from harness.errors import RunnerError
 from harness.data.feeds import Feed
@@ -90,6 +92,9 @@ def _collect_types(model: onnx.ModelProto) -> dict[str, int]:
 
 def _widen_tensor(tensor: TensorProto) -> TensorProto:
     if tensor.data_type not in LOW_TYPES:
+        return tensor
+    if uses_external_data(tensor):   # a lazy model: widened while its temporary copy is written
+        set_pending_cast(tensor, FLOAT)
         return tensor
     wide = numpy_helper.from_array(numpy_helper.to_array(tensor).astype(np.float32), tensor.name)
     wide.doc_string = tensor.doc_string
@@ -177,7 +182,8 @@ def emulation_model(model: onnx.ModelProto) -> onnx.ModelProto:
     if work.functions:
         work = onnx.inliner.inline_local_functions(work)
     try:
-        inferred = onnx.shape_inference.infer_shapes(work, check_type=False, strict_mode=False, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(stub_copy(work, "castguard-stub"), check_type=False,
+                                                     strict_mode=False, data_prop=True)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as err:
         raise RunnerError(f"emulate: onnx shape inference failed, so tensor types are unknown: {err}") from err
     types = _collect_types(inferred)
@@ -196,7 +202,8 @@ class EmulateRunner(Runner):
         self._session: object = None
 
     def activate_impl(self) -> None:
-        self._session = create_session(emulation_model(self.model), providers=(CPU,), runner=self.name)
+        self._session = create_session(emulation_model(self.model), providers=(CPU,), runner=self.name,
+                                       model_dir=self.model_dir)
 
     def infer_impl(self, feed: Feed) -> dict[str, np.ndarray]:
         wide = {name: arr.astype(np.float32) if arr.dtype in (np.float16, np_dtype(TensorProto.BFLOAT16)) else arr

@@ -8,6 +8,7 @@ bf16 tensors cross the boundary as OrtValues of uint16 bits, both ways.
 from __future__ import annotations
 
 import ctypes
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
+from harness.data.onnxfile import EXTERNAL_DATA_ABOVE, has_pending_casts, is_lazy, save_model, weights_size
 from harness.dtypes import BFLOAT16, bits_to_bf16
 from harness.errors import RunnerError, RunnerUnavailable
 from harness.data.feeds import Feed
@@ -33,8 +35,32 @@ def ort_errors() -> tuple[type[Exception], ...]:
     return (*found, RuntimeError)
 
 
-def create_session(model: onnx.ModelProto, *, providers: Sequence[str], runner: str) -> Any:
-    """An ``InferenceSession`` for ``model``; RunnerUnavailable for missing providers or kernels."""
+def session_source(model: onnx.ModelProto, *, model_dir: Path | None, scratch: Path,
+                   options: Any | None) -> str | bytes:
+    """What onnxruntime loads, never a serialized multi-GB proto:
+
+    * a model with pending casts (a converted or emulating lazy model), or in-memory weights above
+      :data:`EXTERNAL_DATA_ABOVE`: written to ``scratch`` as an external-data model, whose path is returned;
+    * a lazy model (weights on disk in ``model_dir``): its graph's bytes, with onnxruntime told to read the
+      weights from ``model_dir`` through ``options`` (nothing is copied; without ``options`` the caller does);
+    * anything else: its bytes.
+    """
+    if has_pending_casts(model) or (not is_lazy(model) and weights_size(model) > EXTERNAL_DATA_ABOVE):
+        save_model(model, scratch / "model.onnx", base_dir=model_dir, external_above=0)
+        return str(scratch / "model.onnx")
+    if is_lazy(model):
+        if model_dir is None:
+            raise RunnerError("the model's weights are external (a lazily loaded model) but no model_dir was given")
+        if options is not None:
+            options.add_session_config_entry("session.model_external_initializers_file_folder_path",
+                                             str(Path(model_dir).resolve()))
+    return bytes(model.SerializeToString())
+
+
+def create_session(model: onnx.ModelProto, *, providers: Sequence[str], runner: str,
+                   model_dir: Path | None = None) -> Any:
+    """An ``InferenceSession`` for ``model`` (see :func:`session_source`); RunnerUnavailable for missing
+    providers or kernels."""
     import onnxruntime as ort
 
     missing = [p for p in providers if p not in ort.get_available_providers()]
@@ -46,7 +72,10 @@ def create_session(model: onnx.ModelProto, *, providers: Sequence[str], runner: 
     options.log_severity_level = 3
     not_implemented = ort.capi.onnxruntime_pybind11_state.NotImplemented
     try:
-        return ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=list(providers))
+        with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:
+            return ort.InferenceSession(session_source(model, model_dir=model_dir, scratch=Path(tmp),
+                                                       options=options),
+                                        sess_options=options, providers=list(providers))
     except not_implemented as err:
         raise RunnerUnavailable(f"{runner}: onnxruntime has no kernel for this model here ({err}); "
                                 "use --runner emulate, which runs fp16/bf16 models on CPU") from err
@@ -101,7 +130,8 @@ class OrtRunner(Runner):
         self._session: Any = None
 
     def activate_impl(self) -> None:
-        self._session = create_session(self.model, providers=self.providers, runner=self.name)
+        self._session = create_session(self.model, providers=self.providers, runner=self.name,
+                                       model_dir=self.model_dir)
 
     def infer_impl(self, feed: Feed) -> dict[str, np.ndarray]:
         return run_session(self._session, feed, runner=self.name)

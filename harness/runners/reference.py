@@ -12,13 +12,37 @@ from typing import Any
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
+from harness.data.onnxfile import external_tensors, tensor_array, tensor_nbytes
 from harness.errors import RunnerError, RunnerUnavailable
 from harness.data.feeds import Feed
 from harness.runners.base import Runner
 
 # What the evaluator raises for a model it cannot run (it has no error hierarchy of its own).
 _EVALUATOR_ERRORS = (ValueError, TypeError, RuntimeError, IndexError, KeyError, AttributeError)
+
+
+MAX_EXTERNAL_BYTES = 512 << 20
+"""Weights on disk (a lazily loaded model) above this are refused: the evaluator holds every tensor in numpy and
+runs each op in Python, minutes to hours for a multi-GB model."""
+
+
+def in_memory(model: onnx.ModelProto, *, model_dir: Path | None) -> onnx.ModelProto:
+    """`model` with its external weights loaded (pending casts applied); RunnerUnavailable when they are big."""
+    external = external_tensors(model)
+    if not external:
+        return model
+    total = sum(tensor_nbytes(t) for t in external)
+    if total > MAX_EXTERNAL_BYTES or model_dir is None:
+        raise RunnerUnavailable(f"reference: onnx.reference is not useful for a model with {total / 2**30:.1f} GiB "
+                                "of external weights (it holds them all in numpy and runs every op in Python); "
+                                "use --runner emulate (onnxruntime) for big models")
+    loaded = onnx.ModelProto()
+    loaded.CopyFrom(model)
+    for tensor in external_tensors(loaded):
+        tensor.CopyFrom(numpy_helper.from_array(tensor_array(tensor, model_dir), tensor.name))
+    return loaded
 
 
 class ReferenceRunner(Runner):
@@ -33,7 +57,7 @@ class ReferenceRunner(Runner):
         from onnx.reference import ReferenceEvaluator
 
         try:
-            self._evaluator = ReferenceEvaluator(self.model)
+            self._evaluator = ReferenceEvaluator(in_memory(self.model, model_dir=self.model_dir))
         except NotImplementedError as err:
             raise RunnerUnavailable(f"reference: onnx.reference cannot run this model: {err}") from err
         except _EVALUATOR_ERRORS as err:

@@ -18,6 +18,7 @@ ORT-GPU and torch share; all GPU work must stay on the thread that activated the
 from __future__ import annotations
 
 import importlib
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ import onnx
 from harness.errors import RunnerError, RunnerUnavailable, UserError
 from harness.data.feeds import Feed, InputSpec
 from harness.runners.base import Runner, RunResult
+from harness.runners.ort import session_source
 from harness.runners.trt_check import Mismatch, check_against_onnx
 from harness.runners.trt_inspect import PrecisionReport, parse_inspector_json
 from harness.runners.trt_types import (
@@ -194,8 +196,13 @@ class TrtRunner(Runner):
         network = builder.create_network(network_creation_flags(trt.__version__,
                                                                 _members(trt.NetworkDefinitionCreationFlag)))
         parser = trt.OnnxParser(network, logger)
-        data = self.model.SerializeToString()
-        parsed = parser.parse(data, str(self.model_dir / "model.onnx")) if self.model_dir else parser.parse(data)
+        with tempfile.TemporaryDirectory(prefix="castguard-trt-") as tmp:
+            source = session_source(self.model, model_dir=self.model_dir, scratch=Path(tmp), options=None)
+            if isinstance(source, str):    # written as an external-data model (pending casts, > 2 GB)
+                parsed = parser.parse_from_file(source)
+            else:                          # external data, if any, is read from model_dir
+                parsed = parser.parse(source, str(self.model_dir / "model.onnx")) if self.model_dir else \
+                    parser.parse(source)
         if not parsed:
             errors = "; ".join(str(parser.get_error(i)) for i in range(parser.num_errors))
             raise RunnerError(f"trt: the ONNX parser rejected the model: {errors}")

@@ -1,6 +1,6 @@
 """Targeted search for inputs on which a converted model stops matching its FP32 golden (no pytest here).
 
-:class:`Judge` runs one feed through the FP32 model (ORT CPU, the golden producer) and through the
+:class:`~harness.judge.paired.Judge` runs one feed through the FP32 model (ORT CPU, the golden producer) and through the
 converted model on a rounding runner (``emulate``), and compares with the precision-aware tolerances.
 :func:`search` asks Hypothesis for the minimal failing feed (``hypothesis.find``); every tried feed reports
 ``target(error / tolerance)`` so the search climbs toward the worst input. :func:`save_finding` writes the
@@ -12,13 +12,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from random import Random
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import ml_dtypes
@@ -28,87 +26,19 @@ from hypothesis import find, settings, target
 from hypothesis.errors import NoSuchExample
 from hypothesis.strategies import SearchStrategy
 
-from harness.judge.compare import CompareResult, Tolerance, compare_outputs
 from harness.convert import ConvertOptions, Magnitudes, convert
 from harness.dtypes import BFLOAT16, LOW_TYPES, bf16_to_bits, np_dtype
-from harness.errors import InputDataError, UserError
+from harness.errors import InputDataError
 from harness.data.feeds import Feed, cast_feeds, input_specs, load_feed_file, validate_feeds
-from harness.data.models import load_model
-from harness.runners import Runner, make_runner
+from harness.data.models import load_model, model_sha256
+from harness.judge.paired import Judge, Verdict
 from harness.judge.tolerances import TolerancePolicy
 
 if TYPE_CHECKING:
     from harness.run.session import AccuracySession, SweepCase
 
 SCHEMA_VERSION = 1
-SCORE_CAP = 1e6
-"""``target()`` needs a finite number: inf/NaN mismatches and zero-tolerance outputs score this much."""
 TARGET_LABEL = "max error / tolerance"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One feed's comparison. ``score`` = max over outputs of min(max_abs/atol, max_rel/rtol): above 1,
-    some output is over both tolerances somewhere; it is what the search maximises."""
-
-    comparison: CompareResult
-    score: float
-    golden_finite: bool
-
-    @property
-    def failed(self) -> bool:
-        """Only a finite golden can be missed; an FP32 overflow is not a low-precision failure."""
-        return self.golden_finite and not self.comparison.passed
-
-
-def score(comparison: CompareResult) -> float:
-    worst = 0.0 if comparison.passed else 1.0
-    for out in comparison.outputs:
-        ratios = [value / limit if limit > 0 else (math.inf if value > 0 else 0.0)
-                  for value, limit in ((out.max_abs, out.tolerance.atol), (out.max_rel, out.tolerance.rtol))]
-        worst = max(worst, min(ratios) if not any(math.isnan(r) for r in ratios) else SCORE_CAP)
-    return min(worst, SCORE_CAP)
-
-
-class Judge:
-    """FP32 golden vs converted model, one feed at a time; both sessions stay open inside ``with``.
-
-    Feeds are in the converted model's input dtypes; the golden gets them widened exactly to its own.
-    """
-
-    def __init__(self, model: onnx.ModelProto, converted: onnx.ModelProto, *, precision: str,
-                 policy: TolerancePolicy = TolerancePolicy(), runner: str = "emulate",
-                 model_dir: Path | None = None) -> None:
-        self.precision, self.policy = precision, policy
-        self._golden_specs = input_specs(model)
-        self._golden: Runner = make_runner("ort", model, model_dir=model_dir)
-        self._low: Runner = make_runner(runner, converted, model_dir=model_dir)
-
-    def __enter__(self) -> Judge:
-        self._golden.activate()
-        try:
-            self._low.activate()
-        except BaseException:
-            self._golden.deactivate()
-            raise
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self._low.deactivate()
-        self._golden.deactivate()
-
-    def golden_feed(self, feed: Feed) -> Feed:
-        return cast_feeds([feed], self._golden_specs)[0]
-
-    def __call__(self, feed: Feed) -> Verdict:
-        golden = self._golden.infer(self.golden_feed(feed))
-        obtained = self._low.infer(feed)
-        tolerances = self.policy.tolerances_for(precision=self.precision, goldens=[golden])
-        comparison = compare_outputs(obtained, golden, tolerances=tolerances, default=Tolerance())
-        finite = all(bool(np.isfinite(np.asarray(v, dtype=np.float64)).all()) for v in golden.values()
-                     if np.asarray(v).dtype.kind == "f")
-        return Verdict(comparison=comparison, score=score(comparison), golden_finite=finite)
 
 
 @dataclass(frozen=True)
@@ -172,7 +102,7 @@ def save_finding(outcome: Outcome, judge: Judge, *, directory: Path, stem: str, 
     np.savez(npz, allow_pickle=False, **arrays)
     command = f"castguard replay {shlex.quote(str(npz))}"
     doc = {"schema_version": SCHEMA_VERSION, "model": str(model_path.resolve()),
-           "model_sha256": hashlib.sha256(model_path.read_bytes()).hexdigest(), "runner": runner,
+           "model_sha256": model_sha256(model_path), "runner": runner,
            "options": dataclasses.asdict(options), "tolerances": dataclasses.asdict(judge.policy),
            "magnitudes": json.loads(magnitudes.to_json()) if magnitudes is not None else None,
            "score": outcome.verdict.score, "examples": outcome.examples, "hypothesis": hypothesis_note,
@@ -276,7 +206,7 @@ def replay(npz: Path) -> Verdict:
         raise InputDataError(where=sidecar, problem=f"cannot read the finding's sidecar: {err}",
                              fix="keep the .json that save_finding wrote next to the .npz") from err
     model = load_model(model_path)
-    if hashlib.sha256(model_path.read_bytes()).hexdigest() != doc["model_sha256"]:
+    if model_sha256(model_path) != doc["model_sha256"]:
         raise InputDataError(where=model_path, problem="the model changed since the finding was saved",
                              fix="rerun the adversarial search on the current model")
     converted = convert(model, options=options, magnitudes=mags).model

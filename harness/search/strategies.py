@@ -27,13 +27,12 @@ from hypothesis.strategies import DrawFn, SearchStrategy
 
 from harness.search import graphgen
 from harness.convert.options import ConvertOptions
-from harness.dtypes import BFLOAT16, np_dtype
+from harness.dtypes import BFLOAT16, FP16_MAX, np_dtype
 from harness.errors import UserError
 from harness.data.feeds import Feed
 
 __all__ = ["HAZARDS", "arrays", "convert_options", "feeds", "onnx_models", "representable_range"]
 
-FP16_MAX = 65504.0
 HAZARDS = (65504.0, 65488.0, 65472.0, 65519.0, 65520.0, 32768.0, 2048.0, 256.0, 255.9, 6.103515625e-05,
            6.097555160522461e-05, 6.2e-05, 5.960464477539063e-08, 2.9802322387695312e-08, 8.9e-08, 1e-08,
            1.0009765625, 1.00048828125, 1.00390625, 0.1, 3.0e4, 1.0e4)

@@ -14,16 +14,17 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from harness.dtypes import NODE_PRECISIONS as NODE_PRECISIONS
+from harness.dtypes import PRECISIONS as PRECISIONS
 from harness.errors import UserError
+from harness.runners import RUNNER_NAMES
 
 if TYPE_CHECKING:
     from harness.convert.options import ConvertOptions
 
-PRECISIONS = ("fp16", "bf16")
-NODE_PRECISIONS = ("fp16", "bf16", "fp32")
 SENSITIVE_OPS = ("Softmax", "LayerNormalization", "ReduceMean", "Pow")
 
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")      # exclusion-set and runner names
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")      # exclusion-set names
 _OP_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")   # ONNX op types
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.]")
 
@@ -41,9 +42,10 @@ def check_choice(value: object, choices: tuple[str, ...], *, where: str) -> None
 
 
 def check_runner(value: object, *, where: str) -> None:
-    if not isinstance(value, str) or not _NAME.match(value):
-        raise UserError(where=where, problem=f"{value!r} is not a runner name",
-                        fix="use a registered runner such as emulate, ort, reference or trt")
+    """The one runner-name check (the sweep, ``Case`` and ``--runner`` all use it)."""
+    if value not in RUNNER_NAMES:
+        raise UserError(where=where, problem=f"unknown runner {value!r}",
+                        fix=f"use one or more of: {', '.join(RUNNER_NAMES)}")
 
 
 def check_node_precisions(pairs: tuple[tuple[str, str], ...], *, where: str) -> None:

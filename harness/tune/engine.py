@@ -26,10 +26,10 @@ from harness import __version__
 from harness.convert import ConversionResult, ConvertOptions, ReferenceData, collect_magnitudes, convert
 from harness.convert.calibration import load_calibration, random_feeds
 from harness.convert.initializers import LOW_MAX
-from harness.convert.io import load_model
+from harness.data.onnxfile import load_model
 from harness.errors import UserError
 from harness.data.feeds import Feed
-from harness.data.models import model_sha256
+from harness.data.onnxfile import model_sha256
 from harness.tune.bound import Bound
 from harness.tune.memo import TuneCache, TuneMemo, tune_key
 from harness.tune.oracle import Evaluation, Oracle, Setup, exact, fp32_outputs

@@ -19,9 +19,8 @@ from hypothesis.strategies import DrawFn
 from onnx import TensorProto
 
 from harness.convert import ConversionResult, ConvertOptions, Magnitudes, collect_magnitudes, convert
-from harness.convert.initializers import LOW_MAX
 from harness.convert.opset import name_nodes
-from harness.dtypes import LOW_TYPES, np_dtype
+from harness.dtypes import LOW_MAX, LOW_TYPES, np_dtype
 from harness.errors import ConversionError
 from harness.data.feeds import Feed, cast_feeds, input_specs
 from harness.runners import make_runner

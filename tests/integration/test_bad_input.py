@@ -47,8 +47,8 @@ def _unknown_range(path: Path) -> list[str]:
 
 CASES: dict[str, tuple[Callable[[Path], list[str]], str, str]] = {
     "missing-model": (_missing, "model.onnx", "no such file"),
-    "truncated-model": (_truncated, "cut.onnx", "not a valid ONNX"),
-    "garbage-model": (_garbage, "junk.onnx", "not a valid ONNX"),
+    "truncated-model": (_truncated, "cut.onnx", "not an ONNX model"),
+    "garbage-model": (_garbage, "junk.onnx", "not an ONNX model"),
     "wrong-input-names": (lambda p: _npz(p, image=np.zeros((1, 8), np.float32)), "in.npz", "names do not match"),
     "wrong-input-shape": (lambda p: _npz(p, x=np.zeros((1, 9), np.float32)), "in.npz", "the model declares [1,8]"),
     "wrong-input-dtype": (lambda p: _npz(p, x=np.zeros((1, 8), np.float64)), "in.npz", "dtype float64"),

@@ -16,15 +16,9 @@ import onnx
 import pytest
 
 import test_models
-from harness.judge.compare import Tolerance, compare_iterations
-from harness.convert import ConvertOptions, collect_magnitudes, convert
-from harness.data.goldens import GoldenStore
-from harness.data.feeds import cast_feeds, input_specs
-from harness.data.recipes import recipe_for_file
-from harness.data.models import bundled_models_dir, resolve_model
-from harness.runners import make_runner
-from harness.runners.trt_check import declared_precisions
-from harness.judge.tolerances import TolerancePolicy
+from harness import (ConvertOptions, GoldenStore, TolerancePolicy, bundled_models_dir, cast_feeds, collect_magnitudes,
+                     convert_model, declared_precisions, input_specs, judge_outputs, make_runner, recipe_for_file,
+                     resolve_model)
 
 BUNDLED = Path(test_models.bundled_dir())
 GOLDENS = Path(__file__).resolve().parents[2] / "goldens"
@@ -56,7 +50,7 @@ def test_respect_existing_types_keeps_exactly_the_users_types() -> None:
     before = declared_precisions(model)
     assert before["/linear2/MatMul_output_0"] == "fp16" and before["y"] == "fp32"
     magnitudes = collect_magnitudes(model, seed=0)
-    kept = convert(model, options=ConvertOptions(respect_existing_types=True), magnitudes=magnitudes)
+    kept = convert_model(model, options=ConvertOptions(respect_existing_types=True), magnitudes=magnitudes)
     assert declared_precisions(kept.model) == before
     assert [(n.name, n.op_type) for n in kept.model.graph.node] == [(n.name, n.op_type) for n in model.graph.node]
     assert kept.cast_count == 0
@@ -67,7 +61,7 @@ def test_respect_existing_types_keeps_exactly_the_users_types() -> None:
                            "(pip install castguard[trt] on a machine with an NVIDIA GPU)")
 def test_the_tensorrt_layer_precisions_match_the_onnx_types() -> None:
     model = _load("explicit_typing")
-    kept = convert(model, options=ConvertOptions(respect_existing_types=True), magnitudes=None).model
+    kept = convert_model(model, options=ConvertOptions(respect_existing_types=True), magnitudes=None).model
     runner = make_runner("trt", kept, model_dir=BUNDLED / "explicit_typing")
     runner.run([{"x": np.random.default_rng(0).uniform(-1, 1, (1, 10)).astype(np.float32)}])
     assert runner.check_precisions() == []     # type: ignore[attr-defined]
@@ -75,7 +69,7 @@ def test_the_tensorrt_layer_precisions_match_the_onnx_types() -> None:
 
 def test_fp32_accumulation_wraps_the_users_fp16_linear2() -> None:
     model = _load("explicit_typing")
-    wrapped = convert(model, options=ConvertOptions(respect_existing_types=True, fp32_accumulation=True),
+    wrapped = convert_model(model, options=ConvertOptions(respect_existing_types=True, fp32_accumulation=True),
                       magnitudes=None).model
     _assert_wrapped(wrapped, "/linear2/MatMul")
     assert declared_precisions(wrapped)["/linear2/Add_output_0"] == "fp16"
@@ -89,10 +83,9 @@ def test_fp32_accumulation_on_mnist_structure_and_accuracy_on_emulate() -> None:
     results = {}
     for accumulate in (False, True):
         options = ConvertOptions(keep_io_types=True, fp32_accumulation=accumulate)
-        converted = convert(model, options=options, magnitudes=magnitudes).model
+        converted = convert_model(model, options=options, magnitudes=magnitudes).model
         run = make_runner("emulate", converted).run(cast_feeds(golden.feeds, input_specs(converted)))
-        tolerances = TolerancePolicy().tolerances_for(precision="fp16", goldens=golden.outputs)
-        assert compare_iterations(run.outputs, golden.outputs, tolerances=tolerances, default=Tolerance())
+        assert judge_outputs(run.outputs, golden.outputs, precision="fp16", policy=TolerancePolicy())
         results[accumulate] = np.concatenate([o["Plus214_Output_0"] for o in run.outputs])
         if accumulate:
             _assert_wrapped(converted, "Times212")

@@ -12,10 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.run.session import AccuracySession, SweepCase
-from harness.config import HarnessConfig
-from harness.data.models import bundled_models_dir
-from harness.sweep import Case
+from harness import AccuracySession, Case, HarnessConfig, SweepCase, bundled_models_dir
 
 pytest_plugins = ["pytester"]
 GOLDENS = Path(__file__).resolve().parents[2] / "goldens"
@@ -24,8 +21,7 @@ FORCED = Case(keep_io_types=True, node_precisions=(("Add", "fp16"), ("Sub", "fp3
 DEFAULT = Case(keep_io_types=True)
 SCENARIO = '''
 import pytest
-from harness.run.session import SweepCase
-from harness.sweep import Case
+from harness import Case, SweepCase
 
 
 def _check(session, record, case):

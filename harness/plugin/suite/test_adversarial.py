@@ -26,8 +26,9 @@ def test_adversarial(castguard_case: SweepCase, castguard_session: AccuracySessi
     if case.runner != first_runner:
         pytest.skip(f"the adversarial search runs on emulate once per conversion (see the {first_runner} case)")
     seed = request.config.getoption("hypothesis_seed", None)
-    note = f"profile {settings.get_current_profile_name()}, derandomize={settings.default.derandomize}, " \
-           f"max_examples={settings.default.max_examples}, seed={seed}"
+    current = settings()      # the loaded profile
+    note = f"profile {settings.get_current_profile_name()}, derandomize={current.derandomize}, " \
+           f"max_examples={current.max_examples}, seed={seed}"
     try:
         found = search_case(castguard_session, castguard_case, hypothesis_note=note)
     except UserError as err:

@@ -12,7 +12,7 @@ from tests.helpers.convert_builders import F32, init, mlp, model, node, node_typ
 
 from harness.convert import convert_to_mixed_precision
 from harness.convert.cli import get_parser, main
-from harness.convert.io import load_model, save_model
+from harness.data.onnxfile import load_model, save_model
 from harness.errors import ModelError
 
 F16 = onnx.TensorProto.FLOAT16

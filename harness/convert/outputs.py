@@ -1,0 +1,68 @@
+"""Split a reference run's outputs (every intermediate tensor) into groups of bounded size.
+
+onnxruntime returns all requested outputs of one run at once, so asking for every intermediate tensor of a big
+model keeps them all alive together. :func:`output_groups` estimates each tensor's bytes from onnx shape
+inference (graph inputs pinned to the feed's shapes) and packs them, in graph order, into groups of at most
+``max_output_bytes``; the child runs the model once per group and reduces each tensor as it arrives. A tensor of
+unknown size counts as the largest known one. Small models need one group: one run, as before.
+"""
+from __future__ import annotations
+
+import math
+
+from collections.abc import Mapping
+
+import numpy as np
+import onnx
+
+from harness.data.onnxfile import stub_copy
+from harness.dtypes import np_dtype
+
+MAX_OUTPUT_BYTES = 512 << 20
+
+
+def _sized_inputs(model: onnx.ModelProto, feed: Mapping[str, np.ndarray]) -> onnx.ModelProto:
+    light = stub_copy(model, "castguard-stub")
+    for value in light.graph.input:
+        if value.name in feed and value.type.HasField("tensor_type"):
+            shape = value.type.tensor_type.shape
+            del shape.dim[:]
+            for size in np.shape(feed[value.name]):
+                shape.dim.add().dim_value = int(size)
+    return light
+
+
+def estimated_bytes(model: onnx.ModelProto, feed: Mapping[str, np.ndarray]) -> dict[str, int | None]:
+    """Graph output name -> estimated bytes (None: unknown shape or type)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(_sized_inputs(model, feed), strict_mode=False)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):
+        inferred = model
+    known: dict[str, int | None] = {}
+    for value in [*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input]:
+        tensor = value.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+        try:
+            itemsize = np_dtype(tensor.elem_type).itemsize
+        except ValueError:
+            itemsize = 0
+        known[value.name] = (math.prod(d for d in dims if d is not None) * itemsize
+                             if itemsize and tensor.HasField("shape") and None not in dims else None)
+    return {o.name: known.get(o.name) for o in model.graph.output}
+
+
+def output_groups(model: onnx.ModelProto, *, max_output_bytes: int = MAX_OUTPUT_BYTES,
+                  feed: Mapping[str, np.ndarray]) -> list[list[str]]:
+    """`model`'s graph outputs packed in order into groups of at most `max_output_bytes` (one tensor may exceed)."""
+    sizes = estimated_bytes(model, feed)
+    largest = max((v for v in sizes.values() if v is not None), default=0)
+    groups: list[list[str]] = [[]]
+    used = 0
+    for name, size in sizes.items():
+        cost = largest if size is None else size
+        if groups[-1] and used + cost > max_output_bytes:
+            groups.append([])
+            used = 0
+        groups[-1].append(name)
+        used += cost
+    return [g for g in groups if g]

@@ -1,0 +1,295 @@
+"""The one place that loads, saves and hashes ONNX files, external data included, in bounded memory.
+
+* :func:`load_model` parses the graph with ``load_external_data=False``, refuses external-data locations that
+  leave the model's folder, missing data files and data files shorter than an offset + length (one
+  :class:`~harness.errors.ModelError` naming the file and the fix), then loads the weights (``weights="all"``)
+  or only the small ones (``weights="lazy"``): big tensors stay external, read later one at a time.
+* A lazy model is only meaningful with its *base folder* (the folder its locations are relative to). A tensor
+  may also carry a *pending cast* (:func:`set_pending_cast`): its declared type is the new one, its bytes still
+  the source's; :func:`save_model` converts it while streaming.
+* :func:`save_model` writes atomically (temporary names in the target folder, then renames): one ``.onnx`` and,
+  when the model is lazy or above ``external_above`` bytes, one ``<name>.data`` file with every initializer of
+  ``inline_below`` bytes or more, offsets aligned to :data:`ALIGN` for mmap (the layout of
+  ``onnx.save_model(..., save_as_external_data=True, all_tensors_to_one_file=True)``). A failed write (disk
+  full, quota) is one ModelError and leaves nothing behind.
+* :func:`model_sha256` streams the ``.onnx`` and its data files (sorted by location) through sha256.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+import ml_dtypes
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import TensorProto, external_data_helper
+
+from harness.dtypes import BFLOAT16, np_dtype
+from harness.errors import ModelError
+from harness.files import atomic_write, sha256_files
+
+EXTERNAL_DATA_ABOVE = 1_800_000_000
+"""Bytes of in-memory weights above which a saved model gets external data (protobuf's limit is 2 GiB)."""
+INLINE_BELOW = 1024
+"""Initializers smaller than this stay inside the ``.onnx`` (onnx's ``size_threshold`` default)."""
+LAZY_ABOVE = 1 << 16
+"""``weights="lazy"`` loads external tensors up to this many bytes; bigger ones stay on disk."""
+ALIGN = 4096
+CHUNK_BYTES = 1 << 24
+PENDING_KEY = "castguard.cast_from"
+_FIX_VALID = "pass a valid .onnx file (check it with onnx.checker.check_model)"
+
+
+def external_tensors(model: onnx.ModelProto) -> list[TensorProto]:
+    """Every tensor (initializers and attributes, subgraphs included) whose bytes live in a data file."""
+    return [t for t in external_data_helper._get_all_tensors(model) if external_data_helper.uses_external_data(t)]
+
+
+def _info(tensor: TensorProto, *, where: Path) -> external_data_helper.ExternalDataInfo:
+    try:
+        return external_data_helper.ExternalDataInfo(tensor)
+    except ValueError as err:
+        raise ModelError(where=where, problem=f"tensor {tensor.name!r} has bad external data fields ({err})",
+                         fix="re-save the model with onnx.save_model(..., save_as_external_data=True)") from None
+
+
+def tensor_nbytes(tensor: TensorProto) -> int:
+    """Bytes of the tensor's values in its declared type (what a data file holds for it)."""
+    return int(np.prod(tensor.dims, dtype=np.int64)) * np_dtype(tensor.data_type).itemsize
+
+
+def check_external_data(model: onnx.ModelProto, folder: Path, *, where: Path) -> list[Path]:
+    """The data files `model` uses, sorted by location; ModelError for a location leaving `folder`, a missing
+    file, or a file too short for a tensor's offset + length."""
+    root = folder.resolve()
+    files: dict[str, Path] = {}
+    for tensor in external_tensors(model):
+        info = _info(tensor, where=where)
+        target = (root / info.location).resolve()
+        if not info.location or Path(info.location).is_absolute() or not target.is_relative_to(root):
+            raise ModelError(where=where, problem=f"tensor {tensor.name!r} points to external data {info.location!r}, "
+                                                  f"outside the model's folder {root}",
+                             fix="keep external data files next to the model and name them by relative path "
+                                 "(onnx.save_model(..., save_as_external_data=True))")
+        if not target.is_file():
+            raise ModelError(where=where, problem=f"external data file {info.location!r} of tensor {tensor.name!r} "
+                                                  "is missing", fix=f"copy {info.location} next to the model")
+        offset = int(info.offset or 0)
+        length = int(info.length) if info.length is not None else tensor_nbytes(_source_view(tensor))
+        size = target.stat().st_size
+        if offset + length > size:
+            raise ModelError(where=where, problem=f"external data file {info.location!r} is truncated: tensor "
+                                                  f"{tensor.name!r} needs bytes {offset}..{offset + length}, the file "
+                                                  f"has {size}",
+                             fix=f"copy {info.location} again (completely) from where the model was exported")
+        files[info.location] = target
+    return [files[k] for k in sorted(files)]
+
+
+def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all", lazy_above: int = LAZY_ABOVE
+               ) -> onnx.ModelProto:
+    """Parse `path` and check its external data; ``weights="lazy"`` leaves tensors above `lazy_above` bytes on
+    disk (their locations are relative to ``path.parent``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(where=path, problem="model file does not exist", fix="pass the path of an existing .onnx file")
+    try:
+        model = onnx.load_model(str(path), load_external_data=False)
+    except (DecodeError, ValueError, RuntimeError, OSError) as err:
+        raise ModelError(where=path, problem=f"not an ONNX model (truncated or garbage? {type(err).__name__}: {err})",
+                         fix=_FIX_VALID) from None
+    if model.ir_version <= 0 or not model.HasField("graph") or not model.opset_import:
+        raise ModelError(where=path, problem="not an ONNX model (no IR version, graph or opset)", fix=_FIX_VALID)
+    check_external_data(model, path.parent, where=path)
+    for tensor in external_tensors(model):
+        if weights == "all" or tensor_nbytes(tensor) <= lazy_above:
+            external_data_helper.load_external_data_for_tensor(tensor, str(path.parent))
+    return model
+
+
+def is_lazy(model: onnx.ModelProto) -> bool:
+    return bool(external_tensors(model))
+
+
+def set_pending_cast(tensor: TensorProto, target: int) -> None:
+    """Declare external `tensor` as `target` type; its bytes are converted when the model is saved."""
+    if not external_data_helper.uses_external_data(tensor):
+        raise ValueError(f"tensor {tensor.name!r} is in memory; convert it directly")
+    chain = [*_pending_chain(tensor), tensor.data_type]
+    kept = [p for p in tensor.metadata_props if p.key != PENDING_KEY]
+    del tensor.metadata_props[:]
+    tensor.metadata_props.extend(kept)
+    tensor.metadata_props.add(key=PENDING_KEY, value=",".join(str(t) for t in chain))
+    tensor.data_type = target
+
+
+def _pending_chain(tensor: TensorProto) -> list[int]:
+    """Types the bytes pass through before the declared one: the stored type first (empty: no pending cast)."""
+    found = [p.value for p in tensor.metadata_props if p.key == PENDING_KEY]
+    return [int(t) for t in found[-1].split(",")] if found else []
+
+
+def pending_cast(tensor: TensorProto) -> int | None:
+    """The stored type of a tensor with a pending cast (see :func:`set_pending_cast`), else None."""
+    chain = _pending_chain(tensor)
+    return chain[0] if chain else None
+
+
+def apply_pending(chunk: np.ndarray, tensor: TensorProto) -> np.ndarray:
+    """Source values of `tensor` through each pending cast in turn (fp32 -> fp16 -> fp32 rounds), to its type."""
+    for elem in [*_pending_chain(tensor)[1:], tensor.data_type] if pending_cast(tensor) is not None else []:
+        chunk = saturating_cast(chunk, np_dtype(elem))[0]
+    return chunk
+
+
+def has_pending_casts(model: onnx.ModelProto) -> bool:
+    return any(pending_cast(t) is not None for t in external_tensors(model))
+
+
+def stub_copy(model: onnx.ModelProto, location: str) -> onnx.ModelProto:
+    """A copy whose external tensors all point at `location` without offset or length (no pending casts): for
+    the checker and shape inference, which need types and dims only."""
+    light = onnx.ModelProto()
+    light.CopyFrom(model)
+    for tensor in external_tensors(light):
+        del tensor.external_data[:]
+        del tensor.metadata_props[:]
+        tensor.external_data.add(key="location", value=location)
+    return light
+
+
+def _source_view(tensor: TensorProto) -> TensorProto:
+    source = pending_cast(tensor)
+    return TensorProto(dims=tensor.dims, data_type=tensor.data_type if source is None else source)
+
+
+def saturating_cast(array: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, int, float]:
+    """`array` in `dtype`, finite values beyond its largest value clamped to +-max; (result, clamps, worst |x|)."""
+    limit, source_max = _largest(dtype), _largest(array.dtype)
+    if limit is None or source_max is None or source_max <= limit:
+        return array.astype(dtype), 0, 0.0
+    over = np.isfinite(array) & (np.abs(array) > limit)
+    count = int(over.sum())
+    if not count:
+        return array.astype(dtype), 0, 0.0
+    worst = float(np.abs(array[over]).max())
+    return np.where(over, np.sign(array) * limit, array).astype(dtype), count, worst
+
+
+def _largest(dtype: np.dtype) -> float | None:
+    if dtype == BFLOAT16:
+        return float(ml_dtypes.finfo(BFLOAT16).max)  # type: ignore[no-untyped-call]
+    return float(np.finfo(dtype).max) if dtype.kind == "f" else None
+
+
+def iter_chunks(tensor: TensorProto, base_dir: Path, *, chunk_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
+    """The source values of an external tensor, flat, a bounded chunk at a time (no pending cast applied)."""
+    source = _source_view(tensor)
+    dtype = np_dtype(source.data_type)
+    info = _info(tensor, where=base_dir)
+    left = tensor_nbytes(source)
+    step = max(chunk_bytes // dtype.itemsize, 1) * dtype.itemsize
+    with open(base_dir / info.location, "rb") as handle:
+        handle.seek(int(info.offset or 0))
+        while left > 0:
+            data = handle.read(min(step, left))
+            if not data:
+                raise ModelError(where=base_dir / info.location, problem=f"ends inside tensor {tensor.name!r}",
+                                 fix="copy the data file again (completely)")
+            left -= len(data)
+            yield np.frombuffer(data, dtype=dtype)
+
+
+def tensor_array(tensor: TensorProto, base_dir: Path | None) -> np.ndarray:
+    """The whole tensor as numpy (pending cast applied): for small tensors, or when memory is no concern."""
+    if not external_data_helper.uses_external_data(tensor):
+        return onnx.numpy_helper.to_array(tensor)
+    if base_dir is None:
+        raise ValueError(f"tensor {tensor.name!r} is external: its base folder is needed")
+    flat = np.concatenate(list(iter_chunks(tensor, base_dir))) if tensor_nbytes(tensor) else np.empty(0)
+    return apply_pending(flat, tensor).reshape(tuple(tensor.dims))
+
+
+def model_sha256(path: Path) -> str:
+    """sha256 over the ``.onnx`` bytes followed by each external data file (sorted by location), streamed."""
+    path = Path(path)
+    model = load_model(path, weights="lazy", lazy_above=-1)
+    return sha256_files([path, *check_external_data(model, path.parent, where=path)])
+
+
+def weights_size(model: onnx.ModelProto) -> int:
+    """Bytes of in-memory initializer data: the bulk of a model, far cheaper than ``ByteSize()``."""
+    return sum(len(t.raw_data) + 4 * (len(t.float_data) + len(t.int32_data)) + 8 * (len(t.int64_data) +
+               len(t.double_data)) for t in external_data_helper._get_initializer_tensors(model))
+
+
+def save_model(model: onnx.ModelProto, path: Path, *, base_dir: Path | None = None,
+               external_above: int = EXTERNAL_DATA_ABOVE, inline_below: int = INLINE_BELOW) -> None:
+    """Write `model` to `path` atomically; lazy models (external tensors relative to `base_dir`) and models
+    above `external_above` bytes get one aligned ``<name>.data`` file beside it (see the module docstring)."""
+    path = Path(path)
+    folder = path.parent
+    lazy = is_lazy(model)
+    if lazy and base_dir is None:
+        raise ValueError("save_model: the model has external tensors; pass base_dir (their folder)")
+    try:
+        if not lazy and weights_size(model) <= external_above:
+            atomic_write(path, model.SerializeToString())
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp_dir = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=folder))
+    except OSError as err:
+        raise _write_error(path, err) from None
+    data_name = f"{path.name}.data"
+    try:
+        out = onnx.ModelProto()
+        out.CopyFrom(model)
+        with open(tmp_dir / data_name, "wb") as sink:
+            for tensor in external_data_helper._get_all_tensors(out):
+                if external_data_helper.uses_external_data(tensor):
+                    assert base_dir is not None
+                    _place(tensor, sink, data_name, _converted_chunks(tensor, Path(base_dir)))
+                elif tensor.HasField("raw_data") and len(tensor.raw_data) >= inline_below:
+                    _place(tensor, sink, data_name, iter([np.frombuffer(tensor.raw_data, np.uint8)]))
+                    tensor.ClearField("raw_data")
+            sink.flush()
+            os.fsync(sink.fileno())
+        (tmp_dir / path.name).write_bytes(out.SerializeToString())
+        os.replace(tmp_dir / data_name, folder / data_name)
+        os.replace(tmp_dir / path.name, path)
+    except OSError as err:
+        raise _write_error(path, err) from None
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def _converted_chunks(tensor: TensorProto, base_dir: Path) -> Iterator[np.ndarray]:
+    source = pending_cast(tensor)
+    for chunk in iter_chunks(tensor, base_dir):
+        yield apply_pending(chunk, tensor)
+    if source is not None:
+        kept = [p for p in tensor.metadata_props if p.key != PENDING_KEY]
+        del tensor.metadata_props[:]
+        tensor.metadata_props.extend(kept)
+
+
+def _place(tensor: TensorProto, sink: BinaryIO, location: str, chunks: Iterator[np.ndarray]) -> None:
+    offset = -(-sink.tell() // ALIGN) * ALIGN
+    sink.write(b"\0" * (offset - sink.tell()))
+    for chunk in chunks:
+        sink.write(np.ascontiguousarray(chunk).view(np.uint8).data)
+    length = sink.tell() - offset
+    del tensor.external_data[:]
+    for key, value in (("location", location), ("offset", str(offset)), ("length", str(length))):
+        tensor.external_data.add(key=key, value=value)
+    tensor.data_location = TensorProto.EXTERNAL
+
+
+def _write_error(path: Path, err: OSError) -> ModelError:
+    return ModelError(where=path, problem=f"cannot write the model ({err.strerror or err}); nothing was written",
+                      fix=f"free disk space (or raise the quota) in {path.parent}, or write elsewhere (--output_path)")

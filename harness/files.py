@@ -1,0 +1,71 @@
+"""Files castguard writes and names: one atomic writer, one streamed hash, one safe path component.
+
+Every file castguard leaves behind (goldens, reports, outputs, history runs, cache entries, converted models) is
+written through :func:`atomic_write`: a temporary file in the destination's folder, then ``os.replace``, so a
+crash, a full disk or Ctrl-C never leaves a partial file under the final name. ``durable=True`` also fsyncs
+before the rename (goldens: a committed artefact); caches skip it, since they need atomicity, not durability.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+__all__ = ["atomic_write", "safe_component", "sha256_file", "sha256_files"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
+_CHUNK = 1 << 20
+
+
+def atomic_write(path: Path, data: bytes | Callable[[IO[bytes]], None], *, durable: bool = False,
+                 mode: int = 0o644) -> None:
+    """Write ``data`` (bytes, or a function that writes to a binary handle) to ``path`` all at once or not at all.
+
+    The folder is created if needed. The file gets ``mode`` (NamedTemporaryFile would leave 0600, but goldens and
+    reports are shared files). On any error, KeyboardInterrupt included, the temporary file is removed and the
+    previous content of ``path`` (if any) is untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    try:
+        with handle:
+            if callable(data):
+                data(handle)
+            else:
+                handle.write(data)
+            handle.flush()
+            if durable:
+                os.fsync(handle.fileno())
+        os.chmod(handle.name, mode)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of one file, read in 1 MiB chunks (never the whole file in memory)."""
+    return sha256_files([Path(path)])
+
+
+def sha256_files(paths: list[Path]) -> str:
+    """Hex sha256 over several files' bytes in the given order (a model plus its external-data files)."""
+    digest = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as stream:
+            for chunk in iter(lambda: stream.read(_CHUNK), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def safe_component(name: str) -> str:
+    """A file-name-safe, collision-free form of ``name`` (unchanged when already safe)."""
+    clean = _UNSAFE.sub("_", name)
+    if clean == name and name not in ("", ".", ".."):
+        return name
+    return f"{clean.strip('.')}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
