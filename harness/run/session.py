@@ -187,7 +187,7 @@ class AccuracySession:
 
 def tuned_case(precision: str) -> Case:
     """The ``pytest --tune`` case of one precision: the search starts from the low type's range (data_max)."""
-    from harness.convert.initializers import LOW_MAX
+    from harness.dtypes import LOW_MAX
     from harness.convert.options import LOW_PRECISIONS
 
     return Case(precision=precision, data_max=LOW_MAX[LOW_PRECISIONS[precision]], tuned=True)

@@ -24,7 +24,7 @@ from harness.errors import UserError
 from harness.judge.compare import Tolerance, compare_iterations
 from harness.nightly.rules import MOVE_PREFIX
 from harness.report import CaseRecord, Timings, output_stats, outputs_relpath, save_outputs
-from harness.report.io import safe_component
+from harness.files import safe_component
 from harness.run.session import AccuracySession, Outcome, Status, SweepCase
 from harness.tune.bound import Bound
 from harness.tune.engine import TuneSettings, tune_setup

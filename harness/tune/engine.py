@@ -25,7 +25,7 @@ import onnx
 from harness import __version__
 from harness.convert import ConversionResult, ConvertOptions, ReferenceData, collect_magnitudes, convert
 from harness.convert.calibration import load_calibration, random_feeds
-from harness.convert.initializers import LOW_MAX
+from harness.dtypes import LOW_MAX
 from harness.data.onnxfile import load_model
 from harness.errors import UserError
 from harness.data.feeds import Feed
