@@ -3,18 +3,22 @@
 Candidates arrive ranked (most sensitive per FLOP first, :func:`harness.tune.probe.rank`). Then:
 
 1. all candidates low: done if it passes (1 evaluation);
-2. all candidates FP32: if even that fails, the bound is unreachable (1 evaluation);
-3. binary search for the shortest prefix of the ranking that passes when kept FP32 (log2 C evaluations);
-4. extraction (adaptive group testing): the last node of that prefix is needed; keep it and find the shortest
-   prefix of the rest that still passes with it, galloping down from the end (the next needed node is usually
-   near the last one) then bisecting; its last node is needed too; repeat until the kept nodes alone pass.
-   Finding a node ``g`` ranks after the previous one costs about ``2 log2 g + 1`` evaluations.
+2. all candidates FP32: if even that fails, the bound is unreachable (1 evaluation; from here on a passing
+   plan is always in hand);
+3. the shortest prefix of the ranking that passes when kept FP32: gallop up (1, 2, 4, ... nodes; a good
+   ranking puts the needed nodes first), then bisect (about 2 log2 p + 1 evaluations for a prefix of p);
+4. extraction (adaptive group testing): the last node of that prefix is needed. If it alone passes, that is the
+   plan (1 evaluation). Otherwise find the shortest prefix of the rest that still passes with it, galloping down
+   from the end (the next needed node is usually near the last one) then bisecting; its last node is needed
+   too; repeat until the kept nodes alone pass. A node ``g`` places before the previous one costs about
+   ``2 log2 g + 1`` evaluations.
 
 Each kept node comes with its evidence: a failing plan that holds every other kept node FP32 and it in low
 precision. If errors only grow when nodes move to low precision (monotone), the kept set is minimal: no node
 can go back. Every step holds a plan known to pass on all calibration inputs, so the result is verified even
 when errors are not monotone, and a spent budget still returns the best passing plan found. For K kept nodes
-of C candidates that is at most ``2 + log2 C + K (2 log2 C + 1)`` evaluations.
+of C candidates the gaps sum to at most C, so by concavity the cost is at most about
+``2 log2 C + 3 + K (2 log2 (C / K) + 1)``, within ``2 (K + 1) log2 C + 10``.
 """
 from __future__ import annotations
 
@@ -32,7 +36,6 @@ class SearchResult:
     complete: bool
     """False when the budget ran out before the extraction finished (the plan passes but may keep too much FP32)."""
     all_low: Evaluation
-    all_fp32: Evaluation | None
     prefix: int
     """Length of the shortest passing prefix of the ranking (0 when all-low passed)."""
     evidence: Mapping[str, Evaluation] = field(default_factory=dict)
@@ -65,7 +68,7 @@ def search(oracle: Oracle, candidates: Sequence[str], ranking: Callable[[], Sequ
     if all_low.passed or not candidates:
         if not all_low.passed:
             raise _unreachable(oracle, all_low, 0)
-        return SearchResult(best=all_low, complete=True, all_low=all_low, all_fp32=None, prefix=0)
+        return SearchResult(best=all_low, complete=True, all_low=all_low, prefix=0)
     ranked = list(ranking())
     try:
         all_fp32 = oracle.evaluate(ranked)
@@ -73,13 +76,15 @@ def search(oracle: Oracle, candidates: Sequence[str], ranking: Callable[[], Sequ
         raise _no_plan(oracle) from None
     if not all_fp32.passed:
         raise _unreachable(oracle, all_fp32, len(ranked))
-    best, prefix, complete = all_fp32, len(ranked), False
     evidence: dict[str, Evaluation] = {}
+    best, prefix, complete = all_fp32, len(ranked), False
     try:
-        prefix = _first_passing(oracle, [], ranked, 0, len(ranked))
+        prefix = _shortest_prefix(oracle, ranked)
         best = oracle.evaluate(ranked[:prefix])
         needed, rest = [ranked[prefix - 1]], list(ranked[:prefix - 1])
         evidence[needed[0]] = oracle.evaluate(rest)
+        if rest and oracle.evaluate(needed).passed:    # one node is the common case: 1 evaluation, not log2
+            best, rest = oracle.evaluate(needed), []
         while rest:
             j = _last_needed(oracle, needed, rest)
             if j == 0:
@@ -92,8 +97,20 @@ def search(oracle: Oracle, candidates: Sequence[str], ranking: Callable[[], Sequ
         complete = True
     except BudgetExhausted:
         pass
-    return SearchResult(best=best, complete=complete, all_low=all_low, all_fp32=all_fp32, prefix=prefix,
+    return SearchResult(best=best, complete=complete, all_low=all_low, prefix=prefix,
                         evidence=evidence)
+
+
+def _shortest_prefix(oracle: Oracle, ranked: Sequence[str]) -> int:
+    """The shortest passing prefix of the ranking, given that none fails and all passes: gallop up 1, 2, 4, ...
+    (a good ranking puts the needed nodes first), then bisect."""
+    lo, hi, n = 0, len(ranked), 1
+    while n < hi:
+        if oracle.evaluate(ranked[:n]).passed:
+            hi = n
+            break
+        lo, n = n, 2 * n
+    return _first_passing(oracle, [], ranked, lo, hi)
 
 
 def _last_needed(oracle: Oracle, needed: Sequence[str], rest: Sequence[str]) -> int:
