@@ -146,3 +146,15 @@ def test_console_entry_from_an_empty_folder(tmp_path: Path) -> None:
     plan = json.loads((tmp_path / "residual_cancel.fp16.plan.json").read_text())
     assert (tmp_path / "residual_cancel.fp16.onnx").is_file() and plan["kept_fp32"]
     assert list(work.iterdir()) == []
+
+
+def test_classifier_criteria_and_policy_are_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.castguard.tolerances]\nfp16 = { rtol = 0.05 }\n')
+    path = _save(tmp_path, "wide", tune_models.wide_activations())
+    code, plan = _tune(tmp_path, path, "--top1_outputs", "logits", "--min_top1=0.99", "--tolerance_policy",
+                       "--max_error", "logits=2e-3")
+    assert code == 0
+    assert plan["bound"]["top1"] == {"outputs": ["logits"], "min_agreement": 0.99}  # type: ignore[index]
+    assert plan["bound"]["tolerance_policy"] is True and plan["bound"]["per_output"] == {"logits": 2e-3}  # type: ignore[index]
+    assert plan["top1"]["logits"] >= 0.99 and plan["error"]["logits"] <= 2e-3  # type: ignore[index]
