@@ -44,6 +44,7 @@ RECORD_KEY: pytest.StashKey[CaseRecord] = pytest.StashKey()
 NIGHTLY_KEY: pytest.StashKey[NightlyRun] = pytest.StashKey()
 SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
 ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")   # opt-in: -m adversarial (minutes per model)
+TUNED_FILE = SUITE_FILE.with_name("test_tuned.py")               # opt-in: --tune / [tool.castguard] tune
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -91,7 +92,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[REPORT_KEY] = report
         if config.args_source != pytest.Config.ArgsSource.ARGS:
             adversarial = "adversarial" in (config.option.markexpr or "")
-            config.args = [str(SUITE_FILE), *([str(ADVERSARIAL_FILE)] if adversarial else [])]
+            config.args = [str(SUITE_FILE), *([str(TUNED_FILE)] if harness_config.tune else []),
+                           *([str(ADVERSARIAL_FILE)] if adversarial else [])]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

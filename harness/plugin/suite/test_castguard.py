@@ -1,6 +1,6 @@
 """castguard's accuracy suite: FP32 goldens, then the conversion sweep (model x case) on each runner.
 
-Parametrized by ``harness.plugin.pytest_generate_tests`` (``test_tuned`` only with ``--tune``); every check lives in :mod:`harness.run.session`.
+Parametrized by ``harness.plugin.pytest_generate_tests``; every check lives in :mod:`harness.run.session`.
 User errors fail the test with their message (no traceback); unavailable runners and runners that are not a
 low-precision oracle skip with the reason. Each sweep case hands its record to the report
 (``castguard_record``), whatever its outcome.
@@ -35,16 +35,6 @@ def _report(outcome: Outcome) -> None:
 
 def test_fp32_golden(castguard_model: str, castguard_session: AccuracySession) -> None:
     _report(_run(lambda: castguard_session.check_fp32_golden(castguard_model)))
-
-
-def test_tuned(castguard_tuned_case: SweepCase, castguard_session: AccuracySession,
-               castguard_record: Callable[[CaseRecord], None]) -> None:
-    from harness.tune.case import check_tuned
-
-    outcome = _run(lambda: check_tuned(castguard_session, castguard_tuned_case))
-    if outcome.record is not None:
-        castguard_record(outcome.record)
-    _report(outcome)
 
 
 def test_low_precision(castguard_case: SweepCase, castguard_session: AccuracySession,
