@@ -1,7 +1,8 @@
 """``HarnessConfig``: one frozen configuration from ``[tool.castguard]`` (pyproject.toml) and the command line.
 
-Precedence: command line > ``[tool.castguard]`` in the rootdir's pyproject.toml > the dataclass defaults.
-Paths from pyproject are relative to the rootdir; paths from the command line to the invocation directory.
+Precedence: command line > ``[tool.castguard]`` in the project's pyproject.toml > the dataclass defaults.
+The project is found from the invocation directory (:func:`find_project`). Paths from pyproject are relative
+to the project folder; paths from the command line to the invocation directory.
 The keys read here are :data:`harness.options.DESTS` except :data:`CLI_ONLY` (``--model`` decides what
 pytest collects, and a permanent ``--update-goldens`` would rewrite goldens on every run), plus two tables:
 
@@ -13,23 +14,18 @@ Other keys of ``[tool.castguard]`` belong to other parts of castguard and are le
 """
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.errors import UserError
-from harness.data.recipes import parse_input_shape, parse_val_range
+from harness.files import read_toml
+from harness.data.recipes import parse_input_shapes, parse_val_range
 from harness.options import DESTS, SWEEP_DESTS, SWEEP_FILE_DEST
 from harness.sweep.grid import check_runner
-from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec, read_toml
+from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec
 from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 CPU_PROVIDER = "CPUExecutionProvider"
 CLI_ONLY = frozenset({"models", "update_goldens"})
@@ -53,6 +49,13 @@ class HarnessConfig:
     tolerances: TolerancePolicy = TolerancePolicy()
     report_dir: Path = Path("castguard-report")
     cache_dir: Path = Path(".castguard-cache")
+    project_dir: Path | None = None   # decides the keys of models given by path; None: goldens_dir.parent
+
+    @property
+    def project(self) -> Path:
+        return self.project_dir if self.project_dir is not None else self.goldens_dir.parent
+    keep_runs: int = 3                     # finished runs/<id>/ folders kept in the report folder
+    cache_max_mb: int = 2048               # LRU cap of the cache folder (0: no cap)
     tune: bool = False
     """``--tune`` / ``[tool.castguard] tune = true``: add a tuned case per precision."""
 
@@ -70,6 +73,12 @@ class HarnessConfig:
         if self.inputs_file is not None and (self.val_ranges or self.input_shapes):
             raise UserError(where="--inputs", problem="cannot be combined with --val-range or --input-shapes",
                             fix="drop one: an inputs file already fixes the values and shapes")
+        if self.keep_runs < 1:
+            raise UserError(where="keep_runs", problem=f"must be >= 1, got {self.keep_runs}",
+                            fix="keep at least the run that wrote the report, e.g. keep_runs = 3")
+        if self.cache_max_mb < 0:
+            raise UserError(where="cache_max_mb", problem=f"must be >= 0, got {self.cache_max_mb}",
+                            fix="e.g. cache_max_mb = 2048 (0: no cap)")
         if not self.ort_providers:
             raise UserError(where="--ort-providers", problem="empty provider list",
                             fix=f"e.g. --ort-providers {CPU_PROVIDER}")
@@ -99,7 +108,7 @@ class HarnessConfig:
         tolerances = table.get("tolerances", {})
         if not isinstance(tolerances, dict):
             raise UserError(where=f"{where}.tolerances]", problem="not a table", fix="write [tool.castguard.tolerances]")
-        return cls(**kwargs, sweep=sweep_spec(cli=cli, table=table, where=where, invocation_dir=invocation_dir),
+        return cls(**kwargs, project_dir=rootdir, sweep=sweep_spec(cli=cli, table=table, where=where, invocation_dir=invocation_dir),
                    tolerances=parse_tolerance_policy(tolerances, where=f"{where}.tolerances]"))
 
 
@@ -154,7 +163,11 @@ def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
     if key == "val_ranges":
         return {"val_ranges": tuple(parse_val_range(v) for v in _strings(value, where=where))}
     if key == "input_shapes":
-        return {"input_shapes": tuple(parse_input_shape(v) for v in _strings(value, where=where))}
+        shapes = tuple(item for v in _strings(value, where=where) for item in parse_input_shapes(v))
+        names = [name for name, _ in shapes]
+        if len(set(names)) != len(names):
+            raise UserError(where=where, problem="an input's shape is given twice", fix="give each input once")
+        return {"input_shapes": shapes}
     if key == "inputs":
         return {"inputs_file": (base / _strings(value, where=where)[0]).resolve()}
     if key == "ort_providers":
@@ -168,34 +181,33 @@ def load_table(rootdir: Path) -> dict[str, Any]:
     path = rootdir / "pyproject.toml"
     if not path.is_file():
         return {}
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise UserError(where=path, problem=f"not valid TOML: {err}", fix="fix the syntax of pyproject.toml") from err
-    table = data.get("tool", {}).get("castguard", {})
+    data = read_toml(path, what="pyproject.toml")
+    tool = data.get("tool", {})
+    table = tool.get("castguard", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
         raise UserError(where=path, problem="[tool.castguard] is not a table", fix="write it as [tool.castguard]")
     return table
 
 
-def check_rootdir(rootdir: Path, *, ini_found: bool, invocation_dir: Path,
-                  option_paths: Mapping[str, Sequence[str]]) -> None:
-    """Refuse a rootdir that pytest took from one of castguard's path options (``{"--report-dir": [value]}``).
+def find_project(invocation_dir: Path, *, fallback: Path) -> Path:
+    """castguard's project folder: the nearest of ``invocation_dir`` and its parents whose pyproject.toml has a
+    ``[tool.castguard]`` table, else ``fallback`` (pytest's rootdir, or the folder the ``castguard`` CLI was
+    given). ``goldens/``, ``castguard-report/`` and ``.castguard-cache/`` default to folders in it.
 
-    pytest picks its rootdir before plugins load, reading every separate command-line argument that names an
-    existing path, option values included: with ``--report-dir /elsewhere/out`` (existing) and no ini file
-    there, ``/elsewhere/out`` (or the common ancestor of it and the current folder) becomes the rootdir, and
-    castguard would look for pyproject.toml and ``goldens/`` there. Without an ini file, a rootdir other than the
-    current folder that holds one of these paths can only have come from them.
+    It is found from where the command was typed, never from an option value: ``pytest --model /data/m.onnx``
+    from a project uses that project's settings and goldens wherever the model lives.
     """
-    root = rootdir.resolve()
-    if ini_found or invocation_dir.resolve() == root:
-        return
-    for flag, values in option_paths.items():
-        for value in values:
-            path = (invocation_dir / value).resolve()
-            if path.exists() and path.is_relative_to(root) and not path.is_relative_to(invocation_dir.resolve()):
-                raise UserError(where=f"rootdir {rootdir}",
-                                problem=f"pytest took this folder as its rootdir because {flag} {value} names it, "
-                                        "so castguard would not find your pyproject.toml and goldens",
-                                fix=f"write path options with '=' ({flag}={value}), or pass --rootdir=.")
+    for folder in (invocation_dir.resolve(), *invocation_dir.resolve().parents):
+        if _declares_castguard(folder / "pyproject.toml"):
+            return folder
+    return fallback.resolve()
+
+
+def _declares_castguard(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    try:
+        tool = read_toml(path, what="pyproject.toml").get("tool", {})
+    except UserError:
+        return False   # not this search's business: load_table reports it if it is the project's file
+    return isinstance(tool, dict) and "castguard" in tool

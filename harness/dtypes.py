@@ -62,3 +62,27 @@ def bf16_to_bits(x: np.ndarray) -> np.ndarray:
 def bits_to_bf16(bits: np.ndarray) -> np.ndarray:
     """Reinterpret raw uint16 bits as ml_dtypes.bfloat16."""
     return np.asarray(bits, dtype=np.uint16).view(BFLOAT16)
+
+
+def saturating_cast(array: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, int, float]:
+    """`array` in `dtype`; into fp16/bf16, finite values beyond the type's largest value are clamped to +-max
+    instead of becoming inf (inf/NaN stay). Returns (result, values clamped, largest clamped |x|)."""
+    limit = LOW_MAX[TensorProto.FLOAT16] if dtype == np.float16 else (
+        LOW_MAX[TensorProto.BFLOAT16] if dtype == BFLOAT16 else None)
+    source_max = _largest(array.dtype)
+    if limit is None or source_max is None or source_max <= limit or not array.size:
+        return array.astype(dtype), 0, 0.0
+    if max(-float(array.min()), float(array.max())) <= limit:    # two reductions, no temporaries: the usual case
+        return array.astype(dtype), 0, 0.0
+    over = np.isfinite(array) & (np.abs(array) > limit)
+    count = int(over.sum())
+    if not count:
+        return array.astype(dtype), 0, 0.0
+    worst = float(np.abs(array[over]).max())
+    return np.where(over, np.sign(array) * limit, array).astype(dtype), count, worst
+
+
+def _largest(dtype: np.dtype) -> float | None:
+    if dtype == BFLOAT16:
+        return LOW_MAX[TensorProto.BFLOAT16]
+    return float(np.finfo(dtype).max) if dtype.kind == "f" else None

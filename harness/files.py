@@ -1,4 +1,6 @@
-"""Files castguard writes and names: one atomic writer, one streamed hash, one safe path component.
+"""Files castguard writes, names and reads: one atomic writer, one streamed hash, one safe path component, one
+TOML reader (:func:`read_toml`: ``pyproject.toml`` and ``--sweep`` files; ``tomllib`` from Python 3.11, the
+``tomli`` backport, a declared dependency there, on 3.10).
 
 Every file castguard leaves behind (goldens, reports, outputs, history runs, cache entries, converted models) is
 written through :func:`atomic_write`: a temporary file in the destination's folder, then ``os.replace``, so a
@@ -10,12 +12,20 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-__all__ = ["atomic_write", "safe_component", "sha256_file", "sha256_files"]
+from harness.errors import UserError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 only
+    import tomli as tomllib
+
+__all__ = ["atomic_write", "read_toml", "safe_component", "sha256_file", "sha256_files"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
 _CHUNK = 1 << 20
@@ -69,3 +79,14 @@ def safe_component(name: str) -> str:
     if clean == name and name not in ("", ".", ".."):
         return name
     return f"{clean.strip('.')}_{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+
+
+def read_toml(path: Path, *, what: str) -> dict[str, object]:
+    """Parse a TOML file; a missing, unreadable or malformed file is a UserError naming it."""
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise UserError(where=path, problem=f"{what} not found", fix="check the path") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise UserError(where=path, problem=f"{what} is not valid TOML: {err}", fix="fix the TOML syntax") from err

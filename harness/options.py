@@ -29,6 +29,8 @@ DESTS: Mapping[str, str] = {
     "castguard_ort_providers": "ort_providers",
     "castguard_report_dir": "report_dir",
     "castguard_cache_dir": "cache_dir",
+    "castguard_keep_runs": "keep_runs",
+    "castguard_cache_max_mb": "cache_max_mb",
     "castguard_tune": "tune",
 }
 # dest -> harness.sweep.SweepOptions field (the pyproject side is [tool.castguard.sweep]).
@@ -50,39 +52,48 @@ def add_options(addoption: Callable[..., Any]) -> None:
     _add_sweep_options(addoption)
     addoption("--report-dir", dest="castguard_report_dir", default=None, metavar="DIR",
               help="where the sweep report (report.json, report.md, report.html, outputs/) is written at the end "
-                   "of the run (default: castguard-report/ under the rootdir)")
+                   "of the run (default: castguard-report/ in the project folder)")
     addoption("--tune", dest="castguard_tune", action="store_true", default=None,
               help="add a `tuned` case per precision: castguard tune's plan (fewest FP32 nodes within the max-error "
                    "bound, on emulate), checked against the plan stored beside the goldens ([tool.castguard] tune)")
     addoption("--cache-dir", dest="castguard_cache_dir", default=None, metavar="DIR",
-              help="content-hash cache of magnitudes and converted models (default: .castguard-cache/ under the "
-                   "rootdir); safe to delete at any time")
+              help="content-hash cache of magnitudes and converted models (default: .castguard-cache/ in the "
+                   "project folder); safe to delete at any time")
+    addoption("--keep-runs", dest="castguard_keep_runs", type=int, default=None, metavar="N",
+              help="finished run folders (runs/<id>/ with their saved outputs) kept in the report folder; older "
+                   "ones are deleted at the end of a run (default 3)")
+    addoption("--cache-max-mb", dest="castguard_cache_max_mb", type=int, default=None, metavar="MB",
+              help="size cap of the cache folder; least recently used entries are evicted at the end of a run "
+                   "(default 2048; 0: no cap). `castguard cache` shows and prunes it")
 
 
 def _add_model_options(addoption: Callable[..., Any]) -> None:
-    addoption("--model", dest="castguard_models", action="append", default=None, metavar="NAME|PATH",
+    addoption("--model", dest="castguard_models", action="append", default=None, metavar="[KEY=]NAME|PATH",
               help="ONNX model to check (repeatable). A bare name such as mnist or mnist.onnx is looked up in "
-                   "castguard's bundled test_models/. With --model and no test paths, pytest runs the accuracy "
-                   "suite only.")
+                   "castguard's bundled test_models/. KEY=PATH names the model (its goldens go to goldens/KEY/). "
+                   "With --model and no test paths, pytest runs the accuracy suite only.")
     addoption("--runner", dest="castguard_runners", action="append", default=None,
               metavar="ort|emulate|reference|trt",
               help="runner for the low-precision model (repeatable or comma-separated; default from "
                    "[tool.castguard.sweep] runners, else emulate). Only emulate, reference, trt and GPU ort "
                    "really round fp16/bf16.")
     addoption("--goldens-dir", dest="castguard_goldens_dir", default=None, metavar="DIR",
-              help="where FP32 goldens live (default: goldens/ under the rootdir)")
+              help="where FP32 goldens live (default: goldens/ in the project folder)")
     addoption("--update-goldens", dest="castguard_update_goldens", action="store_true", default=None,
               help="rewrite the FP32 goldens of the selected models; each rewritten golden fails its test once")
     addoption("--val-range", dest="castguard_val_ranges", action="append", default=None,
               metavar="NAME:[lo,hi]",
               help="value range for random inputs, Polygraphy syntax (repeatable); [lo,hi] without a name "
-                   "applies to every input. Default [-1,1] for floats, [0,1] for integers.")
+                   "applies to every input. Default [-1,1] for floats; integers that index a Gather table are drawn "
+                   "from its rows, shape-like integers must be given, other integers default to [0,1] (stated).")
     addoption("--input-shapes", dest="castguard_input_shapes", action="append", default=None,
-              metavar="NAME:1x3x224x224", help="shape for an input with dynamic dimensions (repeatable); "
-                                               "dynamic dimensions default to 1")
+              metavar="NAME:1x3x224x224", help="shapes of inputs with dynamic dimensions (repeatable, or a comma "
+                                               "list x:1x3x224x224,mask:1x128; Polygraphy's x:[1,3,224,224] too). "
+                                               "Dims sharing a dim_param take the same size; a leading dynamic "
+                                               "dim defaults to 1 (stated); any other dynamic dim must be given")
     addoption("--inputs", dest="castguard_inputs", default=None, metavar="FILE",
-              help="input feeds: an .npz (a leading dim that is k x the model's batch gives k iterations) or a "
-                   "Polygraphy --save-inputs .json; replaces random inputs")
+              help="input feeds: an .npz (a leading dim that is k x the model's batch gives k iterations), a "
+                   "folder of .npz or a Polygraphy --save-inputs .json; replaces random inputs")
     addoption("--seed", dest="castguard_seed", type=int, default=None, help="seed for random inputs (default 0)")
     addoption("--iterations", dest="castguard_iterations", type=int, default=None,
               help="number of random feeds (default 1)")
@@ -129,22 +140,6 @@ def add_nightly_options(addoption: Callable[..., Any]) -> None:
                    "over the last runs (castguard history DIR prints them)")
     addoption("--strict-provenance", dest="castguard_strict_provenance", action="store_true", default=None,
               help="a golden made with another onnx/onnxruntime version than this run is an error, not a note")
-
-
-PATH_FLAGS: Mapping[str, str] = {   # dest -> flag, for the options whose values are paths
-    "castguard_models": "--model", "castguard_goldens_dir": "--goldens-dir", "castguard_inputs": "--inputs",
-    "castguard_report_dir": "--report-dir", "castguard_cache_dir": "--cache-dir", SWEEP_FILE_DEST: "--sweep",
-}
-
-
-def path_options(given: Mapping[str, Any]) -> dict[str, list[str]]:
-    """``{"--report-dir": ["out"], ...}``: the path-valued options given (see :func:`given_options`)."""
-    found: dict[str, list[str]] = {}
-    for dest, flag in PATH_FLAGS.items():
-        value = given.get(dest)
-        if value is not None:
-            found[flag] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
-    return found
 
 
 def given_options(namespace: Any) -> dict[str, Any]:

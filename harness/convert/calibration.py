@@ -1,164 +1,43 @@
 """Reference data for the magnitude run: random feeds, or calibration data from files.
 
-Calibration data may be an ``.npz``, a folder of ``.npz`` (one or more batches per file, sorted by
-name), a Polygraphy ``--save-inputs`` JSON (a list of feed dicts) or a mapping of arrays. An array
-whose leading dim is a multiple of the model's static batch is split into that many batches, like
-AutoCast; with a dynamic batch dim the whole array is one batch. Nothing is ever unpickled.
+Both come from the one home of input feeds, :mod:`harness.data.feeds` and :mod:`harness.data.recipes`, with the
+same rules as a golden's inputs: random feeds follow :func:`harness.data.recipes.plan_inputs` (dynamic dims from
+``input_shapes``, Gather indices within their table, nothing silently 1); calibration data may be an ``.npz``, a
+folder of ``.npz`` (sorted by name), a Polygraphy ``--save-inputs`` JSON or a mapping of arrays. An array whose
+leading dim is a multiple of the model's static batch is split into that many batches, like AutoCast; float
+arrays are cast to the input's float type. Nothing is ever unpickled.
 """
 from __future__ import annotations
 
-import base64
-import io
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import onnx
 
-from harness.dtypes import np_dtype
-from harness.errors import InputDataError
+from harness.data.feeds import Feed, cast_feeds, input_specs, load_feed_file, split_batches, validate_feeds
+from harness.data.recipes import InputRecipe, make_feeds, recipe_lines
 
-Feed = dict[str, np.ndarray]
-Dims = tuple[int | str | None, ...]
-
-
-def input_specs(model: onnx.ModelProto) -> dict[str, tuple[int, Dims]]:
-    """Real graph inputs (initializers listed as inputs excluded) -> (elem type, dims; str/None = dynamic)."""
-    inits = {i.name for i in model.graph.initializer}
-    specs: dict[str, tuple[int, Dims]] = {}
-    for vi in model.graph.input:
-        if vi.name in inits:
-            continue
-        tt = vi.type.tensor_type
-        dims: Dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
-        specs[vi.name] = (tt.elem_type, dims)
-    return specs
+__all__ = ["Feed", "load_calibration", "random_feeds"]
 
 
 def random_feeds(model: onnx.ModelProto, *, seed: int,
                  input_shapes: Mapping[str, Sequence[int]] | None) -> tuple[list[Feed], str]:
-    """One feed: floats uniform in [-1, 1], ints in {0, 1}, bools random; dynamic dims 1 unless overridden."""
-    rng = np.random.default_rng(seed)
-    overrides = dict(input_shapes or {})
-    unknown = sorted(set(overrides) - set(input_specs(model)))
-    if unknown:
-        raise InputDataError(where="input_shapes", problem=f"no model input named {unknown}",
-                             fix=f"use input names from {sorted(input_specs(model))}")
-    feed: Feed = {}
-    described = []
-    for name, (elem, dims) in input_specs(model).items():
-        shape = tuple(overrides.get(name) or (d if isinstance(d, int) and d > 0 else 1 for d in dims))
-        dtype = np_dtype(elem)
-        if np.issubdtype(dtype, np.bool_):
-            feed[name] = rng.integers(0, 2, size=shape).astype(bool)
-        elif np.issubdtype(dtype, np.integer):
-            feed[name] = rng.integers(0, 2, size=shape).astype(dtype)
-        else:
-            feed[name] = rng.uniform(-1.0, 1.0, size=shape).astype(np.float32).astype(dtype)
-        described.append(f"{name}:{'x'.join(map(str, shape)) or 'scalar'}")
-    return [feed], f"random[-1,1] ints{{0,1}} seed={seed} shapes={','.join(described)}"
+    """One seeded random feed and its description (the input plan, as the report states it)."""
+    recipe = InputRecipe(seed=seed, input_shapes=tuple((name, tuple(int(d) for d in dims))
+                                                       for name, dims in (input_shapes or {}).items()))
+    feeds = make_feeds(model, recipe, where="the model (random reference data)")
+    return feeds, "random: " + "; ".join(recipe_lines(model, recipe))
 
 
 def load_calibration(data: str | Path | Mapping[str, np.ndarray], model: onnx.ModelProto) -> tuple[list[Feed], str]:
     """Load and validate calibration data; returns the batches and a description of the source."""
     specs = input_specs(model)
     if isinstance(data, Mapping):
-        return _split(dict(data), specs, where="calibration_data"), "calibration:<dict>"
-    path = Path(data)
-    if path.is_dir():
-        files = sorted(path.glob("*.npz"))
-        if not files:
-            raise InputDataError(where=path, problem="folder holds no .npz files",
-                                 fix="put one .npz per batch in the folder, keys = model input names")
-        batches = [b for f in files for b in _split(_read_npz(f), specs, where=str(f))]
-        return batches, f"calibration:{path} ({len(files)} files)"
-    if not path.is_file():
-        raise InputDataError(where=path, problem="calibration file not found", fix="pass an existing .npz/.json/folder")
-    if path.suffix == ".npz":
-        return _split(_read_npz(path), specs, where=str(path)), f"calibration:{path}"
-    if path.suffix == ".json":
-        feeds = _read_polygraphy_json(path)
-        return [b for feed in feeds for b in _split(feed, specs, where=str(path))], f"calibration:{path}"
-    raise InputDataError(where=path, problem=f"unknown calibration format {path.suffix!r}",
-                         fix="use an .npz, a folder of .npz, or a Polygraphy --save-inputs .json")
-
-
-def _read_npz(path: Path) -> Feed:
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            return {key: npz[key] for key in npz.files}
-    except ValueError as err:
-        raise InputDataError(where=path, problem=f"cannot read arrays ({err})",
-                             fix="save plain numeric arrays with np.savez (no object arrays)") from None
-    except (OSError, EOFError) as err:
-        raise InputDataError(where=path, problem=f"not a readable .npz ({err})", fix="re-create it with np.savez") from None
-
-
-def _read_polygraphy_json(path: Path) -> list[Feed]:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputDataError(where=path, problem=f"not readable JSON ({err})",
-                             fix="save inputs with `polygraphy run --save-inputs FILE.json`") from None
-    if isinstance(doc, dict):
-        doc = [doc]
-    if not isinstance(doc, list) or not all(isinstance(feed, dict) for feed in doc):
-        raise InputDataError(where=path, problem="expected a list of {input name: array} feeds",
-                             fix="save inputs with `polygraphy run --save-inputs FILE.json`")
-    return [{name: _decode_array(value, path, name) for name, value in feed.items()} for feed in doc]
-
-
-def _decode_array(value: object, path: Path, name: str) -> np.ndarray:
-    if not (isinstance(value, dict) and value.get("polygraphy_class") == "ndarray" and "array" in value):
-        raise InputDataError(where=f"{path}:{name}", problem="value is not a Polygraphy-encoded ndarray",
-                             fix="save inputs with `polygraphy run --save-inputs FILE.json`")
-    try:
-        return np.asarray(np.load(io.BytesIO(base64.b64decode(value["array"])), allow_pickle=False))
-    except ValueError as err:
-        raise InputDataError(where=f"{path}:{name}", problem=f"cannot decode the array ({err})",
-                             fix="re-save the inputs with Polygraphy") from None
-
-
-def _split(feed: Feed, specs: Mapping[str, tuple[int, Dims]], *, where: str) -> list[Feed]:
-    if sorted(feed) != sorted(specs):
-        raise InputDataError(where=where, problem=f"keys {sorted(feed)} do not match model inputs {sorted(specs)}",
-                             fix="name each array after a model input (np.savez(path, **{name: array}))")
-    counts = set()
-    checked: Feed = {}
-    for name, (elem, dims) in specs.items():
-        array = np.asarray(feed[name])
-        dtype = np_dtype(elem)
-        if array.ndim != len(dims):
-            raise InputDataError(where=f"{where}:{name}", problem=f"rank {array.ndim}, model expects {len(dims)}",
-                                 fix=f"reshape to {list(dims)}")
-        if array.dtype != dtype:
-            if array.dtype.kind != np.dtype(dtype).kind and not (array.dtype.kind in "fiu" and dtype.kind in "fV"):
-                raise InputDataError(where=f"{where}:{name}", problem=f"dtype {array.dtype}, model expects {dtype}",
-                                     fix=f"save the array as {dtype}")
-            array = array.astype(dtype)
-        for axis, (want, got) in enumerate(zip(dims, array.shape)):
-            if axis > 0 and isinstance(want, int) and want > 0 and want != got:
-                raise InputDataError(where=f"{where}:{name}", problem=f"shape {array.shape}, model expects {list(dims)}",
-                                     fix="match every static dim of the model input")
-        batch = _static_batch(dims)
-        if batch is not None:
-            if array.shape[0] % batch:
-                raise InputDataError(where=f"{where}:{name}",
-                                     problem=f"leading dim {array.shape[0]} is not a multiple of the model batch {batch}",
-                                     fix=f"give a multiple of {batch} rows")
-            counts.add(array.shape[0] // batch)
-        checked[name] = array
-    if len(counts) > 1:
-        raise InputDataError(where=where, problem=f"inputs split into different batch counts {sorted(counts)}",
-                             fix="give every input the same number of rows")
-    n = counts.pop() if counts else 1
-    if n == 1:
-        return [checked]
-    return [{name: np.array_split(arr, n)[i] if _static_batch(specs[name][1]) is not None else arr
-             for name, arr in checked.items()} for i in range(n)]
-
-
-def _static_batch(dims: Dims) -> int | None:
-    first = dims[0] if dims else None
-    return first if isinstance(first, int) and first > 0 else None
+        raw, where, source = [dict(data)], "calibration_data", "calibration:<dict>"
+    else:
+        path = Path(data)
+        raw, where = load_feed_file(path), str(path)
+        source = f"calibration:{path}" + (f" ({len(raw)} files)" if path.is_dir() else "")
+    batches = split_batches(raw, specs)
+    return validate_feeds(cast_feeds(batches, specs), specs, where=where), source

@@ -163,7 +163,7 @@ class Classifier:
         if node.op_type == "Div":
             return 1
         exponent = self.info.initializers.get(node.input[1]) or self.info.constants.get(node.input[1])
-        if exponent is not None and self.info.weights.stats(exponent).nonnegative:
+        if exponent is not None and self.info.weights.nonnegative(exponent):
             return None
         return 0
 
@@ -173,7 +173,7 @@ class Classifier:
         name = node.input[index]
         tensor = self.info.initializers.get(name) or self.info.constants.get(name)
         if tensor is not None and tensor.data_type in FLOAT_TYPES:
-            return self.info.weights.stats(tensor).absmin
+            return self.info.weights.absmin(tensor)
         candidates = [self.magnitudes.absmin.get(name, 0.0), self.magnitudes.absmax.get(name, 0.0)]
         quotient = self.magnitudes.absmax.get(node.output[0], 0.0)
         numerator = self._constant_absmax(node.input[0])
@@ -232,7 +232,7 @@ class Classifier:
         tensor = self.info.initializers.get(name) or self.info.constants.get(name)
         if tensor is None or tensor.data_type not in FLOAT_TYPES:
             return None
-        return self.info.weights.stats(tensor).absmax
+        return self.info.weights.absmax(tensor)
 
     def _init_reason(self, node: onnx.NodeProto) -> str:
         for name in node.input:

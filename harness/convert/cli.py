@@ -13,6 +13,7 @@ from pathlib import Path
 from harness.convert.api import ReferenceData, convert_path
 from harness.data.onnxfile import save_model
 from harness.convert.options import ConvertOptions, parse_node_precisions
+from harness.data.recipes import parse_input_shapes
 from harness.errors import ConversionError, UserError
 
 LOG = logging.getLogger("harness.convert")
@@ -59,25 +60,17 @@ def get_parser() -> argparse.ArgumentParser:
     add("--respect_existing_types", action="store_true",
         help="keep the model's explicit types: fp16/bf16 nodes stay, fp32 nodes stay unless included, graph "
              "I/O keeps its types")
-    add("--input_shapes", default="", help="shapes for random data, e.g. x:1x3x224x224,mask:1x128")
+    add("--input_shapes", "--input-shapes", default="",
+        help="shapes for random data, e.g. x:1x3x224x224,mask:1x128 (Polygraphy's x:[1,3,224,224] too); inputs "
+             "sharing a dim name take the same size, a leading dynamic dim defaults to 1, others must be given")
     add("--seed", type=int, default=0, help="seed for random reference data")
     add("--force", action="store_true", help="allow the output path to overwrite the input model")
     return parser
 
 
-def _parse_shapes(text: str) -> dict[str, tuple[int, ...]]:
-    shapes: dict[str, tuple[int, ...]] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, _, dims = item.rpartition(":")
-        try:
-            shapes[name] = tuple(int(d) for d in dims.split("x"))
-        except ValueError:
-            raise ConversionError(where="--input_shapes", step="options", problem=f"bad shape {item!r}",
-                                  fix="write NAME:D0xD1x..., e.g. x:1x3x224x224") from None
-        if not name:
-            raise ConversionError(where="--input_shapes", step="options", problem=f"bad shape {item!r}",
-                                  fix="write NAME:D0xD1x..., e.g. x:1x3x224x224")
-    return shapes
+def _shapes(text: str) -> dict[str, tuple[int, ...]]:
+    """``--input_shapes``, parsed as ``pytest --input-shapes`` is (:func:`harness.data.recipes.parse_input_shapes`)."""
+    return dict(parse_input_shapes(text)) if text.strip() else {}
 
 
 def output_path(args: argparse.Namespace) -> Path:
@@ -108,7 +101,7 @@ def options_from_args(args: argparse.Namespace) -> ConvertOptions:
 
 def reference_from_args(args: argparse.Namespace) -> ReferenceData:
     """Where the reference run's data comes from (shared with ``castguard tune``)."""
-    return ReferenceData(calibration_data=args.calibration_data, input_shapes=_parse_shapes(args.input_shapes),
+    return ReferenceData(calibration_data=args.calibration_data, input_shapes=_shapes(args.input_shapes),
                          providers=tuple(args.providers), trt_plugins=tuple(args.trt_plugins), seed=args.seed)
 
 

@@ -21,7 +21,7 @@ from onnx.external_data_helper import uses_external_data
 from harness.convert.graphinfo import GraphInfo
 from harness.convert.weights import Weights
 from harness.data.onnxfile import set_pending_cast
-from harness.dtypes import BFLOAT16, LOW_MAX, np_dtype
+from harness.dtypes import LOW_MAX, np_dtype, saturating_cast
 
 LOG = logging.getLogger("harness.convert")
 
@@ -41,36 +41,28 @@ def choose_storage(tensor: TensorProto, wants: set[int], *, max_bytes: int | Non
     if len(wants) == 1:
         return next(iter(wants))
     lows = [w for w in wants if w in LOW_MAX]
-    if len(lows) == 1 and original in wants and weights.exact_in(tensor, lows[0]):
+    if len(lows) == 1 and original in wants and weights.exact_in(tensor, np_dtype(lows[0])):
         return lows[0]
     return original
 
 
 def convert_tensor(tensor: TensorProto, target: int) -> tuple[TensorProto, str | None]:
     """`tensor` in `target` type (same name), and a clamp message when values were clamped."""
-    array = numpy_helper.to_array(tensor)
-    message = None
-    source_max = LOW_MAX[TensorProto.BFLOAT16] if array.dtype == BFLOAT16 else (
-        float(np.finfo(array.dtype).max) if array.dtype.kind == "f" else 0.0)
-    if target in LOW_MAX and source_max > LOW_MAX[target]:
-        limit = LOW_MAX[target]
-        over = np.isfinite(array) & (np.abs(array) > limit)
-        count = int(over.sum())
-        if count:
-            worst = float(np.abs(array[over]).max())
-            array = np.where(over, np.sign(array) * limit, array)
-            message = f"{tensor.name or '<constant>'}: {count} value(s) clamped to +-{limit:g} (max |x| {worst:.6g})"
-    converted = numpy_helper.from_array(array.astype(np_dtype(target)), tensor.name)
-    return converted, message
+    array, count, worst = saturating_cast(numpy_helper.to_array(tensor), np_dtype(target))
+    return numpy_helper.from_array(array, tensor.name), _clamp_message(tensor, target, count, worst)
+
+
+def _clamp_message(tensor: TensorProto, target: int, count: int, worst: float) -> str | None:
+    if not count:
+        return None
+    return f"{tensor.name or '<constant>'}: {count} value(s) clamped to +-{LOW_MAX[target]:g} (max |x| {worst:.6g})"
 
 
 def mark_external(tensor: TensorProto, target: int, weights: Weights) -> str | None:
     """An external tensor (lazy model) becomes `target` when saved (streamed); its clamp message from its figures."""
-    count, worst = weights.stats(tensor).clamps.get(target, (0, 0.0))
+    count, worst = weights.clamps(tensor, target)
     set_pending_cast(tensor, target)
-    if not count:
-        return None
-    return f"{tensor.name or '<constant>'}: {count} value(s) clamped to +-{LOW_MAX[target]:g} (max |x| {worst:.6g})"
+    return _clamp_message(tensor, target, count, worst)
 
 
 def apply_storage(model: onnx.ModelProto, info: GraphInfo, storage: Mapping[str, int]) -> list[str]:

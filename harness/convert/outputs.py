@@ -8,7 +8,6 @@ unknown size counts as the largest known one. Small models need one group: one r
 """
 from __future__ import annotations
 
-import math
 
 from collections.abc import Mapping
 
@@ -41,13 +40,13 @@ def estimated_bytes(model: onnx.ModelProto, feed: Mapping[str, np.ndarray]) -> d
     known: dict[str, int | None] = {}
     for value in [*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input]:
         tensor = value.type.tensor_type
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+        dims = [int(d.dim_value) for d in tensor.shape.dim if d.HasField("dim_value")]
         try:
             itemsize = np_dtype(tensor.elem_type).itemsize
         except ValueError:
             itemsize = 0
-        known[value.name] = (math.prod(d for d in dims if d is not None) * itemsize
-                             if itemsize and tensor.HasField("shape") and None not in dims else None)
+        static = tensor.HasField("shape") and len(dims) == len(tensor.shape.dim)
+        known[value.name] = int(np.prod(dims, dtype=np.int64)) * itemsize if itemsize and static else None
     return {o.name: known.get(o.name) for o in model.graph.output}
 
 

@@ -5,11 +5,17 @@ Reads ``WORKDIR/request.json`` (model path, providers, feed files), runs the mod
 every intermediate tensor marked as an output, folds the batches by abs-max, and writes
 ``WORKDIR/result.json``. It runs in its own process so that a native crash inside onnxruntime
 (SIGFPE, SIGSEGV) cannot take the caller down; the parent turns a crash into a ConversionError.
+
+Test-only hook: with ``CASTGUARD_TEST_REFRUN_SIGNAL=SIGFPE`` (any signal name) in its environment the child
+kills itself with that signal where onnxruntime would run the first batch, so the crash path is tested
+without relying on an onnxruntime bug.
 """
 from __future__ import annotations
 
 import json
 import math
+import os
+import signal
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -38,6 +44,9 @@ def _absmin(array: np.ndarray) -> float:
 _ELEM = {"float": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7, "bool": 9,
          "float16": 10, "double": 11, "bfloat16": 16}
 """onnx.TensorProto element types by onnxruntime type name (onnx is not imported here: startup time)."""
+
+
+TEST_SIGNAL_VARIABLE = "CASTGUARD_TEST_REFRUN_SIGNAL"
 
 
 def _ort_type_to_elem(ort_type: str) -> int:
@@ -82,7 +91,10 @@ def run(workdir: Path) -> dict[str, object]:
     absmax: dict[str, float] = {}
     absmin: dict[str, float] = {}
     shapes: dict[str, list[int]] = {}
+    crash = os.environ.get(TEST_SIGNAL_VARIABLE)
     for batch_file in request["batches"]:
+        if crash:
+            os.kill(os.getpid(), signal.Signals[crash])
         with np.load(batch_file, allow_pickle=False) as npz:
             feed = {key: npz[key] for key in npz.files}
         _fold(feed.items(), absmax, absmin, shapes)

@@ -1,16 +1,16 @@
-"""Statistics of weights that stay on disk (lazy models): read one tensor at a time, a chunk at a time.
+"""Figures of weights that stay on disk (lazy models): read one tensor at a time, a chunk at a time.
 
 The classifier needs an initializer's abs-max (init_max rule), its smallest non-zero magnitude (a Div
 denominator) and whether it is all non-negative (a Pow exponent); the initializer rewrite needs how many values
-a low type would clamp and whether a low copy is exact. For in-memory tensors these come from numpy directly;
-for external ones :class:`Weights` streams the data file once per tensor and keeps the figures, so peak memory
-is one chunk (:data:`harness.data.onnxfile.CHUNK_BYTES`), not one model.
+a low type would clamp and whether a low copy is exact. :class:`Weights` gives each figure for in-memory and
+external tensors alike, streaming an external one from its data file (peak memory: one chunk,
+:data:`harness.data.onnxfile.CHUNK_BYTES`, never one model). Each figure costs a pass only when asked for; the
+abs-max pass (every float initializer, for init_max) is two reductions per chunk, so a big model is read once.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -18,73 +18,78 @@ from onnx import TensorProto, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
 from harness.data.onnxfile import iter_chunks
-from harness.dtypes import LOW_ELEMS, np_dtype
-from harness.dtypes import LOW_MAX as _LIMITS
-
-
-
-@dataclass(frozen=True)
-class TensorStats:
-    """absmax: inf when any value is non-finite; absmin: smallest non-zero finite |x| (inf: none);
-    nonnegative: every value >= 0 (NaN is not); clamps: per low type, (values beyond its max, worst |x|)."""
-
-    absmax: float
-    absmin: float
-    nonnegative: bool
-    clamps: dict[int, tuple[int, float]] = field(default_factory=dict)
-
-
-def array_stats(chunks: Iterable[np.ndarray], *, is_float: bool) -> TensorStats:
-    absmax, absmin, nonnegative = 0.0, math.inf, True
-    clamps: dict[int, tuple[int, float]] = {elem: (0, 0.0) for elem in sorted(LOW_ELEMS)} if is_float else {}
-    for chunk in chunks:
-        if not chunk.size:
-            continue
-        wide = chunk.astype(np.float64)
-        finite = np.isfinite(wide)
-        nonnegative = nonnegative and bool((wide >= 0).all())
-        if not finite.all():
-            absmax = math.inf
-        magnitude = np.abs(wide[finite])
-        if magnitude.size:
-            absmax = max(absmax, float(magnitude.max()))
-            nonzero = magnitude[magnitude > 0]
-            absmin = min(absmin, float(nonzero.min())) if nonzero.size else absmin
-        for elem, limit in _LIMITS.items():
-            if elem in clamps and magnitude.size and float(magnitude.max()) > limit:
-                over = magnitude[magnitude > limit]
-                clamps[elem] = (clamps[elem][0] + over.size, max(clamps[elem][1], float(over.max())))
-    return TensorStats(absmax=absmax, absmin=absmin, nonnegative=nonnegative, clamps=clamps)
+from harness.dtypes import LOW_MAX
 
 
 class Weights:
-    """Figures of a model's tensors, streamed from `base_dir` for external ones and kept per tensor name."""
+    """Figures of a model's tensors, streamed from `base_dir` for external ones; kept per tensor name (an
+    unnamed Constant value is small and recomputed)."""
 
     def __init__(self, base_dir: Path | None) -> None:
         self.base_dir = base_dir
-        self._stats: dict[str, TensorStats] = {}
+        self._ranges: dict[str, tuple[float, float]] = {}
 
     def _chunks(self, tensor: TensorProto) -> Iterator[np.ndarray]:
         if not uses_external_data(tensor):
-            yield numpy_helper.to_array(tensor).reshape(-1)
-            return
-        if self.base_dir is None:
+            chunks: Iterator[np.ndarray] = iter((numpy_helper.to_array(tensor).reshape(-1),))
+        elif self.base_dir is None:
             raise ValueError(f"tensor {tensor.name!r} is external, but no base folder was given")
-        yield from iter_chunks(tensor, self.base_dir)
+        else:
+            chunks = iter_chunks(tensor, self.base_dir)
+        for chunk in chunks:
+            if chunk.size:
+                yield chunk if chunk.dtype.kind in "fiu" else chunk.astype(np.float32)
 
-    def stats(self, tensor: TensorProto) -> TensorStats:
-        """Figures of `tensor`, kept by name (an unnamed Constant value is small and recomputed)."""
-        if tensor.name in self._stats:
-            return self._stats[tensor.name]
-        is_float = np_dtype(tensor.data_type).kind == "f" or tensor.data_type == TensorProto.BFLOAT16
-        found = array_stats(self._chunks(tensor), is_float=is_float)
+    def _range(self, tensor: TensorProto) -> tuple[float, float]:
+        """(min, max) over the values; NaN when any value is NaN."""
+        if tensor.name in self._ranges:
+            return self._ranges[tensor.name]
+        lo, hi = math.inf, -math.inf
+        for chunk in self._chunks(tensor):
+            lo, hi = min(lo, float(chunk.min())), max(hi, float(chunk.max()))
+            if math.isnan(lo) or math.isnan(hi):
+                lo = hi = math.nan
+                break
         if tensor.name:
-            self._stats[tensor.name] = found
-        return found
+            self._ranges[tensor.name] = (lo, hi)
+        return lo, hi
 
-    def exact_in(self, tensor: TensorProto, elem: int) -> bool:
-        """Whether every value survives a round trip through `elem` (NaN == NaN)."""
-        low = np_dtype(elem)
+    def absmax(self, tensor: TensorProto) -> float:
+        """Largest |x| (0.0 for an empty tensor); inf when any value is inf or NaN."""
+        lo, hi = self._range(tensor)
+        if math.isnan(lo) or math.isinf(lo) and lo > 0:
+            return math.inf if math.isnan(lo) else 0.0
+        return max(-lo, hi)
+
+    def nonnegative(self, tensor: TensorProto) -> bool:
+        """Every value >= 0 (NaN is not)."""
+        lo, _ = self._range(tensor)
+        return not math.isnan(lo) and lo >= 0
+
+    def absmin(self, tensor: TensorProto) -> float:
+        """Smallest non-zero finite |x| (inf: none)."""
+        smallest = math.inf
+        for chunk in self._chunks(tensor):
+            magnitude = np.abs(chunk[np.isfinite(chunk) & (chunk != 0)]).astype(np.float64)
+            if magnitude.size:
+                smallest = min(smallest, float(magnitude.min()))
+        return smallest
+
+    def clamps(self, tensor: TensorProto, elem: int) -> tuple[int, float]:
+        """(finite values beyond `elem`'s largest value, the largest such |x|): what storing in `elem` clamps."""
+        limit = LOW_MAX.get(elem)
+        if limit is None or self.absmax(tensor) <= limit:
+            return 0, 0.0
+        count, worst = 0, 0.0
+        for chunk in self._chunks(tensor):
+            wide = np.abs(chunk.astype(np.float64))
+            over = wide[np.isfinite(wide) & (wide > limit)]
+            if over.size:
+                count, worst = count + int(over.size), max(worst, float(over.max()))
+        return count, worst
+
+    def exact_in(self, tensor: TensorProto, low: np.dtype) -> bool:
+        """Whether every value survives a round trip through `low` (NaN == NaN)."""
         for chunk in self._chunks(tensor):
             if not np.array_equal(chunk.astype(low).astype(chunk.dtype), chunk, equal_nan=True):
                 return False

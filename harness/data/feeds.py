@@ -1,4 +1,6 @@
-"""The model's declared inputs, and feeds read from files: ``.npz`` or Polygraphy ``--save-inputs`` JSON.
+"""The model's declared inputs (and what its graph does with them), and feeds read from files: ``.npz``, a folder
+of ``.npz`` or Polygraphy ``--save-inputs`` JSON. The one home of input feeds: the golden's inputs
+(:mod:`harness.data.recipes`), the converter's calibration data and the search strategies all use it.
 
 Nothing here unpickles: ``.npz`` files are opened with ``allow_pickle=False`` and Polygraphy's base64
 ``np.save`` payloads are decoded the same way. Every mismatch with the model (names, dtype, rank, static
@@ -28,11 +30,18 @@ Dim = int | None
 
 @dataclass(frozen=True)
 class InputSpec:
-    """One graph input as declared: name, ONNX element type and dims (None = dynamic)."""
+    """One graph input as declared: name, ONNX element type, dims (None = dynamic; 0 is a real zero-size dim)
+    and each dim's ``dim_param`` name ("" when it has none)."""
 
     name: str
     elem_type: int
     dims: tuple[Dim, ...] | None  # None: rank unknown
+    dim_params: tuple[str, ...] = ()
+
+    def dim_name(self, axis: int) -> str:
+        """``'sequence'`` for a named dynamic dim, else ``dim 1``."""
+        param = self.dim_params[axis] if axis < len(self.dim_params) else ""
+        return f"dim {axis} ({param!r})" if param else f"dim {axis} (unnamed)"
 
 
 def input_specs(model: onnx.ModelProto) -> list[InputSpec]:
@@ -43,12 +52,92 @@ def input_specs(model: onnx.ModelProto) -> list[InputSpec]:
         if value.name in inits:
             continue
         tensor = value.type.tensor_type
-        dims = None
+        dims: tuple[Dim, ...] | None = None
+        params: tuple[str, ...] = ()
         if tensor.HasField("shape"):
-            dims = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
+            dims = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None
                          for d in tensor.shape.dim)
-        specs.append(InputSpec(name=value.name, elem_type=tensor.elem_type, dims=dims))
+            params = tuple(d.dim_param if d.HasField("dim_param") else "" for d in tensor.shape.dim)
+        specs.append(InputSpec(name=value.name, elem_type=tensor.elem_type, dims=dims, dim_params=params))
     return specs
+
+
+# Ops that pass an integer tensor's values on unchanged (an index input may be reshaped or cast first).
+_PASS_VALUES = {"Cast": (0,), "Reshape": (0,), "Unsqueeze": (0,), "Squeeze": (0,), "Flatten": (0,), "Identity": (0,),
+                "Expand": (0,), "Transpose": (0,), "Concat": None}
+# Operands that are shapes, axes, sizes or counts: input positions per op type.
+_SHAPE_OPERANDS = {"Reshape": (1,), "Expand": (1,), "Tile": (1,), "Squeeze": (1,), "Unsqueeze": (1,),
+                   "Split": (1,), "Resize": (1, 2, 3), "Upsample": (1,), "Slice": (1, 2, 3, 4), "Pad": (1, 3),
+                   "ConstantOfShape": (0,), "TopK": (1,), "Range": (0, 1, 2), "OneHot": (1,), "CumSum": (1,),
+                   "ReduceSum": (1,), "ReduceMean": (1,), "ReduceMax": (1,), "ReduceMin": (1,), "ReduceProd": (1,),
+                   "ReduceL1": (1,), "ReduceL2": (1,), "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,),
+                   "ReduceLogSum": (1,), "Trilu": (1,), "CenterCropPad": (1, 2), "Col2Im": (1, 2)}
+_INDEX_OPERANDS = {"Gather": (1, 0), "GatherElements": (1, 0), "GatherND": (1, None)}   # (indices, data) positions
+
+
+@dataclass(frozen=True)
+class InputRole:
+    """What the graph does with an integer input: ``index`` (rows of the tables it indexes), ``shape`` (a shape,
+    axes, sizes... operand) or ``unknown``; ``detail`` says which node, for the report."""
+
+    kind: str
+    detail: str = ""
+    rows: int | None = None
+
+
+def input_roles(model: onnx.ModelProto) -> dict[str, InputRole]:
+    """Role of every integer graph input, found by following it through value-preserving ops (Cast, Reshape...)."""
+    consumers: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
+    for node in model.graph.node:
+        for position, name in enumerate(node.input):
+            consumers.setdefault(name, []).append((node, position))
+    inits = {t.name: tuple(t.dims) for t in model.graph.initializer}
+    consts = {out: tuple(a.t.dims) for n in model.graph.node if n.op_type == "Constant"
+              for a in n.attribute if a.name == "value" for out in n.output[:1]}
+    tables = {**inits, **consts}
+    roles: dict[str, InputRole] = {}
+    for spec in input_specs(model):
+        if spec.elem_type not in INT_TYPES:
+            continue
+        roles[spec.name] = _role(spec.name, consumers, tables)
+    return roles
+
+
+INT_TYPES = {onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32, onnx.TensorProto.INT64,
+              onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.UINT32, onnx.TensorProto.UINT64}
+
+
+def _role(name: str, consumers: Mapping[str, list[tuple[onnx.NodeProto, int]]],
+          tables: Mapping[str, tuple[int, ...]]) -> InputRole:
+    rows: list[tuple[int, str]] = []
+    seen, todo = {name}, [name]
+    while todo:
+        tensor = todo.pop()
+        for node, position in consumers.get(tensor, []):
+            label = f"{node.op_type} {node.name or node.output[0]!r}"
+            if position in _SHAPE_OPERANDS.get(node.op_type, ()):
+                return InputRole("shape", f"operand {position} of {label}")
+            index_data = _INDEX_OPERANDS.get(node.op_type)
+            if index_data is not None and position == index_data[0]:
+                data = node.input[0] if node.input else ""
+                axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+                dims = tables.get(data)
+                if node.op_type == "GatherND" or dims is None or not dims:
+                    return InputRole("unknown", f"indexes {label}, whose table is computed in the graph")
+                rows.append((dims[axis % len(dims)], label))
+                continue
+            passes = node.op_type in _PASS_VALUES and (_PASS_VALUES[node.op_type] is None
+                                                       or position in (_PASS_VALUES[node.op_type] or ()))
+            if passes:
+                for out in node.output[:1]:
+                    if out not in seen:
+                        seen.add(out)
+                        todo.append(out)
+    if rows:
+        smallest = min(rows)
+        return InputRole("index", f"indices of {', '.join(label for _, label in sorted(set(rows)))}",
+                         rows=smallest[0])
+    return InputRole("unknown")
 
 
 def fmt_dims(dims: tuple[Dim, ...] | None) -> str:
@@ -64,13 +153,22 @@ def spec_dtype(spec: InputSpec, *, where: str) -> np.dtype:
 
 
 def load_feed_file(path: Path) -> list[Feed]:
-    """Read an ``.npz`` (one feed, maybe batched) or a Polygraphy JSON (a list of feeds), never unpickling."""
+    """Read an ``.npz`` (one feed, maybe batched), a folder of ``.npz`` (one feed per file, sorted by name) or a
+    Polygraphy JSON (a list of feeds), never unpickling."""
+    if path.is_dir():
+        files = sorted(path.glob("*.npz"))
+        if not files:
+            raise InputDataError(where=path, problem="folder holds no .npz files",
+                                 fix="put one .npz per batch in the folder, keys = model input names")
+        return [_load_npz(file) for file in files]
+    if not path.is_file():
+        raise InputDataError(where=path, problem="inputs file not found", fix="check the path")
     if path.suffix == ".npz":
         return [_load_npz(path)]
     if path.suffix == ".json":
         return _load_polygraphy_json(path)
     raise InputDataError(where=path, problem=f"unsupported inputs file type {path.suffix!r}",
-                         fix="use an .npz (np.savez) or a Polygraphy --save-inputs .json")
+                         fix="use an .npz (np.savez), a folder of .npz or a Polygraphy --save-inputs .json")
 
 
 def _load_npz(path: Path) -> Feed:
@@ -107,9 +205,11 @@ def _decode_array(obj: Any, *, path: Path, where: str) -> np.ndarray:
 def _load_polygraphy_json(path: Path) -> list[Feed]:
     try:
         data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
         raise InputDataError(where=path, problem=f"not valid JSON: {err}",
                              fix="pass a Polygraphy --save-inputs file") from err
+    if isinstance(data, Mapping):   # one feed saved on its own
+        data = [data]
     if not isinstance(data, list) or not all(isinstance(it, Mapping) for it in data) or not data:
         raise InputDataError(where=path, problem="expected a non-empty JSON list of {input name: array} feeds",
                              fix="pass a Polygraphy --save-inputs file")
@@ -117,22 +217,24 @@ def _load_polygraphy_json(path: Path) -> list[Feed]:
              for name, value in it.items()} for i, it in enumerate(data)]
 
 
-def split_batches(feeds: list[Feed], specs: Sequence[InputSpec]) -> list[Feed]:
-    """Split stacked arrays (leading dim = k x the static batch) into k feeds; otherwise unchanged."""
-    if len(feeds) != 1:
-        return feeds
-    feed = feeds[0]
+def split_batches(feeds: Sequence[Feed], specs: Sequence[InputSpec]) -> list[Feed]:
+    """Split each feed whose arrays are stacked (leading dim = k x the static batch, the same k for every input)
+    into k feeds, as AutoCast does; other feeds are left for validation to judge."""
+    return [part for feed in feeds for part in _split_one(feed, specs)]
+
+
+def _split_one(feed: Feed, specs: Sequence[InputSpec]) -> list[Feed]:
     batches: dict[str, int] = {}
     counts: dict[str, int] = {}
     for spec in specs:
         arr = feed.get(spec.name)
         batch = spec.dims[0] if spec.dims else None
-        if arr is None or batch is None or spec.dims is None or arr.ndim != len(spec.dims):
+        if arr is None or not batch or spec.dims is None or arr.ndim != len(spec.dims):
             continue
         if arr.shape[0] != batch and arr.shape[0] % batch == 0:
             batches[spec.name], counts[spec.name] = batch, arr.shape[0] // batch
     if not counts or len(set(counts.values())) != 1 or set(counts) != set(feed):
-        return feeds  # nothing stacked, or not a consistent stack: validation reports the shapes
+        return [feed]  # nothing stacked, or not a consistent stack: validation reports the shapes
     n = next(iter(counts.values()))
     return [{name: np.ascontiguousarray(arr[i * batches[name]:(i + 1) * batches[name]]) for name, arr in feed.items()}
             for i in range(n)]

@@ -15,6 +15,7 @@ import datetime as _dt
 import json
 import os
 import re
+import shlex
 import time
 import zipfile
 from collections.abc import Callable, Iterator
@@ -43,6 +44,23 @@ class Golden:
     feeds: list[Feed]
     outputs: list[dict[str, np.ndarray]]
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+def rerun_command(spec: ModelSpec, recipe: InputRecipe, *flags: str, input_options: bool = True) -> str:
+    """The ``pytest`` command that selects this model with this input recipe again, from the same folder: the
+    model by a ``--model`` value that keeps its key, and the recipe's seed, iterations, ranges, shapes or file
+    (``input_options=False``: a bundled model's own inputs, which ``--model NAME`` brings along)."""
+    words = ["pytest", "--model", spec.rerun_ref]
+    if recipe.inputs_file is not None:
+        words += ["--inputs", str(recipe.inputs_file)] if input_options else []
+    else:
+        for name, lo, hi in recipe.val_ranges if input_options else ():
+            words += ["--val-range", f"{name}:[{lo:g},{hi:g}]" if name else f"[{lo:g},{hi:g}]"]
+        if recipe.input_shapes:
+            words += ["--input-shapes", ",".join(f"{n}:{'x'.join(map(str, s))}" for n, s in recipe.input_shapes)]
+        words += ["--seed", str(recipe.seed)] if recipe.seed else []
+        words += ["--iterations", str(recipe.iterations)] if recipe.iterations != 1 else []
+    return shlex.join([*words, *flags])
 
 
 def _versions() -> dict[str, str]:
@@ -116,9 +134,9 @@ class GoldenStore:
         side = self.sidecar(path)
         if not path.is_file() or not side.is_file():
             raise GoldenMissing(where=path, problem="no golden for this model and input recipe",
-                                fix=f"run `pytest --model {spec.name}` once to write it, then review and commit it")
+                                fix=f"run `{rerun_command(spec, recipe)}` once to write it, then review and commit it")
         meta = self._read_sidecar(side)
-        fix_regen = f"pytest --model {spec.name} --update-goldens"
+        fix_regen = rerun_command(spec, recipe, "--update-goldens")
         if meta.get("model_sha256") != spec.sha256:
             raise GoldenStale(where=path, problem=f"golden was made from model {meta.get('model')!r} sha256 "
                               f"{str(meta.get('model_sha256'))[:12]}…, but {spec.path.name} is now "

@@ -1,8 +1,15 @@
-"""Resolve ``--model NAME|PATH`` to a :class:`ModelSpec` and load ONNX files safely.
+"""Resolve ``--model [KEY=]NAME|PATH`` to a :class:`ModelSpec` and load ONNX files safely.
 
-Resolution order: a path that exists is used as is. A bare name is looked up in the bundled models folder
-(``test_models/``): ``NAME``, ``*/NAME``, then the same with ``.onnx`` appended. Anything else is a
-:class:`~harness.errors.ModelError` with a did-you-mean list of the bundled models.
+Resolution order: a path that exists is used as is. ``KEY=PATH`` names the model. A bare name is looked up in
+the bundled models folder (``test_models/``): ``NAME``, ``*/NAME``, then the same with ``.onnx`` appended.
+Anything else is a :class:`~harness.errors.ModelError` with a did-you-mean list of the bundled models.
+
+Each model gets a stable key (:attr:`ModelSpec.name`: goldens go to ``goldens/<key>/``, test ids use it), so two
+files both called ``model.onnx`` never share goldens: the user's ``KEY``; a bundled model's name; for a file
+inside the project, its path relative to the project without ``.onnx``, folders joined by ``.``
+(``models/bert/model.onnx`` -> ``models.bert.model``, the same on every checkout); for a file outside the
+project, its stem and a hash of its absolute path (``model-3f2a9c1d``; name it with ``KEY=PATH`` to make the
+key portable).
 
 Loading and hashing are :mod:`harness.data.onnxfile`'s: external data is allowed only inside the model's own
 folder (a location that is absolute or leaves it, ``../secret.bin``, is refused before any file is opened), and
@@ -11,6 +18,8 @@ the sha256 covers the data files, streamed.
 from __future__ import annotations
 
 import difflib
+import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -22,15 +31,22 @@ from harness.data.onnxfile import model_sha256
 from harness.errors import ModelError
 
 __all__ = ["ModelSpec", "bundled_model_names", "bundled_models_dir", "load_model", "model_sha256", "resolve_model"]
+_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A resolved model: stable name (file stem), absolute path and content hash."""
+    """A resolved model: stable key (see the module docstring), absolute path, content hash, and the ``--model``
+    value that selects it again with the same key from the folder it was given in (``rerun``)."""
 
     name: str
     path: Path
     sha256: str
+    rerun: str = ""
+
+    @property
+    def rerun_ref(self) -> str:
+        return self.rerun or f"{self.name}={self.path}"
 
 
 def bundled_models_dir() -> Path:
@@ -55,11 +71,34 @@ def _bundled_candidates(ref: str, search_dir: Path) -> list[Path]:
     return found
 
 
-def resolve_model(ref: str, *, search_dir: Path) -> ModelSpec:
-    """``--model`` value -> :class:`ModelSpec`; :class:`ModelError` (with did-you-mean) when not found."""
+def model_key(path: Path, *, project_dir: Path | None) -> str:
+    """The key of a model file given by path (see the module docstring); ``project_dir=None``: the file stem."""
+    if project_dir is None:
+        return path.stem
+    path, project = path.resolve(), project_dir.resolve()
+    if path.is_relative_to(project):
+        return ".".join(path.relative_to(project).with_suffix("").parts)
+    return f"{path.stem}-{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+
+
+def resolve_model(ref: str, *, search_dir: Path, project_dir: Path | None = None) -> ModelSpec:
+    """``--model`` value -> :class:`ModelSpec`; :class:`ModelError` (with did-you-mean) when not found.
+
+    ``project_dir`` decides the keys of files given by path (None: their stem, as before keys existed)."""
     path = Path(ref).expanduser()
     if path.is_file():
-        return _spec_for(path.resolve())
+        path = path.resolve()
+        return _spec_for(path, name=model_key(path, project_dir=project_dir), rerun=ref)
+    key, sep, target = ref.partition("=")
+    if sep and _KEY.match(key):
+        named = Path(target).expanduser()
+        if not named.is_file():
+            raise ModelError(where=f"--model {ref}", problem=f"{target!r} is not an existing .onnx file",
+                             fix="write --model KEY=PATH with the path of an .onnx file")
+        return _spec_for(named.resolve(), name=key)
+    if sep:
+        raise ModelError(where=f"--model {ref}", problem=f"{key!r} is not a usable model key",
+                         fix="start the key with a letter or digit and use only letters, digits, '_', '.', '-'")
     if path.is_dir():
         raise ModelError(where=ref, problem="is a directory, not an .onnx file",
                          fix="pass the .onnx file inside it, e.g. --model DIR/model.onnx")
@@ -67,7 +106,7 @@ def resolve_model(ref: str, *, search_dir: Path) -> ModelSpec:
     if is_bare_name:
         found = _bundled_candidates(ref, search_dir)
         if found:
-            return _spec_for(found[0].resolve())
+            return _spec_for(found[0].resolve(), name=found[0].stem, rerun=found[0].stem)
     bundled = bundled_model_names(search_dir)
     close = difflib.get_close_matches(Path(ref).stem, bundled, n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(repr(c) for c in close)}? " if close else ""
@@ -77,8 +116,8 @@ def resolve_model(ref: str, *, search_dir: Path) -> ModelSpec:
                          f"{', '.join(bundled) or '(none found in ' + str(search_dir) + ')'}")
 
 
-def _spec_for(path: Path) -> ModelSpec:
-    return ModelSpec(name=path.stem, path=path, sha256=model_sha256(path))
+def _spec_for(path: Path, *, name: str, rerun: str = "") -> ModelSpec:
+    return ModelSpec(name=name, path=path, sha256=model_sha256(path), rerun=rerun)
 
 
 def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all") -> onnx.ModelProto:
@@ -86,8 +125,10 @@ def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all") -> onnx.M
     checker on the file; :class:`ModelError` for anything unusable. ``weights="lazy"`` keeps big weights on
     disk (the model is then only meaningful with ``path.parent``, its ``model_dir``)."""
     proto = onnxfile.load_model(path, weights=weights)
-    try:   # the parsed proto when it holds everything (no second read); the file when data lives beside it
-        onnx.checker.check_model(str(path) if onnxfile.is_lazy(proto) else proto)
+    # the parsed proto when it holds everything (no second read); the file when data lives beside it or is big
+    try:
+        big = onnxfile.is_lazy(proto) or onnxfile.weights_size(proto) > onnxfile.EXTERNAL_DATA_ABOVE
+        onnx.checker.check_model(str(path) if big else proto)
     except onnx.checker.ValidationError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelError(where=path, problem=f"not a valid ONNX model: {first}",

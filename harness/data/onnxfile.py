@@ -23,13 +23,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-import ml_dtypes
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, external_data_helper
 
-from harness.dtypes import BFLOAT16, np_dtype
+from harness.dtypes import np_dtype, saturating_cast
 from harness.errors import ModelError
 from harness.files import atomic_write, sha256_files
 
@@ -91,24 +90,32 @@ def check_external_data(model: onnx.ModelProto, folder: Path, *, where: Path) ->
     return [files[k] for k in sorted(files)]
 
 
-def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all", lazy_above: int = LAZY_ABOVE
-               ) -> onnx.ModelProto:
+def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all", lazy_above: int = LAZY_ABOVE,
+               data_dir: Path | None = None) -> onnx.ModelProto:
     """Parse `path` and check its external data; ``weights="lazy"`` leaves tensors above `lazy_above` bytes on
-    disk (their locations are relative to ``path.parent``)."""
+    disk. Locations are relative to `data_dir` (default: ``path.parent``) and may not leave it."""
     path = Path(path)
     if not path.is_file():
         raise ModelError(where=path, problem="model file does not exist", fix="pass the path of an existing .onnx file")
     try:
         model = onnx.load_model(str(path), load_external_data=False)
     except (DecodeError, ValueError, RuntimeError, OSError) as err:
-        raise ModelError(where=path, problem=f"not an ONNX model (truncated or garbage? {type(err).__name__}: {err})",
-                         fix=_FIX_VALID) from None
+        raise ModelError(where=path, fix=_FIX_VALID,
+                         problem=f"not an ONNX model (truncated or garbage? {type(err).__name__}: {err})") from None
     if model.ir_version <= 0 or not model.HasField("graph") or not model.opset_import:
         raise ModelError(where=path, problem="not an ONNX model (no IR version, graph or opset)", fix=_FIX_VALID)
-    check_external_data(model, path.parent, where=path)
-    for tensor in external_tensors(model):
-        if weights == "all" or tensor_nbytes(tensor) <= lazy_above:
-            external_data_helper.load_external_data_for_tensor(tensor, str(path.parent))
+    folder = path.parent if data_dir is None else Path(data_dir)
+    check_external_data(model, folder, where=path)
+    for tensor in external_data_helper._get_all_tensors(model):
+        _drop_pending(tensor)                       # castguard's own mark is never trusted from a file
+        if external_data_helper.uses_external_data(tensor) and (weights == "all" or
+                                                                tensor_nbytes(tensor) <= lazy_above):
+            try:
+                external_data_helper.load_external_data_for_tensor(tensor, str(folder))
+            except (onnx.checker.ValidationError, ValueError, OSError) as err:
+                raise ModelError(where=path, problem=f"cannot read external data of tensor {tensor.name!r}: {err}",
+                                 fix="keep each data file a plain file (one link, not a symlink) next to the model"
+                                 ) from None
     return model
 
 
@@ -121,11 +128,16 @@ def set_pending_cast(tensor: TensorProto, target: int) -> None:
     if not external_data_helper.uses_external_data(tensor):
         raise ValueError(f"tensor {tensor.name!r} is in memory; convert it directly")
     chain = [*_pending_chain(tensor), tensor.data_type]
-    kept = [p for p in tensor.metadata_props if p.key != PENDING_KEY]
-    del tensor.metadata_props[:]
-    tensor.metadata_props.extend(kept)
+    _drop_pending(tensor)
     tensor.metadata_props.add(key=PENDING_KEY, value=",".join(str(t) for t in chain))
     tensor.data_type = target
+
+
+def _drop_pending(tensor: TensorProto) -> None:
+    if any(p.key == PENDING_KEY for p in tensor.metadata_props):
+        kept = [p for p in tensor.metadata_props if p.key != PENDING_KEY]
+        del tensor.metadata_props[:]
+        tensor.metadata_props.extend(kept)
 
 
 def _pending_chain(tensor: TensorProto) -> list[int]:
@@ -166,25 +178,6 @@ def stub_copy(model: onnx.ModelProto, location: str) -> onnx.ModelProto:
 def _source_view(tensor: TensorProto) -> TensorProto:
     source = pending_cast(tensor)
     return TensorProto(dims=tensor.dims, data_type=tensor.data_type if source is None else source)
-
-
-def saturating_cast(array: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, int, float]:
-    """`array` in `dtype`, finite values beyond its largest value clamped to +-max; (result, clamps, worst |x|)."""
-    limit, source_max = _largest(dtype), _largest(array.dtype)
-    if limit is None or source_max is None or source_max <= limit:
-        return array.astype(dtype), 0, 0.0
-    over = np.isfinite(array) & (np.abs(array) > limit)
-    count = int(over.sum())
-    if not count:
-        return array.astype(dtype), 0, 0.0
-    worst = float(np.abs(array[over]).max())
-    return np.where(over, np.sign(array) * limit, array).astype(dtype), count, worst
-
-
-def _largest(dtype: np.dtype) -> float | None:
-    if dtype == BFLOAT16:
-        return float(ml_dtypes.finfo(BFLOAT16).max)  # type: ignore[no-untyped-call]
-    return float(np.finfo(dtype).max) if dtype.kind == "f" else None
 
 
 def iter_chunks(tensor: TensorProto, base_dir: Path, *, chunk_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
@@ -249,16 +242,7 @@ def save_model(model: onnx.ModelProto, path: Path, *, base_dir: Path | None = No
     try:
         out = onnx.ModelProto()
         out.CopyFrom(model)
-        with open(tmp_dir / data_name, "wb") as sink:
-            for tensor in external_data_helper._get_all_tensors(out):
-                if external_data_helper.uses_external_data(tensor):
-                    assert base_dir is not None
-                    _place(tensor, sink, data_name, _converted_chunks(tensor, Path(base_dir)))
-                elif tensor.HasField("raw_data") and len(tensor.raw_data) >= inline_below:
-                    _place(tensor, sink, data_name, iter([np.frombuffer(tensor.raw_data, np.uint8)]))
-                    tensor.ClearField("raw_data")
-            sink.flush()
-            os.fsync(sink.fileno())
+        _write_data(out, tmp_dir / data_name, base_dir=base_dir, inline_below=inline_below)
         (tmp_dir / path.name).write_bytes(out.SerializeToString())
         os.replace(tmp_dir / data_name, folder / data_name)
         os.replace(tmp_dir / path.name, path)
@@ -268,14 +252,26 @@ def save_model(model: onnx.ModelProto, path: Path, *, base_dir: Path | None = No
         shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
+def _write_data(out: onnx.ModelProto, data_path: Path, *, base_dir: Path | None, inline_below: int) -> None:
+    """Stream every external tensor (pending casts applied) and every in-memory initializer of `inline_below`
+    bytes or more into `data_path`, aligned; `out`'s tensors are pointed at it."""
+    with open(data_path, "wb") as sink:
+        for tensor in external_tensors(out):
+            assert base_dir is not None
+            _place(tensor, sink, data_path.name, _converted_chunks(tensor, base_dir))
+        for tensor in external_data_helper._get_initializer_tensors(out):
+            if not external_data_helper.uses_external_data(tensor) and tensor.HasField("raw_data") \
+                    and len(tensor.raw_data) >= inline_below:
+                _place(tensor, sink, data_path.name, iter([np.frombuffer(tensor.raw_data, np.uint8)]))
+                tensor.ClearField("raw_data")
+        sink.flush()
+        os.fsync(sink.fileno())
+
+
 def _converted_chunks(tensor: TensorProto, base_dir: Path) -> Iterator[np.ndarray]:
-    source = pending_cast(tensor)
     for chunk in iter_chunks(tensor, base_dir):
         yield apply_pending(chunk, tensor)
-    if source is not None:
-        kept = [p for p in tensor.metadata_props if p.key != PENDING_KEY]
-        del tensor.metadata_props[:]
-        tensor.metadata_props.extend(kept)
+    _drop_pending(tensor)
 
 
 def _place(tensor: TensorProto, sink: BinaryIO, location: str, chunks: Iterator[np.ndarray]) -> None:

@@ -1,8 +1,13 @@
 """Model inputs: the recipe (seed, ranges, shapes or a file), option parsing and feed generation.
 
-* Random inputs are seeded; floats are uniform in the val-range (default [-1, 1], like Polygraphy), integers
-  are uniform in the val-range rounded inwards (default [0, 1]), bools are fair coin flips.
-* Dynamic dimensions come from ``--input-shapes``; otherwise they are 1 and :func:`describe_inputs` says so.
+* Random inputs are seeded; floats are uniform in the val-range (default [-1, 1], like Polygraphy), bools are
+  fair coin flips. An integer input that indexes a ``Gather`` table (token ids, positions) is drawn from
+  ``[0, rows)`` of the smallest table it indexes; a shape-like integer input (a Reshape shape, axes, split,
+  sizes...) is refused unless ``--val-range`` or ``--inputs`` gives it; any other integer input is drawn from
+  ``[0, 1]`` and the plan says castguard could not tell what it holds. A val-range always wins.
+* Dynamic dimensions: :mod:`harness.data.shapes` (``--input-shapes``; a stated batch default of 1; any other
+  dynamic dim refused by name). What was chosen, and why, is :func:`recipe_lines` (terminal summary, every case's
+  notes in the report, the golden's sidecar).
 * ``--inputs FILE`` takes an ``.npz`` (never unpickled) or a Polygraphy ``--save-inputs`` JSON list of feeds.
   An ``.npz`` whose arrays have a leading dimension that is a multiple of the model's static batch is split
   into that many feeds (as AutoCast does).
@@ -14,7 +19,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +28,16 @@ import onnx
 
 from harness.dtypes import BFLOAT16
 from harness.errors import InputDataError, UserError
-from harness.data.feeds import (Feed, InputSpec, fmt_dims, input_specs, load_feed_file, spec_dtype,
+from harness.data.feeds import (Feed, InputRole, InputSpec, input_roles, input_specs, load_feed_file, spec_dtype,
                                  split_batches, validate_feeds)
+from harness.data.shapes import BATCH_DEFAULT, parse_input_shape, parse_input_shapes, resolve_shapes
 
-__all__ = ["Feed", "InputRecipe", "InputSpec", "describe_inputs", "generate_feeds", "input_specs",
-           "load_feed_file", "make_feeds", "parse_input_shape", "parse_val_range", "recipe_for_file",
+__all__ = ["BATCH_DEFAULT", "Feed", "InputPlan", "InputRecipe", "InputSpec", "describe_inputs", "generate_feeds",
+           "input_specs", "load_feed_file", "make_feeds", "parse_input_shape", "parse_input_shapes",
+           "parse_val_range", "plan_inputs", "plan_recipe", "range_for", "recipe_for_file", "recipe_lines",
            "resolve_shapes"]
 
 _RANGE_RE = re.compile(r"^(?:(?P<name>.*):)?\[(?P<lo>[^,\[\]]+),(?P<hi>[^,\[\]]+)\]$")
-_SHAPE_RE = re.compile(r"^(?P<name>.+):(?P<dims>\[[\d,\s]*\]|\d+(?:x\d+)*)$")
 _DEFAULT_FLOAT_RANGE = (-1.0, 1.0)
 _DEFAULT_INT_RANGE = (0.0, 1.0)
 
@@ -46,6 +52,7 @@ class InputRecipe:
     input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
     inputs_file: Path | None = None
     inputs_sha256: str | None = None
+    derived: tuple[tuple[str, str], ...] = ()   # what the model's graph decided (plan_recipe); part of the id
 
     def __post_init__(self) -> None:
         if self.iterations < 1:
@@ -63,8 +70,11 @@ class InputRecipe:
         """Stable, readable id used as the golden's file stem."""
         if self.inputs_sha256 is not None:
             return f"file-{self.inputs_sha256[:8]}"
-        payload = json.dumps({"val_ranges": [list(v) for v in self.val_ranges],
-                              "input_shapes": [[n, list(s)] for n, s in self.input_shapes]}, sort_keys=True)
+        fields: dict[str, Any] = {"val_ranges": [list(v) for v in self.val_ranges],
+                                  "input_shapes": [[n, list(s)] for n, s in self.input_shapes]}
+        if self.derived:   # absent for models whose inputs castguard always drew the same way: their ids stay
+            fields["derived"] = [list(d) for d in self.derived]
+        payload = json.dumps(fields, sort_keys=True)
         return f"seed{self.seed}-it{self.iterations}-{hashlib.sha256(payload.encode()).hexdigest()[:8]}"
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -73,7 +83,8 @@ class InputRecipe:
             return {"id": self.id, "inputs_file": self.inputs_file.name, "inputs_sha256": self.inputs_sha256}
         return {"id": self.id, "seed": self.seed, "iterations": self.iterations,
                 "val_ranges": [list(v) for v in self.val_ranges],
-                "input_shapes": {n: list(s) for n, s in self.input_shapes}}
+                "input_shapes": {n: list(s) for n, s in self.input_shapes},
+                "derived": {k: v for k, v in self.derived}}
 
 
 def file_sha256(path: Path) -> str:
@@ -102,50 +113,86 @@ def parse_val_range(text: str) -> tuple[str, float, float]:
     return match["name"] or "", lo, hi
 
 
-def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
-    """``NAME:1x3x224x224`` or ``NAME:[1,3,224,224]`` -> (name, dims)."""
-    match = _SHAPE_RE.match(text.strip())
-    if not match:
-        raise UserError(where="--input-shapes", problem=f"cannot parse {text!r}",
-                        fix="write NAME:1x3x224x224 (or NAME:[1,3,224,224])")
-    raw = match["dims"].strip("[]")
-    parts = [p for p in re.split(r"[x,\s]+", raw) if p]
-    return match["name"], tuple(int(p) for p in parts)
+def range_for(name: str, val_ranges: Sequence[tuple[str, float, float]]) -> tuple[float, float] | None:
+    """The last ``--val-range`` naming the input, else the last unnamed one (every input), else None."""
+    for wanted in (name, ""):
+        hits = [(lo, hi) for rname, lo, hi in val_ranges if rname == wanted]
+        if hits:
+            return hits[-1]
+    return None
 
 
-def resolve_shapes(specs: Sequence[InputSpec], recipe: InputRecipe, *, where: str) -> dict[str, tuple[int, ...]]:
-    """Concrete shape per input: declared static dims, ``--input-shapes`` for dynamic ones, else 1."""
-    names = [s.name for s in specs]
-    given = dict(recipe.input_shapes)
-    for name in given:
-        if name not in names:
-            raise UserError(where="--input-shapes", problem=f"{where} has no input named {name!r}",
-                            fix=f"use one of: {', '.join(names)}")
-    shapes = {}
+@dataclass(frozen=True)
+class InputPlan:
+    """How one input is filled: its shape and value range, and why (``how``, for the report)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    low: float
+    high: float
+    how: str
+
+    def line(self) -> str:
+        dims = "x".join(str(d) for d in self.shape) or "scalar"
+        return f"{self.name} {self.dtype}[{dims}]: {self.how}"
+
+
+def _value_plan(spec: InputSpec, dtype: np.dtype, role: InputRole | None, recipe: InputRecipe,
+                *, where: str) -> tuple[float, float, str]:
+    given = range_for(spec.name, recipe.val_ranges)
+    if dtype == np.dtype(np.bool_):
+        return 0.0, 1.0, "random booleans"
+    if given is not None:
+        return given[0], given[1], f"uniform in [{given[0]:g}, {given[1]:g}] (--val-range)"
+    if dtype.kind not in "iu":
+        lo, hi = _DEFAULT_FLOAT_RANGE
+        return lo, hi, f"uniform in [{lo:g}, {hi:g}] (default; --val-range to change)"
+    if role is not None and role.kind == "index" and role.rows:
+        return 0.0, float(role.rows - 1), f"ids uniform in [0, {role.rows}): {role.detail}"
+    if role is not None and role.kind == "shape":
+        raise UserError(where=where, problem=f"integer input {spec.name!r} is a shape-like value ({role.detail}); "
+                        "castguard cannot invent a valid one",
+                        fix=f"pass the real values with --inputs FILE.npz (or --val-range {spec.name}:[lo,hi] if "
+                            "every value in that range is valid)")
+    lo, hi = _DEFAULT_INT_RANGE
+    why = f" ({role.detail})" if role is not None and role.detail else ""
+    return lo, hi, (f"uniform in [{lo:g}, {hi:g}]: castguard cannot tell what this integer input holds{why}; "
+                    f"set --val-range {spec.name}:[lo,hi] or pass --inputs FILE")
+
+
+def plan_inputs(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> tuple[list[InputPlan], list[str]]:
+    """Shape and values of every generated input (the recipe has no file), and the notes on chosen dims."""
+    specs = input_specs(model)
+    _check_range_names(specs, recipe, where=where)
+    shapes, notes = resolve_shapes(specs, recipe.input_shapes, where=where)
+    roles = input_roles(model)
+    plans = []
     for spec in specs:
-        if spec.name in given:
-            shape = given[spec.name]
-            if spec.dims is not None and (len(shape) != len(spec.dims) or any(
-                    d is not None and d != s for d, s in zip(spec.dims, shape))):
-                raise UserError(where="--input-shapes", problem=f"{spec.name}:{list(shape)} does not fit the "
-                                f"declared shape {fmt_dims(spec.dims)} of {where}",
-                                fix="keep the rank and the static dimensions; set only the dynamic ones")
-            shapes[spec.name] = shape
-        elif spec.dims is None:
-            raise UserError(where=where, problem=f"input {spec.name!r} has no declared shape",
-                            fix=f"pass --input-shapes {spec.name}:1x3x224x224 (the real shape)")
-        else:
-            shapes[spec.name] = tuple(1 if d is None else d for d in spec.dims)
-    return shapes
+        dtype = spec_dtype(spec, where=where)
+        lo, hi, how = _value_plan(spec, dtype, roles.get(spec.name), recipe, where=where)
+        plans.append(InputPlan(spec.name, str(dtype), shapes[spec.name], lo, hi, how))
+    return plans, notes
 
 
-def _range_for(name: str, dtype: np.dtype, recipe: InputRecipe) -> tuple[float, float]:
-    """The last range named for this input, else the last unnamed one, else the default for the dtype."""
-    named = [(lo, hi) for rname, lo, hi in recipe.val_ranges if rname == name]
-    unnamed = [(lo, hi) for rname, lo, hi in recipe.val_ranges if rname == ""]
-    if named or unnamed:
-        return (named or unnamed)[-1]
-    return _DEFAULT_INT_RANGE if dtype.kind in "iu" else _DEFAULT_FLOAT_RANGE
+def plan_recipe(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> InputRecipe:
+    """``recipe`` with what the model's graph decided (dynamic dims' sizes, index ranges) in its id."""
+    if recipe.inputs_file is not None:
+        return recipe
+    plans, _ = plan_inputs(model, recipe, where=where)
+    dynamic = {s.name for s in input_specs(model) if s.dims is not None and None in s.dims}
+    derived = [(f"shape:{p.name}", "x".join(map(str, p.shape))) for p in plans if p.name in dynamic]
+    derived += [(f"ids:{p.name}", f"0..{p.high:g}") for p in plans if p.how.startswith("ids ")]
+    return replace(recipe, derived=tuple(derived))
+
+
+def recipe_lines(model: onnx.ModelProto, recipe: InputRecipe) -> list[str]:
+    """What the report and the terminal say about a model's inputs, one line per input or chosen dim."""
+    if recipe.inputs_file is not None:
+        return [f"from {recipe.inputs_file.name} (sha256 {str(recipe.inputs_sha256)[:12]}...), as stored"]
+    plans, notes = plan_inputs(model, recipe, where="model")
+    head = f"seed {recipe.seed}, {recipe.iterations} iteration(s)"
+    return [head, *(p.line() for p in plans), *notes]
 
 
 def _draw(rng: np.random.Generator, dtype: np.dtype, shape: tuple[int, ...], lo: float, hi: float,
@@ -173,26 +220,19 @@ def _check_range_names(specs: Sequence[InputSpec], recipe: InputRecipe, *, where
                             fix=f"use one of: {', '.join(names)} (or [lo,hi] without a name for all inputs)")
 
 
-def generate_feeds(specs: Sequence[InputSpec], recipe: InputRecipe, *, where: str) -> list[Feed]:
-    _check_range_names(specs, recipe, where=where)
-    shapes = resolve_shapes(specs, recipe, where=where)
+def generate_feeds(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> list[Feed]:
+    """Seeded random feeds following :func:`plan_inputs`."""
+    plans, _ = plan_inputs(model, recipe, where=where)
     rng = np.random.default_rng(recipe.seed)
-    feeds = []
-    for _ in range(recipe.iterations):
-        feed = {}
-        for spec in specs:
-            dtype = spec_dtype(spec, where=where)
-            lo, hi = _range_for(spec.name, dtype, recipe)
-            feed[spec.name] = _draw(rng, dtype, shapes[spec.name], lo, hi, name=spec.name)
-        feeds.append(feed)
-    return feeds
+    return [{p.name: _draw(rng, np.dtype(p.dtype) if p.dtype != "bfloat16" else BFLOAT16, p.shape, p.low, p.high,
+                           name=p.name) for p in plans} for _ in range(recipe.iterations)]
 
 
 def make_feeds(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> list[Feed]:
     """The feeds for ``model``: loaded from the recipe's file (validated) or generated from its seed."""
-    specs = input_specs(model)
     if recipe.inputs_file is None:
-        return generate_feeds(specs, recipe, where=where)
+        return generate_feeds(model, recipe, where=where)
+    specs = input_specs(model)
     if recipe.val_ranges or recipe.input_shapes:
         raise UserError(where="--inputs", problem="--val-range/--input-shapes cannot be combined with --inputs",
                         fix="drop one: the inputs file already fixes values and shapes")
@@ -205,11 +245,8 @@ def make_feeds(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> li
 
 
 def describe_inputs(model: onnx.ModelProto, recipe: InputRecipe, feeds: Sequence[Feed]) -> dict[str, Any]:
-    """The recipe plus what was actually used: shapes, dtypes, and which dims defaulted to 1."""
-    specs = input_specs(model)
-    defaulted = {s.name: [i for i, d in enumerate(s.dims or ()) if d is None]
-                 for s in specs if recipe.inputs_file is None and s.name not in dict(recipe.input_shapes)}
+    """The recipe plus what was actually used: shapes, dtypes, and the plan's lines (how each input was made)."""
     return {**recipe.to_json_dict(), "feeds": len(feeds),
             "shapes": {n: list(a.shape) for n, a in feeds[0].items()} if feeds else {},
             "dtypes": {n: str(a.dtype) for n, a in feeds[0].items()} if feeds else {},
-            "dynamic_dims_defaulted_to_1": {n: d for n, d in defaulted.items() if d}}
+            "plan": recipe_lines(model, recipe)}

@@ -53,7 +53,8 @@ def first_divergence(reference: onnx.ModelProto, converted: onnx.ModelProto, fee
     names = [out for out, _ in order]
     expected = make_runner("ort", with_outputs(reference, names), model_dir=model_dir).run(feeds).outputs
     mixed = with_outputs(converted, names)
-    obtained = make_runner("emulate", mixed, model_dir=converted_dir or model_dir).run(cast_feeds(feeds, input_specs(mixed))).outputs
+    obtained = make_runner("emulate", mixed, model_dir=converted_dir or model_dir).run(
+        cast_feeds(feeds, input_specs(mixed))).outputs
     for name, node in order:
         result = judge_outputs([{name: it[name]} for it in obtained], [{name: it[name]} for it in expected],
                                precision=precision, policy=policy)

@@ -67,11 +67,11 @@ class Judge:
 
     def __init__(self, model: onnx.ModelProto, converted: onnx.ModelProto, *, precision: str,
                  policy: TolerancePolicy = TolerancePolicy(), runner: str = "emulate",
-                 model_dir: Path | None = None) -> None:
+                 model_dir: Path | None = None, converted_dir: Path | None = None) -> None:
         self.precision, self.policy = precision, policy
         self._golden_specs = input_specs(model)
         self._golden: Runner = make_runner("ort", model, model_dir=model_dir)
-        self._low: Runner = make_runner(runner, converted, model_dir=model_dir)
+        self._low: Runner = make_runner(runner, converted, model_dir=converted_dir or model_dir)
 
     def __enter__(self) -> Judge:
         self._golden.activate()

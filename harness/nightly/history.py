@@ -50,8 +50,22 @@ class HistoryRun:
 
     @property
     def clean(self) -> bool:
-        """Usable as a baseline: nothing regressed, or a person accepted the regressions."""
-        return self.verdict is None or self.verdict.regressions == 0 or self.verdict.accepted
+        """Usable as a baseline: a complete run with no failing or erroring case, and nothing regressed or a
+        person accepted the regressions. An interrupted or failing run never is (accepting does not change it)."""
+        return self.report.clean and not self.regressed
+
+    @property
+    def regressed(self) -> bool:
+        return self.verdict is not None and self.verdict.regressions > 0 and not self.verdict.accepted
+
+    @property
+    def unclean_reason(self) -> str:
+        """Why the run is not :attr:`clean` ("" when it is)."""
+        if self.report.interrupted:
+            return "interrupted"
+        if not self.report.clean:
+            return "failing or erroring cases"
+        return "unaccepted regressions" if self.regressed else ""
 
 
 @dataclass(frozen=True)
@@ -70,6 +84,15 @@ class History:
 
     def latest_clean(self) -> HistoryRun | None:
         return next((run for run in reversed(self.runs) if run.clean), None)
+
+    def why_not_clean(self) -> str:
+        """``2 interrupted, 1 with failing or erroring cases``: why no run can be the baseline."""
+        from collections import Counter
+
+        found = Counter(run.unclean_reason for run in self.runs if not run.clean)
+        words = {"interrupted": "interrupted", "failing or erroring cases": "with failing or erroring cases",
+                 "unaccepted regressions": "with unaccepted regressions"}
+        return ", ".join(f"{count} {words[reason]}" for reason, count in sorted(found.items()))
 
     def after(self, run: HistoryRun) -> tuple[HistoryRun, ...]:
         """The runs stored after ``run``."""
@@ -163,6 +186,10 @@ def accept_run(folder: Path, name: str) -> Path:
     if run is None:
         names = ", ".join(r.path.name for r in history.runs[-5:])
         raise UserError(where=folder / name, problem="no such run", fix=f"use 'latest' or one of: {names}")
+    if not run.report.clean:
+        raise UserError(where=run.path, problem=f"this run cannot be a baseline: {run.unclean_reason} "
+                        f"({run.report.created})", fix="accept a complete run whose cases all pass, or fix the "
+                        "failing cases and run again")
     if run.verdict is None or run.verdict.accepted:
         return run.path
     return _write(folder, run.report, replace(run.verdict, accepted=True), path=run.path)

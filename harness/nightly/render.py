@@ -62,6 +62,10 @@ def _with_inputs(comparison: Comparison) -> bool:
 
 
 def headline(comparison: Comparison) -> str:
+    if comparison.nothing_comparable:
+        return (f"nothing comparable: none of this run's {len(comparison.new)} case(s) matches one of the "
+                f"{len(comparison.missing)} case(s) of the baseline of {comparison.baseline_created} (a changed "
+                "setting renames cases: model, case id and inputs id must all match); nothing was judged")
     return (f"{len(comparison.regressions)} regression(s), {len(comparison.improvements)} improvement(s) over "
             f"{comparison.compared} case(s) compared with the baseline of {comparison.baseline_created}"
             + (f" (commit {comparison.baseline_commit[:12]})" if comparison.baseline_commit else "")

@@ -36,6 +36,10 @@ GOOD_STATUSES = ("pass", "xfail")            # what a healthy case reports; anyt
 TIME_FLOOR_S = 0.25     # timing changes smaller than this are noise: scheduling, and which case of an xdist
                         # worker pays its first-run warm-up (measured 0.13 s on mnist under -n 2)
 OPTION = "--fail-on-regression"
+MAX_REL_FLOOR = 0.1     # max_rel below 10 % counts as 10 %: on well-scaled elements fp16 rounding gives ~1e-3, and
+                        # a near-zero golden element alone can move it by orders of magnitude in either direction
+ERROR_FLOOR = 1e-5      # scaled-error changes below this are fp32 kernel-order noise (fp16's eps is 9.8e-4)
+RECOMMENDED_RULES = "status,error:+25%,lowp_share:-2pp"   # robust: no max_rel (see MAX_REL_FLOOR); in the README
 CACHE_HIT_NOTE = "conversion from cache"     # the note harness.run.case puts on a case whose conversion was cached
 _RULE = re.compile(r"(?P<sign>[+-]?)(?P<number>[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)(?P<unit>%|pp)?\Z")
 
@@ -50,6 +54,7 @@ class Metric:
     read: Callable[[CaseRecord], float | None]
     share: bool = False                      # a 0..1 share: "pp" allowed
     floor: float = 0.0                       # smaller absolute changes are noise, never judged
+    value_floor: float = 0.0                 # values below it count as it (a relative change of tiny values is noise)
 
 
 def _worst_output(field: str) -> Callable[[CaseRecord], float | None]:
@@ -59,12 +64,26 @@ def _worst_output(field: str) -> Callable[[CaseRecord], float | None]:
     return read
 
 
+def _over_tolerance(record: CaseRecord) -> float | None:
+    """Worst max_abs / (atol + rtol x max|golden|) over the outputs: the error in units of the output's tolerance."""
+    values = []
+    for o in record.outputs:
+        allowed = o.atol + o.rtol * o.golden_absmax
+        values.append(math.inf if math.isnan(o.max_abs) else (o.max_abs / allowed if allowed > 0 else
+                                                               (0.0 if o.max_abs == 0 else math.inf)))
+    return max(values, default=None)
+
+
 METRICS: tuple[Metric, ...] = (
-    Metric("max_rel", "worst element-wise relative error over the outputs", 1, lambda r: r.worst_max_rel),
+    Metric("max_rel", f"worst element-wise relative error over the outputs (values below {MAX_REL_FLOOR:g} count as "
+           f"{MAX_REL_FLOOR:g}: near-zero goldens make it jump; prefer error or over_tol)", 1,
+           lambda r: r.worst_max_rel, value_floor=MAX_REL_FLOOR),
     Metric("max_abs", "worst element-wise absolute error over the outputs", 1, _worst_output("max_abs")),
     Metric("median_rel", "worst median relative error over the outputs", 1, _worst_output("median_rel")),
-    Metric("error", "worst error scaled by the output's largest |golden| (the report's 'worst error')", 1,
-           lambda r: r.worst_error),
+    Metric("error", "worst error scaled by the output's largest |golden| (the report's 'worst error'; changes "
+           f"below {ERROR_FLOOR:g} are fp32 noise)", 1, lambda r: r.worst_error, floor=ERROR_FLOOR),
+    Metric("over_tol", "worst max_abs / (atol + rtol x max|golden|): the error in units of the output's tolerance "
+           f"(changes below {ERROR_FLOOR:g} are noise)", 1, _over_tolerance, floor=ERROR_FLOOR),
     Metric("lowp_share", "share of FLOPs in fp16/bf16", -1, lambda r: r.lowp_flop_share, share=True),
     Metric("casts", "Cast nodes in the converted model", 1,
            lambda r: None if r.cast_count is None else float(r.cast_count)),
@@ -181,6 +200,11 @@ class Comparison:
         return not self.regressions
 
     @property
+    def nothing_comparable(self) -> bool:
+        """No case of this run could be matched with a baseline case (every key renamed or removed)."""
+        return self.compared == 0 and not self.model_changed
+
+    @property
     def exit_code(self) -> int:
         """1 when something regressed (pytest's "tests failed"), else 0."""
         return 1 if self.regressions else 0
@@ -242,6 +266,8 @@ def judge(old: CaseRecord, new: CaseRecord, rule: Rule) -> tuple[bool, Change] |
     a, b = known.read(old), known.read(new)
     if a is None or b is None:
         return None                          # not measured in one run: the status rule speaks for it
+    if known.value_floor:
+        a, b = (v if math.isnan(v) else max(v, known.value_floor) for v in (a, b))
     delta = _delta(a, b, rule.unit)
     if math.isnan(delta) or delta == 0 or (math.isfinite(a) and math.isfinite(b) and abs(b - a) <= known.floor):
         return None

@@ -11,14 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.nightly.rules import OPTION, Comparison, Rule, compare_reports, parse_rules
+from harness.nightly.rules import OPTION, RECOMMENDED_RULES, Comparison, Rule, compare_reports, parse_rules
 from harness.errors import UserError
 from harness.nightly.history import DEFAULT_TREND_RUNS, History, HistoryRun, Skipped, read_history, with_since, write_run
 from harness.report.io import read_report
 from harness.report.model import Report
 
 # Compared and shown when --baseline is given without --fail-on-regression (the run does not fail on them).
-DISPLAY_RULES = "status,error:+25%,lowp_share:-2pp"
+DISPLAY_RULES = RECOMMENDED_RULES
 
 
 @dataclass(frozen=True)
@@ -81,11 +81,12 @@ def load_baseline(path: Path) -> tuple[Baseline | None, str]:
     history = read_history(path)
     run = history.latest_clean()
     if run is None:
-        why = "has no runs yet" if not history.runs else "has no run without unaccepted regressions"
+        why = "has no runs yet" if not history.runs else f"has no clean run ({history.why_not_clean()})"
         skipped = f" ({len(history.skipped)} unreadable file(s) skipped)" if history.skipped else ""
         return None, f"no baseline: history folder {path} {why}{skipped}; nothing was compared"
     return (Baseline(report=run.report, source=str(run.path), history=history, run=run),
-            f"baseline: {run.path} (latest clean run of {len(history.runs)})")
+            f"baseline: {run.path} (latest clean run of {len(history.runs)}: complete, no failing or erroring case"
+            ", no unaccepted regression)")
 
 
 @dataclass(frozen=True)
@@ -153,19 +154,29 @@ def report_sections(outcome: NightlyOutcome, report: Report, *, last: int) -> tu
 
 
 class NightlyRun:
-    """This run's nightly state: the baseline is loaded when built (configure time); :meth:`conclude` runs
-    once the report exists (session end) and keeps the outcome for the exit status and the terminal."""
+    """This run's nightly state: the baseline is loaded when built (configure time). Once the run's report exists
+    (session end), :meth:`decide` compares and stores it and keeps the outcome (the verdict); only then
+    :meth:`sections` and :meth:`terminal_lines` render it. The verdict never depends on rendering."""
 
     def __init__(self, options: NightlyOptions) -> None:
         self.options = options
         self.baseline, note = load_baseline(options.compare_with) if options.compare_with else (None, "")
         self.note = note
         self.outcome: NightlyOutcome | None = None
+        self._report: Report | None = None
 
-    def conclude(self, report: Report) -> tuple[list[str], list[str]]:
-        """Compare, store, and return the report sections (the ``extra`` hook of ReportSession.finish)."""
-        self.outcome = finish(self.options, self.baseline, report, notes=(self.note,) if self.note else ())
-        return report_sections(self.outcome, report, last=self.options.trend_runs)
+    def decide(self, report: Report) -> NightlyOutcome:
+        """Compare ``report`` with the baseline and store it in the history folder; the verdict, kept."""
+        notes = tuple(n for n in (self.note, _interrupted_note(report)) if n)
+        self.outcome = finish(self.options, self.baseline, report, notes=notes)
+        self._report = report
+        return self.outcome
+
+    def sections(self) -> tuple[list[str], list[str]]:
+        """The markdown and HTML sections of the decided outcome (nothing before :meth:`decide`)."""
+        if self.outcome is None or self._report is None:
+            return [], []
+        return report_sections(self.outcome, self._report, last=self.options.trend_runs)
 
     @property
     def exit_code(self) -> int:
@@ -187,6 +198,14 @@ class NightlyRun:
             lines.append(f"history: {len(self.outcome.skipped)} unreadable file(s) skipped")
             lines += skipped_lines(self.outcome.skipped)
         return lines
+
+
+def _interrupted_note(report: Report) -> str:
+    if not report.interrupted:
+        return ""
+    from harness.report.format import completion_text
+
+    return f"this run was {completion_text(report)}: it is stored marked as such and is never used as a baseline"
 
 
 def options_from(namespace: object, *, invocation_dir: Path) -> NightlyOptions:

@@ -11,10 +11,14 @@ hooks only wire them in:
   ``castguard_tuned_case`` x (models x precisions) with ``--tune``;
 * ``pytest_runtest_makereport``: a suite test's :class:`CaseRecord` (left by :func:`castguard_record`)
   is settled (xfail/xpass) and added to this process's case file;
-* ``pytest_sessionfinish`` (the controller under xdist): merge and write the report; the nightly run
-  (:class:`harness.nightly.run.NightlyRun`: --baseline/--history) compares it, stores it and adds its sections,
-  and a regression under --fail-on-regression sets the exit status;
-  ``pytest_terminal_summary``: print where it is and what regressed.
+* ``pytest_collection_finish`` / ``pytest_xdist_node_collection_finished``: how many sweep cases this run selected;
+* ``pytest_sessionfinish`` (the controller under xdist): build this run's report from its own run folder
+  (interrupted when pytest's exit status says so); the nightly run (:class:`harness.nightly.run.NightlyRun`:
+  --baseline/--history) decides its verdict first, then renders its sections; the report is written (a complete
+  one also published), old run folders pruned, the cache capped; a regression under --fail-on-regression sets
+  the exit status;
+* ``pytest_terminal_summary``: print where the report is (or that the run was interrupted) and what regressed;
+* a suite test id pasted back as an argument (``::test_low_precision[...]``) is pointed at the packaged suite.
 
 Under xdist each worker is pinned to its own GPU when several are visible (:mod:`harness.plugin.xdist`).
 """
@@ -27,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from harness.options import add_nightly_options, add_options, given_options, path_options
+from harness.options import add_nightly_options, add_options, given_options
 
 if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin import
     from harness.run.session import AccuracySession
@@ -42,9 +46,31 @@ REPORT_KEY: pytest.StashKey[ReportSession] = pytest.StashKey()
 FINISHED_KEY: pytest.StashKey[FinishedReport] = pytest.StashKey()
 RECORD_KEY: pytest.StashKey[CaseRecord] = pytest.StashKey()
 NIGHTLY_KEY: pytest.StashKey[NightlyRun] = pytest.StashKey()
+PROJECT_KEY: pytest.StashKey[Path] = pytest.StashKey()   # castguard's project folder (harness.config.find_project)
 SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
 ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")   # opt-in: -m adversarial (minutes per model)
 TUNED_FILE = SUITE_FILE.with_name("test_tuned.py")               # opt-in: --tune / [tool.castguard] tune
+PLANNED_KEY: pytest.StashKey[int] = pytest.StashKey()
+EVICTED_KEY: pytest.StashKey[str] = pytest.StashKey()
+RUN_ID_KEY = "castguard_run_id"      # the controller's run id, handed to xdist workers in their workerinput
+CASE_TEST = "test_low_precision["    # the suite test of one sweep case (its id starts with this)
+
+
+SUITE_TESTS = {"test_fp32_golden": SUITE_FILE, "test_low_precision": SUITE_FILE,
+               "test_adversarial": ADVERSARIAL_FILE,
+               "test_tuned": TUNED_FILE}
+BENCHMARKS_KEY: pytest.StashKey[bool] = pytest.StashKey()
+
+
+def suite_arg(arg: str, *, invocation_dir: Path) -> str:
+    """A test id pytest printed for the packaged suite (``::test_low_precision[mnist-fp16-...]``, or with the
+    file's path) pasted back as an argument: pointed at the suite file. Other arguments are left alone."""
+    path, sep, rest = arg.partition("::")
+    name = rest.split("[", 1)[0]
+    if not sep or name not in SUITE_TESTS or (path and (invocation_dir / path).is_file()
+                                              and Path(path).name != SUITE_TESTS[name].name):
+        return arg
+    return f"{SUITE_TESTS[name]}::{rest}"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,13 +79,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_nightly_options(group.addoption)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """``--model PATH`` (space form) must not move pytest's rootdir: see :mod:`harness.plugin.rootdir`."""
+    from harness.plugin.rootdir import correct_rootdir
+
+    correct_rootdir(early_config, args)
+
+
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")   # set by pytest-xdist on its worker processes
 
 
 def pytest_configure(config: pytest.Config) -> None:
     from harness.run.session import AccuracySession
-    from harness.config import HarnessConfig, check_rootdir, load_table
+    from harness.config import HarnessConfig, find_project, load_table
     from harness.errors import UserError
     from harness.plugin.xdist import apply_pin
     from harness.data.models import bundled_models_dir
@@ -67,17 +101,24 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness.report.collect import ReportSession, worker_name
 
     config.addinivalue_line("markers", "adversarial: castguard's Hypothesis search for low-precision failures")
+    # pytest-benchmark (a dependency) creates ./.benchmarks when it configures; remove it at the end if it was
+    # not there before and stayed empty, so a castguard run leaves no empty folder in the user's project
+    config.stash[BENCHMARKS_KEY] = (config.invocation_params.dir / ".benchmarks").exists()
     apply_pin(worker_name(getattr(config, "workerinput", None)), os.environ)
     given = given_options(config.option)
     try:
-        if given["castguard_models"]:
-            check_rootdir(config.rootpath, ini_found=config.inipath is not None,
-                          invocation_dir=config.invocation_params.dir, option_paths=path_options(given))
-        harness_config = HarnessConfig.from_sources(cli=given, table=load_table(config.rootpath),
-                                                    rootdir=config.rootpath, invocation_dir=config.invocation_params.dir)
+        project = find_project(config.invocation_params.dir, fallback=config.rootpath)
+        config.stash[PROJECT_KEY] = project
+        harness_config = HarnessConfig.from_sources(cli=given, table=load_table(project),
+                                                    rootdir=project, invocation_dir=config.invocation_params.dir)
         nightly = options_from(config.option, invocation_dir=config.invocation_params.dir)
+        workerinput = getattr(config, "workerinput", None)
+        run_id = workerinput.get(RUN_ID_KEY) if workerinput else None   # absent when the controller runs no model
+        report = ReportSession(report_dir=harness_config.report_dir, worker=worker_name(workerinput),
+                               run_id=str(run_id) if run_id else None, keep_runs=harness_config.keep_runs)
         session = AccuracySession(harness_config, bundled_dir=bundled_models_dir(),
-                                  strict_provenance=nightly.strict_provenance) if harness_config.models else None
+                                  strict_provenance=nightly.strict_provenance,
+                                  output_dir=report.run_dir) if harness_config.models else None
         if session is not None and nightly.active and not _is_worker(config):
             config.stash[NIGHTLY_KEY] = NightlyRun(nightly)
     except UserError as err:
@@ -85,15 +126,35 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[CONFIG_KEY] = harness_config
     if session is not None:
         config.stash[SESSION_KEY] = session
-        report = ReportSession(report_dir=harness_config.report_dir,
-                               worker=worker_name(getattr(config, "workerinput", None)))
+        config.stash[REPORT_KEY] = report
         if not _is_worker(config):
             report.start()
-        config.stash[REPORT_KEY] = report
         if config.args_source != pytest.Config.ArgsSource.ARGS:
             adversarial = "adversarial" in (config.option.markexpr or "")
             config.args = [str(SUITE_FILE), *([str(TUNED_FILE)] if harness_config.tune else []),
                            *([str(ADVERSARIAL_FILE)] if adversarial else [])]
+        else:
+            config.args = [suite_arg(arg, invocation_dir=config.invocation_params.dir) for arg in config.args]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: object) -> None:
+    """pytest-xdist, controller: every worker writes into this run's folder."""
+    reporter = node.config.stash.get(REPORT_KEY, None)   # type: ignore[attr-defined]
+    if reporter is not None:
+        node.workerinput[RUN_ID_KEY] = reporter.run_id   # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    """pytest-xdist, controller: the number of sweep cases this run selected (every worker collects them all)."""
+    config = node.config   # type: ignore[attr-defined]
+    config.stash[PLANNED_KEY] = sum(CASE_TEST in i for i in ids)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if not _is_worker(session.config) and session.items:
+        session.config.stash[PLANNED_KEY] = sum(CASE_TEST in item.nodeid for item in session.items)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -152,13 +213,33 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     seed = session.config.getoption("hypothesis_seed", None)   # a nightly run's seed, recorded to replay it
     profile = settings.get_current_profile_name() + (f" (seed {seed})" if seed is not None else "")
     provenance = collect_provenance(hypothesis_profile=profile, runners=harness_config.runners,
-                                    project_dir=session.config.rootpath)
+                                    project_dir=session.config.stash.get(PROJECT_KEY, session.config.rootpath))
+    planned = session.config.stash.get(PLANNED_KEY, None)
+    interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop)
+    report = reporter.build(provenance=provenance, interrupted=interrupted, planned_cases=planned)
+    if report is None:
+        return
     nightly = session.config.stash.get(NIGHTLY_KEY, None)
-    finished = reporter.finish(provenance=provenance, extra=nightly.conclude if nightly is not None else None)
-    if finished is not None:
-        session.config.stash[FINISHED_KEY] = finished
+    if nightly is not None:
+        nightly.decide(report)                          # the verdict first (harness.nightly.rules) ...
+    extra_md, extra_html = nightly.sections() if nightly is not None else ([], [])   # ... then its rendering
+    session.config.stash[FINISHED_KEY] = reporter.write(report, extra_md=extra_md, extra_html=extra_html)
+    from harness.run.cache_size import evict_note
+
+    session.config.stash[EVICTED_KEY] = evict_note(harness_config.cache_dir, max_mb=harness_config.cache_max_mb)
     if nightly is not None and nightly.exit_code and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED   # the verdict of harness.nightly.rules, never raised
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(BENCHMARKS_KEY, True) or _is_worker(config):
+        return
+    folder = config.invocation_params.dir / ".benchmarks"
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+    report = config.stash.get(REPORT_KEY, None)
+    if report is not None:
+        report.close()          # a run that ended before its report (a usage error, a crash) unlocks its folder
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -167,6 +248,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "castguard sweep report")
         here = terminalreporter.config.invocation_params.dir
         terminalreporter.write_line(finished.summary_line(relative_to=here))
+        if finished.pruned:
+            terminalreporter.write_line(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
+    evicted = terminalreporter.config.stash.get(EVICTED_KEY, "")
+    if evicted:
+        terminalreporter.write_line(evicted)
+    session = terminalreporter.config.stash.get(SESSION_KEY, None)
+    if session is not None and not _is_worker(terminalreporter.config):
+        for name, loaded in session.models.items():   # what the inputs were, on every run (issue 9)
+            terminalreporter.write_line(f"castguard inputs of {name}: " + "; ".join(loaded.input_lines))
     nightly = terminalreporter.config.stash.get(NIGHTLY_KEY, None)
     if nightly is not None:
         terminalreporter.write_sep("-", "castguard nightly regression")

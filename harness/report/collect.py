@@ -1,28 +1,34 @@
 """Collects the sweep's :class:`CaseRecord` objects during a run and writes the report at the end. No pytest here.
 
-Every process that runs cases (the only process, or each pytest-xdist worker) appends one JSON line per
-case to ``<report_dir>/cases/<worker>.jsonl`` as soon as the case is settled; the process that owns the
-run (the only process, or the xdist controller) clears those files when the run starts and, when it ends,
-merges them into one :class:`Report`, writes ``report.json``, ``report.md`` and ``report.html`` and
-removes the case files.
-Workers never write a partial report. Lines are appended with one ``write`` each, so a reader sees whole
-lines; a worker that crashes loses only the cases it never wrote.
+Every run has its own working folder ``<report_dir>/runs/<run_id>/`` (:mod:`harness.report.runs`). Every
+process that runs cases (the only process, or each pytest-xdist worker) appends one JSON line per case to
+``runs/<run_id>/cases/<worker>.jsonl`` as soon as the case is settled. The process that owns the run (the
+only process, or the xdist controller) locks the folder while the run goes on; at the end it merges the case
+files of *its* run into one :class:`Report` (:meth:`ReportSession.build`) and, once the caller has added its
+sections, writes it (:meth:`ReportSession.write`): always into the run folder, and, for a complete run, also
+as the report folder's top-level ``report.json``/``.md``/``.html`` (replaced together under a lock). An
+interrupted run never replaces the previous complete report. Old run folders beyond ``keep_runs`` are pruned.
+
+Lines are appended with one ``write`` each, so a reader sees whole lines; a worker that crashes loses only the
+cases it never wrote. Two runs sharing a report folder never see each other's records.
 """
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+import shutil
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.errors import UserError
 from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now, write_report
-from harness.report.format import counts_text
 from harness.files import safe_component
+from harness.report.format import completion_text, counts_text, same_model_as
+from harness.report.runs import (DEFAULT_KEEP_RUNS, RUNS_DIR, ActiveRun, new_run_id, prune_runs, publish_lock,
+                                 run_dir)
 from harness.report.serde import ReportFormatError, record_from_dict, record_to_dict
 
 CASES_DIR = "cases"
-Sections = Callable[[Report], tuple[Sequence[str], Sequence[str]]]
 
 
 def settle(record: CaseRecord, *, expected_failure: bool) -> CaseRecord:
@@ -34,34 +40,47 @@ def settle(record: CaseRecord, *, expected_failure: bool) -> CaseRecord:
 
 @dataclass(frozen=True)
 class FinishedReport:
-    """What :meth:`ReportSession.finish` wrote."""
+    """What :meth:`ReportSession.write` wrote: the run's own copy, and the published one (complete runs)."""
 
     report: Report
-    paths: ReportPaths
+    run_paths: ReportPaths
+    published: ReportPaths | None = None
+    pruned: int = 0
+
+    @property
+    def paths(self) -> ReportPaths:
+        return self.published or self.run_paths
 
     def summary_line(self, *, relative_to: Path | None = None) -> str:
-        """``castguard: 24 cases: 24 pass; report: castguard-report/report.md, report.html, report.json``."""
-        markdown = self.paths.markdown
-        if relative_to is not None and markdown.is_relative_to(relative_to):
-            markdown = markdown.relative_to(relative_to)
-        return (f"castguard: {counts_text(self.report.counts())}; report: {markdown}, {self.paths.html.name}, "
-                f"{self.paths.json.name}")
+        """``castguard: 24 cases: 24 pass; report: castguard-report/report.md, report.html, report.json``, or for
+        an interrupted run ``castguard: interrupted after 5 of 24 cases (5 pass); partial report: ...``."""
+        def shown(path: Path) -> Path:
+            return path.relative_to(relative_to) if relative_to is not None and path.is_relative_to(relative_to) \
+                else path
+        if self.published is None:
+            return (f"castguard: {completion_text(self.report)} ({counts_text(self.report.counts())}); partial "
+                    f"report: {shown(self.run_paths.markdown)}; the previous complete report (if any) is kept")
+        same = sum(same_model_as(c) is not None for c in self.report.cases)
+        shared = f" ({same} share another case's converted model, not run again)" if same else ""
+        return (f"castguard: {counts_text(self.report.counts())}{shared}; report: {shown(self.published.markdown)}, "
+                f"{self.published.html.name}, {self.published.json.name}")
 
 
 class ReportSession:
-    """Per-process record keeping for one run; ``worker`` names this process's case file."""
+    """Per-process record keeping for one run (``run_id``); ``worker`` names this process's case file."""
 
-    def __init__(self, *, report_dir: Path, worker: str = "main") -> None:
+    def __init__(self, *, report_dir: Path, run_id: str | None = None, worker: str = "main",
+                 keep_runs: int = DEFAULT_KEEP_RUNS) -> None:
         self.report_dir = report_dir
-        self.cases_file = report_dir / CASES_DIR / f"{safe_component(worker)}.jsonl"
+        self.run_id = run_id or new_run_id()
+        self.run_dir = run_dir(report_dir, self.run_id)
+        self.cases_file = self.run_dir / CASES_DIR / f"{safe_component(worker)}.jsonl"
+        self.keep_runs = keep_runs
+        self._active = ActiveRun(self.run_dir)
 
     def start(self) -> None:
-        """Called once per run by the owning process: forget the case files of earlier runs."""
-        for path in self._case_files():
-            path.unlink()
-        folder = self.report_dir / CASES_DIR
-        if folder.is_dir() and not any(folder.iterdir()):
-            folder.rmdir()
+        """Called once per run by the owning process: create and lock this run's folder."""
+        self._active.acquire()
 
     def add(self, record: CaseRecord) -> None:
         """Append one settled record to this process's case file."""
@@ -79,26 +98,60 @@ class ReportSession:
                     record = record_from_dict(json.loads(line))
                 except (json.JSONDecodeError, ReportFormatError) as err:
                     raise UserError(where=f"{path}:{number}", problem=f"unreadable case record ({err})",
-                                    fix="re-run; do not share one --report-dir between concurrent runs") from err
+                                    fix="re-run (the line was damaged outside castguard)") from err
                 records[record.key] = record
         return list(records.values())
 
-    def finish(self, *, provenance: Provenance, extra: Sections | None = None) -> FinishedReport | None:
-        """Merge the case files into the report and write it; None when no case ran (nothing is written).
-
-        ``extra(report)`` returns markdown and HTML sections to add (the nightly comparison and trends)."""
+    def build(self, *, provenance: Provenance, interrupted: bool = False,
+              planned_cases: int | None = None) -> Report | None:
+        """This run's report; None when no case ran and the run was not interrupted (nothing is written then)."""
         records = self.collect()
-        if not records:
+        if not records and not interrupted:
+            self.close()
             return None
-        report = Report.build(records, created=utc_now(), provenance=provenance)
-        extra_md, extra_html = extra(report) if extra is not None else ((), ())
-        paths = write_report(report, self.report_dir, extra_md=extra_md, extra_html=extra_html)
-        self.start()   # merged into report.json: the case files are not needed any more
-        return FinishedReport(report=report, paths=paths)
+        return Report.build(records, created=utc_now(), provenance=provenance, run_id=self.run_id,
+                            interrupted=interrupted, planned_cases=planned_cases)
+
+    def write(self, report: Report, *, extra_md: Sequence[str] = (), extra_html: Sequence[str] = ()) -> FinishedReport:
+        """Write the run's report into its folder and, when complete, publish it; then prune and unlock."""
+        try:
+            run_paths = write_report(report, self.run_dir, extra_md=extra_md, extra_html=extra_html)
+            published = None
+            if report.complete:
+                prefix = f"{RUNS_DIR}/{self.run_id}/"
+                top = replace(report, cases=tuple(_prefixed(c, prefix) for c in report.cases))
+                with publish_lock(self.report_dir):
+                    published = write_report(top, self.report_dir, extra_md=extra_md, extra_html=extra_html)
+            shutil.rmtree(self.run_dir / CASES_DIR, ignore_errors=True)   # merged into report.json
+        finally:
+            self.close()
+        pruned = prune_runs(self.report_dir, keep=self.keep_runs,
+                            protect=frozenset({self.run_id, *_published_run(self.report_dir)}))
+        return FinishedReport(report=report, run_paths=run_paths, published=published, pruned=len(pruned))
+
+    def close(self) -> None:
+        """Unlock the run folder (the run is over); idempotent."""
+        self._active.release()
 
     def _case_files(self) -> Iterable[Path]:
-        folder = self.report_dir / CASES_DIR
+        folder = self.run_dir / CASES_DIR
         return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+
+
+def _prefixed(record: CaseRecord, prefix: str) -> CaseRecord:
+    """The record with its saved-output paths made relative to the report folder instead of the run folder."""
+    return replace(record, outputs_file=None if record.outputs_file is None else prefix + record.outputs_file,
+                   golden_file=None if record.golden_file is None else prefix + record.golden_file)
+
+
+def _published_run(report_dir: Path) -> tuple[str, ...]:
+    """The run id of the published top-level report (its outputs must survive pruning), if readable."""
+    try:
+        data = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ()
+    run_id = data.get("run_id") if isinstance(data, dict) else None
+    return (run_id,) if isinstance(run_id, str) and run_id else ()
 
 
 def worker_name(workerinput: dict[str, object] | None) -> str:

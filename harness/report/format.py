@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from harness.report.model import STATUSES, CaseRecord
+from harness.report.model import STATUSES, CaseRecord, Report
 from harness.sweep import PRECISIONS
 
 DISPLAY_ORDER = ("error", "fail", "xpass", "xfail", "skip", "pass")   # failing cases first
@@ -19,6 +19,14 @@ LEGEND = (
     ("casts", "Cast nodes in the converted model"),
     ("first divergent", "for failing cases, the first tensor in graph order beyond tolerance: name (op) max_rel"),
 )
+
+
+def completion_text(report: Report) -> str:
+    """``interrupted after 5 of 24 cases`` for an interrupted run, else ``""``."""
+    if not report.interrupted:
+        return ""
+    planned = "" if report.planned_cases is None else f" of {report.planned_cases}"
+    return f"interrupted after {len(report.cases)}{planned} cases"
 
 
 def display_sorted(cases: Iterable[CaseRecord]) -> list[CaseRecord]:
@@ -67,6 +75,14 @@ def first_line(text: str, *, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+SAME_MODEL = "same model as"         # the note of a case whose converted model equals an earlier case's (run/dedup.py)
+
+
+def same_model_as(case: CaseRecord) -> str | None:
+    """The case id this case shares its converted model (and so its result) with, if any."""
+    return next((n[len(SAME_MODEL) + 1:] for n in case.notes if n.startswith(SAME_MODEL + " ")), None)
+
+
 def case_label(case: CaseRecord, *, with_inputs: bool) -> str:
     """The case id, plus its input set when a model was swept over several."""
     return f"{case.case_id} [{case.inputs_id}]" if with_inputs else case.case_id
@@ -79,7 +95,8 @@ def grouped_notes(cases: Iterable[CaseRecord]) -> list[tuple[str, list[str]]]:
     groups: dict[str, list[str]] = {}
     for case in cases:
         for note in case.notes:
-            groups.setdefault(note, []).append(case_label(case, with_inputs=multi))
+            if not note.startswith(SAME_MODEL + " "):          # shown next to the case instead
+                groups.setdefault(note, []).append(case_label(case, with_inputs=multi))
     return list(groups.items())
 
 

@@ -151,6 +151,9 @@ class Report:
     provenance: Provenance
     cases: tuple[CaseRecord, ...] = ()
     schema_version: int = SCHEMA_VERSION
+    run_id: str = ""                       # the run's working folder: runs/<run_id>/ in the report folder
+    interrupted: bool = False              # Ctrl-C / a cancelled job: only ``len(cases)`` of ``planned_cases`` ran
+    planned_cases: int | None = None       # sweep cases this run selected (None: not known)
 
     def __post_init__(self) -> None:
         if self.schema_version != SCHEMA_VERSION:
@@ -163,8 +166,20 @@ class Report:
             raise ValueError("Report.cases must be sorted by (model, case_id, inputs_id); use Report.build()")
 
     @classmethod
-    def build(cls, cases: Iterable[CaseRecord], *, created: str, provenance: Provenance) -> Report:
-        return cls(created=created, provenance=provenance, cases=tuple(sorted(cases, key=lambda c: c.key)))
+    def build(cls, cases: Iterable[CaseRecord], *, created: str, provenance: Provenance, run_id: str = "",
+              interrupted: bool = False, planned_cases: int | None = None) -> Report:
+        return cls(created=created, provenance=provenance, cases=tuple(sorted(cases, key=lambda c: c.key)),
+                   run_id=run_id, interrupted=interrupted, planned_cases=planned_cases)
+
+    @property
+    def complete(self) -> bool:
+        """Not interrupted: every case the run selected had its chance to run."""
+        return not self.interrupted
+
+    @property
+    def clean(self) -> bool:
+        """Complete, and no case failed or errored (what a nightly baseline must be)."""
+        return self.complete and not any(c.status in ("fail", "error", "xpass") for c in self.cases)
 
     @property
     def models(self) -> tuple[str, ...]:

@@ -8,7 +8,8 @@ import base64
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from harness.report.format import (DISPLAY_ORDER, LEGEND, case_label, counts_text, display_sorted, fmt_divergence,
+from harness.report.format import (DISPLAY_ORDER, LEGEND, case_label, completion_text, counts_text, display_sorted,
+                                   fmt_divergence, same_model_as,
                                    fmt_error, fmt_int, fmt_share, grouped_notes, tuned_plan_lines)
 from harness.report.model import STATUSES, CaseRecord, Report
 from harness.report.pareto import best_passing, front_points
@@ -39,7 +40,7 @@ def render_html(report: Report, *, extra: Sequence[str] = ()) -> str:
     prov = report.provenance
     body = [f"<h1>castguard sweep report</h1><p class=\"meta\">{escape(counts_text(report.counts()))} over "
             f"{len(report.models)} model(s) &middot; created {escape(report.created)} &middot; "
-            f"runners {escape(', '.join(prov.runners) or '–')}</p>", _summary(report), *extra]
+            f"runners {escape(', '.join(prov.runners) or '–')}</p>", *_interrupted(report), _summary(report), *extra]
     body += [_model_section(index, model, report) for index, model in enumerate(report.models)]
     body.append(_provenance(report))
     body.append("<section><h2>Legend</h2><dl class=\"legend\">" + "".join(
@@ -48,6 +49,14 @@ def render_html(report: Report, *, extra: Sequence[str] = ()) -> str:
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>castguard sweep report</title><style>{_CSS}</style></head>\n<body><main>\n"
             + "\n".join(body) + "\n</main></body></html>\n")
+
+
+def _interrupted(report: Report) -> list[str]:
+    if not report.interrupted:
+        return []
+    return [f"<p class=\"failure\"><strong>{escape(completion_text(report).capitalize())}.</strong> This report is "
+            "partial: the cases that did not run are missing, and it was not published over the previous complete "
+            "report.</p>"]
 
 
 def _summary(report: Report) -> str:
@@ -116,7 +125,8 @@ def _front_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
 
 def _case_table(cases: Iterable[CaseRecord], *, multi: bool) -> str:
     rows = "".join(
-        f"<tr><td><code class=\"id\">{escape(case_label(c, with_inputs=multi))}</code></td><td>{_status(c.status)}</td>"
+        f"<tr><td><code class=\"id\">{escape(case_label(c, with_inputs=multi))}</code>{_same(c)}</td>"
+        f"<td>{_status(c.status)}</td>"
         f"<td>{escape(c.runner or '–')}</td><td class=\"num\">{fmt_error(c.worst_error)}</td>"
         f"<td class=\"num\">{fmt_error(c.worst_max_rel)}</td>"
         f"<td class=\"num\">{fmt_share(c.lowp_flop_share)}</td><td class=\"num\">{fmt_int(c.cast_count)}</td>"
@@ -174,6 +184,12 @@ def _notes(cases: Sequence[CaseRecord]) -> str:
     return "<h3>Notes</h3><ul>" + "".join(f"<li>{escape(note)} (" + ("every case" if len(ids) == len(cases) else (
         f"{len(ids)} case(s): " + ", ".join(f"<code class=\"id\">{escape(i)}</code>" for i in ids))) + ")</li>"
         for note, ids in notes) + "</ul>"
+
+
+def _same(case: CaseRecord) -> str:
+    same = same_model_as(case)
+    return "" if same is None else (f"<br><small>same model as <code class=\"id\">{escape(same)}</code> "
+                                    "(not run again)</small>")
 
 
 def _status(status: str) -> str:

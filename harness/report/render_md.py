@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from harness.report.format import (LEGEND, case_label, counts_text, display_sorted, first_line, fmt_divergence,
+from harness.report.format import (LEGEND, case_label, completion_text, counts_text, display_sorted, first_line,
+                                   fmt_divergence, same_model_as,
                                    fmt_error, fmt_int, fmt_share, grouped_notes, tuned_plan_lines)
 from harness.report.model import CaseRecord, Report
 from harness.report.pareto import best_passing
@@ -34,6 +35,9 @@ def render_markdown(report: Report, *, extra: Sequence[str] = ()) -> str:
              f"castguard {prov.castguard}, onnx {prov.onnx}, onnxruntime {prov.onnxruntime}; "
              f"runners: {', '.join(prov.runners) or '–'}; hypothesis profile: {prov.hypothesis_profile}"
              + (f"; commit {prov.git_commit[:12]}" if prov.git_commit else "") + ".", ""]
+    if report.interrupted:
+        lines += [f"**{completion_text(report).capitalize()}.** This report is partial: the cases that did not run "
+                  "are missing, and it was not published over the previous complete report.", ""]
     lines += [section for section in extra if section]
     for model in report.models:
         lines += _model_section(model, report.cases_of(model), report.counts(model))
@@ -54,7 +58,10 @@ def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, 
     for case in display_sorted(cases):
         status = case.status.upper() if case.status in ("fail", "error", "xpass") else case.status
         divergent = "–" if case.first_divergent is None else md_code(fmt_divergence(case), in_table=True)
-        lines.append(f"| {md_code(case_label(case, with_inputs=multi), in_table=True)} | {status} | "
+        same = same_model_as(case)
+        label = md_code(case_label(case, with_inputs=multi), in_table=True) + (
+            f" (same model as {md_code(same, in_table=True)})" if same else "")
+        lines.append(f"| {label} | {status} | "
                      f"{md_code(case.runner or '–', in_table=True)} | {fmt_error(case.worst_error)} | "
                      f"{fmt_error(case.worst_max_rel)} | "
                      f"{fmt_share(case.lowp_flop_share)} | {fmt_int(case.cast_count)} | {divergent} |")

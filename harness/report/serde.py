@@ -28,7 +28,8 @@ class ReportFormatError(ValueError):
 
 def report_to_dict(report: Report) -> dict[str, Any]:
     return {"schema_version": report.schema_version, "created": report.created,
-            "provenance": _encode(report.provenance), "summary": report.counts(),
+            "provenance": _encode(report.provenance), "summary": report.counts(), "run_id": report.run_id,
+            "interrupted": report.interrupted, "planned_cases": report.planned_cases,
             "cases": [record_to_dict(case) for case in report.cases]}
 
 

@@ -3,13 +3,18 @@
 Layout under the cache root (``.castguard-cache/`` in the rootdir by default; safe to delete)::
 
     magnitudes/<key>.json            Magnitudes.to_json()
-    convert/<key>.onnx               the converted model (+ <key>.onnx.data: its weights, for lazy/big models)
+    convert/<key>.onnx               the converted model (+ <key>.onnx.data: its weights, for lazy/big models
+                                     whose weights changed; unchanged ones are read from the source's folder)
     convert/<key>.json               the rest of the ConversionResult, with the .onnx file's sha256
 
 A key is the sha256 of everything the result depends on (:func:`content_key`): the model's sha256, a
 digest of the feeds (:func:`feeds_digest`), the options, and :func:`code_fingerprint` (castguard's
 version and the converter's source), so a changed model, input set, option or converter never reuses an
 entry, and a re-run with nothing changed skips the work.
+
+Size: every read touches the entry's files, and :func:`harness.run.cache_size.evict` deletes the least recently
+used entries beyond ``cache_max_mb`` (pyproject, default 2048) at the end of a run; ``castguard cache`` shows and
+prunes it.
 
 Concurrency (pytest-xdist): each entry is produced under an exclusive ``flock`` on ``<key>.lock`` (the
 kernel drops it if its holder dies), so two workers never compute the same entry twice; files are written
@@ -29,10 +34,12 @@ import numpy as np
 
 from harness import __version__
 from harness.convert import ConversionResult, Magnitudes
-from harness.data.onnxfile import EXTERNAL_DATA_ABOVE, is_lazy, load_model, model_sha256, save_model, weights_size
+from harness.data.onnxfile import (EXTERNAL_DATA_ABOVE, has_pending_casts, is_lazy, load_model, model_sha256,
+                                   save_model, weights_size)
 from harness.errors import InputDataError, ModelError, UserError
-from harness.files import atomic_write
+from harness.files import atomic_write, sha256_file
 from harness.data.recipes import Feed
+from harness.run.cache_size import touch
 
 T = TypeVar("T")
 SCHEMA_VERSION = 1
@@ -76,6 +83,7 @@ class ContentCache:
         path = self.root / "magnitudes" / f"{key}.json"
         with self._locked(path):
             if path.is_file():
+                touch((path,))               # least-recently-used eviction (harness.run.cache_size) reads mtimes
                 try:
                     return Magnitudes.from_json(path.read_text(encoding="utf-8")), True
                 except (InputDataError, UnicodeDecodeError) as err:
@@ -84,36 +92,54 @@ class ContentCache:
             atomic_write(path, made.to_json().encode())
             return made, False
 
-    def conversion(self, key: str, make: Callable[[], ConversionResult]) -> tuple[ConversionResult, bool]:
-        """The cached conversion for ``key``, or ``make()`` it and store it; second item: cache hit."""
+    def conversion(self, key: str, make: Callable[[], ConversionResult], *,
+                   weights_dir: Path | None = None) -> tuple[ConversionResult, bool]:
+        """The cached conversion for ``key``, or ``make()`` it and store it; second item: cache hit.
+
+        Lazy models: converted weights are streamed into ``<key>.onnx.data`` and runners read them there. A
+        conversion that leaves every external weight as it was stores only its graph and reads the weights from
+        `weights_dir`, the source model's folder (no copy; the key covers the source's sha256, data included).
+        """
         model_path = self.root / "convert" / f"{key}.onnx"
         meta_path = model_path.with_suffix(".json")
         with self._locked(model_path):
             if meta_path.is_file():
-                return self._read_conversion(model_path, meta_path), True
+                touch((model_path, meta_path))
+                return self._read_conversion(model_path, meta_path, weights_dir), True
             made = make()
-            save_model(made.model, model_path, base_dir=made.base_dir)   # lazy models: weights streamed, converted
-            meta = {"schema_version": SCHEMA_VERSION, "onnx_sha256": model_sha256(model_path),
-                    "low_nodes": list(made.low_nodes), "high_nodes": [list(pair) for pair in made.high_nodes],
+            by_reference = made.base_dir is not None and weights_dir is not None and not has_pending_casts(made.model)
+            if by_reference:
+                atomic_write(model_path, made.model.SerializeToString())     # the graph; weights stay at the source
+            else:
+                save_model(made.model, model_path, base_dir=made.base_dir)   # lazy: weights streamed, converted
+            meta = {"schema_version": SCHEMA_VERSION, "low_nodes": list(made.low_nodes),
+                    "onnx_sha256": sha256_file(model_path) if by_reference else model_sha256(model_path),
+                    "weights": "source" if by_reference else "entry",
+                    "high_nodes": [list(pair) for pair in made.high_nodes],
                     "lowp_flop_share": made.lowp_flop_share, "cast_count": made.cast_count,
                     "clamped": list(made.clamped)}
             atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
             if made.base_dir is None and weights_size(made.model) <= EXTERNAL_DATA_ABOVE:
                 return made, False                                         # all in memory and in one file
-            return self._read_conversion(model_path, meta_path), False   # runners read the entry's weights
+            return self._read_conversion(model_path, meta_path, weights_dir), False
 
-    def _read_conversion(self, model_path: Path, meta_path: Path) -> ConversionResult:
-        """The entry, its sha256 (streamed, data file included) checked; big weights stay in the entry's file."""
+    def _read_conversion(self, model_path: Path, meta_path: Path, weights_dir: Path | None) -> ConversionResult:
+        """The entry, its sha256 (streamed, data file included) checked; big weights stay in their file."""
         try:
             meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            if meta.get("schema_version") != SCHEMA_VERSION or meta["onnx_sha256"] != _sha256_or_none(model_path):
+            by_reference = meta.get("weights") == "source"
+            if by_reference and weights_dir is None:
+                raise ValueError("the entry reads its weights from the source model's folder, which was not given")
+            digest = _sha256_or_none(model_path, graph_only=by_reference)
+            if meta.get("schema_version") != SCHEMA_VERSION or meta["onnx_sha256"] != digest:
                 raise ValueError("schema version or model hash does not match")
-            model = load_model(model_path, weights="lazy")
+            data_dir = weights_dir if by_reference else model_path.parent
+            model = load_model(model_path, weights="lazy", data_dir=data_dir)
             return ConversionResult(model=model, low_nodes=tuple(meta["low_nodes"]),
                                     high_nodes=tuple((str(a), str(b)) for a, b in meta["high_nodes"]),
                                     lowp_flop_share=float(meta["lowp_flop_share"]),
                                     cast_count=int(meta["cast_count"]), clamped=tuple(meta["clamped"]),
-                                    base_dir=model_path.parent if is_lazy(model) else None)
+                                    base_dir=data_dir if is_lazy(model) else None)
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, ModelError) as err:
             raise self._corrupt(meta_path, err) from err
 
@@ -132,9 +158,9 @@ class ContentCache:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _sha256_or_none(path: Path) -> str | None:
-    """The entry's streamed sha256 (data file included), None when it is no longer a readable model."""
+def _sha256_or_none(path: Path, *, graph_only: bool) -> str | None:
+    """The entry's streamed sha256 (its data file included unless `graph_only`), None when it is unreadable."""
     try:
-        return model_sha256(path)
-    except ModelError:
+        return sha256_file(path) if graph_only else model_sha256(path)
+    except (ModelError, OSError):
         return None

@@ -22,6 +22,7 @@ import onnx
 from harness.run.cache import ContentCache, content_key
 from harness.judge.compare import CompareResult
 from harness.judge.paired import judge_outputs
+from harness.run.dedup import SameModels, model_digest, plan_digest, reuse
 from harness.convert import ConversionResult, Magnitudes, convert
 from harness.judge.divergence import first_divergence
 from harness.errors import RunnerError, RunnerUnavailable, UserError
@@ -74,13 +75,15 @@ def convert_cached(ctx: ModelContext, case: Case, cache: ContentCache) -> tuple[
     key = content_key("convert", cache.fingerprint, ctx.spec.sha256, ctx.magnitudes_key, repr(options))
     start = time.perf_counter()
     result, hit = cache.conversion(key, lambda: convert(ctx.model, options=options, magnitudes=ctx.magnitudes,
-                                                        base_dir=ctx.spec.path.parent))
+                                                        base_dir=ctx.spec.path.parent),
+                                   weights_dir=ctx.spec.path.parent)
     return result, time.perf_counter() - start, hit
 
 
 def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: ContentCache,
-             first_of_model: bool = False) -> CaseRecord:
-    """Run one case; see the module docstring. ``first_of_model`` charges the magnitudes time to it."""
+             first_of_model: bool = False, same: SameModels | None = None) -> CaseRecord:
+    """Run one case; see the module docstring. ``first_of_model`` charges the magnitudes time to it; with
+    ``same``, a case whose converted model is identical to an earlier case's reuses that record (not run)."""
     start = time.perf_counter()
     base = CaseRecord(model=ctx.spec.name, model_sha256=ctx.spec.sha256, case=case, status="error",
                       runner=case.runner, inputs_id=ctx.inputs_id, golden_file=ctx.golden_file)
@@ -95,6 +98,16 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
                        low_nodes=len(conversion.low_nodes), high_nodes=len(conversion.high_nodes),
                        notes=("conversion from cache",) if hit else ())
         providers = settings.ort_providers if case.runner == "ort" else ()
+        if same is not None:
+            key = (ctx.spec.name, ctx.inputs_id, case.runner, *providers, str(conversion.base_dir or ""),
+                   model_digest(conversion.model))
+            first = same.first(key)
+            if first is not None:
+                return reuse(first, base, convert_s=convert_s, total_s=time.perf_counter() - start + mags_s)
+            plan = same.plan_note((ctx.spec.name, ctx.inputs_id, case.runner, *providers,
+                                   plan_digest(conversion, precision=case.precision)), case.id)
+            if plan is not None:
+                base = replace(base, notes=(*base.notes, plan))
         runner = make_runner(case.runner, conversion.model, model_dir=conversion.base_dir or ctx.spec.path.parent,
                              providers=providers)
         result = runner.run(cast_feeds(ctx.golden.feeds, input_specs(conversion.model)))
@@ -126,7 +139,10 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
                          message=failure_message(ctx, case, comparison, conversion, result.runner, divergence))
     timings = Timings(magnitudes_s=mags_s, convert_s=convert_s, infer_s=result.seconds, compare_s=compare_s,
                       total_s=time.perf_counter() - start + mags_s)
-    return replace(record, timings=timings)
+    record = replace(record, timings=timings)
+    if same is not None:
+        same.remember(key, record)
+    return record
 
 
 def failure_message(ctx: ModelContext, case: Case, comparison: CompareResult, conversion: ConversionResult,

@@ -19,12 +19,14 @@ import onnx
 
 from harness.run.cache import ContentCache, content_key, feeds_digest
 from harness.run.case import CaseSettings, ModelContext, run_case
+from harness.run.dedup import SameModels
 from harness.judge.compare import CompareResult, Tolerance, compare_iterations
 from harness.config import HarnessConfig
 from harness.data.drift import check_golden_provenance, installed_versions
 from harness.errors import UserError
-from harness.data.goldens import Golden, GoldenStore, ensure_golden
-from harness.data.recipes import Feed, InputRecipe, describe_inputs, make_feeds, recipe_for_file
+from harness.data.goldens import Golden, GoldenStore, ensure_golden, rerun_command
+from harness.data.recipes import (Feed, InputRecipe, describe_inputs, make_feeds, plan_recipe, recipe_for_file,
+                                  recipe_lines)
 from harness.data.models import ModelSpec, load_model, resolve_model
 from harness.report import CaseRecord, golden_relpath, save_outputs
 from harness.runners import make_runner
@@ -45,6 +47,11 @@ class LoadedModel:
     model: onnx.ModelProto
     recipe: InputRecipe
     feeds: list[Feed]
+    input_lines: tuple[str, ...] = ()   # how the inputs were made (recipe_lines): terminal summary and report
+
+    @property
+    def inputs_note(self) -> str:
+        return "inputs: " + "; ".join(self.input_lines)
 
 
 @dataclass(frozen=True)
@@ -90,28 +97,33 @@ def default_recipe(spec: ModelSpec, config: HarnessConfig, *, bundled_dir: Path)
 class AccuracySession:
     """Per-process state of one accuracy run; see the module docstring."""
 
-    def __init__(self, config: HarnessConfig, *, bundled_dir: Path, strict_provenance: bool = False) -> None:
+    def __init__(self, config: HarnessConfig, *, bundled_dir: Path, strict_provenance: bool = False,
+                 output_dir: Path | None = None) -> None:
         self.config = config
+        self.bundled_dir = bundled_dir
+        self.output_dir = output_dir or config.report_dir    # this run's folder for saved outputs
         self.strict_provenance = strict_provenance   # --strict-provenance: golden version drift is an error
         self.store = GoldenStore(config.goldens_dir)
         self.models: dict[str, LoadedModel] = {}
         for ref in config.models:
-            spec = resolve_model(ref, search_dir=bundled_dir)
+            spec = resolve_model(ref, search_dir=bundled_dir, project_dir=config.project)
             if spec.name in self.models:
                 raise _duplicate(ref, spec, self.models[spec.name].spec)
             model = load_model(spec.path, weights="lazy")   # big weights stay on disk (model_dir)
-            recipe = default_recipe(spec, config, bundled_dir=bundled_dir)
+            recipe = plan_recipe(model, default_recipe(spec, config, bundled_dir=bundled_dir), where=str(spec.path))
             feeds = make_feeds(model, recipe, where=str(spec.path))
-            self.models[spec.name] = LoadedModel(spec=spec, model=model, recipe=recipe, feeds=feeds)
+            self.models[spec.name] = LoadedModel(spec=spec, model=model, recipe=recipe, feeds=feeds,
+                                                 input_lines=tuple(recipe_lines(model, recipe)))
         self.cases = [SweepCase(name, case) for name in self.models for case in expand(config.sweep)]
         self.tuned_cases = [SweepCase(name, tuned_case(precision)) for name in self.models
                             for precision in config.sweep.precisions] if config.tune else []
         self.cache = ContentCache(config.cache_dir)
         self.settings = CaseSettings(tolerances=config.tolerances, ort_providers=config.ort_providers,
-                                     report_dir=config.report_dir)
+                                     report_dir=self.output_dir)
         self._goldens: dict[str, Golden] = {}
         self._contexts: dict[str, ModelContext] = {}
         self._updated: set[str] = set()
+        self.same_models = SameModels()      # identical converted models run once per process
 
     def golden(self, name: str, *, allow_update: bool) -> tuple[Golden, Path | None]:
         """The model's golden; writes it when missing (or once per session with --update-goldens)."""
@@ -128,11 +140,18 @@ class AccuracySession:
         self._goldens[name] = golden
         return golden, written
 
+    def rerun(self, loaded: LoadedModel, *flags: str) -> str:
+        """The command that reruns this model with its inputs (a bundled model's own inputs go without saying)."""
+        own_inputs = self.config.inputs_file is None and not self.config.val_ranges and not self.config.input_shapes
+        bundled = own_inputs and loaded.spec.rerun == loaded.spec.name and loaded.spec.path.is_relative_to(
+            self.bundled_dir.resolve())
+        return rerun_command(loaded.spec, loaded.recipe, *flags, input_options=not bundled)
+
     def check_fp32_golden(self, name: str) -> Outcome:
         """Ensure the golden exists and ORT FP32 still reproduces it on its own inputs."""
         golden, written = self.golden(name, allow_update=True)
         if written is not None:
-            return Outcome("fail", _written_message(self.models[name], written, golden))
+            return Outcome("fail", _written_message(self.models[name], written, golden, self.rerun(self.models[name])))
         loaded = self.models[name]
         result = make_runner("ort", loaded.model, model_dir=loaded.spec.path.parent).run(golden.feeds)
         comparison = compare_iterations(result.outputs, golden.outputs, tolerances={}, default=FP32_TOLERANCE)
@@ -143,7 +162,8 @@ class AccuracySession:
                                f"  golden: {path} (made by {golden.meta.get('producer')}, "
                                f"onnxruntime {golden.meta.get('versions', {}).get('onnxruntime')})\n"
                                f"  fix: if the runtime change is expected, rewrite it: "
-                               f"pytest --model {name} --update-goldens", comparison=comparison, runner=result.runner)
+                               f"{self.rerun(loaded, '--update-goldens')}",
+                       comparison=comparison, runner=result.runner)
 
     def context(self, name: str, golden: Golden) -> tuple[ModelContext, bool]:
         """The model's shared case context (built once per process); second item: built by this call."""
@@ -158,7 +178,7 @@ class AccuracySession:
             loaded.model, feeds=golden.feeds, base_dir=loaded.spec.path.parent))
         seconds = 0.0 if hit else time.perf_counter() - start
         golden_file = golden_relpath(name, loaded.recipe.id)
-        save_outputs(self.config.report_dir, golden_file, golden.outputs)
+        save_outputs(self.output_dir, golden_file, golden.outputs)
         self._contexts[name] = ModelContext(spec=loaded.spec, model=loaded.model, golden=golden,
                                             golden_path=self.store.path_for(loaded.spec, loaded.recipe),
                                             golden_file=golden_file, inputs_id=loaded.recipe.id,
@@ -172,16 +192,18 @@ class AccuracySession:
         try:
             golden, written = self.golden(name, allow_update=False)
             if written is not None:
-                return Outcome("fail", _written_message(loaded, written, golden))
+                return Outcome("fail", _written_message(loaded, written, golden, self.rerun(loaded)))
             ctx, first = self.context(name, golden)
             drift = check_golden_provenance(golden.meta, current=installed_versions(), strict=self.strict_provenance,
                                             golden=ctx.golden_path)
         except UserError as err:
             record = CaseRecord(model=name, model_sha256=loaded.spec.sha256, case=case, status="error",
-                                runner=case.runner, inputs_id=loaded.recipe.id, message=str(err))
+                                runner=case.runner, inputs_id=loaded.recipe.id, message=str(err),
+                                notes=(loaded.inputs_note,))
             return Outcome("error", str(err), record=record)
-        record = run_case(ctx, case, settings=self.settings, cache=self.cache, first_of_model=first)
-        record = replace(record, notes=(*drift, *record.notes))   # golden provenance drift, on every case
+        record = run_case(ctx, case, settings=self.settings, cache=self.cache, first_of_model=first,
+                          same=self.same_models)
+        record = replace(record, notes=(loaded.inputs_note, *drift, *record.notes))   # on every case
         return Outcome(cast(Status, record.status), record.message, runner=record.runner, record=record)
 
 
@@ -203,11 +225,11 @@ def produce_golden(loaded: LoadedModel) -> Golden:
 def _duplicate(ref: str, spec: ModelSpec, other: ModelSpec) -> UserError:
     if spec.path == other.path:
         return UserError(where=f"--model {ref}", problem="model given twice", fix="pass each model once")
-    return UserError(where=f"--model {ref}", problem=f"name {spec.name!r} is also used by {other.path}; goldens "
-                     "are stored by name", fix="rename one of the files")
+    return UserError(where=f"--model {ref}", problem=f"key {spec.name!r} is also used by {other.path}; goldens "
+                     "are stored by key", fix=f"name one of them: --model OTHERKEY={spec.path}")
 
 
-def _written_message(loaded: LoadedModel, path: Path, golden: Golden) -> str:
+def _written_message(loaded: LoadedModel, path: Path, golden: Golden, rerun: str) -> str:
     return (f"{loaded.spec.name}: golden written (it was missing, or --update-goldens): {path}\n"
             f"  {len(golden.feeds)} iteration(s) from {loaded.recipe.id}, produced by {golden.meta.get('producer')}\n"
-            f"  fix: review it, commit it, and rerun: `pytest --model {loaded.spec.name}` then compares against it")
+            f"  fix: review it, commit it, and rerun: `{rerun}` then compares against it")

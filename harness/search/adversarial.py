@@ -159,7 +159,7 @@ def search_case(session: AccuracySession, sweep_case: SweepCase, *, profile: set
     domain = ", ".join(f"{n or 'all inputs'}:[{lo:g},{hi:g}]" for n, lo, hi in val_ranges) + \
         "; other inputs: every value their dtype holds" if val_ranges else "every value the converted inputs hold"
     with Judge(ctx.model, conversion.model, precision=case.precision, policy=config.tolerances,
-               model_dir=ctx.spec.path.parent) as judge:
+               model_dir=ctx.spec.path.parent, converted_dir=conversion.base_dir) as judge:
         outcome = search(judge, strategy, profile=profile,
                          database_key=database_key(ctx.spec.sha256, repr(case.convert_options()), domain))
         if outcome.feed is None or not (outcome.verdict and outcome.verdict.failed):

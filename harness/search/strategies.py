@@ -27,9 +27,10 @@ from hypothesis.strategies import DrawFn, SearchStrategy
 
 from harness.search import graphgen
 from harness.convert.options import ConvertOptions
-from harness.dtypes import BFLOAT16, FP16_MAX, np_dtype
+from harness.dtypes import BFLOAT16, FP16_MAX
 from harness.errors import UserError
-from harness.data.feeds import Feed
+from harness.data.feeds import Feed, input_specs, spec_dtype
+from harness.data.recipes import range_for
 
 __all__ = ["HAZARDS", "arrays", "convert_options", "feeds", "onnx_models", "representable_range"]
 
@@ -110,15 +111,6 @@ def arrays(*, dtype: np.dtype | type | str, shape: Sequence[int],
     return _float_array(dt, dims, lo, hi)
 
 
-def _range_for(name: str, val_ranges: Sequence[tuple[str, float, float]]) -> tuple[float, float] | None:
-    """The last range naming the input, else the last unnamed one (all inputs), else None (wide)."""
-    for wanted in (name, ""):
-        hits = [(lo, hi) for rname, lo, hi in val_ranges if rname == wanted]
-        if hits:
-            return hits[-1]
-    return None
-
-
 def feeds(model: onnx.ModelProto, *, val_ranges: Sequence[tuple[str, float, float]] = (),
           input_shapes: Sequence[tuple[str, tuple[int, ...]]] = (),
           dynamic_dims: tuple[int, int] = (1, 4)) -> SearchStrategy[Feed]:
@@ -128,9 +120,8 @@ def feeds(model: onnx.ModelProto, *, val_ranges: Sequence[tuple[str, float, floa
     ``input_shapes``: ``(name, dims)`` as parsed from ``--input-shapes``; other dynamic dims are drawn in
     ``dynamic_dims`` (inclusive), the same size for every dim sharing a ``dim_param`` name.
     """
-    inits = {i.name for i in model.graph.initializer}
-    inputs = [v for v in model.graph.input if v.name not in inits]
-    names = [v.name for v in inputs]
+    inputs = input_specs(model)
+    names = [spec.name for spec in inputs]
     for option, given in (("val_ranges", [r[0] for r in val_ranges if r[0]]), ("input_shapes",
                                                                                [s[0] for s in input_shapes])):
         unknown = sorted(set(given) - set(names))
@@ -141,18 +132,14 @@ def feeds(model: onnx.ModelProto, *, val_ranges: Sequence[tuple[str, float, floa
         raise _fail("feeds(dynamic_dims=...)", f"{dynamic_dims} is not (min, max) with 0 <= min <= max",
                     "e.g. dynamic_dims=(1, 4)")
     specs = []
-    for value in inputs:
-        tensor = value.type.tensor_type
-        try:
-            dtype = np_dtype(tensor.elem_type)
-        except ValueError as err:
-            raise _fail("feeds(model=...)", f"input {value.name!r}: {err}", "pass its feeds yourself") from err
-        if not tensor.HasField("shape") and value.name not in dict(input_shapes):
-            raise _fail("feeds(input_shapes=...)", f"input {value.name!r} has no declared shape",
-                        f"give input_shapes=[({value.name!r}, (1, 8))]")
-        dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or f"?{value.name}.{i}")
-                for i, d in enumerate(tensor.shape.dim)]
-        specs.append((value.name, dtype, dims, _range_for(value.name, val_ranges)))
+    for spec in inputs:
+        dtype = spec_dtype(spec, where="harness.search.strategies feeds(model=...)")
+        if spec.dims is None and spec.name not in dict(input_shapes):
+            raise _fail("feeds(input_shapes=...)", f"input {spec.name!r} has no declared shape",
+                        f"give input_shapes=[({spec.name!r}, (1, 8))]")
+        dims: list[int | str] = [d if d is not None else (spec.dim_params[i] or f"?{spec.name}.{i}")
+                                 for i, d in enumerate(spec.dims or ())]
+        specs.append((spec.name, dtype, dims, range_for(spec.name, val_ranges)))
     for name, shape in input_shapes:
         spec_dims = next(s[2] for s in specs if s[0] == name)
         if tuple(spec_dims) and (len(shape) != len(spec_dims) or any(

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from harness.sweep.grid import (BUILTIN_EXCLUSIONS, NODE_PRECISIONS, PRECISIONS, SENSITIVE_OPS, Case, ExclusionSet,
                                 SweepSpec, expand, format_number)
-from harness.sweep.sources import (SweepOptions, build_sweep_spec, load_sweep_spec, parse_node_precisions,
-                                  read_toml)
+from harness.sweep.sources import SweepOptions, build_sweep_spec, load_sweep_spec, parse_node_precisions
 
 __all__ = [
     "BUILTIN_EXCLUSIONS", "NODE_PRECISIONS", "PRECISIONS", "SENSITIVE_OPS", "Case", "ExclusionSet", "SweepOptions",
     "SweepSpec", "build_sweep_spec", "expand", "format_number", "load_sweep_spec", "parse_node_precisions",
-    "read_toml",
 ]

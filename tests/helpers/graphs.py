@@ -92,3 +92,59 @@ def save(model: onnx.ModelProto, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(model, str(path))
     return path
+
+
+def bert_like_model(*, vocab: int = 30522, hidden: int = 16, max_positions: int = 512,
+                    seed: int = 0) -> onnx.ModelProto:
+    """A BERT-style encoder layer as exporters write it: ``input_ids``, ``attention_mask`` and ``token_type_ids``
+    ([batch, sequence] int64, dynamic ``batch``/``sequence``); word (``vocab`` rows), position (the first
+    ``sequence`` entries of a ``position_ids`` buffer, sliced as Hugging Face exports do) and token-type (2 rows)
+    embeddings gathered and summed, LayerNormalization, one self-attention head with the additive mask
+    (1 - mask) * -10000, and the hidden states out. (Positions from a Range node instead make onnxruntime 1.23's
+    magnitude run fail to load the all-outputs model: "Failed to find node output ... positions".)"""
+    rng = np.random.default_rng(seed)
+    dims: list[int | str | None] = ["batch", "sequence"]
+
+    def weight(name: str, *shape: int, scale: float = 0.02) -> onnx.TensorProto:
+        return numpy_helper.from_array((rng.normal(size=shape) * scale).astype(np.float32), name)
+
+    def const(name: str, value: object, dtype: type = np.int64) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.array(value, dtype=dtype), name)
+
+    inits = [weight("word_embeddings", vocab, hidden), weight("position_embeddings", max_positions, hidden),
+             weight("token_type_embeddings", 2, hidden), weight("wq", hidden, hidden, scale=0.3),
+             weight("wk", hidden, hidden, scale=0.3), weight("wv", hidden, hidden, scale=0.3),
+             numpy_helper.from_array(np.ones(hidden, np.float32), "ln_scale"),
+             numpy_helper.from_array(np.zeros(hidden, np.float32), "ln_bias"),
+             const("position_ids", np.arange(max_positions)[None, :]), const("zero", [0]), const("one", [1]),
+             const("mask_axes", [1]),
+             const("f_one", 1.0, np.float32), const("f_neg", -10000.0, np.float32),
+             const("f_scale", 1.0 / np.sqrt(hidden), np.float32)]
+    node = helper.make_node
+    nodes = [
+        node("Gather", ["word_embeddings", "input_ids"], ["words"], name="embeddings.word"),
+        node("Gather", ["token_type_embeddings", "token_type_ids"], ["types"], name="embeddings.token_type"),
+        node("Shape", ["input_ids"], ["seq_len"], name="seq_len", start=1, end=2),
+        node("Slice", ["position_ids", "zero", "seq_len", "one"], ["positions"], name="positions"),
+        node("Gather", ["position_embeddings", "positions"], ["pos"], name="embeddings.position"),
+        node("Add", ["words", "types"], ["wt"], name="add_types"),
+        node("Add", ["wt", "pos"], ["emb"], name="add_positions"),
+        node("LayerNormalization", ["emb", "ln_scale", "ln_bias"], ["h"], name="ln", axis=-1),
+        node("MatMul", ["h", "wq"], ["q"], name="q"), node("MatMul", ["h", "wk"], ["k"], name="k"),
+        node("MatMul", ["h", "wv"], ["v"], name="v"),
+        node("Transpose", ["k"], ["kt"], name="kt", perm=[0, 2, 1]),
+        node("MatMul", ["q", "kt"], ["scores_raw"], name="scores"),
+        node("Mul", ["scores_raw", "f_scale"], ["scores_scaled"], name="scale"),
+        node("Unsqueeze", ["attention_mask", "mask_axes"], ["mask3"], name="mask_unsqueeze"),
+        node("Cast", ["mask3"], ["maskf"], name="mask_cast", to=TensorProto.FLOAT),
+        node("Sub", ["f_one", "maskf"], ["inverted"], name="mask_invert"),
+        node("Mul", ["inverted", "f_neg"], ["additive"], name="mask_additive"),
+        node("Add", ["scores_scaled", "additive"], ["masked"], name="mask_add"),
+        node("Softmax", ["masked"], ["probs"], name="softmax", axis=-1),
+        node("MatMul", ["probs", "v"], ["context"], name="context"),
+        node("Add", ["context", "h"], ["last_hidden_state"], name="residual"),
+    ]
+    return make_model(nodes, [("input_ids", TensorProto.INT64, dims), ("attention_mask", TensorProto.INT64, dims),
+                              ("token_type_ids", TensorProto.INT64, dims)],
+                      [("last_hidden_state", TensorProto.FLOAT, ["batch", "sequence", hidden])],
+                      initializers=inits, opset=17)

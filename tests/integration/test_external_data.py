@@ -28,3 +28,19 @@ def test_pytest_model_with_external_data_end_to_end(pytester: pytest.Pytester) -
     assert len(entries) == 1 and entries[0].with_name(entries[0].name + ".data").is_file()
     converted = load_model(entries[0], weights="lazy")
     assert len(external_tensors(converted)) == 4
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated"])
+def test_damaged_external_data_is_one_usage_error(pytester: pytest.Pytester, damage: str) -> None:
+    model = save_external(matmul_stack(layers=2), pytester.path / "models" / "stack.onnx")
+    data = model.with_name("weights.bin")
+    if damage == "missing":
+        data.unlink()
+    else:
+        data.write_bytes(data.read_bytes()[:4096])
+    result = pytester.runpytest("-p", "no:cacheprovider", *ONE_CASE, "--model=models/stack.onnx")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "weights.bin" in err and ("is missing" if damage == "missing" else "is truncated") in err
+    assert "fix:" in err and "Traceback" not in err + result.stdout.str()
+    assert not (pytester.path / "goldens").exists()

@@ -25,7 +25,7 @@ import onnxruntime
 from onnx import numpy_helper
 
 from harness.run.session import AccuracySession, SweepCase
-from harness.nightly.rules import CACHE_HIT_NOTE, compare_reports, parse_rules
+from harness.nightly.rules import CACHE_HIT_NOTE, RECOMMENDED_RULES, compare_reports, parse_rules
 from harness.config import HarnessConfig
 from harness.nightly.history import read_history
 from harness.data.models import bundled_models_dir
@@ -164,3 +164,40 @@ def test_golden_version_drift_is_noted_on_every_case_and_strict_makes_it_an_erro
     assert {c["status"] for c in report["cases"]} == {"error"}
     assert all(c["message"].startswith(f"{goldens / 'needs_constraints' / sidecar.stem}.npz: {note}")
                for c in report["cases"])
+
+
+def test_the_recommended_rules_raise_no_false_alarm_when_a_change_lowers_the_error(tmp_path: Path) -> None:
+    """Every pair of real cases (same model and precision) where the second has a lower or equal error on every
+    output and no smaller low-precision share stands for "a change that improved accuracy": the README's
+    recommended rules must not call it a regression. max_rel alone did (near-zero goldens dominate it)."""
+    rules = parse_rules(RECOMMENDED_RULES)
+    assert f'--fail-on-regression="{RECOMMENDED_RULES}"' in (REPO / "README.md").read_text()
+    pairs = cried_wolf = 0
+    for model in ("needs_constraints", "mnist"):
+        config = HarnessConfig(models=(model,), goldens_dir=REPO / "goldens", report_dir=tmp_path / "r",
+                               cache_dir=tmp_path / "cache")
+        session = AccuracySession(config, bundled_dir=bundled_models_dir())
+        records = [session.check_low_precision(SweepCase(model, case)).record for case in expand(SweepSpec())]
+        done = [r for r in records if r is not None and r.outputs]
+        for old in done:
+            for new in done:
+                if new is old or new.case.precision != old.case.precision or new.status not in ("pass", "xfail") \
+                        or old.status not in ("pass", "xfail"):
+                    continue
+                errors = {o.name: o.scaled_error for o in old.outputs}
+                if not all(o.scaled_error <= errors[o.name] for o in new.outputs) \
+                        or (new.lowp_flop_share or 0) < (old.lowp_flop_share or 0):
+                    continue
+                pairs += 1
+                after = dataclasses.replace(new, case=old.case)           # the same case, after the change
+                before_report = Report.build([old], created=utc_now(), provenance=_PROVENANCE)
+                after_report = Report.build([after], created=utc_now(), provenance=_PROVENANCE)
+                verdict = compare_reports(after_report, before_report, rules=rules, source="pair")
+                assert not verdict.regressions, (old.case_id, new.case_id, verdict.regressions)
+                old_max_rel, new_max_rel = old.worst_max_rel or 0.0, new.worst_max_rel or 0.0
+                cried_wolf += new_max_rel > 1.25 * old_max_rel          # what max_rel:+25% without a floor saw
+    assert pairs >= 50
+    print(f"{pairs} improving pairs; recommended rules: 0 alarms; raw max_rel:+25% would flag {cried_wolf}")
+
+
+_PROVENANCE = collect_provenance(hypothesis_profile="default", runners=("emulate",), project_dir=None)

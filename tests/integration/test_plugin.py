@@ -28,12 +28,12 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 def test_model_runs_the_suite_and_writes_the_golden_once(project: pytest.Pytester) -> None:
     first = _run(project, "--model", "models/mlp.onnx")
     first.assert_outcomes(passed=1, failed=1)
-    first.stdout.fnmatch_lines(["*test_fp32_golden*mlp*", "*golden written*goldens/mlp/seed0-it1-*.npz*"])
+    first.stdout.fnmatch_lines(["*test_fp32_golden*mlp*", "*golden written*goldens/models.mlp/seed0-it1-*.npz*"])
     assert "test_own" not in first.stdout.str()
-    assert list((project.path / "goldens" / "mlp").glob("*.json"))
+    assert list((project.path / "goldens" / "models.mlp").glob("*.json"))
     second = _run(project, "--model", "models/mlp.onnx", "-v")
     second.assert_outcomes(passed=2)
-    second.stdout.fnmatch_lines(["*test_fp32_golden?mlp? PASSED*", f"*test_low_precision?mlp-{CASE}-emulate? PASSED*"])
+    second.stdout.fnmatch_lines(["*test_fp32_golden?models.mlp? PASSED*", f"*test_low_precision?models.mlp-{CASE}-emulate? PASSED*"])
 
 
 def test_plain_pytest_runs_the_projects_own_tests(project: pytest.Pytester) -> None:
@@ -61,7 +61,7 @@ def test_pyproject_defaults_and_cli_override(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines([f"*mlp-{CASE}-reference*", f"*mlp-{CASE}-emulate*"])
     override = _run(project, "--model", "models/mlp.onnx", "--runner", "ort")
     override.assert_outcomes(failed=1, skipped=1)
-    override.stdout.fnmatch_lines(["*gold/mlp/seed7-it1-*", "*computes fp16 in fp32; not a low-precision oracle*"])
+    override.stdout.fnmatch_lines(["*gold/models.mlp/seed7-it1-*", "*computes fp16 in fp32; not a low-precision oracle*"])
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -8,7 +8,7 @@ import pytest
 from tests.helpers.graphs import mlp_model, save
 
 from harness.cli import main
-from harness.config import HarnessConfig, check_rootdir, load_table
+from harness.config import HarnessConfig, find_project, load_table
 from harness.errors import UserError
 from harness.options import add_options, given_options
 
@@ -75,17 +75,13 @@ def test_cli_models_lists_the_bundled_models(capsys: pytest.CaptureFixture[str])
     assert "mnist" in out and "digits.npz" in out and "needs_constraints" in out
 
 
-def test_a_rootdir_taken_from_a_path_option_is_refused(tmp_path: Path) -> None:
-    project, out = tmp_path / "project", tmp_path / "elsewhere" / "out"
-    project.mkdir()
-    out.mkdir(parents=True)
-    options = {"--report-dir": [str(out)], "--model": ["mnist.onnx"]}
-    with pytest.raises(UserError, match="--report-dir .*out names it") as err:
-        check_rootdir(out, ini_found=False, invocation_dir=project, option_paths=options)
-    assert f"--report-dir={out}" in err.value.fix
-    check_rootdir(out, ini_found=True, invocation_dir=project, option_paths=options)          # an ini chose it
-    check_rootdir(project, ini_found=False, invocation_dir=project, option_paths=options)     # the usual case
-    with pytest.raises(UserError, match="--model"):                                      # a common ancestor
-        check_rootdir(tmp_path, ini_found=False, invocation_dir=project, option_paths={"--model": [str(out)]})
-    check_rootdir(tmp_path / "elsewhere", ini_found=False, invocation_dir=project,
-                  option_paths={"--report-dir": [str(project / "r")]})                          # not from our path
+def test_the_project_is_the_nearest_folder_with_a_castguard_table(tmp_path: Path) -> None:
+    project, deep, other = tmp_path / "project", tmp_path / "project" / "a" / "b", tmp_path / "other"
+    deep.mkdir(parents=True)
+    other.mkdir()
+    (project / "pyproject.toml").write_text("[tool.castguard]\n")                   # an empty table counts
+    (project / "a" / "pyproject.toml").write_text("[tool.black]\n")                 # no table: not a project
+    (deep / "pyproject.toml").write_text("not toml [")                              # unreadable: skipped
+    assert find_project(deep, fallback=other) == project
+    assert find_project(project, fallback=other) == project
+    assert find_project(other, fallback=other) == other                             # none: pytest's rootdir

@@ -185,3 +185,41 @@ def test_save_model_rejects_a_lazy_model_without_its_folder(ext_path: Path, tmp_
     with pytest.raises(ValueError, match="pass base_dir"):
         save_model(load_model(ext_path, weights="lazy"), tmp_path / "copy.onnx")
     assert not (tmp_path / "copy.onnx").exists()
+
+
+def rules_model() -> onnx.ModelProto:
+    """Every rule that reads weight values, with each weight big enough to be external: a weight shared by an
+    fp16 and an fp32 consumer (exact in fp16: stored once, in fp16), a Div denominator with a value below fp16's
+    smallest normal (rule 7 keeps it fp32), a Pow with a non-negative exponent."""
+    rng = np.random.default_rng(11)
+    w = (rng.standard_normal((K, K)) / np.sqrt(K)).astype(np.float16).astype(np.float32)
+    d = rng.uniform(0.5, 2.0, (1, K)).astype(np.float32)
+    d[0, 5] = 1e-6
+    e = rng.uniform(1.0, 2.0, (1, K)).astype(np.float32)
+    nodes = [node("MatMul", ["x", "W"], ["a"], "mm_low"), node("MatMul", ["x", "W"], ["b"], "mm_keep"),
+             node("Add", ["a", "b"], ["s"], "add"), node("Div", ["s", "D"], ["q"], "div"),
+             node("Abs", ["q"], ["m"], "abs"), node("Pow", ["m", "E"], ["y"], "pow")]
+    return model(nodes, [vi("x", F32, [2, K])], [vi("y", F32, [2, K])], [init("W", w), init("D", d), init("E", e)])
+
+
+def test_every_weight_rule_decides_the_same_on_disk_as_in_memory(tmp_path: Path) -> None:
+    path = tmp_path / "rules" / "r.onnx"
+    path.parent.mkdir()
+    onnx.save_model(rules_model(), str(path), save_as_external_data=True, location="r.bin", size_threshold=1024)
+    lazy = load_model(path, weights="lazy", lazy_above=0)          # the test setting: every external tensor lazy
+    assert [t.name for t in external_tensors(lazy)] == ["W", "D", "E"]
+    feeds = [{"x": np.random.default_rng(2).standard_normal((2, K)).astype(np.float32)}]
+    magnitudes = collect_magnitudes(lazy, feeds=feeds, base_dir=path.parent)
+    options = ConvertOptions(nodes_to_exclude=("mm_keep",), data_max=float("inf"), keep_io_types=True)
+    on_disk = convert(lazy, options=options, magnitudes=magnitudes, base_dir=path.parent)
+    in_memory = convert(load_model(path), options=options, magnitudes=magnitudes)
+    assert (on_disk.low_nodes, on_disk.high_nodes, on_disk.cast_count) == \
+        (in_memory.low_nodes, in_memory.high_nodes, in_memory.cast_count)
+    assert "div" in dict(on_disk.high_nodes) and "pow" in on_disk.low_nodes and "mm_low" in on_disk.low_nodes
+    save_model(on_disk.model, tmp_path / "out" / "r.onnx", base_dir=on_disk.base_dir)
+    saved = {t.name: t for t in onnx.load(str(tmp_path / "out" / "r.onnx")).graph.initializer}
+    for want in in_memory.model.graph.initializer:
+        assert saved[want.name].data_type == want.data_type
+        np.testing.assert_array_equal(onnx.numpy_helper.to_array(saved[want.name]),
+                                      onnx.numpy_helper.to_array(want))
+    assert saved["W"].data_type == onnx.TensorProto.FLOAT16     # shared, exact in fp16: one fp16 copy

@@ -63,8 +63,9 @@ def test_bf16_arrays_survive(tmp_path: Path, spec: ModelSpec) -> None:
 
 
 def test_missing(tmp_path: Path, spec: ModelSpec) -> None:
-    with pytest.raises(GoldenMissing, match="pytest --model mlp"):
+    with pytest.raises(GoldenMissing) as err:                   # the command selects this model and recipe again
         GoldenStore(tmp_path).load(spec, RECIPE)
+    assert f"pytest --model {spec.path} --seed 1 --iterations 2" in err.value.fix
 
 
 def test_stale_golden_names_the_fix(tmp_path: Path, spec: ModelSpec) -> None:
@@ -145,3 +146,19 @@ def test_concurrent_writers_do_not_race(tmp_path: Path, spec: ModelSpec) -> None
     assert wrote == [False, False, False, True]
     golden = GoldenStore(tmp_path / "goldens").load(spec, RECIPE)
     assert len(golden.outputs) == 2
+
+
+def test_the_rerun_command_keeps_the_key_and_the_input_options(tmp_path: Path, spec: ModelSpec) -> None:
+    import shlex
+
+    from harness.data.goldens import rerun_command
+    from harness.data.models import ModelSpec as Spec
+
+    named = Spec(name="bert", path=spec.path, sha256=spec.sha256)            # --model bert=PATH: rerun by KEY=PATH
+    recipe = InputRecipe(seed=2, val_ranges=(("x", 0.0, 2.5), ("", -1.0, 1.0)), input_shapes=(("x", (1, 8)),))
+    words = shlex.split(rerun_command(named, recipe, "--update-goldens"))
+    assert words == ["pytest", "--model", f"bert={spec.path}", "--val-range", "x:[0,2.5]", "--val-range", "[-1,1]",
+                     "--input-shapes", "x:1x8", "--seed", "2", "--update-goldens"]
+    assert "'x:[0,2.5]'" in rerun_command(named, recipe)                      # quoted: [..] is a shell pattern
+    bundled = Spec(name="mnist", path=spec.path, sha256=spec.sha256, rerun="mnist")
+    assert rerun_command(bundled, recipe, input_options=False) == "pytest --model mnist --input-shapes x:1x8 --seed 2"

@@ -17,7 +17,7 @@ from harness.report import CaseRecord, Report
 from harness.nightly.trends import trend_png, trend_table_text, trends_html, trends_markdown
 from harness.sweep import Case
 
-RULES = parse_rules("max_rel:+25%,status")
+RULES = parse_rules("error:+25%,status")
 CASE = Case(precision="fp16", data_max=512.0)
 
 
@@ -199,8 +199,10 @@ def test_the_run_summary_and_report_count_skipped_files(tmp_path: Path) -> None:
     _store(folder, _run(1))
     (folder / "20261101T030000Z-0badf00d.json").write_text("{\"castguard_history\": 1}")
     run = NightlyRun(NightlyOptions(history=folder, baseline=folder, rules=RULES))
-    markdown, html = run.conclude(_run(2, max_rel=5e-3))
-    assert run.exit_code == 1
+    assert run.sections() == ([], []) and run.terminal_lines() == []     # nothing to render before the verdict
+    outcome = run.decide(_run(2, max_rel=5e-3))
+    assert run.exit_code == 1 and outcome.exit_code == 1 and run.outcome is outcome
+    markdown, html = run.sections()
     lines = run.terminal_lines()
     assert lines[0].startswith(f"baseline: {folder}") and "1 regression(s)" in lines[1]
     assert "history: 1 unreadable file(s) skipped" in lines
@@ -209,3 +211,54 @@ def test_the_run_summary_and_report_count_skipped_files(tmp_path: Path) -> None:
     assert "- history: 1 unreadable file(s) skipped" in text and "`20261101T030000Z-0badf00d.json`" in text
     assert "## Baseline comparison" in text and "## Trends" in text
     assert any("<section id=\"trends\">" in part for part in html)
+
+
+def _interrupted(day: int) -> Report:
+    return dataclasses.replace(_run(day), interrupted=True, planned_cases=24)
+
+
+def test_interrupted_and_failing_runs_are_never_the_baseline(tmp_path: Path) -> None:
+    folder = tmp_path / "hist"
+    first = _store(folder, _run(1))
+    _store(folder, _run(2, status="fail"))                # a failing case: stored, never a baseline
+    _store(folder, _interrupted(3))                       # Ctrl-C after 1 of 24 cases: stored, never a baseline
+    runs = read_history(folder).runs
+    assert [run.unclean_reason for run in runs] == ["", "failing or erroring cases", "interrupted"]
+    baseline, note = load_baseline(folder)
+    assert baseline is not None and baseline.source == str(first)
+    with pytest.raises(UserError, match="cannot be a baseline: interrupted"):
+        accept_run(folder, "latest")
+    with pytest.raises(UserError, match="cannot be a baseline: failing or erroring cases"):
+        accept_run(folder, runs[1].path.name)
+    only_bad = tmp_path / "bad"
+    _store(only_bad, _interrupted(1))
+    _store(only_bad, _run(2, status="error"))
+    baseline, note = load_baseline(only_bad)
+    assert baseline is None
+    assert "has no clean run (1 with failing or erroring cases, 1 interrupted)" in note
+
+
+def test_an_interrupted_run_says_so_in_the_nightly_notes(tmp_path: Path) -> None:
+    folder = tmp_path / "hist"
+    _store(folder, _run(1))
+    run = NightlyRun(NightlyOptions(history=folder, baseline=folder, rules=RULES))
+    run.decide(_interrupted(2))
+    assert any("interrupted after 1 of 24 cases" in line and "never used as a baseline" in line
+               for line in run.terminal_lines())
+
+
+def test_renamed_cases_are_nothing_comparable_not_zero_regressions(tmp_path: Path) -> None:
+    from harness.nightly.render import comparison_lines, comparison_markdown
+
+    folder = tmp_path / "hist"
+    _store(folder, _run(1))
+    renamed = dataclasses.replace(record_for(Case(precision="fp16", data_max=8.0)),
+                                  outputs=(output_stats("Plus214_Output_0", 1e-3, passed=True),))
+    report = Report.build([renamed], created="2026-11-02T02:00:00+00:00", provenance=PROVENANCE)
+    baseline, _ = load_baseline(folder)
+    outcome = finish(NightlyOptions(rules=RULES, history=folder), baseline, report)
+    assert outcome.comparison is not None and outcome.comparison.nothing_comparable
+    head = comparison_lines(outcome.comparison)[0]
+    assert head.startswith("nothing comparable: none of this run's 1 case(s) matches one of the 1 case(s)")
+    assert "regression" not in head and "0 case(s) compared" not in head
+    assert "nothing comparable" in comparison_markdown(outcome.comparison)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 from tests.helpers.report_samples import PROVENANCE, output_stats, record_for, sample_report
 
-from harness.nightly.rules import TIME_FLOOR_S, Rule, compare_reports, judge, parse_rule, parse_rules
+from harness.nightly.rules import TIME_FLOOR_S, Rule, compare_reports, judge, metric, parse_rule, parse_rules
 from harness.errors import UserError
 from harness.report import CaseRecord, Report, Timings
 from harness.nightly.render import comparison_html, comparison_lines, comparison_markdown, fmt_change
@@ -82,20 +82,43 @@ def test_repeated_or_empty_rule_lists_are_refused() -> None:
 
 
 @pytest.mark.parametrize(("before", "after", "expected"), [
-    (1e-3, 1e-3, None),
-    (1e-3, 1.25e-3, None),              # exactly +25 % is within "more than 25 %"
-    (1e-3, 1.26e-3, True),
-    (1e-3, 0.74e-3, False),             # an improvement past the same threshold
-    (1e-3, 0.8e-3, None),
-    (1e-3, math.inf, True),             # overflow
-    (1e-3, math.nan, True),             # NaN counts as inf
-    (math.inf, 1e-3, False),
+    (0.4, 0.4, None),
+    (0.4, 0.5, None),                   # exactly +25 % is within "more than 25 %"
+    (0.4, 0.504, True),
+    (0.4, 0.296, False),                # an improvement past the same threshold
+    (0.4, 0.32, None),
+    (0.4, math.inf, True),              # overflow
+    (0.4, math.nan, True),              # NaN counts as inf
+    (math.inf, 0.4, False),
     (math.inf, math.inf, None),
-    (0.0, 1e-6, True),                  # from exact to inexact is an infinite relative change
+    (0.0, 1e-6, None),                  # below max_rel's floor (0.1) both count as 0.1: no change
+    (1e-3, 0.09, None),                 # +8900 %, but only near-zero goldens move it there: under the floor
+    (1e-3, 0.2, True),                  # past the floor: +100 % of the floor
 ])
 def test_relative_error_rule(before: float, after: float, expected: bool | None) -> None:
     found = judge(_with_max_rel(before), _with_max_rel(after), parse_rule("max_rel:+25%"))
     assert (None if found is None else found[0]) is expected
+
+
+@pytest.mark.parametrize(("before", "after", "expected"), [
+    (1e-3, 1.26e-3, True),              # scaled error: +26 %
+    (1e-3, 0.74e-3, False),
+    (1e-7, 3e-7, None),                 # +200 %, but a change of 2e-7: fp32 noise, under the error floor
+    (0.0, 2e-5, True),                  # from exact to an error past the floor
+])
+def test_error_rule_has_a_floor_for_fp32_noise(before: float, after: float, expected: bool | None) -> None:
+    # output_stats: scaled error (max_abs / max|golden|) = max_rel / 4
+    found = judge(_with_max_rel(4 * before), _with_max_rel(4 * after), parse_rule("error:+25%"))
+    assert (None if found is None else found[0]) is expected
+
+
+def test_over_tol_is_the_error_in_units_of_the_outputs_tolerance() -> None:
+    record = _with_max_rel(0.1)                      # max_abs 0.2, atol 0.03125, rtol 2**-9, max|golden| 8
+    (stats,) = record.outputs
+    over = metric("over_tol").read(record)
+    assert over == pytest.approx(stats.max_abs / (stats.atol + stats.rtol * stats.golden_absmax))
+    found = judge(record, _with_max_rel(0.2), parse_rule("over_tol:+50%"))
+    assert found is not None and found[0] and found[1].delta == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize(("before", "after", "expected"), [
@@ -187,18 +210,18 @@ def test_a_changed_model_is_not_judged_but_listed() -> None:
 
 
 def test_rendering_shows_case_metric_values_change_and_rule() -> None:
-    before = _report(_with_max_rel(1e-3))
-    after = _report(dataclasses.replace(_with_max_rel(2e-3), status="fail"))
+    before = _report(_with_max_rel(0.25))
+    after = _report(dataclasses.replace(_with_max_rel(0.5), status="fail"))
     result = compare_reports(after, before, rules=RULES, source="nightly/base.json")
     markdown = comparison_markdown(result)
     assert "| case | metric | baseline | now | change | rule | since |" in markdown
-    assert "| max_rel | 1.00e-03 | 2.00e-03 | +100.0% | `max_rel:+25%` | this run |" in markdown
+    assert "| max_rel | 2.50e-01 | 5.00e-01 | +100.0% | `max_rel:+25%` | this run |" in markdown
     assert "| status | pass | fail | worse | `status` | this run |" in markdown
     html = comparison_html(result)
     assert "<h3>Regressions</h3>" in html and "+100.0%" in html
     lines = comparison_lines(result)
     assert lines[0].startswith("2 regression(s), 0 improvement(s) over 1 case(s)")
-    assert any("REGRESSION mnist / " + CASE.id in line and "max_rel 1.00e-03 -> 2.00e-03" in line for line in lines)
+    assert any("REGRESSION mnist / " + CASE.id in line and "max_rel 2.50e-01 -> 5.00e-01" in line for line in lines)
 
 
 def test_rendering_escapes_hostile_names() -> None:

@@ -57,7 +57,9 @@ def test_a_second_session_reuses_the_cache(mlp: AccuracySession, tmp_path: Path)
     fresh = _session(tmp_path, tmp_path / "mlp.onnx", sweep=ONE)
     second = fresh.check_low_precision(fresh.cases[0]).record
     assert first is not None and second is not None
-    assert first.notes == () and second.notes == ("conversion from cache",)   # a fresh golden has no drift notes
+    inputs = "inputs: seed 0, 1 iteration(s); x float32[1x8]: uniform in [-1, 1] (default; --val-range to change)"
+    assert first.notes == (inputs,)                      # the input plan on every case; a fresh golden: no drift
+    assert second.notes == (inputs, "conversion from cache")
     assert second.timings.magnitudes_s == 0.0 and second.outputs == first.outputs
 
 

@@ -1,0 +1,135 @@
+"""Each run's own working area in the report folder, the lock that publishes a report, and pruning of old runs.
+
+Layout under the report folder::
+
+    report.json  report.md  report.html     the latest *complete* run (published under .castguard.lock)
+    runs/<run_id>/cases/<worker>.jsonl       case records while the run is going (one file per process)
+    runs/<run_id>/outputs/...                this run's saved outputs (paths in its records are relative to
+                                             runs/<run_id>/; the published copy prefixes them)
+    runs/<run_id>/report.{json,md,html}      this run's own report, complete or interrupted
+    runs/<run_id>/.active                    flock'ed by the run's owning process while it runs
+
+Two runs sharing one report folder (a CI matrix on one checkout) therefore never read or delete each
+other's records: each reports exactly its own cases. An interrupted run writes only into its own folder, so
+the previous complete report stays where it was. :func:`prune_runs` removes the oldest finished run folders
+beyond ``keep``, never one that is running (its ``.active`` lock is held) or that the published report uses.
+No pytest here.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import secrets
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import IO
+
+RUNS_DIR = "runs"
+ACTIVE = ".active"
+PUBLISH_LOCK = ".castguard.lock"
+DEFAULT_KEEP_RUNS = 3
+_RUN_ID = re.compile(r"\d{8}T\d{6}Z-\d+-[0-9a-f]{4}\Z")
+
+
+def new_run_id(*, now: datetime | None = None) -> str:
+    """``20261122T174501Z-12345-9f3a``: sorts by start time, unique across processes and machines' pids."""
+    when = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    return f"{when.strftime('%Y%m%dT%H%M%SZ')}-{os.getpid()}-{secrets.token_hex(2)}"
+
+
+def is_run_id(name: str) -> bool:
+    return _RUN_ID.match(name) is not None
+
+
+def run_dir(report_dir: Path, run_id: str) -> Path:
+    if not is_run_id(run_id):
+        raise ValueError(f"not a castguard run id: {run_id!r}")
+    return report_dir / RUNS_DIR / run_id
+
+
+class ActiveRun:
+    """Holds ``runs/<id>/.active`` locked while the run goes on (the kernel drops the lock if the process dies)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._handle: IO[bytes] | None = None
+
+    def acquire(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        handle = open(self.folder / ACTIVE, "a+b")
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        self._handle = handle
+
+    def release(self) -> None:
+        if self._handle is not None:
+            fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None
+            (self.folder / ACTIVE).unlink(missing_ok=True)
+
+
+def is_active(folder: Path) -> bool:
+    """Whether another process holds the run folder's ``.active`` lock (a run that is still going)."""
+    marker = folder / ACTIVE
+    if not marker.exists():
+        return False
+    try:
+        with open(marker, "a+b") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    except FileNotFoundError:
+        return False
+    return False
+
+
+@contextmanager
+def publish_lock(report_dir: Path) -> Iterator[None]:
+    """Exclusive lock on the report folder while the three top-level report files are replaced together."""
+    report_dir.mkdir(parents=True, exist_ok=True)
+    with open(report_dir / PUBLISH_LOCK, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def run_folders(report_dir: Path) -> list[Path]:
+    """Every run folder, oldest first (run ids sort by start time)."""
+    folder = report_dir / RUNS_DIR
+    if not folder.is_dir():
+        return []
+    return sorted((p for p in folder.iterdir() if p.is_dir() and is_run_id(p.name)), key=lambda p: p.name)
+
+
+def folder_size(path: Path) -> int:
+    """Bytes the files under ``path`` take on disk (allocated blocks, as ``du`` counts; links not followed)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                stat = os.lstat(os.path.join(root, name))
+            except FileNotFoundError:
+                continue
+            total += max(stat.st_size, 512 * stat.st_blocks)
+    return total
+
+
+def prune_runs(report_dir: Path, *, keep: int, protect: frozenset[str] = frozenset()) -> list[Path]:
+    """Delete the oldest finished run folders until at most ``keep`` finished ones remain; returns what was
+    deleted. A running folder (locked) or a protected run id is never deleted (but counts towards ``keep``)."""
+    if keep < 0:
+        raise ValueError(f"keep must be >= 0, got {keep}")
+    finished = [p for p in run_folders(report_dir) if not is_active(p)]
+    excess = max(0, len(finished) - keep)
+    doomed = [p for p in finished if p.name not in protect][:excess]
+    for path in doomed:
+        shutil.rmtree(path, ignore_errors=True)
+    return doomed
