@@ -121,7 +121,8 @@ def error_vs_share_figure(cases: Sequence[CaseRecord], *, title: str) -> Figure:
     ax.set_xlabel("low-precision FLOP share (%)")
     ax.set_ylabel("worst error: max |obtained − golden| / max |golden|", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
-    _legends(ax, sorted({c.case.precision for c in points}), sorted({c.status for c in points}))
+    _legends(ax, sorted({c.case.precision for c in points}), sorted({c.status for c in points}),
+             tuned=any(c.case.tuned for c in points))
     left_out = len(cases) - len(points)
     if left_out:
         ax.text(0.99, 0.02, f"{left_out} case(s) without a share or error not shown", transform=ax.transAxes,
@@ -203,15 +204,16 @@ def pass_by_data_max_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     return _png(fig)
 
 
-def _legends(ax: object, precisions: list[str], statuses: list[str]) -> None:
+def _legends(ax: object, precisions: list[str], statuses: list[str], *, tuned: bool = False) -> None:
     colour = [Line2D([], [], color=precision_colour(p), marker="o", linestyle="", label=p)
               for p in precisions]
     shape = [Line2D([], [], color="dimgrey", marker=STATUS_MARKERS.get(s, "o"), linestyle="", label=s)
              for s in statuses]
     ring = [Line2D([], [], marker="o", markersize=11, markerfacecolor="none", markeredgecolor="black",
-                   linestyle="--", color="black", label="Pareto front"),
-            Line2D([], [], marker="*", markersize=12, markerfacecolor="none", markeredgecolor="black",
-                   linestyle="", label="tuned plan")]
+                   linestyle="--", color="black", label="Pareto front")]
+    if tuned:
+        ring.append(Line2D([], [], marker="*", markersize=12, markerfacecolor="none", markeredgecolor="black",
+                           linestyle="", label="tuned plan"))
     ax.legend(handles=colour + shape + ring, loc="upper left", fontsize=8, framealpha=0.85)  # type: ignore[attr-defined]
 
 
