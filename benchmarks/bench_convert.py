@@ -234,3 +234,128 @@ def _quality(source: Path, converted_path: Path) -> dict[str, float]:
     assert 0.0 <= share <= 1.0 and got.shape == gold.shape
     return {"lowp_flop_share": share, "max_abs_err": float(np.abs(got - gold).max()),
             "casts": float(sum(n.op_type == "Cast" for n in converted.graph.node))}
+
+
+# --- Corpus wall-time ratios (issue 10): castguard CLI vs AutoCast CLI vs the floor, per model ----------------
+
+def _vgg19_like() -> onnx.ModelProto:
+    """VGG-19's layer sizes (16 Conv 3x3 + 3 Gemm, 548 MB of FP32 weights, 1x3x224x224): large initializers."""
+    cfg = [64, 64, 0, 128, 128, 0, 256, 256, 256, 256, 0, 512, 512, 512, 512, 0, 512, 512, 512, 512, 0]
+    rng = np.random.default_rng(0)
+    nodes, inits, prev, channels = [], [], "x", 3
+    for i, width in enumerate(cfg):
+        if width == 0:
+            nodes.append(helper.make_node("MaxPool", [prev], [f"p{i}"], name=f"pool{i}", kernel_shape=[2, 2],
+                                          strides=[2, 2]))
+            prev = f"p{i}"
+            continue
+        scale = np.sqrt(2 / (channels * 9))
+        inits += [numpy_helper.from_array((rng.standard_normal((width, channels, 3, 3), np.float32) * scale)
+                                          .astype(np.float32), f"w{i}"),
+                  numpy_helper.from_array(np.zeros(width, np.float32), f"b{i}")]
+        nodes += [helper.make_node("Conv", [prev, f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}", pads=[1, 1, 1, 1],
+                                   kernel_shape=[3, 3]),
+                  helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}")]
+        prev, channels = f"r{i}", width
+    nodes.append(helper.make_node("Flatten", [prev], ["flat"], name="flatten"))
+    prev, width = "flat", 512 * 7 * 7
+    for j, out in enumerate((4096, 4096, 1000)):
+        inits += [numpy_helper.from_array((rng.standard_normal((out, width), np.float32) * np.sqrt(2 / width))
+                                          .astype(np.float32), f"fw{j}"),
+                  numpy_helper.from_array(np.zeros(out, np.float32), f"fb{j}")]
+        nodes.append(helper.make_node("Gemm", [prev, f"fw{j}", f"fb{j}"], [f"g{j}"], name=f"fc{j}", transB=1))
+        prev, width = f"g{j}", out
+        if j < 2:
+            nodes.append(helper.make_node("Relu", [prev], [f"fr{j}"], name=f"frelu{j}"))
+            prev = f"fr{j}"
+    nodes.append(helper.make_node("Softmax", [prev], ["y"], name="softmax", axis=-1))
+    return _model(nodes, inits, [1, 3, 224, 224], [1, 1000], opset=13)
+
+
+def _torch_exports(folder: Path) -> dict[str, Path]:
+    """timm and transformers models exported here (random weights, no download) when torch is installed: timm
+    mobilenetv3_small_100 / mobilenetv3_large_100 (1x3x224x224) and a 4-layer BERT (hidden 256, vocab 1000, seq
+    128), TorchScript exporter, opset 17. Elsewhere, point CASTGUARD_BENCH_EXPORTS at a folder of them."""
+    try:
+        import timm  # type: ignore[import-not-found]
+        import torch  # type: ignore[import-not-found]
+        import transformers  # type: ignore[import-not-found]
+    except ImportError:
+        return {}
+    torch.manual_seed(0)
+    made: dict[str, Path] = {}
+    for name in ("mobilenetv3_small_100", "mobilenetv3_large_100"):
+        made[f"timm_{name}"] = folder / f"timm_{name}.onnx"
+        torch.onnx.export(timm.create_model(name, pretrained=False).eval(), (torch.randn(1, 3, 224, 224),),
+                          str(made[f"timm_{name}"]), opset_version=17, dynamo=False, input_names=["x"])
+    config = transformers.BertConfig(vocab_size=1000, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                                     intermediate_size=1024)
+
+    class Bert(torch.nn.Module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = transformers.BertModel(config).eval()
+
+        def forward(self, ids: object, mask: object) -> object:
+            return self.bert(input_ids=ids, attention_mask=mask).last_hidden_state
+
+    ids = torch.randint(0, 1000, (1, 128))
+    made["hf_bert_4layer"] = folder / "hf_bert_4layer.onnx"
+    torch.onnx.export(Bert().eval(), (ids, torch.ones_like(ids)), str(made["hf_bert_4layer"]),
+                      input_names=["input_ids", "attention_mask"], output_names=["hidden"], opset_version=17,
+                      dynamo=False)
+    return made
+
+
+def _corpus(folder: Path) -> dict[str, Path]:
+    from test_models import MODELS
+
+    paths = {name: spec.path for name, spec in MODELS.items()}
+    for name, build in {**BUILDERS, "vgg19_like": _vgg19_like}.items():
+        paths[name] = folder / f"{name}.onnx"
+        onnx.save(build(), paths[name])
+    paths.update(_torch_exports(folder))
+    extra = os.environ.get("CASTGUARD_BENCH_EXPORTS")  # exports made by _torch_exports on a machine with torch
+    if extra:
+        paths.update({p.stem: p for p in sorted(Path(extra).glob("*.onnx"))})
+    only = os.environ.get("CASTGUARD_BENCH_ONLY")  # comma-separated model names
+    return {k: v for k, v in paths.items() if not only or k in only.split(",")}
+
+
+_FLOOR = ("import sys, numpy as np, onnx, onnxruntime as ort; from harness.convert.calibration import random_feeds; "
+          "m = onnx.load(sys.argv[1]); s = ort.InferenceSession(sys.argv[1], providers=['CPUExecutionProvider']); "
+          "s.run(None, random_feeds(m, seed=0, input_shapes=None)[0][0]); onnx.save(m, sys.argv[2])")
+
+
+def test_corpus_wall_time_ratios(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Per model, 3 (CASTGUARD_BENCH_ROUNDS) interleaved rounds of: castguard CLI, AutoCast CLI, the floor (fresh process: load + one
+    ORT run + save), same flags (defaults + --keep_io_types); median walls, ratios, and the corpus median/max."""
+    if not AUTOCAST.is_file():
+        pytest.skip(f"AutoCast script not found at {AUTOCAST}")
+    folder = tmp_path_factory.mktemp("corpus")
+    rows = []
+    for name, path in _corpus(folder).items():
+        cmds = {"castguard": [sys.executable, "-m", "harness.convert", "--onnx_path", str(path), "--output_path",
+                              str(folder / f"{name}.cg.onnx"), "--keep_io_types", "--log_level", "WARNING"],
+                "autocast": ["bash", str(AUTOCAST), str(path), str(folder / f"{name}.ac.onnx"), "--keep_io_types",
+                             "--log_level", "WARNING"],
+                "floor": [sys.executable, "-c", _FLOOR, str(path), str(folder / f"{name}.floor.onnx")]}
+        walls: dict[str, list[float]] = {tool: [] for tool in cmds}
+        for _ in range(int(os.environ.get("CASTGUARD_BENCH_ROUNDS", "3"))):
+            for tool, cmd in cmds.items():
+                wall, _, proc = _peak_rss_mb(cmd)
+                if proc.returncode != 0:
+                    walls[tool].append(float("nan"))
+                    sys.stdout.write(f"\n[bench_convert] {name} {tool} failed: {proc.stderr[-300:]}\n")
+                else:
+                    walls[tool].append(wall)
+        cg, ac, fl = (float(np.median(walls[t])) for t in ("castguard", "autocast", "floor"))
+        rows.append((name, cg, ac, fl))
+        _report(name, "corpus", castguard_s=cg, autocast_s=ac, floor_s=fl, vs_autocast=cg / ac, vs_floor=cg / fl)
+    ratios = [cg / ac for _, cg, ac, _ in rows if np.isfinite(cg / ac)]
+    sys.stdout.write("\n| model | castguard s | AutoCast s | floor s | vs AutoCast | vs floor |\n|---|---|---|---|---|---|\n")
+    for name, cg, ac, fl in rows:
+        sys.stdout.write(f"| {name} | {cg:.2f} | {ac:.2f} | {fl:.2f} | {cg / ac:.2f}x | {cg / fl:.2f}x |\n")
+    sys.stdout.write(f"\n[bench_convert] corpus: median {np.median(ratios):.2f}x AutoCast, max {max(ratios):.2f}x "
+                     f"({len(ratios)} models)\n")
+    assert ratios

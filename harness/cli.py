@@ -118,9 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["convert"]:
-        from harness.convert.cli import main as convert_main
+        from harness.convert.cli import console
 
-        return convert_main(args_list[1:])
+        return console(args_list[1:])
     if args_list[:1] == ["tune"]:
         from harness.config import load_table
         from harness.tune.cli import main as tune_main

@@ -31,6 +31,10 @@ class ModelError(UserError):
     """A model file is missing, unreadable or not ONNX."""
 
 
+class ModelNotFound(ModelError, FileNotFoundError):
+    """The model file does not exist. Also a ``FileNotFoundError``, as AutoCast's callers expect."""
+
+
 class InputDataError(UserError):
     """An input/calibration file does not match the model or is unsafe."""
 

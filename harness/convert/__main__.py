@@ -3,6 +3,6 @@ from __future__ import annotations
 
 import sys
 
-from harness.convert.cli import main
+from harness.convert.cli import console
 
-sys.exit(main())
+sys.exit(console())

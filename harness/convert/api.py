@@ -16,10 +16,11 @@ from typing import Literal
 import numpy as np
 import onnx
 
-from harness.data.onnxfile import load_model
-from harness.convert.magnitudes import Magnitudes, collect_magnitudes
+from harness.convert.magnitudes import Magnitudes, ReferenceRunError, collect_magnitudes
 from harness.convert.options import ConvertOptions
 from harness.convert.pipeline import ConversionResult, convert
+from harness.convert.refdata import shape_like_inputs, unholdable_inputs
+from harness.data.onnxfile import load_model
 from harness.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
@@ -32,8 +33,8 @@ def convert_to_mixed_precision(
     op_types_to_exclude: Sequence[str] | None = None,
     nodes_to_include: Sequence[str] | None = None,
     op_types_to_include: Sequence[str] | None = None,
-    data_max: float = 512,
-    init_max: float = 65504,
+    data_max: float | None = 512,
+    init_max: float | None = 65504,
     keep_io_types: bool = False,
     calibration_data: str | Path | Mapping[str, np.ndarray] | None = None,
     custom_ops: Sequence[str] | None = None,
@@ -53,7 +54,10 @@ def convert_to_mixed_precision(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     seed: int = 0,
 ) -> onnx.ModelProto:
-    """Convert an FP32 model to mixed FP32/FP16 or FP32/BF16; see `ConvertOptions` for every rule."""
+    """Convert an FP32 model to mixed FP32/FP16 or FP32/BF16; see `ConvertOptions` for every rule.
+
+    ``data_max=None`` / ``init_max=None`` mean no limit, as in AutoCast. A missing model file raises
+    :class:`~harness.errors.ModelNotFound`, which is also a ``FileNotFoundError``."""
     if log_level is not None:
         LOG.setLevel(log_level.upper())
     if custom_rule is not None:
@@ -66,7 +70,7 @@ def convert_to_mixed_precision(
     options = ConvertOptions(
         low_precision_type=low_precision_type, nodes_to_exclude=tuple(nodes_to_exclude or ()),
         op_types_to_exclude=tuple(op_types_to_exclude or ()), nodes_to_include=tuple(nodes_to_include or ()),
-        op_types_to_include=tuple(op_types_to_include or ()), data_max=float(data_max), init_max=float(init_max),
+        op_types_to_include=tuple(op_types_to_include or ()), data_max=_limit(data_max), init_max=_limit(init_max),
         keep_io_types=keep_io_types, init_conversion_max_bytes=init_conversion_max_bytes,
         max_depth_of_reduction=max_depth_of_reduction, opset=opset,
         custom_ops=(*tuple(custom_ops or ()), *tuple(trt_plugins_precision)),
@@ -75,6 +79,13 @@ def convert_to_mixed_precision(
     reference = ReferenceData(calibration_data=calibration_data, input_shapes=input_shapes,
                               providers=tuple(providers), trt_plugins=tuple(trt_plugins), seed=seed)
     return convert_path(onnx_path, options=options, reference=reference).model
+
+
+def _limit(value: float | None) -> float:
+    """AutoCast's None threshold means no limit (inf); anything else must be a number (checked by the options)."""
+    if value is None:
+        return math.inf
+    return float(value) if isinstance(value, (int, float)) else value
 
 
 @dataclass(frozen=True)
@@ -97,11 +108,39 @@ def convert_path(source: str | Path | onnx.ModelProto, *, options: ConvertOption
     """
     base_dir = None if isinstance(source, onnx.ModelProto) else Path(source).parent
     model = source if isinstance(source, onnx.ModelProto) else load_model(Path(source), weights=weights)
-    magnitudes: Magnitudes | None = None
-    if not math.isinf(options.data_max):
-        LOG.info("running onnxruntime once to collect tensor magnitudes")
+    magnitudes = None if math.isinf(options.data_max) else _reference_run(model, reference, base_dir)
+    return convert(model, options=options, magnitudes=magnitudes, base_dir=base_dir)
+
+
+_WITHOUT = ("converting without magnitudes (no data_max rule, no graph I/O range check); give calibration_data "
+            "with valid values to use them")
+
+
+def _reference_run(model: onnx.ModelProto, reference: ReferenceData, base_dir: Path | None) -> Magnitudes | None:
+    """Magnitudes from one onnxruntime run, or None (with a warning) where random data cannot stand for the
+    model: inputs it cannot hold (sequences, optionals, float8/int4...: no run), or a model onnxruntime loads but cannot run on random
+    data (a data problem, such as integer inputs feeding shape-like parameters, not an op it lacks)."""
+    if reference.calibration_data is None:
+        unholdable = unholdable_inputs(model)
+        if unholdable:
+            LOG.warning("random reference data cannot hold inputs %s: %s",
+                        ", ".join(f"{k} ({v})" for k, v in unholdable.items()), _WITHOUT)
+            return None
+        shape_like = shape_like_inputs(model)
+        if shape_like:
+            LOG.warning("random reference data cannot invent valid values for integer inputs feeding shape-like "
+                        "parameters (%s): %s", "; ".join(f"{k}: {v}" for k, v in shape_like.items()), _WITHOUT)
+            return None
+    LOG.info("running onnxruntime once to collect tensor magnitudes")
+    try:
         magnitudes = collect_magnitudes(model, calibration_data=reference.calibration_data,
                                         input_shapes=reference.input_shapes, providers=reference.providers,
                                         seed=reference.seed, trt_plugins=reference.trt_plugins, base_dir=base_dir)
-        LOG.info("reference data: %s", magnitudes.data_source)
-    return convert(model, options=options, magnitudes=magnitudes, base_dir=base_dir)
+    except ReferenceRunError as err:
+        if reference.calibration_data is not None or err.stage != "run":
+            raise
+        LOG.warning("onnxruntime loads this model but fails to run it on random data (a data problem, not an op "
+                    "it lacks): %s. onnxruntime said: %s", _WITHOUT, err.problem.splitlines()[0][:300])
+        return None
+    LOG.info("reference data: %s", magnitudes.data_source)
+    return magnitudes

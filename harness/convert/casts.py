@@ -4,8 +4,11 @@ needs another type. One Cast per tensor and direction, placed right before its f
 Rules:
 - a node's float tensors bound to a schema type variable get the decided type when the variable allows
   it, otherwise their original type (e.g. Resize ``scales``, bf16 ``roi``); fixed-type params never change;
-- inputs bound to a *free* type variable (one input, no output: Cast, Shape, IsNaN...) read the stored
-  type as it is when the schema allows it;
+- inputs bound to a *free* type variable (one input, no output: Shape, IsNaN, Resize ``roi``...) read the
+  stored type as it is when the schema allows it, except the first input of a node with float outputs
+  (onnx's inference ties RMSNormalization's Y to X although the schema names another variable) and the
+  inputs of a node with untyped outputs (a sequence's element type follows SplitToSequence's input), and
+  BitCast (its input's bit width must match its output's);
 - graph inputs/outputs: original types with keep_io_types (or respect_existing_types), else float ones become the low type; an output
   whose producer stores another type is renamed ``<name>_pre_cast`` and a final Cast restores the name;
 - fp32_accumulation: a low MatMul/Gemm reads fp32 Casts of its low inputs and writes fp32 that is cast
@@ -70,6 +73,8 @@ class Rewriter:
         """Per input: None (not float) or (wanted type or ANY, fallback type)."""
         decision, sig = self.decisions[node.name], self._sig(node)
         result: list[tuple[int, int] | None] = []
+        float_out = decision.elem is not None and any(n and self.info.is_float(n) for n in node.output)
+        untyped_out = any(n and n not in self.info.types for n in node.output)  # sequences, optionals
         for index, name in enumerate(node.input):
             if not name or not self.info.is_float(name):
                 result.append(None)
@@ -81,7 +86,10 @@ class Rewriter:
                 continue
             param = sig.inputs[index]
             target = self._target(sig, param, decision, original)
-            free = sig.is_var(param) and sig.inputs.count(param) == 1 and param not in sig.outputs
+            # A free first input of a node with float outputs is its data input: onnx's inference may tie the
+            # outputs to it although the schema gives them another variable (RMSNormalization's Y follows X).
+            free = sig.is_var(param) and sig.inputs.count(param) == 1 and param not in sig.outputs \
+                and not (index == 0 and float_out) and not untyped_out and node.op_type != "BitCast"
             result.append((ANY if free else target, target))
         return result
 
@@ -184,18 +192,19 @@ class Rewriter:
             elem = outputs[index]
             if elem is None:
                 continue
+            producer, slot = node, index
             if accumulate:
                 wide = self._unique(f"{name}_fp32acc")
                 node.output[index] = wide
                 self.state.storage[wide] = TensorProto.FLOAT
-                self.state.nodes.append(helper.make_node("Cast", [wide], [name], name=name, to=elem))
+                producer, slot = helper.make_node("Cast", [wide], [name], name=name, to=elem), 0
+                self.state.nodes.append(producer)
                 self.state.ours.add(name)
             self.state.storage[name] = elem
             want = self.output_wanted(name) if name in self.info.outputs else None
             if want is not None and want != elem:
                 pre = self._unique(f"{name}_pre_cast")
-                producer = self.state.nodes[-1]
-                producer.output[list(producer.output).index(name)] = pre
+                producer.output[slot] = pre
                 self.state.storage[pre] = elem
                 self.state.alias[name] = pre
                 self.state.nodes.append(helper.make_node("Cast", [pre], [name], name=f"{pre}_to_output", to=want))

@@ -20,6 +20,7 @@ Order (first match wins):
 """
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Mapping
@@ -36,6 +37,7 @@ from harness.convert.options import ConvertOptions
 from harness.dtypes import ELEM_NAMES, FLOAT_TYPES, LOW_ELEMS, PRECISION_ELEMS, np_dtype
 from harness.errors import ConversionError
 
+LOG = logging.getLogger("harness.convert")
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
 _UPCASTS = frozenset((s, t) for t in (TensorProto.FLOAT, TensorProto.DOUBLE)
                      for s in (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT, t))
@@ -86,8 +88,8 @@ def _structural(node: onnx.NodeProto, sig: Signature | None, info: GraphInfo,
                 custom: Mapping[str, int]) -> Decision | None:
     if node.op_type in custom and (sig is None or domain_of(node)):
         return Decision(custom[node.op_type], f"custom_ops: {elem_name(custom[node.op_type])}")
-    if domain_of(node) == "" and node.op_type == "Cast":
-        return Decision(None, "user cast: kept as is")
+    if domain_of(node) == "" and node.op_type in ("Cast", "BitCast"):
+        return Decision(None, f"user {node.op_type.lower()}: kept as is")
     if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute) \
             or node.op_type in CONTROL_FLOW:
         return Decision(None, "control flow: bodies kept in their original types")
@@ -117,7 +119,7 @@ class Classifier:
         self.precisions = dict(options.node_precisions)
         self.custom = options.custom_op_precisions()
 
-    def run(self) -> dict[str, Decision]:
+    def run(self, *, warn: bool = True) -> dict[str, Decision]:
         nodes = self.model.graph.node
         used_keys = {k for k in self.precisions if any(k in (n.name, n.op_type) for n in nodes)}
         unused = sorted(set(self.precisions) - used_keys)
@@ -126,9 +128,28 @@ class Classifier:
                                   problem=f"keys {unused} match no node name or op type in the model",
                                   fix="use names or op types that exist, e.g. "
                                       + ", ".join(sorted({n.op_type for n in nodes})[:8]))
+        if warn:
+            self.warn_unmatched()
         decisions = {node.name: self.decide(node) for node in nodes}
         self.guard_denominators(decisions)
         return decisions
+
+    def warn_unmatched(self) -> None:
+        """A node pattern or op type (to exclude or include) that matches nothing in the model gets a warning
+        naming it: usually a typo, or a re.match pattern that needs a leading '.*'."""
+        nodes = self.model.graph.node
+        names, ops = [n.name for n in nodes], {n.op_type for n in nodes}
+        for option, patterns in (("nodes_to_exclude", self.exclude), ("nodes_to_include", self.include)):
+            for pattern in patterns:
+                if not any(pattern.match(name) for name in names):
+                    LOG.warning("%s pattern %r matches no node name (re.match anchors at the start: use '.*%s' "
+                                "for a substring)", option, pattern.pattern, pattern.pattern)
+        for option, op_types in (("op_types_to_exclude", self.options.op_types_to_exclude),
+                                 ("op_types_to_include", self.options.op_types_to_include)):
+            for op_type in op_types:
+                if op_type not in ops:
+                    LOG.warning("%s: op type %r matches no node (op types in the model: %s)", option, op_type,
+                                ", ".join(sorted(ops)[:12]))
 
     def guard_denominators(self, decisions: dict[str, Decision]) -> None:
         """Rule 7. A denominator (``b`` of ``Div(a, b)``; the base of a ``Pow`` whose exponent may be

@@ -1,5 +1,6 @@
 """``python -m harness.convert`` / ``castguard convert``: AutoCast's command line, flag for flag.
 
+``main(argv)`` returns the converted ModelProto (as AutoCast's does); the console script runs ``console(argv)``.
 Exit codes: 0 converted and saved; 2 bad input (a message naming the problem and the fix, no
 traceback, no output file left behind).
 """
@@ -10,8 +11,10 @@ import logging
 import sys
 from pathlib import Path
 
+import onnx
+
 from harness.convert.api import ReferenceData, convert_path
-from harness.data.onnxfile import save_model
+from harness.data.onnxfile import is_lazy, load_model, save_model
 from harness.convert.options import ConvertOptions, parse_node_precisions
 from harness.data.recipes import parse_input_shapes
 from harness.errors import ConversionError, UserError
@@ -105,21 +108,35 @@ def reference_from_args(args: argparse.Namespace) -> ReferenceData:
                          providers=tuple(args.providers), trt_plugins=tuple(args.trt_plugins), seed=args.seed)
 
 
-def run(args: argparse.Namespace) -> Path:
+def run(args: argparse.Namespace) -> tuple[onnx.ModelProto, Path]:
     target = output_path(args)
     options = options_from_args(args)
     reference = reference_from_args(args)
     result = convert_path(args.onnx_path, options=options, reference=reference, weights="lazy")
     save_model(result.model, target, base_dir=result.base_dir)
     LOG.info("Converted model saved to %s", target)
-    return target
+    return result.model, target
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parse(argv: list[str] | None) -> argparse.Namespace:
     args = get_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s - [castguard][convert] - %(levelname)s - %(message)s")
     LOG.setLevel(args.log_level)
+    return args
+
+
+def main(argv: list[str] | None = None) -> onnx.ModelProto:
+    """AutoCast's ``main(argv)``: convert, save, and return the converted ``ModelProto``. Errors raise (a
+    :class:`~harness.errors.UserError` names the problem and the fix); the console script is :func:`console`."""
+    model, target = run(_parse(argv))
+    # the CLI keeps big weights on disk (a lazy model); the caller gets the saved model whole
+    return load_model(target) if is_lazy(model) else model
+
+
+def console(argv: list[str] | None = None) -> int:
+    """The command line: exit 0 when converted and saved, 2 on bad input (one message, no traceback)."""
+    args = _parse(argv)
     try:
         run(args)
     except UserError as err:

@@ -58,6 +58,17 @@ def _clamp_message(tensor: TensorProto, target: int, count: int, worst: float) -
     return f"{tensor.name or '<constant>'}: {count} value(s) clamped to +-{LOW_MAX[target]:g} (max |x| {worst:.6g})"
 
 
+def _convert_in_place(tensor: TensorProto, target: int) -> str | None:
+    """Rewrite an in-memory tensor as `target`: new bytes and type set on the message itself (no second copy
+    of the tensor through CopyFrom); returns the clamp message."""
+    converted, message = convert_tensor(tensor, target)
+    for name in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data"):
+        tensor.ClearField(name)
+    tensor.data_type = converted.data_type
+    tensor.raw_data = converted.raw_data
+    return message
+
+
 def mark_external(tensor: TensorProto, target: int, weights: Weights) -> str | None:
     """An external tensor (lazy model) becomes `target` when saved (streamed); its clamp message from its figures."""
     count, worst = weights.clamps(tensor, target)
@@ -76,8 +87,7 @@ def apply_storage(model: onnx.ModelProto, info: GraphInfo, storage: Mapping[str,
             if uses_external_data(init):
                 message = mark_external(init, target, info.weights)
             else:
-                converted, message = convert_tensor(init, target)
-                inits[index].CopyFrom(converted)
+                message = _convert_in_place(inits[index], target)
             if message:
                 clamped.append(message)
     for node in model.graph.node:

@@ -12,7 +12,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,8 @@ import onnx
 
 from harness.convert.calibration import Feed, load_calibration, random_feeds
 from harness.convert.outputs import MAX_OUTPUT_BYTES, output_groups
-from harness.data.onnxfile import is_lazy, load_model, save_model
+from harness.convert.childmodel import ChildModel, child_model, scratch_folder
+from harness.data.onnxfile import is_lazy, load_model
 from harness.errors import ConversionError, InputDataError
 
 SCHEMA_VERSION = 1
@@ -32,6 +32,15 @@ _NODE_PATTERNS = (re.compile(r"node with name '([^']+)'"), re.compile(r"Name:'([
                   re.compile(r"[Nn]ode \(([^)]+)\)"), re.compile(r"node name: ([^\s,)]+)"))
 _PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "trt": "TensorrtExecutionProvider",
               "dml": "DmlExecutionProvider"}
+
+
+class ReferenceRunError(ConversionError):
+    """onnxruntime refused the model: ``stage`` "load" (no kernel, bad model) or "run" (the data)."""
+
+    def __init__(self, *, stage: str, where: str, problem: str, fix: str, node: str | None = None,
+                 step: str | None = None) -> None:
+        self.stage = stage
+        super().__init__(where=where, problem=problem, fix=fix, node=node, step=step)
 
 
 @dataclass(frozen=True)
@@ -99,10 +108,11 @@ def collect_magnitudes(model: onnx.ModelProto | str | Path, *,
         raise InputDataError(where="feeds", problem="no batches to run", fix="give at least one feed")
     if is_lazy(model) and base_dir is None:
         raise ValueError("collect_magnitudes: the model has external tensors; pass base_dir (their folder)")
-    marked = _mark_all_outputs(model)
-    groups = output_groups(marked, max_output_bytes=max_output_bytes, feed=batches[0])
-    result = _run_child(marked, batches, _provider_list(providers, trt_plugins), source, base_dir=base_dir,
-                        groups=groups)
+    lazy = is_lazy(model)
+    child = child_model(model, external_ok=not lazy)
+    groups = output_groups(child.model, max_output_bytes=max_output_bytes, feed=batches[0])
+    result = _run_child(child, batches, _provider_list(providers, trt_plugins), source,
+                        external_folder=base_dir if lazy else None, groups=groups)
     return Magnitudes(absmax={k: float(v) for k, v in result["absmax"].items()},
                       shapes={k: tuple(v) for k, v in result["shapes"].items()},
                       dtypes={k: v for k, v in result["dtypes"].items() if v}, data_source=source,
@@ -124,26 +134,12 @@ def _provider_list(providers: Sequence[str], trt_plugins: Sequence[str]) -> list
     return result
 
 
-def _mark_all_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
-    marked = onnx.ModelProto()
-    marked.CopyFrom(model)
-    present = {o.name for o in marked.graph.output}
-    for node in marked.graph.node:
-        for name in node.output:
-            if name and name not in present:
-                marked.graph.output.append(onnx.ValueInfoProto(name=name))
-                present.add(name)
-    return marked
-
-
-def _run_child(model: onnx.ModelProto, batches: list[Feed], providers: list[Provider], source: str, *,
-               base_dir: Path | None, groups: list[list[str]]) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="castguard-ref-") as tmp:
-        work = Path(tmp)
-        if is_lazy(model):   # the graph only; onnxruntime reads the weights from the model's own folder
-            (work / "model.onnx").write_bytes(model.SerializeToString())
-        else:
-            save_model(model, work / "model.onnx")
+def _run_child(child: ChildModel, batches: list[Feed], providers: list[Provider], source: str, *,
+               external_folder: Path | None, groups: list[list[str]]) -> dict[str, Any]:
+    """Run refrun.py in a fresh process on `child` (external tensors of a lazy model are read from
+    `external_folder`, the model's own folder)."""
+    with scratch_folder(child.size) as work:
+        model_path = child.write(work)
         batch_files = []
         for index, feed in enumerate(batches):
             path = work / f"batch{index}.npz"
@@ -151,8 +147,8 @@ def _run_child(model: onnx.ModelProto, batches: list[Feed], providers: list[Prov
             batch_files.append(str(path))
         available = [p[0] for p in providers]
         (work / "request.json").write_text(json.dumps(
-            {"model": str(work / "model.onnx"), "providers": providers, "batches": batch_files, "groups": groups,
-             "external_folder": str(base_dir.resolve()) if is_lazy(model) and base_dir is not None else None}))
+            {"model": str(model_path), "providers": providers, "batches": batch_files, "groups": groups,
+             "external_folder": str(external_folder.resolve()) if external_folder is not None else None}))
         proc = subprocess.run([sys.executable, str(Path(__file__).with_name("refrun.py")), str(work)],
                               capture_output=True, text=True, check=False)
         if proc.returncode < 0:
@@ -171,9 +167,13 @@ def _run_child(model: onnx.ModelProto, batches: list[Feed], providers: list[Prov
     if "error" in result:
         message = result["error"]
         node = next((m.group(1) for p in _NODE_PATTERNS if (m := p.search(message))), None)
-        raise ConversionError(
-            where="reference run", step="reference run", node=node,
-            problem=f"onnxruntime cannot {result['stage']} the model on {source}: {message.strip()[:1500]}",
+        ops = {n.name: n.op_type for n in child.model.graph.node}
+        op = f" (op {ops[node]})" if node in ops else ""
+        if not op and len(set(ops.values())) <= 3 and not any(t in message for t in ops.values()):
+            op = f" (ops in the model: {', '.join(sorted(set(ops.values())))})"
+        raise ReferenceRunError(
+            stage=result["stage"], where="reference run", step="reference run", node=node,
+            problem=f"onnxruntime cannot {result['stage']} the model{op} on {source}: {message.strip()[:1500]}",
             fix="give representative calibration data (calibration_data=... / --calibration_data) "
                 "or input shapes, or skip the run with data_max=inf")
     return result

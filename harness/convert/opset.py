@@ -67,6 +67,12 @@ def default_opset(model: onnx.ModelProto) -> int:
 
 def upgrade(model: onnx.ModelProto, *, target: int, low_precision_type: str) -> onnx.ModelProto:
     """Return `model` at default-domain opset >= `target`, converted by onnx.version_converter."""
+    if all(o.domain not in ("", "ai.onnx") for o in model.opset_import):
+        # no default-domain node to convert (e.g. an ai.onnx.ml-only model): the Casts the converter may insert
+        # need the default domain, which starts at the target opset
+        model.opset_import.append(helper.make_opsetid("", target))
+        LOG.info("model imports no default-domain opset: ai.onnx opset %d added for inserted Casts", target)
+        return model
     current = default_opset(model)
     if current >= target:
         LOG.info("model opset %d >= target %d: kept (never downgraded)", current, target)
@@ -85,16 +91,48 @@ def upgrade(model: onnx.ModelProto, *, target: int, low_precision_type: str) -> 
     return converted
 
 
+RECOMMENDED_MIN_OPSET = {"fp16": 13, "bf16": 22}
+
+
+def warn_requested_opset(model: onnx.ModelProto, *, opset: int | None, low_precision_type: str) -> None:
+    """AutoCast's warnings, in its words, for an explicit ``opset`` below what the low type needs or below the
+    model's own (castguard never downgrades: the model keeps its opset)."""
+    if opset is None:
+        return
+    recommended = RECOMMENDED_MIN_OPSET[low_precision_type]
+    if opset < recommended:
+        LOG.warning("Opset %d has limited %s support. Recommended minimum opset is %d. The conversion may fail or "
+                    "produce unexpected results.", opset, low_precision_type.upper(), recommended)
+    original = default_opset(model)
+    if opset < original:
+        LOG.warning("Specified opset %d is lower than the original model's opset %d. castguard never downgrades: "
+                    "the model keeps opset %d.", opset, original, original)
+
+
 def fix_ir_version(model: onnx.ModelProto) -> None:
     needed = helper.find_min_ir_version_for(list(model.opset_import), ignore_unknown=True)
     model.ir_version = max(model.ir_version, needed)
 
 
+def drop_stale_value_info(model: onnx.ModelProto) -> int:
+    """Drop the model's own ``value_info`` (re-inferred by onnx; a stale or wrong declared shape would fail the
+    final strict check) except for outputs of non-ONNX-domain nodes, which inference cannot type."""
+    keep = {name for node in model.graph.node if node.domain not in ("", "ai.onnx") for name in node.output}
+    kept = [vi for vi in model.graph.value_info if vi.name in keep]
+    dropped = len(model.graph.value_info) - len(kept)
+    if dropped:
+        del model.graph.value_info[:]
+        model.graph.value_info.extend(kept)
+    return dropped
+
+
 def prepare(model: onnx.ModelProto, *, target: int, low_precision_type: str,
             custom_ops: set[str]) -> onnx.ModelProto:
-    """Copy-free preparation of the converter's working copy: names, IR-3 inputs, custom ops, opset, IR."""
+    """Copy-free preparation of the converter's working copy: names, value_info, IR-3 inputs, custom ops,
+    opset, IR."""
     name_nodes(model)
     move_custom_ops(model, custom_ops)
+    drop_stale_value_info(model)
     if drop_initializer_inputs(model):
         LOG.info("initializers listed as graph inputs (IR %d style) are no longer inputs", model.ir_version)
     model = upgrade(model, target=target, low_precision_type=low_precision_type)

@@ -11,17 +11,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
-from onnx import defs
+from onnx import TensorProto, defs
 
 from harness.convert.casts import Rewriter
-from harness.convert.classify import Classifier, Decision
+from harness.convert.classify import Classifier, Decision, existing_elem
 from harness.convert.flops import flop_share
 from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
-from harness.dtypes import LOW_MAX
+from harness.dtypes import LOW_ELEMS, LOW_MAX
 from harness.convert.magnitudes import Magnitudes
-from harness.convert.opset import prepare
+from harness.convert.ortcpu import note_cpu_bf16
+from harness.convert.opset import prepare, warn_requested_opset
 from harness.convert.options import ConvertOptions
-from harness.convert.validate import expected_io_type, io_types, validate
+from harness.convert.validate import expected_io_type, io_types, strict_error, validate
+from harness.convert.valueinfo import complete_value_info
 from harness.data.onnxfile import is_lazy
 from harness.errors import ConversionError
 
@@ -87,36 +89,88 @@ def check_io_range(model: onnx.ModelProto, options: ConvertOptions, magnitudes: 
                     fix="keep the graph inputs/outputs in fp32 (keep_io_types=True, CLI --keep_io_types)")
 
 
+MAX_REJECTED = 16
+"""How many nodes onnx's strict inference may reject in the low type before the conversion gives up."""
+
+
+class _Rejected(Exception):
+    def __init__(self, node: str, reason: str, error: ConversionError) -> None:
+        super().__init__(reason)
+        self.node, self.reason, self.error = node, reason, error
+
+
 def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magnitudes | None,
             base_dir: Path | None = None) -> ConversionResult:
     """Classify every node from `magnitudes` (None = no data rule) and build the mixed-precision model.
 
     A lazily loaded model (``load_model(path, weights="lazy")``, `base_dir` = its folder) is converted without
     loading its weights: they are read one at a time for their figures, and converted when the result is saved.
-    """
+    A node that onnx's strict type inference rejects in the low type although its schema allows it (a function
+    body typed for fp32 only, such as MeanVarianceNormalization's) is kept FP32 with that reason, and the model
+    is built again; a failure on a node already FP32 is a ConversionError."""
+    rejected: dict[str, str] = {}
+    while True:
+        try:
+            return _convert_once(model, options, magnitudes, rejected, base_dir)
+        except _Rejected as err:
+            if len(rejected) >= MAX_REJECTED:
+                raise err.error from None
+            LOG.info("node %s: %s; kept FP32 and converting again", err.node, err.reason)
+            rejected[err.node] = err.reason
+
+
+def _convert_once(model: onnx.ModelProto, options: ConvertOptions, magnitudes: Magnitudes | None,
+                  rejected: dict[str, str], base_dir: Path | None) -> ConversionResult:
     original_inputs, original_outputs = io_types(model)
     work = onnx.ModelProto()
     work.CopyFrom(model)
     check_known_ops(work, options)
     check_io_range(work, options, magnitudes)
+    if not rejected:
+        warn_requested_opset(work, opset=options.opset, low_precision_type=options.low_precision_type)
     work = prepare(work, target=options.target_opset, low_precision_type=options.low_precision_type,
                    custom_ops=set(options.custom_op_precisions()))
     info = build_info(work, observed_types=magnitudes.dtypes if magnitudes is not None else None,
                       base_dir=base_dir)
     sig_cache: SigCache = {}
-    decisions = Classifier(work, info, options, magnitudes, sig_cache).run()
+    classifier = Classifier(work, info, options, magnitudes, sig_cache)
+    decisions = classifier.run(warn=not rejected)
     nodes = list(work.graph.node)
+    for node in nodes:
+        if node.name in rejected and decisions[node.name].is_low:
+            high = existing_elem(node, info)
+            decisions[node.name] = Decision(high if high not in LOW_ELEMS else TensorProto.FLOAT, rejected[node.name])
     share, total, unknown = flop_share(nodes, lambda n: decisions[n.name].is_low, _shape_lookup(info, magnitudes),
                                        dict(info.initializers))
     state = Rewriter(work, info, decisions, options, sig_cache).run()
-    validate(work, original_inputs=original_inputs, original_outputs=original_outputs,
-             keep_io_types=options.keeps_io_types, low=options.low_elem)
+    try:
+        inferred = validate(work, original_inputs=original_inputs, original_outputs=original_outputs,
+                            keep_io_types=options.keeps_io_types, low=options.low_elem,
+                            input_error=lambda: _input_error(model, options))
+    except ConversionError as err:
+        if err.node in decisions and decisions[err.node].is_low and err.node not in rejected:
+            op = next(n.op_type for n in nodes if n.name == err.node)
+            detail = err.problem.partition(": ")[2].strip().splitlines()[0][:160]
+            raise _Rejected(err.node, f"inference: onnx rejects {op} in {options.low_precision_type} ({detail})",
+                            err) from None
+        raise
+    complete_value_info(work, inferred, storage=state.storage, shapes=info.shapes)
+    if options.low_elem == TensorProto.BFLOAT16:
+        note_cpu_bf16(work)
     low_nodes = tuple(n.name for n in nodes if decisions[n.name].is_low)
     high_nodes = tuple((n.name, decisions[n.name].reason or "fp32") for n in nodes if not decisions[n.name].is_low)
     _log(options, decisions, nodes, share, total, unknown, len(state.ours))
     return ConversionResult(model=work, low_nodes=low_nodes, high_nodes=high_nodes, lowp_flop_share=share,
                             cast_count=sum(1 for n in work.graph.node if n.name in state.ours),
                             clamped=tuple(state.clamped), base_dir=base_dir if is_lazy(work) else None)
+
+
+def _input_error(model: onnx.ModelProto, options: ConvertOptions) -> str | None:
+    """The strict check's message on the input as the converter prepares it (same node names, same opset)."""
+    work = onnx.ModelProto()
+    work.CopyFrom(model)
+    return strict_error(prepare(work, target=options.target_opset, low_precision_type=options.low_precision_type,
+                                custom_ops=set(options.custom_op_precisions())))
 
 
 def _shape_lookup(info: GraphInfo, magnitudes: Magnitudes | None) -> Callable[[str], tuple[int, ...] | None]:
@@ -130,16 +184,34 @@ def _shape_lookup(info: GraphInfo, magnitudes: Magnitudes | None) -> Callable[[s
     return shape_of
 
 
+SUMMARY_EXAMPLES = 3
+"""Node names shown per reason at INFO (``log_level DEBUG`` lists every node)."""
+
+
+def _reason_kind(reason: str) -> str:
+    """The rule behind a reason: its text before the first ':' (``data_max``, ``schema``, ``init_max``...)."""
+    return reason.partition(":")[0] or reason
+
+
 def _log(options: ConvertOptions, decisions: dict[str, Decision], nodes: list[onnx.NodeProto], share: float,
          total: int, unknown: int, casts: int) -> None:
+    """INFO: one summary line per reason (count and the first few nodes); DEBUG: one line per node."""
     low = sum(1 for n in nodes if decisions[n.name].is_low)
+    groups: dict[str, list[str]] = {}
     for node in nodes:
         decision = decisions[node.name]
-        if not decision.is_low:
-            LOG.info("keeping node %s (%s) out of %s: %s", node.name, node.op_type, options.low_precision_type,
-                     decision.reason or "fp32")
-        elif decision.reason:
-            LOG.info("node %s (%s) in %s: %s", node.name, node.op_type, options.low_precision_type, decision.reason)
+        where = "out of" if not decision.is_low else "in"
+        if not decision.is_low or decision.reason:
+            LOG.debug("node %s (%s) %s %s: %s", node.name, node.op_type, where, options.low_precision_type,
+                      decision.reason or "fp32")
+            key = f"{'kept out of' if not decision.is_low else 'in'} {options.low_precision_type}: " \
+                  f"{_reason_kind(decision.reason or 'fp32')}"
+            groups.setdefault(key, []).append(node.name)
+    for key, names in groups.items():
+        shown = ", ".join(names[:SUMMARY_EXAMPLES]) + (", ..." if len(names) > SUMMARY_EXAMPLES else "")
+        LOG.info("%d node(s) %s (%s)", len(names), key, shown)
+    if groups:
+        LOG.info("(--log_level DEBUG lists every node with its full reason)")
     LOG.info("Converted %d/%d nodes (%.2f%%) to %s; %.2f%% of %.3g estimated FLOPs in %s%s; %d casts inserted",
              low, len(nodes), 100.0 * low / max(len(nodes), 1), options.low_precision_type, 100.0 * share, total,
              options.low_precision_type, f" ({unknown} nodes with unknown shapes not counted)" if unknown else "",

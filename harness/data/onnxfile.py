@@ -29,7 +29,7 @@ from google.protobuf.message import DecodeError
 from onnx import TensorProto, external_data_helper
 
 from harness.dtypes import np_dtype, saturating_cast
-from harness.errors import ModelError
+from harness.errors import ModelError, ModelNotFound
 from harness.files import atomic_write, sha256_files
 
 EXTERNAL_DATA_ABOVE = 1_800_000_000
@@ -96,7 +96,8 @@ def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all", lazy_abov
     disk. Locations are relative to `data_dir` (default: ``path.parent``) and may not leave it."""
     path = Path(path)
     if not path.is_file():
-        raise ModelError(where=path, problem="model file does not exist", fix="pass the path of an existing .onnx file")
+        raise ModelNotFound(where=path, problem="model file does not exist",
+                            fix="pass the path of an existing .onnx file")
     try:
         model = onnx.load_model(str(path), load_external_data=False)
     except (DecodeError, ValueError, RuntimeError, OSError) as err:

@@ -23,7 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 Shape = tuple[int, ...]
 OPS = ("Add", "Sub", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Tanh", "Sqrt", "Exp", "MatMul", "Gemm", "Conv",
-       "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum", "Concat", "Reshape", "Transpose")
+       "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum", "Concat", "Reshape", "Transpose", "Split")
 ANY_TENSOR_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Tanh", "Sqrt", "Exp",
                             "Reshape"})
 """Ops that apply to every tensor; a graph needs at least one of them so that it can always grow."""
@@ -53,6 +53,10 @@ class Build:
     nodes: list[onnx.NodeProto] = field(default_factory=list)
     initializers: list[onnx.TensorProto] = field(default_factory=list)
     count: int = 0
+    side: list[Tensor] = field(default_factory=list)
+    """Further outputs of multi-output nodes (Split parts, LayerNormalization's Mean/InvStdDev): consumable like
+    any pool tensor, drawn as extra graph outputs, or left unused (found as converter crashes on the ONNX node
+    tests: a node whose later output is a graph output or unused)."""
 
     def fresh(self, prefix: str) -> str:
         self.count += 1
@@ -73,6 +77,17 @@ class Build:
         self.nodes.append(helper.make_node(op, list(inputs), [out.name], name=f"{op}_{self.count}", **attrs))
         self.pool.append(out)
         return out
+
+    def multi(self, op: str, inputs: Sequence[str], shapes: Sequence[Shape | None], **attrs: Any) -> list[Tensor]:
+        """A node with several outputs (None: that optional output left out, an empty name). The first output is
+        returned first; the others join the pool and :attr:`side`."""
+        outs = [None if shape is None else Tensor(self.fresh("t"), shape) for shape in shapes]
+        self.nodes.append(helper.make_node(op, list(inputs), [o.name if o else "" for o in outs],
+                                           name=f"{op}_{self.count}", **attrs))
+        made = [o for o in outs if o is not None]
+        self.pool.extend(made)
+        self.side.extend(made[1:])
+        return made
 
     def constant(self, shape: Shape, *, values: np.ndarray | None = None) -> str:
         """A float32 constant: random values of a drawn magnitude, as an initializer or a Constant node."""
@@ -182,14 +197,46 @@ def _softmax(b: Build, x: Tensor) -> Tensor:
     return b.node("Softmax", [x.name], x.shape, axis=_axis(b, len(x.shape)))
 
 
+def _normalizable_axes(shape: tuple[int, ...]) -> list[int]:
+    """Axes whose trailing block holds more than one element: onnxruntime before 1.24 refuses a LayerNormalization
+    over one element ("Size of X.shape[axis:] must be larger than 1"), and it would only return its bias."""
+    return [axis for axis in range(len(shape)) if math.prod(shape[axis:]) > 1]
+
+
 def _layer_norm(b: Build, x: Tensor) -> Tensor:
-    axis = _axis(b, len(x.shape))
+    rank = len(x.shape)
+    axis = b.draw(st.sampled_from(_normalizable_axes(x.shape)), label="layernorm axis")
+    axis = axis - rank if b.draw(st.booleans(), label="negative axis") else axis
     normalized = x.shape[axis:]
     inputs = [x.name, b.constant(normalized)]
     if b.draw(st.booleans(), label="layernorm bias"):
         inputs.append(b.constant(normalized))
     epsilon = b.draw(st.sampled_from((1e-5, 1e-12, 1e-3)))
-    return b.node("LayerNormalization", inputs, x.shape, axis=axis, epsilon=epsilon)
+    stats = b.draw(st.sampled_from(("none", "mean", "both", "inv_only")), label="layernorm stats outputs")
+    if stats == "none":
+        return b.node("LayerNormalization", inputs, x.shape, axis=axis, epsilon=epsilon)
+    reduced = tuple(d if i < axis % len(x.shape) else 1 for i, d in enumerate(x.shape))
+    shapes: dict[str, list[Shape | None]] = {"mean": [x.shape, reduced], "both": [x.shape, reduced, reduced],
+                                             "inv_only": [x.shape, None, reduced]}
+    return b.multi("LayerNormalization", inputs, shapes[stats], axis=axis, epsilon=epsilon)[0]
+
+
+def _split(b: Build, x: Tensor) -> Tensor:
+    """Split along an axis of size >= 2 into 2 or 3 parts: ``num_outputs`` (opset 18+, equal parts) or a
+    ``split`` input of sizes."""
+    axes = [i for i, d in enumerate(x.shape) if d >= 2]
+    pos = b.draw(st.sampled_from(axes), label="split axis")
+    size = x.shape[pos]
+    parts = b.draw(st.integers(2, min(3, size)), label="split parts")
+    if b.opset >= 18 and size % parts == 0 and b.draw(st.booleans(), label="num_outputs"):
+        sizes, extra, attrs = [size // parts] * parts, [], {"num_outputs": parts}
+    else:
+        cuts = sorted(b.draw(st.sets(st.integers(1, size - 1), min_size=parts - 1, max_size=parts - 1)))
+        sizes = [e - s for s, e in zip([0, *cuts], [*cuts, size])]
+        extra, attrs = [b.ints(sizes)], {}
+    shapes = [tuple(n if i == pos else d for i, d in enumerate(x.shape)) for n in sizes]
+    axis = pos - len(x.shape) if b.draw(st.booleans(), label="negative axis") else pos
+    return b.multi("Split", [x.name, *extra], shapes, axis=axis, **attrs)[0]
 
 
 def _reduce(op: str) -> Callable[[Build, Tensor], Tensor]:
@@ -263,12 +310,13 @@ RULES: Mapping[str, Rule] = MappingProxyType({
     "Gemm": (_rank(2, 2), _gemm),
     "Conv": (_rank(3, 4), _conv),
     "Softmax": (_rank(1), _softmax),
-    "LayerNormalization": (_rank(1), _layer_norm),
+    "LayerNormalization": (lambda b, t: bool(t.shape) and bool(_normalizable_axes(t.shape)), _layer_norm),
     "ReduceMean": (_rank(1), _reduce("ReduceMean")),
     "ReduceSum": (_rank(1), _reduce("ReduceSum")),
     "Concat": (lambda b, t: len(t.shape) >= 1 and b.fits_size((2, *t.shape)), _concat),
     "Reshape": (_rank(0), _reshape),
     "Transpose": (_rank(2), _transpose),
+    "Split": (lambda b, t: any(d >= 2 for d in t.shape), _split),
 })
 MIN_OPSET = MappingProxyType({"LayerNormalization": 17})
 

@@ -199,7 +199,8 @@ def _models(draw: DrawFn, ops: tuple[str, ...], max_nodes: int, max_inputs: int,
     build.pool.extend(inputs)
     count = draw(st.sampled_from(range(1, max_nodes + 1)), label="nodes")   # uniform, not biased to small
     made = [graphgen.grow(build, ops) for _ in range(count)]
-    extra = draw(st.lists(st.sampled_from(made), max_size=2, unique_by=lambda t: t.name), label="extra outputs")
+    extra = draw(st.lists(st.sampled_from([*made, *build.side]), max_size=2, unique_by=lambda t: t.name),
+                 label="extra outputs")
     outputs = [made[-1], *(t for t in extra if t is not made[-1])]
     naming = draw(st.sampled_from(graphgen.NAMINGS), label="node names")
     return graphgen.assemble(build, inputs, outputs, naming=naming)

@@ -40,8 +40,8 @@ def test_two_concurrent_runs_each_report_exactly_their_own_cases(tmp_path: Path)
     bf16 = _start(folder, "--precision", "bf16", "--data-max", "8,512")              # 4 cases
     outputs = {name: proc.communicate(timeout=300)[0] for name, proc in (("fp16", fp16), ("bf16", bf16))}
     assert "golden written" in outputs["fp16"] + outputs["bf16"]    # both wrote it (atomically), each failed once
-    assert "castguard: 12 cases: 12 pass; report: castguard-report/report.md" in outputs["fp16"], outputs["fp16"][-800:]
-    assert "castguard: 4 cases: 4 pass; report: castguard-report/report.md" in outputs["bf16"]
+    assert re.search(r"castguard: 12 cases: 12 pass( \(.*\))?; report: castguard-report/report\.md", outputs["fp16"])
+    assert re.search(r"castguard: 4 cases: 4 pass( \(.*\))?; report: castguard-report/report\.md", outputs["bf16"])
     runs = {}
     for path in sorted((report_dir / "runs").glob("*/report.json")):
         data = json.loads(path.read_text())
@@ -74,7 +74,7 @@ def test_a_sigint_run_says_so_keeps_the_last_complete_report_and_is_never_a_base
     history = ["--history=history", "--baseline=history", "--keep-io-types", "both"]     # 24 cases
     complete = subprocess.run([*COMMAND, *history], cwd=folder, capture_output=True, text=True, timeout=300,
                               check=False, env=ENV)                  # writes the golden (fails once), 24 cases
-    assert "castguard: 24 cases: 24 pass" in complete.stdout, complete.stdout[-3000:]
+    assert "castguard: 24 cases: 24 pass" in complete.stdout, complete.stdout[-3000:]   # (some share a model)
     report_dir = folder / "castguard-report"
     before = (report_dir / "report.json").read_bytes()
     proc = _start(folder, *history)

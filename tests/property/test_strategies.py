@@ -151,3 +151,21 @@ def test_blank_node_names_are_generated() -> None:
 @given(convert_options(precisions=("bf16",)), st.just(None))
 def test_convert_options_respect_precisions(options: object, _: None) -> None:
     assert options.low_precision_type == "bf16"  # type: ignore[attr-defined]
+
+
+def _multi_output_exposed(model: onnx.ModelProto) -> bool:
+    """A node with several outputs whose later output is a graph output."""
+    outputs = {o.name for o in model.graph.output}
+    return any(len(n.output) > 1 and any(name in outputs for name in n.output[1:]) for n in model.graph.node)
+
+
+@pytest.mark.parametrize(("name", "hit"), [
+    ("a later output is a graph output", _multi_output_exposed),
+    ("an optional output left out", lambda m: any(n.op_type == "LayerNormalization" and "" in n.output
+                                                  for n in m.graph.node)),
+    ("Split by num_outputs", lambda m: any(n.op_type == "Split" and any(a.name == "num_outputs" for a in n.attribute)
+                                           for n in m.graph.node)),
+])
+def test_multi_output_nodes_are_generated(name: str, hit: object) -> None:
+    model = find(onnx_models(), hit, settings=SEARCH)  # type: ignore[arg-type]
+    assert hit(model), name  # type: ignore[operator]

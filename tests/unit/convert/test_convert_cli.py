@@ -11,7 +11,7 @@ import pytest
 from tests.helpers.convert_builders import F32, init, mlp, model, node, node_types, vi
 
 from harness.convert import convert_to_mixed_precision
-from harness.convert.cli import get_parser, main
+from harness.convert.cli import console, get_parser
 from harness.data.onnxfile import load_model, save_model
 from harness.errors import ModelError
 
@@ -52,7 +52,7 @@ def test_help_explains_every_autocast_flag() -> None:
 
 def test_node_precisions_flag(tmp_path: Path, mlp_path: Path) -> None:
     out = tmp_path / "np.onnx"
-    assert main(["--onnx_path", str(mlp_path), "--output_path", str(out), "--node_precisions",
+    assert console(["--onnx_path", str(mlp_path), "--output_path", str(out), "--node_precisions",
                  "Add:fp32,relu:fp16"]) == 0
     types = node_types(onnx.load(out))
     assert (types["matmul"], types["add"], types["relu"]) == (F16, F32, F16)
@@ -91,7 +91,7 @@ def test_bad_input_exits_2_with_message_and_no_output(case: str, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     argv, message = bad_cases(tmp_path, mlp_path)[case]
     before = outputs(tmp_path)
-    assert main(argv) == 2
+    assert console(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "fix:" in err and "Traceback" not in err
     assert outputs(tmp_path) == before
@@ -99,7 +99,7 @@ def test_bad_input_exits_2_with_message_and_no_output(case: str, tmp_path: Path,
 
 
 def test_force_allows_overwriting_the_input(mlp_path: Path) -> None:
-    assert main(["--onnx_path", str(mlp_path), "--output_path", str(mlp_path), "--force", "--data_max", "inf"]) == 0
+    assert console(["--onnx_path", str(mlp_path), "--output_path", str(mlp_path), "--force", "--data_max", "inf"]) == 0
     assert onnx.load(mlp_path).graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT16
 
 

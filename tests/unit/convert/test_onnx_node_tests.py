@@ -1,0 +1,102 @@
+"""The converter on the ONNX backend node tests (issue 10): no crash and no invalid model, in both modes.
+
+The node tests are the single-op models of ``onnx.backend.test.case.node`` (what the onnx repository stores
+under ``backend/test/data/node``), built from the installed onnx package. All of them in both modes take ~15
+minutes on 2 cores (``python benchmarks/node_tests.py`` runs that and prints the counts), so CI converts a
+fixed stratified sample: the first test (by name) of every op type, alternating fp16 defaults and bf16 +
+keep_io_types, plus the tests that found each fixed bug, in both modes.
+"""
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx.backend.test.case import node as node_cases
+
+from harness.convert import convert_to_mixed_precision
+from harness.convert.magnitudes import ReferenceRunError
+from harness.errors import ConversionError
+
+MODES: dict[str, dict[str, object]] = {"fp16": {}, "bf16-keepio": {"low_precision_type": "bf16",
+                                                                     "keep_io_types": True}}
+REGRESSIONS = (
+    "test_layer_normalization_2d_axis0",            # a later output (Mean) is a graph output
+    "test_split_equal_parts_1d_opset18",            # Split: every part a graph output
+    "test_lstm_with_initial_bias",                  # Y_h / Y_c
+    "test_batchnorm_epsilon_training_mode",         # running mean/var outputs
+    "test_attention_3d_with_past_and_present",      # present_key / present_value
+    "test_scan9_sum",                               # Scan outputs
+    "test_rms_normalization_2d_axis0",              # bf16: Y tied to X by onnx's inference
+    "test_mvn",                                     # onnx's function body fails strict inference at opset 13
+    "test_bitcast_float32_to_int32",                # bit width must match
+    "test_split_to_sequence_1",                     # sequence output typed by its input
+    "test_reduce_sum_empty_axes_input_noop",        # zero-size axes input
+    "test_onehot_with_axis",                        # ORT loads it but random data cannot run it
+    "test_cast_FLOAT8E4M3FN_to_FLOAT",              # float8 input: no random data
+    "test_optional_get_element_sequence",           # non-tensor input
+    "test_regex_full_match_basic",                  # string input
+    "test_ai_onnx_ml_label_encoder_string_int",     # no default-domain opset
+)
+
+
+def _cases() -> dict[str, onnx.ModelProto]:
+    with warnings.catch_warnings():  # the cases' own numpy reference code warns (overflow, divide by zero)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        collected = node_cases.collect_testcases(None)
+    return {c.name: c.model for c in collected if "_expanded" not in c.name and c.model is not None}
+
+
+def _sample(cases: dict[str, onnx.ModelProto]) -> Iterator[tuple[str, str]]:
+    """(test name, mode): the first test of every op type not yet covered, modes alternating; regressions
+    in both modes."""
+    covered: set[str] = set()
+    by_op: dict[str, str] = {}
+    for name in sorted(cases):
+        for op in sorted({n.op_type for n in cases[name].graph.node}):
+            by_op.setdefault(op, name)
+    index = 0
+    for op in sorted(by_op):
+        if op in covered:
+            continue
+        name = by_op[op]
+        covered |= {n.op_type for n in cases[name].graph.node}
+        yield name, list(MODES)[index % 2]
+        index += 1
+    for name in REGRESSIONS:
+        yield from ((name, mode) for mode in MODES)
+
+
+CASES = _cases()
+SAMPLE = sorted(set(_sample(CASES)))
+
+
+def test_sample_covers_every_op_type_and_the_regressions() -> None:
+    ops = {n.op_type for model in CASES.values() for n in model.graph.node}
+    sampled = {n.op_type for name, _ in SAMPLE for n in CASES[name].graph.node}
+    assert sampled == ops and len(ops) > 150
+    assert all(name in CASES for name in REGRESSIONS)
+
+
+@pytest.mark.parametrize(("name", "mode"), SAMPLE)
+def test_node_test_converts_or_is_refused_cleanly(name: str, mode: str, tmp_path: Path) -> None:
+    """Valid output (checked by the converter's own strict validation), or a clean refusal where onnxruntime
+    cannot load the op at all (the message names the op)."""
+    path = tmp_path / "model.onnx"
+    onnx.save(CASES[name], path)
+    logging.getLogger("harness.convert").setLevel(logging.ERROR)
+    try:
+        converted = convert_to_mixed_precision(str(path), **MODES[mode])  # type: ignore[arg-type]
+    except ReferenceRunError as err:
+        assert err.stage == "load", f"onnxruntime runs this op; the converter must not refuse it: {err}"
+        ops = {n.op_type for n in CASES[name].graph.node}
+        assert any(op in str(err) for op in ops), f"the refusal must name the op: {err}"
+        return
+    except ConversionError as err:
+        assert not (err.step or "").startswith("validate"), f"invalid output (a converter bug): {err}"
+        raise
+    assert [o.name for o in converted.graph.output] == [o.name for o in CASES[name].graph.output]
+    onnx.checker.check_model(converted)
