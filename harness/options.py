@@ -42,6 +42,7 @@ SWEEP_DESTS: Mapping[str, str] = {
     "castguard_keep_io_types": "keep_io_types",
     "castguard_node_precisions": "node_precisions",
     "castguard_fp32_accumulation": "fp32_accumulation",
+    "castguard_target": "target",
 }
 SWEEP_FILE_DEST = "castguard_sweep_file"
 
@@ -124,6 +125,9 @@ def _add_sweep_options(addoption: Callable[..., Any]) -> None:
                    "--layer-precisions; a key that matches nothing is an error")
     addoption("--fp32-accumulation", dest="castguard_fp32_accumulation", action="store_true", default=None,
               help="wrap each low-precision MatMul/Gemm as Cast -> fp32 MatMul -> Cast in every case")
+    addoption("--target", dest="castguard_target", default=None, choices=("any", "ort-cuda", "tensorrt"),
+              help="convert every case for this deployment target (castguard convert --target): ops with no "
+                   "fp16/bf16 kernel there stay FP32 (default any)")
 
 
 def add_nightly_options(addoption: Callable[..., Any]) -> None:
@@ -134,7 +138,8 @@ def add_nightly_options(addoption: Callable[..., Any]) -> None:
     addoption("--fail-on-regression", dest="castguard_fail_on_regression", action="append", default=None,
               metavar="RULES", help="fail the run when a case regresses past a rule (comma-separated, repeatable): "
                                     "max_rel:+25%%, max_abs:+0.01, error:+25%%, median_rel:+25%%, lowp_share:-2pp, "
-                                    "casts:+2, convert_time:+50%%, infer_time:+50%%, total_time:+50%%, status")
+                                    "casts:+2, speedup:-10%% (GPU runners), convert_time:+50%%, infer_time:+50%%, "
+                                    "total_time:+50%%, status")
     addoption("--history", dest="castguard_history", default=None, metavar="DIR",
               help="store this run (report + provenance) as one JSON file in DIR; report.html then shows trends "
                    "over the last runs (castguard history DIR prints them)")

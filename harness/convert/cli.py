@@ -15,7 +15,7 @@ import onnx
 
 from harness.convert.api import ReferenceData, convert_path
 from harness.data.onnxfile import is_lazy, load_model, save_model
-from harness.convert.options import ConvertOptions, parse_node_precisions
+from harness.convert.options import TARGETS, ConvertOptions, parse_node_precisions
 from harness.data.recipes import parse_input_shapes
 from harness.errors import ConversionError, UserError
 
@@ -63,6 +63,11 @@ def get_parser() -> argparse.ArgumentParser:
     add("--respect_existing_types", action="store_true",
         help="keep the model's explicit types: fp16/bf16 nodes stay, fp32 nodes stay unless included, graph "
              "I/O keeps its types")
+    add("--target", choices=list(TARGETS), default="any",
+        help="where the model will run: any (every op the schema allows goes low), ort-cuda (ops with no "
+             "fp16/bf16 CUDA kernel in onnxruntime-gpu stay FP32; probed table) or tensorrt (documented table)")
+    add("--fp32_island_min_flops", type=int, default=4096,
+        help="a group of FP32 nodes below this many FLOPs becomes low unless a rule requires FP32 (0: off)")
     add("--input_shapes", "--input-shapes", default="",
         help="shapes for random data, e.g. x:1x3x224x224,mask:1x128 (Polygraphy's x:[1,3,224,224] too); inputs "
              "sharing a dim name take the same size, a leading dynamic dim defaults to 1, others must be given")
@@ -99,7 +104,8 @@ def options_from_args(args: argparse.Namespace) -> ConvertOptions:
         max_depth_of_reduction=args.max_depth_of_reduction, opset=args.opset,
         custom_ops=(*args.custom_ops, *args.trt_plugins_precision),
         node_precisions=parse_node_precisions(args.node_precisions, where="--node_precisions"),
-        fp32_accumulation=args.fp32_accumulation, respect_existing_types=args.respect_existing_types)
+        fp32_accumulation=args.fp32_accumulation, respect_existing_types=args.respect_existing_types,
+        target=args.target, fp32_island_min_flops=args.fp32_island_min_flops)
 
 
 def reference_from_args(args: argparse.Namespace) -> ReferenceData:

@@ -4,6 +4,8 @@ Rules are written like pytest-benchmark's ``--benchmark-compare-fail``, one per 
 
     max_rel:+25%        the case's worst max_rel grew by more than 25 %
     lowp_share:-2pp     the low-precision FLOP share fell by more than 2 percentage points
+    speedup:-10%        the measured speedup over FP32 fell by more than 10 % (GPU runners; changes under
+                        SPEEDUP_FLOOR are noise)
     convert_time:+50%   conversion took more than 50 % longer (and at least TIME_FLOOR_S longer; cached
                         conversions and the model's shared magnitudes are never timed against fresh ones)
     max_abs:+0.01       an absolute change (no unit)
@@ -35,6 +37,8 @@ Key = tuple[str, str, str]                   # (model, case_id, inputs_id), as C
 GOOD_STATUSES = ("pass", "xfail")            # what a healthy case reports; anything else after it is a regression
 TIME_FLOOR_S = 0.25     # timing changes smaller than this are noise: scheduling, and which case of an xdist
                         # worker pays its first-run warm-up (measured 0.13 s on mnist under -n 2)
+SPEEDUP_FLOOR = 0.05    # speedup changes smaller than this are GPU timing noise (interleaved medians of a shared
+                        # H100 moved by up to 0.04 between two runs, 2026-11-22: docs/gpu-fidelity.md)
 OPTION = "--fail-on-regression"
 MAX_REL_FLOOR = 0.1     # max_rel below 10 % counts as 10 %: on well-scaled elements fp16 rounding gives ~1e-3, and
                         # a near-zero golden element alone can move it by orders of magnitude in either direction
@@ -87,6 +91,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("lowp_share", "share of FLOPs in fp16/bf16", -1, lambda r: r.lowp_flop_share, share=True),
     Metric("casts", "Cast nodes in the converted model", 1,
            lambda r: None if r.cast_count is None else float(r.cast_count)),
+    Metric("speedup", "measured FP32 latency / low-precision latency on the same GPU runner (CPU runners claim "
+           "none and are not judged)", -1, lambda r: r.speedup, floor=SPEEDUP_FLOOR),
     Metric("convert_time", "seconds converting (not judged when the conversion came from the cache)", 1,
            lambda r: None if CACHE_HIT_NOTE in r.notes else r.timings.convert_s, floor=TIME_FLOOR_S),
     Metric("infer_time", "seconds running the converted model", 1, lambda r: r.timings.infer_s, floor=TIME_FLOOR_S),

@@ -170,6 +170,48 @@ def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float,
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
+def error_vs_speedup_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
+    """Plot 3 (GPU runners only): worst error (log) against the measured speedup over FP32, one point per timed
+    case; the Pareto front (faster at no larger error) is ringed and joined. Speedups below 1 are slower than FP32."""
+    from harness.report.speed import speed_front, timed
+
+    fig = Figure(figsize=(7.0, 4.4), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.set_title(_plain(title), fontsize=11)
+    points = [c for c in timed(cases) if c.worst_error is not None and math.isfinite(c.worst_error)
+              and c.worst_error > 0]
+    if not points:
+        ax.text(0.5, 0.5, "no timed case with a finite, non-zero error", ha="center", va="center",
+                transform=ax.transAxes)
+        ax.set_axis_off()
+        return _png(fig)
+    ax.set_yscale("log")
+    for precision in sorted({c.case.precision for c in points}):
+        for status, marker in STATUS_MARKERS.items():
+            group = [c for c in points if c.case.precision == precision and c.status == status]
+            if group:
+                ax.scatter([_num(c.speedup) for c in group], [_num(c.worst_error) for c in group],
+                           c=precision_colour(precision), marker=marker, s=46, alpha=0.8,
+                           edgecolors="white", linewidths=0.5, zorder=3)
+    front = speed_front(points)
+    xs, ys = [_num(c.speedup) for c in front], [_num(c.worst_error) for c in front]
+    ax.plot(xs, ys, color="black", linewidth=1, linestyle="--", zorder=2)
+    ax.scatter(xs, ys, s=170, facecolors="none", edgecolors="black", linewidths=1.2, zorder=4)
+    ax.axvline(1.0, color="grey", linestyle=":", linewidth=1)
+    speeds = [_num(c.speedup) for c in points] + [1.0]
+    pad = 0.1 * (max(speeds) - min(speeds)) + 0.02
+    ax.set_xlim(min(speeds) - pad, max(speeds) + pad)
+    errors = [_num(c.worst_error) for c in points]
+    ax.set_ylim(min(errors) / 3, max(errors) * 3)
+    ax.set_xlabel("measured speedup over FP32 (same runner; > 1 is faster)")
+    ax.set_ylabel("worst error: max |obtained − golden| / max |golden|", fontsize=9)
+    ax.grid(True, which="major", alpha=0.3)
+    _legends(ax, sorted({c.case.precision for c in points}), sorted({c.status for c in points}), loc="best")
+    fig.tight_layout()
+    return _png(fig)
+
+
 def pass_by_data_max_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     """Plot 2: a precision x data_max grid; each cell shows passed/judged cases, coloured by pass rate."""
     cases = [c for c in cases if not c.case.tuned]   # a tuned plan is not a point of the data_max grid
@@ -204,7 +246,8 @@ def pass_by_data_max_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     return _png(fig)
 
 
-def _legends(ax: object, precisions: list[str], statuses: list[str], *, tuned: bool = False) -> None:
+def _legends(ax: object, precisions: list[str], statuses: list[str], *, loc: str = "upper left",
+             tuned: bool = False) -> None:
     colour = [Line2D([], [], color=precision_colour(p), marker="o", linestyle="", label=p)
               for p in precisions]
     shape = [Line2D([], [], color="dimgrey", marker=STATUS_MARKERS.get(s, "o"), linestyle="", label=s)
@@ -214,7 +257,11 @@ def _legends(ax: object, precisions: list[str], statuses: list[str], *, tuned: b
     if tuned:
         ring.append(Line2D([], [], marker="*", markersize=12, markerfacecolor="none", markeredgecolor="black",
                            linestyle="", label="tuned plan"))
-    ax.legend(handles=colour + shape + ring, loc="upper left", fontsize=8, framealpha=0.85)  # type: ignore[attr-defined]
+    ax.legend(handles=colour + shape + ring, loc=loc, fontsize=8, framealpha=0.85)  # type: ignore[attr-defined]
+
+
+def _num(value: float | None) -> float:
+    return math.nan if value is None else value
 
 
 def _png(fig: Figure) -> bytes:

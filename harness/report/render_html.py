@@ -13,6 +13,7 @@ from harness.report.format import (DISPLAY_ORDER, LEGEND, case_label, completion
                                    fmt_error, fmt_int, fmt_share, grouped_notes, tuned_plan_lines)
 from harness.report.model import STATUSES, CaseRecord, Report
 from harness.report.pareto import best_passing, front_points
+from harness.report.speed import speed_notes, speed_rows
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1f24;margin:0;background:#f6f7f9}
@@ -60,7 +61,7 @@ def _interrupted(report: Report) -> list[str]:
 
 
 def _summary(report: Report) -> str:
-    head = "".join(f"<th>{s}</th>" for s in ("model", "cases", *STATUSES, "best passing case (largest lowp share)"))
+    head = "".join(f"<th>{s}</th>" for s in ("model", "cases", *STATUSES, "best passing case (fastest measured, else largest lowp share)"))
     rows = []
     for index, model in enumerate(report.models):
         counts, cases = report.counts(model), report.cases_of(model)
@@ -104,7 +105,7 @@ def _model_section(index: int, model: str, report: Report) -> str:
              " drawn.</figcaption></figure><figure>" + plot2
              + "<figcaption>Cases whose comparison passed, per precision and data_max (error/skip cases are"
              " counted apart).</figcaption></figure></div>",
-             _front_table(cases, multi=multi),
+             _front_table(cases, multi=multi), _speed_section(model, cases, multi=multi),
              "<h3>Cases (failing first)</h3>" + _case_table(display_sorted(cases), multi=multi),
              _failures(cases, multi=multi), _tuned(cases, multi=multi), _notes(cases), "</section>"]
     return "\n".join(parts)
@@ -121,6 +122,26 @@ def _front_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
         f"<td class=\"num\">{fmt_error(group[0].worst_error)}</td></tr>" for rank, group in enumerate(groups, 1))
     return ("<h3>Pareto front</h3><table><tr><th>#</th><th>cases (identical results share a row)</th>"
             f"<th>lowp FLOP share</th><th>worst error</th></tr>{rows}</table>")
+
+
+def _speed_section(model: str, cases: Sequence[CaseRecord], *, multi: bool) -> str:
+    from harness.report.plots import error_vs_speedup_png  # matplotlib: import when drawing
+
+    rows = speed_rows(cases)
+    notes = "".join(f"<p>No speed claimed: {escape(note)}.</p>" for note in speed_notes(cases))
+    if not rows:
+        return f"<h3>Speed</h3>{notes or '<p>No case was timed.</p>'}"
+    plot = _img(error_vs_speedup_png(cases, title=f"{model}: error vs measured speedup"),
+                alt=f"error vs measured speedup for {model}")
+    body = "".join(
+        f"<tr><td><code class=\"id\">{escape(case_label(c, with_inputs=multi))}</code> {_status(c.status)}</td>"
+        f"<td class=\"num\">{ms}</td><td class=\"num\">{fp32}</td><td class=\"num\">{up}</td>"
+        f"<td class=\"num\">{err}</td><td>{'front' if front else ''}</td></tr>"
+        for c, ms, fp32, up, err, front in rows)
+    return ("<h3>Speed</h3><div class=\"plots\"><figure>" + plot + "<figcaption>Timed cases only (GPU runners): "
+            "ringed, the Pareto front (no other case is faster at an error that is no larger).</figcaption></figure>"
+            "</div><table><tr><th>case</th><th>latency (ms)</th><th>FP32 (ms)</th><th>speedup</th><th>worst error</th>"
+            f"<th></th></tr>{body}</table>{notes}")
 
 
 def _case_table(cases: Iterable[CaseRecord], *, multi: bool) -> str:

@@ -33,6 +33,9 @@ from harness.report import CaseRecord, Divergence, Timings, output_stats, output
 from harness.report.format import fmt_error
 from harness.runners import make_runner
 from harness.runners.ort import CPU
+from harness.runners.ort_cuda import OrtCudaRunner
+from harness.runners.timing import Clock, TimingConfig
+from harness.run.speed import measure_speed
 from harness.sweep import Case
 from harness.judge.tolerances import TolerancePolicy
 
@@ -59,6 +62,8 @@ class CaseSettings:
     tolerances: TolerancePolicy = TolerancePolicy()
     ort_providers: tuple[str, ...] = (CPU,)
     report_dir: Path = Path("castguard-report")
+    timing: TimingConfig = TimingConfig()
+    clock: Clock = time.perf_counter
 
 
 def cannot_judge(case: Case, settings: CaseSettings) -> str | None:
@@ -110,7 +115,10 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
                 base = replace(base, notes=(*base.notes, plan))
         runner = make_runner(case.runner, conversion.model, model_dir=conversion.base_dir or ctx.spec.path.parent,
                              providers=providers)
-        result = runner.run(cast_feeds(ctx.golden.feeds, input_specs(conversion.model)))
+        feeds = cast_feeds(ctx.golden.feeds, input_specs(conversion.model))
+        result = runner.run(feeds)
+        if isinstance(runner, OrtCudaRunner) and runner.profile_placement(feeds[0]):
+            base = replace(base, notes=(*base.notes, runner.fallback_note))
     except RunnerUnavailable as err:
         return replace(base, status="skip", message=str(err),
                        timings=Timings(magnitudes_s=mags_s, total_s=time.perf_counter() - start))
@@ -137,6 +145,11 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
                                         converted_dir=conversion.base_dir)
         record = replace(record, status="fail", first_divergent=divergence,
                          message=failure_message(ctx, case, comparison, conversion, result.runner, divergence))
+    speed = measure_speed(case.runner, conversion.model, ctx.model, ctx.golden.feeds, providers=providers,
+                          model_dir=ctx.spec.path.parent, config=settings.timing, clock=settings.clock,
+                          low_model_dir=conversion.base_dir)
+    record = replace(record, latency_ms=speed.latency_ms, fp32_latency_ms=speed.fp32_latency_ms,
+                     speedup=speed.speedup, speed_note=speed.note)
     timings = Timings(magnitudes_s=mags_s, convert_s=convert_s, infer_s=result.seconds, compare_s=compare_s,
                       total_s=time.perf_counter() - start + mags_s)
     record = replace(record, timings=timings)

@@ -13,6 +13,7 @@ Documented default table (exactly what ``SweepSpec()`` holds; 2 x 3 x 1 x 2 x 1 
     runners = ["emulate"]
     node_precisions = {}                # e.g. { Add = "fp16", Sub = "fp32" }: node name or op type
     fp32_accumulation = false
+    target = "any"                      # any | ort-cuda | tensorrt (convert --target), for every case
 
     [tool.castguard.sweep.exclusion_sets]   # user sets; "none" and "sensitive" are built in
     attention = ["Softmax", "MatMul"]
@@ -38,8 +39,8 @@ from typing import Any
 
 from harness.errors import UserError
 from harness.files import read_toml
-from harness.sweep.grid import (BUILTIN_EXCLUSIONS, ExclusionSet, SweepSpec, check_limit, check_node_precisions,
-                                check_unique)
+from harness.sweep.grid import (BUILTIN_EXCLUSIONS, TARGETS, ExclusionSet, SweepSpec, check_choice, check_limit,
+                                check_node_precisions, check_unique)
 
 KEEP_IO_CHOICES = {"both": (False, True), "true": (True,), "false": (False,)}
 
@@ -56,10 +57,11 @@ class SweepOptions:
     runners: str | None = None             # --runner emulate,reference
     node_precisions: str | None = None     # --node-precisions Add:fp16,Sub:fp32
     fp32_accumulation: bool | None = None  # --fp32-accumulation
+    target: str | None = None              # --target ort-cuda
 
 
 TABLE_KEYS = ("precisions", "data_max", "init_max", "exclusions", "exclusion_sets", "keep_io_types", "runners",
-              "node_precisions", "fp32_accumulation")
+              "node_precisions", "fp32_accumulation", "target")
 
 
 def build_sweep_spec(*, tables: Sequence[tuple[str, Mapping[str, object]]] = (),
@@ -125,6 +127,9 @@ def _apply_table(spec: SweepSpec, known: dict[str, ExclusionSet], table: Mapping
             raise UserError(where=f"{where} key 'fp32_accumulation'", problem=f"{flag!r} is not a boolean",
                             fix="write true or false")
         changes["fp32_accumulation"] = flag
+    if "target" in table:
+        check_choice(table["target"], TARGETS, where=f"{where} key 'target'")
+        changes["target"] = table["target"]
     return replace(spec, **changes), known
 
 
@@ -152,6 +157,9 @@ def _apply_options(spec: SweepSpec, known: dict[str, ExclusionSet], options: Swe
         changes["node_precisions"] = parse_node_precisions(options.node_precisions, where="--node-precisions")
     if options.fp32_accumulation is not None:
         changes["fp32_accumulation"] = options.fp32_accumulation
+    if options.target is not None:
+        check_choice(options.target, TARGETS, where="--target")
+        changes["target"] = options.target
     return replace(spec, **changes)
 
 
