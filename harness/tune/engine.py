@@ -23,7 +23,7 @@ from pathlib import Path
 import onnx
 
 from harness import __version__
-from harness.convert import ConversionResult, ConvertOptions, ReferenceData, collect_magnitudes, convert
+from harness.convert import ConversionResult, ConvertOptions, ReferenceData, collect_magnitudes
 from harness.convert.calibration import load_calibration, random_feeds
 from harness.dtypes import LOW_MAX
 from harness.data.onnxfile import load_model
