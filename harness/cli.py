@@ -1,6 +1,7 @@
 """``castguard <subcommand>``: the command line outside pytest (no pytest import).
 
 * ``castguard convert ...``: the AutoCast-compatible converter (``harness.convert.cli``), flags verbatim.
+* ``castguard tune ...``: accuracy-driven precision selection (``harness.tune.cli``).
 * ``castguard models``: the bundled models and their default inputs.
 * ``castguard goldens --model X [...]``: write or verify FP32 goldens with the same options as the plugin.
 * ``castguard cache [--prune]``: disk use of the cache and of the report folder's run folders; ``--prune``
@@ -88,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "The accuracy tests run under pytest: pytest --model NAME|PATH.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("convert", add_help=False, help="FP32 -> mixed FP16/BF16 (AutoCast's flags; convert --help)")
+    sub.add_parser("tune", add_help=False, help="the fewest FP32 nodes meeting an error bound (convert's flags + "
+                   "--max_error, --budget, --plan_path; tune --help)")
     sub.add_parser("models", help="list the bundled models").set_defaults(func=_models)
     goldens = sub.add_parser("goldens", help="write (if missing) or verify FP32 goldens, as pytest --model does")
     add_options(goldens.add_argument)
@@ -118,6 +121,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from harness.convert.cli import console
 
         return console(args_list[1:])
+    if args_list[:1] == ["tune"]:
+        from harness.config import load_table
+        from harness.tune.cli import main as tune_main
+
+        return tune_main(args_list[1:], load_table=load_table)
     args = build_parser().parse_args(args_list)
     try:
         code: int = args.func(args)

@@ -31,6 +31,7 @@ DESTS: Mapping[str, str] = {
     "castguard_cache_dir": "cache_dir",
     "castguard_keep_runs": "keep_runs",
     "castguard_cache_max_mb": "cache_max_mb",
+    "castguard_tune": "tune",
 }
 # dest -> harness.sweep.SweepOptions field (the pyproject side is [tool.castguard.sweep]).
 SWEEP_DESTS: Mapping[str, str] = {
@@ -53,6 +54,9 @@ def add_options(addoption: Callable[..., Any]) -> None:
     addoption("--report-dir", dest="castguard_report_dir", default=None, metavar="DIR",
               help="where the sweep report (report.json, report.md, report.html, outputs/) is written at the end "
                    "of the run (default: castguard-report/ in the project folder)")
+    addoption("--tune", dest="castguard_tune", action="store_true", default=None,
+              help="add a `tuned` case per precision: castguard tune's plan (fewest FP32 nodes within the max-error "
+                   "bound, on emulate), checked against the plan stored beside the goldens ([tool.castguard] tune)")
     addoption("--cache-dir", dest="castguard_cache_dir", default=None, metavar="DIR",
               help="content-hash cache of magnitudes and converted models (default: .castguard-cache/ in the "
                    "project folder); safe to delete at any time")

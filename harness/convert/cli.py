@@ -81,7 +81,7 @@ def _shapes(text: str) -> dict[str, tuple[int, ...]]:
     return dict(parse_input_shapes(text)) if text.strip() else {}
 
 
-def _output_path(args: argparse.Namespace) -> Path:
+def output_path(args: argparse.Namespace) -> Path:
     source = Path(args.onnx_path)
     if args.output_path:
         target = Path(args.output_path)
@@ -94,9 +94,9 @@ def _output_path(args: argparse.Namespace) -> Path:
     return target
 
 
-def run(args: argparse.Namespace) -> tuple[onnx.ModelProto, Path]:
-    target = _output_path(args)
-    options = ConvertOptions(
+def options_from_args(args: argparse.Namespace) -> ConvertOptions:
+    """The conversion options the flags describe (shared with ``castguard tune``)."""
+    return ConvertOptions(
         low_precision_type=args.low_precision_type, nodes_to_exclude=tuple(args.nodes_to_exclude),
         op_types_to_exclude=tuple(args.op_types_to_exclude), nodes_to_include=tuple(args.nodes_to_include),
         op_types_to_include=tuple(args.op_types_to_include), data_max=args.data_max, init_max=args.init_max,
@@ -106,8 +106,18 @@ def run(args: argparse.Namespace) -> tuple[onnx.ModelProto, Path]:
         node_precisions=parse_node_precisions(args.node_precisions, where="--node_precisions"),
         fp32_accumulation=args.fp32_accumulation, respect_existing_types=args.respect_existing_types,
         target=args.target, fp32_island_min_flops=args.fp32_island_min_flops)
-    reference = ReferenceData(calibration_data=args.calibration_data, input_shapes=_shapes(args.input_shapes),
-                              providers=tuple(args.providers), trt_plugins=tuple(args.trt_plugins), seed=args.seed)
+
+
+def reference_from_args(args: argparse.Namespace) -> ReferenceData:
+    """Where the reference run's data comes from (shared with ``castguard tune``)."""
+    return ReferenceData(calibration_data=args.calibration_data, input_shapes=_shapes(args.input_shapes),
+                         providers=tuple(args.providers), trt_plugins=tuple(args.trt_plugins), seed=args.seed)
+
+
+def run(args: argparse.Namespace) -> tuple[onnx.ModelProto, Path]:
+    target = output_path(args)
+    options = options_from_args(args)
+    reference = reference_from_args(args)
     result = convert_path(args.onnx_path, options=options, reference=reference, weights="lazy")
     save_model(result.model, target, base_dir=result.base_dir)
     LOG.info("Converted model saved to %s", target)

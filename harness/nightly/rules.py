@@ -228,6 +228,9 @@ def compare_reports(current: Report, baseline: Report, *, rules: Sequence[Rule],
         old, new = before[key], now[key]
         if old.model_sha256 != new.model_sha256:
             changed_model.append(key)
+            tuned = tuned_plan_regression(old, new)   # a stored tuned plan is checked on every model version
+            if tuned is not None:
+                regressions.append(tuned)
             continue
         compared += 1
         for rule in rules:
@@ -239,6 +242,22 @@ def compare_reports(current: Report, baseline: Report, *, rules: Sequence[Rule],
                       rules=tuple(rules), compared=compared, regressions=tuple(regressions),
                       improvements=tuple(improvements), new=tuple(sorted(now.keys() - before.keys())),
                       missing=tuple(sorted(before.keys() - now.keys())), model_changed=tuple(changed_model))
+
+
+MOVE_PREFIX = "MOVE TO FP32: "
+"""How a tuned case's ``kept_fp32`` marks the nodes a new model version needs in FP32 (harness.tune.case)."""
+
+
+def tuned_plan_regression(old: CaseRecord, new: CaseRecord) -> Change | None:
+    """A tuned case that met its bound and no longer does on a new model version; the rule text names the nodes
+    to move to FP32 (from the re-tune the case ran)."""
+    if not new.case.tuned or old.status not in GOOD_STATUSES or new.status in GOOD_STATUSES:
+        return None
+    moves = [node for node, why in new.kept_fp32 if why.startswith(MOVE_PREFIX)]
+    text = "tuned plan misses its bound on the new model version; move to FP32: " + (", ".join(moves) or "(see case)")
+    model, case_id, inputs_id = new.key
+    return Change(model=model, case_id=case_id, inputs_id=inputs_id, rule=Rule(text=text, metric="status"),
+                  baseline=old.status, now=new.status)
 
 
 def judge(old: CaseRecord, new: CaseRecord, rule: Rule) -> tuple[bool, Change] | None:

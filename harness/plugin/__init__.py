@@ -7,7 +7,8 @@ repository. The work is done by :mod:`harness.run.session` (checks) and :mod:`ha
 hooks only wire them in:
 
 * ``pytest_configure``: config + :class:`AccuracySession` + :class:`ReportSession` into ``config.stash``;
-* ``pytest_generate_tests``: ``castguard_model`` x models, ``castguard_case`` x (models x sweep cases);
+* ``pytest_generate_tests``: ``castguard_model`` x models, ``castguard_case`` x (models x sweep cases),
+  ``castguard_tuned_case`` x (models x precisions) with ``--tune``;
 * ``pytest_runtest_makereport``: a suite test's :class:`CaseRecord` (left by :func:`castguard_record`)
   is settled (xfail/xpass) and added to this process's case file;
 * ``pytest_collection_finish`` / ``pytest_xdist_node_collection_finished``: how many sweep cases this run selected;
@@ -48,6 +49,7 @@ NIGHTLY_KEY: pytest.StashKey[NightlyRun] = pytest.StashKey()
 PROJECT_KEY: pytest.StashKey[Path] = pytest.StashKey()   # castguard's project folder (harness.config.find_project)
 SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
 ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")   # opt-in: -m adversarial (minutes per model)
+TUNED_FILE = SUITE_FILE.with_name("test_tuned.py")               # opt-in: --tune / [tool.castguard] tune
 PLANNED_KEY: pytest.StashKey[int] = pytest.StashKey()
 EVICTED_KEY: pytest.StashKey[str] = pytest.StashKey()
 RUN_ID_KEY = "castguard_run_id"      # the controller's run id, handed to xdist workers in their workerinput
@@ -55,7 +57,8 @@ CASE_TEST = "test_low_precision["    # the suite test of one sweep case (its id 
 
 
 SUITE_TESTS = {"test_fp32_golden": SUITE_FILE, "test_low_precision": SUITE_FILE,
-               "test_adversarial": ADVERSARIAL_FILE}
+               "test_adversarial": ADVERSARIAL_FILE,
+               "test_tuned": TUNED_FILE}
 BENCHMARKS_KEY: pytest.StashKey[bool] = pytest.StashKey()
 
 
@@ -128,7 +131,8 @@ def pytest_configure(config: pytest.Config) -> None:
             report.start()
         if config.args_source != pytest.Config.ArgsSource.ARGS:
             adversarial = "adversarial" in (config.option.markexpr or "")
-            config.args = [str(SUITE_FILE), *([str(ADVERSARIAL_FILE)] if adversarial else [])]
+            config.args = [str(SUITE_FILE), *([str(TUNED_FILE)] if harness_config.tune else []),
+                           *([str(ADVERSARIAL_FILE)] if adversarial else [])]
         else:
             config.args = [suite_arg(arg, invocation_dir=config.invocation_params.dir) for arg in config.args]
 
@@ -161,6 +165,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "castguard_case" in metafunc.fixturenames:
         cases = session.cases if session else []
         metafunc.parametrize("castguard_case", cases, ids=[c.id for c in cases])
+    if "castguard_tuned_case" in metafunc.fixturenames:
+        tuned = session.tuned_cases if session else []
+        metafunc.parametrize("castguard_tuned_case", tuned, ids=[c.id for c in tuned])
 
 
 @pytest.fixture

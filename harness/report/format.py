@@ -98,3 +98,15 @@ def grouped_notes(cases: Iterable[CaseRecord]) -> list[tuple[str, list[str]]]:
             if not note.startswith(SAME_MODEL + " "):          # shown next to the case instead
                 groups.setdefault(note, []).append(case_label(case, with_inputs=multi))
     return list(groups.items())
+
+
+def tuned_plan_lines(cases: Iterable[CaseRecord]) -> list[tuple[CaseRecord, str, list[tuple[str, str]]]]:
+    """Per tuned case: the case, a one-line summary, and (node, why) for each node its plan keeps FP32."""
+    found = []
+    for case in cases:
+        if not case.case.tuned:
+            continue
+        head = (f"{len(case.kept_fp32)} node(s) kept FP32 by the search, {fmt_share(case.lowp_flop_share)} of FLOPs "
+                f"in {case.case.precision}, worst error {fmt_error(case.worst_error)} ({case.status})")
+        found.append((case, head, list(case.kept_fp32)))
+    return found

@@ -100,6 +100,13 @@ def error_vs_share_figure(cases: Sequence[CaseRecord], *, title: str) -> Figure:
         band.tick_params(axis="x", which="both", bottom=False, labelbottom=False)
         band.set_facecolor("#fdecec")
         band.grid(True, axis="x", alpha=0.3)
+    for case in (c for c in points if c.case.tuned):
+        target, y = where(case)
+        x = 100 * case.lowp_flop_share  # type: ignore[operator]
+        target.scatter([x], [y], marker="*", s=260, facecolors="none",  # type: ignore[attr-defined]
+                       edgecolors=precision_colour(case.case.precision), linewidths=1.4, zorder=5)
+        target.annotate(f"tuned {case.case.precision}", (x, y), xytext=(0, -16),  # type: ignore[attr-defined]
+                        textcoords="offset points", fontsize=8, ha="center")
     front = [group[0] for group in front_points(points)]
     for target in (ax, band):
         mine = [c for c in front if where(c)[0] is target]
@@ -114,7 +121,8 @@ def error_vs_share_figure(cases: Sequence[CaseRecord], *, title: str) -> Figure:
     ax.set_xlabel("low-precision FLOP share (%)")
     ax.set_ylabel("worst error: max |obtained − golden| / max |golden|", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
-    _legends(ax, sorted({c.case.precision for c in points}), sorted({c.status for c in points}))
+    _legends(ax, sorted({c.case.precision for c in points}), sorted({c.status for c in points}),
+             tuned=any(c.case.tuned for c in points))
     left_out = len(cases) - len(points)
     if left_out:
         ax.text(0.99, 0.02, f"{left_out} case(s) without a share or error not shown", transform=ax.transAxes,
@@ -206,6 +214,7 @@ def error_vs_speedup_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
 
 def pass_by_data_max_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     """Plot 2: a precision x data_max grid; each cell shows passed/judged cases, coloured by pass rate."""
+    cases = [c for c in cases if not c.case.tuned]   # a tuned plan is not a point of the data_max grid
     precisions = [p for p in PRECISIONS if any(c.case.precision == p for c in cases)]
     limits = sorted({c.case.data_max for c in cases})
     fig = Figure(figsize=(max(3.6, 1.25 * len(limits) + 1.4), 0.8 * max(len(precisions), 1) + 1.3), dpi=100)
@@ -237,13 +246,17 @@ def pass_by_data_max_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     return _png(fig)
 
 
-def _legends(ax: object, precisions: list[str], statuses: list[str], *, loc: str = "upper left") -> None:
+def _legends(ax: object, precisions: list[str], statuses: list[str], *, loc: str = "upper left",
+             tuned: bool = False) -> None:
     colour = [Line2D([], [], color=precision_colour(p), marker="o", linestyle="", label=p)
               for p in precisions]
     shape = [Line2D([], [], color="dimgrey", marker=STATUS_MARKERS.get(s, "o"), linestyle="", label=s)
              for s in statuses]
     ring = [Line2D([], [], marker="o", markersize=11, markerfacecolor="none", markeredgecolor="black",
                    linestyle="--", color="black", label="Pareto front")]
+    if tuned:
+        ring.append(Line2D([], [], marker="*", markersize=12, markerfacecolor="none", markeredgecolor="black",
+                           linestyle="", label="tuned plan"))
     ax.legend(handles=colour + shape + ring, loc=loc, fontsize=8, framealpha=0.85)  # type: ignore[attr-defined]
 
 

@@ -10,7 +10,7 @@ from html import escape
 
 from harness.report.format import (DISPLAY_ORDER, LEGEND, case_label, completion_text, counts_text, display_sorted,
                                    fmt_divergence, same_model_as,
-                                   fmt_error, fmt_int, fmt_share, grouped_notes)
+                                   fmt_error, fmt_int, fmt_share, grouped_notes, tuned_plan_lines)
 from harness.report.model import STATUSES, CaseRecord, Report
 from harness.report.pareto import best_passing, front_points
 from harness.report.speed import speed_notes, speed_rows
@@ -107,7 +107,7 @@ def _model_section(index: int, model: str, report: Report) -> str:
              " counted apart).</figcaption></figure></div>",
              _front_table(cases, multi=multi), _speed_section(model, cases, multi=multi),
              "<h3>Cases (failing first)</h3>" + _case_table(display_sorted(cases), multi=multi),
-             _failures(cases, multi=multi), _notes(cases), "</section>"]
+             _failures(cases, multi=multi), _tuned(cases, multi=multi), _notes(cases), "</section>"]
     return "\n".join(parts)
 
 
@@ -184,6 +184,18 @@ def _output_table(case: CaseRecord) -> str:
         f"<td>atol {fmt_error(o.required_atol)} or rtol {fmt_error(o.required_rtol)}</td></tr>" for o in case.outputs)
     return ("<table><tr><th>output</th><th></th><th>max_abs</th><th>max_rel</th><th>over</th><th>tolerance</th>"
             f"<th>would pass with</th></tr>{rows}</table>")
+
+
+def _tuned(cases: Sequence[CaseRecord], *, multi: bool) -> str:
+    tuned = tuned_plan_lines(cases)
+    if not tuned:
+        return ""
+    items = "".join(
+        f"<li><code>{escape(case_label(case, with_inputs=multi))}</code>: {escape(head)}<ul>"
+        + "".join(f"<li><code>{escape(node)}</code>: {escape(why or 'kept')}</li>" for node, why in kept)
+        + "</ul></li>" for case, head, kept in tuned)
+    return ("<h3>Tuned plans</h3><p>castguard tune: the fewest FP32 nodes within the max-error bound (the star on the "
+            "plot); nodes the magnitude rules keep FP32 are not listed.</p><ul>" + items + "</ul>")
 
 
 def _notes(cases: Sequence[CaseRecord]) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from harness.report.format import (LEGEND, case_label, completion_text, counts_text, display_sorted, first_line,
                                    fmt_divergence, same_model_as,
-                                   fmt_error, fmt_int, fmt_share, grouped_notes)
+                                   fmt_error, fmt_int, fmt_share, grouped_notes, tuned_plan_lines)
 from harness.report.model import CaseRecord, Report
 from harness.report.pareto import best_passing
 from harness.report.speed import speed_notes, speed_rows
@@ -86,6 +86,13 @@ def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, 
         lines += ["", "Failures:", ""]
         lines += [f"- {md_code(case_label(c, with_inputs=multi), in_table=False)}: "
                   f"{md_code(first_line(c.message), in_table=False)}" for c in failing]
+    tuned = tuned_plan_lines(cases)
+    if tuned:
+        lines += ["", "Tuned plans (castguard tune: the fewest FP32 nodes within the max-error bound; the nodes the "
+                  "magnitude rules keep FP32 are not listed):", ""]
+        for case, head, kept in tuned:
+            lines.append(f"- {md_code(case_label(case, with_inputs=multi), in_table=False)}: {head}")
+            lines += [f"  - {md_code(node, in_table=False)}: {why or 'kept'}" for node, why in kept]
     lines += _speed_lines(cases, multi=multi)
     notes = grouped_notes(cases)
     if notes:

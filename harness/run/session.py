@@ -115,6 +115,8 @@ class AccuracySession:
             self.models[spec.name] = LoadedModel(spec=spec, model=model, recipe=recipe, feeds=feeds,
                                                  input_lines=tuple(recipe_lines(model, recipe)))
         self.cases = [SweepCase(name, case) for name in self.models for case in expand(config.sweep)]
+        self.tuned_cases = [SweepCase(name, tuned_case(precision)) for name in self.models
+                            for precision in config.sweep.precisions] if config.tune else []
         self.cache = ContentCache(config.cache_dir)
         self.settings = CaseSettings(tolerances=config.tolerances, ort_providers=config.ort_providers,
                                      report_dir=self.output_dir)
@@ -203,6 +205,14 @@ class AccuracySession:
                           same=self.same_models)
         record = replace(record, notes=(loaded.inputs_note, *drift, *record.notes))   # on every case
         return Outcome(cast(Status, record.status), record.message, runner=record.runner, record=record)
+
+
+def tuned_case(precision: str) -> Case:
+    """The ``pytest --tune`` case of one precision: the search starts from the low type's range (data_max)."""
+    from harness.dtypes import LOW_MAX
+    from harness.convert.options import LOW_PRECISIONS
+
+    return Case(precision=precision, data_max=LOW_MAX[LOW_PRECISIONS[precision]], tuned=True)
 
 
 def produce_golden(loaded: LoadedModel) -> Golden:

@@ -112,6 +112,9 @@ class Case:
     node_precisions: tuple[tuple[str, str], ...] = ()
     fp32_accumulation: bool = False
     target: str = "any"
+    tuned: bool = False
+    """A ``castguard tune`` case (``pytest --tune``): the plan that keeps the fewest nodes FP32 within the bound;
+    ``data_max`` is then the low type's range, the start of the search."""
 
     def __post_init__(self) -> None:
         check_choice(self.precision, PRECISIONS, where="Case.precision")
@@ -125,6 +128,8 @@ class Case:
     def id(self) -> str:
         """Readable, stable, unique per settings; node precisions, fp32 accumulation and a target other than
         ``any`` appear only when set."""
+        if self.tuned:
+            return "-".join([self.precision, "tuned", f"keepio{int(self.keep_io_types)}", self.runner])
         parts = [self.precision, f"dmax{format_number(self.data_max)}", f"imax{format_number(self.init_max)}",
                  f"excl_{self.exclusion.name}", f"keepio{int(self.keep_io_types)}", self.runner]
         if self.node_precisions:

@@ -34,10 +34,11 @@ def test_cli_target_keeps_bf16_maxpool_fp32_from_an_empty_folder(tmp_path: Path,
     args = ["--target", "ort-cuda"] if form == "split" else ["--target=ort-cuda"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-m", "harness.convert", "--onnx_path", str(MNIST), "--output_path",
-                           "out.onnx", "-t", "bf16", "--keep_io_types", *args], cwd=tmp_path, env=env,
+                           "out.onnx", "-t", "bf16", "--keep_io_types", "--log_level", "DEBUG", *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
-    assert "target ort-cuda: no bf16 kernel for MaxPool" in proc.stderr
+    assert "kept out of bf16: target ort-cuda (Pooling66, Pooling160)" in proc.stderr     # the INFO summary
+    assert "target ort-cuda: no bf16 kernel for MaxPool" in proc.stderr                    # DEBUG: each node
     assert pool_types(onnx.load(tmp_path / "out.onnx")) == {onnx.TensorProto.FLOAT}
 
 
