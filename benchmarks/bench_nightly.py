@@ -29,6 +29,7 @@ FIGURES: dict[str, float] = {}
 
 def _sweep(tmp: Path) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--model=mnist.onnx",
+               "--keep-io-types=both",
                "-m", "not adversarial", f"--cache-dir={tmp / 'cache'}", f"--report-dir={tmp / 'report'}"]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
 

@@ -34,7 +34,10 @@ from harness.sweep import SweepSpec
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _session(tmp: Path, *, spec: SweepSpec = SweepSpec()) -> AccuracySession:
+GRID_24 = SweepSpec(keep_io_types=(False, True))   # the pre-issue-9 default grid, so the figures stay comparable
+
+
+def _session(tmp: Path, *, spec: SweepSpec = GRID_24) -> AccuracySession:
     config = HarnessConfig(models=("mnist",), goldens_dir=ROOT / "goldens", report_dir=tmp / "report",
                            cache_dir=tmp / "cache", sweep=spec)
     return AccuracySession(config, bundled_dir=bundled_models_dir())
@@ -46,7 +49,7 @@ def _run_all(session: AccuracySession) -> list[str]:
     return statuses
 
 
-def _cold(tmp: Path, spec: SweepSpec = SweepSpec()) -> Callable[[], tuple[tuple[AccuracySession], dict[str, Any]]]:
+def _cold(tmp: Path, spec: SweepSpec = GRID_24) -> Callable[[], tuple[tuple[AccuracySession], dict[str, Any]]]:
     def setup() -> tuple[tuple[AccuracySession], dict[str, Any]]:
         shutil.rmtree(tmp, ignore_errors=True)
         return (_session(tmp, spec=spec),), {}
@@ -96,7 +99,8 @@ def test_sweep_warm(benchmark: Any, tmp_path: Path) -> None:
 @pytest.mark.parametrize("state", ["cold", "warm"])
 def test_readme_main_command(benchmark: Any, tmp_path: Path, state: str) -> None:
     # --option=value: pytest guesses its rootdir from every separate argument that names an existing path
-    command = [sys.executable, "-m", "pytest", "--model", "mnist.onnx", "-q", f"--cache-dir={tmp_path / 'cache'}",
+    command = [sys.executable, "-m", "pytest", "--model", "mnist.onnx", "--keep-io-types=both", "-q",
+               f"--cache-dir={tmp_path / 'cache'}",
                f"--report-dir={tmp_path / 'report'}"]
 
     def run() -> subprocess.CompletedProcess[str]:

@@ -56,6 +56,8 @@ class HarnessConfig:
         return self.project_dir if self.project_dir is not None else self.goldens_dir.parent
     keep_runs: int = 3                     # finished runs/<id>/ folders kept in the report folder
     cache_max_mb: int = 2048               # LRU cap of the cache folder (0: no cap)
+    tune: bool = False
+    """``--tune`` / ``[tool.castguard] tune = true``: add a tuned case per precision."""
 
     @property
     def runners(self) -> tuple[str, ...]:
@@ -154,6 +156,10 @@ def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
         return {key: (base / _strings(value, where=where)[0]).resolve()}
     if key == "update_goldens":
         return {"update_goldens": bool(value)}
+    if key == "tune":
+        if not isinstance(value, bool):
+            raise UserError(where=where, problem=f"expected true or false, got {value!r}", fix="write tune = true")
+        return {"tune": value}
     if key == "val_ranges":
         return {"val_ranges": tuple(parse_val_range(v) for v in _strings(value, where=where))}
     if key == "input_shapes":

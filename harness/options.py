@@ -31,6 +31,7 @@ DESTS: Mapping[str, str] = {
     "castguard_cache_dir": "cache_dir",
     "castguard_keep_runs": "keep_runs",
     "castguard_cache_max_mb": "cache_max_mb",
+    "castguard_tune": "tune",
 }
 # dest -> harness.sweep.SweepOptions field (the pyproject side is [tool.castguard.sweep]).
 SWEEP_DESTS: Mapping[str, str] = {
@@ -41,6 +42,7 @@ SWEEP_DESTS: Mapping[str, str] = {
     "castguard_keep_io_types": "keep_io_types",
     "castguard_node_precisions": "node_precisions",
     "castguard_fp32_accumulation": "fp32_accumulation",
+    "castguard_target": "target",
 }
 SWEEP_FILE_DEST = "castguard_sweep_file"
 
@@ -52,6 +54,9 @@ def add_options(addoption: Callable[..., Any]) -> None:
     addoption("--report-dir", dest="castguard_report_dir", default=None, metavar="DIR",
               help="where the sweep report (report.json, report.md, report.html, outputs/) is written at the end "
                    "of the run (default: castguard-report/ in the project folder)")
+    addoption("--tune", dest="castguard_tune", action="store_true", default=None,
+              help="add a `tuned` case per precision: castguard tune's plan (fewest FP32 nodes within the max-error "
+                   "bound, on emulate), checked against the plan stored beside the goldens ([tool.castguard] tune)")
     addoption("--cache-dir", dest="castguard_cache_dir", default=None, metavar="DIR",
               help="content-hash cache of magnitudes and converted models (default: .castguard-cache/ in the "
                    "project folder); safe to delete at any time")
@@ -120,6 +125,9 @@ def _add_sweep_options(addoption: Callable[..., Any]) -> None:
                    "--layer-precisions; a key that matches nothing is an error")
     addoption("--fp32-accumulation", dest="castguard_fp32_accumulation", action="store_true", default=None,
               help="wrap each low-precision MatMul/Gemm as Cast -> fp32 MatMul -> Cast in every case")
+    addoption("--target", dest="castguard_target", default=None, choices=("any", "ort-cuda", "tensorrt"),
+              help="convert every case for this deployment target (castguard convert --target): ops with no "
+                   "fp16/bf16 kernel there stay FP32 (default any)")
 
 
 def add_nightly_options(addoption: Callable[..., Any]) -> None:
@@ -130,7 +138,8 @@ def add_nightly_options(addoption: Callable[..., Any]) -> None:
     addoption("--fail-on-regression", dest="castguard_fail_on_regression", action="append", default=None,
               metavar="RULES", help="fail the run when a case regresses past a rule (comma-separated, repeatable): "
                                     "max_rel:+25%%, max_abs:+0.01, error:+25%%, median_rel:+25%%, lowp_share:-2pp, "
-                                    "casts:+2, convert_time:+50%%, infer_time:+50%%, total_time:+50%%, status")
+                                    "casts:+2, speedup:-10%% (GPU runners), convert_time:+50%%, infer_time:+50%%, "
+                                    "total_time:+50%%, status")
     addoption("--history", dest="castguard_history", default=None, metavar="DIR",
               help="store this run (report + provenance) as one JSON file in DIR; report.html then shows trends "
                    "over the last runs (castguard history DIR prints them)")

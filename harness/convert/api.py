@@ -53,6 +53,8 @@ def convert_to_mixed_precision(
     respect_existing_types: bool = False,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     seed: int = 0,
+    target: str = "any",
+    fp32_island_min_flops: int = 4096,
 ) -> onnx.ModelProto:
     """Convert an FP32 model to mixed FP32/FP16 or FP32/BF16; see `ConvertOptions` for every rule.
 
@@ -75,7 +77,7 @@ def convert_to_mixed_precision(
         max_depth_of_reduction=max_depth_of_reduction, opset=opset,
         custom_ops=(*tuple(custom_ops or ()), *tuple(trt_plugins_precision)),
         node_precisions=tuple((str(k), str(v)) for k, v in pairs), fp32_accumulation=fp32_accumulation,
-        respect_existing_types=respect_existing_types)
+        respect_existing_types=respect_existing_types, target=target, fp32_island_min_flops=fp32_island_min_flops)
     reference = ReferenceData(calibration_data=calibration_data, input_shapes=input_shapes,
                               providers=tuple(providers), trt_plugins=tuple(trt_plugins), seed=seed)
     return convert_path(onnx_path, options=options, reference=reference).model

@@ -23,6 +23,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from harness.convert.classify import Decision, elem_name
+from harness.convert.folding import fold_user_upcasts
 from harness.convert.graphinfo import GraphInfo, SigCache, Signature, signature
 from harness.convert.initializers import apply_storage, choose_storage
 from harness.convert.options import ConvertOptions
@@ -52,9 +53,11 @@ class Rewriter:
     """Rewrites the prepared working copy in place."""
 
     def __init__(self, model: onnx.ModelProto, info: GraphInfo, decisions: dict[str, Decision],
-                 options: ConvertOptions, sig_cache: SigCache) -> None:
+                 options: ConvertOptions, sig_cache: SigCache, exact_ints: frozenset[str] = frozenset()) -> None:
         self.model, self.info, self.decisions, self.options = model, info, decisions, options
         self.sig_cache = sig_cache
+        self.exact_ints = exact_ints
+        """Integer tensors the reference run saw within +-2**24 (exact in fp32), for the bf16 user-Cast fold."""
         self.state = _State()
         self.taken = _names(model.graph)
 
@@ -235,6 +238,7 @@ class Rewriter:
         del graph.node[:]
         graph.node.extend(self.state.nodes)
         cleanup_casts(graph, self.state.ours, self.state.storage)
+        fold_user_upcasts(graph, self.state.ours, self.state.storage, self.info.types, exact_ints=self.exact_ints)
         self._retype_io()
         return self.state
 

@@ -8,7 +8,8 @@ Order (first match wins):
    request (the schema lacks the type) is a ConversionError.
 3. ``respect_existing_types``: nodes already in fp16/bf16 keep it; fp32 nodes stay fp32 unless included.
 4. Schema legality at the model's opset (onnx.defs): no low type in a type variable of a float output
-   -> FP32. Include lists cannot override this.
+   -> FP32; likewise an op with no kernel in the low type on the ``target`` (:mod:`harness.convert.targets`).
+   Include lists cannot override this.
 5. Exclusions (overridden by nodes_to_include / op_types_to_include): nodes_to_exclude (re.match,
    anchored at the start), op_types_to_exclude, init_max, data_max (float tensors only; non-finite =
    inf), max_depth_of_reduction, and consumers of the user's explicit upcast (Cast to FLOAT/DOUBLE from
@@ -34,6 +35,7 @@ from harness.convert.depth import reduction_depth
 from harness.convert.graphinfo import GraphInfo, SigCache, Signature, domain_of, signature
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.options import ConvertOptions
+from harness.convert.targets import load_target
 from harness.dtypes import ELEM_NAMES, FLOAT_TYPES, LOW_ELEMS, PRECISION_ELEMS, np_dtype
 from harness.errors import ConversionError
 
@@ -227,13 +229,17 @@ class Classifier:
                 return Decision(existing, "respect_existing_types")
             if not included:
                 return Decision(high, "respect_existing_types: typed fp32 in the model")
-        problem = schema_problem(node, sig, self.info, low)
+        problem = schema_problem(node, sig, self.info, low) or self._target_problem(node)
         if problem:
             return Decision(high, problem)
         reason = self._excluded(node)
         if reason and not included:
             return Decision(high, reason)
         return Decision(low, f"included ({included}) despite {reason}" if reason else "")
+
+    def _target_problem(self, node: onnx.NodeProto) -> str | None:
+        table = load_target(self.options.target)
+        return None if table is None else table.problem(node.op_type, self.options.low_precision_type)
 
     def _included(self, node: onnx.NodeProto) -> str:
         hit = next((p.pattern for p in self.include if p.match(node.name)), None)

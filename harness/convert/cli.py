@@ -15,7 +15,7 @@ import onnx
 
 from harness.convert.api import ReferenceData, convert_path
 from harness.data.onnxfile import is_lazy, load_model, save_model
-from harness.convert.options import ConvertOptions, parse_node_precisions
+from harness.convert.options import TARGETS, ConvertOptions, parse_node_precisions
 from harness.data.recipes import parse_input_shapes
 from harness.errors import ConversionError, UserError
 
@@ -63,6 +63,11 @@ def get_parser() -> argparse.ArgumentParser:
     add("--respect_existing_types", action="store_true",
         help="keep the model's explicit types: fp16/bf16 nodes stay, fp32 nodes stay unless included, graph "
              "I/O keeps its types")
+    add("--target", choices=list(TARGETS), default="any",
+        help="where the model will run: any (every op the schema allows goes low), ort-cuda (ops with no "
+             "fp16/bf16 CUDA kernel in onnxruntime-gpu stay FP32; probed table) or tensorrt (documented table)")
+    add("--fp32_island_min_flops", type=int, default=4096,
+        help="a group of FP32 nodes below this many FLOPs becomes low unless a rule requires FP32 (0: off)")
     add("--input_shapes", "--input-shapes", default="",
         help="shapes for random data, e.g. x:1x3x224x224,mask:1x128 (Polygraphy's x:[1,3,224,224] too); inputs "
              "sharing a dim name take the same size, a leading dynamic dim defaults to 1, others must be given")
@@ -76,7 +81,7 @@ def _shapes(text: str) -> dict[str, tuple[int, ...]]:
     return dict(parse_input_shapes(text)) if text.strip() else {}
 
 
-def _output_path(args: argparse.Namespace) -> Path:
+def output_path(args: argparse.Namespace) -> Path:
     source = Path(args.onnx_path)
     if args.output_path:
         target = Path(args.output_path)
@@ -89,9 +94,9 @@ def _output_path(args: argparse.Namespace) -> Path:
     return target
 
 
-def run(args: argparse.Namespace) -> tuple[onnx.ModelProto, Path]:
-    target = _output_path(args)
-    options = ConvertOptions(
+def options_from_args(args: argparse.Namespace) -> ConvertOptions:
+    """The conversion options the flags describe (shared with ``castguard tune``)."""
+    return ConvertOptions(
         low_precision_type=args.low_precision_type, nodes_to_exclude=tuple(args.nodes_to_exclude),
         op_types_to_exclude=tuple(args.op_types_to_exclude), nodes_to_include=tuple(args.nodes_to_include),
         op_types_to_include=tuple(args.op_types_to_include), data_max=args.data_max, init_max=args.init_max,
@@ -99,9 +104,20 @@ def run(args: argparse.Namespace) -> tuple[onnx.ModelProto, Path]:
         max_depth_of_reduction=args.max_depth_of_reduction, opset=args.opset,
         custom_ops=(*args.custom_ops, *args.trt_plugins_precision),
         node_precisions=parse_node_precisions(args.node_precisions, where="--node_precisions"),
-        fp32_accumulation=args.fp32_accumulation, respect_existing_types=args.respect_existing_types)
-    reference = ReferenceData(calibration_data=args.calibration_data, input_shapes=_shapes(args.input_shapes),
-                              providers=tuple(args.providers), trt_plugins=tuple(args.trt_plugins), seed=args.seed)
+        fp32_accumulation=args.fp32_accumulation, respect_existing_types=args.respect_existing_types,
+        target=args.target, fp32_island_min_flops=args.fp32_island_min_flops)
+
+
+def reference_from_args(args: argparse.Namespace) -> ReferenceData:
+    """Where the reference run's data comes from (shared with ``castguard tune``)."""
+    return ReferenceData(calibration_data=args.calibration_data, input_shapes=_shapes(args.input_shapes),
+                         providers=tuple(args.providers), trt_plugins=tuple(args.trt_plugins), seed=args.seed)
+
+
+def run(args: argparse.Namespace) -> tuple[onnx.ModelProto, Path]:
+    target = output_path(args)
+    options = options_from_args(args)
+    reference = reference_from_args(args)
     result = convert_path(args.onnx_path, options=options, reference=reference, weights="lazy")
     save_model(result.model, target, base_dir=result.base_dir)
     LOG.info("Converted model saved to %s", target)

@@ -16,6 +16,7 @@ from harness.errors import ConversionError
 
 LOW_PRECISIONS: dict[str, int] = {p: PRECISION_ELEMS[p] for p in PRECISIONS}
 DEFAULT_MIN_OPSET: dict[str, int] = {"fp16": 13, "bf16": 22}
+TARGETS = ("any", "ort-cuda", "tensorrt")
 _PRECISION_ALIASES = PRECISION_ALIASES
 
 
@@ -46,11 +47,22 @@ class ConvertOptions:
     respect_existing_types: bool = False
     """The model's explicit types are authoritative: fp16/bf16 nodes stay, fp32 nodes stay fp32 unless
     included, and graph inputs/outputs keep their types (as with keep_io_types)."""
+    fp32_island_min_flops: int = 4096
+    """A connected group of FP32 nodes with fewer estimated FLOPs becomes low unless a rule requires FP32
+    (0 turns the rule off); see :mod:`harness.convert.folding`."""
+    target: str = "any"
+    """Where the model will run: ``any`` (every op the ONNX schema allows goes low), ``ort-cuda`` or
+    ``tensorrt`` (ops with no low-precision kernel there stay FP32); see :mod:`harness.convert.targets`."""
 
     def __post_init__(self) -> None:
         if self.low_precision_type not in LOW_PRECISIONS:
             raise _bad("low_precision_type", f"unknown low precision type {self.low_precision_type!r}",
                        "use 'fp16' or 'bf16'")
+        if self.target not in TARGETS:
+            raise _bad("target", f"unknown target {self.target!r}", f"use one of {', '.join(TARGETS)}")
+        if not isinstance(self.fp32_island_min_flops, int) or self.fp32_island_min_flops < 0:
+            raise _bad("fp32_island_min_flops", f"must be a non-negative integer, got {self.fp32_island_min_flops!r}",
+                       "pass e.g. 4096, or 0 to keep every FP32 island")
         for field in ("data_max", "init_max"):
             value = getattr(self, field)
             if not isinstance(value, (int, float)) or math.isnan(value) or value < 0:

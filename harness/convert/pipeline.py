@@ -15,7 +15,8 @@ from onnx import TensorProto, defs
 
 from harness.convert.casts import Rewriter
 from harness.convert.classify import Classifier, Decision, existing_elem
-from harness.convert.flops import flop_share
+from harness.convert.flops import flop_share, node_flops
+from harness.convert.folding import follow_data, identity_casts, merge_small_islands, selections_follow_readers
 from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
 from harness.dtypes import LOW_ELEMS, LOW_MAX
 from harness.convert.magnitudes import Magnitudes
@@ -136,13 +137,14 @@ def _convert_once(model: onnx.ModelProto, options: ConvertOptions, magnitudes: M
     classifier = Classifier(work, info, options, magnitudes, sig_cache)
     decisions = classifier.run(warn=not rejected)
     nodes = list(work.graph.node)
-    for node in nodes:
-        if node.name in rejected and decisions[node.name].is_low:
-            high = existing_elem(node, info)
-            decisions[node.name] = Decision(high if high not in LOW_ELEMS else TensorProto.FLOAT, rejected[node.name])
-    share, total, unknown = flop_share(nodes, lambda n: decisions[n.name].is_low, _shape_lookup(info, magnitudes),
-                                       dict(info.initializers))
-    state = Rewriter(work, info, decisions, options, sig_cache).run()
+    shape_of = _shape_lookup(info, magnitudes)
+    _keep_rejected(nodes, info, decisions, rejected)
+    _fold(nodes, info, decisions, options, lambda n: node_flops(n, shape_of, info.initializers))
+    _keep_rejected(nodes, info, decisions, rejected)   # folding never sends a node onnx rejected back to low
+    share, total, unknown = flop_share(nodes, lambda n: decisions[n.name].is_low, shape_of, dict(info.initializers))
+    exact_ints = frozenset() if magnitudes is None else frozenset(
+        name for name, value in magnitudes.absmax.items() if value <= 2.0 ** 24)
+    state = Rewriter(work, info, decisions, options, sig_cache, exact_ints).run()
     try:
         inferred = validate(work, original_inputs=original_inputs, original_outputs=original_outputs,
                             keep_io_types=options.keeps_io_types, low=options.low_elem,
@@ -171,6 +173,33 @@ def _input_error(model: onnx.ModelProto, options: ConvertOptions) -> str | None:
     work.CopyFrom(model)
     return strict_error(prepare(work, target=options.target_opset, low_precision_type=options.low_precision_type,
                                 custom_ops=set(options.custom_op_precisions())))
+
+
+def _fold(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Decision], options: ConvertOptions,
+          flops_of: Callable[[onnx.NodeProto], int | None]) -> None:
+    """Rules 8-10 (:mod:`harness.convert.folding`): moves follow their data, small FP32 islands merge, identity
+    user Casts between low nodes become Identity nodes."""
+    def storage_in(name: str) -> int | None:
+        return expected_io_type(info.types[name], keep_io_types=options.keeps_io_types, low=options.low_elem)
+
+    follow_data(nodes, info, decisions, storage_in)
+    selections_follow_readers(nodes, info, decisions)
+    merge_small_islands(nodes, info, decisions, low=options.low_elem, min_flops=options.fp32_island_min_flops,
+                        flops_of=flops_of)
+    identities = identity_casts(nodes, info, decisions, low=options.low_elem)
+    for node in nodes:
+        if node.name in identities:
+            node.op_type = "Identity"
+            del node.attribute[:]
+
+
+def _keep_rejected(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Decision],
+                   rejected: dict[str, str]) -> None:
+    """Nodes onnx's strict inference rejected in the low type stay in their own high type, with the reason."""
+    for node in nodes:
+        if node.name in rejected and decisions[node.name].is_low:
+            high = existing_elem(node, info)
+            decisions[node.name] = Decision(high if high not in LOW_ELEMS else TensorProto.FLOAT, rejected[node.name])
 
 
 def _shape_lookup(info: GraphInfo, magnitudes: Magnitudes | None) -> Callable[[str], tuple[int, ...] | None]:

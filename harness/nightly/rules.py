@@ -4,6 +4,8 @@ Rules are written like pytest-benchmark's ``--benchmark-compare-fail``, one per 
 
     max_rel:+25%        the case's worst max_rel grew by more than 25 %
     lowp_share:-2pp     the low-precision FLOP share fell by more than 2 percentage points
+    speedup:-10%        the measured speedup over FP32 fell by more than 10 % (GPU runners; changes under
+                        SPEEDUP_FLOOR are noise)
     convert_time:+50%   conversion took more than 50 % longer (and at least TIME_FLOOR_S longer; cached
                         conversions and the model's shared magnitudes are never timed against fresh ones)
     max_abs:+0.01       an absolute change (no unit)
@@ -35,6 +37,8 @@ Key = tuple[str, str, str]                   # (model, case_id, inputs_id), as C
 GOOD_STATUSES = ("pass", "xfail")            # what a healthy case reports; anything else after it is a regression
 TIME_FLOOR_S = 0.25     # timing changes smaller than this are noise: scheduling, and which case of an xdist
                         # worker pays its first-run warm-up (measured 0.13 s on mnist under -n 2)
+SPEEDUP_FLOOR = 0.05    # speedup changes smaller than this are GPU timing noise (interleaved medians of a shared
+                        # H100 moved by up to 0.04 between two runs, 2026-11-22: docs/gpu-fidelity.md)
 OPTION = "--fail-on-regression"
 MAX_REL_FLOOR = 0.1     # max_rel below 10 % counts as 10 %: on well-scaled elements fp16 rounding gives ~1e-3, and
                         # a near-zero golden element alone can move it by orders of magnitude in either direction
@@ -87,6 +91,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("lowp_share", "share of FLOPs in fp16/bf16", -1, lambda r: r.lowp_flop_share, share=True),
     Metric("casts", "Cast nodes in the converted model", 1,
            lambda r: None if r.cast_count is None else float(r.cast_count)),
+    Metric("speedup", "measured FP32 latency / low-precision latency on the same GPU runner (CPU runners claim "
+           "none and are not judged)", -1, lambda r: r.speedup, floor=SPEEDUP_FLOOR),
     Metric("convert_time", "seconds converting (not judged when the conversion came from the cache)", 1,
            lambda r: None if CACHE_HIT_NOTE in r.notes else r.timings.convert_s, floor=TIME_FLOOR_S),
     Metric("infer_time", "seconds running the converted model", 1, lambda r: r.timings.infer_s, floor=TIME_FLOOR_S),
@@ -222,6 +228,9 @@ def compare_reports(current: Report, baseline: Report, *, rules: Sequence[Rule],
         old, new = before[key], now[key]
         if old.model_sha256 != new.model_sha256:
             changed_model.append(key)
+            tuned = tuned_plan_regression(old, new)   # a stored tuned plan is checked on every model version
+            if tuned is not None:
+                regressions.append(tuned)
             continue
         compared += 1
         for rule in rules:
@@ -233,6 +242,22 @@ def compare_reports(current: Report, baseline: Report, *, rules: Sequence[Rule],
                       rules=tuple(rules), compared=compared, regressions=tuple(regressions),
                       improvements=tuple(improvements), new=tuple(sorted(now.keys() - before.keys())),
                       missing=tuple(sorted(before.keys() - now.keys())), model_changed=tuple(changed_model))
+
+
+MOVE_PREFIX = "MOVE TO FP32: "
+"""How a tuned case's ``kept_fp32`` marks the nodes a new model version needs in FP32 (harness.tune.case)."""
+
+
+def tuned_plan_regression(old: CaseRecord, new: CaseRecord) -> Change | None:
+    """A tuned case that met its bound and no longer does on a new model version; the rule text names the nodes
+    to move to FP32 (from the re-tune the case ran)."""
+    if not new.case.tuned or old.status not in GOOD_STATUSES or new.status in GOOD_STATUSES:
+        return None
+    moves = [node for node, why in new.kept_fp32 if why.startswith(MOVE_PREFIX)]
+    text = "tuned plan misses its bound on the new model version; move to FP32: " + (", ".join(moves) or "(see case)")
+    model, case_id, inputs_id = new.key
+    return Change(model=model, case_id=case_id, inputs_id=inputs_id, rule=Rule(text=text, metric="status"),
+                  baseline=old.status, now=new.status)
 
 
 def judge(old: CaseRecord, new: CaseRecord, rule: Rule) -> tuple[bool, Change] | None:

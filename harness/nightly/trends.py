@@ -15,7 +15,10 @@ from matplotlib.figure import Figure
 
 from harness.nightly.history import Trend, TrendRun
 from harness.report.format import fmt_error, fmt_share
-from harness.report.plots import _plain, _png
+from harness.report.plots import _plain, _png, precision_colour, share_limits
+
+MARKERS = ("o", "s", "^", "D")
+LINES = ("-", "--", ":", "-.")
 
 
 def run_label(run: TrendRun) -> str:
@@ -53,9 +56,11 @@ def trend_png(trend: Trend) -> bytes:
     for index, fam in enumerate(trend.families):
         errors = [run.max_error[index] for run in trend.runs]
         ys = [math.nan if e is None else (ceiling if not math.isfinite(e) else max(e, floor)) for e in errors]
-        top.plot(xs, ys, marker="o", label=fam)
+        style = {"color": precision_colour(fam), "marker": MARKERS[index % len(MARKERS)],
+                 "linestyle": LINES[index % len(LINES)]}       # colour = precision (as in every chart), style = runner
+        top.plot(xs, ys, label=fam, **style)
         shares = [run.best_share[index] for run in trend.runs]
-        bottom.plot(xs, [math.nan if s is None else 100 * s for s in shares], marker="o", label=fam)
+        bottom.plot(xs, [math.nan if s is None else 100 * s for s in shares], label=fam, **style)
     top.set_yscale("log")
     if any(e is not None and not math.isfinite(e) for run in trend.runs for e in run.max_error):
         top.axhline(ceiling, color="grey", linestyle=":", linewidth=1)
@@ -63,7 +68,9 @@ def trend_png(trend: Trend) -> bytes:
     top.set_title(_plain(f"{trend.model}: last {len(trend.runs)} run(s)"), fontsize=11)
     top.set_ylabel("max worst error", fontsize=9)
     bottom.set_ylabel("best passing\nlowp share (%)", fontsize=9)
-    bottom.set_ylim(-3, 103)
+    known = [s for run in trend.runs for s in run.best_share if s is not None]
+    if known:
+        bottom.set_ylim(*share_limits(known))           # zoomed to the data, as in the report's plot
     bottom.set_xticks(xs, [run_label(run) for run in trend.runs], rotation=30, ha="right", fontsize=7)
     for ax in (top, bottom):
         ax.grid(True, alpha=0.3)

@@ -7,13 +7,18 @@ repository. The work is done by :mod:`harness.run.session` (checks) and :mod:`ha
 hooks only wire them in:
 
 * ``pytest_configure``: config + :class:`AccuracySession` + :class:`ReportSession` into ``config.stash``;
-* ``pytest_generate_tests``: ``castguard_model`` x models, ``castguard_case`` x (models x sweep cases);
+* ``pytest_generate_tests``: ``castguard_model`` x models, ``castguard_case`` x (models x sweep cases),
+  ``castguard_tuned_case`` x (models x precisions) with ``--tune``;
 * ``pytest_runtest_makereport``: a suite test's :class:`CaseRecord` (left by :func:`castguard_record`)
   is settled (xfail/xpass) and added to this process's case file;
-* ``pytest_sessionfinish`` (the controller under xdist): merge and write the report; the nightly run
-  (:class:`harness.nightly.run.NightlyRun`: --baseline/--history) compares it, stores it and adds its sections,
-  and a regression under --fail-on-regression sets the exit status;
-  ``pytest_terminal_summary``: print where it is and what regressed.
+* ``pytest_collection_finish`` / ``pytest_xdist_node_collection_finished``: how many sweep cases this run selected;
+* ``pytest_sessionfinish`` (the controller under xdist): build this run's report from its own run folder
+  (interrupted when pytest's exit status says so); the nightly run (:class:`harness.nightly.run.NightlyRun`:
+  --baseline/--history) decides its verdict first, then renders its sections; the report is written (a complete
+  one also published), old run folders pruned, the cache capped; a regression under --fail-on-regression sets
+  the exit status;
+* ``pytest_terminal_summary``: print where the report is (or that the run was interrupted) and what regressed;
+* a suite test id pasted back as an argument (``::test_low_precision[...]``) is pointed at the packaged suite.
 
 Under xdist each worker is pinned to its own GPU when several are visible (:mod:`harness.plugin.xdist`).
 """
@@ -44,9 +49,28 @@ NIGHTLY_KEY: pytest.StashKey[NightlyRun] = pytest.StashKey()
 PROJECT_KEY: pytest.StashKey[Path] = pytest.StashKey()   # castguard's project folder (harness.config.find_project)
 SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
 ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")   # opt-in: -m adversarial (minutes per model)
+TUNED_FILE = SUITE_FILE.with_name("test_tuned.py")               # opt-in: --tune / [tool.castguard] tune
 PLANNED_KEY: pytest.StashKey[int] = pytest.StashKey()
+EVICTED_KEY: pytest.StashKey[str] = pytest.StashKey()
 RUN_ID_KEY = "castguard_run_id"      # the controller's run id, handed to xdist workers in their workerinput
 CASE_TEST = "test_low_precision["    # the suite test of one sweep case (its id starts with this)
+
+
+SUITE_TESTS = {"test_fp32_golden": SUITE_FILE, "test_low_precision": SUITE_FILE,
+               "test_adversarial": ADVERSARIAL_FILE,
+               "test_tuned": TUNED_FILE}
+BENCHMARKS_KEY: pytest.StashKey[bool] = pytest.StashKey()
+
+
+def suite_arg(arg: str, *, invocation_dir: Path) -> str:
+    """A test id pytest printed for the packaged suite (``::test_low_precision[mnist-fp16-...]``, or with the
+    file's path) pasted back as an argument: pointed at the suite file. Other arguments are left alone."""
+    path, sep, rest = arg.partition("::")
+    name = rest.split("[", 1)[0]
+    if not sep or name not in SUITE_TESTS or (path and (invocation_dir / path).is_file()
+                                              and Path(path).name != SUITE_TESTS[name].name):
+        return arg
+    return f"{SUITE_TESTS[name]}::{rest}"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -77,6 +101,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from harness.report.collect import ReportSession, worker_name
 
     config.addinivalue_line("markers", "adversarial: castguard's Hypothesis search for low-precision failures")
+    # pytest-benchmark (a dependency) creates ./.benchmarks when it configures; remove it at the end if it was
+    # not there before and stayed empty, so a castguard run leaves no empty folder in the user's project
+    config.stash[BENCHMARKS_KEY] = (config.invocation_params.dir / ".benchmarks").exists()
     apply_pin(worker_name(getattr(config, "workerinput", None)), os.environ)
     given = given_options(config.option)
     try:
@@ -86,9 +113,9 @@ def pytest_configure(config: pytest.Config) -> None:
                                                     rootdir=project, invocation_dir=config.invocation_params.dir)
         nightly = options_from(config.option, invocation_dir=config.invocation_params.dir)
         workerinput = getattr(config, "workerinput", None)
+        run_id = workerinput.get(RUN_ID_KEY) if workerinput else None   # absent when the controller runs no model
         report = ReportSession(report_dir=harness_config.report_dir, worker=worker_name(workerinput),
-                               run_id=str(workerinput[RUN_ID_KEY]) if workerinput else None,
-                               keep_runs=harness_config.keep_runs)
+                               run_id=str(run_id) if run_id else None, keep_runs=harness_config.keep_runs)
         session = AccuracySession(harness_config, bundled_dir=bundled_models_dir(),
                                   strict_provenance=nightly.strict_provenance,
                                   output_dir=report.run_dir) if harness_config.models else None
@@ -104,7 +131,10 @@ def pytest_configure(config: pytest.Config) -> None:
             report.start()
         if config.args_source != pytest.Config.ArgsSource.ARGS:
             adversarial = "adversarial" in (config.option.markexpr or "")
-            config.args = [str(SUITE_FILE), *([str(ADVERSARIAL_FILE)] if adversarial else [])]
+            config.args = [str(SUITE_FILE), *([str(TUNED_FILE)] if harness_config.tune else []),
+                           *([str(ADVERSARIAL_FILE)] if adversarial else [])]
+        else:
+            config.args = [suite_arg(arg, invocation_dir=config.invocation_params.dir) for arg in config.args]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -135,6 +165,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "castguard_case" in metafunc.fixturenames:
         cases = session.cases if session else []
         metafunc.parametrize("castguard_case", cases, ids=[c.id for c in cases])
+    if "castguard_tuned_case" in metafunc.fixturenames:
+        tuned = session.tuned_cases if session else []
+        metafunc.parametrize("castguard_tuned_case", tuned, ids=[c.id for c in tuned])
 
 
 @pytest.fixture
@@ -191,8 +224,22 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         nightly.decide(report)                          # the verdict first (harness.nightly.rules) ...
     extra_md, extra_html = nightly.sections() if nightly is not None else ([], [])   # ... then its rendering
     session.config.stash[FINISHED_KEY] = reporter.write(report, extra_md=extra_md, extra_html=extra_html)
+    from harness.run.cache_size import evict_note
+
+    session.config.stash[EVICTED_KEY] = evict_note(harness_config.cache_dir, max_mb=harness_config.cache_max_mb)
     if nightly is not None and nightly.exit_code and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED   # the verdict of harness.nightly.rules, never raised
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(BENCHMARKS_KEY, True) or _is_worker(config):
+        return
+    folder = config.invocation_params.dir / ".benchmarks"
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+    report = config.stash.get(REPORT_KEY, None)
+    if report is not None:
+        report.close()          # a run that ended before its report (a usage error, a crash) unlocks its folder
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -201,6 +248,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "castguard sweep report")
         here = terminalreporter.config.invocation_params.dir
         terminalreporter.write_line(finished.summary_line(relative_to=here))
+        if finished.pruned:
+            terminalreporter.write_line(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
+    evicted = terminalreporter.config.stash.get(EVICTED_KEY, "")
+    if evicted:
+        terminalreporter.write_line(evicted)
     session = terminalreporter.config.stash.get(SESSION_KEY, None)
     if session is not None and not _is_worker(terminalreporter.config):
         for name, loaded in session.models.items():   # what the inputs were, on every run (issue 9)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from harness.errors import UserError
 from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now, write_report
-from harness.report.format import completion_text, counts_text
 from harness.files import safe_component
+from harness.report.format import completion_text, counts_text, same_model_as
 from harness.report.runs import (DEFAULT_KEEP_RUNS, RUNS_DIR, ActiveRun, new_run_id, prune_runs, publish_lock,
                                  run_dir)
 from harness.report.serde import ReportFormatError, record_from_dict, record_to_dict
@@ -60,7 +60,9 @@ class FinishedReport:
         if self.published is None:
             return (f"castguard: {completion_text(self.report)} ({counts_text(self.report.counts())}); partial "
                     f"report: {shown(self.run_paths.markdown)}; the previous complete report (if any) is kept")
-        return (f"castguard: {counts_text(self.report.counts())}; report: {shown(self.published.markdown)}, "
+        same = sum(same_model_as(c) is not None for c in self.report.cases)
+        shared = f" ({same} share another case's converted model, not run again)" if same else ""
+        return (f"castguard: {counts_text(self.report.counts())}{shared}; report: {shown(self.published.markdown)}, "
                 f"{self.published.html.name}, {self.published.json.name}")
 
 

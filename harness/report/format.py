@@ -75,6 +75,14 @@ def first_line(text: str, *, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+SAME_MODEL = "same model as"         # the note of a case whose converted model equals an earlier case's (run/dedup.py)
+
+
+def same_model_as(case: CaseRecord) -> str | None:
+    """The case id this case shares its converted model (and so its result) with, if any."""
+    return next((n[len(SAME_MODEL) + 1:] for n in case.notes if n.startswith(SAME_MODEL + " ")), None)
+
+
 def case_label(case: CaseRecord, *, with_inputs: bool) -> str:
     """The case id, plus its input set when a model was swept over several."""
     return f"{case.case_id} [{case.inputs_id}]" if with_inputs else case.case_id
@@ -87,5 +95,18 @@ def grouped_notes(cases: Iterable[CaseRecord]) -> list[tuple[str, list[str]]]:
     groups: dict[str, list[str]] = {}
     for case in cases:
         for note in case.notes:
-            groups.setdefault(note, []).append(case_label(case, with_inputs=multi))
+            if not note.startswith(SAME_MODEL + " "):          # shown next to the case instead
+                groups.setdefault(note, []).append(case_label(case, with_inputs=multi))
     return list(groups.items())
+
+
+def tuned_plan_lines(cases: Iterable[CaseRecord]) -> list[tuple[CaseRecord, str, list[tuple[str, str]]]]:
+    """Per tuned case: the case, a one-line summary, and (node, why) for each node its plan keeps FP32."""
+    found = []
+    for case in cases:
+        if not case.case.tuned:
+            continue
+        head = (f"{len(case.kept_fp32)} node(s) kept FP32 by the search, {fmt_share(case.lowp_flop_share)} of FLOPs "
+                f"in {case.case.precision}, worst error {fmt_error(case.worst_error)} ({case.status})")
+        found.append((case, head, list(case.kept_fp32)))
+    return found

@@ -86,7 +86,7 @@ def save_outputs(report_dir: Path, relpath: str, iterations: Sequence[Mapping[st
             array = np.asarray(value)
             arrays[f"{index}/{name}"] = array.astype(np.float32) if array.dtype in (np.float16, BFLOAT16) else array
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda handle: np.savez(handle, allow_pickle=False, **arrays))
+    atomic_write(path, lambda handle: np.savez_compressed(handle, allow_pickle=False, **arrays))
     return path
 
 

@@ -95,6 +95,11 @@ class CaseRecord:
     outputs_file: str | None = None
     golden_file: str | None = None
     notes: tuple[str, ...] = ()            # e.g. provenance drift of the goldens
+    latency_ms: float | None = None        # measured on a GPU runner only (harness.runners.timing)
+    fp32_latency_ms: float | None = None   # the FP32 model on the same runner and provider, interleaved
+    speedup: float | None = None           # fp32_latency_ms / latency_ms
+    speed_note: str = ""                   # why no speed was measured (CPU runners claim none)
+    kept_fp32: tuple[tuple[str, str], ...] = ()   # tuned cases: (node, why) for each node the plan keeps FP32
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

@@ -44,6 +44,10 @@ def front_points(cases: Sequence[CaseRecord]) -> list[list[CaseRecord]]:
 
 
 def best_passing(cases: Sequence[CaseRecord]) -> CaseRecord | None:
-    """The passing case with the largest FLOP share (then the smallest error); None if none passed."""
+    """The fastest passing case when speed was measured (GPU runners); otherwise the passing case with the
+    largest FLOP share (then the smallest error); None if none passed."""
+    timed = [c for c in cases if c.speedup is not None and c.worst_error is not None and c.status in ("pass", "xpass")]
+    if timed:
+        return min(timed, key=lambda c: (-c.speedup, c.worst_error, c.case_id))  # type: ignore[operator]
     ok = [c for c in plotted(cases) if c.status in ("pass", "xpass")]
     return min(ok, key=lambda c: (-c.lowp_flop_share, c.worst_error, c.case_id), default=None)  # type: ignore[operator]

@@ -24,72 +24,197 @@ PRECISION_COLOURS = {"fp16": "#1f77b4", "bf16": "#d62728"}
 STATUS_MARKERS = {"pass": "o", "xpass": "^", "fail": "X", "xfail": "v", "error": "s", "skip": "d"}
 
 
+def precision_colour(name: str) -> str:
+    """The colour of a precision (``fp16``) or a case family that starts with one (``fp16-emulate``), the same in
+    every chart of castguard; anything else is grey."""
+    return PRECISION_COLOURS.get(name.split("-", 1)[0], "grey")
+
+
+def share_limits(shares: Sequence[float]) -> tuple[float, float]:
+    """An x range in percent zoomed to the data (at least 10 points wide, clipped to [0, 100] plus a margin)."""
+    low, high = 100 * min(shares), 100 * max(shares)
+    pad = max(2.0, 0.08 * (high - low))
+    if high - low < 10.0:
+        middle = (low + high) / 2
+        low, high = middle - 5.0, middle + 5.0
+    return max(-2.0, low - pad), min(102.0, high + pad)
+
+
 def error_vs_share_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
+    """:func:`error_vs_share_figure` as PNG bytes."""
+    return _png(error_vs_share_figure(cases, title=title))
+
+
+def error_vs_share_figure(cases: Sequence[CaseRecord], *, title: str) -> Figure:
     """Plot 1: worst error (log; max |error| / max |golden|) against low-precision FLOP share, one point per case.
 
-    Colour = precision, marker = status; the Pareto front is ringed, joined and numbered in share
-    order (largest share = 1; cases with identical results share a number), matching the list under the plot. Errors of inf/NaN sit on a
-    dotted line above the finite ones; exact zeros on one below.
+    Colour = precision, marker = status. Cases whose error is inf or NaN are drawn as marked points in a band
+    *above* the log axis (labelled "inf / NaN"), never as a rise near the top tick; exact zeros on a dotted line
+    below the finite ones. The share axis is zoomed to the data. The Pareto front is ringed, joined and numbered
+    in share order (largest share = 1; cases with identical results share a number), matching the list under
+    the plot; the numbers are placed so that they do not overlap each other or the points.
     """
-    fig = Figure(figsize=(7.0, 4.4), dpi=100)
+    fig = Figure(figsize=(7.0, 4.8), dpi=100)
     FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    ax.set_title(_plain(title), fontsize=11)
     points = plotted(cases)
     if not points:
+        ax = fig.add_subplot()
+        ax.set_title(_plain(title), fontsize=11)
         ax.text(0.5, 0.5, "no case has both a FLOP share and an error", ha="center", va="center",
                 transform=ax.transAxes)
         ax.set_axis_off()
-        return _png(fig)
+        return fig
     errors = [c.worst_error for c in points]
+    lost = [c for c in points if not math.isfinite(c.worst_error)]  # type: ignore[arg-type]
+    if lost:
+        band, ax = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": (1, 7)})
+        band.set_title(_plain(title), fontsize=11)
+    else:
+        band, ax = None, fig.add_subplot()
+        ax.set_title(_plain(title), fontsize=11)
     finite = [e for e in errors if e is not None and math.isfinite(e) and e > 0]
     low, high = (min(finite), max(finite)) if finite else (1e-3, 1e-3)
-    ceiling, floor = high * 10.0, low / 10.0
+    floor = low / 10.0
     ax.set_yscale("log")
-    ax.set_ylim(floor / 2, ceiling * 2)
+    ax.set_ylim(floor / 2, high * 4)
+    ax.set_xlim(*share_limits([c.lowp_flop_share for c in points]))  # type: ignore[misc]
 
-    def y_of(case: CaseRecord) -> float:
+    def where(case: CaseRecord) -> tuple[object, float]:
         error = case.worst_error
         assert error is not None
-        return ceiling if not math.isfinite(error) else (floor if error == 0 else error)
+        if not math.isfinite(error):
+            return band, 0.5
+        return ax, (floor if error == 0 else error)
 
     for precision in sorted({c.case.precision for c in points}):
         for status, marker in STATUS_MARKERS.items():
             group = [c for c in points if c.case.precision == precision and c.status == status]
-            if group:
-                ax.scatter([100 * c.lowp_flop_share for c in group], [y_of(c) for c in group],  # type: ignore[operator]
-                           c=PRECISION_COLOURS.get(precision, "grey"), marker=marker, s=46, alpha=0.8,
-                           edgecolors="white", linewidths=0.5, zorder=3)
+            for target in {id(where(c)[0]): where(c)[0] for c in group}.values():
+                mine = [c for c in group if where(c)[0] is target]
+                target.scatter([100 * c.lowp_flop_share for c in mine], [where(c)[1] for c in mine],  # type: ignore
+                               c=precision_colour(precision), marker=marker, s=46, alpha=0.8,
+                               edgecolors="white", linewidths=0.5, zorder=3)
+    if band is not None:
+        band.set_ylim(0, 1)
+        band.set_yticks([0.5], ["inf / NaN"], fontsize=8)
+        band.tick_params(axis="x", which="both", bottom=False, labelbottom=False)
+        band.set_facecolor("#fdecec")
+        band.grid(True, axis="x", alpha=0.3)
+    for case in (c for c in points if c.case.tuned):
+        target, y = where(case)
+        x = 100 * case.lowp_flop_share  # type: ignore[operator]
+        target.scatter([x], [y], marker="*", s=260, facecolors="none",  # type: ignore[attr-defined]
+                       edgecolors=precision_colour(case.case.precision), linewidths=1.4, zorder=5)
+        target.annotate(f"tuned {case.case.precision}", (x, y), xytext=(0, -16),  # type: ignore[attr-defined]
+                        textcoords="offset points", fontsize=8, ha="center")
     front = [group[0] for group in front_points(points)]
-    xs = [100 * c.lowp_flop_share for c in front]  # type: ignore[operator]
-    ys = [y_of(c) for c in front]
-    ax.plot(xs, ys, color="black", linewidth=1, linestyle="--", zorder=2)
-    ax.scatter(xs, ys, s=170, facecolors="none", edgecolors="black", linewidths=1.2, zorder=4)
-    for rank, (x, y) in enumerate(zip(xs, ys), start=1):
-        right = x > 85
-        ax.annotate(str(rank), (x, y), xytext=(-9 if right else 9, 8), textcoords="offset points", fontsize=9,
-                    weight="bold", ha="right" if right else "left")
-    if any(not math.isfinite(e) for e in errors if e is not None):
-        ax.axhline(ceiling, color="grey", linestyle=":", linewidth=1)
-        ax.text(1.0, ceiling, " inf / NaN", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
+    for target in (ax, band):
+        mine = [c for c in front if where(c)[0] is target]
+        if target is None or not mine:
+            continue
+        xs, ys = [100 * c.lowp_flop_share for c in mine], [where(c)[1] for c in mine]  # type: ignore[operator]
+        target.plot(xs, ys, color="black", linewidth=1, linestyle="--", zorder=2)
+        target.scatter(xs, ys, s=170, facecolors="none", edgecolors="black", linewidths=1.2, zorder=4)
     if any(e == 0 for e in errors):
         ax.axhline(floor, color="grey", linestyle=":", linewidth=1)
         ax.text(1.0, floor, " 0 (exact)", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
-    ax.set_xlim(-3, 103)
     ax.set_xlabel("low-precision FLOP share (%)")
     ax.set_ylabel("worst error: max |obtained − golden| / max |golden|", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
-    _legends(ax, sorted({c.case.precision for c in points}), sorted({c.status for c in points}))
+    _legends(ax, sorted({c.case.precision for c in points}), sorted({c.status for c in points}),
+             tuned=any(c.case.tuned for c in points))
     left_out = len(cases) - len(points)
     if left_out:
         ax.text(0.99, 0.02, f"{left_out} case(s) without a share or error not shown", transform=ax.transAxes,
                 ha="right", va="bottom", fontsize=8, color="dimgrey")
+    fig.subplots_adjust(left=0.12, right=0.87, bottom=0.11, top=0.93, hspace=0.05)   # fixed: labels placed in pixels
+    _number_front(fig, [(where(c)[0], 100 * c.lowp_flop_share, where(c)[1]) for c in front],  # type: ignore
+                  others=[(where(c)[0], 100 * c.lowp_flop_share, where(c)[1]) for c in points])  # type: ignore
+    return fig
+
+
+_OFFSETS = [(dx * r, dy * r) for r in (11, 19, 28, 38) for dx, dy in
+            ((1, 1), (-1, 1), (1, -1), (-1, -1), (0, 1.3), (0, -1.3), (1.4, 0), (-1.4, 0))]
+
+
+def _number_front(fig: Figure, front: Sequence[tuple[object, float, float]],
+                  *, others: Sequence[tuple[object, float, float]]) -> None:
+    """Number the front's points 1..n, each label at the first nearby spot (in pixels) that overlaps no other
+    label and no point; a label moved away from its point gets a thin leader line."""
+    def pixel(target: object, x: float, y: float) -> tuple[float, float]:
+        px, py = target.transData.transform((x, y))  # type: ignore[attr-defined]
+        return float(px), float(py)
+
+    taken: list[tuple[float, float, float, float]] = [(px - 5, py - 5, px + 5, py + 5)
+                                                     for px, py in (pixel(t, x, y) for t, x, y in others)]
+    width, height = fig.bbox.width, fig.bbox.height
+    for rank, (target, x, y) in enumerate(front, start=1):
+        px, py = pixel(target, x, y)
+        w, h = 7.0 * len(str(rank)) + 2, 12.0
+        choice = _OFFSETS[0]
+        for dx, dy in _OFFSETS:
+            box = (px + dx - w / 2, py + dy - h / 2, px + dx + w / 2, py + dy + h / 2)
+            inside = 0 <= box[0] and box[2] <= width and 0 <= box[1] and box[3] <= height
+            if inside and not any(_overlap(box, other) for other in taken):
+                choice = (dx, dy)
+                break
+        dx, dy = choice
+        taken.append((px + dx - w / 2, py + dy - h / 2, px + dx + w / 2, py + dy + h / 2))
+        far = abs(dx) > 12 or abs(dy) > 14
+        target.annotate(str(rank), (x, y), xytext=(dx, dy), textcoords="offset pixels",  # type: ignore
+                        fontsize=9, weight="bold", ha="center", va="center", zorder=5,
+                        arrowprops={"arrowstyle": "-", "color": "dimgrey", "linewidth": 0.6} if far else None)
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def error_vs_speedup_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
+    """Plot 3 (GPU runners only): worst error (log) against the measured speedup over FP32, one point per timed
+    case; the Pareto front (faster at no larger error) is ringed and joined. Speedups below 1 are slower than FP32."""
+    from harness.report.speed import speed_front, timed
+
+    fig = Figure(figsize=(7.0, 4.4), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.set_title(_plain(title), fontsize=11)
+    points = [c for c in timed(cases) if c.worst_error is not None and math.isfinite(c.worst_error)
+              and c.worst_error > 0]
+    if not points:
+        ax.text(0.5, 0.5, "no timed case with a finite, non-zero error", ha="center", va="center",
+                transform=ax.transAxes)
+        ax.set_axis_off()
+        return _png(fig)
+    ax.set_yscale("log")
+    for precision in sorted({c.case.precision for c in points}):
+        for status, marker in STATUS_MARKERS.items():
+            group = [c for c in points if c.case.precision == precision and c.status == status]
+            if group:
+                ax.scatter([_num(c.speedup) for c in group], [_num(c.worst_error) for c in group],
+                           c=precision_colour(precision), marker=marker, s=46, alpha=0.8,
+                           edgecolors="white", linewidths=0.5, zorder=3)
+    front = speed_front(points)
+    xs, ys = [_num(c.speedup) for c in front], [_num(c.worst_error) for c in front]
+    ax.plot(xs, ys, color="black", linewidth=1, linestyle="--", zorder=2)
+    ax.scatter(xs, ys, s=170, facecolors="none", edgecolors="black", linewidths=1.2, zorder=4)
+    ax.axvline(1.0, color="grey", linestyle=":", linewidth=1)
+    speeds = [_num(c.speedup) for c in points] + [1.0]
+    pad = 0.1 * (max(speeds) - min(speeds)) + 0.02
+    ax.set_xlim(min(speeds) - pad, max(speeds) + pad)
+    errors = [_num(c.worst_error) for c in points]
+    ax.set_ylim(min(errors) / 3, max(errors) * 3)
+    ax.set_xlabel("measured speedup over FP32 (same runner; > 1 is faster)")
+    ax.set_ylabel("worst error: max |obtained − golden| / max |golden|", fontsize=9)
+    ax.grid(True, which="major", alpha=0.3)
+    _legends(ax, sorted({c.case.precision for c in points}), sorted({c.status for c in points}), loc="best")
     fig.tight_layout()
     return _png(fig)
 
 
 def pass_by_data_max_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     """Plot 2: a precision x data_max grid; each cell shows passed/judged cases, coloured by pass rate."""
+    cases = [c for c in cases if not c.case.tuned]   # a tuned plan is not a point of the data_max grid
     precisions = [p for p in PRECISIONS if any(c.case.precision == p for c in cases)]
     limits = sorted({c.case.data_max for c in cases})
     fig = Figure(figsize=(max(3.6, 1.25 * len(limits) + 1.4), 0.8 * max(len(precisions), 1) + 1.3), dpi=100)
@@ -121,14 +246,22 @@ def pass_by_data_max_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     return _png(fig)
 
 
-def _legends(ax: object, precisions: list[str], statuses: list[str]) -> None:
-    colour = [Line2D([], [], color=PRECISION_COLOURS.get(p, "grey"), marker="o", linestyle="", label=p)
+def _legends(ax: object, precisions: list[str], statuses: list[str], *, loc: str = "upper left",
+             tuned: bool = False) -> None:
+    colour = [Line2D([], [], color=precision_colour(p), marker="o", linestyle="", label=p)
               for p in precisions]
     shape = [Line2D([], [], color="dimgrey", marker=STATUS_MARKERS.get(s, "o"), linestyle="", label=s)
              for s in statuses]
     ring = [Line2D([], [], marker="o", markersize=11, markerfacecolor="none", markeredgecolor="black",
                    linestyle="--", color="black", label="Pareto front")]
-    ax.legend(handles=colour + shape + ring, loc="upper left", fontsize=8, framealpha=0.85)  # type: ignore[attr-defined]
+    if tuned:
+        ring.append(Line2D([], [], marker="*", markersize=12, markerfacecolor="none", markeredgecolor="black",
+                           linestyle="", label="tuned plan"))
+    ax.legend(handles=colour + shape + ring, loc=loc, fontsize=8, framealpha=0.85)  # type: ignore[attr-defined]
+
+
+def _num(value: float | None) -> float:
+    return math.nan if value is None else value
 
 
 def _png(fig: Figure) -> bytes:

@@ -9,10 +9,11 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from harness.report.format import (DISPLAY_ORDER, LEGEND, case_label, completion_text, counts_text, display_sorted,
-                                   fmt_divergence,
-                                   fmt_error, fmt_int, fmt_share, grouped_notes)
+                                   fmt_divergence, same_model_as,
+                                   fmt_error, fmt_int, fmt_share, grouped_notes, tuned_plan_lines)
 from harness.report.model import STATUSES, CaseRecord, Report
 from harness.report.pareto import best_passing, front_points
+from harness.report.speed import speed_notes, speed_rows
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1f24;margin:0;background:#f6f7f9}
@@ -60,7 +61,7 @@ def _interrupted(report: Report) -> list[str]:
 
 
 def _summary(report: Report) -> str:
-    head = "".join(f"<th>{s}</th>" for s in ("model", "cases", *STATUSES, "best passing case (largest lowp share)"))
+    head = "".join(f"<th>{s}</th>" for s in ("model", "cases", *STATUSES, "best passing case (fastest measured, else largest lowp share)"))
     rows = []
     for index, model in enumerate(report.models):
         counts, cases = report.counts(model), report.cases_of(model)
@@ -104,9 +105,9 @@ def _model_section(index: int, model: str, report: Report) -> str:
              " drawn.</figcaption></figure><figure>" + plot2
              + "<figcaption>Cases whose comparison passed, per precision and data_max (error/skip cases are"
              " counted apart).</figcaption></figure></div>",
-             _front_table(cases, multi=multi),
+             _front_table(cases, multi=multi), _speed_section(model, cases, multi=multi),
              "<h3>Cases (failing first)</h3>" + _case_table(display_sorted(cases), multi=multi),
-             _failures(cases, multi=multi), _notes(cases), "</section>"]
+             _failures(cases, multi=multi), _tuned(cases, multi=multi), _notes(cases), "</section>"]
     return "\n".join(parts)
 
 
@@ -123,9 +124,30 @@ def _front_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
             f"<th>lowp FLOP share</th><th>worst error</th></tr>{rows}</table>")
 
 
+def _speed_section(model: str, cases: Sequence[CaseRecord], *, multi: bool) -> str:
+    from harness.report.plots import error_vs_speedup_png  # matplotlib: import when drawing
+
+    rows = speed_rows(cases)
+    notes = "".join(f"<p>No speed claimed: {escape(note)}.</p>" for note in speed_notes(cases))
+    if not rows:
+        return f"<h3>Speed</h3>{notes or '<p>No case was timed.</p>'}"
+    plot = _img(error_vs_speedup_png(cases, title=f"{model}: error vs measured speedup"),
+                alt=f"error vs measured speedup for {model}")
+    body = "".join(
+        f"<tr><td><code class=\"id\">{escape(case_label(c, with_inputs=multi))}</code> {_status(c.status)}</td>"
+        f"<td class=\"num\">{ms}</td><td class=\"num\">{fp32}</td><td class=\"num\">{up}</td>"
+        f"<td class=\"num\">{err}</td><td>{'front' if front else ''}</td></tr>"
+        for c, ms, fp32, up, err, front in rows)
+    return ("<h3>Speed</h3><div class=\"plots\"><figure>" + plot + "<figcaption>Timed cases only (GPU runners): "
+            "ringed, the Pareto front (no other case is faster at an error that is no larger).</figcaption></figure>"
+            "</div><table><tr><th>case</th><th>latency (ms)</th><th>FP32 (ms)</th><th>speedup</th><th>worst error</th>"
+            f"<th></th></tr>{body}</table>{notes}")
+
+
 def _case_table(cases: Iterable[CaseRecord], *, multi: bool) -> str:
     rows = "".join(
-        f"<tr><td><code class=\"id\">{escape(case_label(c, with_inputs=multi))}</code></td><td>{_status(c.status)}</td>"
+        f"<tr><td><code class=\"id\">{escape(case_label(c, with_inputs=multi))}</code>{_same(c)}</td>"
+        f"<td>{_status(c.status)}</td>"
         f"<td>{escape(c.runner or '–')}</td><td class=\"num\">{fmt_error(c.worst_error)}</td>"
         f"<td class=\"num\">{fmt_error(c.worst_max_rel)}</td>"
         f"<td class=\"num\">{fmt_share(c.lowp_flop_share)}</td><td class=\"num\">{fmt_int(c.cast_count)}</td>"
@@ -164,6 +186,18 @@ def _output_table(case: CaseRecord) -> str:
             f"<th>would pass with</th></tr>{rows}</table>")
 
 
+def _tuned(cases: Sequence[CaseRecord], *, multi: bool) -> str:
+    tuned = tuned_plan_lines(cases)
+    if not tuned:
+        return ""
+    items = "".join(
+        f"<li><code>{escape(case_label(case, with_inputs=multi))}</code>: {escape(head)}<ul>"
+        + "".join(f"<li><code>{escape(node)}</code>: {escape(why or 'kept')}</li>" for node, why in kept)
+        + "</ul></li>" for case, head, kept in tuned)
+    return ("<h3>Tuned plans</h3><p>castguard tune: the fewest FP32 nodes within the max-error bound (the star on the "
+            "plot); nodes the magnitude rules keep FP32 are not listed.</p><ul>" + items + "</ul>")
+
+
 def _notes(cases: Sequence[CaseRecord]) -> str:
     notes = grouped_notes(cases)
     if not notes:
@@ -171,6 +205,12 @@ def _notes(cases: Sequence[CaseRecord]) -> str:
     return "<h3>Notes</h3><ul>" + "".join(f"<li>{escape(note)} (" + ("every case" if len(ids) == len(cases) else (
         f"{len(ids)} case(s): " + ", ".join(f"<code class=\"id\">{escape(i)}</code>" for i in ids))) + ")</li>"
         for note, ids in notes) + "</ul>"
+
+
+def _same(case: CaseRecord) -> str:
+    same = same_model_as(case)
+    return "" if same is None else (f"<br><small>same model as <code class=\"id\">{escape(same)}</code> "
+                                    "(not run again)</small>")
 
 
 def _status(status: str) -> str:

@@ -9,10 +9,11 @@ import re
 from collections.abc import Sequence
 
 from harness.report.format import (LEGEND, case_label, completion_text, counts_text, display_sorted, first_line,
-                                   fmt_divergence,
-                                   fmt_error, fmt_int, fmt_share, grouped_notes)
+                                   fmt_divergence, same_model_as,
+                                   fmt_error, fmt_int, fmt_share, grouped_notes, tuned_plan_lines)
 from harness.report.model import CaseRecord, Report
 from harness.report.pareto import best_passing
+from harness.report.speed import speed_notes, speed_rows
 
 _HEADER = ("| case | status | runner | worst error | worst max_rel | lowp FLOP share | casts | first divergent tensor |\n"
            "|---|---|---|---:|---:|---:|---:|---|")
@@ -25,6 +26,20 @@ def md_code(text: str, *, in_table: bool) -> str:
     fence = "`" * (max((len(run) for run in re.findall(r"`+", flat)), default=0) + 1)
     pad = " " if flat.startswith("`") or flat.endswith("`") or not flat.strip() else ""
     return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+def _speed_lines(cases: Sequence[CaseRecord], *, multi: bool) -> list[str]:
+    """The measured speed (GPU runners) as a table, or why the cases claim none."""
+    rows = speed_rows(cases)
+    lines: list[str] = []
+    if rows:
+        lines += ["", "Speed (measured; front = Pareto front of speedup vs error):", "",
+                  "| case | status | latency ms | FP32 ms | speedup | worst error | |", "|---|---|---:|---:|---:|---:|---|"]
+        lines += [f"| {md_code(case_label(c, with_inputs=multi), in_table=True)} | {c.status} | {ms} | {fp32} | {up} | "
+                  f"{err} | {'front' if front else ''} |" for c, ms, fp32, up, err, front in rows]
+    for note in speed_notes(cases):
+        lines += ["", f"No speed claimed: {note}."]
+    return lines
 
 
 def render_markdown(report: Report, *, extra: Sequence[str] = ()) -> str:
@@ -53,12 +68,16 @@ def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, 
     best = best_passing(cases)
     if best is not None:
         meta += (f"; best passing case: {md_code(best.case_id, in_table=False)} ({fmt_share(best.lowp_flop_share)}"
-                 f" low-precision FLOPs, worst error {fmt_error(best.worst_error)})")
+                 f" low-precision FLOPs, worst error {fmt_error(best.worst_error)}"
+                 + (f", {best.speedup:.2f}× FP32 speed" if best.speedup is not None else "") + ")")
     lines = [f"## {md_code(model, in_table=False)}: {counts_text(counts)}", "", meta, "", _HEADER]
     for case in display_sorted(cases):
         status = case.status.upper() if case.status in ("fail", "error", "xpass") else case.status
         divergent = "–" if case.first_divergent is None else md_code(fmt_divergence(case), in_table=True)
-        lines.append(f"| {md_code(case_label(case, with_inputs=multi), in_table=True)} | {status} | "
+        same = same_model_as(case)
+        label = md_code(case_label(case, with_inputs=multi), in_table=True) + (
+            f" (same model as {md_code(same, in_table=True)})" if same else "")
+        lines.append(f"| {label} | {status} | "
                      f"{md_code(case.runner or '–', in_table=True)} | {fmt_error(case.worst_error)} | "
                      f"{fmt_error(case.worst_max_rel)} | "
                      f"{fmt_share(case.lowp_flop_share)} | {fmt_int(case.cast_count)} | {divergent} |")
@@ -67,6 +86,14 @@ def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, 
         lines += ["", "Failures:", ""]
         lines += [f"- {md_code(case_label(c, with_inputs=multi), in_table=False)}: "
                   f"{md_code(first_line(c.message), in_table=False)}" for c in failing]
+    tuned = tuned_plan_lines(cases)
+    if tuned:
+        lines += ["", "Tuned plans (castguard tune: the fewest FP32 nodes within the max-error bound; the nodes the "
+                  "magnitude rules keep FP32 are not listed):", ""]
+        for case, head, kept in tuned:
+            lines.append(f"- {md_code(case_label(case, with_inputs=multi), in_table=False)}: {head}")
+            lines += [f"  - {md_code(node, in_table=False)}: {why or 'kept'}" for node, why in kept]
+    lines += _speed_lines(cases, multi=multi)
     notes = grouped_notes(cases)
     if notes:
         lines += ["", "Notes:", ""]

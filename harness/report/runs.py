@@ -110,14 +110,15 @@ def run_folders(report_dir: Path) -> list[Path]:
 
 
 def folder_size(path: Path) -> int:
-    """Bytes in the files under ``path`` (links not followed)."""
+    """Bytes the files under ``path`` take on disk (allocated blocks, as ``du`` counts; links not followed)."""
     total = 0
     for root, _dirs, files in os.walk(path):
         for name in files:
             try:
-                total += os.lstat(os.path.join(root, name)).st_size
+                stat = os.lstat(os.path.join(root, name))
             except FileNotFoundError:
                 continue
+            total += max(stat.st_size, 512 * stat.st_blocks)
     return total
 
 

@@ -12,6 +12,10 @@ digest of the feeds (:func:`feeds_digest`), the options, and :func:`code_fingerp
 version and the converter's source), so a changed model, input set, option or converter never reuses an
 entry, and a re-run with nothing changed skips the work.
 
+Size: every read touches the entry's files, and :func:`harness.run.cache_size.evict` deletes the least recently
+used entries beyond ``cache_max_mb`` (pyproject, default 2048) at the end of a run; ``castguard cache`` shows and
+prunes it.
+
 Concurrency (pytest-xdist): each entry is produced under an exclusive ``flock`` on ``<key>.lock`` (the
 kernel drops it if its holder dies), so two workers never compute the same entry twice; files are written
 to a temporary name in the same folder and renamed into place, so readers never see a partial file.
@@ -35,6 +39,7 @@ from harness.data.onnxfile import (EXTERNAL_DATA_ABOVE, has_pending_casts, is_la
 from harness.errors import InputDataError, ModelError, UserError
 from harness.files import atomic_write, sha256_file
 from harness.data.recipes import Feed
+from harness.run.cache_size import touch
 
 T = TypeVar("T")
 SCHEMA_VERSION = 1
@@ -78,6 +83,7 @@ class ContentCache:
         path = self.root / "magnitudes" / f"{key}.json"
         with self._locked(path):
             if path.is_file():
+                touch((path,))               # least-recently-used eviction (harness.run.cache_size) reads mtimes
                 try:
                     return Magnitudes.from_json(path.read_text(encoding="utf-8")), True
                 except (InputDataError, UnicodeDecodeError) as err:
@@ -98,6 +104,7 @@ class ContentCache:
         meta_path = model_path.with_suffix(".json")
         with self._locked(model_path):
             if meta_path.is_file():
+                touch((model_path, meta_path, model_path.with_name(model_path.name + ".data")))
                 return self._read_conversion(model_path, meta_path, weights_dir), True
             made = make()
             by_reference = made.base_dir is not None and weights_dir is not None and not has_pending_casts(made.model)

@@ -22,6 +22,7 @@ import onnx
 from harness.run.cache import ContentCache, content_key
 from harness.judge.compare import CompareResult
 from harness.judge.paired import judge_outputs
+from harness.run.dedup import SameModels, model_digest, plan_digest, reuse
 from harness.convert import ConversionResult, Magnitudes, convert
 from harness.judge.divergence import first_divergence
 from harness.errors import RunnerError, RunnerUnavailable, UserError
@@ -32,6 +33,9 @@ from harness.report import CaseRecord, Divergence, Timings, output_stats, output
 from harness.report.format import fmt_error
 from harness.runners import make_runner
 from harness.runners.ort import CPU
+from harness.runners.ort_cuda import OrtCudaRunner
+from harness.runners.timing import Clock, TimingConfig
+from harness.run.speed import measure_speed
 from harness.sweep import Case
 from harness.judge.tolerances import TolerancePolicy
 
@@ -58,6 +62,8 @@ class CaseSettings:
     tolerances: TolerancePolicy = TolerancePolicy()
     ort_providers: tuple[str, ...] = (CPU,)
     report_dir: Path = Path("castguard-report")
+    timing: TimingConfig = TimingConfig()
+    clock: Clock = time.perf_counter
 
 
 def cannot_judge(case: Case, settings: CaseSettings) -> str | None:
@@ -80,8 +86,9 @@ def convert_cached(ctx: ModelContext, case: Case, cache: ContentCache) -> tuple[
 
 
 def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: ContentCache,
-             first_of_model: bool = False) -> CaseRecord:
-    """Run one case; see the module docstring. ``first_of_model`` charges the magnitudes time to it."""
+             first_of_model: bool = False, same: SameModels | None = None) -> CaseRecord:
+    """Run one case; see the module docstring. ``first_of_model`` charges the magnitudes time to it; with
+    ``same``, a case whose converted model is identical to an earlier case's reuses that record (not run)."""
     start = time.perf_counter()
     base = CaseRecord(model=ctx.spec.name, model_sha256=ctx.spec.sha256, case=case, status="error",
                       runner=case.runner, inputs_id=ctx.inputs_id, golden_file=ctx.golden_file)
@@ -96,9 +103,22 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
                        low_nodes=len(conversion.low_nodes), high_nodes=len(conversion.high_nodes),
                        notes=("conversion from cache",) if hit else ())
         providers = settings.ort_providers if case.runner == "ort" else ()
+        if same is not None:
+            key = (ctx.spec.name, ctx.inputs_id, case.runner, *providers, str(conversion.base_dir or ""),
+                   model_digest(conversion.model))
+            first = same.first(key)
+            if first is not None:
+                return reuse(first, base, convert_s=convert_s, total_s=time.perf_counter() - start + mags_s)
+            plan = same.plan_note((ctx.spec.name, ctx.inputs_id, case.runner, *providers,
+                                   plan_digest(conversion, precision=case.precision)), case.id)
+            if plan is not None:
+                base = replace(base, notes=(*base.notes, plan))
         runner = make_runner(case.runner, conversion.model, model_dir=conversion.base_dir or ctx.spec.path.parent,
                              providers=providers)
-        result = runner.run(cast_feeds(ctx.golden.feeds, input_specs(conversion.model)))
+        feeds = cast_feeds(ctx.golden.feeds, input_specs(conversion.model))
+        result = runner.run(feeds)
+        if isinstance(runner, OrtCudaRunner) and runner.profile_placement(feeds[0]):
+            base = replace(base, notes=(*base.notes, runner.fallback_note))
     except RunnerUnavailable as err:
         return replace(base, status="skip", message=str(err),
                        timings=Timings(magnitudes_s=mags_s, total_s=time.perf_counter() - start))
@@ -125,9 +145,17 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
                                         converted_dir=conversion.base_dir)
         record = replace(record, status="fail", first_divergent=divergence,
                          message=failure_message(ctx, case, comparison, conversion, result.runner, divergence))
+    speed = measure_speed(case.runner, conversion.model, ctx.model, ctx.golden.feeds, providers=providers,
+                          model_dir=ctx.spec.path.parent, config=settings.timing, clock=settings.clock,
+                          low_model_dir=conversion.base_dir)
+    record = replace(record, latency_ms=speed.latency_ms, fp32_latency_ms=speed.fp32_latency_ms,
+                     speedup=speed.speedup, speed_note=speed.note)
     timings = Timings(magnitudes_s=mags_s, convert_s=convert_s, infer_s=result.seconds, compare_s=compare_s,
                       total_s=time.perf_counter() - start + mags_s)
-    return replace(record, timings=timings)
+    record = replace(record, timings=timings)
+    if same is not None:
+        same.remember(key, record)
+    return record
 
 
 def failure_message(ctx: ModelContext, case: Case, comparison: CompareResult, conversion: ConversionResult,

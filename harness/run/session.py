@@ -19,6 +19,7 @@ import onnx
 
 from harness.run.cache import ContentCache, content_key, feeds_digest
 from harness.run.case import CaseSettings, ModelContext, run_case
+from harness.run.dedup import SameModels
 from harness.judge.compare import CompareResult, Tolerance, compare_iterations
 from harness.config import HarnessConfig
 from harness.data.drift import check_golden_provenance, installed_versions
@@ -114,12 +115,15 @@ class AccuracySession:
             self.models[spec.name] = LoadedModel(spec=spec, model=model, recipe=recipe, feeds=feeds,
                                                  input_lines=tuple(recipe_lines(model, recipe)))
         self.cases = [SweepCase(name, case) for name in self.models for case in expand(config.sweep)]
+        self.tuned_cases = [SweepCase(name, tuned_case(precision)) for name in self.models
+                            for precision in config.sweep.precisions] if config.tune else []
         self.cache = ContentCache(config.cache_dir)
         self.settings = CaseSettings(tolerances=config.tolerances, ort_providers=config.ort_providers,
                                      report_dir=self.output_dir)
         self._goldens: dict[str, Golden] = {}
         self._contexts: dict[str, ModelContext] = {}
         self._updated: set[str] = set()
+        self.same_models = SameModels()      # identical converted models run once per process
 
     def golden(self, name: str, *, allow_update: bool) -> tuple[Golden, Path | None]:
         """The model's golden; writes it when missing (or once per session with --update-goldens)."""
@@ -197,9 +201,18 @@ class AccuracySession:
                                 runner=case.runner, inputs_id=loaded.recipe.id, message=str(err),
                                 notes=(loaded.inputs_note,))
             return Outcome("error", str(err), record=record)
-        record = run_case(ctx, case, settings=self.settings, cache=self.cache, first_of_model=first)
+        record = run_case(ctx, case, settings=self.settings, cache=self.cache, first_of_model=first,
+                          same=self.same_models)
         record = replace(record, notes=(loaded.inputs_note, *drift, *record.notes))   # on every case
         return Outcome(cast(Status, record.status), record.message, runner=record.runner, record=record)
+
+
+def tuned_case(precision: str) -> Case:
+    """The ``pytest --tune`` case of one precision: the search starts from the low type's range (data_max)."""
+    from harness.dtypes import LOW_MAX
+    from harness.convert.options import LOW_PRECISIONS
+
+    return Case(precision=precision, data_max=LOW_MAX[LOW_PRECISIONS[precision]], tuned=True)
 
 
 def produce_golden(loaded: LoadedModel) -> Golden:

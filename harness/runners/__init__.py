@@ -14,7 +14,7 @@ import onnx
 from harness.errors import RunnerUnavailable, UserError
 from harness.runners.base import Runner, RunResult
 
-RUNNER_NAMES = ("ort", "emulate", "reference", "trt")
+RUNNER_NAMES = ("ort", "ort-cuda", "emulate", "reference", "trt")
 
 __all__ = ["RUNNER_NAMES", "RunResult", "Runner", "make_runner"]
 
@@ -31,6 +31,10 @@ def make_runner(name: str, model: onnx.ModelProto, *, model_dir: Path | None = N
         from harness.runners.ort import CPU, OrtRunner
 
         return OrtRunner(model, model_dir=model_dir, providers=tuple(providers) or (CPU,))
+    if name == "ort-cuda":
+        from harness.runners.ort_cuda import OrtCudaRunner
+
+        return OrtCudaRunner(model, model_dir=model_dir)
     if name == "emulate":
         from harness.runners.emulate import EmulateRunner
 

@@ -58,9 +58,10 @@ def session_source(model: onnx.ModelProto, *, model_dir: Path | None, scratch: P
 
 
 def create_session(model: onnx.ModelProto, *, providers: Sequence[str], runner: str,
-                   model_dir: Path | None = None) -> Any:
+                   model_dir: Path | None = None, cpu_fallback: bool = True) -> Any:
     """An ``InferenceSession`` for ``model`` (see :func:`session_source`); RunnerUnavailable for missing
-    providers or kernels."""
+    providers or kernels. With ``cpu_fallback=False`` a node without a kernel on the named providers fails the
+    load instead of moving to the CPU EP."""
     import onnxruntime as ort
 
     missing = [p for p in providers if p not in ort.get_available_providers()]
@@ -70,6 +71,8 @@ def create_session(model: onnx.ModelProto, *, providers: Sequence[str], runner: 
                                 "install onnxruntime-gpu (pip install 'castguard[gpu]') for CUDA")
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    if not cpu_fallback:
+        options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     not_implemented = ort.capi.onnxruntime_pybind11_state.NotImplemented
     try:
         with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:

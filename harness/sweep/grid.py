@@ -14,6 +14,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from harness.convert.options import TARGETS as TARGETS
 from harness.dtypes import NODE_PRECISIONS as NODE_PRECISIONS
 from harness.dtypes import PRECISIONS as PRECISIONS
 from harness.errors import UserError
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from harness.convert.options import ConvertOptions
 
 SENSITIVE_OPS = ("Softmax", "LayerNormalization", "ReduceMean", "Pow")
+
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")      # exclusion-set names
 _OP_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")   # ONNX op types
@@ -109,9 +111,14 @@ class Case:
     runner: str = "emulate"
     node_precisions: tuple[tuple[str, str], ...] = ()
     fp32_accumulation: bool = False
+    target: str = "any"
+    tuned: bool = False
+    """A ``castguard tune`` case (``pytest --tune``): the plan that keeps the fewest nodes FP32 within the bound;
+    ``data_max`` is then the low type's range, the start of the search."""
 
     def __post_init__(self) -> None:
         check_choice(self.precision, PRECISIONS, where="Case.precision")
+        check_choice(self.target, TARGETS, where="Case.target")
         check_limit(self.data_max, where="Case.data_max")
         check_limit(self.init_max, where="Case.init_max")
         check_runner(self.runner, where="Case.runner")
@@ -119,7 +126,10 @@ class Case:
 
     @property
     def id(self) -> str:
-        """Readable, stable, unique per settings; node precisions and fp32 accumulation appear only when set."""
+        """Readable, stable, unique per settings; node precisions, fp32 accumulation and a target other than
+        ``any`` appear only when set."""
+        if self.tuned:
+            return "-".join([self.precision, "tuned", f"keepio{int(self.keep_io_types)}", self.runner])
         parts = [self.precision, f"dmax{format_number(self.data_max)}", f"imax{format_number(self.init_max)}",
                  f"excl_{self.exclusion.name}", f"keepio{int(self.keep_io_types)}", self.runner]
         if self.node_precisions:
@@ -130,6 +140,8 @@ class Case:
             parts.append(f"np_{token}")
         if self.fp32_accumulation:
             parts.append("acc32")
+        if self.target != "any":
+            parts.append(f"tgt_{self.target}")
         return "-".join(parts)
 
     def convert_options(self) -> ConvertOptions:
@@ -138,21 +150,24 @@ class Case:
 
         return ConvertOptions(low_precision_type=self.precision, op_types_to_exclude=self.exclusion.ops,
                               data_max=self.data_max, init_max=self.init_max, keep_io_types=self.keep_io_types,
-                              node_precisions=self.node_precisions, fp32_accumulation=self.fp32_accumulation)
+                              node_precisions=self.node_precisions, fp32_accumulation=self.fp32_accumulation,
+                              target=self.target)
 
 
 @dataclass(frozen=True)
 class SweepSpec:
-    """The grid; defaults are the documented 24-case sweep. Each axis is a non-empty tuple without repeats."""
+    """The grid; defaults are the documented 12-case sweep (why each axis: :mod:`harness.sweep.sources`). Each axis
+    is a non-empty tuple without repeats."""
 
     precisions: tuple[str, ...] = PRECISIONS
     data_max: tuple[float, ...] = (8.0, 512.0, math.inf)   # tight, AutoCast default, rule off
     init_max: tuple[float, ...] = (65504.0,)
     exclusions: tuple[ExclusionSet, ...] = BUILTIN_EXCLUSIONS
-    keep_io_types: tuple[bool, ...] = (False, True)
+    keep_io_types: tuple[bool, ...] = (False,)     # not swept by default: see harness.sweep.sources
     runners: tuple[str, ...] = ("emulate",)
     node_precisions: tuple[tuple[str, str], ...] = ()   # applies to every case; sorted by key
     fp32_accumulation: bool = False
+    target: str = "any"                                 # applies to every case (convert --target)
 
     def __post_init__(self) -> None:
         for axis in ("precisions", "data_max", "init_max", "exclusions", "keep_io_types", "runners"):
@@ -172,6 +187,7 @@ class SweepSpec:
             check_unique(getattr(self, axis), where=f"sweep {axis}")
         check_unique([s.name for s in self.exclusions], where="sweep exclusions")
         check_node_precisions(self.node_precisions, where="sweep node_precisions")
+        check_choice(self.target, TARGETS, where="sweep target")
 
     @property
     def size(self) -> int:
@@ -182,7 +198,7 @@ class SweepSpec:
 def expand(spec: SweepSpec) -> list[Case]:
     """Every case of the grid, in the spec's axis order. Raises UserError if two cases share an id."""
     cases = [Case(precision=p, data_max=d, init_max=i, exclusion=e, keep_io_types=k, runner=r,
-                  node_precisions=spec.node_precisions, fp32_accumulation=spec.fp32_accumulation)
+                  node_precisions=spec.node_precisions, fp32_accumulation=spec.fp32_accumulation, target=spec.target)
              for p, d, i, e, k, r in itertools.product(spec.precisions, spec.data_max, spec.init_max,
                                                        spec.exclusions, spec.keep_io_types, spec.runners)]
     check_unique([case.id for case in cases], where="sweep case ids")

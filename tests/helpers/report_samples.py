@@ -70,7 +70,7 @@ def constraint_records() -> list[CaseRecord]:
 
 def sample_report() -> Report:
     """The 24-case default sweep over mnist plus the two seed-003 cases."""
-    records = [record_for(case) for case in expand(SweepSpec())] + constraint_records()
+    records = [record_for(case) for case in expand(SweepSpec(keep_io_types=(False, True)))] + constraint_records()
     return Report.build(records, created="2026-11-20T10:00:00+00:00", provenance=PROVENANCE)
 
 

@@ -20,7 +20,7 @@ def test_pytest_model_with_external_data_end_to_end(pytester: pytest.Pytester) -
     first.assert_outcomes(passed=2, failed=1)            # the golden is written once and fails once, by design
     second = pytester.runpytest(*args, "--model=models/stack.onnx", "-v")
     second.assert_outcomes(passed=3)
-    golden_dir = pytester.path / "goldens" / "stack"
+    golden_dir = pytester.path / "goldens" / "models.stack"       # the key of models/stack.onnx (issue 9)
     assert sorted(p.suffix for p in golden_dir.iterdir()) == [".json", ".npz"]   # no copy of the model
     meta = json.loads(next(golden_dir.glob("*.json")).read_text())
     assert meta["model_sha256"] == model_sha256(model)                            # covers weights.bin

@@ -35,7 +35,8 @@ from harness.sweep import Case, SweepSpec, expand
 REPO = Path(__file__).resolve().parents[2]
 RULES = "status,max_rel:+25%,error:+25%,lowp_share:-2pp,convert_time:+50%,total_time:+50%"
 ACCURACY_RULES = "status,max_rel:+25%,error:+25%,lowp_share:-2pp"      # a planted case converts afresh
-PASSING = ["--precision", "fp16", "--data-max", "8,512"]          # needs_constraints: 8 cases, all pass
+PASSING = ["--precision", "fp16", "--data-max", "8,512", "--keep-io-types", "both"]   # needs_constraints: 8 cases,
+                                                                                      # all pass
 
 
 def nightly(tmp_path: Path, night: int, *args: str) -> subprocess.CompletedProcess[str]:

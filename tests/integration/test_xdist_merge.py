@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SWEEP = ["--model", "needs_constraints", "--precision", "fp16", "--data-max", "8,512,inf",   # 12 cases
+SWEEP = ["--model", "needs_constraints", "--precision", "fp16", "--data-max", "8,512,inf", "--keep-io-types=both",  # 12
          "-m", "not adversarial"]
 
 

@@ -178,10 +178,11 @@ def test_node_precisions_impossible_request_is_an_error() -> None:
 
 
 def test_user_cast_to_fp32_is_kept_and_its_consumer_stays_fp32() -> None:
-    """AutoCast deletes an explicit fp32 upcast before Softmax; the user's intent must survive."""
+    """AutoCast deletes an explicit fp32 upcast before Softmax; the user's intent must survive (the Softmax,
+    8192 FLOPs, is above fp32_island_min_flops)."""
     graph = model([node("MatMul", ["x", "W"], ["m"], "matmul"), node("Cast", ["m"], ["m32"], "upcast", to=F32),
                    node("Softmax", ["m32"], ["y"], "softmax")],
-                  [vi("x", F32, [1, 4])], [vi("y", F32, [1, 4])], [init("W", np.eye(4, dtype=np.float32))])
+                  [vi("x", F32, [64, 128])], [vi("y", F32, [64, 128])], [init("W", np.eye(128, dtype=np.float32))])
     result = convert(graph, options=ConvertOptions(), magnitudes=None)
     assert reasons(result) == {"upcast": "user cast: kept as is",
                                "softmax": "user cast: input 'm32' is an explicit Cast to fp32"}

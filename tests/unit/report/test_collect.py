@@ -152,3 +152,17 @@ def test_a_corrupt_case_line_is_a_user_error_naming_the_line(tmp_path: Path) -> 
 ])
 def test_settle_marks_expected_failures(status: str, expected: bool, settled: str) -> None:
     assert settle(_record(status=status), expected_failure=expected).status == settled
+
+
+def test_same_model_cases_are_named_in_the_summary_and_next_to_the_case(tmp_path: Path) -> None:
+    session = ReportSession(report_dir=tmp_path)
+    session.start()
+    first = _record("fp16")
+    session.add(first)
+    session.add(replace(_record("bf16"), notes=(f"same model as {first.case_id}",)))
+    finished = _finish(session)
+    assert finished is not None
+    assert "2 cases: 2 pass (1 share another case's converted model, not run again)" in finished.summary_line()
+    assert f"(same model as `{first.case_id}`)" in finished.paths.markdown.read_text()
+    assert "same model as <code class=\"id\">" + first.case_id in finished.paths.html.read_text()
+    assert "Notes:" not in finished.paths.markdown.read_text()      # shown next to the case, not as a note

@@ -51,9 +51,9 @@ def test_infer_validates_the_feed() -> None:
 
 
 def test_unknown_runner_is_a_user_error() -> None:
-    with pytest.raises(UserError, match="use one of: ort, emulate, reference, trt"):
+    with pytest.raises(UserError, match="use one of: ort, ort-cuda, emulate, reference, trt"):
         make_runner("tensorrt", mlp_model())
-    assert RUNNER_NAMES == ("ort", "emulate", "reference", "trt")
+    assert RUNNER_NAMES == ("ort", "ort-cuda", "emulate", "reference", "trt")
 
 
 def test_missing_provider_is_unavailable_not_a_crash() -> None:

@@ -1,0 +1,130 @@
+"""``--runner ort-cuda``: onnxruntime-gpu's CUDA provider with CPU fallback made visible.
+
+A session is first created with ``session.disable_cpu_ep_fallback``: when every node has a CUDA kernel it runs
+like that. ORT always places shape arithmetic (int64 Shape/Gather/Concat...) on the CPU, so a model with such
+nodes cannot load with the fallback off; the runner then loads it with the fallback on, profiles one run and
+lists the nodes that ran on the CPU EP (:attr:`OrtCudaRunner.cpu_nodes`). A float compute node among them means
+the GPU numbers are partly CPU numbers; :attr:`OrtCudaRunner.fallback_note` says so in words.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import onnx
+
+from harness.dtypes import FLOAT_TYPES
+from harness.errors import RunnerUnavailable
+from harness.data.feeds import Feed
+from harness.runners.base import Runner
+from harness.runners.ort import create_session, ort_errors, run_session, session_source
+
+CUDA = "CUDAExecutionProvider"
+INSTALL_HINT = ("pip uninstall -y onnxruntime && pip install onnxruntime-gpu (a build matching your CUDA; "
+                "the CPU and GPU packages cannot be installed together)")
+
+
+def require_cuda(runner: str) -> None:
+    """RunnerUnavailable with the install hint when onnxruntime here has no CUDA provider."""
+    try:
+        import onnxruntime as ort
+    except ImportError as err:
+        raise RunnerUnavailable(f"{runner}: onnxruntime is not installed; {INSTALL_HINT}") from err
+    if CUDA not in ort.get_available_providers():
+        raise RunnerUnavailable(f"{runner}: this onnxruntime ({ort.__version__}) has no {CUDA} "
+                                f"(available: {', '.join(ort.get_available_providers())}); {INSTALL_HINT}")
+
+
+def cpu_placed_nodes(profile_path: Path) -> list[tuple[str, str]]:
+    """(node name, op type) of every node an ORT profile shows running on the CPU EP."""
+    events = json.loads(profile_path.read_text(encoding="utf-8"))
+    found: dict[str, str] = {}
+    for event in events:
+        args = event.get("args", {}) if isinstance(event, dict) else {}
+        if event.get("cat") == "Node" and args.get("provider") == "CPUExecutionProvider":
+            name = str(event.get("name", "")).removesuffix("_kernel_time")
+            found.setdefault(name, str(args.get("op_name", "")))
+    return sorted(found.items())
+
+
+def float_fallbacks(cpu_nodes: Sequence[tuple[str, str]], model: onnx.ModelProto) -> list[str]:
+    """The CPU-placed nodes that do float work on more than one element: shape arithmetic (int64 Shape, Gather,
+    Concat...) and scalars derived from shapes (e.g. the 1/sqrt(head_dim) of an attention export) are left out."""
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    types: dict[str, tuple[int, tuple[int | None, ...] | None]] = {}
+    for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]:
+        tensor = vi.type.tensor_type
+        dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim) \
+            if tensor.HasField("shape") else None
+        types[vi.name] = (tensor.elem_type, dims)
+    by_name = {n.name: n for n in model.graph.node}
+    result = []
+    for name, op in cpu_nodes:
+        node = by_name.get(name)
+        if node is None:  # a node ORT made (layout reorders, fused kernels): count it
+            result.append(f"{name} ({op})")
+            continue
+        for output in node.output:
+            elem, dims = types.get(output, (0, None))
+            scalar = dims is not None and all(d is not None for d in dims) and math.prod(d or 1 for d in dims) <= 1
+            if elem in FLOAT_TYPES and not scalar:
+                result.append(f"{name} ({op})")
+                break
+    return result
+
+
+class OrtCudaRunner(Runner):
+    """``ort-cuda``: ORT's CUDA provider; nodes that fall back to the CPU are listed, never hidden."""
+
+    def __init__(self, model: onnx.ModelProto, *, model_dir: Path | None = None) -> None:
+        super().__init__(model, name="ort-cuda", rounds_low_precision=True, model_dir=model_dir)
+        self._session: Any = None
+        self.cpu_nodes: list[tuple[str, str]] = []
+        self.fallback_note = ""
+
+    def activate_impl(self) -> None:
+        require_cuda(self.name)
+        try:
+            self._session = create_session(self.model, providers=(CUDA,), runner=self.name, model_dir=self.model_dir,
+                                           cpu_fallback=False)
+            return
+        except RunnerUnavailable:
+            raise
+        except Exception as err:  # noqa: BLE001 - ORT reports a disabled fallback as a generic failure
+            if "fallback to CPU EP has been explicitly disabled" not in str(err):
+                raise
+        self._session = create_session(self.model, providers=(CUDA, "CPUExecutionProvider"), runner=self.name,
+                                       model_dir=self.model_dir)
+
+    def profile_placement(self, feed: Feed) -> list[str]:
+        """Run `feed` once with profiling; record CPU-placed nodes and return the float compute ones."""
+        import onnxruntime as ort
+
+        with tempfile.TemporaryDirectory() as tmp:
+            options = ort.SessionOptions()
+            options.log_severity_level = 3
+            options.enable_profiling = True
+            options.profile_file_prefix = os.path.join(tmp, "castguard")
+            try:
+                source = session_source(self.model, model_dir=self.model_dir, scratch=Path(tmp), options=options)
+                session = ort.InferenceSession(source, sess_options=options,
+                                               providers=[CUDA, "CPUExecutionProvider"])
+            except ort_errors() as err:
+                raise RunnerUnavailable(f"{self.name}: onnxruntime could not load the model: {err}") from err
+            run_session(session, feed, runner=self.name)
+            self.cpu_nodes = cpu_placed_nodes(Path(session.end_profiling()))
+        floats = float_fallbacks(self.cpu_nodes, self.model)
+        self.fallback_note = (f"{len(floats)} float node(s) ran on the CPU EP, not the GPU: {', '.join(floats[:8])}"
+                              if floats else "")
+        return floats
+
+    def infer_impl(self, feed: Feed) -> dict[str, Any]:
+        return run_session(self._session, feed, runner=self.name)
+
+    def deactivate_impl(self) -> None:
+        self._session = None

@@ -1,0 +1,88 @@
+"""Latency of a runner on real hardware: warm-up, then repeats; median and spread.
+
+Only runners whose kernels really run in fp16/bf16 on an accelerator (``ort`` with a GPU provider, ``ort-cuda``,
+``trt``) claim a speed: :func:`speed_claim` says which and, for the others, why not. ``emulate`` computes in
+fp32 with Cast pairs and ORT's CPU provider computes fp16 in fp32, so their timings say nothing about the speed of
+low precision on a deployment target.
+
+The clock is a parameter (``time.perf_counter`` by default) so tests drive the logic with a fake timer.
+Several models are timed *interleaved* (:func:`interleaved`): round after round, each model's repeats in turn,
+and the median of the per-round medians, which cancels the slow drift of a shared, noisy machine.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+Clock = Callable[[], float]
+SPEED_RUNNERS = ("ort-cuda", "trt")
+_GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider", "ROCMExecutionProvider",
+                  "MIGraphXExecutionProvider", "DmlExecutionProvider")
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    """How to time one case: ``warmup`` untimed calls, then ``rounds`` x ``repeats`` timed calls."""
+
+    warmup: int = 5
+    repeats: int = 20
+    rounds: int = 5
+
+    def __post_init__(self) -> None:
+        if self.warmup < 0 or self.repeats < 1 or self.rounds < 1:
+            raise ValueError(f"TimingConfig needs warmup >= 0, repeats >= 1, rounds >= 1, got {self}")
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Milliseconds per call: the median of the per-round medians, and the spread (max - min of those)."""
+
+    median_ms: float
+    spread_ms: float
+    samples: int
+
+
+def speed_claim(runner: str, providers: Sequence[str] = ()) -> str:
+    """'' when `runner` measures real low-precision speed, else the reason it claims none."""
+    if runner in SPEED_RUNNERS:
+        return ""
+    if runner == "ort" and providers and providers[0] in _GPU_PROVIDERS:
+        return ""
+    if runner == "emulate":
+        return "emulate computes in fp32 with Cast pairs on the CPU: its time says nothing about fp16/bf16 speed"
+    if runner == "ort":
+        return ("ORT's CPU provider computes fp16 in fp32 (and has few bf16 kernels): its time says nothing about "
+                "low-precision speed on a GPU")
+    return f"{runner} does not run on low-precision hardware: no speed is claimed"
+
+
+def _round_median(call: Callable[[], object], repeats: int, clock: Clock) -> float:
+    samples = []
+    for _ in range(repeats):
+        start = clock()
+        call()
+        samples.append(clock() - start)
+    return statistics.median(samples)
+
+
+def interleaved(calls: Mapping[str, Callable[[], object]], *, config: TimingConfig = TimingConfig(),
+                clock: Clock = time.perf_counter) -> dict[str, Latency]:
+    """Time every call in `calls` round by round (all of them in each round), after ``warmup`` calls each."""
+    for call in calls.values():
+        for _ in range(config.warmup):
+            call()
+    medians: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(config.rounds):
+        for name, call in calls.items():
+            medians[name].append(_round_median(call, config.repeats, clock))
+    return {name: Latency(median_ms=1e3 * statistics.median(values), spread_ms=1e3 * (max(values) - min(values)),
+                          samples=config.rounds * config.repeats) for name, values in medians.items()}
+
+
+def speedup(fp32_ms: float | None, low_ms: float | None) -> float | None:
+    """FP32 latency / low-precision latency (> 1: the low-precision model is faster); None if either is unknown."""
+    if fp32_ms is None or low_ms is None or low_ms <= 0:
+        return None
+    return fp32_ms / low_ms

@@ -1,0 +1,145 @@
+"""``castguard tune``: every ``castguard convert`` flag, plus the bound, the budget and the plan path.
+
+Exit codes: 0 tuned, model and plan saved; 2 bad input, unreachable bound or spent budget (one message naming
+the problem and the fix, no traceback, neither the model nor the plan written).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.convert.cli import get_parser as convert_parser
+from harness.convert.cli import options_from_args, output_path, reference_from_args
+from harness.data.onnxfile import save_model
+from harness.errors import UserError
+from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
+from harness.tune.bound import Bound, parse_max_error
+from harness.tune.engine import TuneOutcome, TuneSettings, range_options, tune
+from harness.tune.oracle import Evaluation
+from harness.tune.plan import write_atomic
+
+DEFAULT_CACHE = ".castguard-cache"
+TableLoader = Callable[[Path], Mapping[str, Any]]
+
+
+def get_parser() -> argparse.ArgumentParser:
+    parser = convert_parser()
+    parser.prog = "castguard tune"
+    parser.description = ("Keep the fewest nodes FP32 that meet an error bound: start from the magnitude facts (nodes "
+                           "beyond the low type's range stay FP32), rank the rest by measured sensitivity, and search "
+                           "on the emulate oracle. Takes every `castguard convert` flag.")
+    parser.set_defaults(data_max=None, log_level="WARNING")
+    add = parser.add_argument
+    add("--max_error", default=None, help="bound on max|y - gold| / max|gold| per output over the calibration inputs "
+        "(default 1e-3 for fp16, 1e-2 for bf16); or per output NAME=E[,NAME=E]")
+    add("--budget", default="200", help="most model evaluations the search may spend (default 200)")
+    add("--plan_path", default=None, help="where the plan JSON goes (default <output without .onnx>.plan.json)")
+    add("--tolerance_policy", action="store_true", help="also require castguard's per-output tolerance policy "
+        "(precision-aware defaults plus [tool.castguard.tolerances] of --pyproject)")
+    add("--pyproject", default=None, help="pyproject.toml whose [tool.castguard.tolerances] --tolerance_policy uses")
+    add("--top1_outputs", nargs="+", default=[], help="classifier outputs whose argmax (last axis) must agree")
+    add("--min_top1", type=float, default=1.0, help="least top-1 agreement for --top1_outputs (default 1.0)")
+    add("--cache_dir", default=DEFAULT_CACHE, help=f"sensitivity/evaluation cache (default {DEFAULT_CACHE})")
+    add("--no_cache", action="store_true", help="neither read nor write the cache")
+    add("--adversarial_examples", default="30", help="Hypothesis inputs tried on the tuned model after the search "
+        "(default 30; 0 skips)")
+    add("--quiet", action="store_true", help="no progress lines")
+    return parser
+
+
+def _whole(text: str, flag: str, least: int) -> int:
+    value: int | None
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < least:
+        raise UserError(where=flag, problem=f"{text!r} is not a whole number >= {least}",
+                        fix="give e.g. --budget 64" if flag == "--budget" else f"give e.g. {flag} 30")
+    return value
+
+
+def _bound(args: argparse.Namespace, load_table: TableLoader | None) -> Bound:
+    default, per_output = parse_max_error(args.max_error)
+    policy = TolerancePolicy()
+    if args.tolerance_policy and load_table is not None:
+        root = Path(args.pyproject).parent if args.pyproject else Path.cwd()
+        table = load_table(root).get("tolerances", {})
+        if table:
+            policy = parse_tolerance_policy(table, where=f"{root / 'pyproject.toml'} [tool.castguard.tolerances]")
+    return Bound(precision=args.low_precision_type, max_error=default, per_output=per_output,
+                 use_policy=args.tolerance_policy, top1_outputs=tuple(args.top1_outputs), min_top1=args.min_top1,
+                 policy=policy)
+
+
+def _progress(quiet: bool, budget: int):  # type: ignore[no-untyped-def]
+    def show(evaluation: Evaluation, spent: int, best: Evaluation | None) -> None:
+        if quiet:
+            return
+        verdict = "pass" if evaluation.passed else "fail"
+        best_text = (f"best so far: {len(best.kept)} FP32, low-precision share {100 * best.lowp_flop_share:.1f}%, "
+                     f"error/bound {best.measurement.ratio:.3g}") if best else "no passing plan yet"
+        print(f"[castguard tune] evaluation {spent}/{budget}: {len(evaluation.kept)} kept FP32 -> {verdict} "
+              f"(error/bound {evaluation.measurement.ratio:.3g}); {best_text}", file=sys.stderr, flush=True)
+    return show
+
+
+def run(args: argparse.Namespace, *, load_table: TableLoader | None = None) -> tuple[Path, Path, TuneOutcome]:
+    """Tune and save; ``load_table(rootdir)`` reads ``[tool.castguard]`` for --tolerance_policy (config layer)."""
+    budget = _whole(args.budget, "--budget", 1)
+    examples = _whole(args.adversarial_examples, "--adversarial_examples", 0)
+    bound = _bound(args, load_table)
+    data_max_given = args.data_max is not None
+    if not data_max_given:
+        args.data_max = 512.0   # placeholder for output_path/options; replaced by the range limit below
+    target = output_path(args)
+    plan_path = Path(args.plan_path) if args.plan_path else target.with_name(
+        (target.name[:-len(".onnx")] if target.name.endswith(".onnx") else target.name) + ".plan.json")
+    options = range_options(options_from_args(args), data_max_given=data_max_given)
+    settings = TuneSettings(bound=bound, budget=budget, stress_examples=examples, seed=args.seed,
+                            cache_dir=None if args.no_cache else Path(args.cache_dir), output_path=str(target))
+    outcome = tune(Path(args.onnx_path), options=options, reference=reference_from_args(args), settings=settings,
+                   progress=_progress(args.quiet, budget))
+    save_model(outcome.conversion.model, target)
+    write_atomic(plan_path, outcome.plan.to_json())
+    return target, plan_path, outcome
+
+
+def summary(target: Path, plan_path: Path, outcome: TuneOutcome) -> str:
+    plan = outcome.plan
+    errors = ", ".join(f"{k} {v:.3g}" for k, v in plan.error.items())
+    lines = [f"tuned model: {target}", f"plan: {plan_path}",
+             f"kept FP32 by the search: {len(plan.kept_fp32)} of {plan.candidates} candidates"
+             + (f" ({', '.join(plan.kept_fp32[:8])}{', ...' if len(plan.kept_fp32) > 8 else ''})" if plan.kept_fp32
+                else ""),
+             f"low-precision FLOP share: {100 * plan.lowp_flop_share:.1f}%; error per output: {errors} "
+             f"(bound {plan.bound['max_error']:g}, on the {len(outcome.search.best.measurement.errors) and 'calibration'} "
+             "inputs only)",
+             f"evaluations: {plan.evaluations} new + {plan.evaluations_cached} from cache; {plan.seconds:.1f} s"
+             + ("" if plan.complete else " (budget spent before pruning finished: the plan passes but may keep "
+                "more FP32 than needed)")]
+    if outcome.stress is not None:
+        s = outcome.stress
+        lines.append(f"adversarial: {s.examples} Hypothesis inputs in {s.domain}: "
+                     + ("FOUND an input over the bound (worst error/bound "
+                        f"{s.worst_ratio:.3g}); the bound holds on the calibration data only"
+                        if s.failing_feed is not None else f"none over the bound (worst error/bound {s.worst_ratio:.3g})"))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None, *, load_table: TableLoader | None = None) -> int:
+    args = get_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s - [castguard][tune] - %(levelname)s - %(message)s")
+    logging.getLogger("harness.convert").setLevel(args.log_level)
+    try:
+        target, plan_path, outcome = run(args, load_table=load_table)
+    except UserError as err:
+        print(f"castguard tune: {err}", file=sys.stderr)
+        return 2
+    print(summary(target, plan_path, outcome))
+    return 0

@@ -1,0 +1,188 @@
+"""``tune``: the fewest FP32 nodes that meet an error bound, from the magnitude facts and the ``emulate`` oracle.
+
+1. Load the model and collect magnitudes exactly as ``castguard convert`` does (same data, same seed), and the
+   FP32 goldens on the same inputs (ORT CPU).
+2. The base conversion uses ``data_max`` = the low type's largest finite value unless given: a node whose
+   values exceed the low type's range stays FP32 with no evaluation spent, as does every node another rule
+   keeps FP32 (schema, exclusions, user precisions). Every other low node is a candidate.
+3. Sensitivity per candidate (:mod:`harness.tune.probe`, one ORT run), ranking, and the search
+   (:mod:`harness.tune.search`) on :class:`~harness.tune.oracle.Oracle`, with the tune cache (:mod:`memo`).
+4. The final conversion, a short Hypothesis stress search (:mod:`stress`), and the :class:`~plan.Plan`.
+
+Nothing is written here except the cache; the caller saves the model and the plan once everything succeeded.
+"""
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import onnx
+
+from harness import __version__
+from harness.convert import ConversionResult, ConvertOptions, ReferenceData, collect_magnitudes
+from harness.convert.calibration import load_calibration, random_feeds
+from harness.dtypes import LOW_MAX
+from harness.data.onnxfile import load_model
+from harness.errors import UserError
+from harness.data.feeds import Feed
+from harness.data.onnxfile import model_sha256
+from harness.tune.bound import Bound
+from harness.tune.memo import TuneCache, TuneMemo, tune_key
+from harness.tune.oracle import Evaluation, Oracle, Setup, exact, fp32_outputs
+from harness.tune.plan import Plan, convert_args
+from harness.tune.probe import Sensitivity, measure_sensitivity, rank
+from harness.tune.search import SearchResult, search
+from harness.tune.stress import StressOutcome, stress
+
+Progress = Callable[[Evaluation, int, "Evaluation | None"], None]
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """How to search: the bound, the budget, the cache, the stress search, the output path for the replay line."""
+
+    bound: Bound = Bound()
+    budget: int = 200
+    cache_dir: Path | None = None
+    stress_examples: int = 30
+    seed: int = 0
+    output_path: str = "tuned.onnx"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1:
+            raise UserError(where="--budget", problem=f"the budget must be a whole number of evaluations >= 1, got "
+                            f"{self.budget!r}", fix="give e.g. --budget 64 (each evaluation converts and runs the "
+                            "model once on emulate over the calibration inputs)")
+        if isinstance(self.stress_examples, bool) or self.stress_examples < 0:
+            raise UserError(where="--adversarial_examples", problem=f"must be >= 0, got {self.stress_examples!r}",
+                            fix="give e.g. 30, or 0 to skip the Hypothesis search")
+
+
+@dataclass(frozen=True)
+class TuneOutcome:
+    conversion: ConversionResult
+    plan: Plan
+    search: SearchResult
+    sensitivity: Sensitivity | None
+    """None when every candidate in low precision already met the bound (no probe was needed)."""
+    stress: StressOutcome | None
+
+
+def range_options(options: ConvertOptions, *, data_max_given: bool) -> ConvertOptions:
+    """The tune's base options: ``data_max`` is the low type's range unless the user gave one."""
+    return options if data_max_given else replace(options, data_max=LOW_MAX[options.low_elem])
+
+
+def load_feeds(model: onnx.ModelProto, reference: ReferenceData) -> list[Feed]:
+    """The same inputs ``collect_magnitudes`` runs (calibration data, else seeded random data)."""
+    if reference.calibration_data is not None:
+        return load_calibration(reference.calibration_data, model)[0]
+    return random_feeds(model, seed=reference.seed, input_shapes=reference.input_shapes)[0]
+
+
+def _forced_low(options: ConvertOptions, names: list[str], ops: Mapping[str, str]) -> set[str]:
+    """Low nodes the user forced low (include lists, low node_precisions): excluding them would do nothing."""
+    include = [re.compile(p) for p in options.nodes_to_include]
+    low_keys = {k for k, v in options.node_precisions if v != "fp32"}
+    return {n for n in names if any(p.match(n) for p in include) or ops[n] in options.op_types_to_include
+            or n in low_keys or ops[n] in low_keys}
+
+
+def tune(onnx_path: Path, *, options: ConvertOptions, reference: ReferenceData, settings: TuneSettings,
+         progress: Progress | None = None) -> TuneOutcome:
+    """Search the plan; see the module docstring. UserError for bad input, an unreachable bound or a spent budget."""
+    start = time.perf_counter()
+    model = load_model(onnx_path)
+    magnitudes = collect_magnitudes(model, calibration_data=reference.calibration_data,
+                                    input_shapes=reference.input_shapes, providers=reference.providers,
+                                    seed=reference.seed, trt_plugins=reference.trt_plugins)
+    feeds = load_feeds(model, reference)
+    setup = Setup(model=model, options=options, magnitudes=magnitudes, feeds=feeds, bound=settings.bound,
+                  goldens=fp32_outputs(model, feeds, model_dir=onnx_path.parent), model_dir=onnx_path.parent,
+                  use_magnitudes=not math.isinf(options.data_max))   # as convert_path does
+    return tune_setup(setup, model_path=onnx_path, sha256=model_sha256(onnx_path), settings=settings,
+                      reference=reference, progress=progress, start=start)
+
+
+def candidates_of(setup: Setup) -> tuple[ConversionResult, list[str]]:
+    """The base conversion and its candidates: low nodes the user did not force low."""
+    base = setup.convert(())
+    ops = {n.name: n.op_type for n in base.model.graph.node}
+    forced = _forced_low(setup.options, list(base.low_nodes), ops)
+    return base, [n for n in base.low_nodes if n not in forced]
+
+
+def tune_setup(setup: Setup, *, model_path: Path, sha256: str, settings: TuneSettings,
+               reference: ReferenceData | None, progress: Progress | None = None,
+               start: float | None = None) -> TuneOutcome:
+    """The search on a ready :class:`Setup` (the harness passes its goldens and magnitudes);
+    ``reference`` None: no ``castguard convert`` replay line (in-memory data)."""
+    start = time.perf_counter() if start is None else start
+    options, bound = setup.options, settings.bound
+    if bound != setup.bound or bound.precision != options.low_precision_type:
+        raise UserError(where="Bound.precision", problem=f"{bound.precision} bound for a {options.low_precision_type} "
+                        "conversion", fix="build the Bound with the conversion's precision")
+    bound.check_outputs(list(setup.goldens[0]))
+    base, candidates = candidates_of(setup)
+    cache = TuneCache(settings.cache_dir) if settings.cache_dir is not None else None
+    key = tune_key(model_sha256=sha256, options=options, feeds=setup.feeds, bound=bound)
+    memo = cache.load(key) if cache is not None else TuneMemo()
+    best: list[Evaluation] = []
+
+    def heard(evaluation: Evaluation, spent: int) -> None:
+        if evaluation.passed and (not best or len(evaluation.kept) < len(best[0].kept)):
+            best[:] = [evaluation]
+        if progress is not None:
+            progress(evaluation, spent, best[0] if best else None)
+
+    def ranking() -> list[str]:
+        if memo.sensitivity is None or set(memo.sensitivity.local) != set(candidates):
+            memo.sensitivity = measure_sensitivity(setup.model, options=options, magnitudes=setup.magnitudes,
+                                                   candidates=candidates, feeds=setup.feeds)
+        return rank(candidates, memo.sensitivity)
+
+    oracle = Oracle(setup, budget=settings.budget, memo=memo.evaluations, on_eval=heard)
+    try:
+        result = search(oracle, candidates, ranking)
+    finally:
+        if cache is not None:
+            cache.store(key, memo)
+    final = setup.convert(result.best.kept)
+    found = None
+    if settings.stress_examples:
+        found = stress(setup.model, final.model, bound=bound, calibration=setup.feeds,
+                       examples=settings.stress_examples, seed=settings.seed, model_dir=setup.model_dir)
+    kept = tuple(n for n in candidates if n in result.best.kept)
+    excludes = tuple(exact(n) for n in kept)
+    replay = () if reference is None else convert_args(
+        replace(options, nodes_to_exclude=(*options.nodes_to_exclude, *excludes)), reference,
+        onnx_path=str(model_path), output_path=settings.output_path)
+    plan = Plan(
+        model=str(model_path), model_sha256=sha256, castguard_version=__version__,
+        low_precision_type=options.low_precision_type, bound=bound.describe(), kept_fp32=kept,
+        why={n: _why(n, oracle, result, memo.sensitivity) for n in kept},
+        range_fp32={n: reason for n, reason in base.high_nodes}, candidates=len(candidates),
+        evaluations=oracle.spent, evaluations_cached=oracle.reused, complete=result.complete,
+        error=dict(result.best.measurement.errors), top1=dict(result.best.measurement.top1),
+        lowp_flop_share=final.lowp_flop_share, all_low_error=dict(result.all_low.measurement.errors),
+        seconds=time.perf_counter() - start, data_source=setup.magnitudes.data_source, convert_args=replay,
+        nodes_to_exclude=excludes, adversarial=found.to_json() if found is not None else {"examples": 0})
+    return TuneOutcome(conversion=final, plan=plan, search=result, sensitivity=memo.sensitivity, stress=found)
+
+
+def _why(name: str, oracle: Oracle, result: SearchResult, sensitivity: Sensitivity | None) -> str:
+    parts = []
+    if sensitivity is not None and name in sensitivity.local:
+        parts.append(f"local error {sensitivity.local[name]:.3g} when rounded alone")
+        if name in sensitivity.blamed_by:
+            parts.append(f"feeds {sensitivity.blamed_by[name]} (local error {sensitivity.sensitivity[name]:.3g})")
+    proof = result.evidence.get(name)
+    if proof is not None and not proof.passed:
+        worst = proof.measurement.worst_output()
+        parts.append(f"in {oracle.setup.bound.precision} (the other kept nodes FP32) the bound fails: {worst} error "
+                     f"{proof.measurement.error_of(worst):.3g} ({proof.measurement.ratio:.3g}x the bound)")
+    return "; ".join(parts)

@@ -1,0 +1,62 @@
+"""``pytest --model X --tune`` through the plugin (pytester): the tuned case, its stored plan, the report, and a
+new model version whose stored plan stops meeting its bound (a regression naming the nodes to move)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import onnx
+import pytest
+
+from test_models import tune_models
+
+pytest_plugins = ["pytester"]
+GRID = ("--precision", "fp16", "--data-max", "512", "--exclude-ops", "none", "--keep-io-types", "false")
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("-p", "no:cacheprovider", "--model", "rc.onnx", "--tune", *GRID, *args)
+
+
+def _cases(pytester: pytest.Pytester) -> dict[str, dict]:
+    report = json.loads((pytester.path / "castguard-report" / "report.json").read_text())
+    return {c["case_id"]: c for c in report["cases"]}
+
+
+def test_tuned_case_plan_report_and_new_model_version(pytester: pytest.Pytester) -> None:
+    onnx.save(tune_models.residual_cancel(), pytester.path / "rc.onnx")
+    first = _run(pytester)
+    first.assert_outcomes(passed=1, failed=2)            # golden written once; the default grid case misses
+    cases = _cases(pytester)
+    grid, tuned = cases["fp16-dmax512-imax65504-excl_none-keepio0-emulate"], cases["fp16-tuned-keepio0-emulate"]
+    assert grid["status"] == "fail" and tuned["status"] == "pass"
+    assert [k for k, _ in tuned["kept_fp32"]] == ["residual_add", "cancel_sub"]
+    assert tuned["lowp_flop_share"] > 0.9 and tuned["case"]["tuned"] is True
+    (plan_file,) = (pytester.path / "goldens" / "rc").glob("*.tuned-fp16.plan.json")
+    assert json.loads(plan_file.read_text())["kept_fp32"] == ["residual_add", "cancel_sub"]
+    md = (pytester.path / "castguard-report" / "report.md").read_text()
+    assert "Tuned plans" in md and "`cancel_sub`: local error" in md
+    assert "Tuned plans" in (pytester.path / "castguard-report" / "report.html").read_text()
+
+    _run(pytester).assert_outcomes(passed=2, failed=1)   # the stored plan still meets its bound
+    assert "still meets its bound" in _cases(pytester)["fp16-tuned-keepio0-emulate"]["notes"][0]
+
+    onnx.save(tune_models.residual_cancel(second_cancel=True), pytester.path / "rc.onnx")   # a new version
+    renewed = _run(pytester, "--update-goldens")
+    renewed.assert_outcomes(failed=3)
+    renewed.stdout.fnmatch_lines(["*the tuned plan*no longer meets its bound on this model version*",
+                                  "*move to FP32: *shift_add, unshift_sub", "*rewritten (--update-goldens)*"])
+    assert {"residual_add", "cancel_sub", "shift_add", "unshift_sub"} <= set(
+        json.loads(plan_file.read_text())["kept_fp32"])
+    _run(pytester).assert_outcomes(passed=2, failed=1)
+
+
+def test_tune_from_pyproject_and_bad_value(pytester: pytest.Pytester) -> None:
+    onnx.save(tune_models.wide_activations(), pytester.path / "rc.onnx")
+    pytester.makepyprojecttoml("[tool.castguard]\ntune = true\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--model", "rc.onnx", *GRID, "--collect-only", "-q")
+    assert any("test_tuned[rc-fp16-tuned-keepio0-emulate]" in line for line in result.stdout.lines)
+    pytester.makepyprojecttoml('[tool.castguard]\ntune = "yes"\n')
+    bad = pytester.runpytest("-p", "no:cacheprovider", "--model", "rc.onnx", *GRID, "--collect-only", "-q")
+    assert bad.ret != 0
+    bad.stderr.fnmatch_lines(["*tune*expected true or false*"])

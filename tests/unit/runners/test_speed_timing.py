@@ -1,0 +1,106 @@
+"""Latency measurement (fake clock), speed claims, and the ort-cuda runner's CPU-only paths."""
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from harness.errors import RunnerUnavailable
+from harness.runners import make_runner
+from harness.runners.ort_cuda import cpu_placed_nodes, float_fallbacks
+from harness.runners.timing import TimingConfig, interleaved, speed_claim, speedup
+
+
+class FakeClock:
+    """Each call of a model advances time by that model's cost; the clock reads the accumulated time."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def cost(self, seconds: float) -> object:
+        def call() -> None:
+            self.now += seconds
+        return call
+
+
+def test_interleaved_takes_the_median_of_round_medians_with_a_fake_clock() -> None:
+    clock = FakeClock()
+    slow_rounds = itertools.cycle([0.004, 0.004, 0.010])   # one noisy repeat in three
+    calls = {"fp32": clock.cost(0.002), "fp16": lambda: setattr(clock, "now", clock.now + next(slow_rounds))}
+    result = interleaved(calls, config=TimingConfig(warmup=2, repeats=3, rounds=4), clock=clock)
+    assert result["fp32"].median_ms == pytest.approx(2.0)
+    assert result["fp32"].spread_ms == pytest.approx(0.0)
+    assert result["fp16"].median_ms == pytest.approx(4.0)
+    assert result["fp32"].samples == 12
+    assert speedup(result["fp32"].median_ms, result["fp16"].median_ms) == pytest.approx(0.5)
+
+
+def test_interleaving_runs_every_model_in_every_round() -> None:
+    order: list[str] = []
+    calls = {name: (lambda n=name: order.append(n)) for name in ("a", "b")}
+    interleaved(calls, config=TimingConfig(warmup=0, repeats=2, rounds=2), clock=FakeClock())
+    assert order == ["a", "a", "b", "b", "a", "a", "b", "b"]
+
+
+def test_timing_config_rejects_nonsense() -> None:
+    with pytest.raises(ValueError, match="repeats >= 1"):
+        TimingConfig(repeats=0)
+
+
+@pytest.mark.parametrize(("runner", "providers", "claims"), [
+    ("ort-cuda", (), True), ("trt", (), True), ("ort", ("CUDAExecutionProvider",), True),
+    ("emulate", (), False), ("ort", (), False), ("ort", ("CPUExecutionProvider",), False), ("reference", (), False)])
+def test_only_gpu_runners_claim_speed(runner: str, providers: tuple[str, ...], claims: bool) -> None:
+    reason = speed_claim(runner, providers)
+    assert (reason == "") is claims
+    if not claims:
+        assert "no" in reason or "nothing" in reason
+
+
+def test_speedup_is_none_when_a_latency_is_missing() -> None:
+    assert speedup(None, 1.0) is None and speedup(1.0, None) is None and speedup(2.0, 0.0) is None
+
+
+def _shape_and_float_model() -> onnx.ModelProto:
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
+             helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 3]),
+                               helper.make_tensor_value_info("s", TensorProto.INT64, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_cpu_placement_is_read_from_a_real_onnxruntime_profile(tmp_path: Path) -> None:
+    """On this CPU machine every node runs on the CPU EP: the profile parser finds both, and only the float
+    Relu counts as a float fallback (Shape is the shape arithmetic ORT always keeps on the CPU)."""
+    import numpy as np
+
+    model = _shape_and_float_model()
+    options = ort.SessionOptions()
+    options.enable_profiling = True
+    options.profile_file_prefix = str(tmp_path / "p")
+    session = ort.InferenceSession(model.SerializeToString(), sess_options=options, providers=["CPUExecutionProvider"])
+    session.run(None, {"x": np.ones((2, 3), np.float32)})
+    profile = Path(session.end_profiling())
+    assert json.loads(profile.read_text())
+    nodes = cpu_placed_nodes(profile)
+    assert ("relu", "Relu") in nodes and ("shape", "Shape") in nodes
+    assert float_fallbacks(nodes, model) == ["relu (Relu)"]
+
+
+def test_ort_cuda_without_onnxruntime_gpu_says_how_to_install_it() -> None:
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        pytest.skip("onnxruntime-gpu is installed here")
+    runner = make_runner("ort-cuda", _shape_and_float_model())
+    with pytest.raises(RunnerUnavailable, match="pip install onnxruntime-gpu"):
+        runner.activate()

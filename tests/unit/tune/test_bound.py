@@ -1,0 +1,51 @@
+"""The bound: parsing --max_error, the normalized max error, top-1 agreement and the tolerance-policy criterion."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from harness.errors import UserError
+from harness.tune.bound import Bound, measure, normalized_errors, parse_max_error, top1_agreement
+
+
+def test_parse_max_error_forms() -> None:
+    assert parse_max_error(None) == (None, ())
+    assert parse_max_error("1e-3") == (1e-3, ())
+    assert parse_max_error("logits=1e-3, boxes=5e-3") == (None, (("logits", 1e-3), ("boxes", 5e-3)))
+    assert parse_max_error("2e-3,logits=1e-3") == (2e-3, (("logits", 1e-3),))
+    for bad in ("0", "-1", "inf", "nan", "x", "1e-3,2e-3", "=1e-3", ""):
+        with pytest.raises(UserError, match="--max_error"):
+            parse_max_error(bad)
+
+
+def test_defaults_and_limits() -> None:
+    assert Bound(precision="fp16").limit("y") == 1e-3 and Bound(precision="bf16").limit("y") == 1e-2
+    bound = Bound(max_error=2e-3, per_output=(("a", 5e-4),))
+    assert bound.limit("a") == 5e-4 and bound.limit("b") == 2e-3
+    with pytest.raises(UserError, match="min_top1"):
+        Bound(min_top1=0.0)
+    with pytest.raises(UserError, match="no model output named"):
+        Bound(per_output=(("nope", 1e-3),)).check_outputs(["y"])
+
+
+def test_normalized_error_is_over_all_inputs_and_inf_for_non_finite() -> None:
+    gold = [{"y": np.array([1.0, -4.0], np.float32)}, {"y": np.array([2.0, 0.5], np.float32)}]
+    got = [{"y": np.array([1.0, -4.002], np.float32)}, {"y": np.array([2.001, 0.5], np.float32)}]
+    assert normalized_errors(got, gold)["y"] == pytest.approx(0.002 / 4.0, rel=1e-3)
+    broken = [{"y": np.array([1.0, np.inf], np.float32)}, gold[1]]
+    assert math.isinf(normalized_errors(broken, gold)["y"])
+    assert not measure(broken, gold, Bound()).passed
+
+
+def test_top1_and_policy_criteria() -> None:
+    gold = [{"p": np.array([[0.1, 0.9], [0.6, 0.4]], np.float32)}]
+    flipped = [{"p": np.array([[0.1, 0.9], [0.4, 0.6]], np.float32)}]
+    assert top1_agreement(flipped, gold, "p") == 0.5
+    bound = Bound(max_error=1.0, top1_outputs=("p",), min_top1=1.0)
+    assert not measure(flipped, gold, bound).passed
+    assert measure(flipped, gold, Bound(max_error=1.0)).passed
+    strict = Bound(max_error=1.0, use_policy=True)          # the default policy: a few fp16 ulps
+    result = measure(flipped, gold, strict)
+    assert not result.passed and result.policy_failures == ("p",)
