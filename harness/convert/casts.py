@@ -30,6 +30,7 @@ from harness.convert.options import ConvertOptions
 from harness.convert.subgraphs import captured, rename_captures, subgraphs
 from harness.convert.validate import expected_io_type
 from harness.dtypes import FLOAT_TYPES
+from harness.data.names import fresh_name
 from harness.errors import ConversionError
 
 ANY = -1
@@ -138,12 +139,7 @@ class Rewriter:
 
     # -- rewriting --------------------------------------------------------------------------------
     def _unique(self, base: str) -> str:
-        name, counter = base, 0
-        while name in self.taken:
-            counter += 1
-            name = f"{base}_{counter}"
-        self.taken.add(name)
-        return name
+        return fresh_name(base, self.taken)
 
     def _cast(self, source: str, to: int) -> str:
         key = (source, to)

@@ -89,7 +89,10 @@ def non_negative(text: str) -> float:
 
 @dataclass(frozen=True)
 class RecheckedCase:
-    """One case before and after; ``comparison`` is None when it could not be rechecked (``reason`` says why)."""
+    """One case before and after.
+
+    ``comparison`` is None when the case could not be rechecked; ``reason`` then says why.
+    """
 
     record: CaseRecord
     status: str

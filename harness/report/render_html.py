@@ -115,11 +115,9 @@ def _front_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
     groups = front_points(cases)
     if not groups:
         return "<h3>Pareto front</h3><p>No case has both a FLOP share and an error.</p>"
-    rows = "".join(
-        f"<tr><td class=\"num\">{rank}</td><td>"
-        + "<br>".join(f"<code class=\"id\">{escape(case_label(c, with_inputs=multi))}</code> {_status(c.status)}" for c in group)
-        + f"</td><td class=\"num\">{fmt_share(group[0].lowp_flop_share)}</td>"
-        f"<td class=\"num\">{fmt_error(group[0].worst_error)}</td></tr>" for rank, group in enumerate(groups, 1))
+    rows = "".join(f"<tr><td class=\"num\">{rank}</td><td>{_case_ids(group, multi=multi)}</td>"
+                   f"<td class=\"num\">{fmt_share(group[0].lowp_flop_share)}</td>"
+                   f"<td class=\"num\">{fmt_error(group[0].worst_error)}</td></tr>" for rank, group in enumerate(groups, 1))
     return ("<h3>Pareto front</h3><table><tr><th>#</th><th>cases (identical results share a row)</th>"
             f"<th>lowp FLOP share</th><th>worst error</th></tr>{rows}</table>")
 
@@ -184,6 +182,12 @@ def _output_table(case: CaseRecord) -> str:
         f"<td>atol {fmt_error(o.required_atol)} or rtol {fmt_error(o.required_rtol)}</td></tr>" for o in case.outputs)
     return ("<table><tr><th>output</th><th></th><th>max_abs</th><th>max_rel</th><th>over</th><th>tolerance</th>"
             f"<th>would pass with</th></tr>{rows}</table>")
+
+
+def _case_ids(group: Sequence[CaseRecord], *, multi: bool) -> str:
+    """The ids of the cases that share one Pareto point, one per line, with their status."""
+    return "<br>".join(f"<code class=\"id\">{escape(case_label(c, with_inputs=multi))}</code> {_status(c.status)}"
+                       for c in group)
 
 
 def _tuned(cases: Sequence[CaseRecord], *, multi: bool) -> str:

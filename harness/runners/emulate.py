@@ -34,6 +34,7 @@ from onnx.external_data_helper import uses_external_data
 
 from harness.data.onnxfile import set_pending_cast, stub_copy
 from harness.dtypes import LOW_TYPES, np_dtype
+from harness.data.names import fresh_name
 from harness.errors import RunnerError
 from harness.data.feeds import Feed
 from harness.runners.base import Runner
@@ -56,12 +57,7 @@ class _Namer:
             self.used.update(v.name for v in [*graph.input, *graph.output, *graph.initializer])
 
     def fresh(self, base: str) -> str:
-        name, index = base, 0
-        while name in self.used:
-            index += 1
-            name = f"{base}_{index}"
-        self.used.add(name)
-        return name
+        return fresh_name(base, self.used)
 
 
 def _subgraphs(node: NodeProto) -> Iterator[GraphProto]:

@@ -12,7 +12,7 @@ top-1 agreement of classifier outputs (argmax over the last axis).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -132,22 +132,25 @@ class Measurement:
         return max(self.errors, key=lambda item: item[1])[0] if self.errors else ""
 
 
+def scaled_error(pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> float:
+    """max |y - gold| / max |gold| over (y, gold) pairs, on the positions where gold is finite (inf when y is
+    non-finite there; 0/0 = 0)."""
+    worst_diff, scale = 0.0, 0.0
+    for got_raw, gold_raw in pairs:
+        gold = np.asarray(gold_raw, dtype=np.float64)
+        finite = np.isfinite(gold)
+        if not finite.any():
+            continue
+        scale = max(scale, float(np.abs(gold[finite]).max()))
+        diff = np.abs(np.asarray(got_raw, dtype=np.float64)[finite] - gold[finite])
+        worst_diff = max(worst_diff, math.inf if not np.isfinite(diff).all() else float(diff.max(initial=0.0)))
+    return worst_diff / scale if scale > 0 else (0.0 if worst_diff == 0 else math.inf)
+
+
 def normalized_errors(obtained: Outputs, goldens: Outputs) -> dict[str, float]:
     """Per output: max |y - gold| / max |gold| over every input (inf when y is non-finite where gold is not)."""
-    result: dict[str, float] = {}
-    for name in goldens[0]:
-        worst_diff, scale = 0.0, 0.0
-        for got_it, gold_it in zip(obtained, goldens):
-            gold = np.asarray(gold_it[name], dtype=np.float64)
-            got = np.asarray(got_it[name], dtype=np.float64)
-            finite = np.isfinite(gold)
-            if not finite.any():
-                continue
-            scale = max(scale, float(np.abs(gold[finite]).max()))
-            diff = np.abs(got[finite] - gold[finite])
-            worst_diff = max(worst_diff, math.inf if not np.isfinite(diff).all() else float(diff.max(initial=0.0)))
-        result[name] = worst_diff / scale if scale > 0 else (0.0 if worst_diff == 0 else math.inf)
-    return result
+    return {name: scaled_error((got_it[name], gold_it[name]) for got_it, gold_it in zip(obtained, goldens))
+            for name in goldens[0]}
 
 
 def top1_agreement(obtained: Outputs, goldens: Outputs, name: str) -> float:

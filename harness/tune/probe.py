@@ -29,6 +29,7 @@ from harness.convert.graphinfo import build_info
 from harness.convert.opset import prepare
 from harness.data.feeds import Feed
 from harness.runners.ort import CPU, create_session, run_session
+from harness.tune.bound import scaled_error
 
 FLOAT = TensorProto.FLOAT
 _TAG = "__castguard_probe"
@@ -110,20 +111,9 @@ def probe_model(prepared: onnx.ModelProto, candidates: Sequence[str], types: Map
 
 
 def _local_error(results: Sequence[Mapping[str, np.ndarray]], outs: Sequence[tuple[str, str]]) -> float:
-    worst = 0.0
-    for exact_name, probe_name in outs:
-        diff = scale = 0.0
-        for result in results:
-            ref = np.asarray(result[exact_name], dtype=np.float64)
-            got = np.asarray(result[probe_name], dtype=np.float64)
-            finite = np.isfinite(ref)
-            if not finite.any():
-                continue
-            scale = max(scale, float(np.abs(ref[finite]).max()))
-            delta = np.abs(got[finite] - ref[finite])
-            diff = max(diff, math.inf if not np.isfinite(delta).all() else float(delta.max(initial=0.0)))
-        worst = max(worst, diff / scale if scale > 0 else (0.0 if diff == 0 else math.inf))
-    return worst
+    """The worst scaled error of a node's probe outputs against its exact outputs, over all results."""
+    return max((scaled_error((result[probe_name], result[exact_name]) for result in results)
+                for exact_name, probe_name in outs), default=0.0)
 
 
 def measure_sensitivity(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magnitudes,
