@@ -12,6 +12,8 @@ writes under it, and :meth:`GoldenStore.load` reads under it.
 from __future__ import annotations
 
 import datetime as _dt
+import io
+import hashlib
 import json
 import os
 import re
@@ -149,6 +151,11 @@ class GoldenStore:
         return Golden(feeds=feeds, outputs=outputs, meta=meta)
 
     def write_unlocked(self, spec: ModelSpec, recipe: InputRecipe, golden: Golden) -> Path:
+        return self.save_unlocked(spec, recipe, golden)[0]
+
+    def save_unlocked(self, spec: ModelSpec, recipe: InputRecipe, golden: Golden) -> tuple[Path, Golden]:
+        """Write the golden; returns its ``.npz`` path and the golden with the sidecar's full ``meta`` (so the
+        caller need not read back what it just wrote). The ``.npz`` is hashed from the bytes written."""
         if "producer" not in golden.meta:
             raise ValueError("Golden.meta must name its producer runner")
         if len(golden.feeds) != len(golden.outputs) or not golden.feeds:
@@ -165,15 +172,18 @@ class GoldenStore:
                         bf16_keys.append(key)
                         value = value.view(np.uint16)
                     arrays[key] = value
-        atomic_write(path, lambda handle: _npz_bytes_to(handle, arrays), durable=True)
+        buffer = io.BytesIO()
+        _npz_bytes_to(buffer, arrays)
+        data = buffer.getvalue()
+        atomic_write(path, data, durable=True)
         meta = {**golden.meta, "schema_version": SCHEMA_VERSION, "model": spec.name, "model_file": spec.path.name,
                 "model_sha256": spec.sha256, "inputs": {**golden.meta.get("inputs", {}), "id": recipe.id},
                 "iterations": len(golden.feeds), "bf16_keys": sorted(bf16_keys), "versions": _versions(),
                 "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                "npz_sha256": sha256_file(path)}
+                "npz_sha256": hashlib.sha256(data).hexdigest()}
         text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
         atomic_write(self.sidecar(path), text.encode(), durable=True)
-        return path
+        return path, Golden(feeds=golden.feeds, outputs=golden.outputs, meta=json.loads(text))
 
     @staticmethod
     def _read_sidecar(side: Path) -> dict[str, Any]:
@@ -217,7 +227,8 @@ def ensure_golden(store: GoldenStore, spec: ModelSpec, recipe: InputRecipe, *, u
                   produce: Callable[[], Golden]) -> tuple[Golden, Path | None]:
     """Load the golden, or produce and write it when missing (or when ``update``).
 
-    Returns ``(golden, written_path)``; ``written_path`` is set when this call wrote the golden, in which
+    Returns ``(golden, written_path)``; ``written_path`` is set when this call wrote the golden (``golden`` then
+    carries the sidecar's meta as written), in which
     case the caller must fail once so that a human reviews it. Stale or corrupt goldens raise unless
     ``update`` is set. Check-produce-write happens under the golden's lock (xdist-safe).
     """
@@ -227,5 +238,5 @@ def ensure_golden(store: GoldenStore, spec: ModelSpec, recipe: InputRecipe, *, u
                 return store.load_unlocked(spec, recipe), None
             except GoldenMissing:
                 pass
-        golden = produce()
-        return golden, store.write_unlocked(spec, recipe, golden)
+        path, written = store.save_unlocked(spec, recipe, produce())
+        return written, path

@@ -133,8 +133,6 @@ class AccuracySession:
             return self._goldens[name], None
         golden, written = ensure_golden(self.store, loaded.spec, loaded.recipe, update=update,
                                         produce=lambda: produce_golden(loaded))
-        if written is not None:   # read back: the sidecar adds versions, sha256s and the recipe to ``meta``
-            golden = self.store.load(loaded.spec, loaded.recipe)
         if update:
             self._updated.add(name)
         self._goldens[name] = golden
