@@ -28,6 +28,7 @@ import onnx
 
 from harness.dtypes import BFLOAT16
 from harness.errors import InputDataError, UserError
+from harness.files import sha256_file
 from harness.data.feeds import (Feed, InputRole, InputSpec, input_roles, input_specs, load_feed_file, spec_dtype,
                                  split_batches, validate_feeds)
 from harness.data.shapes import BATCH_DEFAULT, parse_input_shape, parse_input_shapes, resolve_shapes
@@ -88,7 +89,8 @@ class InputRecipe:
 
 
 def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """Streamed (harness.files): an inputs file is never read whole just to name its recipe."""
+    return sha256_file(path)
 
 
 def recipe_for_file(path: Path, *, seed: int = 0) -> InputRecipe:

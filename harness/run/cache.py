@@ -104,7 +104,7 @@ class ContentCache:
         meta_path = model_path.with_suffix(".json")
         with self._locked(model_path):
             if meta_path.is_file():
-                touch((model_path, meta_path))
+                touch((model_path, meta_path, model_path.with_name(model_path.name + ".data")))
                 return self._read_conversion(model_path, meta_path, weights_dir), True
             made = make()
             by_reference = made.base_dir is not None and weights_dir is not None and not has_pending_casts(made.model)

@@ -1,7 +1,7 @@
 """A size cap for the content cache: least-recently-used eviction, and what ``castguard cache`` shows. No pytest.
 
-An *entry* is every file of one key in one section (``convert/<key>.onnx`` + ``.json``, or
-``magnitudes/<key>.json``); its lock file goes with it. :class:`~harness.run.cache.ContentCache` touches an
+An *entry* is every file of one key in one section (``convert/<key>.onnx`` + ``.json`` + ``.onnx.data`` for
+a model with external data, or ``magnitudes/<key>.json``); its lock file goes with it. :class:`~harness.run.cache.ContentCache` touches an
 entry's files when it reads them, so their newest modification time is the entry's last use. :func:`evict`
 deletes the least recently used entries until the folder fits the cap; an entry whose lock is held (being
 written or read by a running case) is skipped, never deleted under a reader. Evicting only costs time: the next
@@ -67,7 +67,7 @@ def usage(root: Path) -> CacheUsage:
         groups: dict[str, list[Path]] = {}
         for path in folder.iterdir():
             if path.is_file() and not path.name.startswith(".") and path.suffix != ".lock":
-                groups.setdefault(path.stem, []).append(path)
+                groups.setdefault(path.name.partition(".")[0], []).append(path)   # <key>.onnx.data goes with <key>
         for key, files in groups.items():
             stats = [f.stat() for f in files if f.exists()]
             if stats:

@@ -68,3 +68,16 @@ def test_a_damaged_entry_data_file_is_an_error_naming_the_fix(ext_path: Path, tm
     with pytest.raises(UserError, match="unreadable cache entry") as err:
         ContentCache(tmp_path / "cache").conversion("k", _lazy_conversion(ext_path, options))
     assert "delete the cache folder" in str(err.value)
+
+
+def test_the_data_file_belongs_to_its_entry_for_the_size_cap(ext_path: Path, tmp_path: Path) -> None:
+    from harness.run.cache_size import evict, usage
+
+    root = tmp_path / "cache"
+    options = ConvertOptions(data_max=float("inf"))
+    ContentCache(root).conversion("k", _lazy_conversion(ext_path, options))
+    (entry,) = usage(root).entries
+    assert entry.key == "k" and [p.name for p in entry.files] == ["k.json", "k.onnx", "k.onnx.data"]
+    assert entry.size >= (root / "convert" / "k.onnx.data").stat().st_size
+    evict(root, max_bytes=0)
+    assert list((root / "convert").iterdir()) == []         # all of it went, together
