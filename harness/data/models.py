@@ -30,8 +30,9 @@ from harness.data import onnxfile
 from harness.data.onnxfile import model_sha256
 from harness.errors import ModelError
 
-__all__ = ["ModelSpec", "bundled_model_names", "bundled_models_dir", "load_model", "model_sha256", "resolve_model"]
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+__all__ = ["ModelSpec", "bundled_model_names", "bundled_models_dir", "load_model", "model_key", "model_sha256",
+           "resolve_model"]
 
 
 @dataclass(frozen=True)

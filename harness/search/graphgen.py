@@ -182,8 +182,16 @@ def _softmax(b: Build, x: Tensor) -> Tensor:
     return b.node("Softmax", [x.name], x.shape, axis=_axis(b, len(x.shape)))
 
 
+def _normalizable_axes(shape: tuple[int, ...]) -> list[int]:
+    """Axes whose trailing block holds more than one element: onnxruntime before 1.24 refuses a LayerNormalization
+    over one element ("Size of X.shape[axis:] must be larger than 1"), and it would only return its bias."""
+    return [axis for axis in range(len(shape)) if math.prod(shape[axis:]) > 1]
+
+
 def _layer_norm(b: Build, x: Tensor) -> Tensor:
-    axis = _axis(b, len(x.shape))
+    rank = len(x.shape)
+    axis = b.draw(st.sampled_from(_normalizable_axes(x.shape)), label="layernorm axis")
+    axis = axis - rank if b.draw(st.booleans(), label="negative axis") else axis
     normalized = x.shape[axis:]
     inputs = [x.name, b.constant(normalized)]
     if b.draw(st.booleans(), label="layernorm bias"):
@@ -263,7 +271,7 @@ RULES: Mapping[str, Rule] = MappingProxyType({
     "Gemm": (_rank(2, 2), _gemm),
     "Conv": (_rank(3, 4), _conv),
     "Softmax": (_rank(1), _softmax),
-    "LayerNormalization": (_rank(1), _layer_norm),
+    "LayerNormalization": (lambda b, t: bool(t.shape) and bool(_normalizable_axes(t.shape)), _layer_norm),
     "ReduceMean": (_rank(1), _reduce("ReduceMean")),
     "ReduceSum": (_rank(1), _reduce("ReduceSum")),
     "Concat": (lambda b, t: len(t.shape) >= 1 and b.fits_size((2, *t.shape)), _concat),
