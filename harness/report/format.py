@@ -80,7 +80,8 @@ SAME_MODEL = "same model as"         # the note of a case whose converted model 
 
 def same_model_as(case: CaseRecord) -> str | None:
     """The case id this case shares its converted model (and so its result) with, if any."""
-    return next((n[len(SAME_MODEL) + 1:] for n in case.notes if n.startswith(SAME_MODEL + " ")), None)
+    return next((n[len(SAME_MODEL) + 1:].split(" ", 1)[0] for n in case.notes if n.startswith(SAME_MODEL + " ")),
+                None)
 
 
 def case_label(case: CaseRecord, *, with_inputs: bool) -> str:

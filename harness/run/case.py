@@ -22,7 +22,7 @@ import onnx
 from harness.run.cache import ContentCache, content_key
 from harness.judge.compare import CompareResult
 from harness.judge.paired import judge_outputs
-from harness.run.dedup import SameModels, model_digest, plan_digest, reuse
+from harness.run.dedup import PLAN_RUNNERS, SameModels, model_digest, plan_digest, reuse
 from harness.convert import ConversionResult, Magnitudes, convert
 from harness.judge.divergence import first_divergence
 from harness.errors import RunnerError, RunnerUnavailable, UserError
@@ -104,15 +104,17 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
                        notes=("conversion from cache",) if hit else ())
         providers = settings.ort_providers if case.runner == "ort" else ()
         if same is not None:
-            key = (ctx.spec.name, ctx.inputs_id, case.runner, *providers, str(conversion.base_dir or ""),
-                   model_digest(conversion.model))
-            first = same.first(key)
-            if first is not None:
-                return reuse(first, base, convert_s=convert_s, total_s=time.perf_counter() - start + mags_s)
-            plan = same.plan_note((ctx.spec.name, ctx.inputs_id, case.runner, *providers,
-                                   plan_digest(conversion, precision=case.precision)), case.id)
-            if plan is not None:
-                base = replace(base, notes=(*base.notes, plan))
+            where = (ctx.spec.name, ctx.inputs_id, case.runner, *providers, str(conversion.base_dir or ""))
+            graph = (*where, model_digest(conversion.model))
+            plan = (*where, plan_digest(conversion, precision=case.precision,
+                                        fp32_accumulation=case.fp32_accumulation))
+            found = same.first(graph, plan, by_plan=case.runner in PLAN_RUNNERS)
+            if found is not None:
+                return reuse(found[0], base, how=found[1], convert_s=convert_s,
+                             total_s=time.perf_counter() - start + mags_s)
+            note = same.plan_note(plan)
+            if note is not None:
+                base = replace(base, notes=(*base.notes, note))
         runner = make_runner(case.runner, conversion.model, model_dir=conversion.base_dir or ctx.spec.path.parent,
                              providers=providers)
         feeds = cast_feeds(ctx.golden.feeds, input_specs(conversion.model))
@@ -154,7 +156,7 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
                       total_s=time.perf_counter() - start + mags_s)
     record = replace(record, timings=timings)
     if same is not None:
-        same.remember(key, record)
+        same.remember(graph, plan, record)
     return record
 
 

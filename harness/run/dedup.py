@@ -5,9 +5,15 @@ between low-precision ops, a data_max no activation reaches, keep_io_types on a 
 rounded anyway). :func:`model_digest` hashes the converted graph (deterministic protobuf serialization); cases
 of one model with the same digest and the same runner (and providers) would compute bit-identical outputs,
 so :class:`SameModels` keeps the first case's record and the others reuse it. Cases whose *precision plans*
-are identical (the same nodes in low precision) but whose graphs differ (e.g. only the model's IO types) still
-run, with a note naming the first case of that plan. The memory is per process (under xdist each worker runs
-its own first case).
+are identical (the same nodes in low precision, the same clamped initializers) but whose graphs differ (the
+model's IO types, an initializer stored in fp32 and cast at run time instead of stored in fp16, node order)
+compute the same values on runners that follow the plan exactly (:data:`PLAN_RUNNERS`: emulate rounds every
+low-precision tensor, reference likewise), so there they are reused too ("same model as <case> (identical
+precision plan)"); on other runners (trt, ort) they run, with a note naming the first case of that plan.
+Not caught yet: plans that differ only by a node kept in fp32 between low-precision neighbours, whose output is
+rounded by the next op anyway (the same values under emulate). Measured on a 6-block timm ViT-tiny export
+(random weights): the 12 default cases gave 2 distinct results (one per precision), and 4 of the 12 were
+recognised as duplicates. The memory is per process (under xdist each worker runs its own first case).
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ from harness.report import CaseRecord, Timings
 from harness.report.format import SAME_MODEL
 
 SAME_PLAN = "same precision plan as"
+PLAN_RUNNERS = frozenset({"emulate", "reference"})   # runners whose values the precision plan decides
 
 
 def model_digest(model: onnx.ModelProto) -> str:
@@ -29,39 +36,49 @@ def model_digest(model: onnx.ModelProto) -> str:
     return hashlib.sha256(model.SerializeToString(deterministic=True)).hexdigest()
 
 
-def plan_digest(conversion: ConversionResult, *, precision: str) -> str:
-    """sha256 of the precision plan: which nodes run in low precision, which stay in fp32 (and why)."""
-    plan = [precision, sorted(conversion.low_nodes), sorted(list(p) for p in conversion.high_nodes)]
+def plan_digest(conversion: ConversionResult, *, precision: str, fp32_accumulation: bool = False) -> str:
+    """sha256 of the precision plan: which nodes run in low precision, which stay in fp32 (and why), which
+    initializers were clamped, and whether MatMuls accumulate in fp32."""
+    plan = [precision, sorted(conversion.low_nodes), sorted(list(p) for p in conversion.high_nodes),
+            sorted(conversion.clamped), fp32_accumulation]
     return hashlib.sha256(json.dumps(plan).encode()).hexdigest()
 
 
 @dataclass
 class SameModels:
-    """The first record per (model, runner, providers, converted-model digest), and the first case per plan."""
+    """The first record per converted-model digest and per precision plan (each key also holds the model, its
+    inputs, the runner and its providers)."""
 
     _models: dict[tuple[str, ...], CaseRecord] = field(default_factory=dict)
-    _plans: dict[tuple[str, ...], str] = field(default_factory=dict)
+    _plans: dict[tuple[str, ...], CaseRecord] = field(default_factory=dict)
 
-    def first(self, key: tuple[str, ...]) -> CaseRecord | None:
-        return self._models.get(key)
+    def first(self, graph: tuple[str, ...], plan: tuple[str, ...], *, by_plan: bool) -> tuple[CaseRecord, str] | None:
+        """The earlier record this case can reuse and how it matched ("" for an identical graph, or "identical
+        precision plan" when ``by_plan``: the runner computes the same values for the same plan), else None."""
+        if graph in self._models:
+            return self._models[graph], ""
+        if by_plan and plan in self._plans:
+            return self._plans[plan], "identical precision plan"
+        return None
 
-    def remember(self, key: tuple[str, ...], record: CaseRecord) -> None:
+    def plan_note(self, plan: tuple[str, ...]) -> str | None:
+        """``same precision plan as <case>`` for a case that runs anyway (a runner whose kernels may differ)."""
+        first = self._plans.get(plan)
+        return None if first is None else f"{SAME_PLAN} {first.case_id}"
+
+    def remember(self, graph: tuple[str, ...], plan: tuple[str, ...], record: CaseRecord) -> None:
         """Keep a record that really ran (errors are not reused: the next case tries again)."""
         if record.status in ("pass", "fail", "skip") and record.outputs:
-            self._models.setdefault(key, record)
-
-    def plan_note(self, key: tuple[str, ...], case_id: str) -> str | None:
-        """``same precision plan as <case>`` when an earlier case had this plan, else remember this case."""
-        first = self._plans.setdefault(key, case_id)
-        return None if first == case_id else f"{SAME_PLAN} {first}"
+            self._models.setdefault(graph, record)
+            self._plans.setdefault(plan, record)
 
 
-def reuse(first: CaseRecord, record: CaseRecord, *, convert_s: float, total_s: float) -> CaseRecord:
-    """``record`` (this case, converted) completed from the identical model's ``first`` record, without running."""
-    note = f"{SAME_MODEL} {first.case_id}"
+def reuse(first: CaseRecord, record: CaseRecord, *, how: str, convert_s: float, total_s: float) -> CaseRecord:
+    """``record`` (this case, converted) completed from the equivalent ``first`` record, without running."""
+    note = f"{SAME_MODEL} {first.case_id}" + (f" ({how})" if how else "")
     message = first.message
     if message:
-        message = (f"{record.model} [{record.case_id}] converts to the same model as [{first.case_id}] (identical "
-                   f"graph, not run again); its result:\n{message}")
+        message = (f"{record.model} [{record.case_id}] converts to the same model as [{first.case_id}] "
+                   f"({how or 'identical graph'}; not run again); its result:\n{message}")
     return replace(first, case=record.case, inputs_id=record.inputs_id, notes=(note, *record.notes),
                    message=message, timings=Timings(convert_s=convert_s, total_s=total_s))

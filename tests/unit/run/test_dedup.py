@@ -36,3 +36,21 @@ def test_the_digest_sees_any_change_of_the_graph() -> None:
     assert model_digest(first) == model_digest(second)
     second.graph.node[0].name = "renamed"
     assert model_digest(first) != model_digest(second)
+
+
+def test_an_identical_precision_plan_is_reused_on_emulate_and_only_noted_on_other_runners(tmp_path: Path) -> None:
+    # keep_io_types changes the graph (fp32 IO plus boundary Casts) but not which nodes run in fp16
+    spec = SweepSpec(precisions=("fp16",), data_max=(512.0,), exclusions=SweepSpec().exclusions[:1],
+                     keep_io_types=(False, True), runners=("emulate", "ort"))
+    config = HarnessConfig(models=("needs_constraints",), goldens_dir=REPO / "goldens", report_dir=tmp_path / "r",
+                           cache_dir=tmp_path / "c", sweep=spec)
+    session = AccuracySession(config, bundled_dir=bundled_models_dir())
+    records = {(c.keep_io_types, c.runner): session.check_low_precision(SweepCase("needs_constraints", c)).record
+               for c in expand(spec)}
+    first, io_emulate = records[(False, "emulate")], records[(True, "emulate")]
+    assert first is not None and io_emulate is not None
+    assert f"{SAME_MODEL} {first.case_id} (identical precision plan)" in io_emulate.notes
+    assert io_emulate.outputs == first.outputs and io_emulate.timings.infer_s == 0.0
+    ort_first, io_ort = records[(False, "ort")], records[(True, "ort")]
+    assert ort_first is not None and io_ort is not None
+    assert f"{SAME_PLAN} {ort_first.case_id}" in io_ort.notes and io_ort.timings.infer_s > 0    # ran anyway
