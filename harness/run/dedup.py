@@ -5,8 +5,8 @@ between low-precision ops, a data_max no activation reaches, keep_io_types on a 
 rounded anyway). :func:`model_digest` hashes the converted graph (deterministic protobuf serialization); cases
 of one model with the same digest and the same runner (and providers) would compute bit-identical outputs,
 so :class:`SameModels` keeps the first case's record and the others reuse it. Cases whose *precision plans*
-are identical (the same nodes in low precision, the same clamped initializers) but whose graphs differ (the
-model's IO types, an initializer stored in fp32 and cast at run time instead of stored in fp16, node order)
+are identical (the same nodes in low precision, the same clamped initializers, the same graph IO types) but
+whose graphs differ (an initializer stored in fp32 and cast at run time instead of stored in fp16, node order)
 compute the same values on runners that follow the plan exactly (:data:`PLAN_RUNNERS`: emulate rounds every
 low-precision tensor, reference likewise), so there they are reused too ("same model as <case> (identical
 precision plan)"); on other runners (trt, ort) they run, with a note naming the first case of that plan.
@@ -38,9 +38,13 @@ def model_digest(model: onnx.ModelProto) -> str:
 
 def plan_digest(conversion: ConversionResult, *, precision: str, fp32_accumulation: bool = False) -> str:
     """sha256 of the precision plan: which nodes run in low precision, which stay in fp32 (and why), which
-    initializers were clamped, and whether MatMuls accumulate in fp32."""
+    initializers were clamped, whether MatMuls accumulate in fp32, and the graph's input and output types (with
+    keep_io_types off, an FP32 node that reads a graph input reads it rounded, so the same node plan can give
+    other values)."""
+    graph = conversion.model.graph
+    io_types = sorted((v.name, v.type.tensor_type.elem_type) for v in [*graph.input, *graph.output])
     plan = [precision, sorted(conversion.low_nodes), sorted(list(p) for p in conversion.high_nodes),
-            sorted(conversion.clamped), fp32_accumulation]
+            sorted(conversion.clamped), fp32_accumulation, io_types]
     return hashlib.sha256(json.dumps(plan).encode()).hexdigest()
 
 
