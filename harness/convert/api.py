@@ -26,6 +26,10 @@ from harness.errors import ConversionError
 LOG = logging.getLogger("harness.convert")
 
 
+DEFAULT_DATA_MAX = 512
+DEFAULT_INIT_MAX = np.finfo(np.float16).max
+
+
 def convert_to_mixed_precision(
     onnx_path: str | Path | onnx.ModelProto,
     low_precision_type: str = "fp16",
@@ -33,24 +37,25 @@ def convert_to_mixed_precision(
     op_types_to_exclude: Sequence[str] | None = None,
     nodes_to_include: Sequence[str] | None = None,
     op_types_to_include: Sequence[str] | None = None,
-    data_max: float | None = 512,
-    init_max: float | None = 65504,
+    data_max: float | None = DEFAULT_DATA_MAX,
+    init_max: float | None = DEFAULT_INIT_MAX,  # type: ignore[assignment]  # AutoCast's numpy default, verbatim
     keep_io_types: bool = False,
     calibration_data: str | Path | Mapping[str, np.ndarray] | None = None,
-    custom_ops: Sequence[str] | None = None,
+    custom_rule: object | None = None,
     init_conversion_max_bytes: int | None = None,
-    providers: Sequence[str] = ("cpu",),
-    trt_plugins: Sequence[str] = (),
-    trt_plugins_precision: Sequence[str] = (),
+    providers: Sequence[str] = ["cpu"],  # noqa: B006 - AutoCast 0.47's defaults, verbatim; never mutated
+    trt_plugins: Sequence[str] = [],  # noqa: B006
+    trt_plugins_precision: Sequence[str] = [],  # noqa: B006
     max_depth_of_reduction: int | None = None,
     opset: int | None = None,
     use_standalone_type_inference: bool = False,
-    log_level: str | None = None,
-    custom_rule: object | None = None,
     *,
+    custom_ops: Sequence[str] | None = None,
+    log_level: str | None = None,
     node_precisions: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
     fp32_accumulation: bool = False,
     respect_existing_types: bool = False,
+    respect_fp32_casts: bool = True,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     seed: int = 0,
     target: str = "any",
@@ -77,17 +82,16 @@ def convert_to_mixed_precision(
         max_depth_of_reduction=max_depth_of_reduction, opset=opset,
         custom_ops=(*tuple(custom_ops or ()), *tuple(trt_plugins_precision)),
         node_precisions=tuple((str(k), str(v)) for k, v in pairs), fp32_accumulation=fp32_accumulation,
-        respect_existing_types=respect_existing_types, target=target, fp32_island_min_flops=fp32_island_min_flops)
+        respect_existing_types=respect_existing_types, respect_fp32_casts=respect_fp32_casts, target=target, fp32_island_min_flops=fp32_island_min_flops)
     reference = ReferenceData(calibration_data=calibration_data, input_shapes=input_shapes,
                               providers=tuple(providers), trt_plugins=tuple(trt_plugins), seed=seed)
     return convert_path(onnx_path, options=options, reference=reference).model
 
 
 def _limit(value: float | None) -> float:
-    """AutoCast's None threshold means no limit (inf); anything else must be a number (checked by the options)."""
-    if value is None:
-        return math.inf
-    return float(value) if isinstance(value, (int, float)) else value
+    """AutoCast's None threshold means no limit (inf); anything else (numpy scalars included) is checked and
+    made a float by the options."""
+    return math.inf if value is None else value
 
 
 @dataclass(frozen=True)
