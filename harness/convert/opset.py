@@ -87,8 +87,25 @@ def upgrade(model: onnx.ModelProto, *, target: int, low_precision_type: str) -> 
                     f"({need}): {str(err).strip()[:500]}",
             fix=f"upgrade the model yourself (e.g. re-export at opset {target}), or pass opset={current} to convert "
                 "at the current opset (ops whose schema lacks the low type there stay FP32)") from None
+    changed = [a for a, b in zip(_io_signature(model), _io_signature(converted)) if a != b]
+    if changed or len(model.graph.input) != len(converted.graph.input):
+        LOG.warning("onnx's version converter would change the model's inputs/outputs going from opset %d to %d "
+                    "(%s), so the model keeps opset %d: ops whose schema lacks %s there stay FP32; re-export at "
+                    "opset %d for more low-precision ops", current, target,
+                    ", ".join(name for name, *_ in changed) or "their number", current, low_precision_type, target)
+        return model
     LOG.info("opset %d -> %d (onnx.version_converter)", current, target)
     return converted
+
+
+def _io_signature(model: onnx.ModelProto) -> list[tuple[str, int, tuple[str, ...] | None]]:
+    """(name, element type, dims) of every graph input and output, in order."""
+    result = []
+    for value in [*model.graph.input, *model.graph.output]:
+        tensor = value.type.tensor_type
+        dims = tuple(d.dim_param or str(d.dim_value) for d in tensor.shape.dim) if tensor.HasField("shape") else None
+        result.append((value.name, tensor.elem_type, dims))
+    return result
 
 
 RECOMMENDED_MIN_OPSET = {"fp16": 13, "bf16": 22}
@@ -126,6 +143,35 @@ def drop_stale_value_info(model: onnx.ModelProto) -> int:
     return dropped
 
 
+def spell_function_defaults(model: onnx.ModelProto) -> int:
+    """Write out the default of every attribute a default-domain function op leaves out (top-level graph).
+
+    An op defined by a function body reads its attributes by reference; onnx's inference of some bodies fails
+    when the attribute is absent, e.g. ``MeanVarianceNormalization`` without ``axes`` at opset 13 ("One and only
+    one of the attributes 'value', ... must be specified for a Constant node"): the model as written, and so
+    its conversion, is then invalid under ``onnx.checker`` full check. The default, spelled out, means the
+    same. Returns the number of attributes written."""
+    opset = default_opset(model)
+    written = 0
+    for node in model.graph.node:
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        try:
+            schema = onnx.defs.get_schema(node.op_type, opset)
+        except onnx.defs.SchemaError:
+            continue
+        if not (schema.has_function or schema.has_context_dependent_function):
+            continue
+        present = {a.name for a in node.attribute}
+        for name, attr in schema.attributes.items():
+            if name not in present and attr.default_value.name:
+                default = onnx.AttributeProto()
+                default.CopyFrom(attr.default_value)
+                node.attribute.append(default)
+                written += 1
+    return written
+
+
 def prepare(model: onnx.ModelProto, *, target: int, low_precision_type: str,
             custom_ops: set[str]) -> onnx.ModelProto:
     """Copy-free preparation of the converter's working copy: names, value_info, IR-3 inputs, custom ops,
@@ -136,5 +182,6 @@ def prepare(model: onnx.ModelProto, *, target: int, low_precision_type: str,
     if drop_initializer_inputs(model):
         LOG.info("initializers listed as graph inputs (IR %d style) are no longer inputs", model.ir_version)
     model = upgrade(model, target=target, low_precision_type=low_precision_type)
+    spell_function_defaults(model)
     fix_ir_version(model)
     return model
