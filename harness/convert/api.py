@@ -16,11 +16,13 @@ from typing import Literal
 import numpy as np
 import onnx
 
+from harness.convert.calibration import dynamic_dims_warning, sized_inputs
 from harness.convert.magnitudes import Magnitudes, ReferenceRunError, collect_magnitudes
 from harness.convert.options import ConvertOptions
 from harness.convert.pipeline import ConversionResult, convert
 from harness.convert.refdata import shape_like_inputs, unholdable_inputs
 from harness.data.onnxfile import load_model
+from harness.data.sizing import DYNAMIC_DEFAULT
 from harness.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
@@ -64,7 +66,12 @@ def convert_to_mixed_precision(
     """Convert an FP32 model to mixed FP32/FP16 or FP32/BF16; see `ConvertOptions` for every rule.
 
     ``data_max=None`` / ``init_max=None`` mean no limit, as in AutoCast. A missing model file raises
-    :class:`~harness.errors.ModelNotFound`, which is also a ``FileNotFoundError``."""
+    :class:`~harness.errors.ModelNotFound`, which is also a ``FileNotFoundError``.
+
+    Dynamic dims that neither ``input_shapes`` nor ``calibration_data`` sizes are set for the random reference
+    data, with one warning naming each: a batch (leading dim of rank >= 2) to 1, every other dim to 128
+    (:data:`~harness.data.sizing.DYNAMIC_DEFAULT`; AutoCast uses 1, which hides sums along a sequence). Dims that
+    share a ``dim_param`` share a size; see :mod:`harness.data.sizing`."""
     if log_level is not None:
         LOG.setLevel(log_level.upper())
     if custom_rule is not None:
@@ -103,6 +110,9 @@ class ReferenceData:
     providers: tuple[str, ...] = ("cpu",)
     trt_plugins: tuple[str, ...] = ()
     seed: int = 0
+    dynamic_default: int | None = DYNAMIC_DEFAULT
+    """Size of a dynamic non-batch dim that neither ``input_shapes`` nor the calibration data gives (None:
+    refuse it); :data:`~harness.data.sizing.DYNAMIC_DEFAULT`, the batch 1, named in one warning."""
 
 
 def convert_path(source: str | Path | onnx.ModelProto, *, options: ConvertOptions,
@@ -124,8 +134,12 @@ _WITHOUT = ("converting without magnitudes (no data_max rule, no graph I/O range
 
 def _reference_run(model: onnx.ModelProto, reference: ReferenceData, base_dir: Path | None) -> Magnitudes | None:
     """Magnitudes from one onnxruntime run, or None (with a warning) where random data cannot stand for the
-    model: inputs it cannot hold (sequences, optionals, float8/int4...: no run), or a model onnxruntime loads but cannot run on random
-    data (a data problem, such as integer inputs feeding shape-like parameters, not an op it lacks)."""
+    model: inputs it cannot hold (sequences, optionals, float8/int4...: no run), or a model onnxruntime loads but
+    cannot run on random data (a data problem, such as integer inputs feeding shape-like parameters, not an op it
+    lacks). Dynamic dims nobody sized take ``reference.dynamic_default`` (one warning names them); where
+    onnxruntime cannot run those sizes (dims that must agree but share no name), the run is repeated once with
+    them at 1, as AutoCast sizes every dim, and a warning says so."""
+    fallback = False
     if reference.calibration_data is None:
         unholdable = unholdable_inputs(model)
         if unholdable:
@@ -137,16 +151,39 @@ def _reference_run(model: onnx.ModelProto, reference: ReferenceData, base_dir: P
             LOG.warning("random reference data cannot invent valid values for integer inputs feeding shape-like "
                         "parameters (%s): %s", "; ".join(f"{k}: {v}" for k, v in shape_like.items()), _WITHOUT)
             return None
+        plan = sized_inputs(model, input_shapes=reference.input_shapes, dynamic_default=reference.dynamic_default)
+        warning = dynamic_dims_warning(plan, dynamic_default=reference.dynamic_default or 1)
+        if warning is not None:
+            LOG.warning("%s", warning)
+        fallback = any(not d.batch and d.size > 1 for d in plan.defaulted)
     LOG.info("running onnxruntime once to collect tensor magnitudes")
     try:
-        magnitudes = collect_magnitudes(model, calibration_data=reference.calibration_data,
-                                        input_shapes=reference.input_shapes, providers=reference.providers,
-                                        seed=reference.seed, trt_plugins=reference.trt_plugins, base_dir=base_dir)
+        magnitudes = _collect(model, reference, base_dir, reference.dynamic_default)
     except ReferenceRunError as err:
         if reference.calibration_data is not None or err.stage != "run":
             raise
-        LOG.warning("onnxruntime loads this model but fails to run it on random data (a data problem, not an op "
-                    "it lacks): %s. onnxruntime said: %s", _WITHOUT, err.problem.splitlines()[0][:300])
-        return None
+        said = err.problem.splitlines()[0][:300]
+        if not fallback:
+            LOG.warning("onnxruntime loads this model but fails to run it on random data (a data problem, not an op "
+                        "it lacks): %s. onnxruntime said: %s", _WITHOUT, said)
+            return None
+        LOG.warning("onnxruntime cannot run the model with those default sizes (dims that must agree but share no "
+                    "name?): running it again with every unsized dim at 1, as AutoCast does, so sums along them are "
+                    "understated; give --input_shapes or calibration data. onnxruntime said: %s", said)
+        try:
+            magnitudes = _collect(model, reference, base_dir, 1)
+        except ReferenceRunError as again:
+            if again.stage != "run":
+                raise
+            LOG.warning("onnxruntime fails to run the model on random data at those sizes too: %s. onnxruntime "
+                        "said: %s", _WITHOUT, again.problem.splitlines()[0][:300])
+            return None
     LOG.info("reference data: %s", magnitudes.data_source)
     return magnitudes
+
+
+def _collect(model: onnx.ModelProto, reference: ReferenceData, base_dir: Path | None,
+             dynamic_default: int | None) -> Magnitudes:
+    return collect_magnitudes(model, calibration_data=reference.calibration_data, input_shapes=reference.input_shapes,
+                              providers=reference.providers, seed=reference.seed, trt_plugins=reference.trt_plugins,
+                              base_dir=base_dir, dynamic_default=dynamic_default)

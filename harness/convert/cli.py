@@ -73,7 +73,8 @@ def get_parser() -> argparse.ArgumentParser:
         help="a group of FP32 nodes below this many FLOPs becomes low unless a rule requires FP32 (0: off)")
     add("--input_shapes", "--input-shapes", default="",
         help="shapes for random data, e.g. x:1x3x224x224,mask:1x128 (Polygraphy's x:[1,3,224,224] too); inputs "
-             "sharing a dim name take the same size, a leading dynamic dim defaults to 1, others must be given")
+             "sharing a dim name take the same size. Dims nobody gives: castguard convert sets a leading dynamic dim "
+             "to 1 and others to 128 (one warning names them); castguard tune refuses all but the batch")
     add("--seed", type=int, default=0, help="seed for random reference data")
     add("--force", action="store_true", help="allow the output path to overwrite the input model")
     return parser
