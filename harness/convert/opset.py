@@ -160,7 +160,7 @@ def spell_function_defaults(model: onnx.ModelProto) -> int:
             schema = onnx.defs.get_schema(node.op_type, opset)
         except onnx.defs.SchemaError:
             continue
-        if not (schema.has_function or schema.has_context_dependent_function):
+        if not (getattr(schema, "has_function", False) or getattr(schema, "has_context_dependent_function", False)):
             continue
         present = {a.name for a in node.attribute}
         for name, attr in schema.attributes.items():
