@@ -16,14 +16,20 @@ from typing import Literal
 import numpy as np
 import onnx
 
+from harness.convert.calibration import dynamic_dims_warning, sized_inputs
 from harness.convert.magnitudes import Magnitudes, ReferenceRunError, collect_magnitudes
 from harness.convert.options import ConvertOptions
 from harness.convert.pipeline import ConversionResult, convert
 from harness.convert.refdata import shape_like_inputs, unholdable_inputs
 from harness.data.onnxfile import load_model
+from harness.data.sizing import DYNAMIC_DEFAULT
 from harness.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
+
+
+DEFAULT_DATA_MAX = 512
+DEFAULT_INIT_MAX = np.finfo(np.float16).max
 
 
 def convert_to_mixed_precision(
@@ -33,24 +39,25 @@ def convert_to_mixed_precision(
     op_types_to_exclude: Sequence[str] | None = None,
     nodes_to_include: Sequence[str] | None = None,
     op_types_to_include: Sequence[str] | None = None,
-    data_max: float | None = 512,
-    init_max: float | None = 65504,
+    data_max: float | None = DEFAULT_DATA_MAX,
+    init_max: float | None = DEFAULT_INIT_MAX,  # type: ignore[assignment]  # AutoCast's numpy default, verbatim
     keep_io_types: bool = False,
     calibration_data: str | Path | Mapping[str, np.ndarray] | None = None,
-    custom_ops: Sequence[str] | None = None,
+    custom_rule: object | None = None,
     init_conversion_max_bytes: int | None = None,
-    providers: Sequence[str] = ("cpu",),
-    trt_plugins: Sequence[str] = (),
-    trt_plugins_precision: Sequence[str] = (),
+    providers: Sequence[str] = ["cpu"],  # noqa: B006 - AutoCast 0.47's defaults, verbatim; never mutated
+    trt_plugins: Sequence[str] = [],  # noqa: B006
+    trt_plugins_precision: Sequence[str] = [],  # noqa: B006
     max_depth_of_reduction: int | None = None,
     opset: int | None = None,
     use_standalone_type_inference: bool = False,
-    log_level: str | None = None,
-    custom_rule: object | None = None,
     *,
+    custom_ops: Sequence[str] | None = None,
+    log_level: str | None = None,
     node_precisions: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
     fp32_accumulation: bool = False,
     respect_existing_types: bool = False,
+    respect_fp32_casts: bool = True,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     seed: int = 0,
     target: str = "any",
@@ -59,7 +66,12 @@ def convert_to_mixed_precision(
     """Convert an FP32 model to mixed FP32/FP16 or FP32/BF16; see `ConvertOptions` for every rule.
 
     ``data_max=None`` / ``init_max=None`` mean no limit, as in AutoCast. A missing model file raises
-    :class:`~harness.errors.ModelNotFound`, which is also a ``FileNotFoundError``."""
+    :class:`~harness.errors.ModelNotFound`, which is also a ``FileNotFoundError``.
+
+    Dynamic dims that neither ``input_shapes`` nor ``calibration_data`` sizes are set for the random reference
+    data, with one warning naming each: a batch (leading dim of rank >= 2) to 1, every other dim to 128
+    (:data:`~harness.data.sizing.DYNAMIC_DEFAULT`; AutoCast uses 1, which hides sums along a sequence). Dims that
+    share a ``dim_param`` share a size; see :mod:`harness.data.sizing`."""
     if log_level is not None:
         LOG.setLevel(log_level.upper())
     if custom_rule is not None:
@@ -77,17 +89,16 @@ def convert_to_mixed_precision(
         max_depth_of_reduction=max_depth_of_reduction, opset=opset,
         custom_ops=(*tuple(custom_ops or ()), *tuple(trt_plugins_precision)),
         node_precisions=tuple((str(k), str(v)) for k, v in pairs), fp32_accumulation=fp32_accumulation,
-        respect_existing_types=respect_existing_types, target=target, fp32_island_min_flops=fp32_island_min_flops)
+        respect_existing_types=respect_existing_types, respect_fp32_casts=respect_fp32_casts, target=target, fp32_island_min_flops=fp32_island_min_flops)
     reference = ReferenceData(calibration_data=calibration_data, input_shapes=input_shapes,
                               providers=tuple(providers), trt_plugins=tuple(trt_plugins), seed=seed)
     return convert_path(onnx_path, options=options, reference=reference).model
 
 
 def _limit(value: float | None) -> float:
-    """AutoCast's None threshold means no limit (inf); anything else must be a number (checked by the options)."""
-    if value is None:
-        return math.inf
-    return float(value) if isinstance(value, (int, float)) else value
+    """AutoCast's None threshold means no limit (inf); anything else (numpy scalars included) is checked and
+    made a float by the options."""
+    return math.inf if value is None else value
 
 
 @dataclass(frozen=True)
@@ -99,6 +110,9 @@ class ReferenceData:
     providers: tuple[str, ...] = ("cpu",)
     trt_plugins: tuple[str, ...] = ()
     seed: int = 0
+    dynamic_default: int | None = DYNAMIC_DEFAULT
+    """Size of a dynamic non-batch dim that neither ``input_shapes`` nor the calibration data gives (None:
+    refuse it); :data:`~harness.data.sizing.DYNAMIC_DEFAULT`, the batch 1, named in one warning."""
 
 
 def convert_path(source: str | Path | onnx.ModelProto, *, options: ConvertOptions,
@@ -120,8 +134,12 @@ _WITHOUT = ("converting without magnitudes (no data_max rule, no graph I/O range
 
 def _reference_run(model: onnx.ModelProto, reference: ReferenceData, base_dir: Path | None) -> Magnitudes | None:
     """Magnitudes from one onnxruntime run, or None (with a warning) where random data cannot stand for the
-    model: inputs it cannot hold (sequences, optionals, float8/int4...: no run), or a model onnxruntime loads but cannot run on random
-    data (a data problem, such as integer inputs feeding shape-like parameters, not an op it lacks)."""
+    model: inputs it cannot hold (sequences, optionals, float8/int4...: no run), or a model onnxruntime loads but
+    cannot run on random data (a data problem, such as integer inputs feeding shape-like parameters, not an op it
+    lacks). Dynamic dims nobody sized take ``reference.dynamic_default`` (one warning names them); where
+    onnxruntime cannot run those sizes (dims that must agree but share no name), the run is repeated once with
+    them at 1, as AutoCast sizes every dim, and a warning says so."""
+    fallback = False
     if reference.calibration_data is None:
         unholdable = unholdable_inputs(model)
         if unholdable:
@@ -133,16 +151,39 @@ def _reference_run(model: onnx.ModelProto, reference: ReferenceData, base_dir: P
             LOG.warning("random reference data cannot invent valid values for integer inputs feeding shape-like "
                         "parameters (%s): %s", "; ".join(f"{k}: {v}" for k, v in shape_like.items()), _WITHOUT)
             return None
+        plan = sized_inputs(model, input_shapes=reference.input_shapes, dynamic_default=reference.dynamic_default)
+        warning = dynamic_dims_warning(plan, dynamic_default=reference.dynamic_default or 1)
+        if warning is not None:
+            LOG.warning("%s", warning)
+        fallback = any(not d.batch and d.size > 1 for d in plan.defaulted)
     LOG.info("running onnxruntime once to collect tensor magnitudes")
     try:
-        magnitudes = collect_magnitudes(model, calibration_data=reference.calibration_data,
-                                        input_shapes=reference.input_shapes, providers=reference.providers,
-                                        seed=reference.seed, trt_plugins=reference.trt_plugins, base_dir=base_dir)
+        magnitudes = _collect(model, reference, base_dir, reference.dynamic_default)
     except ReferenceRunError as err:
         if reference.calibration_data is not None or err.stage != "run":
             raise
-        LOG.warning("onnxruntime loads this model but fails to run it on random data (a data problem, not an op "
-                    "it lacks): %s. onnxruntime said: %s", _WITHOUT, err.problem.splitlines()[0][:300])
-        return None
+        said = err.problem.splitlines()[0][:300]
+        if not fallback:
+            LOG.warning("onnxruntime loads this model but fails to run it on random data (a data problem, not an op "
+                        "it lacks): %s. onnxruntime said: %s", _WITHOUT, said)
+            return None
+        LOG.warning("onnxruntime cannot run the model with those default sizes (dims that must agree but share no "
+                    "name?): running it again with every unsized dim at 1, as AutoCast does, so sums along them are "
+                    "understated; give --input_shapes or calibration data. onnxruntime said: %s", said)
+        try:
+            magnitudes = _collect(model, reference, base_dir, 1)
+        except ReferenceRunError as again:
+            if again.stage != "run":
+                raise
+            LOG.warning("onnxruntime fails to run the model on random data at those sizes too: %s. onnxruntime "
+                        "said: %s", _WITHOUT, again.problem.splitlines()[0][:300])
+            return None
     LOG.info("reference data: %s", magnitudes.data_source)
     return magnitudes
+
+
+def _collect(model: onnx.ModelProto, reference: ReferenceData, base_dir: Path | None,
+             dynamic_default: int | None) -> Magnitudes:
+    return collect_magnitudes(model, calibration_data=reference.calibration_data, input_shapes=reference.input_shapes,
+                              providers=reference.providers, seed=reference.seed, trt_plugins=reference.trt_plugins,
+                              base_dir=base_dir, dynamic_default=dynamic_default)

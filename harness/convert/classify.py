@@ -310,6 +310,6 @@ class Classifier:
                 continue
             to = next((a.i for a in cast.attribute if a.name == "to"), None)
             source = self.info.types.get(cast.input[0])
-            if to is not None and (source, to) in _UPCASTS:
+            if to is not None and (source, to) in _UPCASTS and (source != to or self.options.respect_fp32_casts):
                 return f"user cast: input {name!r} is an explicit Cast to {elem_name(to)}"
         return ""

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import onnx
 
-from harness.convert.api import ReferenceData, convert_path
+from harness.convert.api import DEFAULT_DATA_MAX, DEFAULT_INIT_MAX, ReferenceData, convert_path
 from harness.data.onnxfile import is_lazy, load_model, save_model
 from harness.convert.options import TARGETS, ConvertOptions, parse_node_precisions
 from harness.data.recipes import parse_input_shapes
@@ -34,15 +34,15 @@ def get_parser() -> argparse.ArgumentParser:
     add("--low_precision_type", "-t", choices=["fp16", "bf16"], default="fp16", help="low precision type")
     add("--calibration_data", "-d", help="reference data: .npz (keys = input names), a folder of .npz, or a "
                                          "Polygraphy --save-inputs JSON; default random data in [-1, 1]")
-    add("--nodes_to_exclude", "-ne", nargs="+", default=[], help="node-name regexes kept FP32 (re.match: "
+    add("--nodes_to_exclude", "-ne", nargs="*", default=[], help="node-name regexes kept FP32 (re.match: "
                                                                  "anchored at the start; use .*name.* for substrings)")
-    add("--op_types_to_exclude", "-ope", nargs="+", default=[], help="op types kept FP32 (exact names)")
-    add("--nodes_to_include", "-ni", nargs="+", default=[], help="node-name regexes forced to low precision "
+    add("--op_types_to_exclude", "-ope", nargs="*", default=[], help="op types kept FP32 (exact names)")
+    add("--nodes_to_include", "-ni", nargs="*", default=[], help="node-name regexes forced to low precision "
                                                                  "(override exclusions; not schema limits)")
-    add("--op_types_to_include", "-opi", nargs="+", default=[], help="op types forced to low precision")
-    add("--data_max", type=float, default=512, help="keep a node FP32 when an input/output |x| exceeds this "
+    add("--op_types_to_include", "-opi", nargs="*", default=[], help="op types forced to low precision")
+    add("--data_max", type=float, default=DEFAULT_DATA_MAX, help="keep a node FP32 when an input/output |x| exceeds this "
                                                     "(float tensors; inf skips the reference run)")
-    add("--init_max", type=float, default=65504, help="keep a node FP32 when an FP32 initializer |x| exceeds this")
+    add("--init_max", type=float, default=DEFAULT_INIT_MAX, help="keep a node FP32 when an FP32 initializer |x| exceeds this")
     add("--init_conversion_max_bytes", type=int, default=None,
         help="initializers larger than this stay FP32 in the file and get a runtime Cast")
     add("--max_depth_of_reduction", type=int, default=None,
@@ -63,6 +63,9 @@ def get_parser() -> argparse.ArgumentParser:
     add("--respect_existing_types", action="store_true",
         help="keep the model's explicit types: fp16/bf16 nodes stay, fp32 nodes stay unless included, graph "
              "I/O keeps its types")
+    add("--ignore_fp32_casts", action="store_true",
+        help="ignore Casts to FLOAT of tensors that are already FLOAT (the author's softmax(dtype=float32), "
+             ".float()): their readers follow the other rules, for the fewest casts. By default they stay FP32")
     add("--target", choices=list(TARGETS), default="any",
         help="where the model will run: any (every op the schema allows goes low), ort-cuda (ops with no "
              "fp16/bf16 CUDA kernel in onnxruntime-gpu stay FP32; probed table) or tensorrt (documented table)")
@@ -70,7 +73,8 @@ def get_parser() -> argparse.ArgumentParser:
         help="a group of FP32 nodes below this many FLOPs becomes low unless a rule requires FP32 (0: off)")
     add("--input_shapes", "--input-shapes", default="",
         help="shapes for random data, e.g. x:1x3x224x224,mask:1x128 (Polygraphy's x:[1,3,224,224] too); inputs "
-             "sharing a dim name take the same size, a leading dynamic dim defaults to 1, others must be given")
+             "sharing a dim name take the same size. Dims nobody gives: castguard convert sets a leading dynamic dim "
+             "to 1 and others to 128 (one warning names them); castguard tune refuses all but the batch")
     add("--seed", type=int, default=0, help="seed for random reference data")
     add("--force", action="store_true", help="allow the output path to overwrite the input model")
     return parser
@@ -105,7 +109,7 @@ def options_from_args(args: argparse.Namespace) -> ConvertOptions:
         custom_ops=(*args.custom_ops, *args.trt_plugins_precision),
         node_precisions=parse_node_precisions(args.node_precisions, where="--node_precisions"),
         fp32_accumulation=args.fp32_accumulation, respect_existing_types=args.respect_existing_types,
-        target=args.target, fp32_island_min_flops=args.fp32_island_min_flops)
+        respect_fp32_casts=not args.ignore_fp32_casts, target=args.target, fp32_island_min_flops=args.fp32_island_min_flops)
 
 
 def reference_from_args(args: argparse.Namespace) -> ReferenceData:

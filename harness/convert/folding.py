@@ -13,8 +13,8 @@ Three passes, in this order, on the classifier's decisions (rules 8-10 of :mod:`
 9. Small FP32 islands. A connected group of FP32 nodes whose estimated FLOPs are below
    ``fp32_island_min_flops`` costs two Casts for nothing: it becomes low unless a rule requires FP32 for one of
    its nodes (data_max, init_max, schema, target kernels, exclusions, denominators, node_precisions...). The
-   user-cast rule holds a small island only when the user's Cast really widens (fp16/bf16 -> fp32); consumers
-   of an identity Cast (fp32 -> fp32) give way. Every small island kept FP32 is logged with the rule that
+   user-cast rule holds a small island when the user's Cast really widens (fp16/bf16 -> fp32), and, by default
+   (``respect_fp32_casts``), when it is an identity Cast (fp32 -> fp32): the author's ``.float()``. Every small island kept FP32 is logged with the rule that
    requires it.
 10. An identity user Cast (to = its input's type in the FP32 model, e.g. ``.to(torch.float32)`` of an fp32
     tensor) whose consumers all end up low carries no intent: it becomes an Identity in the low type.
@@ -36,7 +36,8 @@ DATA_MOVEMENT = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Gath
                            "Concat", "Slice", "Split", "Flatten", "Identity", "Expand", "Tile", "DepthToSpace",
                            "SpaceToDepth"})
 """Ops that move or copy values without arithmetic: the same result in any float type."""
-SOFT_PREFIXES = ("user cast: input", "data movement:")
+USER_CAST = "user cast: input"
+SOFT_PREFIXES = (USER_CAST, "data movement:")
 """Reasons that do not require FP32 on their own: they give way inside a small island (rule 9)."""
 IDENTITY_CAST = "identity cast"
 FlopsOf = Callable[[onnx.NodeProto], int | None]
@@ -144,8 +145,9 @@ def _islands(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, 
 
 
 def merge_small_islands(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Decision], *,
-                        low: int, min_flops: int, flops_of: FlopsOf) -> int:
-    """Rule 9. Returns the number of nodes made low."""
+                        low: int, min_flops: int, flops_of: FlopsOf, respect_fp32_casts: bool = True) -> int:
+    """Rule 9. Returns the number of nodes made low. With ``respect_fp32_casts`` a reader of any user upcast,
+    an identity one included, holds its island (see ``ConvertOptions.respect_fp32_casts``)."""
     if min_flops <= 0:
         return 0
     changed = kept = merged = 0
@@ -157,7 +159,9 @@ def merge_small_islands(nodes: list[onnx.NodeProto], info: GraphInfo, decisions:
             continue
         hard = [(n.name, decisions[n.name].reason) for n in members
                 if not decisions[n.name].reason.startswith(SOFT_PREFIXES)
-                or decisions[n.name].elem == TensorProto.DOUBLE or _reads_real_upcast(n, nodes, info)]
+                or decisions[n.name].elem == TensorProto.DOUBLE
+                or (respect_fp32_casts and decisions[n.name].reason.startswith(USER_CAST))
+                or _reads_real_upcast(n, nodes, info)]
         if hard:
             kept += 1
             LOG.debug("FP32 island of %d node(s), %d FLOPs (< fp32_island_min_flops %d) kept FP32: the rule %s "

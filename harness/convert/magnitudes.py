@@ -88,8 +88,11 @@ def collect_magnitudes(model: onnx.ModelProto | str | Path, *,
                        input_shapes: Mapping[str, Sequence[int]] | None = None,
                        providers: Sequence[str] = ("cpu",), seed: int = 0,
                        trt_plugins: Sequence[str] = (), base_dir: Path | None = None,
-                       max_output_bytes: int = MAX_OUTPUT_BYTES) -> Magnitudes:
+                       max_output_bytes: int = MAX_OUTPUT_BYTES, dynamic_default: int | None = None) -> Magnitudes:
     """Run the model once per batch (random data, calibration data or `feeds`) and fold by abs-max.
+
+    Random data sizes dynamic non-batch dims nobody gave in `input_shapes` with `dynamic_default` (castguard
+    convert passes :data:`~harness.data.sizing.DYNAMIC_DEFAULT`); None refuses them, as the harness does.
 
     A path is loaded lazily (weights stay on disk); so may a ModelProto be, with `base_dir` its folder. The
     child reduces each tensor to (abs-max, abs-min, shape) as soon as it is produced and asks onnxruntime for
@@ -103,7 +106,8 @@ def collect_magnitudes(model: onnx.ModelProto | str | Path, *,
     elif calibration_data is not None:
         batches, source = load_calibration(calibration_data, model)
     else:
-        batches, source = random_feeds(model, seed=seed, input_shapes=input_shapes)
+        batches, source = random_feeds(model, seed=seed, input_shapes=input_shapes,
+                                        dynamic_default=dynamic_default)
     if not batches:
         raise InputDataError(where="feeds", problem="no batches to run", fix="give at least one feed")
     if is_lazy(model) and base_dir is None:

@@ -7,9 +7,11 @@ AutoCast: they are anchored at the *start* of the node name (``relu`` matches ``
 from __future__ import annotations
 
 import math
+import numbers
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
+import numpy as np
 
 from harness.dtypes import PRECISION_ALIASES, PRECISION_ELEMS, PRECISIONS
 from harness.errors import ConversionError
@@ -47,6 +49,12 @@ class ConvertOptions:
     respect_existing_types: bool = False
     """The model's explicit types are authoritative: fp16/bf16 nodes stay, fp32 nodes stay fp32 unless
     included, and graph inputs/outputs keep their types (as with keep_io_types)."""
+    respect_fp32_casts: bool = True
+    """A Cast to FLOAT (or DOUBLE) of a tensor that is already of that type in the FP32 model, the trace of
+    ``softmax(x, dtype=torch.float32)`` or ``x.float()`` in an export, holds the nodes reading it in FP32, even in
+    a small FP32 island: it is the author's only recorded request for precision. False ignores such casts (their
+    readers follow the other rules; the Cast becomes an Identity between low nodes): fewer casts, AutoCast's
+    behaviour. Casts that really widen (fp16/bf16 -> fp32 in the input model) are always respected."""
     fp32_island_min_flops: int = 4096
     """A connected group of FP32 nodes with fewer estimated FLOPs becomes low unless a rule requires FP32
     (0 turns the rule off); see :mod:`harness.convert.folding`."""
@@ -55,6 +63,7 @@ class ConvertOptions:
     ``tensorrt`` (ops with no low-precision kernel there stay FP32); see :mod:`harness.convert.targets`."""
 
     def __post_init__(self) -> None:
+        _normalize(self)
         if self.low_precision_type not in LOW_PRECISIONS:
             raise _bad("low_precision_type", f"unknown low precision type {self.low_precision_type!r}",
                        "use 'fp16' or 'bf16'")
@@ -110,6 +119,33 @@ class ConvertOptions:
             op, _, precision = entry.partition(":")
             result[op] = PRECISION_ELEMS[precision or "fp32"]
         return result
+
+
+_REALS = ("data_max", "init_max")
+_INTS = ("init_conversion_max_bytes", "max_depth_of_reduction", "opset", "fp32_island_min_flops")
+
+
+def _normalize(options: ConvertOptions) -> None:
+    """Numpy scalars and other number types become Python's, as AutoCast takes them: its own default is
+    ``init_max=np.finfo(np.float16).max``; a config or script may pass ``np.float32(512)``, ``np.int64(13)``,
+    ``np.bool_(True)`` or ``np.str_("fp16")``. Anything that is not the right kind is left for the checks."""
+    def setattr_(name: str, value: object) -> None:
+        object.__setattr__(options, name, value)
+
+    for field in fields(options):
+        value = getattr(options, field.name)
+        if field.name in _REALS:
+            if isinstance(value, (numbers.Real, np.number)) and not isinstance(value, (bool, np.bool_)):
+                setattr_(field.name, float(value))
+        elif field.name in _INTS:
+            if isinstance(value, (numbers.Integral, np.integer)) and not isinstance(value, (bool, np.bool_)):
+                setattr_(field.name, int(value))
+        elif isinstance(value, (bool, np.bool_)):
+            setattr_(field.name, bool(value))
+        elif isinstance(value, str):
+            setattr_(field.name, str(value))
+        elif isinstance(value, tuple) and field.name != "node_precisions":
+            setattr_(field.name, tuple(str(v) if isinstance(v, str) else v for v in value))
 
 
 def parse_node_precisions(text: str, *, where: str) -> tuple[tuple[str, str], ...]:

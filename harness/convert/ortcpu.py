@@ -2,7 +2,8 @@
 of contrib ops), so most converted bf16 models fail to load there. The converter says so in one line, with
 the runners that can run the model, instead of leaving the user to find out from an ORT load error.
 
-The kernel list comes from onnxruntime's own registry (``get_all_opkernel_def``), read once per call.
+The kernel list comes from onnxruntime's own registry, read in a child process (:mod:`harness.ortenv`): the
+call behind it is private and kills the process when onnxruntime-gpu is installed without the CUDA libraries.
 """
 from __future__ import annotations
 
@@ -12,21 +13,10 @@ from collections.abc import Iterable
 import onnx
 from onnx import TensorProto
 
+from harness.ortenv import cpu_bf16_ops
+
 LOG = logging.getLogger("harness.convert")
 BF16_RUNNERS = "TensorRT (runner trt), onnxruntime with CUDAExecutionProvider, castguard's emulate/reference runners"
-
-
-def _cpu_bf16_ops() -> set[tuple[str, str]] | None:
-    """(domain, op type) pairs with a CPU kernel accepting bfloat16; None when onnxruntime cannot tell."""
-    try:
-        from onnxruntime.capi import _pybind_state
-
-        kernels = _pybind_state.get_all_opkernel_def()
-    except (ImportError, AttributeError):
-        return None
-    return {("" if k.domain == "ai.onnx" else k.domain, k.op_name) for k in kernels
-            if k.provider == "CPUExecutionProvider"
-            and any("tensor(bfloat16)" in types for types in k.type_constraints.values())}
 
 
 def bf16_nodes(model: onnx.ModelProto) -> Iterable[onnx.NodeProto]:
@@ -43,10 +33,10 @@ def note_cpu_bf16(model: onnx.ModelProto) -> tuple[str, ...]:
     nodes = list(bf16_nodes(model))
     if not nodes:
         return ()
-    supported = _cpu_bf16_ops()
+    supported = cpu_bf16_ops()
     if supported is None:
-        LOG.warning("note: this bf16 model may not load in onnxruntime's CPU provider (its kernel list is not "
-                    "readable here); run it with %s", BF16_RUNNERS)
+        LOG.warning("note: this bf16 model may not load in onnxruntime's CPU provider (its kernel list could "
+                    "not be read here); run it with %s", BF16_RUNNERS)
         return ()
     missing = tuple(sorted({n.op_type for n in nodes
                             if (("" if n.domain == "ai.onnx" else n.domain), n.op_type) not in supported}))

@@ -185,7 +185,7 @@ def _fold(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Dec
     follow_data(nodes, info, decisions, storage_in)
     selections_follow_readers(nodes, info, decisions)
     merge_small_islands(nodes, info, decisions, low=options.low_elem, min_flops=options.fp32_island_min_flops,
-                        flops_of=flops_of)
+                        flops_of=flops_of, respect_fp32_casts=options.respect_fp32_casts)
     identities = identity_casts(nodes, info, decisions, low=options.low_elem)
     for node in nodes:
         if node.name in identities:

@@ -6,8 +6,9 @@
   sizes...) is refused unless ``--val-range`` or ``--inputs`` gives it; any other integer input is drawn from
   ``[0, 1]`` and the plan says castguard could not tell what it holds. A val-range always wins.
 * Dynamic dimensions: :mod:`harness.data.shapes` (``--input-shapes``; a stated batch default of 1; any other
-  dynamic dim refused by name). What was chosen, and why, is :func:`recipe_lines` (terminal summary, every case's
-  notes in the report, the golden's sidecar).
+  dynamic dim refused by name, or sized with the recipe's ``dynamic_default`` where castguard convert sets
+  one). What was chosen, and why, is :func:`recipe_lines` (terminal summary, every case's notes in the report,
+  the golden's sidecar).
 * ``--inputs FILE`` takes an ``.npz`` (never unpickled) or a Polygraphy ``--save-inputs`` JSON list of feeds.
   An ``.npz`` whose arrays have a leading dimension that is a multiple of the model's static batch is split
   into that many feeds (as AutoCast does).
@@ -54,6 +55,8 @@ class InputRecipe:
     inputs_file: Path | None = None
     inputs_sha256: str | None = None
     derived: tuple[tuple[str, str], ...] = ()   # what the model's graph decided (plan_recipe); part of the id
+    dynamic_default: int | None = None
+    """Size of dynamic non-batch dims nobody gave (castguard convert's reference data); None: refuse them."""
 
     def __post_init__(self) -> None:
         if self.iterations < 1:
@@ -75,6 +78,8 @@ class InputRecipe:
                                   "input_shapes": [[n, list(s)] for n, s in self.input_shapes]}
         if self.derived:   # absent for models whose inputs castguard always drew the same way: their ids stay
             fields["derived"] = [list(d) for d in self.derived]
+        if self.dynamic_default is not None:
+            fields["dynamic_default"] = self.dynamic_default
         payload = json.dumps(fields, sort_keys=True)
         return f"seed{self.seed}-it{self.iterations}-{hashlib.sha256(payload.encode()).hexdigest()[:8]}"
 
@@ -85,7 +90,8 @@ class InputRecipe:
         return {"id": self.id, "seed": self.seed, "iterations": self.iterations,
                 "val_ranges": [list(v) for v in self.val_ranges],
                 "input_shapes": {n: list(s) for n, s in self.input_shapes},
-                "derived": {k: v for k, v in self.derived}}
+                "derived": {k: v for k, v in self.derived},
+                **({"dynamic_default": self.dynamic_default} if self.dynamic_default is not None else {})}
 
 
 def file_sha256(path: Path) -> str:
@@ -167,7 +173,8 @@ def plan_inputs(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> t
     """Shape and values of every generated input (the recipe has no file), and the notes on chosen dims."""
     specs = input_specs(model)
     _check_range_names(specs, recipe, where=where)
-    shapes, notes = resolve_shapes(specs, recipe.input_shapes, where=where)
+    sized = resolve_shapes(specs, recipe.input_shapes, where=where, dynamic_default=recipe.dynamic_default)
+    shapes, notes = sized.shapes, list(sized.notes)
     roles = input_roles(model)
     plans = []
     for spec in specs:

@@ -27,12 +27,15 @@ CPU = "CPUExecutionProvider"
 _NON_ROUNDING_PROVIDERS = frozenset({CPU})
 
 
-def ort_errors() -> tuple[type[Exception], ...]:
-    """Every exception class onnxruntime's binding raises."""
-    from onnxruntime.capi import onnxruntime_pybind11_state as state
+def is_ort_error(err: BaseException) -> bool:
+    """An error onnxruntime's binding raised (``Fail``, ``InvalidArgument``, ``NotImplemented``...), told by the
+    class's module, so that no private onnxruntime name is imported; RuntimeError counts too."""
+    return type(err).__module__.startswith("onnxruntime") or isinstance(err, RuntimeError)
 
-    found = [obj for obj in vars(state).values() if isinstance(obj, type) and issubclass(obj, Exception)]
-    return (*found, RuntimeError)
+
+def is_not_implemented(err: BaseException) -> bool:
+    """onnxruntime's "no kernel for this node" error."""
+    return is_ort_error(err) and type(err).__name__ == "NotImplemented"
 
 
 def session_source(model: onnx.ModelProto, *, model_dir: Path | None, scratch: Path,
@@ -68,22 +71,23 @@ def create_session(model: onnx.ModelProto, *, providers: Sequence[str], runner: 
     if missing:
         raise RunnerUnavailable(f"{runner}: onnxruntime here has no {', '.join(missing)} "
                                 f"(available: {', '.join(ort.get_available_providers())}); "
-                                "install onnxruntime-gpu (pip install 'castguard[gpu]') for CUDA")
+                                "for CUDA: pip uninstall -y onnxruntime && pip install onnxruntime-gpu")
     options = ort.SessionOptions()
     options.log_severity_level = 3
     if not cpu_fallback:
         options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-    not_implemented = ort.capi.onnxruntime_pybind11_state.NotImplemented
     try:
         with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:
             return ort.InferenceSession(session_source(model, model_dir=model_dir, scratch=Path(tmp),
                                                        options=options),
                                         sess_options=options, providers=list(providers))
-    except not_implemented as err:
-        raise RunnerUnavailable(f"{runner}: onnxruntime has no kernel for this model here ({err}); "
-                                "use --runner emulate, which runs fp16/bf16 models on CPU") from err
-    except ort_errors() as err:
-        raise RunnerError(f"{runner}: onnxruntime could not load the model: {err}") from err
+    except Exception as err:  # noqa: BLE001 - onnxruntime's error classes live in a private module
+        if is_not_implemented(err):
+            raise RunnerUnavailable(f"{runner}: onnxruntime has no kernel for this model here ({err}); "
+                                    "use --runner emulate, which runs fp16/bf16 models on CPU") from err
+        if is_ort_error(err):
+            raise RunnerError(f"{runner}: onnxruntime could not load the model: {err}") from err
+        raise
 
 
 def _to_ort_value(arr: np.ndarray) -> Any:
@@ -115,8 +119,10 @@ def run_session(session: Any, feed: Feed, *, runner: str) -> dict[str, np.ndarra
     names = [o.name for o in session.get_outputs()]
     try:
         values = session.run_with_ort_values(names, {k: _to_ort_value(v) for k, v in feed.items()})
-    except ort_errors() as err:
-        raise RunnerError(f"{runner}: onnxruntime failed while running: {err}") from err
+    except Exception as err:  # noqa: BLE001 - see is_ort_error
+        if is_ort_error(err):
+            raise RunnerError(f"{runner}: onnxruntime failed while running: {err}") from err
+        raise
     return {name: _from_ort_value(value, runner=runner, name=name) for name, value in zip(names, values)}
 
 

@@ -22,7 +22,8 @@ from harness.dtypes import FLOAT_TYPES
 from harness.errors import RunnerUnavailable
 from harness.data.feeds import Feed
 from harness.runners.base import Runner
-from harness.runners.ort import create_session, ort_errors, run_session, session_source
+from harness.ortenv import provider_load_error
+from harness.runners.ort import create_session, is_ort_error, run_session, session_source
 
 CUDA = "CUDAExecutionProvider"
 INSTALL_HINT = ("pip uninstall -y onnxruntime && pip install onnxruntime-gpu (a build matching your CUDA; "
@@ -38,6 +39,24 @@ def require_cuda(runner: str) -> None:
     if CUDA not in ort.get_available_providers():
         raise RunnerUnavailable(f"{runner}: this onnxruntime ({ort.__version__}) has no {CUDA} "
                                 f"(available: {', '.join(ort.get_available_providers())}); {INSTALL_HINT}")
+    why = provider_load_error()   # in a child process: the missing CUDA library, named by the loader
+    if why is not None:
+        raise _unusable(runner, why)
+
+
+def _unusable(runner: str, why: str) -> RunnerUnavailable:
+    return RunnerUnavailable(f"{runner}: onnxruntime lists {CUDA} but cannot use it on this machine: {why}. "
+                             "It needs an NVIDIA GPU with its driver and the CUDA 13 and cuDNN 9 libraries "
+                             "(pip install 'onnxruntime-gpu[cuda,cudnn]' brings the libraries); castguard's "
+                             "emulate runner rounds fp16/bf16 on the CPU")
+
+
+def require_cuda_session(session: Any, runner: str) -> None:
+    """RunnerUnavailable when ``session`` did not get the CUDA provider. onnxruntime-gpu lists CUDA as available
+    even where its libraries are missing; creating the provider then fails, is only logged, and the session
+    silently runs on the CPU, whose fp16 results are not rounded."""
+    if CUDA not in session.get_providers():
+        raise _unusable(runner, provider_load_error() or "onnxruntime could not create it (see its log above)")
 
 
 def cpu_placed_nodes(profile_path: Path) -> list[tuple[str, str]]:
@@ -92,6 +111,7 @@ class OrtCudaRunner(Runner):
         try:
             self._session = create_session(self.model, providers=(CUDA,), runner=self.name, model_dir=self.model_dir,
                                            cpu_fallback=False)
+            require_cuda_session(self._session, self.name)
             return
         except RunnerUnavailable:
             raise
@@ -100,6 +120,7 @@ class OrtCudaRunner(Runner):
                 raise
         self._session = create_session(self.model, providers=(CUDA, "CPUExecutionProvider"), runner=self.name,
                                        model_dir=self.model_dir)
+        require_cuda_session(self._session, self.name)
 
     def profile_placement(self, feed: Feed) -> list[str]:
         """Run `feed` once with profiling; record CPU-placed nodes and return the float compute ones."""
@@ -114,7 +135,9 @@ class OrtCudaRunner(Runner):
                 source = session_source(self.model, model_dir=self.model_dir, scratch=Path(tmp), options=options)
                 session = ort.InferenceSession(source, sess_options=options,
                                                providers=[CUDA, "CPUExecutionProvider"])
-            except ort_errors() as err:
+            except Exception as err:  # noqa: BLE001 - see is_ort_error
+                if not is_ort_error(err):
+                    raise
                 raise RunnerUnavailable(f"{self.name}: onnxruntime could not load the model: {err}") from err
             run_session(session, feed, runner=self.name)
             self.cpu_nodes = cpu_placed_nodes(Path(session.end_profiling()))

@@ -24,12 +24,13 @@ import onnx
 
 from harness import __version__
 from harness.convert import ConversionResult, ConvertOptions, ReferenceData, collect_magnitudes
-from harness.convert.calibration import load_calibration, random_feeds
+from harness.convert.calibration import load_calibration, random_feeds, sized_inputs
 from harness.dtypes import LOW_MAX
 from harness.data.onnxfile import load_model
 from harness.errors import UserError
 from harness.data.feeds import Feed
 from harness.data.onnxfile import model_sha256
+from harness.data.shapes import UnsizedDims
 from harness.tune.bound import Bound
 from harness.tune.memo import TuneCache, TuneMemo, tune_key
 from harness.tune.oracle import Evaluation, Oracle, Setup, exact, fp32_outputs
@@ -84,6 +85,20 @@ def load_feeds(model: onnx.ModelProto, reference: ReferenceData) -> list[Feed]:
     return random_feeds(model, seed=reference.seed, input_shapes=reference.input_shapes)[0]
 
 
+def _refuse_unsized(model: onnx.ModelProto, reference: ReferenceData, *, where: Path) -> None:
+    """tune sizes no dynamic dim beyond the batch: its bound is a claim about the inputs it was checked on."""
+    if reference.calibration_data is not None:
+        return
+    try:
+        sized_inputs(model, input_shapes=reference.input_shapes, dynamic_default=None)
+    except UnsizedDims as err:
+        raise UnsizedDims(where=where, problem=f"{err.problem}. tune does not guess them, "
+                          "because the error bound it checks is a claim about the sizes you deploy with "
+                          "(castguard convert, which makes no such claim, sizes them with a default and a warning)",
+                          fix=err.fix.replace("--input-shapes", "--input_shapes") + "; or give --calibration_data"
+                          ) from None
+
+
 def _forced_low(options: ConvertOptions, names: list[str], ops: Mapping[str, str]) -> set[str]:
     """Low nodes the user forced low (include lists, low node_precisions): excluding them would do nothing."""
     include = [re.compile(p) for p in options.nodes_to_include]
@@ -97,6 +112,7 @@ def tune(onnx_path: Path, *, options: ConvertOptions, reference: ReferenceData, 
     """Search the plan; see the module docstring. UserError for bad input, an unreachable bound or a spent budget."""
     start = time.perf_counter()
     model = load_model(onnx_path)
+    _refuse_unsized(model, reference, where=onnx_path)
     magnitudes = collect_magnitudes(model, calibration_data=reference.calibration_data,
                                     input_shapes=reference.input_shapes, providers=reference.providers,
                                     seed=reference.seed, trt_plugins=reference.trt_plugins)

@@ -12,7 +12,7 @@ from pathlib import Path
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors",), ("dtypes",), ("files",),
+    ("errors",), ("dtypes",), ("files", "ortenv"),
     ("data",),
     ("convert", "runners"),
     ("sweep",),

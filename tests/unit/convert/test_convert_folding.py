@@ -82,24 +82,22 @@ def test_low_islands_merge_through_moves() -> None:
     assert result.cast_count == 2 and not result.high_nodes
 
 
-def test_small_fp32_island_held_only_by_the_user_cast_rule_becomes_low(caplog: pytest.LogCaptureFixture) -> None:
+def test_an_identity_cast_holds_its_small_reader_unless_ignored() -> None:
     """The SDPA-scale pattern of torch exports: Div (low) -> Cast(to fp32, identity in the FP32 model) ->
-    Sqrt -> Mul. The Sqrt (12 FLOPs) is an island below fp32_island_min_flops: low, and the identity Cast
-    becomes an Identity. With the rule off (0), the upcast and its Sqrt stay FP32 as the user wrote them."""
+    Sqrt -> Mul. By default the identity Cast is the author's request: the Sqrt (12 FLOPs, below
+    fp32_island_min_flops) stays FP32 (issue 19). With respect_fp32_casts=False the Cast carries no rule: the
+    Sqrt goes low and the Cast becomes an Identity."""
     graph = model([node("Div", ["x", "two"], ["d"], "div"), node("Cast", ["d"], ["d32"], "upcast", to=F32),
                    node("Sqrt", ["d32"], ["s"], "sqrt"), node("Mul", ["s", "x"], ["y"], "mul")],
                   [vi("x", F32, [3, 4])], [vi("y", F32, [3, 4])], [init("two", np.array(2.0, np.float32))])
     x = np.linspace(0.5, 3.0, 12, dtype=np.float32).reshape(3, 4)
-    with caplog.at_level(logging.DEBUG, logger="harness.convert"):
-        merged = convert(graph, options=ConvertOptions(keep_io_types=True), magnitudes=None)
-    ops = {n.name: n.op_type for n in merged.model.graph.node}
-    assert ops["upcast"] == "Identity" and node_types(merged.model)["sqrt"] == F16
-    assert merged.cast_count == 2
-    assert any("fp32 island of 1 node(s), 12 FLOPs < fp32_island_min_flops 4096" in r.message for r in caplog.records)
-    kept = convert(graph, options=ConvertOptions(keep_io_types=True, fp32_island_min_flops=0), magnitudes=None)
-    assert {n.name: n.op_type for n in kept.model.graph.node}["upcast"] == "Cast"
-    assert node_types(kept.model)["sqrt"] == F32 and kept.cast_count == 3
-    for result in (merged, kept):
+    ignored = convert(graph, options=ConvertOptions(keep_io_types=True, respect_fp32_casts=False), magnitudes=None)
+    respected = convert(graph, options=ConvertOptions(keep_io_types=True), magnitudes=None)
+    assert {n.name: n.op_type for n in respected.model.graph.node}["upcast"] == "Cast"
+    assert node_types(respected.model)["sqrt"] == F32 and respected.cast_count == 3
+    assert {n.name: n.op_type for n in ignored.model.graph.node}["upcast"] == "Identity"
+    assert node_types(ignored.model)["sqrt"] == F16 and ignored.cast_count == 2
+    for result in (ignored, respected):
         (y,) = run_ort(result.model, {"x": x})
         np.testing.assert_allclose(y, np.sqrt(x / 2) * x, rtol=2e-3)
 

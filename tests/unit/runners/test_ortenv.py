@@ -1,0 +1,63 @@
+"""onnxruntime is asked about itself only in child processes, and only through public names in castguard's own.
+
+onnxruntime-gpu without the CUDA libraries segfaults on ``_pybind_state.get_all_opkernel_def()`` (it loads every
+provider library); the CI leg ``.ci/legs/20-onnxruntime-gpu.sh`` runs castguard with that package. These tests
+pin the mechanism on any onnxruntime.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.errors import RunnerUnavailable
+from harness.ortenv import _ask_child, cpu_bf16_ops, provider_load_error
+from harness.runners.ort_cuda import require_cuda_session
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_a_child_that_dies_is_unknown_not_a_crash() -> None:
+    answer, why = _ask_child("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
+    assert answer is None
+    assert why == "the probe process died (signal 11)"
+
+
+def test_a_child_that_prints_nothing_is_unknown() -> None:
+    assert _ask_child("pass") == (None, "the probe process printed no answer")
+
+
+def test_cpu_bf16_kernels_are_read_in_a_child() -> None:
+    ops = cpu_bf16_ops()
+    assert ops is not None, "the CPU onnxruntime package answers the kernel probe"
+    assert ("", "Cast") in ops        # every build has a bf16 Cast
+    assert ("", "Conv") not in ops    # and no bf16 Conv on the CPU (why the converter's note exists)
+
+
+def test_a_missing_provider_library_is_named() -> None:
+    why = provider_load_error("libonnxruntime_providers_no_such_thing.so")
+    assert why is not None and why.endswith("libonnxruntime_providers_no_such_thing.so is missing")
+
+
+class _CpuOnlySession:
+    def get_providers(self) -> list[str]:
+        return ["CPUExecutionProvider"]
+
+
+def test_a_session_that_fell_back_to_the_cpu_is_refused() -> None:
+    with pytest.raises(RunnerUnavailable, match="lists CUDAExecutionProvider but cannot use it on this machine"):
+        require_cuda_session(_CpuOnlySession(), "ort-cuda")
+
+
+def test_no_private_onnxruntime_name_in_castguard_processes() -> None:
+    """Only harness/ortenv.py's child-process code may name onnxruntime's private binding module."""
+    private = re.compile(r"_pybind_state|onnxruntime_pybind11_state|get_all_opkernel_def|onnxruntime\.capi")
+    offenders = []
+    for folder in ("harness", "benchmarks", "examples"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path.name == "ortenv.py":
+                continue
+            offenders += [f"{path.relative_to(ROOT)}:{n}" for n, line in
+                          enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if private.search(line)]
+    assert offenders == []
