@@ -46,7 +46,7 @@ _TEXT = ("random init, 2 layers, hidden 64, vocabulary 512; torch.onnx.export op
 _REAL_EXPORTS = (
     BundledModel(name="bert_tiny", description=f"transformers BertModel (sdpa attention), {_TEXT}",
                  inputs_file="inputs.npz", extra_files=("inputs.npz",), made_by=_EXPORTED),
-    BundledModel(name="gpt2_tiny", description=f"transformers GPT2LMHeadModel, {_TEXT}",
+    BundledModel(name="gpt2_tiny", description=f"transformers GPT2LMHeadModel (sdpa attention), {_TEXT}",
                  inputs_file="inputs.npz", extra_files=("inputs.npz",), made_by=_EXPORTED),
     BundledModel(name="llama_tiny",
                  description=f"transformers LlamaForCausalLM (RMSNorm, rotary, eager attention with "

@@ -99,27 +99,24 @@ def text_feeds(batch: int, sequence: int, *, seed: int) -> tuple[Any, Any]:
     return ids, mask
 
 
-class TextWrapper:
-    """``model(input_ids, attention_mask)`` -> its first output tensor(s), without the cache."""
+def without_cache(model: Any, outputs: Sequence[str]) -> Any:
+    """``model(input_ids, attention_mask)`` -> the named outputs, without the cache (what the export traces)."""
+    import torch
 
-    @staticmethod
-    def wrap(model: Any, outputs: Sequence[str]) -> Any:
-        import torch
+    class TextModel(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
 
-        class Wrapped(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.model = model
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Any:
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+            return tuple(out[name] for name in outputs)
 
-            def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> Any:
-                out = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
-                return tuple(out[name] for name in outputs)
-
-        return Wrapped().eval()
+    return TextModel().eval()
 
 
 def _text_export(model: Any, outputs: Sequence[str], output_axes: dict[str, dict[int, str]]) -> Export:
-    return Export(module=TextWrapper.wrap(model, outputs), example=text_feeds(2, 16, seed=1),
+    return Export(module=without_cache(model, outputs), example=text_feeds(2, 16, seed=1),
                   input_names=("input_ids", "attention_mask"), output_names=tuple(outputs),
                   dynamic_axes={**TEXT_AXES, **output_axes},
                   check_feeds=tuple(text_feeds(b, s, seed=2 + i) for i, (b, s) in enumerate(TEXT_SHAPES)))
@@ -185,7 +182,6 @@ def export(name: str) -> onnx.ModelProto:
 
 def check_against_torch(name: str, path: Path, spec: Export) -> None:
     import onnxruntime as ort
-    import torch
 
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     for feed in spec.check_feeds:
@@ -197,7 +193,6 @@ def check_against_torch(name: str, path: Path, spec: Export) -> None:
         if error > 1e-4:
             raise RuntimeError(f"{name}: onnxruntime differs from torch by {error:.3g} at input shape {shape}")
         print(f"{name}: onnxruntime matches torch at {shape} (max abs error {error:.2g})")
-    del torch
 
 
 def summary(name: str, model: onnx.ModelProto, size: int) -> str:

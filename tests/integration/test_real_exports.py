@@ -36,7 +36,7 @@ TEXT = [name for name in REAL if test_models.MODELS[name].inputs_file is not Non
 MODES: dict[str, dict[str, object]] = {"fp16": {}, "bf16-keepio": {"low_precision_type": "bf16",
                                                                      "keep_io_types": True}}
 FLAGS = {"fp16": [], "bf16-keepio": ["--low_precision_type", "bf16", "--keep_io_types"]}
-BOUND = {"fp16": 1e-2, "bf16-keepio": 5e-2}   # worst |error| / max |FP32| over the outputs (measured: 2e-3, 1e-2)
+BOUND = {"fp16": 1e-2, "bf16-keepio": 5e-2}   # worst |error| / max |FP32| over the outputs; measured <= 1.8e-3, 1.5e-2
 VOCAB = 512
 
 
@@ -77,15 +77,14 @@ def dim_names(model: onnx.ModelProto) -> dict[str, list[str | int]]:
     return {i.name: [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input}
 
 
-def check_converted(name: str, converted: onnx.ModelProto, mode: str) -> None:
-    """Valid (full check), dynamic dims kept, close to FP32 at two sizes other than the reference data's."""
+def check_converted(name: str, converted: onnx.ModelProto, mode: str, *, batch: int, sequence: int) -> None:
+    """Valid (full check), dynamic dims kept, close to FP32 at a size other than the reference data's."""
     onnx.checker.check_model(converted, full_check=True)
     assert dim_names(converted) == dim_names(onnx.load(str(path(name))))
     if mode == "fp16":   # onnxruntime's CPU provider loads fp16 graphs (it has no bf16 kernels)
         ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
-    for batch, sequence in ((1, 17), (3, 96)):
-        error = emulated_error(name, converted, feed(name, batch=batch, sequence=sequence))
-        assert error < BOUND[mode], f"{name} {mode} at {batch}x{sequence}: error {error:.3g}"
+    error = emulated_error(name, converted, feed(name, batch=batch, sequence=sequence))
+    assert error < BOUND[mode], f"{name} {mode} at {batch}x{sequence}: error {error:.3g}"
 
 
 def dynamic_warnings(records: list[logging.LogRecord]) -> list[str]:
@@ -116,7 +115,7 @@ def test_castguard_convert_without_shape_options(name: str, mode: str, tmp_path:
         status = castguard(["convert", "--onnx_path", str(path(name)), "--output_path", str(target), *FLAGS[mode]])
     assert status == 0
     check_warning(name, dynamic_warnings(caplog.records))
-    check_converted(name, onnx.load(str(target)), mode)
+    check_converted(name, onnx.load(str(target)), mode, batch=1, sequence=17)
 
 
 def test_the_console_script_warns_on_stderr_and_exits_0(tmp_path: Path) -> None:
@@ -140,7 +139,7 @@ def test_python_api_without_shape_options(name: str, mode: str, caplog: pytest.L
     with caplog.at_level(logging.INFO, logger="harness.convert"):
         converted = convert_to_mixed_precision(onnx_path=str(path(name)), **MODES[mode])  # type: ignore[arg-type]
     check_warning(name, dynamic_warnings(caplog.records))
-    check_converted(name, converted, mode)
+    check_converted(name, converted, mode, batch=3, sequence=96)
 
 
 # ---------------------------------------------------------------- the author's FP32 upcasts (LLaMA)
