@@ -1,7 +1,9 @@
 """Registry of the models bundled with castguard.
 
-Each bundled model lives in ``test_models/<name>/<name>.onnx`` and is rebuilt,
-byte for byte, by ``python -m test_models.build``. This module only describes
+Each bundled model lives in ``test_models/<name>/<name>.onnx``. The models built in code or trained in numpy
+are rebuilt, byte for byte, by ``python -m test_models.build``; the real exports (tiny Hugging Face and timm
+models with dynamic dims) are made once by ``python -m test_models.make_real_exports``, which needs torch and is
+not run in CI (``made_by`` says which). This module only describes
 them (it imports nothing heavy), so ``harness.data.models`` can resolve
 ``--model mnist`` and pick the model's default inputs and value ranges.
 """
@@ -22,6 +24,7 @@ class BundledModel:
     inputs_file: str | None = None  # relative to the model's folder
     val_ranges: tuple[tuple[str, float, float], ...] = ()
     extra_files: tuple[str, ...] = field(default=())  # other committed artifacts, relative to the model's folder
+    made_by: str = "test_models.build"  # the module that writes its files (python -m MADE_BY NAME)
 
     @property
     def folder(self) -> Path:
@@ -37,6 +40,23 @@ class BundledModel:
 
 
 _MNIST_PGMS = tuple(f"{digit}.pgm" for digit in range(10))
+_EXPORTED = "test_models.make_real_exports"
+_TEXT = ("random init, 2 layers, hidden 64, vocabulary 512; torch.onnx.export opset 17, input_ids and "
+         "attention_mask [batch, sequence]; inputs.npz: 2x64 ids, row 1 right-padded")
+_REAL_EXPORTS = (
+    BundledModel(name="bert_tiny", description=f"transformers BertModel (sdpa attention), {_TEXT}",
+                 inputs_file="inputs.npz", extra_files=("inputs.npz",), made_by=_EXPORTED),
+    BundledModel(name="gpt2_tiny", description=f"transformers GPT2LMHeadModel (sdpa attention), {_TEXT}",
+                 inputs_file="inputs.npz", extra_files=("inputs.npz",), made_by=_EXPORTED),
+    BundledModel(name="llama_tiny",
+                 description=f"transformers LlamaForCausalLM (RMSNorm, rotary, eager attention with "
+                             f"softmax(dtype=float32): Cast(to=FLOAT) nodes), {_TEXT}",
+                 inputs_file="inputs.npz", extra_files=("inputs.npz",), made_by=_EXPORTED),
+    BundledModel(name="timm_mobilenetv3",
+                 description="timm mobilenetv3_small_050 (HardSwish), random init, 10 classes; torch.onnx.export "
+                             "opset 17, input [batch, 3, 224, 224] (batch defaults to 1)",
+                 made_by=_EXPORTED),
+)
 
 MODELS: Mapping[str, BundledModel] = MappingProxyType({
     m.name: m
@@ -77,6 +97,7 @@ MODELS: Mapping[str, BundledModel] = MappingProxyType({
             name="if_branch",
             description="An If node whose then/else subgraphs compute different elementwise chains",
         ),
+        *_REAL_EXPORTS,
     )
 })
 
@@ -89,6 +110,11 @@ def bundled_dir() -> Path:
 def names() -> list[str]:
     """Names of the bundled models, sorted."""
     return sorted(MODELS)
+
+
+def built_names() -> list[str]:
+    """Names of the bundled models that ``python -m test_models.build`` rebuilds (no torch needed), sorted."""
+    return sorted(name for name, entry in MODELS.items() if entry.made_by == "test_models.build")
 
 
 def _key(model_name: str) -> str:
@@ -116,4 +142,4 @@ def default_val_ranges(model_name: str) -> dict[str, tuple[float, float]]:
     return {name: (lo, hi) for name, lo, hi in entry.val_ranges}
 
 
-__all__ = ["MODELS", "BundledModel", "bundled_dir", "default_inputs", "default_val_ranges", "get", "names"]
+__all__ = ["MODELS", "BundledModel", "built_names", "bundled_dir", "default_inputs", "default_val_ranges", "get", "names"]

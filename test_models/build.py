@@ -88,14 +88,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m test_models.build", description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", metavar="MODEL",
-                        help=f"models to rebuild (default: all of {', '.join(test_models.names())})")
+                        help=f"models to rebuild (default: all of {', '.join(test_models.built_names())})")
     parser.add_argument("--check", action="store_true", help="do not write; exit 1 if any file would change")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.models) - set(test_models.names()))
     if unknown:
         parser.error(f"unknown model(s) {', '.join(unknown)}; bundled models are {', '.join(test_models.names())}")
+    exported = sorted(set(args.models) - set(test_models.built_names()))
+    if exported:
+        parser.error(f"{', '.join(exported)}: made by `python -m {test_models.MODELS[exported[0]].made_by}` "
+                     "(needs torch), not by this script")
     changed: list[Path] = []
-    for name in args.models or test_models.names():
+    for name in args.models or test_models.built_names():
         for path, data in artifacts(name).items():
             if args.check:
                 if not path.is_file() or path.read_bytes() != data:

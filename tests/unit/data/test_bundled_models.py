@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import pytest
 from onnx import TensorProto
 
 import test_models
+from harness.data.feeds import input_roles
 from test_models.artifacts import onnx_bytes, read_pgm
 from test_models.small_models import BUILDERS, FP16_MAX
 
@@ -22,11 +24,18 @@ def _session(path: Path) -> ort.InferenceSession:
     return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
 
 
-def _random_feed(sess: ort.InferenceSession, model_name: str) -> dict[str, np.ndarray]:
+def _default_feed(sess: ort.InferenceSession, model_name: str) -> dict[str, np.ndarray]:
+    """The model's committed inputs (first sample), else random floats with every dynamic dim (batch) at 1."""
+    inputs = test_models.default_inputs(model_name)
+    if inputs is not None:
+        with np.load(inputs, allow_pickle=False) as data:
+            return {i.name: data[i.name][:i.shape[0]] if isinstance(i.shape[0], int) else data[i.name]
+                    for i in sess.get_inputs()}
     rng = np.random.default_rng(0)
     ranges = test_models.default_val_ranges(model_name)
     return {
-        i.name: rng.uniform(*ranges.get(i.name, (-1.0, 1.0)), size=i.shape).astype(np.float32)
+        i.name: rng.uniform(*ranges.get(i.name, (-1.0, 1.0)),
+                            size=[d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
         for i in sess.get_inputs()
     }
 
@@ -68,9 +77,11 @@ def test_model_passes_full_checker(name: str) -> None:
 @pytest.mark.parametrize("name", test_models.names())
 def test_model_runs_in_onnxruntime(name: str) -> None:
     sess = _session(test_models.MODELS[name].path)
-    outputs = sess.run(None, _random_feed(sess, name))
+    outputs = sess.run(None, _default_feed(sess, name))
     declared = onnx.load(str(test_models.MODELS[name].path)).graph.output
-    assert [o.shape for o in outputs] == [tuple(d.dim_value for d in v.type.tensor_type.shape.dim) for v in declared]
+    for out, value in zip(declared, outputs):   # a dynamic dim (dim_param) matches any size
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in out.type.tensor_type.shape.dim]
+        assert len(value.shape) == len(dims) and all(d in (None, n) for d, n in zip(dims, value.shape)), out.name
     assert all(np.isfinite(o).all() for o in outputs)
 
 
@@ -185,3 +196,54 @@ def test_if_branch_takes_the_branch_the_sum_selects(sign: float) -> None:
     (y,) = _session(test_models.MODELS["if_branch"].path).run(None, {"x": x})
     expected = 3.0 * x + 1.0 if sign > 0 else (x - 1.0) * 0.5
     np.testing.assert_allclose(y, expected, rtol=1e-6)
+
+
+# ---------------------------------------------------------------- the real exports (make_real_exports.py)
+
+REAL = [name for name in test_models.names() if test_models.MODELS[name].made_by == "test_models.make_real_exports"]
+
+
+def _ops(name: str) -> Counter[str]:
+    return Counter(n.op_type for n in onnx.load(str(test_models.MODELS[name].path)).graph.node)
+
+
+def test_real_exports_are_small_opset_17_pytorch_exports_with_named_dynamic_dims() -> None:
+    assert sorted(REAL) == ["bert_tiny", "gpt2_tiny", "llama_tiny", "timm_mobilenetv3"]
+    for name in REAL:
+        path = test_models.MODELS[name].path
+        model = onnx.load(str(path))
+        assert path.stat().st_size < 3_000_000 and model.producer_name == "pytorch"
+        assert [(o.domain, o.version) for o in model.opset_import] == [("", 17)]
+        dims = {i.name: [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input}
+        expected = {"input": ["batch", 3, 224, 224]} if name == "timm_mobilenetv3" else \
+            {"input_ids": ["batch", "sequence"], "attention_mask": ["batch", "sequence"]}
+        assert dims == expected
+
+
+def test_real_exports_have_the_ops_of_note() -> None:
+    assert _ops("timm_mobilenetv3")["HardSwish"] == 19
+    llama = onnx.load(str(test_models.MODELS["llama_tiny"].path))
+    to_float = [n for n in llama.graph.node if n.op_type == "Cast" and n.attribute[0].i == TensorProto.FLOAT]
+    assert sum("layernorm" in n.name or "/norm/" in n.name for n in to_float) == 10   # RMSNorm: 5 x 2
+    assert sum("self_attn" in n.name for n in to_float) == 4                          # softmax(dtype=float32)
+    assert {"Softmax", "ReduceMean", "Sin", "Cos"} <= set(_ops("llama_tiny"))           # attention, RMSNorm, rotary
+    assert _ops("bert_tiny")["Softmax"] == _ops("gpt2_tiny")["Softmax"] == 2
+
+
+@pytest.mark.parametrize("name", [n for n in REAL if test_models.MODELS[n].inputs_file])
+def test_real_export_inputs_are_valid_ids_and_a_padded_mask(name: str) -> None:
+    inputs = test_models.default_inputs(name)
+    assert inputs is not None
+    with np.load(inputs, allow_pickle=False) as data:
+        ids, mask = data["input_ids"], data["attention_mask"]
+    vocab = input_roles(onnx.load(str(test_models.MODELS[name].path)))["input_ids"].rows   # what the harness draws
+    assert ids.dtype == mask.dtype == np.int64 and ids.shape == mask.shape == (2, 64)
+    assert 0 <= ids.min() and ids.max() < vocab == 512
+    assert mask[0].all() and mask[1, :48].all() and not mask[1, 48:].any()
+
+
+def test_build_script_rebuilds_only_its_own_models() -> None:
+    assert set(test_models.built_names()) == set(test_models.names()) - set(REAL)
+    proc = subprocess.run([sys.executable, "-m", "test_models.build", "--check", "llama_tiny"],
+                          check=False, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "python -m test_models.make_real_exports" in proc.stderr
