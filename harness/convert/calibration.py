@@ -46,9 +46,9 @@ def sized_inputs(model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequence[
 
 
 def dynamic_dims_warning(plan: ShapePlan, *, dynamic_default: int = DYNAMIC_DEFAULT) -> str | None:
-    """One line naming every dynamic dim castguard sized, when one of them is not a batch (a batch of 1 alone
-    is the harness's stated default), with the option that gives real sizes; None when nothing was chosen."""
-    if all(d.batch for d in plan.defaulted):
+    """One line naming every dynamic dim castguard sized (a batch of 1 included: the user should know what the
+    magnitudes were measured on), with the option that gives real sizes; None when nothing was chosen."""
+    if not plan.defaulted:
         return None
     per_input: dict[str, list[str]] = {}
     for dim in plan.defaulted:

@@ -88,15 +88,15 @@ def check_converted(name: str, converted: onnx.ModelProto, mode: str, *, batch: 
 
 
 def check_dynamic_dims_named(name: str, records: list[logging.LogRecord]) -> None:
-    """Text models: one warning names the dynamic sequence dim and how to give real sizes. A dynamic batch alone
-    (the CNN) takes castguard's stated batch default of 1: the log says so, naming the dim."""
-    messages = [r.getMessage() for r in records]
-    if name not in TEXT:
-        assert any("('batch')" in m and "1" in m for m in messages), messages
-        return
-    warnings = [r.getMessage() for r in records if r.levelno == logging.WARNING and "sequence" in r.getMessage()]
+    """One warning names every dynamic dim castguard sized (the sequence of the text models, the batch of all)
+    and how to give real sizes."""
+    warnings = [r.getMessage() for r in records
+                if r.levelno == logging.WARNING and r.getMessage().startswith("dynamic dims without a size")]
     assert len(warnings) == 1, warnings
-    assert "input_ids" in warnings[0] and ("input_shapes" in warnings[0] or "calibration_data" in warnings[0])
+    assert "('batch') = 1" in warnings[0]
+    assert ("input_shapes" in warnings[0] and "calibration_data" in warnings[0])
+    if name in TEXT:
+        assert "input_ids" in warnings[0] and "('sequence') = " in warnings[0]
 
 
 def test_the_real_exports_are_registered() -> None:
