@@ -3,7 +3,8 @@
 ``any`` keeps every op the ONNX schema allows in low precision (the converter's behaviour without a target).
 ``ort-cuda`` reads ``target_data/ort_cuda.json``, written by ``benchmarks/probe_ort_cuda.py`` on a GPU (it
 records the date, the onnxruntime-gpu version and the device). ``tensorrt`` reads ``target_data/tensorrt.json``,
-taken from onnx-tensorrt's documented operator matrix (TensorRT cannot be run here, so it is not probed).
+written by ``benchmarks/probe_tensorrt.py``: every op parsed and built as a strongly typed engine by TensorRT-RTX
+on the CPU (ahead-of-time building needs no GPU); it records the date and the TensorRT version.
 """
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def load_target(target: str) -> TargetTable | None:
     except FileNotFoundError:
         raise ConversionError(where="target", step="options", problem=f"the kernel table for {target} ({name}) "
                               "is missing from this install",
-                              fix="reinstall castguard, or run benchmarks/probe_ort_cuda.py on a GPU to write it") from None
+                              fix="reinstall castguard, or write it with benchmarks/probe_ort_cuda.py (on a GPU) or "
+                                  "benchmarks/probe_tensorrt.py") from None
     data = json.loads(text)
     source = data.get("source") or (f"probed {data['measured']}, onnxruntime-gpu {data['onnxruntime_gpu']}, "
                                     f"{data.get('device', 'GPU')}")

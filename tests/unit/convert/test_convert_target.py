@@ -58,3 +58,29 @@ def test_any_is_todays_behaviour_and_the_api_takes_target() -> None:
     assert pool_types(plain.model) == {onnx.TensorProto.BFLOAT16}
     with pytest.raises(ConversionError, match="unknown target 'gpu'"):
         ConvertOptions(target="gpu")
+
+
+def test_tensorrt_table_is_probed_and_dated() -> None:
+    data = json.loads(resources.files("harness.convert").joinpath("target_data", "tensorrt.json").read_text())
+    assert data["measured"] and "tensorrt" in data["tensorrt"] and "parse + build" in data["source"]
+    assert set(data["no_kernel"]["bf16"]) == {"ConvTranspose", "HardSwish", "Mish"}
+    assert data["no_kernel"]["fp16"] == {}
+    table = load_target("tensorrt")
+    assert table is not None and table.problem("Conv", "bf16") is None and table.problem("HardSwish", "fp16") is None
+    assert "Only FLOAT, HALF or INT8 input is supported for the HardSwish" in (table.problem("HardSwish", "bf16") or "")
+
+
+@pytest.mark.parametrize("target", ["any", "tensorrt"])
+def test_target_tensorrt_keeps_hardswish_fp32_in_bf16_on_a_timm_export(target: str) -> None:
+    """timm's mobilenetv3 (19 HardSwish): TensorRT's parser refuses HardSwish in bf16, so --target tensorrt keeps
+    every one of them FP32; fp16 and the other ops are untouched."""
+    source = REPO / "test_models" / "timm_mobilenetv3" / "timm_mobilenetv3.onnx"
+    converted = convert_to_mixed_precision(str(source), low_precision_type="bf16", target=target)
+    inferred = onnx.shape_inference.infer_shapes(converted)
+    types = {v.name: v.type.tensor_type.elem_type for v in [*inferred.graph.value_info, *inferred.graph.output]}
+    hardswish = [n for n in converted.graph.node if n.op_type == "HardSwish"]
+    assert len(hardswish) == 19
+    expected = onnx.TensorProto.FLOAT if target == "tensorrt" else onnx.TensorProto.BFLOAT16
+    assert {types[n.output[0]] for n in hardswish} == {expected}
+    convs = [n for n in converted.graph.node if n.op_type == "Conv"]
+    assert {types[n.output[0]] for n in convs} == {onnx.TensorProto.BFLOAT16}
