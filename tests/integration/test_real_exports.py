@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Mapping
