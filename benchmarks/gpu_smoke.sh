@@ -182,13 +182,13 @@ probe=$?
 echo "== probe (not in the verdict): onnxruntime's private get_all_opkernel_def() in a child exits $probe" \
      "(139 = segfault: what every bf16 conversion did before issue 19)"
 
-step quickstart "0" "^castguard: " "$root" "$py" -m pytest "${plugin[@]}" --model mnist.onnx -p no:cacheprovider
+step quickstart "0" "^castguard: [0-9]+ cases?:" "$root" "$py" -m pytest "${plugin[@]}" --model mnist.onnx -p no:cacheprovider
 
 step convert-bf16 "0" " - (WARNING|ERROR) - |Converted [0-9]" "$work" \
     "$py" -m harness convert --onnx_path "$root/test_models/mnist/mnist.onnx" --low_precision_type bf16 \
     --output_path "$work/mnist.bf16.onnx" && valid convert-bf16 "$work/mnist.bf16.onnx"
 
-step ortcuda-mnist "0 1" "^castguard: " "$root" "$py" -m pytest "${plugin[@]}" --model mnist --runner emulate \
+step ortcuda-mnist "0 1" "^castguard: [0-9]+ cases?:" "$root" "$py" -m pytest "${plugin[@]}" --model mnist --runner emulate \
     --runner=ort-cuda -p no:cacheprovider -rs --report-dir "$out/report-mnist" \
     && ort_cuda_cases ortcuda-mnist "$out/report-mnist"
 
@@ -210,7 +210,7 @@ if [ -f "$work/resnet18.onnx" ]; then
             --precision fp16 && ! grep -q "golden written" "$out/logs/golden-resnet18.log"; then
         echo "   FAILED: the first run did not write the golden"; failed_steps+=(golden-resnet18)
     fi
-    step ortcuda-resnet18 "0 1" "^castguard: " "$work" "$py" -m pytest "${plugin[@]}" "${sweep[@]}" \
+    step ortcuda-resnet18 "0 1" "^castguard: [0-9]+ cases?:" "$work" "$py" -m pytest "${plugin[@]}" "${sweep[@]}" \
         --precision fp16,bf16 --runner emulate --runner=ort-cuda -rs --report-dir "$out/report-resnet18" \
         && ort_cuda_cases ortcuda-resnet18 "$out/report-resnet18"
 fi
