@@ -38,7 +38,7 @@ SHARD_COLUMNS = ("shard", "state", "cases", "host", "GPU", "python", "onnxruntim
 
 def shard_rows(report: Report) -> list[tuple[str, ...]]:
     """A merged report's shards, one row each (:data:`SHARD_COLUMNS`), then why a shard is not complete."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for shard in report.shards:
         prov = shard.provenance
         where = ("–",) * 6 if prov is None else (prov.hostname, prov.gpu or "none", prov.python, prov.onnxruntime,

@@ -22,6 +22,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.errors import UserError
 from harness.report.collect import collect_records
@@ -191,7 +192,7 @@ def merge_shards(folders: Sequence[Path]) -> Merged:
 
 def merged_provenance(provenances: Sequence[Provenance]) -> Provenance:
     """One provenance for the merged report: each field's distinct values in shard order, joined by ``; ``."""
-    values = {}
+    values: dict[str, Any] = {}
     for field in dataclasses.fields(Provenance):
         found = [getattr(p, field.name) for p in provenances]
         if field.name == "runners":
