@@ -50,11 +50,11 @@ def shard_rows(report: Report) -> list[tuple[str, ...]]:
 
 def shard_line(report: Report) -> str:
     """A shard's own report: which part of the sweep it holds (``""`` for any other report)."""
-    shard = report.shard
-    if shard is None:
+    if report.shard is None:
         return ""
-    models = f"{len(shard.work)} of {len(shard.models)} models, {shard.case_count} of {shard.total_cases} cases"
-    return (f"Shard {shard.text} of a sharded sweep: {models}. Merge the shards' report folders with "
+    part = report.shard.part
+    models = f"{len(part.work)} of {len(part.models)} models, {part.case_count} of {part.total_cases} cases"
+    return (f"Shard {part.shard.text} of a sharded sweep: {models}. Merge the shards' report folders with "
             "`castguard merge SHARD_DIR... --out DIR` for the night's report and verdict.")
 
 

@@ -52,7 +52,7 @@ class ShardFolder:
 
     def state(self) -> tuple[str, str]:
         """(state, why) as the module docstring defines them."""
-        have, want = len(self.records), self.info.case_count
+        have, want = len(self.records), self.info.part.case_count
         if self.report is None:
             torn = f"; {self.torn} damaged last line(s) dropped" if self.torn else ""
             return "killed", f"no report.json: it stopped mid-run; {have} of its {want} cases recovered{torn}"
@@ -61,8 +61,8 @@ class ShardFolder:
         if self.info.exit_status not in (0, 1):
             return "failed", f"pytest exit status {self.info.exit_status}; {have} of its {want} cases have a result"
         if have < want:
-            missing = sorted(f"{m} / {c}" for m, ids in self.info.work for c in ids
-                             if not any(r.model == m and r.case_id == c for r in self.records))
+            done = {(r.model, r.case_id) for r in self.records}
+            missing = sorted(f"{m} / {c}" for m, ids in self.info.part.work for c in ids if (m, c) not in done)
             return "failed", f"{have} of its {want} cases have a result; none for " + _short(", ".join(missing))
         return "complete", ""
 
@@ -127,10 +127,10 @@ def _differences(a: ShardFolder, b: ShardFolder) -> list[tuple[str, str, str]]:
         found.append(("the number of shards", f"N={a.info.count}", f"N={b.info.count}"))
     if a.provenance.castguard != b.provenance.castguard:
         found.append(("the castguard version", a.provenance.castguard, b.provenance.castguard))
-    if sorted(a.info.models) != sorted(b.info.models):
-        only_a, only_b = sorted(set(a.info.models) - set(b.info.models)), sorted(set(b.info.models) - set(a.info.models))
-        found.append(("the models", f"{len(a.info.models)} (only here: {', '.join(only_a) or '–'})",
-                      f"{len(b.info.models)} (only here: {', '.join(only_b) or '–'})"))
+    if sorted(a.info.part.models) != sorted(b.info.part.models):
+        only_a, only_b = sorted(set(a.info.part.models) - set(b.info.part.models)), sorted(set(b.info.part.models) - set(a.info.part.models))
+        found.append(("the models", f"{len(a.info.part.models)} (only here: {', '.join(only_a) or '–'})",
+                      f"{len(b.info.part.models)} (only here: {', '.join(only_b) or '–'})"))
     settings_a, settings_b = dict(a.info.settings), dict(b.info.settings)
     for key in sorted(set(settings_a) | set(settings_b)):
         if settings_a.get(key) != settings_b.get(key):
@@ -176,16 +176,16 @@ def merge_shards(folders: Sequence[Path]) -> Merged:
                                  note="no folder given holds this shard (its job did not run, or uploaded nothing)"))
             continue
         for record in shard.records:
-            if not any(record.model == m and record.case_id in ids for m, ids in shard.info.work):
+            if not shard.info.part.runs(record.model, record.case_id):
                 raise UserError(where=shard.run_dir, problem=f"has a case it was not assigned: {record.model} / "
                                 f"{record.case_id}", fix="re-run that shard with this castguard")
             records[record.key] = record
         state, why = shard.state()
         runs.append(ShardRun(index=index, count=count, state=state, folder=str(shard.folder),
-                             run_id=shard.run_dir.name, cases=len(shard.records), assigned=shard.info.case_count,
+                             run_id=shard.run_dir.name, cases=len(shard.records), assigned=shard.info.part.case_count,
                              provenance=shard.provenance, note=why))
     failed = tuple(f"shard {s.info.text}: {test}" for s in shards for test in s.info.failed_tests)
-    return Merged(records=tuple(records.values()), shards=tuple(runs), planned_cases=shards[0].info.total_cases,
+    return Merged(records=tuple(records.values()), shards=tuple(runs), planned_cases=shards[0].info.part.total_cases,
                   provenance=merged_provenance([s.provenance for s in shards]), notes=notes, failed_tests=failed,
                   sources=tuple(shards))
 

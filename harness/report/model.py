@@ -16,6 +16,7 @@ import numpy as np
 
 from harness.judge.compare import CompareResult, ErrorFigures, OutputComparison
 from harness.sweep import Case
+from harness.sweep.shards import ShardWork
 from harness.judge.divergence import Divergence as Divergence
 from harness.judge.tolerances import golden_scale
 
@@ -155,16 +156,13 @@ SHARD_STATES = ("complete", "interrupted", "killed", "failed", "missing")
 class ShardInfo:
     """The part of a sharded sweep a report holds (``pytest --shard K/N``), written when the shard starts.
 
-    ``models`` and ``settings`` are the whole sweep's, the same on every shard; ``work`` is this shard's part.
+    ``part`` is the assignment (:class:`harness.sweep.shards.ShardWork`: every model key, the cases per model, and
+    this shard's models and cases); ``settings`` and ``goldens`` are what every shard must agree on.
     ``exit_status`` (pytest's) and ``failed_tests`` (failed tests that are not sweep cases, e.g. a golden check)
     are known only once the shard ended: a shard killed mid-run leaves ``exit_status`` None.
     """
 
-    index: int
-    count: int
-    models: tuple[str, ...]
-    work: tuple[tuple[str, tuple[str, ...]], ...]
-    cases_per_model: int
+    part: ShardWork
     settings: tuple[tuple[str, str], ...] = ()
     goldens: tuple[tuple[str, str], ...] = ()      # (golden .npz relative to the goldens folder, its sha256)
     started: str = ""
@@ -172,16 +170,16 @@ class ShardInfo:
     failed_tests: tuple[str, ...] = ()
 
     @property
+    def index(self) -> int:
+        return self.part.shard.index
+
+    @property
+    def count(self) -> int:
+        return self.part.shard.count
+
+    @property
     def text(self) -> str:
-        return f"{self.index}/{self.count}"
-
-    @property
-    def case_count(self) -> int:
-        return sum(len(ids) for _, ids in self.work)
-
-    @property
-    def total_cases(self) -> int:
-        return len(self.models) * self.cases_per_model
+        return self.part.shard.text
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,5 @@ def golden_digests(goldens_dir: Path) -> tuple[tuple[str, str], ...]:
 
 def shard_info(config: HarnessConfig, work: ShardWork) -> ShardInfo:
     """The record a shard writes when it starts (its exit status is filled in when it ends)."""
-    return ShardInfo(index=work.shard.index, count=work.shard.count, models=work.models, work=work.work,
-                     cases_per_model=work.cases_per_model, settings=shard_settings(config),
-                     goldens=golden_digests(config.goldens_dir), started=utc_now())
+    return ShardInfo(part=work, settings=shard_settings(config), goldens=golden_digests(config.goldens_dir),
+                     started=utc_now())

@@ -14,6 +14,7 @@ from harness.report.merge import merge_shards
 from harness.report.model import Provenance, ShardInfo
 from harness.report.serde import report_to_dict
 from harness.sweep import SweepSpec, expand
+from harness.sweep.shards import Shard, assign
 from tests.helpers.report_samples import PROVENANCE, record_for
 
 CASES = expand(SweepSpec(precisions=("fp16",), data_max=(8.0, 512.0), exclusions=SweepSpec().exclusions[:1]))
@@ -21,9 +22,9 @@ IDS = tuple(c.id for c in CASES)
 MODELS = ("alpha", "beta")
 
 
-def info(index: int, *, count: int = 2, exit_status: int | None = 0, **changes: object) -> ShardInfo:
-    base = ShardInfo(index=index, count=count, models=MODELS, work=((MODELS[index - 1], IDS),),
-                     cases_per_model=len(IDS), settings=(("sweep precisions", "('fp16',)"),),
+def info(index: int, *, count: int = 2, models: tuple[str, ...] = MODELS, exit_status: int | None = 0,
+         **changes: object) -> ShardInfo:
+    base = ShardInfo(part=assign(models, IDS, Shard(index, count)), settings=(("sweep precisions", "('fp16',)"),),
                      goldens=((f"{MODELS[index - 1]}/seed0.npz", "ab" * 32), ("shared/seed0.npz", "cd" * 32)),
                      started="2026-11-24T03:17:00+00:00", exit_status=exit_status)
     return dataclasses.replace(base, **changes)   # type: ignore[arg-type]
@@ -34,7 +35,7 @@ def shard(folder: Path, shard_info: ShardInfo, *, provenance: Provenance = PROVE
     """A shard's report folder as pytest --shard writes it (finished, or killed after ``cases`` cases)."""
     session = ReportSession(report_dir=folder)
     session.mark_shard(dataclasses.replace(shard_info, exit_status=None), provenance=provenance)
-    model = shard_info.work[0][0] if shard_info.work else "alpha"
+    model = shard_info.part.work[0][0] if shard_info.part.work else "alpha"
     for case in CASES[:len(CASES) if cases is None else cases]:
         session.add(record_for(case, model=model))
     if finished:
