@@ -21,6 +21,8 @@ hooks only wire them in:
 * a suite test id pasted back as an argument (``::test_low_precision[...]``) is pointed at the packaged suite.
 
 Under xdist each worker is pinned to its own GPU when several are visible (:mod:`harness.plugin.xdist`).
+With ``--shard K/N`` the owning process registers :mod:`harness.plugin.shards` (start marker, idle shards, the
+shard's terminal line); a shard refuses the nightly options (``castguard merge`` judges the whole night).
 """
 from __future__ import annotations
 
