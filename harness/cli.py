@@ -8,6 +8,8 @@
   evicts least recently used cache entries beyond ``cache_max_mb`` and deletes run folders beyond ``keep_runs``.
 * ``castguard replay FINDING.npz``: rerun a saved adversarial finding (exit 1 when it still fails).
 * ``castguard history DIR`` / ``castguard recheck REPORT_DIR ...``: nightly regression (``harness.nightly.cli``).
+* ``castguard merge SHARD_DIR... --out DIR``: the ``pytest --shard K/N`` runs of one night as one report and
+  verdict (``harness.nightly.merge``).
 
 User errors print one message on stderr and exit 2, without a traceback.
 """
@@ -19,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.errors import UserError
-from harness.nightly.cli import add_history_command, add_recheck_command
+from harness.nightly.cli import add_history_command, add_merge_command, add_recheck_command
 from harness.options import add_options, given_options
 
 
@@ -112,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.set_defaults(func=_replay)
     add_history_command(sub)
     add_recheck_command(sub)
+    add_merge_command(sub)
     return parser
 
 

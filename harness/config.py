@@ -25,6 +25,7 @@ from harness.data.recipes import parse_input_shapes, parse_val_range
 from harness.options import DESTS, SWEEP_DESTS, SWEEP_FILE_DEST
 from harness.sweep.grid import check_runner
 from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec
+from harness.sweep.shards import Shard, parse_shard
 from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
 
 CPU_PROVIDER = "CPUExecutionProvider"
@@ -58,6 +59,8 @@ class HarnessConfig:
     cache_max_mb: int = 2048               # LRU cap of the cache folder (0: no cap)
     tune: bool = False
     """``--tune`` / ``[tool.castguard] tune = true``: add a tuned case per precision."""
+    shard: Shard | None = None
+    """``--shard K/N`` / ``[tool.castguard] shard = "K/N"``: run only this shard's part (harness.sweep.shards)."""
 
     @property
     def runners(self) -> tuple[str, ...]:
@@ -160,6 +163,8 @@ def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
         if not isinstance(value, bool):
             raise UserError(where=where, problem=f"expected true or false, got {value!r}", fix="write tune = true")
         return {"tune": value}
+    if key == "shard":
+        return {"shard": parse_shard(value, where=where)}
     if key == "val_ranges":
         return {"val_ranges": tuple(parse_val_range(v) for v in _strings(value, where=where))}
     if key == "input_shapes":

@@ -33,6 +33,7 @@ DESTS: Mapping[str, str] = {
     "castguard_keep_runs": "keep_runs",
     "castguard_cache_max_mb": "cache_max_mb",
     "castguard_tune": "tune",
+    "castguard_shard": "shard",
 }
 # dest -> harness.sweep.SweepOptions field (the pyproject side is [tool.castguard.sweep]).
 SWEEP_DESTS: Mapping[str, str] = {
@@ -100,6 +101,7 @@ RUN_OPTIONS: tuple[Option, ...] = (   # where the run writes, and the tuned case
     Option("--cache-dir", "castguard_cache_dir", metavar="DIR"),
     Option("--keep-runs", "castguard_keep_runs", metavar="N", type=int),
     Option("--cache-max-mb", "castguard_cache_max_mb", metavar="MB", type=int),
+    Option("--shard", "castguard_shard", metavar="K/N"),
 )
 
 
@@ -180,6 +182,10 @@ HELP: Mapping[str, str] = {   # --flag -> help text (see the tables below)
     "--cache-max-mb":
         "size cap of the cache folder; least recently used entries are evicted at the end of a run (default "
         "2048; 0: no cap). `castguard cache` shows and prunes it",
+    "--shard":
+        "run only shard K of N of the models (assigned by a stable hash of each model key; a model's cases are "
+        "split too only when there are fewer models than shards); merge the shards' report folders with "
+        "`castguard merge` ([tool.castguard] shard)",
     "--baseline":
         "compare this run with a previous report.json (or report folder), or with the latest clean run of a "
         "--history folder; regressions, improvements, new and missing cases go into the report",

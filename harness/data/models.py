@@ -31,8 +31,8 @@ from harness.data.onnxfile import model_sha256
 from harness.errors import ModelError
 
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
-__all__ = ["ModelSpec", "bundled_model_names", "bundled_models_dir", "load_model", "model_key", "model_sha256",
-           "resolve_model"]
+__all__ = ["LocatedModel", "ModelSpec", "bundled_model_names", "bundled_models_dir", "load_model", "locate_model",
+           "model_key", "model_sha256", "resolve_model"]
 
 
 @dataclass(frozen=True)
@@ -82,21 +82,39 @@ def model_key(path: Path, *, project_dir: Path | None) -> str:
     return f"{path.stem}-{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
 
 
+@dataclass(frozen=True)
+class LocatedModel:
+    """A ``--model`` value found on disk: its key, file and rerun value, before the file is hashed."""
+
+    name: str
+    path: Path
+    rerun: str = ""
+
+    def spec(self) -> ModelSpec:
+        """The :class:`ModelSpec` (hashes the file, external data included)."""
+        return ModelSpec(name=self.name, path=self.path, sha256=model_sha256(self.path), rerun=self.rerun)
+
+
 def resolve_model(ref: str, *, search_dir: Path, project_dir: Path | None = None) -> ModelSpec:
     """``--model`` value -> :class:`ModelSpec`; :class:`ModelError` (with did-you-mean) when not found.
 
     ``project_dir`` decides the keys of files given by path (None: their stem, as before keys existed)."""
+    return locate_model(ref, search_dir=search_dir, project_dir=project_dir).spec()
+
+
+def locate_model(ref: str, *, search_dir: Path, project_dir: Path | None = None) -> LocatedModel:
+    """:func:`resolve_model` without hashing the file: what ``--shard`` needs to know every model's key."""
     path = Path(ref).expanduser()
     if path.is_file():
         path = path.resolve()
-        return _spec_for(path, name=model_key(path, project_dir=project_dir), rerun=ref)
+        return LocatedModel(name=model_key(path, project_dir=project_dir), path=path, rerun=ref)
     key, sep, target = ref.partition("=")
     if sep and _KEY.match(key):
         named = Path(target).expanduser()
         if not named.is_file():
             raise ModelError(where=f"--model {ref}", problem=f"{target!r} is not an existing .onnx file",
                              fix="write --model KEY=PATH with the path of an .onnx file")
-        return _spec_for(named.resolve(), name=key)
+        return LocatedModel(name=key, path=named.resolve())
     if sep:
         raise ModelError(where=f"--model {ref}", problem=f"{key!r} is not a usable model key",
                          fix="start the key with a letter or digit and use only letters, digits, '_', '.', '-'")
@@ -107,7 +125,7 @@ def resolve_model(ref: str, *, search_dir: Path, project_dir: Path | None = None
     if is_bare_name:
         found = _bundled_candidates(ref, search_dir)
         if found:
-            return _spec_for(found[0].resolve(), name=found[0].stem, rerun=found[0].stem)
+            return LocatedModel(name=found[0].stem, path=found[0].resolve(), rerun=found[0].stem)
     bundled = bundled_model_names(search_dir)
     close = difflib.get_close_matches(Path(ref).stem, bundled, n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(repr(c) for c in close)}? " if close else ""
@@ -115,10 +133,6 @@ def resolve_model(ref: str, *, search_dir: Path, project_dir: Path | None = None
     raise ModelError(where=ref, problem=problem,
                      fix=f"{hint}pass a path to an .onnx file or one of the bundled models: "
                          f"{', '.join(bundled) or '(none found in ' + str(search_dir) + ')'}")
-
-
-def _spec_for(path: Path, *, name: str, rerun: str = "") -> ModelSpec:
-    return ModelSpec(name=name, path=path, sha256=model_sha256(path), rerun=rerun)
 
 
 def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all") -> onnx.ModelProto:

@@ -2,6 +2,8 @@
 
 * ``castguard history DIR [--last N] [--accept NAME|latest]``: the trend table of a history folder; corrupt
   files are listed by name and counted. ``--accept`` marks a regressed run as an accepted baseline.
+* ``castguard merge SHARD_DIR... --out DIR [--baseline PATH] [--history DIR] [--fail-on-regression RULES]``: the
+  ``pytest --shard K/N`` runs of one night as one report, compared once (:mod:`harness.nightly.merge`).
 * ``castguard recheck REPORT_DIR [--atol [OUT:]V ...] [--rtol [OUT:]V ...] [--check-error-stat [OUT:]MODE ...]
   [--quantile [OUT:]Q ...]``: re-judge a report folder's saved outputs; exit 1 when a case now fails.
 """
@@ -13,6 +15,7 @@ from typing import Any
 
 from harness.judge.compare import MODES
 from harness.errors import UserError
+from harness.options import NIGHTLY_OPTIONS
 
 _PER_OUTPUT = "[OUTPUT:]VALUE"
 
@@ -38,6 +41,33 @@ def add_recheck_command(sub: Any) -> None:
     parser.add_argument("--quantile", nargs="+", default=[], metavar=_PER_OUTPUT,
                         help="quantile for --check-error-stat quantile (0..1)")
     parser.set_defaults(func=_recheck)
+
+
+_MERGE_OPTIONS = ("--baseline", "--fail-on-regression", "--history")
+
+
+def add_merge_command(sub: Any) -> None:
+    parser = sub.add_parser("merge", help="merge the report folders of pytest --shard K/N runs into one report, "
+                                          "compared with the baseline once")
+    parser.add_argument("shard_dirs", nargs="+", metavar="SHARD_DIR", help="the --report-dir of each shard")
+    parser.add_argument("--out", required=True, metavar="DIR", help="the merged report folder (created)")
+    for option in NIGHTLY_OPTIONS:
+        if option.flag in _MERGE_OPTIONS:
+            option.register(parser.add_argument)
+    parser.set_defaults(func=_merge)
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from harness.nightly.merge import merge_command
+    from harness.nightly.run import NightlyRun, nightly_options
+
+    here = Path.cwd()
+    options = nightly_options(baseline=args.castguard_baseline, rules=args.castguard_fail_on_regression,
+                              history=args.castguard_history, strict_provenance=False, invocation_dir=here)
+    lines, code = merge_command([Path(d) for d in args.shard_dirs], out=(here / args.out).resolve(),
+                                nightly=NightlyRun(options) if options.active else None, shown_from=here)
+    print("\n".join(lines))
+    return code
 
 
 def _history(args: argparse.Namespace) -> int:

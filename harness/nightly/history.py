@@ -62,7 +62,7 @@ class HistoryRun:
     def unclean_reason(self) -> str:
         """Why the run is not :attr:`clean` ("" when it is)."""
         if self.report.interrupted:
-            return "interrupted"
+            return "incomplete" if self.report.shards else "interrupted"   # a merged night missing a shard
         if not self.report.clean:
             return "failing or erroring cases"
         return "unaccepted regressions" if self.regressed else ""
@@ -90,7 +90,8 @@ class History:
         from collections import Counter
 
         found = Counter(run.unclean_reason for run in self.runs if not run.clean)
-        words = {"interrupted": "interrupted", "failing or erroring cases": "with failing or erroring cases",
+        words = {"interrupted": "interrupted", "incomplete": "incomplete (a shard missing, killed or failed)",
+                 "failing or erroring cases": "with failing or erroring cases",
                  "unaccepted regressions": "with unaccepted regressions"}
         return ", ".join(f"{count} {words[reason]}" for reason, count in sorted(found.items()))
 

@@ -21,6 +21,8 @@ hooks only wire them in:
 * a suite test id pasted back as an argument (``::test_low_precision[...]``) is pointed at the packaged suite.
 
 Under xdist each worker is pinned to its own GPU when several are visible (:mod:`harness.plugin.xdist`).
+With ``--shard K/N`` the owning process registers :mod:`harness.plugin.shards` (start marker, idle shards, the
+shard's terminal line); a shard refuses the nightly options (``castguard merge`` judges the whole night).
 """
 from __future__ import annotations
 
@@ -37,8 +39,9 @@ if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin impor
     from harness.run.session import AccuracySession
     from harness.config import HarnessConfig
     from harness.nightly.run import NightlyRun
-    from harness.report import CaseRecord
+    from harness.report import CaseRecord, Provenance
     from harness.report.collect import FinishedReport, ReportSession
+    from harness.plugin.shards import ShardPlugin
 
 CONFIG_KEY: pytest.StashKey[HarnessConfig] = pytest.StashKey()
 SESSION_KEY: pytest.StashKey[AccuracySession] = pytest.StashKey()
@@ -51,9 +54,10 @@ SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
 ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")   # opt-in: -m adversarial (minutes per model)
 TUNED_FILE = SUITE_FILE.with_name("test_tuned.py")               # opt-in: --tune / [tool.castguard] tune
 PLANNED_KEY: pytest.StashKey[int] = pytest.StashKey()
+SHARD_KEY: pytest.StashKey[ShardPlugin] = pytest.StashKey()
 EVICTED_KEY: pytest.StashKey[str] = pytest.StashKey()
 RUN_ID_KEY = "castguard_run_id"      # the controller's run id, handed to xdist workers in their workerinput
-CASE_TEST = "test_low_precision["    # the suite test of one sweep case (its id starts with this)
+CASE_TESTS = ("test_low_precision[", "test_tuned[")   # the suite tests that are sweep cases (report records)
 
 
 SUITE_TESTS = {"test_fp32_golden": SUITE_FILE, "test_low_precision": SUITE_FILE,
@@ -119,6 +123,11 @@ def pytest_configure(config: pytest.Config) -> None:
         session = AccuracySession(harness_config, bundled_dir=bundled_models_dir(),
                                   strict_provenance=nightly.strict_provenance,
                                   output_dir=report.run_dir) if harness_config.models else None
+        if session is not None and session.shard_work is not None and nightly.active:
+            raise UserError(where="--shard", problem="a shard is one part of the night: comparing it with a "
+                            "baseline would call the other shards' cases missing",
+                            fix="drop --baseline/--history/--fail-on-regression here and give them to "
+                                "`castguard merge SHARD_DIR... --out DIR`, which compares the whole night once")
         if session is not None and nightly.active and not _is_worker(config):
             config.stash[NIGHTLY_KEY] = NightlyRun(nightly)
     except UserError as err:
@@ -129,12 +138,38 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[REPORT_KEY] = report
         if not _is_worker(config):
             report.start()
+            if session.shard_work is not None:
+                _start_shard(config, session)
         if config.args_source != pytest.Config.ArgsSource.ARGS:
             adversarial = "adversarial" in (config.option.markexpr or "")
             config.args = [str(SUITE_FILE), *([str(TUNED_FILE)] if harness_config.tune else []),
                            *([str(ADVERSARIAL_FILE)] if adversarial else [])]
         else:
             config.args = [suite_arg(arg, invocation_dir=config.invocation_params.dir) for arg in config.args]
+
+
+def _start_shard(config: pytest.Config, session: AccuracySession) -> None:
+    """--shard K/N: write the start marker and register the shard's hooks (:mod:`harness.plugin.shards`)."""
+    from harness.plugin.shards import ShardPlugin
+    from harness.run.shard_run import shard_info
+
+    assert session.shard_work is not None
+    plugin = ShardPlugin(session.shard_work, shard_info(session.config, session.shard_work),
+                         suite_files=tuple(SUITE_TESTS.values()))
+    config.stash[REPORT_KEY].mark_shard(plugin.info, provenance=_provenance(config))
+    config.stash[SHARD_KEY] = plugin
+    config.pluginmanager.register(plugin, "castguard-shard")
+
+
+def _provenance(config: pytest.Config) -> Provenance:
+    from hypothesis import settings
+
+    from harness.report import collect_provenance
+
+    seed = config.getoption("hypothesis_seed", None)   # a nightly run's seed, recorded to replay it
+    profile = settings.get_current_profile_name() + (f" (seed {seed})" if seed is not None else "")
+    return collect_provenance(hypothesis_profile=profile, runners=config.stash[CONFIG_KEY].runners,
+                              project_dir=config.stash.get(PROJECT_KEY, config.rootpath))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -149,12 +184,16 @@ def pytest_configure_node(node: object) -> None:
 def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
     """pytest-xdist, controller: the number of sweep cases this run selected (every worker collects them all)."""
     config = node.config   # type: ignore[attr-defined]
-    config.stash[PLANNED_KEY] = sum(CASE_TEST in i for i in ids)
+    config.stash[PLANNED_KEY] = sum(is_case(i) for i in ids)
+
+
+def is_case(nodeid: str) -> bool:
+    return any(name in nodeid for name in CASE_TESTS)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     if not _is_worker(session.config) and session.items:
-        session.config.stash[PLANNED_KEY] = sum(CASE_TEST in item.nodeid for item in session.items)
+        session.config.stash[PLANNED_KEY] = sum(is_case(item.nodeid) for item in session.items)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -205,18 +244,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     reporter = session.config.stash.get(REPORT_KEY, None)
     if reporter is None or _is_worker(session.config):
         return
-    from hypothesis import settings
-
-    from harness.report import collect_provenance
-
     harness_config = session.config.stash[CONFIG_KEY]
-    seed = session.config.getoption("hypothesis_seed", None)   # a nightly run's seed, recorded to replay it
-    profile = settings.get_current_profile_name() + (f" (seed {seed})" if seed is not None else "")
-    provenance = collect_provenance(hypothesis_profile=profile, runners=harness_config.runners,
-                                    project_dir=session.config.stash.get(PROJECT_KEY, session.config.rootpath))
     planned = session.config.stash.get(PLANNED_KEY, None)
     interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop)
-    report = reporter.build(provenance=provenance, interrupted=interrupted, planned_cases=planned)
+    shard = session.config.stash.get(SHARD_KEY, None)   # its own sessionfinish (tryfirst) fixed an idle exit 5
+    report = reporter.build(provenance=_provenance(session.config), interrupted=interrupted,
+                            planned_cases=planned if planned is not None or shard is None else shard.work.case_count,
+                            shard=None if shard is None else shard.finished(int(session.exitstatus)))
     if report is None:
         return
     nightly = session.config.stash.get(NIGHTLY_KEY, None)

@@ -8,8 +8,6 @@ sets the variable in the worker's ``pytest_configure``, before any runner loads 
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from collections.abc import Mapping, MutableMapping
 
 VARIABLE = "CUDA_VISIBLE_DEVICES"
@@ -42,11 +40,9 @@ def worker_gpu(worker_id: str | None, env: Mapping[str, str], *, detected: int) 
 
 def count_gpus() -> int:
     """GPUs that ``nvidia-smi -L`` lists; 0 when nvidia-smi is absent or fails (no NVIDIA driver)."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return 0
-    done = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=30, check=False)
-    return sum(line.startswith("GPU ") for line in done.stdout.splitlines()) if done.returncode == 0 else 0
+    from harness.report.provenance import gpu_names
+
+    return len(gpu_names())
 
 
 def pin_worker(worker_id: str | None, env: Mapping[str, str]) -> str | None:

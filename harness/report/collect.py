@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -26,6 +26,8 @@ from harness.files import safe_component
 from harness.report.format import completion_text, counts_text, same_model_as
 from harness.report.runs import (DEFAULT_KEEP_RUNS, RUNS_DIR, ActiveRun, new_run_id, prune_runs, publish_lock,
                                  run_dir)
+from harness.report.model import ShardInfo
+from harness.report.io import write_shard_marker
 from harness.report.serde import ReportFormatError, record_from_dict, record_to_dict
 
 CASES_DIR = "cases"
@@ -91,26 +93,22 @@ class ReportSession:
 
     def collect(self) -> list[CaseRecord]:
         """Every record written by any process of this run; a re-run of the same case replaces the earlier one."""
-        records: dict[tuple[str, str, str], CaseRecord] = {}
-        for path in self._case_files():
-            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                try:
-                    record = record_from_dict(json.loads(line))
-                except (json.JSONDecodeError, ReportFormatError) as err:
-                    raise UserError(where=f"{path}:{number}", problem=f"unreadable case record ({err})",
-                                    fix="re-run (the line was damaged outside castguard)") from err
-                records[record.key] = record
-        return list(records.values())
+        return collect_records(self.run_dir)[0]
 
-    def build(self, *, provenance: Provenance, interrupted: bool = False,
-              planned_cases: int | None = None) -> Report | None:
-        """This run's report; None when no case ran and the run was not interrupted (nothing is written then)."""
+    def mark_shard(self, shard: ShardInfo, *, provenance: Provenance) -> None:
+        """A shard's start marker (``runs/<id>/shard.json``): a shard killed before its report stays detectable."""
+        write_shard_marker(self.run_dir, shard, provenance=provenance)
+
+    def build(self, *, provenance: Provenance, interrupted: bool = False, planned_cases: int | None = None,
+              shard: ShardInfo | None = None) -> Report | None:
+        """This run's report; None when no case ran and the run was not interrupted (nothing is written then),
+        except for a shard, whose report says it had no work."""
         records = self.collect()
-        if not records and not interrupted:
+        if not records and not interrupted and shard is None:
             self.close()
             return None
         return Report.build(records, created=utc_now(), provenance=provenance, run_id=self.run_id,
-                            interrupted=interrupted, planned_cases=planned_cases)
+                            interrupted=interrupted, planned_cases=planned_cases, shard=shard)
 
     def write(self, report: Report, *, extra_md: Sequence[str] = (), extra_html: Sequence[str] = ()) -> FinishedReport:
         """Write the run's report into its folder and, when complete, publish it; then prune and unlock."""
@@ -133,9 +131,28 @@ class ReportSession:
         """Unlock the run folder (the run is over); idempotent."""
         self._active.release()
 
-    def _case_files(self) -> Iterable[Path]:
-        folder = self.run_dir / CASES_DIR
-        return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+
+
+def collect_records(run_folder: Path, *, torn_tail_ok: bool = False) -> tuple[list[CaseRecord], int]:
+    """The case records of a run folder's case files (a re-run of a case replaces the earlier record) and how many
+    damaged last lines were dropped: only with ``torn_tail_ok`` (a process killed while writing its last line);
+    any other damaged line is a UserError naming it."""
+    records: dict[tuple[str, str, str], CaseRecord] = {}
+    torn = 0
+    folder = run_folder / CASES_DIR
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, 1):
+            try:
+                record = record_from_dict(json.loads(line))
+            except (json.JSONDecodeError, ReportFormatError) as err:
+                if torn_tail_ok and number == len(lines):
+                    torn += 1
+                    continue
+                raise UserError(where=f"{path}:{number}", problem=f"unreadable case record ({err})",
+                                fix="re-run (the line was damaged outside castguard)") from err
+            records[record.key] = record
+    return list(records.values()), torn
 
 
 def _prefixed(record: CaseRecord, prefix: str) -> CaseRecord:

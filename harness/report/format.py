@@ -22,11 +22,40 @@ LEGEND = (
 
 
 def completion_text(report: Report) -> str:
-    """``interrupted after 5 of 24 cases`` for an interrupted run, else ``""``."""
+    """``interrupted after 5 of 24 cases`` for an interrupted run (``incomplete: 20 of 24 cases (shard 2/3
+    killed)`` for a merged one), else ``""``."""
     if not report.interrupted:
         return ""
     planned = "" if report.planned_cases is None else f" of {report.planned_cases}"
+    if report.shards:
+        bad = ", ".join(f"shard {s.index}/{s.count} {s.state}" for s in report.shards if s.state != "complete")
+        return f"incomplete: {len(report.cases)}{planned} cases ({bad})"
     return f"interrupted after {len(report.cases)}{planned} cases"
+
+
+SHARD_COLUMNS = ("shard", "state", "cases", "host", "GPU", "python", "onnxruntime", "castguard", "commit", "folder")
+
+
+def shard_rows(report: Report) -> list[tuple[str, ...]]:
+    """A merged report's shards, one row each (:data:`SHARD_COLUMNS`), then why a shard is not complete."""
+    rows: list[tuple[str, ...]] = []
+    for shard in report.shards:
+        prov = shard.provenance
+        where = ("–",) * 6 if prov is None else (prov.hostname, prov.gpu or "none", prov.python, prov.onnxruntime,
+                                                 prov.castguard, (prov.git_commit or "–")[:12])
+        rows.append((f"{shard.index}/{shard.count}", shard.state + (f": {shard.note}" if shard.note else ""),
+                     f"{shard.cases} of {shard.assigned}" if prov is not None else "–", *where, shard.folder or "–"))
+    return rows
+
+
+def shard_line(report: Report) -> str:
+    """A shard's own report: which part of the sweep it holds (``""`` for any other report)."""
+    if report.shard is None:
+        return ""
+    part = report.shard.part
+    models = f"{len(part.work)} of {len(part.models)} models, {part.case_count} of {part.total_cases} cases"
+    return (f"Shard {part.shard.text} of a sharded sweep: {models}. Merge the shards' report folders with "
+            "`castguard merge SHARD_DIR... --out DIR` for the night's report and verdict.")
 
 
 def display_sorted(cases: Iterable[CaseRecord]) -> list[CaseRecord]:

@@ -23,10 +23,13 @@ import numpy as np
 from harness.dtypes import BFLOAT16
 from harness.errors import UserError
 from harness.files import atomic_write, safe_component
-from harness.report.model import SCHEMA_VERSION, Report
+from harness.report.model import SCHEMA_VERSION, Provenance, Report, ShardInfo
 from harness.report.render_html import render_html
 from harness.report.render_md import render_markdown
-from harness.report.serde import ReportFormatError, report_from_dict, report_to_dict
+from harness.report.serde import (ReportFormatError, report_from_dict, report_to_dict, shard_marker_from_dict,
+                                  shard_marker_to_dict)
+
+SHARD_FILE = "shard.json"   # a shard's start marker in its run folder
 
 
 
@@ -67,6 +70,22 @@ def read_report(path: Path) -> Report:
     except ReportFormatError as err:
         raise UserError(where=path, problem=f"not a valid report: {err}",
                         fix="re-run the sweep to write a fresh report") from err
+
+
+def write_shard_marker(run_folder: Path, shard: ShardInfo, *, provenance: Provenance) -> Path:
+    """Write ``run_folder/shard.json`` (atomically)."""
+    path = run_folder / SHARD_FILE
+    atomic_write(path, (json.dumps(shard_marker_to_dict(shard, provenance=provenance), indent=1) + "\n").encode())
+    return path
+
+
+def read_shard_marker(path: Path) -> tuple[ShardInfo, Provenance]:
+    """A shard's ``shard.json``; a damaged one is a UserError naming it."""
+    try:
+        return shard_marker_from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ReportFormatError) as err:
+        raise UserError(where=path, problem=f"not a readable shard marker ({err})",
+                        fix="re-run that shard (pytest --shard K/N) to write a fresh one") from err
 
 
 def outputs_relpath(model: str, inputs_id: str, case_id: str) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 
 from harness.judge.compare import CompareResult, ErrorFigures, OutputComparison
 from harness.sweep import Case
+from harness.sweep.shards import ShardWork
 from harness.judge.divergence import Divergence as Divergence
 from harness.judge.tolerances import golden_scale
 
@@ -145,6 +146,59 @@ class Provenance:
     runners: tuple[str, ...] = ()
     git_commit: str | None = None
     tensorrt: str | None = None
+    gpu: str | None = None                 # ``nvidia-smi -L`` names, e.g. "1x NVIDIA H100 80GB HBM3"; None: none
+
+
+SHARD_STATES = ("complete", "interrupted", "killed", "failed", "missing")
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    """The part of a sharded sweep a report holds (``pytest --shard K/N``), written when the shard starts.
+
+    ``part`` is the assignment (:class:`harness.sweep.shards.ShardWork`: every model key, the cases per model, and
+    this shard's models and cases); ``settings`` and ``goldens`` are what every shard must agree on.
+    ``exit_status`` (pytest's) and ``failed_tests`` (failed tests that are not sweep cases, e.g. a golden check)
+    are known only once the shard ended: a shard killed mid-run leaves ``exit_status`` None.
+    """
+
+    part: ShardWork
+    settings: tuple[tuple[str, str], ...] = ()
+    goldens: tuple[tuple[str, str], ...] = ()      # (golden .npz relative to the goldens folder, its sha256)
+    started: str = ""
+    exit_status: int | None = None
+    failed_tests: tuple[str, ...] = ()
+
+    @property
+    def index(self) -> int:
+        return self.part.shard.index
+
+    @property
+    def count(self) -> int:
+        return self.part.shard.count
+
+    @property
+    def text(self) -> str:
+        return self.part.shard.text
+
+
+@dataclass(frozen=True)
+class ShardRun:
+    """One shard as a merged report saw it (``castguard merge``): where it came from, how it ended, where it ran."""
+
+    index: int
+    count: int
+    state: str                             # one of SHARD_STATES
+    folder: str = ""                       # the shard folder given to castguard merge ("" when missing)
+    run_id: str = ""
+    cases: int = 0                         # case records it contributed
+    assigned: int = 0                      # cases it was assigned
+    provenance: Provenance | None = None
+    note: str = ""                         # why it is not complete, or other shards it disagrees with
+
+    def __post_init__(self) -> None:
+        if self.state not in SHARD_STATES:
+            raise ValueError(f"ShardRun.state must be one of {SHARD_STATES}, got {self.state!r}")
 
 
 @dataclass(frozen=True)
@@ -158,6 +212,8 @@ class Report:
     run_id: str = ""                       # the run's working folder: runs/<run_id>/ in the report folder
     interrupted: bool = False              # Ctrl-C / a cancelled job: only ``len(cases)`` of ``planned_cases`` ran
     planned_cases: int | None = None       # sweep cases this run selected (None: not known)
+    shard: ShardInfo | None = None         # a shard's report (pytest --shard K/N)
+    shards: tuple[ShardRun, ...] = ()      # a merged report (castguard merge): every shard of the assignment
 
     def __post_init__(self) -> None:
         if self.schema_version != SCHEMA_VERSION:
@@ -171,9 +227,10 @@ class Report:
 
     @classmethod
     def build(cls, cases: Iterable[CaseRecord], *, created: str, provenance: Provenance, run_id: str = "",
-              interrupted: bool = False, planned_cases: int | None = None) -> Report:
+              interrupted: bool = False, planned_cases: int | None = None, shard: ShardInfo | None = None,
+              shards: tuple[ShardRun, ...] = ()) -> Report:
         return cls(created=created, provenance=provenance, cases=tuple(sorted(cases, key=lambda c: c.key)),
-                   run_id=run_id, interrupted=interrupted, planned_cases=planned_cases)
+                   run_id=run_id, interrupted=interrupted, planned_cases=planned_cases, shard=shard, shards=shards)
 
     @property
     def complete(self) -> bool:

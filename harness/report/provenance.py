@@ -6,9 +6,11 @@ the project under test, when its folder is a git work tree.
 from __future__ import annotations
 
 import platform
+import shutil
 import socket
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from importlib import metadata
@@ -40,6 +42,25 @@ def git_commit(project_dir: Path) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+def gpu_names() -> tuple[str, ...]:
+    """The GPUs ``nvidia-smi -L`` lists, by name (``NVIDIA H100 80GB HBM3``); empty without nvidia-smi or a driver."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return ()
+    try:
+        done = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    lines = done.stdout.splitlines() if done.returncode == 0 else []
+    return tuple(line.split(":", 1)[1].split("(UUID", 1)[0].strip() for line in lines
+                 if line.startswith("GPU ") and ":" in line)
+
+
+def gpu_summary(names: Sequence[str]) -> str | None:
+    """``2x NVIDIA H100 80GB HBM3``; None when there is no GPU."""
+    return ", ".join(f"{count}x {name}" for name, count in Counter(names).items()) or None
+
+
 def collect_provenance(*, hypothesis_profile: str, runners: Sequence[str],
                        project_dir: Path | None) -> Provenance:
     """Describe this machine and its packages; ``project_dir`` is where the models under test live."""
@@ -55,4 +76,5 @@ def collect_provenance(*, hypothesis_profile: str, runners: Sequence[str],
         runners=tuple(runners),
         git_commit=git_commit(project_dir) if project_dir is not None else None,
         tensorrt=package_version("tensorrt"),
+        gpu=gpu_summary(gpu_names()),
     )

@@ -8,8 +8,8 @@ import base64
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from harness.report.format import (DISPLAY_ORDER, LEGEND, case_label, completion_text, counts_text, display_sorted,
-                                   fmt_divergence, same_model_as,
+from harness.report.format import (DISPLAY_ORDER, LEGEND, SHARD_COLUMNS, case_label, completion_text, counts_text,
+                                   display_sorted, fmt_divergence, same_model_as, shard_line, shard_rows,
                                    fmt_error, fmt_int, fmt_share, grouped_notes, tuned_plan_lines)
 from harness.report.model import STATUSES, CaseRecord, Report
 from harness.report.pareto import best_passing, front_points
@@ -41,7 +41,8 @@ def render_html(report: Report, *, extra: Sequence[str] = ()) -> str:
     prov = report.provenance
     body = [f"<h1>castguard sweep report</h1><p class=\"meta\">{escape(counts_text(report.counts()))} over "
             f"{len(report.models)} model(s) &middot; created {escape(report.created)} &middot; "
-            f"runners {escape(', '.join(prov.runners) or '–')}</p>", *_interrupted(report), _summary(report), *extra]
+            f"runners {escape(', '.join(prov.runners) or '–')}</p>", *_interrupted(report), *_shards(report),
+            _summary(report), *extra]
     body += [_model_section(index, model, report) for index, model in enumerate(report.models)]
     body.append(_provenance(report))
     body.append("<section><h2>Legend</h2><dl class=\"legend\">" + "".join(
@@ -58,6 +59,17 @@ def _interrupted(report: Report) -> list[str]:
     return [f"<p class=\"failure\"><strong>{escape(completion_text(report).capitalize())}.</strong> This report is "
             "partial: the cases that did not run are missing, and it was not published over the previous complete "
             "report.</p>"]
+
+
+def _shards(report: Report) -> list[str]:
+    """A shard's part of the sweep, or a merged report's shards (how each ended, where it ran)."""
+    if report.shard is not None:
+        return [f"<p class=\"meta\">{escape(shard_line(report))}</p>"]
+    if not report.shards:
+        return []
+    head = "".join(f"<th>{escape(c)}</th>" for c in SHARD_COLUMNS)
+    rows = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in shard_rows(report))
+    return [f"<section id=\"shards\"><h2>Shards</h2><table><tr>{head}</tr>{rows}</table></section>"]
 
 
 def _summary(report: Report) -> str:
@@ -79,7 +91,8 @@ def _provenance(report: Report) -> str:
     items = [("castguard", prov.castguard), ("onnx", prov.onnx), ("onnxruntime", prov.onnxruntime),
              ("numpy", prov.numpy), ("tensorrt", prov.tensorrt or "not installed"), ("python", prov.python),
              ("platform", prov.platform), ("hostname", prov.hostname), ("hypothesis profile", prov.hypothesis_profile),
-             ("runners", ", ".join(prov.runners) or "–"), ("git commit", prov.git_commit or "none"),
+             ("runners", ", ".join(prov.runners) or "–"), ("GPU", prov.gpu or "none"),
+             ("git commit", prov.git_commit or "none"),
              ("schema version", str(report.schema_version))]
     rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in items)
     return f"<section><h2>Provenance</h2><table>{rows}</table></section>"

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from harness.report.format import (LEGEND, case_label, completion_text, counts_text, display_sorted, first_line,
-                                   fmt_divergence, same_model_as,
+from harness.report.format import (LEGEND, SHARD_COLUMNS, case_label, completion_text, counts_text, display_sorted,
+                                   first_line, fmt_divergence, same_model_as, shard_line, shard_rows,
                                    fmt_error, fmt_int, fmt_share, grouped_notes, tuned_plan_lines)
 from harness.report.model import CaseRecord, Report
 from harness.report.pareto import best_passing
@@ -53,11 +53,23 @@ def render_markdown(report: Report, *, extra: Sequence[str] = ()) -> str:
     if report.interrupted:
         lines += [f"**{completion_text(report).capitalize()}.** This report is partial: the cases that did not run "
                   "are missing, and it was not published over the previous complete report.", ""]
+    lines += [shard_line(report), ""] if report.shard is not None else []
+    lines += _shards_lines(report)
     lines += [section for section in extra if section]
     for model in report.models:
         lines += _model_section(model, report.cases_of(model), report.counts(model))
     lines += ["**Legend.** " + " ".join(f"*{name}*: {text}." for name, text in LEGEND), ""]
     return "\n".join(lines)
+
+
+def _shards_lines(report: Report) -> list[str]:
+    """A merged report's shards: how each ended and where it ran."""
+    if not report.shards:
+        return []
+    lines = ["## Shards", "", "| " + " | ".join(SHARD_COLUMNS) + " |", "|" + "---|" * len(SHARD_COLUMNS)]
+    lines += ["| " + " | ".join(md_code(cell, in_table=True) if i == len(row) - 1 else cell.replace("|", "\\|")
+                                for i, cell in enumerate(row)) + " |" for row in shard_rows(report)]
+    return lines + [""]
 
 
 def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, int]) -> list[str]:

@@ -15,7 +15,7 @@ import typing
 from typing import Any, TypeVar
 
 from harness.errors import UserError
-from harness.report.model import SCHEMA_VERSION, CaseRecord, Report
+from harness.report.model import SCHEMA_VERSION, CaseRecord, Provenance, Report, ShardInfo
 
 T = TypeVar("T")
 _SPECIAL = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
@@ -30,6 +30,8 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     return {"schema_version": report.schema_version, "created": report.created,
             "provenance": _encode(report.provenance), "summary": report.counts(), "run_id": report.run_id,
             "interrupted": report.interrupted, "planned_cases": report.planned_cases,
+            **({"shard": _encode(report.shard)} if report.shard is not None else {}),
+            **({"shards": _encode(report.shards)} if report.shards else {}),
             "cases": [record_to_dict(case) for case in report.cases]}
 
 
@@ -57,6 +59,22 @@ def report_from_dict(data: Any) -> Report:
     for index, raw in enumerate(data["cases"]):
         record_from_dict(raw, path=f"$.cases[{index}]")     # checks each stored case_id against its settings
     return report
+
+
+SHARD_MARKER = 1   # the schema of runs/<id>/shard.json
+
+
+def shard_marker_to_dict(shard: ShardInfo, *, provenance: Provenance) -> dict[str, Any]:
+    """A shard's start marker: which shard of which assignment, and where it runs."""
+    return {"castguard_shard": SHARD_MARKER, "shard": _encode(shard), "provenance": _encode(provenance)}
+
+
+def shard_marker_from_dict(data: Any) -> tuple[ShardInfo, Provenance]:
+    """The inverse of :func:`shard_marker_to_dict`; raises ReportFormatError naming the bad key."""
+    if not isinstance(data, dict) or data.get("castguard_shard") != SHARD_MARKER:
+        raise ReportFormatError(f"$: not a castguard shard marker of schema {SHARD_MARKER}")
+    return _decode(ShardInfo, data.get("shard"), "$.shard"), _decode(Provenance, data.get("provenance"),
+                                                                        "$.provenance")
 
 
 def _number(value: float | None) -> float | str | None:

@@ -27,11 +27,12 @@ from harness.errors import UserError
 from harness.data.goldens import Golden, GoldenStore, ensure_golden, rerun_command
 from harness.data.recipes import (Feed, InputRecipe, describe_inputs, make_feeds, plan_recipe, recipe_for_file,
                                   recipe_lines)
-from harness.data.models import ModelSpec, load_model, resolve_model
+from harness.data.models import LocatedModel, ModelSpec, load_model, locate_model
 from harness.report import CaseRecord, golden_relpath, save_outputs
 from harness.runners import make_runner
 from harness.runners.ort import CPU
 from harness.sweep import Case, expand
+from harness.sweep.shards import assign
 
 GOLDEN_PRODUCER = f"ort[{CPU}]"
 # FP32 rerun of the golden inputs: only kernel-order noise is allowed (fp32 eps is 1.2e-7).
@@ -104,19 +105,29 @@ class AccuracySession:
         self.output_dir = output_dir or config.report_dir    # this run's folder for saved outputs
         self.strict_provenance = strict_provenance   # --strict-provenance: golden version drift is an error
         self.store = GoldenStore(config.goldens_dir)
-        self.models: dict[str, LoadedModel] = {}
+        located: dict[str, LocatedModel] = {}
         for ref in config.models:
-            spec = resolve_model(ref, search_dir=bundled_dir, project_dir=config.project)
-            if spec.name in self.models:
-                raise _duplicate(ref, spec, self.models[spec.name].spec)
+            found = locate_model(ref, search_dir=bundled_dir, project_dir=config.project)
+            if found.name in located:
+                raise _duplicate(ref, found, located[found.name])
+            located[found.name] = found
+        sweep_cases = expand(config.sweep)
+        tuned = [tuned_case(precision) for precision in config.sweep.precisions] if config.tune else []
+        # --shard K/N: every shard locates every model (keys only: nothing is hashed or loaded) and keeps its part
+        self.shard_work = None if config.shard is None else assign(
+            list(located), [c.id for c in (*sweep_cases, *tuned)], config.shard)
+        self.models: dict[str, LoadedModel] = {}
+        for name, found in located.items():
+            if self.shard_work is not None and name not in self.shard_work.assigned_models:
+                continue
+            spec = found.spec()
             model = load_model(spec.path, weights="lazy")   # big weights stay on disk (model_dir)
             recipe = plan_recipe(model, default_recipe(spec, config, bundled_dir=bundled_dir), where=str(spec.path))
             feeds = make_feeds(model, recipe, where=str(spec.path))
             self.models[spec.name] = LoadedModel(spec=spec, model=model, recipe=recipe, feeds=feeds,
                                                  input_lines=tuple(recipe_lines(model, recipe)))
-        self.cases = [SweepCase(name, case) for name in self.models for case in expand(config.sweep)]
-        self.tuned_cases = [SweepCase(name, tuned_case(precision)) for name in self.models
-                            for precision in config.sweep.precisions] if config.tune else []
+        self.cases = [SweepCase(name, case) for name in self.models for case in sweep_cases if self._mine(name, case)]
+        self.tuned_cases = [SweepCase(name, case) for name in self.models for case in tuned if self._mine(name, case)]
         self.cache = ContentCache(config.cache_dir)
         self.settings = CaseSettings(tolerances=config.tolerances, ort_providers=config.ort_providers,
                                      report_dir=self.output_dir)
@@ -124,6 +135,10 @@ class AccuracySession:
         self._contexts: dict[str, ModelContext] = {}
         self._updated: set[str] = set()
         self.same_models = SameModels()      # identical converted models run once per process
+
+    def _mine(self, model: str, case: Case) -> bool:
+        """Whether this process runs the case: always, or when its shard was assigned it."""
+        return self.shard_work is None or self.shard_work.runs(model, case.id)
 
     def golden(self, name: str, *, allow_update: bool) -> tuple[Golden, Path | None]:
         """The model's golden; writes it when missing (or once per session with --update-goldens)."""
@@ -220,7 +235,7 @@ def produce_golden(loaded: LoadedModel) -> Golden:
     return Golden(feeds=loaded.feeds, outputs=result.outputs, meta=meta)
 
 
-def _duplicate(ref: str, spec: ModelSpec, other: ModelSpec) -> UserError:
+def _duplicate(ref: str, spec: LocatedModel, other: LocatedModel) -> UserError:
     if spec.path == other.path:
         return UserError(where=f"--model {ref}", problem="model given twice", fix="pass each model once")
     return UserError(where=f"--model {ref}", problem=f"key {spec.name!r} is also used by {other.path}; goldens "
