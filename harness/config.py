@@ -58,6 +58,9 @@ class HarnessConfig:
     cache_max_mb: int = 2048               # LRU cap of the cache folder (0: no cap)
     tune: bool = False
     """``--tune`` / ``[tool.castguard] tune = true``: add a tuned case per precision."""
+    trt_build_check: bool | None = None
+    """``--trt-build-check`` / ``--no-trt-build-check`` / ``[tool.castguard] trt_build_check``; None: on when a
+    TensorRT module is installed (:mod:`harness.run.build_check`)."""
 
     @property
     def runners(self) -> tuple[str, ...]:
@@ -156,10 +159,10 @@ def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
         return {key: (base / _strings(value, where=where)[0]).resolve()}
     if key == "update_goldens":
         return {"update_goldens": bool(value)}
-    if key == "tune":
+    if key in ("tune", "trt_build_check"):
         if not isinstance(value, bool):
-            raise UserError(where=where, problem=f"expected true or false, got {value!r}", fix="write tune = true")
-        return {"tune": value}
+            raise UserError(where=where, problem=f"expected true or false, got {value!r}", fix=f"write {key} = true")
+        return {key: value}
     if key == "val_ranges":
         return {"val_ranges": tuple(parse_val_range(v) for v in _strings(value, where=where))}
     if key == "input_shapes":

@@ -33,6 +33,7 @@ DESTS: Mapping[str, str] = {
     "castguard_keep_runs": "keep_runs",
     "castguard_cache_max_mb": "cache_max_mb",
     "castguard_tune": "tune",
+    "castguard_trt_build_check": "trt_build_check",
 }
 # dest -> harness.sweep.SweepOptions field (the pyproject side is [tool.castguard.sweep]).
 SWEEP_DESTS: Mapping[str, str] = {
@@ -100,6 +101,8 @@ RUN_OPTIONS: tuple[Option, ...] = (   # where the run writes, and the tuned case
     Option("--cache-dir", "castguard_cache_dir", metavar="DIR"),
     Option("--keep-runs", "castguard_keep_runs", metavar="N", type=int),
     Option("--cache-max-mb", "castguard_cache_max_mb", metavar="MB", type=int),
+    Option("--trt-build-check", "castguard_trt_build_check", action="store_true"),
+    Option("--no-trt-build-check", "castguard_trt_build_check", action="store_false"),
 )
 
 
@@ -180,6 +183,12 @@ HELP: Mapping[str, str] = {   # --flag -> help text (see the tables below)
     "--cache-max-mb":
         "size cap of the cache folder; least recently used entries are evicted at the end of a run (default "
         "2048; 0: no cap). `castguard cache` shows and prunes it",
+    "--trt-build-check":
+        "build every distinct converted model as a strongly typed TensorRT engine and check its layer types (the "
+        "default when TensorRT or TensorRT-RTX is installed: pip install \"castguard[trt]\"; no GPU needed); an "
+        "error when neither is installed ([tool.castguard] trt_build_check)",
+    "--no-trt-build-check":
+        "skip the TensorRT build check even when TensorRT is installed",
     "--baseline":
         "compare this run with a previous report.json (or report folder), or with the latest clean run of a "
         "--history folder; regressions, improvements, new and missing cases go into the report",

@@ -15,6 +15,7 @@ from importlib import metadata
 from pathlib import Path
 
 from harness.report.model import Provenance
+from harness.runners.trt_module import installed_backend
 
 
 def utc_now() -> str:
@@ -54,5 +55,5 @@ def collect_provenance(*, hypothesis_profile: str, runners: Sequence[str],
         hypothesis_profile=hypothesis_profile,
         runners=tuple(runners),
         git_commit=git_commit(project_dir) if project_dir is not None else None,
-        tensorrt=package_version("tensorrt"),
+        tensorrt=installed_backend(),
     )
