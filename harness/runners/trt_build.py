@@ -10,7 +10,7 @@ This module imports only the standard library, so it runs two ways:
 
 What is built: every network strongly typed (TensorRT 10.x: ``1 << STRONGLY_TYPED``; 11.x and TensorRT-RTX: no
 flag, strong typing is the only mode), no precision builder flags, TF32 cleared, ``ProfilingVerbosity.DETAILED``,
-one optimization profile for the dynamic inputs. Never set: a timing cache or ``ComputeCapability.CURRENT``;
+one optimization profile for the dynamic inputs. Never set: a timing cache or the CURRENT compute-capability target;
 both query a GPU and fail on a CPU-only machine (cudaError 35). TensorRT-RTX's default targets (compute
 capability 8.0, 8.6, 8.9, 12.x) are kept. Besides the plan, the answer holds the TensorRT type of every ONNX node
 output (``OnnxParser.get_layer_output_tensor``), every parser error and every error line of the build log.
