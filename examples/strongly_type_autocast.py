@@ -10,8 +10,12 @@ The stages, messages and exit codes follow the TensorRT sample (``samples/python
    ``8.npz`` as calibration data; the converted model runs on castguard's ``emulate`` runner (every fp16
    tensor really rounded; ORT's CPU provider would compute the fp16 parts in fp32 and prove nothing), must
    still predict every digit and match the gold outputs with ``np.allclose(rtol=5e-3, atol=5e-3)``;
-3. when TensorRT is importable, a strongly typed engine is built from the converted model and checked the
-   same way (and its per-layer precisions against the ONNX types); otherwise the stage is skipped, saying why.
+3. a strongly typed engine is built from the converted model with TensorRT (full TensorRT, or TensorRT-RTX from
+   ``pip install "castguard[trt]"``, which builds on any machine, no GPU needed) and the type TensorRT gave every
+   node output is checked against the ONNX type; the engine is saved. Then it is run and checked like stage 2
+   (and its per-layer precisions against the ONNX types) where this machine can run it; where it cannot (no GPU,
+   no CUDA library, or a GPU the engine does not support, e.g. TensorRT-RTX on a Hopper GPU) the sample says
+   exactly why. Without any TensorRT the stage is skipped, saying why.
 
 Any failure prints ``ERROR: ...`` and exits 1; success ends with ``Sample finished successfully.``
 """
@@ -26,6 +30,7 @@ import numpy as np
 import onnx
 
 from harness import HarnessError, Runner, RunnerUnavailable, convert_to_mixed_precision, make_runner
+from harness.runners.trt_buildcheck import check_build
 from test_models.artifacts import read_pgm
 from test_models.mnist_train import model_input
 
@@ -102,14 +107,22 @@ class Sample:
 
     def run_trt(self, converted: onnx.ModelProto) -> None:
         print(f"Start build trt engine on {self.converted_onnx_path}.")
+        try:
+            build = check_build(converted, model_dir=self.working_dir, plan_out=self.trt_engine_path)
+        except RunnerUnavailable as err:
+            print(f"STAGE 3 skipped: no TensorRT engine can be built here ({err}).")
+            return
+        print(f"TensorRT build: {build.summary()} ({build.checked} node output types checked).")
+        if not build.ok:
+            raise SampleError(f"TensorRT cannot build the converted model as typed: {build.summary()}")
+        print(f"Saved trt engine to {self.trt_engine_path}.")
+        print("Start trt infer on the engine.")
         runner = make_runner("trt", converted, model_dir=self.working_dir)
         try:
             self.infer_with_runner(runner, self.trt_output_path)
         except RunnerUnavailable as err:
-            print(f"STAGE 3 skipped: no TensorRT engine can be built here ({err}).")
+            print(f"STAGE 3 verify skipped: the engine cannot run here ({err}).")
             return
-        self.trt_engine_path.write_bytes(runner.plan or b"")   # type: ignore[attr-defined]
-        print(f"Saved trt engine to {self.trt_engine_path}.")
         mismatches = runner.check_precisions()                  # type: ignore[attr-defined]
         if mismatches:
             raise SampleError("TensorRT changed precisions: " + "; ".join(map(str, mismatches)))

@@ -61,6 +61,9 @@ class HarnessConfig:
     """``--tune`` / ``[tool.castguard] tune = true``: add a tuned case per precision."""
     shard: Shard | None = None
     """``--shard K/N`` / ``[tool.castguard] shard = "K/N"``: run only this shard's part (harness.sweep.shards)."""
+    trt_build_check: bool | None = None
+    """``--trt-build-check`` / ``--no-trt-build-check`` / ``[tool.castguard] trt_build_check``; None: on when a
+    TensorRT module is installed (:mod:`harness.run.build_check`)."""
 
     @property
     def runners(self) -> tuple[str, ...]:
@@ -159,10 +162,10 @@ def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
         return {key: (base / _strings(value, where=where)[0]).resolve()}
     if key == "update_goldens":
         return {"update_goldens": bool(value)}
-    if key == "tune":
+    if key in ("tune", "trt_build_check"):
         if not isinstance(value, bool):
-            raise UserError(where=where, problem=f"expected true or false, got {value!r}", fix="write tune = true")
-        return {"tune": value}
+            raise UserError(where=where, problem=f"expected true or false, got {value!r}", fix=f"write {key} = true")
+        return {key: value}
     if key == "shard":
         return {"shard": parse_shard(value, where=where)}
     if key == "val_ranges":

@@ -34,6 +34,7 @@ DESTS: Mapping[str, str] = {
     "castguard_cache_max_mb": "cache_max_mb",
     "castguard_tune": "tune",
     "castguard_shard": "shard",
+    "castguard_trt_build_check": "trt_build_check",
 }
 # dest -> harness.sweep.SweepOptions field (the pyproject side is [tool.castguard.sweep]).
 SWEEP_DESTS: Mapping[str, str] = {
@@ -102,6 +103,8 @@ RUN_OPTIONS: tuple[Option, ...] = (   # where the run writes, and the tuned case
     Option("--keep-runs", "castguard_keep_runs", metavar="N", type=int),
     Option("--cache-max-mb", "castguard_cache_max_mb", metavar="MB", type=int),
     Option("--shard", "castguard_shard", metavar="K/N"),
+    Option("--trt-build-check", "castguard_trt_build_check", action="store_true"),
+    Option("--no-trt-build-check", "castguard_trt_build_check", action="store_false"),
 )
 
 
@@ -186,6 +189,12 @@ HELP: Mapping[str, str] = {   # --flag -> help text (see the tables below)
         "run only shard K of N of the models (assigned by a stable hash of each model key; a model's cases are "
         "split too only when there are fewer models than shards); merge the shards' report folders with "
         "`castguard merge` ([tool.castguard] shard)",
+    "--trt-build-check":
+        "build every distinct converted model as a strongly typed TensorRT engine and check its layer types (the "
+        "default when TensorRT or TensorRT-RTX is installed: pip install \"castguard[trt]\"; no GPU needed); an "
+        "error when neither is installed ([tool.castguard] trt_build_check)",
+    "--no-trt-build-check":
+        "skip the TensorRT build check even when TensorRT is installed",
     "--baseline":
         "compare this run with a previous report.json (or report folder), or with the latest clean run of a "
         "--history folder; regressions, improvements, new and missing cases go into the report",

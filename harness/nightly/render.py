@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from harness.nightly.rules import GOOD_STATUSES, Change, Comparison, Key, describe_rules
+from harness.nightly.rules import GOOD_STATUSES, TRT_BUILDS, Change, Comparison, Key, describe_rules
 from harness.nightly.history import Skipped
 from harness.report.format import fmt_error, fmt_share
 from harness.report.render_md import md_code
@@ -30,6 +30,8 @@ def fmt_value(metric: str, value: float | str) -> str:
 
 def fmt_change(change: Change) -> str:
     """``+38.2%``, ``-3.0pp``, ``+0.012``; ``worse``/``better`` for a status; ``+inf`` once non-finite."""
+    if change.delta is None and change.rule.metric == "trt_build":
+        return "worse" if change.baseline == TRT_BUILDS else "better"
     if change.delta is None:
         return "worse" if change.baseline in GOOD_STATUSES else "better"
     if math.isinf(change.delta):

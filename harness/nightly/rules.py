@@ -10,6 +10,8 @@ Rules are written like pytest-benchmark's ``--benchmark-compare-fail``, one per 
                         conversions and the model's shared magnitudes are never timed against fresh ones)
     max_abs:+0.01       an absolute change (no unit)
     status              a case that passed (or failed as expected) no longer does
+    trt_build           a case whose converted model built in TensorRT with its types (the build check,
+                        :mod:`harness.run.build_check`) no longer does; judged when both runs checked it
 
 The sign says which way is worse and may be left out; a sign that points the wrong way is an error
 (``max_rel:-25%`` would flag improvements). Rules are parsed once, when options are read
@@ -43,7 +45,7 @@ OPTION = "--fail-on-regression"
 MAX_REL_FLOOR = 0.1     # max_rel below 10 % counts as 10 %: on well-scaled elements fp16 rounding gives ~1e-3, and
                         # a near-zero golden element alone can move it by orders of magnitude in either direction
 ERROR_FLOOR = 1e-5      # scaled-error changes below this are fp32 kernel-order noise (fp16's eps is 9.8e-4)
-RECOMMENDED_RULES = "status,error:+25%,lowp_share:-2pp"   # robust: no max_rel (see MAX_REL_FLOOR); in the README
+RECOMMENDED_RULES = "status,trt_build,error:+25%,lowp_share:-2pp"   # robust: no max_rel (see MAX_REL_FLOOR); in the README
 CACHE_HIT_NOTE = "conversion from cache"     # the note harness.run.case puts on a case whose conversion was cached
 _RULE = re.compile(r"(?P<sign>[+-]?)(?P<number>[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)(?P<unit>%|pp)?\Z")
 
@@ -101,7 +103,8 @@ METRICS: tuple[Metric, ...] = (
            lambda r: None if CACHE_HIT_NOTE in r.notes else r.timings.total_s - r.timings.magnitudes_s,
            floor=TIME_FLOOR_S),
 )
-METRIC_NAMES = tuple(m.name for m in METRICS) + ("status",)
+VERDICT_RULES = ("status", "trt_build")     # rules on a yes/no verdict: no threshold
+METRIC_NAMES = tuple(m.name for m in METRICS) + VERDICT_RULES
 
 
 def metric(name: str) -> Metric:
@@ -146,9 +149,9 @@ def parse_rule(text: str, *, where: str = OPTION) -> Rule:
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise UserError(where=here, problem=f"unknown metric {name!r}",
                         fix=f"{hint}metrics: {', '.join(METRIC_NAMES)}")
-    if name == "status":
+    if name in VERDICT_RULES:
         if colon:
-            raise UserError(where=here, problem="status takes no threshold", fix="write it as: status")
+            raise UserError(where=here, problem=f"{name} takes no threshold", fix=f"write it as: {name}")
         return Rule(text=text, metric=name)
     known = metric(name)
     match = _RULE.match(spec)
@@ -260,9 +263,23 @@ def tuned_plan_regression(old: CaseRecord, new: CaseRecord) -> Change | None:
                   baseline=old.status, now=new.status)
 
 
+TRT_BUILDS = "builds with its types"     # a trt_build Change's baseline/now when the model built
+
+
+def trt_build_text(record: CaseRecord) -> str:
+    """:data:`TRT_BUILDS`, or what TensorRT said about the case's model."""
+    build = record.trt_build
+    return "not checked" if build is None else (TRT_BUILDS if build.ok else build.summary())
+
+
 def judge(old: CaseRecord, new: CaseRecord, rule: Rule) -> tuple[bool, Change] | None:
     """``(True, change)`` for a regression, ``(False, change)`` for an improvement, None when within the rule."""
     model, case_id, inputs_id = new.key
+    if rule.metric == "trt_build":
+        if old.trt_build is None or new.trt_build is None or old.trt_build.ok == new.trt_build.ok:
+            return None                      # not checked in one run, or no change
+        return old.trt_build.ok, Change(model, case_id, inputs_id, rule, baseline=trt_build_text(old),
+                                        now=trt_build_text(new))
     if rule.metric == "status":
         was, now = old.status in GOOD_STATUSES, new.status in GOOD_STATUSES
         if was == now:

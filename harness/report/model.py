@@ -19,6 +19,7 @@ from harness.sweep import Case
 from harness.sweep.shards import ShardWork
 from harness.judge.divergence import Divergence as Divergence
 from harness.judge.tolerances import golden_scale
+from harness.runners.trt_buildcheck import TrtBuild
 
 SCHEMA_VERSION = 1
 STATUSES = ("pass", "fail", "xfail", "xpass", "skip", "error")
@@ -101,6 +102,7 @@ class CaseRecord:
     speedup: float | None = None           # fp32_latency_ms / latency_ms
     speed_note: str = ""                   # why no speed was measured (CPU runners claim none)
     kept_fp32: tuple[tuple[str, str], ...] = ()   # tuned cases: (node, why) for each node the plan keeps FP32
+    trt_build: TrtBuild | None = None      # the TensorRT build check of the converted model (None: not checked)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 from harness.report.model import Provenance
+from harness.runners.trt_module import installed_backend
 
 
 def utc_now() -> str:
@@ -75,6 +76,6 @@ def collect_provenance(*, hypothesis_profile: str, runners: Sequence[str],
         hypothesis_profile=hypothesis_profile,
         runners=tuple(runners),
         git_commit=git_commit(project_dir) if project_dir is not None else None,
-        tensorrt=package_version("tensorrt"),
+        tensorrt=installed_backend(),
         gpu=gpu_summary(gpu_names()),
     )

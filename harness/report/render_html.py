@@ -14,6 +14,8 @@ from harness.report.format import (DISPLAY_ORDER, LEGEND, SHARD_COLUMNS, case_la
 from harness.report.model import STATUSES, CaseRecord, Report
 from harness.report.pareto import best_passing, front_points
 from harness.report.speed import speed_notes, speed_rows
+from harness.report.trt_view import findings, headline, node_tables, plan_mark, trt_cell
+from harness.runners.trt_buildcheck import NODE_ROWS
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1f24;margin:0;background:#f6f7f9}
@@ -89,7 +91,7 @@ def _summary(report: Report) -> str:
 def _provenance(report: Report) -> str:
     prov = report.provenance
     items = [("castguard", prov.castguard), ("onnx", prov.onnx), ("onnxruntime", prov.onnxruntime),
-             ("numpy", prov.numpy), ("tensorrt", prov.tensorrt or "not installed"), ("python", prov.python),
+             ("numpy", prov.numpy), ("TensorRT", prov.tensorrt or "not installed"), ("python", prov.python),
              ("platform", prov.platform), ("hostname", prov.hostname), ("hypothesis profile", prov.hypothesis_profile),
              ("runners", ", ".join(prov.runners) or "–"), ("GPU", prov.gpu or "none"),
              ("git commit", prov.git_commit or "none"),
@@ -120,7 +122,8 @@ def _model_section(index: int, model: str, report: Report) -> str:
              " counted apart).</figcaption></figure></div>",
              _front_table(cases, multi=multi), _speed_section(model, cases, multi=multi),
              "<h3>Cases (failing first)</h3>" + _case_table(display_sorted(cases), multi=multi),
-             _failures(cases, multi=multi), _tuned(cases, multi=multi), _notes(cases), "</section>"]
+             _failures(cases, multi=multi), _tuned(cases, multi=multi), _trt_section(cases), _notes(cases),
+             "</section>"]
     return "\n".join(parts)
 
 
@@ -155,17 +158,40 @@ def _speed_section(model: str, cases: Sequence[CaseRecord], *, multi: bool) -> s
             f"<th></th></tr>{body}</table>{notes}")
 
 
-def _case_table(cases: Iterable[CaseRecord], *, multi: bool) -> str:
+def _case_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
+    trt = any(c.trt_build is not None for c in cases)
     rows = "".join(
         f"<tr><td><code class=\"id\">{escape(case_label(c, with_inputs=multi))}</code>{_same(c)}</td>"
         f"<td>{_status(c.status)}</td>"
         f"<td>{escape(c.runner or '–')}</td><td class=\"num\">{fmt_error(c.worst_error)}</td>"
         f"<td class=\"num\">{fmt_error(c.worst_max_rel)}</td>"
         f"<td class=\"num\">{fmt_share(c.lowp_flop_share)}</td><td class=\"num\">{fmt_int(c.cast_count)}</td>"
-        f"<td class=\"num\">{c.timings.total_s:.2f}</td><td>{escape(fmt_divergence(c))}</td></tr>" for c in cases)
+        f"<td class=\"num\">{c.timings.total_s:.2f}</td><td>{escape(fmt_divergence(c))}</td>"
+        + (f"<td>{escape(trt_cell(c))}</td>" if trt else "") + "</tr>" for c in cases)
     return ("<table><tr><th>case</th><th>status</th><th>runner</th><th>worst error</th><th>worst max_rel</th>"
             "<th>lowp FLOP share</th>"
-            f"<th>casts</th><th>time (s)</th><th>first divergent tensor</th></tr>{rows}</table>")
+            f"<th>casts</th><th>time (s)</th><th>first divergent tensor</th>{'<th>TensorRT</th>' if trt else ''}"
+            f"</tr>{rows}</table>")
+
+
+def _trt_section(cases: Sequence[CaseRecord]) -> str:
+    """The TensorRT build check: what did not build, and each distinct model's types per ONNX node (ONNX plan
+    next to TensorRT's tensors), folded."""
+    head = headline(cases)
+    if head is None:
+        return ""
+    items = "".join(f"<li><pre>{escape(said)}</pre>" + ", ".join(f"<code class=\"id\">{escape(c)}</code>" for c in labels)
+                    + "</li>" for said, labels in findings(cases))
+    tables = []
+    for ids, build in node_tables(cases, max_rows=NODE_ROWS):
+        rows = "".join(f"<tr><td><code>{escape(r.node)}</code></td><td>{escape(r.op)}</td><td>{escape(r.onnx)}</td>"
+                       f"<td>{escape(r.tensorrt or '–')}</td><td>{plan_mark(r)}</td></tr>" for r in build.nodes)
+        tables.append(f"<details><summary>Types per ONNX node, converted model vs {escape(build.backend)} "
+                      f"({len(ids)} case(s): " + ", ".join(f"<code class=\"id\">{escape(i)}</code>" for i in ids)
+                      + ")</summary><table><tr><th>node</th><th>op</th><th>ONNX type</th><th>TensorRT type</th><th></th>"
+                      f"</tr>{rows}</table></details>")
+    return (f"<h3>TensorRT build check</h3><p>{escape(head)}.</p>" + (f"<ul>{items}</ul>" if items else "")
+            + "".join(tables))
 
 
 def _failures(cases: Sequence[CaseRecord], *, multi: bool) -> str:

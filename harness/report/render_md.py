@@ -14,6 +14,7 @@ from harness.report.format import (LEGEND, SHARD_COLUMNS, case_label, completion
 from harness.report.model import CaseRecord, Report
 from harness.report.pareto import best_passing
 from harness.report.speed import speed_notes, speed_rows
+from harness.report.trt_view import MD_NODE_ROWS, findings, headline, node_tables, plan_mark, trt_cell
 
 _HEADER = ("| case | status | runner | worst error | worst max_rel | lowp FLOP share | casts | first divergent tensor |\n"
            "|---|---|---|---:|---:|---:|---:|---|")
@@ -39,6 +40,23 @@ def _speed_lines(cases: Sequence[CaseRecord], *, multi: bool) -> list[str]:
                   f"{err} | {'front' if front else ''} |" for c, ms, fp32, up, err, front in rows]
     for note in speed_notes(cases):
         lines += ["", f"No speed claimed: {note}."]
+    return lines
+
+
+def _trt_lines(cases: Sequence[CaseRecord]) -> list[str]:
+    """The TensorRT build check: what did not build, and per-node types (ONNX plan next to TensorRT) of small models."""
+    head = headline(cases)
+    if head is None:
+        return []
+    lines = ["", f"{head}."]
+    lines += ["", *(f"- {md_code(said, in_table=False)} ({', '.join(md_code(c, in_table=False) for c in labels)})"
+              for said, labels in findings(cases))] if findings(cases) else []
+    for ids, build in node_tables(cases, max_rows=MD_NODE_ROWS):
+        lines += ["", f"Types per ONNX node, converted model vs {build.backend} ({len(ids)} case(s): "
+                  + ", ".join(md_code(i, in_table=False) for i in ids) + "):", "",
+                  "| node | op | ONNX type | TensorRT type | |", "|---|---|---|---|---|"]
+        lines += [f"| {md_code(r.node, in_table=True)} | {r.op} | {r.onnx} | {r.tensorrt or '–'} | {plan_mark(r)} |"
+                  for r in build.nodes]
     return lines
 
 
@@ -82,7 +100,10 @@ def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, 
         meta += (f"; best passing case: {md_code(best.case_id, in_table=False)} ({fmt_share(best.lowp_flop_share)}"
                  f" low-precision FLOPs, worst error {fmt_error(best.worst_error)}"
                  + (f", {best.speedup:.2f}× FP32 speed" if best.speedup is not None else "") + ")")
-    lines = [f"## {md_code(model, in_table=False)}: {counts_text(counts)}", "", meta, "", _HEADER]
+    trt = any(c.trt_build is not None for c in cases)
+    header = _HEADER.replace(" first divergent tensor |\n", " first divergent tensor | TensorRT |\n") + "---|" \
+        if trt else _HEADER
+    lines = [f"## {md_code(model, in_table=False)}: {counts_text(counts)}", "", meta, "", header]
     for case in display_sorted(cases):
         status = case.status.upper() if case.status in ("fail", "error", "xpass") else case.status
         divergent = "–" if case.first_divergent is None else md_code(fmt_divergence(case), in_table=True)
@@ -92,7 +113,8 @@ def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, 
         lines.append(f"| {label} | {status} | "
                      f"{md_code(case.runner or '–', in_table=True)} | {fmt_error(case.worst_error)} | "
                      f"{fmt_error(case.worst_max_rel)} | "
-                     f"{fmt_share(case.lowp_flop_share)} | {fmt_int(case.cast_count)} | {divergent} |")
+                     f"{fmt_share(case.lowp_flop_share)} | {fmt_int(case.cast_count)} | {divergent} |"
+                     + (f" {trt_cell(case)} |" if trt else ""))
     failing = [c for c in display_sorted(cases) if c.status in ("fail", "error", "xpass") and c.message]
     if failing:
         lines += ["", "Failures:", ""]
@@ -105,7 +127,7 @@ def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, 
         for case, head, kept in tuned:
             lines.append(f"- {md_code(case_label(case, with_inputs=multi), in_table=False)}: {head}")
             lines += [f"  - {md_code(node, in_table=False)}: {why or 'kept'}" for node, why in kept]
-    lines += _speed_lines(cases, multi=multi)
+    lines += _speed_lines(cases, multi=multi) + _trt_lines(cases)
     notes = grouped_notes(cases)
     if notes:
         lines += ["", "Notes:", ""]

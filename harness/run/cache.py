@@ -6,6 +6,7 @@ Layout under the cache root (``.castguard-cache/`` in the rootdir by default; sa
     convert/<key>.onnx               the converted model (+ <key>.onnx.data: its weights, for lazy/big models
                                      whose weights changed; unchanged ones are read from the source's folder)
     convert/<key>.json               the rest of the ConversionResult, with the .onnx file's sha256
+    trt-build/<key>.json             a TensorRT build check (harness.run.build_check), keyed by the converted model
 
 A key is the sha256 of everything the result depends on (:func:`content_key`): the model's sha256, a
 digest of the feeds (:func:`feeds_digest`), the options, and :func:`code_fingerprint` (castguard's
@@ -28,7 +29,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -90,6 +91,26 @@ class ContentCache:
                     raise self._corrupt(path, err) from err
             made = make()
             atomic_write(path, made.to_json().encode())
+            return made, False
+
+    def json_entry(self, folder: str, key: str, make: Callable[[], dict[str, Any] | None]) -> tuple[
+            dict[str, Any] | None, bool]:
+        """The JSON object cached under ``folder/key``, or ``make()`` it and store it (None: nothing to keep, e.g. a
+        result that may not repeat); second item: cache hit."""
+        path = self.root / folder / f"{key}.json"
+        with self._locked(path):
+            if path.is_file():
+                touch((path,))
+                try:
+                    data = json.loads(path.read_text(encoding="utf-8"))
+                except (ValueError, UnicodeDecodeError) as err:
+                    raise self._corrupt(path, err) from err
+                if not isinstance(data, dict):
+                    raise self._corrupt(path, ValueError("not a JSON object"))
+                return data, True
+            made = make()
+            if made is not None:
+                atomic_write(path, json.dumps(made, sort_keys=True).encode())
             return made, False
 
     def conversion(self, key: str, make: Callable[[], ConversionResult], *,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import onnx
 
+from harness.run.build_check import cached_build
 from harness.run.cache import ContentCache, content_key
 from harness.judge.compare import CompareResult
 from harness.judge.paired import judge_outputs
@@ -64,6 +65,13 @@ class CaseSettings:
     report_dir: Path = Path("castguard-report")
     timing: TimingConfig = TimingConfig()
     clock: Clock = time.perf_counter
+    trt_build_check: bool = False      # build every converted model with TensorRT (harness.run.build_check)
+
+
+def targets_tensorrt(case: Case) -> bool:
+    """A case whose model is meant for TensorRT (``--target tensorrt``, or the trt runner): a model that does not
+    build there fails the case. Elsewhere a failed build is reported, and the accuracy verdict stands."""
+    return case.target == "tensorrt" or case.runner == "trt"
 
 
 def cannot_judge(case: Case, settings: CaseSettings) -> str | None:
@@ -103,6 +111,11 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
                        low_nodes=len(conversion.low_nodes), high_nodes=len(conversion.high_nodes),
                        notes=("conversion from cache",) if hit else ())
         providers = settings.ort_providers if case.runner == "ort" else ()
+        if settings.trt_build_check:
+            build, why_not = cached_build(conversion.model, model_dir=conversion.base_dir or ctx.spec.path.parent,
+                                          feed_shapes=[{k: a.shape for k, a in f.items()} for f in ctx.golden.feeds],
+                                          cache=cache)
+            base = replace(base, trt_build=build, notes=(*base.notes, why_not) if why_not else base.notes)
         if same is not None:
             where = (ctx.spec.name, ctx.inputs_id, case.runner, *providers, str(conversion.base_dir or ""))
             graph = (*where, model_digest(conversion.model))
@@ -110,8 +123,8 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
                                         fp32_accumulation=case.fp32_accumulation))
             found = same.first(graph, plan, by_plan=case.runner in PLAN_RUNNERS)
             if found is not None:
-                return reuse(found[0], base, how=found[1], convert_s=convert_s,
-                             total_s=time.perf_counter() - start + mags_s)
+                return tensorrt_verdict(reuse(found[0], base, how=found[1], convert_s=convert_s,
+                                              total_s=time.perf_counter() - start + mags_s), case)
             note = same.plan_note(plan)
             if note is not None:
                 base = replace(base, notes=(*base.notes, note))
@@ -122,8 +135,8 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
         if isinstance(runner, OrtCudaRunner) and runner.profile_placement(feeds[0]):
             base = replace(base, notes=(*base.notes, runner.fallback_note))
     except RunnerUnavailable as err:
-        return replace(base, status="skip", message=str(err),
-                       timings=Timings(magnitudes_s=mags_s, total_s=time.perf_counter() - start))
+        return tensorrt_verdict(replace(base, status="skip", message=str(err), timings=Timings(
+            magnitudes_s=mags_s, total_s=time.perf_counter() - start)), case)
     except (UserError, RunnerError) as err:
         return replace(base, status="error", message=f"{ctx.spec.name} [{case.id}] could not run: {err}",
                        timings=Timings(magnitudes_s=mags_s, total_s=time.perf_counter() - start))
@@ -157,7 +170,19 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
     record = replace(record, timings=timings)
     if same is not None:
         same.remember(graph, plan, record)
-    return record
+    return tensorrt_verdict(record, case)
+
+
+def tensorrt_verdict(record: CaseRecord, case: Case) -> CaseRecord:
+    """A case meant for TensorRT (:func:`targets_tensorrt`) whose model does not build there, or whose types
+    TensorRT changed, fails (before its accuracy is looked at: the model cannot be deployed as converted)."""
+    build = record.trt_build
+    if build is None or build.ok or not targets_tensorrt(case) or record.status not in ("pass", "fail", "skip"):
+        return record
+    head = f"{record.model} [{case.id}] is converted for TensorRT but {build.summary()}"
+    fix = ("  fix: keep the node's op in FP32 (--exclude-ops / castguard convert --op_types_to_exclude), or report "
+           "the op to castguard: --target tensorrt should have kept it FP32")
+    return replace(record, status="fail", message="\n".join([head, fix] + ([record.message] if record.message else [])))
 
 
 def failure_message(ctx: ModelContext, case: Case, comparison: CompareResult, conversion: ConversionResult,

@@ -85,4 +85,5 @@ def reuse(first: CaseRecord, record: CaseRecord, *, how: str, convert_s: float, 
         message = (f"{record.model} [{record.case_id}] converts to the same model as [{first.case_id}] "
                    f"({how or 'identical graph'}; not run again); its result:\n{message}")
     return replace(first, case=record.case, inputs_id=record.inputs_id, notes=(note, *record.notes),
+                   trt_build=record.trt_build,
                    message=message, timings=Timings(convert_s=convert_s, total_s=total_s))

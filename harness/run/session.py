@@ -17,6 +17,7 @@ from typing import Literal, cast
 
 import onnx
 
+from harness.run.build_check import build_check_enabled
 from harness.run.cache import ContentCache, content_key, feeds_digest
 from harness.run.case import CaseSettings, ModelContext, run_case
 from harness.run.dedup import SameModels
@@ -130,7 +131,8 @@ class AccuracySession:
         self.tuned_cases = [SweepCase(name, case) for name in self.models for case in tuned if self._mine(name, case)]
         self.cache = ContentCache(config.cache_dir)
         self.settings = CaseSettings(tolerances=config.tolerances, ort_providers=config.ort_providers,
-                                     report_dir=self.output_dir)
+                                     report_dir=self.output_dir,
+                                     trt_build_check=build_check_enabled(config.trt_build_check))
         self._goldens: dict[str, Golden] = {}
         self._contexts: dict[str, ModelContext] = {}
         self._updated: set[str] = set()

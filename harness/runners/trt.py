@@ -1,51 +1,44 @@
-"""TensorRT runner: a strongly typed engine built from the ONNX model, run through pycuda.
+"""TensorRT runner: a strongly typed engine built from the ONNX model, with full TensorRT or TensorRT-RTX.
 
-Thin on purpose: every decision that does not need TensorRT (flags per version, dtypes and bf16 bits,
-optimization-profile shapes, inspector parsing and the precision check) lives in plain, tested code
-(``trt_types``, ``trt_inspect``, ``trt_check`` and :func:`profile_shapes` below). ``tensorrt`` and
-``pycuda`` are imported in :meth:`TrtRunner.activate`; when either is missing the runner raises
-:class:`~harness.errors.RunnerUnavailable`, which the suite turns into a skip with that reason.
+Building and running are split. The build (:func:`harness.runners.trt_build.build_plan`) needs no GPU and no CUDA
+library: TensorRT-RTX builds on any machine, and the sweep's build check (:mod:`harness.runners.trt_buildcheck`)
+runs it on every converted model. Running needs a GPU the engine supports and a CUDA library for device memory
+(:mod:`harness.runners.trt_device`: cuda-python or pycuda). :meth:`TrtRunner.activate` imports ``tensorrt``, else
+``tensorrt_rtx_bindings`` (:mod:`harness.runners.trt_module`), opens the device, builds, checks that the engine is
+valid on this GPU (``Runtime.get_engine_validity``; a TensorRT-RTX plan runs on compute capability 8.0, 8.6, 8.9
+and 12.x), and deserializes it; whatever is missing raises :class:`~harness.errors.RunnerUnavailable`, which the
+suite turns into a skip with the reason (an unsupported GPU is named, with its compute capability and the list).
 
-Strong typing: each tensor keeps the type the ONNX model gives it (Cast nodes, initializer types); no
-precision builder flags are ever set (10.x rejects them on strongly typed networks, 11.x removed them).
-TF32 is cleared unless ``TrtOptions(tf32=True)``, so fp32 layers compute in fp32. The engine is built with
-``ProfilingVerbosity.DETAILED``; after the first inference ``inspector_json`` and ``precision_report`` hold
-the engine's per-layer precisions and :meth:`TrtRunner.check_precisions` compares them with the ONNX types.
+Strong typing: each tensor keeps the type the ONNX model gives it (Cast nodes, initializer types); no precision
+builder flags are ever set. TF32 is cleared unless ``TrtOptions(tf32=True)``, so fp32 layers compute in fp32. The
+engine is built with ``ProfilingVerbosity.DETAILED``; after the first inference ``inspector_json`` and
+``precision_report`` hold the engine's per-layer precisions and :meth:`TrtRunner.check_precisions` compares them
+with the ONNX types. TensorRT-RTX compiles kernels at first run; ``TrtOptions(runtime_cache=PATH)`` keeps them.
 
-pycuda uses the device's *primary* context (``pycuda.autoprimaryctx``), the one TensorRT's runtime API,
-ORT-GPU and torch share; all GPU work must stay on the thread that activated the runner.
+The run path goes through :class:`LiveEngine` (engine, context, device), which :func:`open_engine` makes; unit
+tests inject a fake one (``TrtRunner(..., open_engine=...)``). All GPU work stays on the activating thread.
 """
 from __future__ import annotations
 
-import importlib
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import onnx
 
-from harness.errors import RunnerError, RunnerUnavailable, UserError
-from harness.data.feeds import Feed, InputSpec
+from harness.errors import RunnerError
+from harness.data.feeds import Feed
 from harness.runners.base import Runner, RunResult
-from harness.runners.ort import session_source
+from harness.runners.trt_buildcheck import ProfileShapes, Shape, profile_shapes
 from harness.runners.trt_check import Mismatch, check_against_onnx
+from harness.runners.trt_device import Device
 from harness.runners.trt_inspect import PrecisionReport, parse_inspector_json
-from harness.runners.trt_types import (
-    builder_flags_to_clear,
-    from_engine_array,
-    host_dtype,
-    network_creation_flags,
-    to_engine_array,
-    trt_version,
-)
+from harness.runners.trt_module import INSTALL_HINT
+from harness.runners.trt_types import from_engine_array, host_dtype, to_engine_array
 
-INSTALL_HINT = "pip install castguard[trt] on a machine with an NVIDIA GPU"
-Shape = tuple[int, ...]
-ProfileShapes = dict[str, tuple[Shape, Shape, Shape]]  # input -> (min, opt, max)
+__all__ = ["INSTALL_HINT", "LiveEngine", "NetworkLayer", "ProfileShapes", "TrtOptions", "TrtRunner", "profile_shapes"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +51,7 @@ class TrtOptions:
     tf32: bool = False
     plugins: tuple[Path, ...] = ()
     input_shapes: tuple[tuple[str, Shape], ...] = ()
+    runtime_cache: Path | None = None    # TensorRT-RTX: kernels compiled at first run, kept in this file
 
     def __post_init__(self) -> None:
         if not 0 <= self.optimization_level <= 5:
@@ -75,91 +69,73 @@ class NetworkLayer:
     output_types: tuple[str, ...]  # TensorRT DataType names, e.g. ("HALF",)
 
 
-def profile_shapes(specs: Sequence[InputSpec], shapes: Sequence[Mapping[str, Shape]]) -> ProfileShapes:
-    """One optimization profile covering ``shapes`` for every input with a dynamic dim (opt = the first)."""
-    dynamic = [s for s in specs if s.dims is None or any(d is None for d in s.dims)]
-    if dynamic and not shapes:
-        names = ", ".join(s.name for s in dynamic)
-        raise RunnerError(f"trt: inputs {names} have dynamic dims; pass TrtOptions(input_shapes=...) "
-                          "or use runner.run(feeds), which sizes the optimization profile from the feeds")
-    profile: ProfileShapes = {}
-    for spec in dynamic:
-        seen = []
-        for i, feed_shapes in enumerate(shapes):
-            if spec.name not in feed_shapes:
-                raise RunnerError(f"trt: no shape for dynamic input {spec.name!r} in feed {i}")
-            seen.append(tuple(int(d) for d in feed_shapes[spec.name]))
-        if len({len(s) for s in seen}) != 1 or (spec.dims is not None and len(seen[0]) != len(spec.dims)):
-            raise RunnerError(f"trt: input {spec.name!r} is fed with shapes of different ranks {sorted(set(seen))}")
-        stacked = np.array(seen)
-        profile[spec.name] = (tuple(int(d) for d in stacked.min(axis=0)), seen[0],
-                              tuple(int(d) for d in stacked.max(axis=0)))
-    return profile
 
+@dataclass
+class LiveEngine:
+    """What :meth:`TrtRunner.activate` opens and the run path uses: a deserialized engine and its execution
+    context (TensorRT's Python objects, or fakes with the same methods), the device, and how to inspect and free
+    them. :func:`harness.runners.trt_engine.open_engine` makes the real one."""
 
-def _import(module: str, *, what: str) -> ModuleType:
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as err:
-        if err.name is not None and (module == err.name or module.startswith(err.name + ".")):
-            raise RunnerUnavailable(f"{what} is not installed ({INSTALL_HINT})") from err
-        raise RunnerUnavailable(f"{what} is installed but cannot be imported: {err}") from err
-    except (ImportError, OSError) as err:  # a missing libnvinfer/libcuda
-        raise RunnerUnavailable(f"{what} is installed but cannot be loaded: {err}") from err
-
-
-def _import_cuda() -> ModuleType:
-    cuda = _import("pycuda.driver", what="pycuda")
-    try:
-        importlib.import_module("pycuda.autoprimaryctx")
-    except cuda.Error as err:
-        raise RunnerUnavailable(f"no usable CUDA device for TensorRT: {err}") from err
-    return cuda
-
-
-def _members(enum: Any) -> dict[str, int]:
-    return {name: int(value) for name, value in enum.__members__.items()}
+    engine: Any                      # ICudaEngine: get_tensor_profile_shape
+    context: Any                     # IExecutionContext: set_input_shape, infer_shapes, get_tensor_shape,
+                                     # set_tensor_address, execute_async_v3
+    device: Device
+    io_dtypes: dict[str, str]        # every I/O tensor -> TensorRT DataType name
+    inputs: tuple[str, ...]
+    runner_name: str                 # "trt-10.13" / "trt-rtx-1.7"
+    backend: str                     # "TensorRT 10.13.0.35" / "TensorRT-RTX 1.7.1.116"
+    plan: bytes = b""
+    network_layers: tuple[NetworkLayer, ...] = ()
+    inspect: Callable[[], str] = lambda: ""          # the engine inspector's JSON (after an inference)
+    release: Callable[[], None] = lambda: None       # frees context, engine and runtime, in that order
 
 
 class _Buffers:
-    """Pinned host + device buffers per I/O tensor, reused while the shape stays the same."""
+    """Host + device buffers per I/O tensor, reused while the shape stays the same."""
 
-    def __init__(self, cuda: ModuleType) -> None:
-        self._cuda = cuda
-        self._by_name: dict[str, tuple[np.ndarray, Any]] = {}
+    def __init__(self, device: Device) -> None:
+        self._device = device
+        self._by_name: dict[str, tuple[np.ndarray, int]] = {}
 
-    def get(self, name: str, shape: Shape, dtype: np.dtype) -> tuple[np.ndarray, Any]:
+    def get(self, name: str, shape: Shape, dtype: np.dtype) -> tuple[np.ndarray, int]:
         held = self._by_name.get(name)
         if held is None or held[0].shape != shape or held[0].dtype != dtype:
             if held is not None:
-                held[1].free()
-            host = self._cuda.pagelocked_empty(shape, dtype)
-            self._by_name[name] = (host, self._cuda.mem_alloc(max(host.nbytes, 1)))
+                self._device.free(held[1])
+            host = self._device.host(shape, dtype)
+            self._by_name[name] = (host, self._device.alloc(max(host.nbytes, 1)))
         return self._by_name[name]
 
     def free(self) -> None:
-        for _, device in self._by_name.values():
-            device.free()
+        for _, address in self._by_name.values():
+            self._device.free(address)
         self._by_name.clear()
 
 
+Opener = Callable[["TrtRunner"], LiveEngine]
+
+
 class TrtRunner(Runner):
-    """``trt``: a TensorRT strongly typed engine. ``name`` becomes ``trt-<major>.<minor>`` once activated."""
+    """``trt``: a TensorRT strongly typed engine. ``name`` becomes ``trt-<major>.<minor>`` (full TensorRT) or
+    ``trt-rtx-<major>.<minor>`` (TensorRT-RTX) once activated; ``backend`` says which built it."""
 
     def __init__(self, model: onnx.ModelProto, *, model_dir: Path | None = None,
-                 options: TrtOptions = TrtOptions()) -> None:
+                 options: TrtOptions = TrtOptions(), open_engine: Opener | None = None) -> None:
         super().__init__(model, name="trt", rounds_low_precision=True, model_dir=model_dir)
         self.options = options
+        self.backend = ""
         self.plan: bytes | None = None
         self.network_layers: tuple[NetworkLayer, ...] = ()
         self.inspector_json: str | None = None
         self.precision_report: PrecisionReport | None = None
-        self._feed_shapes: list[dict[str, Shape]] = [dict(options.input_shapes)] if options.input_shapes else []
-        self._live: dict[str, Any] = {}
+        self.feed_shapes: list[dict[str, Shape]] = [dict(options.input_shapes)] if options.input_shapes else []
+        self._open = open_engine
+        self._live: LiveEngine | None = None
+        self._buffers: _Buffers | None = None
 
     def run(self, feeds: Sequence[Feed]) -> RunResult:
         if not self.is_active and not self.options.input_shapes:
-            self._feed_shapes = [{name: tuple(arr.shape) for name, arr in feed.items()} for feed in feeds]
+            self.feed_shapes = [{name: tuple(arr.shape) for name, arr in feed.items()} for feed in feeds]
         return super().run(feeds)
 
     def check_precisions(self) -> list[Mismatch]:
@@ -168,106 +144,54 @@ class TrtRunner(Runner):
             raise RunnerError("trt: no engine inspector report yet; run at least one inference first")
         return check_against_onnx(self.precision_report, self.model)
 
-    # ---------------------------------------------------------------- lifecycle
-
     def activate_impl(self) -> None:
-        trt = _import("tensorrt", what="tensorrt")
-        cuda = _import_cuda()
-        major, minor = trt_version(trt.__version__)
-        self.name = f"trt-{major}.{minor}"
-        logger = trt.Logger(trt.Logger.WARNING)
-        registry = trt.get_plugin_registry()
-        for plugin in self.options.plugins:
-            if not Path(plugin).is_file():
-                raise UserError(where=plugin, problem="TensorRT plugin library not found",
-                                fix="pass the path of an existing plugin .so, or drop it from plugins")
-            registry.load_library(str(plugin))
-        self.plan = self._build(trt, logger)
-        runtime = trt.Runtime(logger)
-        engine = runtime.deserialize_cuda_engine(self.plan)
-        if engine is None:
-            raise RunnerError("trt: the built plan could not be deserialized (see the TensorRT log above)")
-        self._live = {"trt": trt, "cuda": cuda, "runtime": runtime, "engine": engine,
-                      "context": engine.create_execution_context(), "stream": cuda.Stream(),
-                      "buffers": _Buffers(cuda)}
+        if self._open is None:
+            from harness.runners.trt_engine import open_engine
 
-    def _build(self, trt: ModuleType, logger: Any) -> bytes:
-        builder = trt.Builder(logger)
-        network = builder.create_network(network_creation_flags(trt.__version__,
-                                                                _members(trt.NetworkDefinitionCreationFlag)))
-        parser = trt.OnnxParser(network, logger)
-        with tempfile.TemporaryDirectory(prefix="castguard-trt-") as tmp:
-            source = session_source(self.model, model_dir=self.model_dir, scratch=Path(tmp), options=None)
-            if isinstance(source, str):    # written as an external-data model (pending casts, > 2 GB)
-                parsed = parser.parse_from_file(source)
-            else:                          # external data, if any, is read from model_dir
-                parsed = parser.parse(source, str(self.model_dir / "model.onnx")) if self.model_dir else \
-                    parser.parse(source)
-        if not parsed:
-            errors = "; ".join(str(parser.get_error(i)) for i in range(parser.num_errors))
-            raise RunnerError(f"trt: the ONNX parser rejected the model: {errors}")
-        self.network_layers = tuple(
-            NetworkLayer(layer.name, layer.type.name,
-                         tuple(layer.get_output(j).dtype.name for j in range(layer.num_outputs)))
-            for layer in (network.get_layer(i) for i in range(network.num_layers)))
-        config = builder.create_builder_config()
-        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, self.options.workspace_bytes)
-        config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
-        config.builder_optimization_level = self.options.optimization_level
-        for flag in builder_flags_to_clear(_members(trt.BuilderFlag), tf32=self.options.tf32):
-            config.clear_flag(getattr(trt.BuilderFlag, flag))
-        profile = profile_shapes(self._inputs, self._feed_shapes)
-        if profile:
-            opt_profile = builder.create_optimization_profile()
-            for name, (low, opt, high) in profile.items():
-                opt_profile.set_shape(name, low, opt, high)
-            config.add_optimization_profile(opt_profile)
-        plan = builder.build_serialized_network(network, config)
-        if plan is None:
-            raise RunnerError("trt: the engine build failed (see the TensorRT log above)")
-        return bytes(plan)
+            self._open = open_engine
+        live = self._open(self)
+        self.name, self.backend, self.plan, self.network_layers = (live.runner_name, live.backend, live.plan,
+                                                                   live.network_layers)
+        self._live, self._buffers = live, _Buffers(live.device)
 
     def infer_impl(self, feed: Feed) -> dict[str, np.ndarray]:
-        trt, cuda, engine, context, stream, buffers = (self._live[k] for k in (
-            "trt", "cuda", "engine", "context", "stream", "buffers"))
-        names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
-        inputs = [n for n in names if engine.get_tensor_mode(n) == trt.TensorIOMode.INPUT]
-        dtypes = {n: engine.get_tensor_dtype(n).name for n in names}
-        staged = {n: to_engine_array(feed[n], dtypes[n], tensor=n) for n in inputs}
+        live, buffers = self._live, self._buffers
+        assert live is not None and buffers is not None
+        context, device = live.context, live.device
+        staged = {n: to_engine_array(feed[n], live.io_dtypes[n], tensor=n) for n in live.inputs}
         for n, arr in staged.items():
             if not context.set_input_shape(n, arr.shape):
                 raise RunnerError(f"trt: input {n!r} shape {arr.shape} is outside the engine's optimization "
-                                  f"profile {engine.get_tensor_profile_shape(n, 0)}")
+                                  f"profile {live.engine.get_tensor_profile_shape(n, 0)}")
         unresolved = context.infer_shapes()
         if unresolved:
             raise RunnerError(f"trt: cannot infer the shapes of {', '.join(unresolved)}")
         held = {}
-        for n in names:
-            held[n] = buffers.get(n, tuple(context.get_tensor_shape(n)), host_dtype(dtypes[n], tensor=n))
-            context.set_tensor_address(n, int(held[n][1]))
+        for n, dtype in live.io_dtypes.items():
+            held[n] = buffers.get(n, tuple(context.get_tensor_shape(n)), host_dtype(dtype, tensor=n))
+            context.set_tensor_address(n, held[n][1])
         for n, arr in staged.items():
             np.copyto(held[n][0], arr)
-            cuda.memcpy_htod_async(held[n][1], held[n][0], stream)
-        if not context.execute_async_v3(stream.handle):
+            device.upload(held[n][1], held[n][0])
+        if not context.execute_async_v3(device.stream):
             raise RunnerError("trt: execute_async_v3 failed (see the TensorRT log above)")
         outputs = [o.name for o in self.model.graph.output]
         for n in outputs:
-            cuda.memcpy_dtoh_async(held[n][0], held[n][1], stream)
-        stream.synchronize()
+            device.download(held[n][0], held[n][1])
+        device.synchronize()
         if self.inspector_json is None:
-            self._inspect(trt, engine, context)
-        return {n: from_engine_array(held[n][0].copy(), dtypes[n], tensor=n) for n in outputs}
-
-    def _inspect(self, trt: ModuleType, engine: Any, context: Any) -> None:
-        inspector = engine.create_engine_inspector()
-        inspector.execution_context = context
-        self.inspector_json = str(inspector.get_engine_information(trt.LayerInformationFormat.JSON))
-        self.precision_report = parse_inspector_json(self.inspector_json)
+            self.inspector_json = live.inspect()
+            self.precision_report = parse_inspector_json(self.inspector_json)
+        return {n: from_engine_array(held[n][0].copy(), live.io_dtypes[n], tensor=n) for n in outputs}
 
     def deactivate_impl(self) -> None:
-        """Free in dependency order while the CUDA context is still current: context, engine, runtime, buffers."""
-        live, self._live = self._live, {}
-        for key in ("context", "engine", "runtime"):
-            del live[key]
-        live["buffers"].free()
-        live.clear()
+        """Free while the CUDA context is still current: context, engine and runtime, then buffers, then the stream."""
+        live, buffers = self._live, self._buffers
+        self._live = self._buffers = None
+        if live is not None:
+            live.release()                   # drops its own references (a runtime cache is written first)
+            live.context = None
+            live.engine = None
+            if buffers is not None:
+                buffers.free()
+            live.device.close()

@@ -6,8 +6,7 @@ tested on machines without a GPU. Facts: ``shared/reference/tensorrt.md`` §2.1,
 """
 from __future__ import annotations
 
-import re
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 
 import numpy as np
@@ -15,6 +14,10 @@ from onnx import TensorProto
 
 from harness.dtypes import BFLOAT16, bf16_to_bits, bits_to_bf16
 from harness.errors import RunnerError, RunnerUnavailable
+from harness.runners.trt_build import Unsupported
+from harness.runners.trt_build import builder_flags_to_clear as builder_flags_to_clear
+from harness.runners.trt_build import network_creation_flags as _creation_flags
+from harness.runners.trt_build import trt_version as trt_version
 
 # TensorRT DataType enum name -> (precision label, ONNX element type name). One table, used both ways;
 # an ONNX type this onnx release lacks (FLOAT4E2M1 arrived in onnx 1.18) has no ONNX mapping.
@@ -55,7 +58,6 @@ _DTYPE_RULES: tuple[tuple[str, str], ...] = (
     ("BOOL", "bool"),
 )
 
-MIN_VERSION = (10, 0)  # strongly typed networks with execute_async_v3 and named I/O tensors
 
 
 def _trt_key(name: str) -> str:
@@ -113,32 +115,10 @@ def from_engine_array(arr: np.ndarray, trt_dtype: str, *, tensor: str) -> np.nda
     return bits_to_bf16(arr) if key == "BF16" else np.asarray(arr)
 
 
-def trt_version(version: str) -> tuple[int, int]:
-    """``"10.16.0.5"`` -> ``(10, 16)``."""
-    match = re.match(r"^\s*(\d+)\.(\d+)", version)
-    if not match:
-        raise ValueError(f"cannot read a TensorRT version from {version!r}")
-    return int(match.group(1)), int(match.group(2))
-
-
-def network_creation_flags(version: str, flag_values: Mapping[str, int]) -> int:
-    """The ``create_network`` flags for a strongly typed network.
-
-    ``flag_values`` is ``NetworkDefinitionCreationFlag`` as ``{member name: int value}``. On 10.x strong
-    typing is opt-in: ``1 << STRONGLY_TYPED``. On 11.x every network is strongly typed and the flag is
-    deprecated (its value changed), so no flag is passed.
-    """
-    found = trt_version(version)
-    if found < MIN_VERSION:
-        raise RunnerUnavailable(f"TensorRT {version} is too old: castguard builds strongly typed engines and "
-                                f"needs TensorRT >= {MIN_VERSION[0]}.{MIN_VERSION[1]}")
-    if found[0] >= 11:
-        return 0
-    if "STRONGLY_TYPED" not in flag_values:
-        raise RunnerUnavailable(f"TensorRT {version} has no NetworkDefinitionCreationFlag.STRONGLY_TYPED")
-    return 1 << int(flag_values["STRONGLY_TYPED"])
-
-
-def builder_flags_to_clear(builder_flags: Collection[str], *, tf32: bool) -> tuple[str, ...]:
-    """Builder flags to clear: TF32 (on by default) unless asked for, so fp32 layers compute in fp32."""
-    return ("TF32",) if not tf32 and "TF32" in builder_flags else ()
+def network_creation_flags(version: str, flag_values: Mapping[str, int], *, rtx: bool = False) -> int:
+    """:func:`harness.runners.trt_build.network_creation_flags`, with RunnerUnavailable for a TensorRT that cannot
+    build strongly typed networks (the suite skips with that reason)."""
+    try:
+        return _creation_flags(version, flag_values, rtx=rtx)
+    except Unsupported as err:
+        raise RunnerUnavailable(str(err)) from err

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness import AccuracySession, Case, HarnessConfig, SweepCase, bundled_models_dir
+from harness.runners.trt_module import installed_module
 
 pytest_plugins = ["pytester"]
 GOLDENS = Path(__file__).resolve().parents[2] / "goldens"
@@ -110,3 +111,24 @@ def test_the_suite_option_forces_every_case_and_names_the_divergence(pytester: p
     unknown = suite("Mul:fp16")
     unknown.assert_outcomes(passed=1, failed=1)
     unknown.stdout.fnmatch_lines(["*keys [[]'Mul'[]] match no node name or op type in the model*"])
+
+
+@pytest.mark.trt_build
+@pytest.mark.skipif(installed_module() is None, reason='no TensorRT module is installed (neither tensorrt nor '
+                    'tensorrt_rtx_bindings): pip install "castguard[trt]"')
+def test_the_forced_model_builds_in_tensorrt_and_the_report_shows_its_types_per_node(pytester: pytest.Pytester) -> None:
+    """Strong typing keeps the forced plan: Add in fp16, Sub in fp32, as the seed's constrained network asks."""
+    goldens = _copy_goldens(pytester.path / "goldens")
+    pytester.runpytest("-p", "no:cacheprovider", "--model", MODEL, "--goldens-dir", str(goldens), "--node-precisions",
+                       "Add:fp16,Sub:fp32", "--precision", "fp16", "--data-max", "512", "--exclude-ops", "none",
+                       "--keep-io-types", "true").assert_outcomes(passed=1, failed=1)
+    case = json.loads((pytester.path / "castguard-report" / "report.json").read_text())["cases"][0]
+    build = case["trt_build"]
+    assert case["case_id"] == FORCED.id and build["outcome"] == "ok" and build["plan_bytes"] > 0
+    rows = {r["node"]: (r["op"], r["onnx"], r["tensorrt"]) for r in build["nodes"]}
+    assert rows["Add"] == ("Add", "fp16", "fp16") and rows["Sub"] == ("Sub", "fp32", "fp32")
+    markdown = (pytester.path / "castguard-report" / "report.md").read_text()
+    assert "Types per ONNX node, converted model vs TensorRT" in markdown
+    assert "| `Add` | Add | fp16 | fp16 | same |" in markdown and "| `Sub` | Sub | fp32 | fp32 | same |" in markdown
+    html = (pytester.path / "castguard-report" / "report.html").read_text()
+    assert "<h3>TensorRT build check</h3>" in html and "<td><code>Sub</code></td><td>Sub</td><td>fp32</td>" in html

@@ -85,3 +85,15 @@ def test_the_project_is_the_nearest_folder_with_a_castguard_table(tmp_path: Path
     assert find_project(deep, fallback=other) == project
     assert find_project(project, fallback=other) == project
     assert find_project(other, fallback=other) == other                             # none: pytest's rootdir
+
+
+def test_the_trt_build_check_setting_comes_from_either_flag_or_pyproject(tmp_path: Path) -> None:
+    def config(*cli: str, table: dict[str, object] | None = None) -> HarnessConfig:
+        return HarnessConfig.from_sources(cli=_parse(*cli), table=table or {}, rootdir=tmp_path, invocation_dir=tmp_path)
+
+    assert config().trt_build_check is None                              # auto: on when TensorRT is installed
+    assert config("--trt-build-check").trt_build_check is True
+    assert config("--no-trt-build-check", table={"trt_build_check": True}).trt_build_check is False
+    assert config(table={"trt_build_check": False}).trt_build_check is False
+    with pytest.raises(UserError, match=r"\[tool.castguard\] trt_build_check.*expected true or false, got 'yes'"):
+        config(table={"trt_build_check": "yes"})

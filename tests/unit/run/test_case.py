@@ -1,7 +1,6 @@
 """One sweep case through AccuracySession + casework: every status, the record's contents, outputs and cache reuse."""
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from tests.helpers.graphs import cancellation_model, mlp_model, save
 from harness.run.session import AccuracySession, SweepCase
 from harness.run.case import CaseSettings, cannot_judge
 from harness.config import HarnessConfig
+from harness.runners.trt_module import installed_module
 from harness.report import load_outputs
 from harness.sweep import Case, SweepSpec
 
@@ -91,10 +91,17 @@ def test_a_conversion_error_is_an_error_record(mlp: AccuracySession) -> None:
     assert "match no node name or op type" in outcome.message and "np_NoSuchNode.fp16" in outcome.message
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tensorrt") is not None, reason="TensorRT is installed here")
 def test_an_unavailable_runner_is_a_skip_with_the_reason(mlp: AccuracySession) -> None:
+    """No TensorRT (the main legs): the trt case skips saying so. TensorRT-RTX on this CPU (the trt leg): the model
+    builds (the build check runs) and the case skips because nothing here can run the engine."""
     outcome = mlp.check_low_precision(_case(mlp, runner="trt"))
-    assert outcome.status == "skip" and "tensorrt" in outcome.message and outcome.record is not None
+    assert outcome.status == "skip" and outcome.record is not None
+    if installed_module() is None:
+        assert outcome.message.startswith("no TensorRT is installed (neither tensorrt nor tensorrt_rtx_bindings)")
+        assert outcome.record.trt_build is None
+    else:
+        assert outcome.record.trt_build is not None and outcome.record.trt_build.ok
+        assert any(why in outcome.message for why in ("no CUDA library", "no usable CUDA device", "compute capability"))
 
 
 def test_a_missing_golden_fails_the_case_once(tmp_path: Path) -> None:

@@ -1,11 +1,12 @@
-"""The TensorRT runner: the parts that need no GPU are tested here for real; the engine tests need TensorRT.
+"""The TensorRT runner: the parts that need no GPU are tested here for real; the engine tests need a GPU.
 
-TensorRT is never faked. Where ``tensorrt`` is missing (CI, this project's dev machines) the engine tests skip
-with the reason, and the RunnerUnavailable path is exercised against the real, missing import.
+TensorRT is never faked here (the run path's seam is tested in test_trt_run_path.py). Where no TensorRT module is
+installed (the main CI legs) the RunnerUnavailable path is exercised against the real, missing import; the engine
+tests need TensorRT (full, or TensorRT-RTX on a GPU of compute capability 8.0/8.6/8.9/12.x), a CUDA library and a
+GPU, and skip saying which is missing.
 """
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from collections.abc import Iterator
@@ -22,7 +23,9 @@ from harness.dtypes import bf16_to_bits, np_dtype
 from harness.errors import RunnerError, RunnerUnavailable
 from harness.data.feeds import InputSpec
 from harness.runners import make_runner
-from harness.runners.trt import TrtOptions, TrtRunner, _import, _import_cuda, profile_shapes
+from harness.runners.trt import TrtOptions, TrtRunner, profile_shapes
+from harness.runners.trt_device import open_device
+from harness.runners.trt_module import import_tensorrt, installed_module
 from harness.runners.trt_types import (
     ELEM_TO_TRT,
     TRT_TO_ELEM,
@@ -35,8 +38,7 @@ from harness.runners.trt_types import (
     trt_version,
 )
 
-HAS_TENSORRT = importlib.util.find_spec("tensorrt") is not None
-NO_TRT_REASON = "TensorRT is not installed (needs an NVIDIA GPU): pip install castguard[trt]"
+HAS_TENSORRT = installed_module() is not None
 HARNESS = Path(__file__).resolve().parents[3] / "harness" / "runners"
 
 # NetworkDefinitionCreationFlag members as the bindings expose them (tensorrt.md §2.1)
@@ -50,7 +52,7 @@ def _model(name: str) -> onnx.ModelProto:
 
 # ---------------------------------------------------------------- tensorrt missing: the real path
 
-@pytest.mark.skipif(HAS_TENSORRT, reason="tensorrt is installed here; the missing-tensorrt path cannot happen")
+@pytest.mark.skipif(HAS_TENSORRT, reason="a TensorRT module is installed here; the missing-TensorRT path cannot happen")
 def test_trt_runner_is_unavailable_without_tensorrt() -> None:
     runner = make_runner("trt", _model("explicit_typing"))
     assert isinstance(runner, TrtRunner)
@@ -58,27 +60,24 @@ def test_trt_runner_is_unavailable_without_tensorrt() -> None:
     feed = {"x": np.zeros((1, 10), np.float32)}
     with pytest.raises(RunnerUnavailable) as info:
         runner.run([feed])
-    assert str(info.value) == ("tensorrt is not installed "
-                               "(pip install castguard[trt] on a machine with an NVIDIA GPU)")
+    assert str(info.value) == ('no TensorRT is installed (neither tensorrt nor tensorrt_rtx_bindings): pip install '
+                               '"castguard[trt]" (TensorRT-RTX, builds on any machine), or install full TensorRT '
+                               '10/11 on a machine with an NVIDIA GPU')
     assert not runner.is_active
-    with pytest.raises(RunnerUnavailable, match="tensorrt is not installed"), runner:
+    with pytest.raises(RunnerUnavailable, match="no TensorRT is installed"), runner:
         pass
 
 
-def test_import_of_a_module_that_is_not_there_is_unavailable() -> None:
-    with pytest.raises(RunnerUnavailable, match=r"^castguard_absent_lib is not installed \(pip install"):
-        _import("castguard_absent_lib", what="castguard_absent_lib")
-
-
-def test_import_of_a_module_that_cannot_load_its_library_is_unavailable(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A package that is installed but whose shared library is missing (as tensorrt without libnvinfer)."""
-    (tmp_path / "castguard_broken_lib.py").write_text(
+def test_a_tensorrt_that_cannot_load_its_library_is_unavailable(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tensorrt`` is imported first: an installed one whose shared library is missing (no libnvinfer) is unavailable."""
+    (tmp_path / "tensorrt.py").write_text(
         "raise ImportError('libnvinfer.so.10: cannot open shared object file: No such file or directory')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(RunnerUnavailable, match="installed but cannot be loaded: libnvinfer.so.10"):
-        _import("castguard_broken_lib", what="castguard_broken_lib")
-    sys.modules.pop("castguard_broken_lib", None)
+    monkeypatch.delitem(sys.modules, "tensorrt", raising=False)
+    with pytest.raises(RunnerUnavailable, match="tensorrt is installed but cannot be loaded: libnvinfer.so.10"):
+        import_tensorrt()
+    sys.modules.pop("tensorrt", None)
 
 
 # ---------------------------------------------------------------- version and flag logic
@@ -91,6 +90,13 @@ def test_import_of_a_module_that_cannot_load_its_library_is_unavailable(
 ])
 def test_network_creation_flags(version: str, members: dict[str, int], flags: int) -> None:
     assert network_creation_flags(version, members) == flags
+
+
+def test_tensorrt_rtx_1x_passes_the_version_gate_with_no_flag() -> None:
+    """TensorRT-RTX 1.7.1's NetworkDefinitionCreationFlag has only STRONGLY_TYPED = 0; every network is strongly typed."""
+    assert network_creation_flags("1.7.1.116", {"STRONGLY_TYPED": 0}, rtx=True) == 0
+    with pytest.raises(RunnerUnavailable, match="too old"):
+        network_creation_flags("1.7.1.116", {"STRONGLY_TYPED": 0})      # read as full TensorRT 1.7
 
 
 @pytest.mark.parametrize(("version", "members", "message"), [
@@ -118,9 +124,11 @@ def test_tf32_is_cleared_unless_asked_for() -> None:
 
 def test_runner_never_sets_weak_typing_apis() -> None:
     """No deprecated/removed precision controls anywhere in the runner code (tensorrt.md §2.1, §2.6)."""
-    source = "\n".join((HARNESS / f).read_text() for f in ("trt.py", "trt_types.py"))
+    source = "\n".join((HARNESS / f).read_text() for f in ("trt.py", "trt_types.py", "trt_build.py", "trt_engine.py",
+                                                           "trt_device.py", "trt_buildcheck.py"))
     for banned in ("EXPLICIT_BATCH", "BuilderFlag.FP16", "BuilderFlag.BF16", "BuilderFlag.INT8", "BuilderFlag.FP8",
-                   "PRECISION_CONSTRAINTS", "set_output_type", "precision_is_set", "pycuda.autoinit"):
+                   "PRECISION_CONSTRAINTS", "set_output_type", "precision_is_set", "pycuda.autoinit",
+                   "set_timing_cache", "ComputeCapability.CURRENT", "set_compute_capability"):
         assert banned not in source
     assert not re.search(r"\.precision\s*=", source)
     assert "pycuda.autoprimaryctx" in source and "STRONGLY_TYPED" in source and "DETAILED" in source
@@ -229,11 +237,13 @@ def test_options_validate_and_seed_the_profile() -> None:
 
 @pytest.fixture(scope="module")
 def tensorrt_ready() -> Iterator[None]:
-    """TensorRT, pycuda and a CUDA device, or a skip that says which one is missing."""
-    pytest.importorskip("tensorrt", reason=NO_TRT_REASON)
-    pytest.importorskip("pycuda.driver", reason="pycuda is not installed: pip install castguard[trt]")
+    """TensorRT, a CUDA library and a CUDA device, or a skip that says which one is missing. (An unsupported GPU
+    skips in the test itself, through the runner's own engine-validity check.)"""
     try:
-        _import_cuda()
+        import_tensorrt()
+        open_device().close()
+        with TrtRunner(_model("explicit_typing")):     # an unsupported GPU: the runner's validity check says so
+            pass
     except RunnerUnavailable as err:
         pytest.skip(str(err))
     yield

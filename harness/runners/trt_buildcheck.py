@@ -1,0 +1,234 @@
+"""The TensorRT build check: does a (converted) ONNX model build as a strongly typed engine, with the ONNX types?
+
+:func:`check_build` parses and builds the model in a child process (:mod:`harness.runners.trt_build`, with
+``tensorrt`` if installed, else TensorRT-RTX's ``tensorrt_rtx_bindings``), then compares the TensorRT type of every
+ONNX node output with the type the ONNX model declares (int64 stored as int32 is allowed). It needs neither a GPU
+nor a CUDA library: TensorRT-RTX builds ahead of time on a CPU-only machine. The answer is one
+:class:`TrtBuild`: it builds (plan size, seconds), or the parser refused a node (op, dtype, node, TensorRT's
+message), or the builder failed (its error lines), or TensorRT changed a type, or the builder process crashed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from harness.data.feeds import InputSpec, input_specs
+from harness.errors import RunnerError, RunnerUnavailable
+from harness.runners.ort import session_source
+from harness.runners.trt_check import declared_precisions
+from harness.runners.trt_module import backend_label, installed_module
+from harness.runners.trt_types import precision_of_trt_dtype
+
+BUILD_SCRIPT = Path(__file__).resolve().with_name("trt_build.py")
+OUTCOMES = ("ok", "parse", "build", "types", "crash")
+NODE_ROWS = 300          # per-node type rows kept in a result (the report shows them); larger models keep the changes
+TIMEOUT_S = 900.0
+Shape = tuple[int, ...]
+ProfileShapes = dict[str, tuple[Shape, Shape, Shape]]  # input -> (min, opt, max)
+_SAME = frozenset({("int64", "int32")})                  # (ONNX, TensorRT) pairs that are not a change
+
+
+@dataclass(frozen=True)
+class ParseFailure:
+    """A node TensorRT's ONNX parser refused."""
+
+    node: str
+    op: str
+    dtype: str       # the precision of the node's first typed input, e.g. "bf16" ("" when unknown)
+    message: str     # TensorRT's description, e.g. "Assertion failed: ... The current type = BF16."
+
+
+@dataclass(frozen=True)
+class NodeTypes:
+    """One ONNX node: the types the ONNX model declares for its outputs next to the ones TensorRT gave them."""
+
+    node: str
+    op: str
+    onnx: str        # "fp16", or "fp16,int64" for several outputs ("?" where the model declares none)
+    tensorrt: str    # the same for TensorRT's tensors; "" when the parser made no tensor (e.g. a Constant)
+
+
+@dataclass(frozen=True)
+class TrtBuild:
+    """The build check of one converted model (see the module docstring)."""
+
+    backend: str                           # "TensorRT-RTX 1.7.1.116" or "TensorRT 10.13.0.35"
+    outcome: str                           # one of OUTCOMES
+    seconds: float = 0.0                   # parse + build in the builder process
+    plan_bytes: int | None = None
+    parse_failures: tuple[ParseFailure, ...] = ()
+    build_error: str = ""                  # the builder's error lines, or the crashed process's last words
+    type_changes: tuple[NodeTypes, ...] = ()
+    checked: int = 0                       # node outputs whose types were compared
+    unmapped: tuple[str, ...] = ()         # nodes (other than Constant) with no TensorRT tensor
+    nodes: tuple[NodeTypes, ...] = ()      # every node's types, for models of up to NODE_ROWS nodes
+    nodes_total: int = 0
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"TrtBuild.outcome must be one of {OUTCOMES}, got {self.outcome!r}")
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+    @property
+    def builds(self) -> bool:
+        """A plan was built (it may still have changed types)."""
+        return self.outcome in ("ok", "types")
+
+    def summary(self) -> str:
+        """One line: ``builds in TensorRT-RTX 1.7.1.116: ok, plan 0.4 MB, 0.07 s`` / ``does not build ...``."""
+        if self.outcome == "ok":
+            return f"builds in {self.backend}: ok, plan {_mb(self.plan_bytes)}, {self.seconds:.2f} s"
+        if self.outcome == "types":
+            changes = "; ".join(f"{c.node} ({c.op}): ONNX {c.onnx}, TensorRT {c.tensorrt}" for c in self.type_changes[:3])
+            more = f" and {len(self.type_changes) - 3} more" if len(self.type_changes) > 3 else ""
+            return f"{self.backend} changed types: {changes}{more}"
+        if self.outcome == "parse" and self.parse_failures:
+            first = self.parse_failures[0]
+            more = f" (and {len(self.parse_failures) - 1} more node(s))" if len(self.parse_failures) > 1 else ""
+            dtype = f" ({first.dtype})" if first.dtype else ""
+            return (f"does not build in {self.backend}: {first.op or '?'}{dtype} at node {first.node or '?'}: "
+                    f"{first.message}{more}")
+        if self.outcome == "crash":
+            return f"does not build in {self.backend}: the builder process crashed: {self.build_error}"
+        return f"does not build in {self.backend}: {self.build_error or 'the ONNX parser failed (no message)'}"
+
+
+def _mb(size: int | None) -> str:
+    return "?" if size is None else f"{size / 1e6:.1f} MB"
+
+
+def profile_shapes(specs: Sequence[InputSpec], shapes: Sequence[Mapping[str, Shape]]) -> ProfileShapes:
+    """One optimization profile covering ``shapes`` for every input with a dynamic dim (opt = the first)."""
+    dynamic = [s for s in specs if s.dims is None or any(d is None for d in s.dims)]
+    if dynamic and not shapes:
+        names = ", ".join(s.name for s in dynamic)
+        raise RunnerError(f"trt: inputs {names} have dynamic dims; pass TrtOptions(input_shapes=...) "
+                          "or use runner.run(feeds), which sizes the optimization profile from the feeds")
+    profile: ProfileShapes = {}
+    for spec in dynamic:
+        seen = []
+        for i, feed_shapes in enumerate(shapes):
+            if spec.name not in feed_shapes:
+                raise RunnerError(f"trt: no shape for dynamic input {spec.name!r} in feed {i}")
+            seen.append(tuple(int(d) for d in feed_shapes[spec.name]))
+        if len({len(s) for s in seen}) != 1 or (spec.dims is not None and len(seen[0]) != len(spec.dims)):
+            raise RunnerError(f"trt: input {spec.name!r} is fed with shapes of different ranks {sorted(set(seen))}")
+        stacked = np.array(seen)
+        profile[spec.name] = (tuple(int(d) for d in stacked.min(axis=0)), seen[0],
+                              tuple(int(d) for d in stacked.max(axis=0)))
+    return profile
+
+
+def compare_types(model: onnx.ModelProto, node_types: Mapping[str, Sequence[str | None]]) -> tuple[
+        tuple[NodeTypes, ...], tuple[NodeTypes, ...], tuple[str, ...], int]:
+    """Every node's ONNX vs TensorRT output types; returns (all rows, changed rows, unmapped nodes, compared)."""
+    declared = declared_precisions(model)
+    rows, changed, unmapped, compared = [], [], [], 0
+    for node in model.graph.node:
+        found = node_types.get(node.name, [])
+        onnx_types = [declared.get(o, "?") if o else "" for o in node.output]
+        trt_types = [precision_of_trt_dtype(t) if t else "" for t in found] + [""] * (len(node.output) - len(found))
+        row = NodeTypes(node.name, node.op_type, ",".join(onnx_types), ",".join(trt_types) if any(trt_types) else "")
+        rows.append(row)
+        if not any(trt_types):
+            if node.op_type != "Constant" and any(node.output):
+                unmapped.append(node.name or f"({node.op_type})")
+            continue
+        pairs = [(o, t) for o, t in zip(onnx_types, trt_types) if o not in ("", "?") and t]
+        compared += len(pairs)
+        if any(o != t and (o, t) not in _SAME for o, t in pairs):
+            changed.append(row)
+    return tuple(rows), tuple(changed), tuple(unmapped), compared
+
+
+def _input_precision(model: onnx.ModelProto, node_name: str) -> str:
+    declared = declared_precisions(model)
+    node = next((n for n in model.graph.node if n.name == node_name), None)
+    return "" if node is None else next((declared[i] for i in node.input if i in declared), "")
+
+
+def interpret(model: onnx.ModelProto, answer: Mapping[str, Any], *, backend: str) -> TrtBuild:
+    """A :class:`TrtBuild` from :func:`harness.runners.trt_build.build_plan`'s answer (as the child prints it)."""
+    seconds = float(answer.get("parse_s", 0.0)) + float(answer.get("build_s", 0.0))
+    errors = [text for severity, text in answer.get("log", ()) if severity in ("ERROR", "INTERNAL_ERROR")]
+    base = TrtBuild(backend=backend, outcome="parse", seconds=seconds, plan_bytes=answer.get("plan_bytes"),
+                    nodes_total=len(model.graph.node))
+    if answer["stage"] == "parse":
+        failures = tuple(ParseFailure(node=e["node"], op=e["op"], dtype=_input_precision(model, e["node"]),
+                                      message=e["desc"] or e["text"]) for e in answer["parse_errors"])
+        return replace(base, parse_failures=failures)
+    rows, changed, unmapped, compared = compare_types(model, answer["node_types"])
+    base = replace(base, checked=compared, unmapped=unmapped, nodes=rows if len(rows) <= NODE_ROWS else changed)
+    if answer["stage"] == "build":
+        return replace(base, outcome="build", build_error="; ".join(errors) or "the engine build failed (no message)")
+    return replace(base, outcome="types" if changed else "ok", type_changes=changed)
+
+
+def check_build(model: onnx.ModelProto, *, model_dir: Path | None, feed_shapes: Sequence[Mapping[str, Shape]] = (),
+                timeout_s: float = TIMEOUT_S, plan_out: Path | None = None) -> TrtBuild:
+    """Build ``model`` in a child process and check its types; RunnerUnavailable when no TensorRT can be loaded.
+
+    ``feed_shapes`` size the optimization profile of dynamic inputs; ``plan_out`` keeps the plan in a file.
+    """
+    module = installed_module()
+    if module is None:
+        from harness.runners.trt_module import INSTALL_HINT
+
+        raise RunnerUnavailable(f"no TensorRT is installed: {INSTALL_HINT}")
+    profile = profile_shapes(input_specs(model), feed_shapes)
+    with tempfile.TemporaryDirectory(prefix="castguard-trt-build-") as tmp:
+        scratch = Path(tmp)
+        source = session_source(model, model_dir=model_dir, scratch=scratch, options=None)
+        path_hint = None
+        if not isinstance(source, str):
+            (scratch / "graph.onnx").write_bytes(source)
+            path_hint = str((model_dir or scratch) / "model.onnx")   # external data is read relative to it
+            source = str(scratch / "graph.onnx")
+        request = {"module": module, "source": source, "path_hint": path_hint,
+                   "profile": {k: [list(s) for s in v] for k, v in profile.items()},
+                   "nodes": [[n.name, len(n.output)] for n in model.graph.node],
+                   "plan_out": str(plan_out) if plan_out is not None else None}
+        try:
+            done = subprocess.run([sys.executable, str(BUILD_SCRIPT)], input=json.dumps(request), text=True,
+                                  capture_output=True, timeout=timeout_s, cwd=tmp, check=False)
+        except subprocess.TimeoutExpired:
+            return TrtBuild(backend=backend_label(module, "?"), outcome="crash",
+                            build_error=f"no answer within {timeout_s:g} s", nodes_total=len(model.graph.node))
+    last = done.stdout.strip().splitlines()[-1:] if done.stdout.strip() else []
+    if done.returncode != 0 or not last:
+        words = " ".join(done.stderr.strip().splitlines()[-3:]) or "(nothing on stderr)"
+        return TrtBuild(backend=backend_label(module, "?"), outcome="crash", nodes_total=len(model.graph.node),
+                        build_error=f"exit status {done.returncode}: {words}")
+    answer = json.loads(last[0])
+    if answer["stage"] == "unavailable":
+        raise RunnerUnavailable(str(answer["error"]))
+    return interpret(model, answer, backend=backend_label(module, str(answer["version"])))
+
+
+def build_to_dict(build: TrtBuild) -> dict[str, Any]:
+    """JSON-compatible data (the cache's format; the report writes the same fields)."""
+    return dataclasses.asdict(build)
+
+
+def build_from_dict(data: Mapping[str, Any]) -> TrtBuild:
+    """The inverse of :func:`build_to_dict`; ValueError for data of another shape."""
+    try:
+        return TrtBuild(**{**data, "parse_failures": tuple(ParseFailure(**f) for f in data["parse_failures"]),
+                           "type_changes": tuple(NodeTypes(**r) for r in data["type_changes"]),
+                           "unmapped": tuple(str(u) for u in data["unmapped"]),
+                           "nodes": tuple(NodeTypes(**r) for r in data["nodes"])})
+    except (KeyError, TypeError) as err:
+        raise ValueError(f"not a TensorRT build check result: {err}") from err
