@@ -1,9 +1,9 @@
 """What this machine's onnxruntime can do, asked in a child process (used by the converter and the runners).
 
-Two questions need more than onnxruntime's public API answers: which ops the CPU provider has bf16 kernels for
-(only the private ``get_all_opkernel_def`` lists kernels) and why a GPU provider that
-``get_available_providers()`` lists cannot be created (onnxruntime logs the missing library to stderr and falls
-back to the CPU). The private call segfaults when onnxruntime-gpu is installed without the CUDA/TensorRT
+Two questions need more than a call in castguard's own process: which ops the CPU provider has bf16 kernels
+for (only the private ``get_all_opkernel_def`` lists kernels) and why the CUDA provider that
+``get_available_providers()`` lists cannot be created (onnxruntime only logs the missing library to stderr and
+falls back to the CPU: the child creates a one-node CUDA session and its stderr is read). The private call segfaults when onnxruntime-gpu is installed without the CUDA/TensorRT
 libraries (it loads every provider library), so it never runs in castguard's own process: a child process asks,
 prints JSON, and a child that dies (signal, non-zero exit, garbage, time-out) means "unknown".
 
@@ -13,12 +13,13 @@ Each answer depends only on the interpreter and the onnxruntime installation, so
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from functools import lru_cache
-from pathlib import Path
 
 PROBE_TIMEOUT_S = 120.0
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 _KERNELS = """
 import json
@@ -29,13 +30,17 @@ pairs = sorted({("" if k.domain == "ai.onnx" else k.domain, k.op_name) for k in 
 print(json.dumps(pairs))
 """
 
-_LOAD_LIBRARY = """
-import ctypes, json, sys
-try:
-    ctypes.CDLL(sys.argv[1])
-    print(json.dumps(None))
-except OSError as err:
-    print(json.dumps(str(err)))
+_CUDA_SESSION = """
+import json
+import onnxruntime as ort
+from onnx import TensorProto, helper
+graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+model.ir_version = 8
+session = ort.InferenceSession(model.SerializeToString(), providers=["CUDAExecutionProvider"])
+print(json.dumps("CUDAExecutionProvider" in session.get_providers()))
 """
 
 
@@ -49,13 +54,20 @@ def _ort_location() -> str | None:
     return str(next(iter(spec.submodule_search_locations)))
 
 
+def _run_child(code: str, *args: str) -> subprocess.CompletedProcess[str] | None:
+    """``code`` run in a fresh interpreter (None when it could not start or finish in time)."""
+    try:
+        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                              timeout=PROBE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
 def _ask_child(code: str, *args: str) -> tuple[object, str]:
     """Run ``code`` in a fresh interpreter; (its JSON answer, "") or (None, why there is no answer)."""
-    try:
-        done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return None, f"the probe process could not finish ({err})"
+    done = _run_child(code, *args)
+    if done is None:
+        return None, "the probe process could not finish"
     if done.returncode != 0:
         how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit code {done.returncode}"
         return None, f"the probe process died ({how})"
@@ -82,20 +94,25 @@ def cpu_bf16_ops() -> frozenset[tuple[str, str]] | None:
 
 
 @lru_cache(maxsize=8)
-def _provider_load_error_at(location: str, library: str) -> str | None:
-    path = Path(location) / "capi" / library
-    if not path.is_file():
-        return f"{path} is missing"
-    answer, why = _ask_child(_LOAD_LIBRARY, str(path))
-    if why:
-        return f"{path} could not be checked: {why}"
-    return None if answer is None else str(answer)
+def _cuda_problem_at(location: str) -> str | None:
+    del location  # the cache key: one answer per onnxruntime installation
+    done = _run_child(_CUDA_SESSION)
+    if done is None or done.returncode != 0:
+        return None   # the child died: unknown, the session the runner creates decides
+    if done.stdout.strip().endswith("true"):
+        return None
+    failed = [line for line in done.stderr.splitlines() if "Failed to load library" in line]
+    if failed:
+        return _ANSI.sub("", failed[-1].split("with error:", 1)[-1]).strip()
+    said = [line for line in done.stderr.splitlines() if "CUDA" in line] or ["no message"]
+    return f"onnxruntime could not create the CUDA provider ({_ANSI.sub('', said[0]).strip()[:300]})"
 
 
-def provider_load_error(library: str = "libonnxruntime_providers_cuda.so") -> str | None:
-    """Why onnxruntime's provider library ``library`` cannot load here (the loader's message, naming the missing
-    shared library, e.g. "libcublasLt.so.13: cannot open shared object file"); None when it loads."""
+def cuda_provider_problem() -> str | None:
+    """Why onnxruntime's CUDA provider cannot be created here, in onnxruntime's words (the library the loader
+    misses, e.g. "libcublasLt.so.13: cannot open shared object file"); None when a CUDA session works, or when
+    the child asking died (unknown: the runner's own session then shows whether CUDA is in use)."""
     location = _ort_location()
     if location is None:
         return "onnxruntime is not installed"
-    return _provider_load_error_at(location, library)
+    return _cuda_problem_at(location)

@@ -22,7 +22,7 @@ from harness.dtypes import FLOAT_TYPES
 from harness.errors import RunnerUnavailable
 from harness.data.feeds import Feed
 from harness.runners.base import Runner
-from harness.ortenv import provider_load_error
+from harness.ortenv import cuda_provider_problem
 from harness.runners.ort import create_session, is_ort_error, run_session, session_source
 
 CUDA = "CUDAExecutionProvider"
@@ -39,7 +39,7 @@ def require_cuda(runner: str) -> None:
     if CUDA not in ort.get_available_providers():
         raise RunnerUnavailable(f"{runner}: this onnxruntime ({ort.__version__}) has no {CUDA} "
                                 f"(available: {', '.join(ort.get_available_providers())}); {INSTALL_HINT}")
-    why = provider_load_error()   # in a child process: the missing CUDA library, named by the loader
+    why = cuda_provider_problem()   # a CUDA session in a child process: the library onnxruntime could not load
     if why is not None:
         raise _unusable(runner, why)
 
@@ -56,7 +56,7 @@ def require_cuda_session(session: Any, runner: str) -> None:
     even where its libraries are missing; creating the provider then fails, is only logged, and the session
     silently runs on the CPU, whose fp16 results are not rounded."""
     if CUDA not in session.get_providers():
-        raise _unusable(runner, provider_load_error() or "onnxruntime could not create it (see its log above)")
+        raise _unusable(runner, cuda_provider_problem() or "onnxruntime could not create it (see its log above)")
 
 
 def cpu_placed_nodes(profile_path: Path) -> list[tuple[str, str]]:
