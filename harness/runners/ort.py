@@ -34,8 +34,12 @@ def is_ort_error(err: BaseException) -> bool:
 
 
 def is_not_implemented(err: BaseException) -> bool:
-    """onnxruntime's "no kernel for this node" error."""
-    return is_ort_error(err) and type(err).__name__ == "NotImplemented"
+    """onnxruntime's "no kernel for this node" errors: NOT_IMPLEMENTED, or (CUDA with the CPU fallback on) a node
+    that no provider placed: "Provider type for MaxPool node with name 'Pooling66' is not set" (no bf16 MaxPool
+    kernel on CUDA or on the CPU)."""
+    if not is_ort_error(err):
+        return False
+    return type(err).__name__ == "NotImplemented" or ("Provider type for" in str(err) and "is not set" in str(err))
 
 
 def session_source(model: onnx.ModelProto, *, model_dir: Path | None, scratch: Path,
@@ -84,7 +88,8 @@ def create_session(model: onnx.ModelProto, *, providers: Sequence[str], runner: 
     except Exception as err:  # noqa: BLE001 - onnxruntime's error classes live in a private module
         if is_not_implemented(err):
             raise RunnerUnavailable(f"{runner}: onnxruntime has no kernel for this model here ({err}); "
-                                    "use --runner emulate, which runs fp16/bf16 models on CPU") from err
+                                    "use --runner emulate, which runs fp16/bf16 models on CPU, or convert with "
+                                    "--target ort-cuda, which keeps such ops FP32") from err
         if is_ort_error(err):
             raise RunnerError(f"{runner}: onnxruntime could not load the model: {err}") from err
         raise

@@ -69,3 +69,22 @@ def test_no_private_onnxruntime_name_in_castguard_processes() -> None:
             offenders += [f"{path.relative_to(ROOT)}:{n}" for n, line in
                           enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if private.search(line)]
     assert offenders == []
+
+
+def _ort_exception(name: str, text: str) -> Exception:
+    cls = type(name, (Exception,), {"__module__": "onnxruntime.capi.onnxruntime_pybind11_state"})
+    return cls(text)
+
+
+def test_a_node_no_provider_placed_is_a_missing_kernel() -> None:
+    """What ORT CUDA says for a bf16 MaxPool (measured on the H100 with onnxruntime-gpu 1.31.1): no kernel, so the
+    case is skipped with the reason, not reported as an error."""
+    from harness.runners.ort import is_not_implemented, is_ort_error
+
+    placed = _ort_exception("Fail", "[ONNXRuntimeError] : 1 : FAIL : Exception during initialization: "
+                            "transformer_memcpy.cc:253 ... Provider type for MaxPool node with name 'Pooling66' "
+                            "is not set.")
+    assert is_ort_error(placed) and is_not_implemented(placed)
+    assert is_not_implemented(_ort_exception("NotImplemented", "Could not find an implementation for Conv(22)"))
+    assert not is_not_implemented(_ort_exception("InvalidArgument", "Invalid rank for input: x"))
+    assert not is_ort_error(ValueError("not onnxruntime's"))
