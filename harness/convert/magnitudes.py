@@ -155,6 +155,13 @@ def _run_child(child: ChildModel, batches: list[Feed], providers: list[Provider]
              "external_folder": str(external_folder.resolve()) if external_folder is not None else None}))
         proc = subprocess.run([sys.executable, str(Path(__file__).with_name("refrun.py")), str(work)],
                               capture_output=True, text=True, check=False)
+        if proc.returncode == -signal.SIGFPE:   # integer division by zero: the random data, not the model
+            raise ReferenceRunError(
+                stage="run", where="reference run", step="reference run", node=None,
+                problem=f"onnxruntime crashed with SIGFPE (an integer division by zero) running the model on "
+                        f"{source} ({', '.join(available)})",
+                fix="give representative calibration data (calibration_data=... / --calibration_data), or skip the "
+                    "run with data_max=inf")
         if proc.returncode < 0:
             name = signal.Signals(-proc.returncode).name
             raise ConversionError(
