@@ -6,12 +6,25 @@
 #   - castguard convert, fp16 and bf16, on every bundled model: exit 0 and a model onnx.checker accepts;
 #   - pytest --model mnist.onnx: the golden is written (exit 1, by design), then the sweep passes (exit 0);
 #   - pytest --model mnist.onnx --runner ort-cuda: every case skips, naming the missing CUDA library (exit 0).
-# No step may die by a signal. Venv: "$CASTGUARD_CI_VENV_BASE-ortgpu".
+# No step may die by a signal. It runs on the oldest and the newest Python (CASTGUARD_CI_OLDEST_PYTHON,
+# CASTGUARD_CI_PYTHON), each in a fresh venv "$CASTGUARD_CI_VENV_BASE-ortgpu-<python version>".
 set -uo pipefail
 root="$(pwd)"
-python="${CASTGUARD_CI_PYTHON:-python3}"
-venv="${CASTGUARD_CI_VENV_BASE:-$root/.ci-venv}-ortgpu"
-fail() { echo "leg onnxruntime-gpu: FAILED - $*" >&2; exit 1; }
+if [ -z "${LEG_ORTGPU_PYTHON:-}" ]; then   # once per Python, the same interpreter once
+    newest="${CASTGUARD_CI_PYTHON:-python3}"
+    oldest="${CASTGUARD_CI_OLDEST_PYTHON:-$newest}"
+    for python in "$oldest" "$newest"; do
+        LEG_ORTGPU_PYTHON="$python" bash "${BASH_SOURCE[0]}" || exit 1
+        [ "$oldest" = "$newest" ] && break
+    done
+    exit 0
+fi
+python="$LEG_ORTGPU_PYTHON"
+version="$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
+    || { echo "leg onnxruntime-gpu: FAILED - $python does not run" >&2; exit 1; }
+venv="${CASTGUARD_CI_VENV_BASE:-$root/.ci-venv}-ortgpu-$version"
+fail() { echo "leg onnxruntime-gpu (Python $version): FAILED - $*" >&2; exit 1; }
+echo "leg onnxruntime-gpu: Python $version ($python)"
 
 rm -rf "$venv"
 "$python" -m venv "$venv" || fail "cannot make $venv"
@@ -67,4 +80,4 @@ grep -q "cannot use it on this machine: .*lib[a-zA-Z0-9_]*\.so" cuda.log \
     || { tail -20 cuda.log; fail "the ort-cuda skip does not name the missing CUDA library"; }
 grep -m1 "SKIPPED" cuda.log | cut -c1-300
 grep -q "12 skip" cuda.log || { tail -20 cuda.log; fail "not every ort-cuda case was skipped"; }
-echo "leg onnxruntime-gpu: ok"
+echo "leg onnxruntime-gpu (Python $version): ok"
