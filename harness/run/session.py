@@ -11,6 +11,7 @@ case's :class:`~harness.report.CaseRecord` for the report.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, cast
@@ -28,7 +29,9 @@ from harness.errors import UserError
 from harness.data.goldens import Golden, GoldenStore, ensure_golden, rerun_command
 from harness.data.recipes import (Feed, InputRecipe, describe_inputs, make_feeds, plan_recipe, recipe_for_file,
                                   recipe_lines)
+from harness.data.feeds import input_specs
 from harness.data.models import LocatedModel, ModelSpec, load_model, locate_model
+from harness.data.scoping import InputOptions, check_every_name_used
 from harness.report import CaseRecord, golden_relpath, save_outputs
 from harness.runners import make_runner
 from harness.runners.ort import CPU
@@ -79,12 +82,18 @@ class Outcome:
     record: CaseRecord | None = None
 
 
-def default_recipe(spec: ModelSpec, config: HarnessConfig, *, bundled_dir: Path) -> InputRecipe:
-    """The input recipe for a model: the user's options, else a bundled model's own inputs or ranges."""
+def default_recipe(spec: ModelSpec, config: HarnessConfig, *, bundled_dir: Path,
+                   input_names: Sequence[str] | None = None) -> InputRecipe:
+    """The input recipe for a model: the user's options, else a bundled model's own inputs or ranges.
+    ``input_names`` (a run over several models): only the options that name one of these inputs, or every
+    input, are this model's (:mod:`harness.data.scoping`)."""
     if config.inputs_file is not None:
         return recipe_for_file(config.inputs_file, seed=config.seed)
+    options = InputOptions(val_ranges=config.val_ranges, input_shapes=config.input_shapes)
+    if input_names is not None:
+        options = options.for_inputs(input_names)
     is_bundled = spec.path.is_relative_to(bundled_dir.resolve())
-    if is_bundled and not config.val_ranges and not config.input_shapes:
+    if is_bundled and not options:
         import test_models
 
         bundled_inputs = test_models.default_inputs(spec.name)
@@ -92,8 +101,8 @@ def default_recipe(spec: ModelSpec, config: HarnessConfig, *, bundled_dir: Path)
             return recipe_for_file(bundled_inputs, seed=config.seed)
         ranges = tuple((n, lo, hi) for n, (lo, hi) in sorted(test_models.default_val_ranges(spec.name).items()))
         return InputRecipe(seed=config.seed, iterations=config.iterations, val_ranges=ranges)
-    return InputRecipe(seed=config.seed, iterations=config.iterations, val_ranges=config.val_ranges,
-                       input_shapes=config.input_shapes)
+    return InputRecipe(seed=config.seed, iterations=config.iterations, val_ranges=options.val_ranges,
+                       input_shapes=options.input_shapes)
 
 
 class AccuracySession:
@@ -118,15 +127,23 @@ class AccuracySession:
         self.shard_work = None if config.shard is None else assign(
             list(located), [c.id for c in (*sweep_cases, *tuned)], config.shard)
         self.models: dict[str, LoadedModel] = {}
+        self.several = several = len(located) > 1      # then each model takes the options naming its inputs
+        inputs: dict[str, list[str]] = {}
         for name, found in located.items():
             if self.shard_work is not None and name not in self.shard_work.assigned_models:
                 continue
             spec = found.spec()
             model = load_model(spec.path, weights="lazy")   # big weights stay on disk (model_dir)
-            recipe = plan_recipe(model, default_recipe(spec, config, bundled_dir=bundled_dir), where=str(spec.path))
+            inputs[name] = [s.name for s in input_specs(model)]
+            recipe = plan_recipe(model, default_recipe(spec, config, bundled_dir=bundled_dir,
+                                                       input_names=inputs[name] if several else None),
+                                 where=str(spec.path))
             feeds = make_feeds(model, recipe, where=str(spec.path))
             self.models[spec.name] = LoadedModel(spec=spec, model=model, recipe=recipe, feeds=feeds,
                                                  input_lines=tuple(recipe_lines(model, recipe)))
+        if several and config.inputs_file is None:
+            check_every_name_used(InputOptions(val_ranges=config.val_ranges, input_shapes=config.input_shapes),
+                                  inputs, more=lambda: _input_names(located, skip=inputs))
         self.cases = [SweepCase(name, case) for name in self.models for case in sweep_cases if self._mine(name, case)]
         self.tuned_cases = [SweepCase(name, case) for name in self.models for case in tuned if self._mine(name, case)]
         self.cache = ContentCache(config.cache_dir)
@@ -157,7 +174,10 @@ class AccuracySession:
 
     def rerun(self, loaded: LoadedModel, *flags: str) -> str:
         """The command that reruns this model with its inputs (a bundled model's own inputs go without saying)."""
-        own_inputs = self.config.inputs_file is None and not self.config.val_ranges and not self.config.input_shapes
+        options = InputOptions(val_ranges=self.config.val_ranges, input_shapes=self.config.input_shapes)
+        if self.several:
+            options = options.for_inputs([s.name for s in input_specs(loaded.model)])
+        own_inputs = self.config.inputs_file is None and not options
         bundled = own_inputs and loaded.spec.rerun == loaded.spec.name and loaded.spec.path.is_relative_to(
             self.bundled_dir.resolve())
         return rerun_command(loaded.spec, loaded.recipe, *flags, input_options=not bundled)
@@ -248,3 +268,9 @@ def _written_message(loaded: LoadedModel, path: Path, golden: Golden, rerun: str
     return (f"{loaded.spec.name}: golden written (it was missing, or --update-goldens): {path}\n"
             f"  {len(golden.feeds)} iteration(s) from {loaded.recipe.id}, produced by {golden.meta.get('producer')}\n"
             f"  fix: review it, commit it, and rerun: `{rerun}` then compares against it")
+
+
+def _input_names(located: Mapping[str, LocatedModel], *, skip: Mapping[str, object]) -> dict[str, list[str]]:
+    """Input names of the located models not loaded here (a shard's unassigned ones): graphs only."""
+    return {name: [s.name for s in input_specs(load_model(found.spec().path, weights="lazy"))]
+            for name, found in located.items() if name not in skip}
