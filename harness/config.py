@@ -43,6 +43,8 @@ class HarnessConfig:
     val_ranges: tuple[tuple[str, float, float], ...] = ()
     input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
     inputs_file: Path | None = None
+    model_inputs: tuple[tuple[str, Path], ...] = ()
+    """``--inputs KEY=FILE``: one model's own inputs file (model key, file), in a run over several models."""
     seed: int = 0
     iterations: int = 1
     ort_providers: tuple[str, ...] = (CPU_PROVIDER,)
@@ -177,11 +179,32 @@ def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
             raise UserError(where=where, problem="an input's shape is given twice", fix="give each input once")
         return {"input_shapes": shapes}
     if key == "inputs":
-        return {"inputs_file": (base / _strings(value, where=where)[0]).resolve()}
+        return _inputs(_strings(value, where=where), where=where, base=base)
     if key == "ort_providers":
         names = [n.strip() for v in _strings(value, where=where) for n in v.split(",") if n.strip()]
         return {"ort_providers": tuple(names)}
     return {key: _int(value, where=where)}
+
+
+def _inputs(values: Sequence[str], *, where: str, base: Path) -> dict[str, Any]:
+    """``--inputs FILE`` (every model) and ``--inputs KEY=FILE`` (that model): a value that names an existing
+    file is a file, even with a ``=`` in its name."""
+    plain: list[Path] = []
+    keyed: dict[str, Path] = {}
+    for value in values:
+        key, sep, file = value.partition("=")
+        if sep and key and file and not (base / value).exists():
+            if key in keyed:
+                raise UserError(where=where, problem=f"model {key!r} is given two inputs files",
+                                fix=f"give --inputs {key}=FILE once")
+            keyed[key] = (base / file).resolve()
+        else:
+            plain.append((base / value).resolve())
+    if len(plain) > 1:
+        raise UserError(where=where, problem=f"{len(plain)} inputs files for every model: "
+                                             + ", ".join(str(p) for p in plain),
+                        fix="give one --inputs FILE, and --inputs KEY=FILE for the models that need their own")
+    return {"inputs_file": plain[0] if plain else None, "model_inputs": tuple(sorted(keyed.items()))}
 
 
 def load_table(rootdir: Path) -> dict[str, Any]:

@@ -76,7 +76,7 @@ MODEL_OPTIONS: tuple[Option, ...] = (   # what to check and with which inputs
     Option("--update-goldens", "castguard_update_goldens", action="store_true"),
     Option("--val-range", "castguard_val_ranges", metavar="NAME:[lo,hi]", action="append"),
     Option("--input-shapes", "castguard_input_shapes", metavar="NAME:1x3x224x224", action="append"),
-    Option("--inputs", "castguard_inputs", metavar="FILE"),
+    Option("--inputs", "castguard_inputs", metavar="[KEY=]FILE", action="append"),
     Option("--seed", "castguard_seed", type=int),
     Option("--iterations", "castguard_iterations", type=int),
     Option("--ort-providers", "castguard_ort_providers", metavar="P1,P2"),
@@ -139,7 +139,8 @@ HELP: Mapping[str, str] = {   # --flag -> help text (see the tables below)
         "dim defaults to 1 (stated); any other dynamic dim must be given",
     "--inputs":
         "input feeds: an .npz (a leading dim that is k x the model's batch gives k iterations), a folder of "
-        ".npz or a Polygraphy --save-inputs .json; replaces random inputs",
+        ".npz or a Polygraphy --save-inputs .json; replaces random inputs. KEY=FILE (repeatable): the inputs of "
+        "the model with that key only, in a run over several models",
     "--seed":
         "seed for random inputs (default 0)",
     "--iterations":

@@ -3,7 +3,8 @@
 A night over many models mixes input names (``x`` for the CNNs, ``input_ids`` for the text models), while the
 options are given once for the whole run. So, with more than one model, an entry that names an input applies
 to the models that have an input of that name, and to no other; a range without a name applies to every input
-of every model. An entry that no model of the run has is still an error (a typo must not pass unseen): it is
+of every model, and a model given its own file (``--inputs KEY=FILE``) takes none. An entry that no
+model of the run has is still an error (a typo must not pass unseen): it is
 checked over all the run's models, a shard's unassigned ones included. With one model nothing is scoped: that
 model must have every named input, and :mod:`harness.data.recipes` says so when it has not.
 
@@ -44,9 +45,12 @@ class InputOptions:
 
 
 def check_every_name_used(options: InputOptions, inputs: Mapping[str, Sequence[str]], *,
-                          more: Callable[[], Mapping[str, Sequence[str]]] | None = None) -> None:
+                          more: Callable[[], Mapping[str, Sequence[str]]] | None = None,
+                          own_files: bool = False) -> None:
     """UserError naming each entry that no model has. ``inputs``: model key -> input names, for the models
-    loaded; ``more`` gives the other models' (a shard's unassigned ones), asked only when a name is unused."""
+    loaded; ``more`` gives the other models' (a shard's unassigned ones), asked only when a name is unused.
+    Models with their own ``--inputs KEY=FILE`` take no entries and are left out of both (``own_files``: some
+    are, which the message says)."""
     unused = options.named() - {name for names in inputs.values() for name in names}
     if not unused:
         return
@@ -58,8 +62,9 @@ def check_every_name_used(options: InputOptions, inputs: Mapping[str, Sequence[s
         return
     option = "--input-shapes" if unused & {name for name, _ in options.input_shapes} else "--val-range"
     listed = "; ".join(f"{key}: {_names(names)}" for key, names in sorted(everything.items()))
+    files = " (the models with their own --inputs KEY=FILE take none)" if own_files else ""
     raise UserError(where=option, problem=f"no model of this run has an input named "
-                                          f"{', '.join(repr(n) for n in sorted(unused))}",
+                                          f"{', '.join(repr(n) for n in sorted(unused))}{files}",
                     fix=f"name an input of one of the models ({listed})")
 
 

@@ -87,6 +87,9 @@ def default_recipe(spec: ModelSpec, config: HarnessConfig, *, bundled_dir: Path,
     """The input recipe for a model: the user's options, else a bundled model's own inputs or ranges.
     ``input_names`` (a run over several models): only the options that name one of these inputs, or every
     input, are this model's (:mod:`harness.data.scoping`)."""
+    own_file = dict(config.model_inputs).get(spec.name)
+    if own_file is not None:
+        return recipe_for_file(own_file, seed=config.seed)
     if config.inputs_file is not None:
         return recipe_for_file(config.inputs_file, seed=config.seed)
     options = InputOptions(val_ranges=config.val_ranges, input_shapes=config.input_shapes)
@@ -121,6 +124,7 @@ class AccuracySession:
             if found.name in located:
                 raise _duplicate(ref, found, located[found.name])
             located[found.name] = found
+        _check_input_keys(config, located)
         sweep_cases = expand(config.sweep)
         tuned = [tuned_case(precision) for precision in config.sweep.precisions] if config.tune else []
         # --shard K/N: every shard locates every model (keys only: nothing is hashed or loaded) and keeps its part
@@ -134,16 +138,19 @@ class AccuracySession:
                 continue
             spec = found.spec()
             model = load_model(spec.path, weights="lazy")   # big weights stay on disk (model_dir)
-            inputs[name] = [s.name for s in input_specs(model)]
+            names = [s.name for s in input_specs(model)]
+            if name not in dict(config.model_inputs):        # a model with its own file takes no options
+                inputs[name] = names
             recipe = plan_recipe(model, default_recipe(spec, config, bundled_dir=bundled_dir,
-                                                       input_names=inputs[name] if several else None),
+                                                       input_names=names if several else None),
                                  where=str(spec.path))
             feeds = make_feeds(model, recipe, where=str(spec.path))
             self.models[spec.name] = LoadedModel(spec=spec, model=model, recipe=recipe, feeds=feeds,
                                                  input_lines=tuple(recipe_lines(model, recipe)))
         if several and config.inputs_file is None:
             check_every_name_used(InputOptions(val_ranges=config.val_ranges, input_shapes=config.input_shapes),
-                                  inputs, more=lambda: _input_names(located, skip=inputs))
+                                  inputs, more=lambda: _input_names(located, skip=[*self.models, *dict(config.model_inputs)]),
+                                  own_files=bool(config.model_inputs))
         self.cases = [SweepCase(name, case) for name in self.models for case in sweep_cases if self._mine(name, case)]
         self.tuned_cases = [SweepCase(name, case) for name in self.models for case in tuned if self._mine(name, case)]
         self.cache = ContentCache(config.cache_dir)
@@ -177,7 +184,7 @@ class AccuracySession:
         options = InputOptions(val_ranges=self.config.val_ranges, input_shapes=self.config.input_shapes)
         if self.several:
             options = options.for_inputs([s.name for s in input_specs(loaded.model)])
-        own_inputs = self.config.inputs_file is None and not options
+        own_inputs = self.config.inputs_file is None and not options and not self.config.model_inputs
         bundled = own_inputs and loaded.spec.rerun == loaded.spec.name and loaded.spec.path.is_relative_to(
             self.bundled_dir.resolve())
         return rerun_command(loaded.spec, loaded.recipe, *flags, input_options=not bundled)
@@ -270,7 +277,16 @@ def _written_message(loaded: LoadedModel, path: Path, golden: Golden, rerun: str
             f"  fix: review it, commit it, and rerun: `{rerun}` then compares against it")
 
 
-def _input_names(located: Mapping[str, LocatedModel], *, skip: Mapping[str, object]) -> dict[str, list[str]]:
+def _check_input_keys(config: HarnessConfig, located: Mapping[str, LocatedModel]) -> None:
+    """Every ``--inputs KEY=FILE`` names a model of this run."""
+    for key, _ in config.model_inputs:
+        if key not in located:
+            raise UserError(where=f"--inputs {key}=...", problem=f"no model of this run has the key {key!r}",
+                            fix="use one of the run's model keys: " + ", ".join(sorted(located))
+                                + " (`--model KEY=PATH` names a model)")
+
+
+def _input_names(located: Mapping[str, LocatedModel], *, skip: Sequence[str]) -> dict[str, list[str]]:
     """Input names of the located models not loaded here (a shard's unassigned ones): graphs only."""
     return {name: [s.name for s in input_specs(load_model(found.spec().path, weights="lazy"))]
             for name, found in located.items() if name not in skip}

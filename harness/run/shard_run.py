@@ -29,6 +29,8 @@ def shard_settings(config: HarnessConfig) -> tuple[tuple[str, str], ...]:
     inputs = (f"file sha256 {sha256_file(config.inputs_file)}" if config.inputs_file is not None else
               f"seed {config.seed}, iterations {config.iterations}, val ranges {config.val_ranges!r}, "
               f"input shapes {config.input_shapes!r}")
+    for key, path in config.model_inputs:
+        inputs += f"; {key}: file sha256 {sha256_file(path)}"
     return (*sweep, ("tune", str(config.tune)), ("tolerances", repr(config.tolerances)), ("inputs", inputs),
             ("ort providers", ",".join(config.ort_providers)))
 

@@ -97,3 +97,24 @@ def test_the_trt_build_check_setting_comes_from_either_flag_or_pyproject(tmp_pat
     assert config(table={"trt_build_check": False}).trt_build_check is False
     with pytest.raises(UserError, match=r"\[tool.castguard\] trt_build_check.*expected true or false, got 'yes'"):
         config(table={"trt_build_check": "yes"})
+
+
+def test_inputs_for_every_model_and_for_one_model_by_key(tmp_path: Path) -> None:
+    odd = tmp_path / "run=3.npz"        # an existing file whose name has "=" is a file, not KEY=FILE
+    odd.write_bytes(b"")
+    config = HarnessConfig.from_sources(cli=_parse("--inputs", "all.npz", "--inputs=bert=data/bert.npz"),
+                                        table={}, rootdir=tmp_path, invocation_dir=tmp_path)
+    assert config.inputs_file == tmp_path / "all.npz"
+    assert config.model_inputs == (("bert", tmp_path / "data" / "bert.npz"),)
+    plain = HarnessConfig.from_sources(cli=_parse("--inputs", "run=3.npz"), table={}, rootdir=tmp_path,
+                                       invocation_dir=tmp_path)
+    assert plain.inputs_file == odd and plain.model_inputs == ()
+    keyed = HarnessConfig.from_sources(cli=_parse("--inputs", "bert=b.npz", "--val-range", "x:[0,1]"), table={},
+                                       rootdir=tmp_path, invocation_dir=tmp_path)   # ranges for the other models
+    assert keyed.inputs_file is None and keyed.val_ranges == (("x", 0.0, 1.0),)
+    with pytest.raises(UserError, match="2 inputs files for every model"):
+        HarnessConfig.from_sources(cli=_parse("--inputs", "a.npz", "--inputs", "b.npz"), table={}, rootdir=tmp_path,
+                                   invocation_dir=tmp_path)
+    with pytest.raises(UserError, match="model 'bert' is given two inputs files"):
+        HarnessConfig.from_sources(cli=_parse("--inputs", "bert=a.npz", "--inputs", "bert=b.npz"), table={},
+                                   rootdir=tmp_path, invocation_dir=tmp_path)

@@ -89,3 +89,19 @@ def test_input_options_keep_what_applies() -> None:
     asked: list[str] = []
     check_every_name_used(options, {"a": ["x"]}, more=lambda: asked.append("more") or {"b": ["ids"]})
     assert asked == ["more"]
+
+
+def test_a_model_given_its_own_inputs_file_by_key(tmp_path: Path) -> None:
+    bert_file = REPO / "test_models" / "bert_tiny" / "inputs.npz"
+    session = _session(tmp_path, "bert_tiny", "transformer_block", model_inputs=(("bert_tiny", bert_file),),
+                       val_ranges=(("x", 0.0, 0.5),))
+    assert session.models["bert_tiny"].recipe.inputs_file == bert_file
+    assert session.models["bert_tiny"].feeds[0]["input_ids"].shape == (2, 64)
+    block = session.models["transformer_block"]
+    assert block.recipe.val_ranges == (("x", 0.0, 0.5),) and float(block.feeds[0]["x"].max()) <= 0.5
+    with pytest.raises(UserError, match=r"no model of this run has an input named 'attention_mask' \(the models "
+                                        r"with their own --inputs KEY=FILE take none\)"):
+        _session(tmp_path, "bert_tiny", "transformer_block", model_inputs=(("bert_tiny", bert_file),),
+                 val_ranges=(("attention_mask", 1.0, 1.0),))
+    with pytest.raises(UserError, match="(?s)no model of this run has the key 'bert'.*bert_tiny, transformer_block"):
+        _session(tmp_path, "bert_tiny", "transformer_block", model_inputs=(("bert", bert_file),))
