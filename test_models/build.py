@@ -28,6 +28,24 @@ REPRODUCIBLE_ENV = {
     "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512F AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR",
 }
 X86_ENV = {"OPENBLAS_CORETYPE": "Haswell"}
+MNIST_NUMPY = "2.4"
+"""The numpy release (major.minor) that trained the committed mnist, on x86-64 with the pinned arithmetic above
+(checked with numpy 2.4.6). Others train other bits: numpy 2.2 (the newest for Python 3.10) and 2.5 both report
+"would change: test_models/mnist/mnist.onnx"."""
+
+
+def why_mnist_cannot_reproduce() -> str | None:
+    """Why this interpreter cannot retrain the committed mnist byte for byte (None: it can)."""
+    import numpy as np
+
+    machine = platform.machine().lower()
+    if machine not in ("x86_64", "amd64"):
+        return f"the committed mnist was trained on x86-64 (OpenBLAS Haswell kernels); this machine is {machine}"
+    here = ".".join(np.__version__.split(".")[:2])
+    if here != MNIST_NUMPY:
+        return (f"the committed mnist was trained with numpy {MNIST_NUMPY}; numpy {np.__version__} computes other "
+                f"bits, so byte identity cannot be checked here (run it with pip install 'numpy=={MNIST_NUMPY}.*')")
+    return None
 
 
 def pin_arithmetic() -> None:

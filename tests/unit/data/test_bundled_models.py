@@ -148,7 +148,12 @@ def test_mnist_activation_ranges_straddle_the_sample_data_max() -> None:
 
 @pytest.mark.slow
 def test_mnist_retrains_byte_identical() -> None:
-    """Retraining (about 10 s on 2 cores) reproduces the committed mnist files exactly."""
+    """Retraining (about 10 s on 2 cores) reproduces the committed mnist files exactly (CI: leg 50-mnist-rebuild)."""
+    from test_models.build import why_mnist_cannot_reproduce
+
+    reason = why_mnist_cannot_reproduce()
+    if reason is not None:
+        pytest.skip(reason)
     proc = subprocess.run([sys.executable, "-m", "test_models.build", "--check", "mnist"],
                           check=False, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
