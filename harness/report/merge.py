@@ -103,8 +103,11 @@ def check_agreement(shards: Sequence[ShardFolder]) -> tuple[str, ...]:
     seen: dict[int, ShardFolder] = {}
     for shard in shards:
         if shard.info.index in seen:
+            same = seen[shard.info.index].run_dir == shard.run_dir
             raise UserError(where=f"{seen[shard.info.index].folder} and {shard.folder}",
-                            problem=f"both hold shard {shard.info.text}", fix="give each shard's folder once")
+                            problem=f"both hold shard {shard.info.text}" + (" (the same run)" if same else ""),
+                            fix="give each shard's folder once; a folder's newest shard run is the one merged, so "
+                                "shards that share one --report-dir hide each other: give each its own")
         seen[shard.info.index] = shard
         for what, mine, theirs in _differences(first, shard):
             raise UserError(where=f"{first.folder} and {shard.folder}",
@@ -172,8 +175,7 @@ def merge_shards(folders: Sequence[Path]) -> Merged:
     for index in range(1, count + 1):
         shard = by_index.get(index)
         if shard is None:
-            runs.append(ShardRun(index=index, count=count, state="missing",
-                                 note="no folder given holds this shard (its job did not run, or uploaded nothing)"))
+            runs.append(ShardRun(index=index, count=count, state="missing", note=_missing_note(folders, index, count)))
             continue
         for record in shard.records:
             if not shard.info.part.runs(record.model, record.case_id):
@@ -188,6 +190,20 @@ def merge_shards(folders: Sequence[Path]) -> Merged:
     return Merged(records=tuple(records.values()), shards=tuple(runs), planned_cases=shards[0].info.part.total_cases,
                   provenance=merged_provenance([s.provenance for s in shards]), notes=notes, failed_tests=failed,
                   sources=tuple(shards))
+
+
+def _missing_note(folders: Sequence[Path], index: int, count: int) -> str:
+    """Why a shard is missing; names a folder that holds an older run of it (shards sharing one --report-dir)."""
+    for folder in folders:
+        for run in reversed([r for r in run_folders(folder) if (r / SHARD_FILE).is_file()][:-1]):
+            try:
+                info, _ = read_shard_marker(run / SHARD_FILE)
+            except UserError:
+                continue
+            if (info.index, info.count) == (index, count):
+                return (f"no folder given holds it as its newest shard run, but {folder} holds an older run of it "
+                        f"({run.name}): shards that share one --report-dir hide each other; give each its own")
+    return "no folder given holds this shard (its job did not run, or uploaded nothing)"
 
 
 def merged_provenance(provenances: Sequence[Provenance]) -> Provenance:

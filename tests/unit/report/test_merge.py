@@ -116,3 +116,14 @@ def test_the_same_shard_twice_or_a_folder_without_shards_is_refused(tmp_path: Pa
     marker.write_text(json.dumps({"castguard_shard": 99}))
     with pytest.raises(UserError, match="not a readable shard marker"):
         merge_shards([tmp_path / "c"])
+
+
+def test_shards_sharing_one_report_folder_are_named_as_the_cause(tmp_path: Path) -> None:
+    shared = shard(tmp_path / "one", info(1))
+    shard(shared, info(2))                              # the second shard's run is now the folder's newest
+    merged = merge_shards([shared])
+    assert [s.state for s in merged.shards] == ["missing", "complete"]
+    note = merged.shards[0].note
+    assert f"{shared} holds an older run of it" in note and "give each its own" in note, note
+    with pytest.raises(UserError, match=r"(?s)both hold shard 2/2 \(the same run\).*give each its own"):
+        merge_shards([shared, shared])
