@@ -53,6 +53,7 @@ class LoadedModel:
     recipe: InputRecipe
     feeds: list[Feed]
     input_lines: tuple[str, ...] = ()   # how the inputs were made (recipe_lines): terminal summary and report
+    bundled_inputs: bool = False        # a bundled model's own inputs or ranges (a rerun command need not say them)
 
     @property
     def inputs_note(self) -> str:
@@ -83,15 +84,15 @@ class Outcome:
 
 
 def default_recipe(spec: ModelSpec, config: HarnessConfig, *, bundled_dir: Path,
-                   input_names: Sequence[str] | None = None) -> InputRecipe:
-    """The input recipe for a model: the user's options, else a bundled model's own inputs or ranges.
-    ``input_names`` (a run over several models): only the options that name one of these inputs, or every
-    input, are this model's (:mod:`harness.data.scoping`)."""
+                   input_names: Sequence[str] | None = None) -> tuple[InputRecipe, bool]:
+    """The input recipe for a model: the user's options, else a bundled model's own inputs or ranges; and whether
+    it is the latter. ``input_names`` (a run over several models): only the options that name one of these
+    inputs, or every input, are this model's (:mod:`harness.data.scoping`)."""
     own_file = dict(config.model_inputs).get(spec.name)
     if own_file is not None:
-        return recipe_for_file(own_file, seed=config.seed)
+        return recipe_for_file(own_file, seed=config.seed), False
     if config.inputs_file is not None:
-        return recipe_for_file(config.inputs_file, seed=config.seed)
+        return recipe_for_file(config.inputs_file, seed=config.seed), False
     options = InputOptions(val_ranges=config.val_ranges, input_shapes=config.input_shapes)
     if input_names is not None:
         options = options.for_inputs(input_names)
@@ -101,11 +102,11 @@ def default_recipe(spec: ModelSpec, config: HarnessConfig, *, bundled_dir: Path,
 
         bundled_inputs = test_models.default_inputs(spec.name)
         if bundled_inputs is not None:
-            return recipe_for_file(bundled_inputs, seed=config.seed)
+            return recipe_for_file(bundled_inputs, seed=config.seed), True
         ranges = tuple((n, lo, hi) for n, (lo, hi) in sorted(test_models.default_val_ranges(spec.name).items()))
-        return InputRecipe(seed=config.seed, iterations=config.iterations, val_ranges=ranges)
+        return InputRecipe(seed=config.seed, iterations=config.iterations, val_ranges=ranges), True
     return InputRecipe(seed=config.seed, iterations=config.iterations, val_ranges=options.val_ranges,
-                       input_shapes=options.input_shapes)
+                       input_shapes=options.input_shapes), False
 
 
 class AccuracySession:
@@ -131,25 +132,26 @@ class AccuracySession:
         self.shard_work = None if config.shard is None else assign(
             list(located), [c.id for c in (*sweep_cases, *tuned)], config.shard)
         self.models: dict[str, LoadedModel] = {}
-        self.several = several = len(located) > 1      # then each model takes the options naming its inputs
+        several = len(located) > 1      # then each model takes the options naming its inputs
         inputs: dict[str, list[str]] = {}
+        own_files = dict(config.model_inputs)
         for name, found in located.items():
             if self.shard_work is not None and name not in self.shard_work.assigned_models:
                 continue
             spec = found.spec()
             model = load_model(spec.path, weights="lazy")   # big weights stay on disk (model_dir)
             names = [s.name for s in input_specs(model)]
-            if name not in dict(config.model_inputs):        # a model with its own file takes no options
+            if name not in own_files:        # a model with its own file takes no options
                 inputs[name] = names
-            recipe = plan_recipe(model, default_recipe(spec, config, bundled_dir=bundled_dir,
-                                                       input_names=names if several else None),
-                                 where=str(spec.path))
+            recipe, bundled = default_recipe(spec, config, bundled_dir=bundled_dir,
+                                             input_names=names if several else None)
+            recipe = plan_recipe(model, recipe, where=str(spec.path))
             feeds = make_feeds(model, recipe, where=str(spec.path))
             self.models[spec.name] = LoadedModel(spec=spec, model=model, recipe=recipe, feeds=feeds,
-                                                 input_lines=tuple(recipe_lines(model, recipe)))
+                                                 input_lines=tuple(recipe_lines(model, recipe)), bundled_inputs=bundled)
         if several and config.inputs_file is None:
             check_every_name_used(InputOptions(val_ranges=config.val_ranges, input_shapes=config.input_shapes),
-                                  inputs, more=lambda: _input_names(located, skip=[*self.models, *dict(config.model_inputs)]),
+                                  inputs, more=lambda: _input_names(located, skip=[*self.models, *own_files]),
                                   own_files=bool(config.model_inputs))
         self.cases = [SweepCase(name, case) for name in self.models for case in sweep_cases if self._mine(name, case)]
         self.tuned_cases = [SweepCase(name, case) for name in self.models for case in tuned if self._mine(name, case)]
@@ -181,12 +183,7 @@ class AccuracySession:
 
     def rerun(self, loaded: LoadedModel, *flags: str) -> str:
         """The command that reruns this model with its inputs (a bundled model's own inputs go without saying)."""
-        options = InputOptions(val_ranges=self.config.val_ranges, input_shapes=self.config.input_shapes)
-        if self.several:
-            options = options.for_inputs([s.name for s in input_specs(loaded.model)])
-        own_inputs = self.config.inputs_file is None and not options and not self.config.model_inputs
-        bundled = own_inputs and loaded.spec.rerun == loaded.spec.name and loaded.spec.path.is_relative_to(
-            self.bundled_dir.resolve())
+        bundled = loaded.bundled_inputs and loaded.spec.rerun == loaded.spec.name
         return rerun_command(loaded.spec, loaded.recipe, *flags, input_options=not bundled)
 
     def check_fp32_golden(self, name: str) -> Outcome:
