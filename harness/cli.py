@@ -26,7 +26,7 @@ from harness.options import add_options, given_options
 
 
 def _models(_: argparse.Namespace) -> int:
-    import test_models
+    from harness import bundled_models as test_models
 
     for name in test_models.names():
         entry = test_models.MODELS[name]

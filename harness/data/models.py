@@ -52,7 +52,7 @@ class ModelSpec:
 
 def bundled_models_dir() -> Path:
     """The folder of the ``test_models`` package shipped with castguard."""
-    import test_models
+    from harness import bundled_models as test_models
 
     return Path(test_models.__file__).parent
 

@@ -98,7 +98,7 @@ def default_recipe(spec: ModelSpec, config: HarnessConfig, *, bundled_dir: Path,
         options = options.for_inputs(input_names)
     is_bundled = spec.path.is_relative_to(bundled_dir.resolve())
     if is_bundled and not options:
-        import test_models
+        from harness import bundled_models as test_models
 
         bundled_inputs = test_models.default_inputs(spec.name)
         if bundled_inputs is not None:

@@ -1,0 +1,56 @@
+"""The wheel installs one top-level package, ``harness``; the bundled models go in as ``harness.bundled_models``.
+
+``pyproject.toml`` lists the packages by hand (the bundled models are mapped from ``test_models/``, which
+``packages.find`` cannot express), so a test checks that the list names every package under ``harness/``; another
+builds the real wheel and reads its file list.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from setuptools import find_packages
+
+from harness.files import read_toml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _setuptools_table() -> dict[str, object]:
+    table = read_toml(ROOT / "pyproject.toml", what="pyproject.toml")["tool"]["setuptools"]  # type: ignore[index]
+    assert isinstance(table, dict)
+    return table
+
+
+def test_the_package_list_names_every_harness_package() -> None:
+    listed = set(_setuptools_table()["packages"])  # type: ignore[call-overload]
+    found = set(find_packages(where=str(ROOT), include=["harness", "harness.*"]))
+    assert found - listed == set(), f"pyproject.toml [tool.setuptools] packages misses {sorted(found - listed)}"
+    assert listed - found == {"harness.bundled_models"}
+
+
+def test_the_bundled_models_import_under_harness() -> None:
+    from harness import bundled_models
+    from harness.data.models import bundled_models_dir
+
+    assert Path(bundled_models.__file__).resolve().parent == bundled_models_dir().resolve()
+    assert (bundled_models_dir() / "mnist" / "mnist.onnx").is_file()
+
+
+@pytest.mark.slow
+def test_the_wheel_has_one_top_level_package(tmp_path: Path) -> None:
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path),
+                            str(ROOT)], capture_output=True, text=True, timeout=600)
+    if built.returncode != 0 and "No matching distribution" in built.stderr:
+        pytest.skip(f"the build backend could not be installed here: {built.stderr.strip()[-300:]}")
+    assert built.returncode == 0, built.stderr
+    (wheel,) = tmp_path.glob("castguard-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {name.split("/", 1)[0] for name in names if not name.split("/", 1)[0].endswith((".dist-info", ".data"))}
+    assert tops == {"harness"}, f"the wheel installs top-level {sorted(tops)}"
+    assert "harness/bundled_models/__init__.py" in names
+    assert "harness/bundled_models/mnist/mnist.onnx" in names
+    assert "harness/py.typed" in names
