@@ -89,6 +89,7 @@ class CaseRecord:
     message: str = ""
     outputs: tuple[OutputStats, ...] = ()
     lowp_flop_share: float | None = None   # 0..1
+    lowp_share_bound: str | None = None    # why lowp_flop_share is only an upper bound (a run-time trip count)
     cast_count: int | None = None
     low_nodes: int | None = None
     high_nodes: int | None = None
