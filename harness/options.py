@@ -159,7 +159,7 @@ HELP: Mapping[str, str] = {   # --flag -> help text (see the tables below)
         "init_max thresholds to sweep: initializers above it stay fp32",
     "--exclude-ops":
         "op-exclusion sets to sweep (repeatable or comma-separated): none, sensitive (Softmax, "
-        "LayerNormalization, ReduceMean, Pow), a set from [tool.castguard.sweep.exclusion_sets], or a new one"
+        "LayerNormalization, GroupNormalization, InstanceNormalization, ReduceMean, Pow), a set from [tool.castguard.sweep.exclusion_sets], or a new one"
         " as NAME=Op1+Op2",
     "--keep-io-types":
         "sweep keep_io_types (default both)",

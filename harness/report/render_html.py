@@ -115,8 +115,9 @@ def _model_section(index: int, model: str, report: Report) -> str:
              f"<code>{escape(cases[0].model_sha256[:16])}</code> &middot; inputs "
              + ", ".join(f"<code>{escape(i)}</code>" for i in inputs) + "</p>",
              "<div class=\"plots\"><figure>" + plot1 + "<figcaption>One point per case: colour = precision, marker ="
-             " status. Ringed and numbered: the Pareto front (no other case has a larger low-precision share at an"
-             " error that is no larger), listed below. Cases without a share or an error (error, skip) are not"
+             " status. Ringed and numbered: the Pareto front of the passing cases (no other passing case has a larger"
+             " low-precision share at an error that is no larger), listed below; failing cases are drawn, never"
+             " numbered. Cases without a share or an error (error, skip) are not"
              " drawn.</figcaption></figure><figure>" + plot2
              + "<figcaption>Cases whose comparison passed, per precision and data_max (error/skip cases are"
              " counted apart).</figcaption></figure></div>",
@@ -130,7 +131,7 @@ def _model_section(index: int, model: str, report: Report) -> str:
 def _front_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
     groups = front_points(cases)
     if not groups:
-        return "<h3>Pareto front</h3><p>No case has both a FLOP share and an error.</p>"
+        return "<h3>Pareto front</h3><p>No passing case has both a FLOP share and an error.</p>"
     rows = "".join(f"<tr><td class=\"num\">{rank}</td><td>{_case_ids(group, multi=multi)}</td>"
                    f"<td class=\"num\">{fmt_share(group[0].lowp_flop_share, group[0].lowp_share_bound)}</td>"
                    f"<td class=\"num\">{fmt_error(group[0].worst_error)}</td></tr>" for rank, group in enumerate(groups, 1))
@@ -153,7 +154,8 @@ def _speed_section(model: str, cases: Sequence[CaseRecord], *, multi: bool) -> s
         f"<td class=\"num\">{err}</td><td>{'front' if front else ''}</td></tr>"
         for c, ms, fp32, up, err, front in rows)
     return ("<h3>Speed</h3><div class=\"plots\"><figure>" + plot + "<figcaption>Timed cases only (GPU runners): "
-            "ringed, the Pareto front (no other case is faster at an error that is no larger).</figcaption></figure>"
+            "ringed, the Pareto front of the passing cases (no other passing case is faster at an error that is no "
+            "larger).</figcaption></figure>"
             "</div><table><tr><th>case</th><th>latency (ms)</th><th>FP32 (ms)</th><th>speedup</th><th>worst error</th>"
             f"<th></th></tr>{body}</table>{notes}")
 

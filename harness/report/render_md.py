@@ -34,7 +34,7 @@ def _speed_lines(cases: Sequence[CaseRecord], *, multi: bool) -> list[str]:
     rows = speed_rows(cases)
     lines: list[str] = []
     if rows:
-        lines += ["", "Speed (measured; front = Pareto front of speedup vs error):", "",
+        lines += ["", "Speed (measured; front = Pareto front of speedup vs error among passing cases):", "",
                   "| case | status | latency ms | FP32 ms | speedup | worst error | |", "|---|---|---:|---:|---:|---:|---|"]
         lines += [f"| {md_code(case_label(c, with_inputs=multi), in_table=True)} | {c.status} | {ms} | {fp32} | {up} | "
                   f"{err} | {'front' if front else ''} |" for c, ms, fp32, up, err, front in rows]
