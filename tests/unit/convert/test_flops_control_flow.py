@@ -140,3 +140,13 @@ def test_the_bound_survives_the_conversion_cache(tmp_path: Path) -> None:
     read, hit = cache.conversion("k", lambda: pytest.fail("must not convert again"))
     assert hit and made.lowp_share_bound and read.lowp_share_bound == made.lowp_share_bound
     assert read.lowp_flop_share == made.lowp_flop_share
+
+
+def test_an_exclusion_that_matches_body_nodes_only_is_not_called_a_typo(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="harness.convert"):
+        convert(if_model(), options=ConvertOptions(op_types_to_exclude=("MatMul",), nodes_to_exclude=("then_mm1",),
+                                                   keep_io_types=True), magnitudes=None)
+    assert "matches no node" not in caplog.text
+    with caplog.at_level("WARNING", logger="harness.convert"):
+        convert(if_model(), options=ConvertOptions(op_types_to_exclude=("Conv",), keep_io_types=True), magnitudes=None)
+    assert "op type 'Conv' matches no node" in caplog.text
