@@ -224,8 +224,8 @@ def _quality(source: Path, converted_path: Path) -> dict[str, float]:
     types = {vi.name: vi.type.tensor_type.elem_type for vi in [*inferred.graph.value_info, *inferred.graph.output]}
     low = {n.name for n in converted.graph.node if n.op_type != "Cast" and types.get(n.output[0]) in LOW_ELEMS}
     info = build_info(original)
-    share, _, _ = flop_share(list(original.graph.node), lambda n: n.name in low, info.shapes.get,
-                             dict(info.initializers))
+    share = flop_share(list(original.graph.node), lambda n: n.name in low, info.shapes.get,
+                       dict(info.initializers)).share
     x = np.random.default_rng(7).uniform(-1, 1, [d.dim_value for d in original.graph.input[0].type.tensor_type.shape.dim])
     feed = {"x": x.astype(np.float32)}
     gold = ort.InferenceSession(original.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feed)[0]

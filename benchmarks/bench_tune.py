@@ -111,9 +111,8 @@ def _setup(path: Path, calib: Path, precision: str) -> Setup:
 def _share(setup: Setup, low: Callable[[onnx.NodeProto], bool]) -> float:
     info = build_info(setup.model)
     shapes = setup.magnitudes.shapes
-    share, _, _ = flop_share(list(setup.model.graph.node), low, lambda n: tuple(shapes[n]) if n in shapes else None,
-                             dict(info.initializers))
-    return share
+    return flop_share(list(setup.model.graph.node), low, lambda n: tuple(shapes[n]) if n in shapes else None,
+                      dict(info.initializers)).share
 
 
 def segment_halving(oracle: Oracle, nodes: list[str]) -> tuple[frozenset[str], int]:

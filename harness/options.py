@@ -71,7 +71,7 @@ class Option:
 
 MODEL_OPTIONS: tuple[Option, ...] = (   # what to check and with which inputs
     Option("--model", "castguard_models", metavar="[KEY=]NAME|PATH", action="append"),
-    Option("--runner", "castguard_runners", metavar="ort|emulate|reference|trt", action="append"),
+    Option("--runner", "castguard_runners", metavar="ort|ort-cuda|emulate|reference|trt", action="append"),
     Option("--goldens-dir", "castguard_goldens_dir", metavar="DIR"),
     Option("--update-goldens", "castguard_update_goldens", action="store_true"),
     Option("--val-range", "castguard_val_ranges", metavar="NAME:[lo,hi]", action="append"),
@@ -122,8 +122,8 @@ HELP: Mapping[str, str] = {   # --flag -> help text (see the tables below)
         "castguard's bundled test_models/. KEY=PATH names the model (its goldens go to goldens/KEY/). With "
         "--model and no test paths, pytest runs the accuracy suite only.",
     "--runner":
-        "runner for the low-precision model (repeatable or comma-separated; default from "
-        "[tool.castguard.sweep] runners, else emulate). Only emulate, reference, trt and GPU ort really round"
+        "runner for the low-precision model (default emulate, or [tool.castguard.sweep] runners; repeatable "
+        "or comma-separated). Only emulate, reference, trt, ort-cuda and GPU ort really round"
         " fp16/bf16.",
     "--goldens-dir":
         "where FP32 goldens live (default: goldens/ in the project folder)",
@@ -154,15 +154,17 @@ HELP: Mapping[str, str] = {   # --flag -> help text (see the tables below)
     "--precision":
         "low precisions to sweep (default fp16,bf16)",
     "--data-max":
-        "data_max thresholds to sweep: nodes whose inputs/outputs exceed it stay fp32 (inf: rule off)",
+        "data_max thresholds to sweep: nodes whose inputs/outputs exceed it stay fp32 (inf: rule off) "
+        "(default 8,512,inf)",
     "--init-max":
-        "init_max thresholds to sweep: initializers above it stay fp32",
+        "init_max thresholds to sweep: initializers above it stay fp32 (default 65504)",
     "--exclude-ops":
         "op-exclusion sets to sweep (repeatable or comma-separated): none, sensitive (Softmax, "
-        "LayerNormalization, ReduceMean, Pow), a set from [tool.castguard.sweep.exclusion_sets], or a new one"
+        "LayerNormalization, GroupNormalization, InstanceNormalization, ReduceMean, Pow), a set from [tool.castguard.sweep.exclusion_sets], or a new one"
         " as NAME=Op1+Op2",
     "--keep-io-types":
-        "sweep keep_io_types (default both)",
+        "sweep keep_io_types: both, or one value for every case (default false: the model's own inputs and "
+        "outputs become fp16/bf16)",
     "--node-precisions":
         "force nodes (by name or op type) to a precision in every case, like Polygraphy's --layer-precisions;"
         " a key that matches nothing is an error",
@@ -201,8 +203,8 @@ HELP: Mapping[str, str] = {   # --flag -> help text (see the tables below)
         "--history folder; regressions, improvements, new and missing cases go into the report",
     "--fail-on-regression":
         "fail the run when a case regresses past a rule (comma-separated, repeatable): max_rel:+25%%, "
-        "max_abs:+0.01, error:+25%%, median_rel:+25%%, lowp_share:-2pp, casts:+2, speedup:-10%% (GPU "
-        "runners), convert_time:+50%%, infer_time:+50%%, total_time:+50%%, status",
+        "max_abs:+0.01, error:+25%%, over_tol:+25%%, median_rel:+25%%, lowp_share:-2pp, casts:+2, "
+        "speedup:-10%% (GPU runners), convert_time:+50%%, infer_time:+50%%, total_time:+50%%, status, trt_build",
     "--history":
         "store this run (report + provenance) as one JSON file in DIR; report.html then shows trends over the"
         " last runs (castguard history DIR prints them)",

@@ -35,6 +35,7 @@ from harness.convert.depth import reduction_depth
 from harness.convert.graphinfo import GraphInfo, SigCache, Signature, domain_of, signature
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.options import ConvertOptions
+from harness.convert.subgraphs import nested_nodes
 from harness.convert.targets import load_target
 from harness.dtypes import ELEM_NAMES, FLOAT_TYPES, LOW_ELEMS, PRECISION_ELEMS, np_dtype
 from harness.errors import ConversionError
@@ -138,8 +139,9 @@ class Classifier:
 
     def warn_unmatched(self) -> None:
         """A node pattern or op type (to exclude or include) that matches nothing in the model gets a warning
-        naming it: usually a typo, or a re.match pattern that needs a leading '.*'."""
-        nodes = self.model.graph.node
+        naming it: usually a typo, or a re.match pattern that needs a leading '.*'. Nodes inside If/Loop/Scan
+        bodies count (they stay in their own types: such an exclusion holds)."""
+        nodes = list(nested_nodes(self.model.graph))
         names, ops = [n.name for n in nodes], {n.op_type for n in nodes}
         for option, patterns in (("nodes_to_exclude", self.exclude), ("nodes_to_include", self.include)):
             for pattern in patterns:

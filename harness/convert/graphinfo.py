@@ -97,6 +97,9 @@ class GraphInfo:
     """Outputs of Constant nodes that carry a ``value`` tensor."""
     weights: Weights = field(default_factory=lambda: Weights(None))
     """Figures of initializer/constant values; streams the external ones (lazy models) from their folder."""
+    body_types: Mapping[str, int] = field(default_factory=dict)
+    body_shapes: Mapping[str, Shape] = field(default_factory=dict)
+    """Inferred types and shapes of the tensors inside If/Loop/Scan bodies (recursively), for FLOP counts."""
 
     def is_float(self, name: str) -> bool:
         return self.types.get(name) in FLOAT_TYPES
@@ -190,10 +193,31 @@ def build_info(model: onnx.ModelProto, *, observed_types: Mapping[str, int] | No
                 and node.attribute[0].name == "value":
             constants[node.output[0]] = node.attribute[0].t
     init_names = set(initializers)
+    body_types: dict[str, int] = {}
+    body_shapes: dict[str, Shape] = {}
+    _index_bodies(graph, body_types, body_shapes)
     return GraphInfo(
         types=types, shapes=shapes, producers=producers,
         consumers={k: tuple(v) for k, v in consumers.items()}, initializers=initializers,
         inputs=tuple(i.name for i in model.graph.input if i.name not in init_names),
         outputs=tuple(o.name for o in model.graph.output), opsets=opset_map(model), constants=constants,
-        weights=Weights(base_dir),
+        weights=Weights(base_dir), body_types=body_types, body_shapes=body_shapes,
     )
+
+
+def _index_bodies(graph: onnx.GraphProto, types: dict[str, int], shapes: dict[str, Shape]) -> None:
+    """Types and shapes of every tensor declared inside the bodies of `graph`'s nodes (names are unique
+    across nested scopes in ONNX)."""
+    for node in graph.node:
+        for attr in node.attribute:
+            bodies = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+            for body in bodies:
+                for vi in [*body.input, *body.value_info, *body.output]:
+                    if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
+                        types[vi.name] = vi.type.tensor_type.elem_type
+                        shape = _shape_of(vi.type)
+                        if shape is not None:
+                            shapes[vi.name] = shape
+                for init in body.initializer:
+                    types[init.name], shapes[init.name] = init.data_type, tuple(init.dims)
+                _index_bodies(body, types, shapes)

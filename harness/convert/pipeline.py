@@ -15,7 +15,7 @@ from onnx import TensorProto, defs
 
 from harness.convert.casts import Rewriter
 from harness.convert.classify import Classifier, Decision, existing_elem
-from harness.convert.flops import flop_share, node_flops
+from harness.convert.flops import FlopCount, Scope, flop_share, node_flops
 from harness.convert.folding import follow_data, identity_casts, merge_small_islands, selections_follow_readers
 from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
 from harness.dtypes import LOW_ELEMS, LOW_MAX
@@ -40,12 +40,16 @@ class ConversionResult:
     high_nodes: tuple[tuple[str, str], ...]
     """(node, reason) for every node not in low precision, including the ones kept as they were."""
     lowp_flop_share: float
+    """Share of the estimated FLOPs in low precision, through If/Loop/Scan bodies (an upper bound when
+    ``lowp_share_bound`` is set)."""
     cast_count: int
     """Casts inserted by the converter (the user's own Casts are not counted)."""
     clamped: tuple[str, ...]
     base_dir: Path | None = None
     """Folder that ``model``'s external tensors are read from (a lazily loaded model; None: all in memory).
     Such a model may hold pending casts: write it with :func:`harness.data.onnxfile.save_model`."""
+    lowp_share_bound: str | None = None
+    """Why ``lowp_flop_share`` is only an upper bound (a Loop/Scan trip count known only at run time); None: not."""
 
 
 def check_known_ops(model: onnx.ModelProto, options: ConvertOptions) -> None:
@@ -141,7 +145,8 @@ def _convert_once(model: onnx.ModelProto, options: ConvertOptions, magnitudes: M
     _keep_rejected(nodes, info, decisions, rejected)
     _fold(nodes, info, decisions, options, lambda n: node_flops(n, shape_of, info.initializers))
     _keep_rejected(nodes, info, decisions, rejected)   # folding never sends a node onnx rejected back to low
-    share, total, unknown = flop_share(nodes, lambda n: decisions[n.name].is_low, shape_of, dict(info.initializers))
+    flops = flop_share(nodes, lambda n: decisions[n.name].is_low, shape_of, dict(info.initializers),
+                       scope=_flop_scope(info, magnitudes))
     exact_ints = frozenset() if magnitudes is None else frozenset(
         name for name, value in magnitudes.absmax.items() if value <= 2.0 ** 24)
     state = Rewriter(work, info, decisions, options, sig_cache, exact_ints).run()
@@ -161,10 +166,11 @@ def _convert_once(model: onnx.ModelProto, options: ConvertOptions, magnitudes: M
         note_cpu_bf16(work)
     low_nodes = tuple(n.name for n in nodes if decisions[n.name].is_low)
     high_nodes = tuple((n.name, decisions[n.name].reason or "fp32") for n in nodes if not decisions[n.name].is_low)
-    _log(options, decisions, nodes, share, total, unknown, len(state.ours))
-    return ConversionResult(model=work, low_nodes=low_nodes, high_nodes=high_nodes, lowp_flop_share=share,
+    _log(options, decisions, nodes, flops, len(state.ours))
+    return ConversionResult(model=work, low_nodes=low_nodes, high_nodes=high_nodes, lowp_flop_share=flops.share,
                             cast_count=sum(1 for n in work.graph.node if n.name in state.ours),
-                            clamped=tuple(state.clamped), base_dir=base_dir if is_lazy(work) else None)
+                            clamped=tuple(state.clamped), base_dir=base_dir if is_lazy(work) else None,
+                            lowp_share_bound=flops.bound)
 
 
 def _input_error(model: onnx.ModelProto, options: ConvertOptions) -> str | None:
@@ -213,6 +219,16 @@ def _shape_lookup(info: GraphInfo, magnitudes: Magnitudes | None) -> Callable[[s
     return shape_of
 
 
+def _flop_scope(info: GraphInfo, magnitudes: Magnitudes | None) -> Scope:
+    """Types, static shapes (the reference run's, else inferred with dynamic dims as None) and constant values
+    of the top-level graph and of the bodies, for FLOPs through control flow."""
+    def dims(name: str) -> tuple[int | None, ...] | None:
+        if magnitudes is not None and name in magnitudes.shapes:
+            return tuple(magnitudes.shapes[name])
+        return info.shapes.get(name, info.body_shapes.get(name))
+    return Scope(types={**info.body_types, **info.types}, dims=dims, values={**info.initializers, **info.constants})
+
+
 SUMMARY_EXAMPLES = 3
 """Node names shown per reason at INFO (``log_level DEBUG`` lists every node)."""
 
@@ -222,8 +238,8 @@ def _reason_kind(reason: str) -> str:
     return reason.partition(":")[0] or reason
 
 
-def _log(options: ConvertOptions, decisions: dict[str, Decision], nodes: list[onnx.NodeProto], share: float,
-         total: int, unknown: int, casts: int) -> None:
+def _log(options: ConvertOptions, decisions: dict[str, Decision], nodes: list[onnx.NodeProto], flops: FlopCount,
+         casts: int) -> None:
     """INFO: one summary line per reason (count and the first few nodes); DEBUG: one line per node."""
     low = sum(1 for n in nodes if decisions[n.name].is_low)
     groups: dict[str, list[str]] = {}
@@ -241,7 +257,8 @@ def _log(options: ConvertOptions, decisions: dict[str, Decision], nodes: list[on
         LOG.info("%d node(s) %s (%s)", len(names), key, shown)
     if groups:
         LOG.info("(--log_level DEBUG lists every node with its full reason)")
-    LOG.info("Converted %d/%d nodes (%.2f%%) to %s; %.2f%% of %.3g estimated FLOPs in %s%s; %d casts inserted",
-             low, len(nodes), 100.0 * low / max(len(nodes), 1), options.low_precision_type, 100.0 * share, total,
-             options.low_precision_type, f" ({unknown} nodes with unknown shapes not counted)" if unknown else "",
-             casts)
+    LOG.info("Converted %d/%d nodes (%.2f%%) to %s; %s%.2f%% of %.3g estimated FLOPs in %s%s%s; %d casts inserted",
+             low, len(nodes), 100.0 * low / max(len(nodes), 1), options.low_precision_type,
+             "<= " if flops.bound else "", 100.0 * flops.share, flops.total, options.low_precision_type,
+             f" ({flops.unknown} nodes with unknown shapes not counted)" if flops.unknown else "",
+             f" (a bound: {flops.bound})" if flops.bound else "", casts)

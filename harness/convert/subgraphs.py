@@ -19,6 +19,14 @@ def subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
             yield from attr.graphs
 
 
+def nested_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    """Every node of `graph` and, recursively, of its nodes' bodies."""
+    for node in graph.node:
+        yield node
+        for body in subgraphs(node):
+            yield from nested_nodes(body)
+
+
 def captured(node: onnx.NodeProto) -> list[str]:
     """Outer-scope tensor names the node's bodies read (in first-use order, no duplicates)."""
     seen: dict[str, None] = {}

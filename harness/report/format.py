@@ -79,8 +79,9 @@ def fmt_error(value: float | None) -> str:
     return "0" if value == 0 else f"{value:.2e}"
 
 
-def fmt_share(value: float | None) -> str:
-    return "–" if value is None else f"{100.0 * value:.1f}%"
+def fmt_share(value: float | None, bound: str | None = None) -> str:
+    """A FLOP share in percent; "<= x%" when it is only an upper bound (``CaseRecord.lowp_share_bound``)."""
+    return "–" if value is None else f"{'<= ' if bound else ''}{100.0 * value:.1f}%"
 
 
 def fmt_int(value: int | None) -> str:
@@ -127,6 +128,9 @@ def grouped_notes(cases: Iterable[CaseRecord]) -> list[tuple[str, list[str]]]:
         for note in case.notes:
             if not note.startswith(SAME_MODEL + " "):          # shown next to the case instead
                 groups.setdefault(note, []).append(case_label(case, with_inputs=multi))
+        if case.lowp_share_bound:
+            groups.setdefault(f"lowp FLOP share is an upper bound: {case.lowp_share_bound}",
+                              []).append(case_label(case, with_inputs=multi))
     return list(groups.items())
 
 
@@ -136,7 +140,7 @@ def tuned_plan_lines(cases: Iterable[CaseRecord]) -> list[tuple[CaseRecord, str,
     for case in cases:
         if not case.case.tuned:
             continue
-        head = (f"{len(case.kept_fp32)} node(s) kept FP32 by the search, {fmt_share(case.lowp_flop_share)} of FLOPs "
+        head = (f"{len(case.kept_fp32)} node(s) kept FP32 by the search, {fmt_share(case.lowp_flop_share, case.lowp_share_bound)} of FLOPs "
                 f"in {case.case.precision}, worst error {fmt_error(case.worst_error)} ({case.status})")
         found.append((case, head, list(case.kept_fp32)))
     return found

@@ -44,6 +44,15 @@ class OutputStats(ErrorFigures):
     top_k_agreement: float | None = None
 
     @property
+    def allowed_scaled_error(self) -> float | None:
+        """The largest :attr:`scaled_error` this output passes with, in ``elemwise`` mode: an element fails only
+        over both atol and rtol x |golden|, so at most max(atol, rtol x golden_absmax) / golden_absmax. None for
+        the other modes (a statistic, not the max error, is judged) and for an all-zero golden."""
+        if self.mode != "elemwise" or not self.golden_absmax > 0 or not math.isfinite(self.golden_absmax):
+            return None
+        return max(self.atol, self.rtol * self.golden_absmax) / self.golden_absmax
+
+    @property
     def scaled_error(self) -> float:
         """max_abs / golden_absmax: the error relative to the output's own scale (0/0 = 0, x/0 = inf)."""
         if math.isnan(self.max_abs) or self.max_abs == 0:
@@ -89,6 +98,7 @@ class CaseRecord:
     message: str = ""
     outputs: tuple[OutputStats, ...] = ()
     lowp_flop_share: float | None = None   # 0..1
+    lowp_share_bound: str | None = None    # why lowp_flop_share is only an upper bound (a run-time trip count)
     cast_count: int | None = None
     low_nodes: int | None = None
     high_nodes: int | None = None

@@ -1,11 +1,15 @@
-"""The Pareto front of a sweep: cases for which no other case has a larger low-precision FLOP share
-at an error that is no larger (NaN errors count as inf)."""
+"""The Pareto front of a sweep: passing cases for which no other passing case has a larger low-precision FLOP
+share at an error that is no larger (NaN errors count as inf). Failing cases are drawn, never on the front: a
+numbered point is one a user can pick."""
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
 from harness.report.model import CaseRecord
+
+PASSING = ("pass", "xpass")
+"""The statuses a case on a Pareto front (or a "best passing case") may have."""
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
@@ -26,8 +30,8 @@ def plotted(cases: Sequence[CaseRecord]) -> list[CaseRecord]:
 
 
 def front_cases(cases: Sequence[CaseRecord]) -> list[CaseRecord]:
-    """The Pareto-front cases among :func:`plotted` ones, largest share first."""
-    points = plotted(cases)
+    """The Pareto-front cases among the passing :func:`plotted` ones, largest share first."""
+    points = [c for c in plotted(cases) if c.status in PASSING]
     return [points[i] for i in pareto_front([(c.lowp_flop_share, c.worst_error) for c in points])]  # type: ignore[misc]
 
 
@@ -49,5 +53,5 @@ def best_passing(cases: Sequence[CaseRecord]) -> CaseRecord | None:
     timed = [c for c in cases if c.speedup is not None and c.worst_error is not None and c.status in ("pass", "xpass")]
     if timed:
         return min(timed, key=lambda c: (-c.speedup, c.worst_error, c.case_id))  # type: ignore[operator]
-    ok = [c for c in plotted(cases) if c.status in ("pass", "xpass")]
+    ok = [c for c in plotted(cases) if c.status in PASSING]
     return min(ok, key=lambda c: (-c.lowp_flop_share, c.worst_error, c.case_id), default=None)  # type: ignore[operator]

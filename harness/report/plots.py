@@ -40,6 +40,19 @@ def share_limits(shares: Sequence[float]) -> tuple[float, float]:
     return max(-2.0, low - pad), min(102.0, high + pad)
 
 
+def tolerance_levels(cases: Sequence[CaseRecord]) -> dict[str, float]:
+    """Per precision, the tolerance line of the error plot: the tightest :attr:`OutputStats.allowed_scaled_error`
+    over the cases' outputs (with the default tolerances every case of a precision has the same one)."""
+    levels: dict[str, float] = {}
+    for case in cases:
+        for output in case.outputs:
+            allowed = output.allowed_scaled_error
+            if allowed is not None:
+                precision = case.case.precision
+                levels[precision] = min(levels.get(precision, allowed), allowed)
+    return levels
+
+
 def error_vs_share_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     """:func:`error_vs_share_figure` as PNG bytes."""
     return _png(error_vs_share_figure(cases, title=title))
@@ -50,9 +63,11 @@ def error_vs_share_figure(cases: Sequence[CaseRecord], *, title: str) -> Figure:
 
     Colour = precision, marker = status. Cases whose error is inf or NaN are drawn as marked points in a band
     *above* the log axis (labelled "inf / NaN"), never as a rise near the top tick; exact zeros on a dotted line
-    below the finite ones. The share axis is zoomed to the data. The Pareto front is ringed, joined and numbered
-    in share order (largest share = 1; cases with identical results share a number), matching the list under
-    the plot; the numbers are placed so that they do not overlap each other or the points.
+    below the finite ones. A dash-dotted line per precision, in its colour, is its tolerance
+    (:func:`tolerance_levels`): an elemwise-judged output above it fails. The share axis is zoomed to the data. The Pareto front of the passing cases is ringed,
+    joined and numbered in share order (largest share = 1; cases with identical results share a number), matching
+    the list under the plot; failing cases are drawn, never numbered. The numbers are placed so that they do not
+    overlap each other or the points.
     """
     fig = Figure(figsize=(7.0, 4.8), dpi=100)
     FigureCanvasAgg(fig)
@@ -75,8 +90,12 @@ def error_vs_share_figure(cases: Sequence[CaseRecord], *, title: str) -> Figure:
     finite = [e for e in errors if e is not None and math.isfinite(e) and e > 0]
     low, high = (min(finite), max(finite)) if finite else (1e-3, 1e-3)
     floor = low / 10.0
+    levels = tolerance_levels(points)
     ax.set_yscale("log")
-    ax.set_ylim(floor / 2, high * 4)
+    ax.set_ylim(min([floor / 2, *(v / 2 for v in levels.values())]), max([high * 4, *(v * 2 for v in levels.values())]))
+    for precision, level in sorted(levels.items()):
+        ax.axhline(level, color=precision_colour(precision), linestyle="-.", linewidth=1, zorder=1,
+                   gid=f"tolerance-{precision}")
     ax.set_xlim(*share_limits([c.lowp_flop_share for c in points]))  # type: ignore[misc]
 
     def where(case: CaseRecord) -> tuple[object, float]:
@@ -122,7 +141,7 @@ def error_vs_share_figure(cases: Sequence[CaseRecord], *, title: str) -> Figure:
     ax.set_ylabel("worst error: max |obtained − golden| / max |golden|", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
     _legends(ax, sorted({c.case.precision for c in points}), sorted({c.status for c in points}),
-             tuned=any(c.case.tuned for c in points))
+             tuned=any(c.case.tuned for c in points), tolerances=sorted(levels))
     left_out = len(cases) - len(points)
     if left_out:
         ax.text(0.99, 0.02, f"{left_out} case(s) without a share or error not shown", transform=ax.transAxes,
@@ -172,7 +191,7 @@ def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float,
 
 def error_vs_speedup_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     """Plot 3 (GPU runners only): worst error (log) against the measured speedup over FP32, one point per timed
-    case; the Pareto front (faster at no larger error) is ringed and joined. Speedups below 1 are slower than FP32."""
+    case; the Pareto front of the passing cases (faster at no larger error) is ringed and joined. Speedups below 1 are slower than FP32."""
     from harness.report.speed import speed_front, timed
 
     fig = Figure(figsize=(7.0, 4.4), dpi=100)
@@ -247,7 +266,7 @@ def pass_by_data_max_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
 
 
 def _legends(ax: object, precisions: list[str], statuses: list[str], *, loc: str = "upper left",
-             tuned: bool = False) -> None:
+             tuned: bool = False, tolerances: Sequence[str] = ()) -> None:
     colour = [Line2D([], [], color=precision_colour(p), marker="o", linestyle="", label=p)
               for p in precisions]
     shape = [Line2D([], [], color="dimgrey", marker=STATUS_MARKERS.get(s, "o"), linestyle="", label=s)
@@ -257,6 +276,8 @@ def _legends(ax: object, precisions: list[str], statuses: list[str], *, loc: str
     if tuned:
         ring.append(Line2D([], [], marker="*", markersize=12, markerfacecolor="none", markeredgecolor="black",
                            linestyle="", label="tuned plan"))
+    ring += [Line2D([], [], color=precision_colour(p), linestyle="-.", linewidth=1, label=f"{p} tolerance")
+             for p in tolerances]
     ax.legend(handles=colour + shape + ring, loc=loc, fontsize=8, framealpha=0.85)  # type: ignore[attr-defined]
 
 

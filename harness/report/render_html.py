@@ -81,7 +81,7 @@ def _summary(report: Report) -> str:
         counts, cases = report.counts(model), report.cases_of(model)
         best = best_passing(cases)
         best_text = "none" if best is None else (f"<code class=\"id\">{escape(best.case_id)}</code> "
-                                                 f"({fmt_share(best.lowp_flop_share)}, {fmt_error(best.worst_error)})")
+                                                 f"({fmt_share(best.lowp_flop_share, best.lowp_share_bound)}, {fmt_error(best.worst_error)})")
         rows.append(f"<tr><td><a href=\"#model-{index}\">{escape(model)}</a></td><td class=\"num\">{len(cases)}</td>"
                     + "".join(f"<td class=\"num\">{counts[s] or ''}</td>" for s in STATUSES)
                     + f"<td>{best_text}</td></tr>")
@@ -115,8 +115,9 @@ def _model_section(index: int, model: str, report: Report) -> str:
              f"<code>{escape(cases[0].model_sha256[:16])}</code> &middot; inputs "
              + ", ".join(f"<code>{escape(i)}</code>" for i in inputs) + "</p>",
              "<div class=\"plots\"><figure>" + plot1 + "<figcaption>One point per case: colour = precision, marker ="
-             " status. Ringed and numbered: the Pareto front (no other case has a larger low-precision share at an"
-             " error that is no larger), listed below. Cases without a share or an error (error, skip) are not"
+             " status. Ringed and numbered: the Pareto front of the passing cases (no other passing case has a larger"
+             " low-precision share at an error that is no larger), listed below; failing cases are drawn, never"
+             " numbered. Cases without a share or an error (error, skip) are not"
              " drawn.</figcaption></figure><figure>" + plot2
              + "<figcaption>Cases whose comparison passed, per precision and data_max (error/skip cases are"
              " counted apart).</figcaption></figure></div>",
@@ -130,9 +131,9 @@ def _model_section(index: int, model: str, report: Report) -> str:
 def _front_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
     groups = front_points(cases)
     if not groups:
-        return "<h3>Pareto front</h3><p>No case has both a FLOP share and an error.</p>"
+        return "<h3>Pareto front</h3><p>No passing case has both a FLOP share and an error.</p>"
     rows = "".join(f"<tr><td class=\"num\">{rank}</td><td>{_case_ids(group, multi=multi)}</td>"
-                   f"<td class=\"num\">{fmt_share(group[0].lowp_flop_share)}</td>"
+                   f"<td class=\"num\">{fmt_share(group[0].lowp_flop_share, group[0].lowp_share_bound)}</td>"
                    f"<td class=\"num\">{fmt_error(group[0].worst_error)}</td></tr>" for rank, group in enumerate(groups, 1))
     return ("<h3>Pareto front</h3><table><tr><th>#</th><th>cases (identical results share a row)</th>"
             f"<th>lowp FLOP share</th><th>worst error</th></tr>{rows}</table>")
@@ -153,9 +154,15 @@ def _speed_section(model: str, cases: Sequence[CaseRecord], *, multi: bool) -> s
         f"<td class=\"num\">{err}</td><td>{'front' if front else ''}</td></tr>"
         for c, ms, fp32, up, err, front in rows)
     return ("<h3>Speed</h3><div class=\"plots\"><figure>" + plot + "<figcaption>Timed cases only (GPU runners): "
-            "ringed, the Pareto front (no other case is faster at an error that is no larger).</figcaption></figure>"
+            "ringed, the Pareto front of the passing cases (no other passing case is faster at an error that is no "
+            "larger).</figcaption></figure>"
             "</div><table><tr><th>case</th><th>latency (ms)</th><th>FP32 (ms)</th><th>speedup</th><th>worst error</th>"
             f"<th></th></tr>{body}</table>{notes}")
+
+
+def _bound_title(case: CaseRecord) -> str:
+    """A tooltip with why the case's FLOP share is only an upper bound."""
+    return "" if not case.lowp_share_bound else f' title="bound: {escape(case.lowp_share_bound)}"'
 
 
 def _case_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
@@ -165,7 +172,7 @@ def _case_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
         f"<td>{_status(c.status)}</td>"
         f"<td>{escape(c.runner or '–')}</td><td class=\"num\">{fmt_error(c.worst_error)}</td>"
         f"<td class=\"num\">{fmt_error(c.worst_max_rel)}</td>"
-        f"<td class=\"num\">{fmt_share(c.lowp_flop_share)}</td><td class=\"num\">{fmt_int(c.cast_count)}</td>"
+        f"<td class=\"num\"{_bound_title(c)}>{fmt_share(c.lowp_flop_share, c.lowp_share_bound)}</td><td class=\"num\">{fmt_int(c.cast_count)}</td>"
         f"<td class=\"num\">{c.timings.total_s:.2f}</td><td>{escape(fmt_divergence(c))}</td>"
         + (f"<td>{escape(trt_cell(c))}</td>" if trt else "") + "</tr>" for c in cases)
     return ("<table><tr><th>case</th><th>status</th><th>runner</th><th>worst error</th><th>worst max_rel</th>"

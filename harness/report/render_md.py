@@ -34,7 +34,7 @@ def _speed_lines(cases: Sequence[CaseRecord], *, multi: bool) -> list[str]:
     rows = speed_rows(cases)
     lines: list[str] = []
     if rows:
-        lines += ["", "Speed (measured; front = Pareto front of speedup vs error):", "",
+        lines += ["", "Speed (measured; front = Pareto front of speedup vs error among passing cases):", "",
                   "| case | status | latency ms | FP32 ms | speedup | worst error | |", "|---|---|---:|---:|---:|---:|---|"]
         lines += [f"| {md_code(case_label(c, with_inputs=multi), in_table=True)} | {c.status} | {ms} | {fp32} | {up} | "
                   f"{err} | {'front' if front else ''} |" for c, ms, fp32, up, err, front in rows]
@@ -97,7 +97,7 @@ def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, 
             + ", ".join(md_code(i, in_table=False) for i in inputs))
     best = best_passing(cases)
     if best is not None:
-        meta += (f"; best passing case: {md_code(best.case_id, in_table=False)} ({fmt_share(best.lowp_flop_share)}"
+        meta += (f"; best passing case: {md_code(best.case_id, in_table=False)} ({fmt_share(best.lowp_flop_share, best.lowp_share_bound)}"
                  f" low-precision FLOPs, worst error {fmt_error(best.worst_error)}"
                  + (f", {best.speedup:.2f}× FP32 speed" if best.speedup is not None else "") + ")")
     trt = any(c.trt_build is not None for c in cases)
@@ -113,7 +113,7 @@ def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, 
         lines.append(f"| {label} | {status} | "
                      f"{md_code(case.runner or '–', in_table=True)} | {fmt_error(case.worst_error)} | "
                      f"{fmt_error(case.worst_max_rel)} | "
-                     f"{fmt_share(case.lowp_flop_share)} | {fmt_int(case.cast_count)} | {divergent} |"
+                     f"{fmt_share(case.lowp_flop_share, case.lowp_share_bound)} | {fmt_int(case.cast_count)} | {divergent} |"
                      + (f" {trt_cell(case)} |" if trt else ""))
     failing = [c for c in display_sorted(cases) if c.status in ("fail", "error", "xpass") and c.message]
     if failing:

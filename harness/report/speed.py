@@ -10,9 +10,7 @@ from collections.abc import Sequence
 
 from harness.report.format import fmt_error
 from harness.report.model import CaseRecord
-from harness.report.pareto import pareto_front
-
-PASSING = ("pass", "xpass")
+from harness.report.pareto import PASSING, pareto_front
 
 
 def timed(cases: Sequence[CaseRecord]) -> list[CaseRecord]:
@@ -21,8 +19,9 @@ def timed(cases: Sequence[CaseRecord]) -> list[CaseRecord]:
 
 
 def speed_front(cases: Sequence[CaseRecord]) -> list[CaseRecord]:
-    """Cases no other case beats on both speedup (larger) and error (smaller), fastest first."""
-    points = timed(cases)
+    """Passing cases no other passing case beats on both speedup (larger) and error (smaller), fastest first
+    (failing cases are drawn, never on the front)."""
+    points = [c for c in timed(cases) if c.status in PASSING]
     return [points[i] for i in pareto_front([(c.speedup, c.worst_error) for c in points])]  # type: ignore[misc]
 
 

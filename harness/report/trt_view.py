@@ -25,6 +25,10 @@ def trt_cell(case: CaseRecord) -> str:
     if build.outcome == "parse" and build.parse_failures:
         first = build.parse_failures[0]
         return f"DOES NOT BUILD: {first.op}" + (f" ({first.dtype})" if first.dtype else "")
+    if build.outcome == "build" and build.build_culprits:
+        culprit = build.build_culprits[0]
+        return (f"DOES NOT BUILD: {culprit.op}" + (f" ({culprit.dtype})" if culprit.dtype else "")
+                + f" at node {culprit.node}")
     return "DOES NOT BUILD" if build.outcome == "build" else "BUILDER CRASHED"
 
 

@@ -137,7 +137,8 @@ class ContentCache:
                     "onnx_sha256": sha256_file(model_path) if by_reference else model_sha256(model_path),
                     "weights": "source" if by_reference else "entry",
                     "high_nodes": [list(pair) for pair in made.high_nodes],
-                    "lowp_flop_share": made.lowp_flop_share, "cast_count": made.cast_count,
+                    "lowp_flop_share": made.lowp_flop_share, "lowp_share_bound": made.lowp_share_bound,
+                    "cast_count": made.cast_count,
                     "clamped": list(made.clamped)}
             atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
             if made.base_dir is None and weights_size(made.model) <= EXTERNAL_DATA_ABOVE:
@@ -159,6 +160,7 @@ class ContentCache:
             return ConversionResult(model=model, low_nodes=tuple(meta["low_nodes"]),
                                     high_nodes=tuple((str(a), str(b)) for a, b in meta["high_nodes"]),
                                     lowp_flop_share=float(meta["lowp_flop_share"]),
+                                    lowp_share_bound=meta.get("lowp_share_bound"),
                                     cast_count=int(meta["cast_count"]), clamped=tuple(meta["clamped"]),
                                     base_dir=data_dir if is_lazy(model) else None)
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, ModelError) as err:

@@ -107,7 +107,8 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
                        timings=Timings(magnitudes_s=mags_s, total_s=time.perf_counter() - start))
     try:
         conversion, convert_s, hit = convert_cached(ctx, case, cache)
-        base = replace(base, lowp_flop_share=conversion.lowp_flop_share, cast_count=conversion.cast_count,
+        base = replace(base, lowp_flop_share=conversion.lowp_flop_share,
+                       lowp_share_bound=conversion.lowp_share_bound, cast_count=conversion.cast_count,
                        low_nodes=len(conversion.low_nodes), high_nodes=len(conversion.high_nodes),
                        notes=("conversion from cache",) if hit else ())
         providers = settings.ort_providers if case.runner == "ort" else ()
@@ -205,7 +206,7 @@ def failure_message(ctx: ModelContext, case: Case, comparison: CompareResult, co
     lines = [head, summary,
              f"  golden: {ctx.golden_path}",
              f"  conversion: {settings}; {len(low)} node(s) in {case.precision}, {len(high)} kept in fp32, "
-             f"{share:.0%} of FLOPs in {case.precision}"]
+             f"{'<= ' if conversion.lowp_share_bound else ''}{share:.0%} of FLOPs in {case.precision}"]
     model_file = ctx.spec.path.name
     if divergence is not None:
         lines.append(f"  first divergent tensor: {divergence.tensor!r} from node {divergence.node!r} "

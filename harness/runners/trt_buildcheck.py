@@ -25,6 +25,7 @@ import onnx
 from harness.data.feeds import InputSpec, input_specs
 from harness.errors import RunnerError, RunnerUnavailable
 from harness.runners.ort import session_source
+from harness.runners.trt_blame import BuildCulprit, blame_build_error
 from harness.runners.trt_check import declared_precisions
 from harness.runners.trt_module import backend_label, installed_module
 from harness.runners.trt_types import precision_of_trt_dtype
@@ -73,6 +74,7 @@ class TrtBuild:
     unmapped: tuple[str, ...] = ()         # nodes (other than Constant) with no TensorRT tensor
     nodes: tuple[NodeTypes, ...] = ()      # every node's types, for models of up to NODE_ROWS nodes
     nodes_total: int = 0
+    build_culprits: tuple[BuildCulprit, ...] = ()   # outcome "build": the ONNX nodes the builder's error names
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -101,6 +103,11 @@ class TrtBuild:
             dtype = f" ({first.dtype})" if first.dtype else ""
             return (f"does not build in {self.backend}: {first.op or '?'}{dtype} at node {first.node or '?'}: "
                     f"{first.message}{more}")
+        if self.outcome == "build" and self.build_culprits:
+            culprit = self.build_culprits[0]
+            dtype = f", {culprit.dtype}" if culprit.dtype else ""
+            return (f"does not build in {self.backend}: the builder failed at node {culprit.node} ({culprit.op}"
+                    f"{dtype}; {culprit.evidence}): {self.build_error}")
         if self.outcome == "crash":
             return f"does not build in {self.backend}: the builder process crashed: {self.build_error}"
         return f"does not build in {self.backend}: {self.build_error or 'the ONNX parser failed (no message)'}"
@@ -173,7 +180,9 @@ def interpret(model: onnx.ModelProto, answer: Mapping[str, Any], *, backend: str
     rows, changed, unmapped, compared = compare_types(model, answer["node_types"])
     base = replace(base, checked=compared, unmapped=unmapped, nodes=rows if len(rows) <= NODE_ROWS else changed)
     if answer["stage"] == "build":
-        return replace(base, outcome="build", build_error="; ".join(errors) or "the engine build failed (no message)")
+        error = "; ".join(errors) or "the engine build failed (no message)"
+        return replace(base, outcome="build", build_error=error,
+                       build_culprits=blame_build_error(model, error, layers=answer.get("layers", ())))
     return replace(base, outcome="types" if changed else "ok", type_changes=changed)
 
 
@@ -229,6 +238,7 @@ def build_from_dict(data: Mapping[str, Any]) -> TrtBuild:
         return TrtBuild(**{**data, "parse_failures": tuple(ParseFailure(**f) for f in data["parse_failures"]),
                            "type_changes": tuple(NodeTypes(**r) for r in data["type_changes"]),
                            "unmapped": tuple(str(u) for u in data["unmapped"]),
-                           "nodes": tuple(NodeTypes(**r) for r in data["nodes"])})
+                           "nodes": tuple(NodeTypes(**r) for r in data["nodes"]),
+                           "build_culprits": tuple(BuildCulprit(**c) for c in data.get("build_culprits", ()))})
     except (KeyError, TypeError) as err:
         raise ValueError(f"not a TensorRT build check result: {err}") from err

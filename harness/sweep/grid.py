@@ -23,7 +23,10 @@ from harness.runners import RUNNER_NAMES
 if TYPE_CHECKING:
     from harness.convert.options import ConvertOptions
 
-SENSITIVE_OPS = ("Softmax", "LayerNormalization", "ReduceMean", "Pow")
+SENSITIVE_OPS = ("Softmax", "LayerNormalization", "GroupNormalization", "InstanceNormalization", "ReduceMean", "Pow")
+"""Ops whose accuracy is known to suffer in fp16/bf16: the normalisations' variance (torch exports GroupNorm as
+InstanceNormalization, or as GroupNormalization at opset 18+), softmax's exponent, and the x^2 of hand-written
+norms."""
 
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")      # exclusion-set names

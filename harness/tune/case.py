@@ -131,6 +131,7 @@ def _record(session: AccuracySession, sweep_case: SweepCase, setup: Setup, conve
     record = CaseRecord(model=name, model_sha256=ctx.spec.sha256, case=case, status=status, runner="emulate",
                         rounds_low_precision=True, inputs_id=ctx.inputs_id, message=message,
                         outputs=output_stats(comparison, setup.goldens), lowp_flop_share=conversion.lowp_flop_share,
+                        lowp_share_bound=conversion.lowp_share_bound,
                         cast_count=conversion.cast_count, low_nodes=len(conversion.low_nodes),
                         high_nodes=len(conversion.high_nodes), outputs_file=relpath, golden_file=ctx.golden_file,
                         notes=tuple(notes), kept_fp32=kept,
