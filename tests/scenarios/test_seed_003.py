@@ -93,7 +93,7 @@ def test_the_report_shows_the_passing_default_and_the_expected_failure(pytester:
     assert f"| `{FORCED.id}` | xfail |" in markdown and f"| `{DEFAULT.id}` | pass |" in markdown
     assert "`subbed (Sub) 1.00e+00`" in markdown
     html = (pytester.path / "castguard-report" / "report.html").read_text()
-    assert FORCED.id in html and "First divergent tensor: <code>subbed</code>" in html
+    assert FORCED.id in html and "Cause: <code>subbed</code>" in html
 
 
 def test_the_suite_option_forces_every_case_and_names_the_divergence(pytester: pytest.Pytester) -> None:
@@ -107,7 +107,7 @@ def test_the_suite_option_forces_every_case_and_names_the_divergence(pytester: p
     forced = suite("Add:fp16,Sub:fp32")
     forced.assert_outcomes(passed=1, failed=1)
     forced.stdout.fnmatch_lines(["*test_low_precision[[]needs_constraints-*-np_Add.fp16+Sub.fp32[]]*",
-                                 "*first divergent tensor: 'subbed' from node 'Sub' (Sub)*"])
+                                 "*cause: tensor 'subbed' from node 'Sub' (Sub)*"])
     unknown = suite("Mul:fp16")
     unknown.assert_outcomes(passed=1, failed=1)
     unknown.stdout.fnmatch_lines(["*keys [[]'Mul'[]] match no node name or op type in the model*"])

@@ -9,7 +9,7 @@ from tests.helpers.graphs import cancellation_model, make_model, mlp_model
 from onnx import TensorProto, helper, numpy_helper
 
 from harness.convert import ConvertOptions, convert
-from harness.judge.divergence import first_divergence, with_outputs
+from harness.diagnose import first_divergence, with_outputs
 from harness.judge.tolerances import TolerancePolicy
 
 F32 = TensorProto.FLOAT

@@ -1,0 +1,30 @@
+"""Why a failing case fails, and a fix that has been run (issue 23, item 1). No pytest here.
+
+One entry point, :func:`diagnose_failure`: the divergence profile (:mod:`.profile`, one marked-all run of
+each model), the cause (:mod:`.cause`, the first divergence whose error reaches a failing output), the fix
+verified on the case's runner (:mod:`.verify`, at most ``budget`` conversions, tune's search), and the
+commands (:mod:`.command`). The facts (:mod:`.facts`) go on the :class:`~harness.report.CaseRecord`;
+:mod:`harness.report` renders them.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_API = {"Diagnosis": "facts", "Divergence": "facts", "TensorError": "facts", "diagnose_failure": "failure",
+        "first_divergence": "failure", "with_outputs": "profile", "DEFAULT_BUDGET": "failure"}
+
+__all__ = sorted(_API)
+
+
+def __getattr__(name: str) -> Any:
+    """Import on first use: :mod:`harness.report` reads the facts without loading the runners and tune."""
+    if name not in _API:
+        raise AttributeError(f"module 'harness.diagnose' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"harness.diagnose.{_API[name]}"), name)
+
+
+if TYPE_CHECKING:
+    from harness.diagnose.facts import Diagnosis, Divergence, TensorError
+    from harness.diagnose.failure import DEFAULT_BUDGET, diagnose_failure, first_divergence
+    from harness.diagnose.profile import with_outputs
