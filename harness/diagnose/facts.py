@@ -50,6 +50,9 @@ class Diagnosis:
     cause: Divergence | None
     profile: tuple[TensorError, ...] = ()
     fix_nodes: tuple[str, ...] = ()
+    fix_ops: tuple[str, ...] = ()
+    """The fix as op types kept FP32 (``--op_types_to_exclude``): only when the cause's node has no name, which no
+    node regex can select."""
     verified: bool = False
     fix_error: float | None = None
     fix_share: float | None = None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import onnx
@@ -12,7 +13,7 @@ from harness.diagnose.cause import find_cause, fix_region, neighbourhood
 from harness.diagnose.command import convert_command, needs_feeds, tune_command, write_feeds
 from harness.diagnose.facts import Diagnosis, Divergence, TensorError
 from harness.diagnose.profile import Profile, divergence_profile, with_outputs
-from harness.diagnose.verify import CaseSetup, FixOutcome, case_bound, verify_fix
+from harness.diagnose.verify import CaseSetup, FixOutcome, case_bound, verify_as_is, verify_fix
 from harness.judge.tolerances import TolerancePolicy
 from harness.tune.oracle import Outputs
 
@@ -61,12 +62,21 @@ def diagnose_failure(*, reference: onnx.ModelProto, model_path: Path, conversion
         region = [n for n in fix_region(reference.graph, profile, cause.node, precision=precision) if n in low]
         more = [n for n in neighbourhood(reference.graph, profile, cause.node, limit=MAX_CANDIDATES) if n in low]
     outcome = FixOutcome(kept=(), verified=False, error=None, share=None, evaluations=0)
+    setup = CaseSetup(model=reference, options=options, magnitudes=magnitudes,  # type: ignore[arg-type]
+                      feeds=list(feeds), goldens=list(goldens), bound=case_bound(precision=precision, policy=policy),
+                      model_dir=model_path.parent, runner=runner, providers=tuple(providers))
     if region or more:
-        setup = CaseSetup(model=reference, options=options, magnitudes=magnitudes,  # type: ignore[arg-type]
-                          feeds=list(feeds), goldens=list(goldens), bound=case_bound(precision=precision, policy=policy),
-                          model_dir=model_path.parent, runner=runner, providers=tuple(providers))
         outcome = verify_fix(setup, region=region, more=more, budget=budget, failing=obtained,
                              failing_share=conversion.lowp_flop_share)
+    fix_ops: tuple[str, ...] = ()
+    if not outcome.verified and cause is not None and not cause.node and outcome.evaluations < budget:
+        by_op = replace(options, op_types_to_exclude=(*options.op_types_to_exclude, cause.op))
+        tried = verify_as_is(replace(setup, options=by_op))
+        spent = outcome.evaluations + tried.evaluations
+        if tried.verified:
+            options, fix_ops, outcome = by_op, (cause.op,), replace(tried, evaluations=spent)
+        else:
+            outcome = replace(outcome, evaluations=spent)
     calibration = None
     if needs_feeds(options) or not outcome.verified:
         calibration = write_feeds(work_dir / "feeds", feeds)
@@ -76,6 +86,7 @@ def diagnose_failure(*, reference: onnx.ModelProto, model_path: Path, conversion
                                   calibration=calibration)
     else:
         tune = tune_command(model_path, options, output_path=work_dir / "tuned.onnx", calibration=calibration)
-    return Diagnosis(cause=cause, profile=profile.rows, fix_nodes=outcome.kept, verified=outcome.verified,
-                     fix_error=outcome.error, fix_share=outcome.share, evaluations=outcome.evaluations,
-                     budget=budget, command=command, tune_command=tune, low_nodes=len(low))
+    return Diagnosis(cause=cause, profile=profile.rows, fix_nodes=outcome.kept, fix_ops=fix_ops,
+                     verified=outcome.verified, fix_error=outcome.error, fix_share=outcome.share,
+                     evaluations=outcome.evaluations, budget=budget, command=command, tune_command=tune,
+                     low_nodes=len(low))

@@ -89,3 +89,9 @@ def verify_fix(setup: CaseSetup, *, region: Sequence[str], more: Sequence[str], 
     if last is None:
         return FixOutcome(kept=(), verified=False, error=None, share=None, evaluations=oracle.spent)
     return _found(last, order, oracle.spent)
+
+
+def verify_as_is(setup: CaseSetup) -> FixOutcome:
+    """One evaluation of ``setup``'s own options (a fix by op type, for a cause node with no name)."""
+    evaluation = Oracle(setup, budget=1).evaluate(())
+    return _found(evaluation, (), 1)

@@ -21,7 +21,8 @@ def diagnosis_lines(d: Diagnosis, *, precision: str, node_precisions: tuple[tupl
     absorbed = [] if d.cause is None else [r for r in d.profile if not r.passed and _before_cause(d, r.tensor)]
     if d.cause is not None:
         c = d.cause
-        lines.append(f"  cause: tensor {c.tensor!r} from node {c.node!r} ({c.op}), max_abs {fmt_error(c.max_abs)}, "
+        node = f"node {c.node!r}" if c.node else "an unnamed node"
+        lines.append(f"  cause: tensor {c.tensor!r} from {node} ({c.op}), max_abs {fmt_error(c.max_abs)}, "
                      f"max_rel {fmt_error(c.max_rel)}: the first divergence whose error reaches a failing output")
     else:
         lines.append("  cause: on emulate no tensor beyond tolerance reaches a failing output")
@@ -35,12 +36,18 @@ def diagnosis_lines(d: Diagnosis, *, precision: str, node_precisions: tuple[tupl
         lines.append(f"  fix: none to suggest: no node runs in {precision} in this case, so there is no node to keep "
                      "FP32; if this error is acceptable, loosen [tool.castguard.tolerances] " + precision)
         return lines
-    if d.verified:
+    if d.verified and d.fix_ops:
+        lines.append(f"  verified: with every {', '.join(d.fix_ops)} node in FP32 this case passes (error "
+                     f"{fmt_error(d.fix_error)}, share {100 * (d.fix_share or 0.0):.1f} %); the cause's node has no "
+                     f"name, so only its op type can select it; {d.evaluations} conversion(s) run")
+        lines.append(f"  fix: {d.command}")
+    elif d.verified:
         lines.append(f"  verified: with {_names(d.fix_nodes)} in FP32 this case passes (error {fmt_error(d.fix_error)}"
                      f", share {100 * (d.fix_share or 0.0):.1f} %); {d.evaluations} conversion(s) run")
         lines.append(f"  fix: {d.command}")
     else:
         lines.append(f"  fix: not found within {d.budget} evaluations ({d.evaluations} run"
+                     + ("; no named node in low precision to try" if not d.evaluations else "")
                      + (f"; keeping {_names(d.fix_nodes)} FP32 still fails, error {fmt_error(d.fix_error)}"
                         if d.fix_nodes else "") + "); search further with:")
         lines.append(f"  tune: {d.tune_command}")
@@ -108,7 +115,8 @@ def profile_svg(d: Diagnosis, *, width: int = 640, height: int = 200) -> str:
 def diagnosis_html(d: Diagnosis) -> str:
     """report.html's block for one failing case: the divergence profile and the fix that was run."""
     if d.verified:
-        fix = (f"<p>Verified fix: with {escape(_names(d.fix_nodes))} in FP32 this case passes (error "
+        kept = _names(d.fix_nodes) if d.fix_nodes else "every " + ", ".join(d.fix_ops) + " node"
+        fix = (f"<p>Verified fix: with {escape(kept)} in FP32 this case passes (error "
                f"{fmt_error(d.fix_error)}, share {100 * (d.fix_share or 0.0):.1f} %): <code>{escape(d.command)}</code></p>")
     elif d.low_nodes == 0:
         fix = "<p>No node runs in low precision in this case: there is no node to keep FP32.</p>"
