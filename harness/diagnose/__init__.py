@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 _API = {"Diagnosis": "facts", "Divergence": "facts", "TensorError": "facts", "diagnose_failure": "failure",
         "first_divergence": "failure", "with_outputs": "profile", "DEFAULT_BUDGET": "failure"}
 
-__all__ = sorted(_API)
+__all__ = ["DEFAULT_BUDGET", "Diagnosis", "Divergence", "TensorError", "diagnose_failure", "first_divergence",
+           "with_outputs"]
 
 
 def __getattr__(name: str) -> Any:
@@ -25,6 +26,10 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from harness.diagnose.facts import Diagnosis, Divergence, TensorError
-    from harness.diagnose.failure import DEFAULT_BUDGET, diagnose_failure, first_divergence
-    from harness.diagnose.profile import with_outputs
+    from harness.diagnose.facts import Diagnosis as Diagnosis
+    from harness.diagnose.facts import Divergence as Divergence
+    from harness.diagnose.facts import TensorError as TensorError
+    from harness.diagnose.failure import DEFAULT_BUDGET as DEFAULT_BUDGET
+    from harness.diagnose.failure import diagnose_failure as diagnose_failure
+    from harness.diagnose.failure import first_divergence as first_divergence
+    from harness.diagnose.profile import with_outputs as with_outputs

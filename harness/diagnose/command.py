@@ -33,7 +33,7 @@ def write_feeds(folder: Path, feeds: Sequence[Feed]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for i, feed in enumerate(feeds):
         buffer = io.BytesIO()
-        np.savez(buffer, **{name: np.asarray(value) for name, value in feed.items()})
+        np.savez(buffer, allow_pickle=False, **{name: np.asarray(value) for name, value in feed.items()})
         atomic_write(folder / f"{i:04d}.npz", buffer.getvalue())
     return folder
 

@@ -10,10 +10,21 @@ import onnx
 from harness.convert import ConversionResult, ConvertOptions, Magnitudes
 from harness.data.recipes import Feed
 from harness.diagnose.cause import find_cause, fix_region, neighbourhood
-from harness.diagnose.command import convert_command, needs_feeds, tune_command, write_feeds
-from harness.diagnose.facts import Diagnosis, Divergence, TensorError
-from harness.diagnose.profile import Profile, divergence_profile, with_outputs
-from harness.diagnose.verify import CaseSetup, FixOutcome, case_bound, verify_as_is, verify_fix
+from harness.diagnose.command import (
+    convert_command,
+    needs_feeds,
+    tune_command,
+    write_feeds,
+)
+from harness.diagnose.facts import Diagnosis, Divergence
+from harness.diagnose.profile import Profile, divergence_profile
+from harness.diagnose.verify import (
+    CaseSetup,
+    FixOutcome,
+    case_bound,
+    verify_as_is,
+    verify_fix,
+)
 from harness.judge.tolerances import TolerancePolicy
 from harness.tune.oracle import Outputs
 

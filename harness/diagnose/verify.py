@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+
 import onnx
 
 from harness.convert import ConversionResult, convert
@@ -19,7 +20,15 @@ from harness.errors import UserError
 from harness.judge.tolerances import TolerancePolicy
 from harness.runners import make_runner
 from harness.tune.bound import Bound, measure
-from harness.tune.oracle import BudgetExhausted, Evaluation, Oracle, Outputs, Setup, plan_key, plan_options
+from harness.tune.oracle import (
+    BudgetExhausted,
+    Evaluation,
+    Oracle,
+    Outputs,
+    Setup,
+    plan_key,
+    plan_options,
+)
 from harness.tune.search import search
 
 

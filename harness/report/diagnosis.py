@@ -92,10 +92,10 @@ def profile_svg(d: Diagnosis, *, width: int = 640, height: int = 200) -> str:
             parts.append(f'<rect class="fix" x="{x(i) - 3:.1f}" y="{top}" width="6" height="{height - top - bottom}" '
                          f'fill="#cfe8cf"><title>kept FP32 by the verified fix: {escape(r.node)}</title></rect>')
     if d.cause is not None:
-        i = next((k for k, r in enumerate(d.profile) if r.tensor == d.cause.tensor), None)
-        if i is not None:
-            parts.append(f'<line class="cause" x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{top}" y2="{height - bottom}" '
-                         f'stroke="#c00" stroke-dasharray="3,2"/><text x="{x(i) + 3:.1f}" y="{top + 10}" '
+        at = next((k for k, r in enumerate(d.profile) if r.tensor == d.cause.tensor), None)
+        if at is not None:
+            parts.append(f'<line class="cause" x1="{x(at):.1f}" x2="{x(at):.1f}" y1="{top}" y2="{height - bottom}" '
+                         f'stroke="#c00" stroke-dasharray="3,2"/><text x="{x(at) + 3:.1f}" y="{top + 10}" '
                          f'font-size="10" fill="#c00">cause: {escape(d.cause.node)}</text>')
     points = []
     for i, r in enumerate(d.profile):

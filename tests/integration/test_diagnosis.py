@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+
 from tests.helpers.diagnosis import fp32_nodes, output_path_of, passes, run_printed
 from tests.helpers.graphs import save
 from tests.helpers.llama import NORM_NODES, llama_model
@@ -27,7 +28,7 @@ def test_llama_failure_is_diagnosed_verified_and_its_command_runs(tmp_path: Path
     assert "cause: tensor 'x2' from node '/m/norm/Pow' (Pow)" in out
     assert "Constant_28" not in out.split("cause:")[1].split("\n")[0]
     assert "verified: with '/m/norm/Pow', '/m/norm/ReduceMean' in FP32 this case passes (error " in out
-    (command,) = re.findall(r"^\s*fix: (castguard convert .*)$", out, flags=re.M)
+    (command,) = re.findall(r"^\s*fix: (castguard convert .*)$", out, flags=re.MULTILINE)
     assert "'" + str(model) + "'" in command and "--data_max inf" in command
     done = run_printed(command, other)
     assert done.returncode == 0, done.stderr[-2000:]

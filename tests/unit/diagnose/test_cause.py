@@ -6,13 +6,13 @@ import math
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-from tests.helpers.graphs import make_model
-from tests.helpers.llama import MASK_FILL, NORM_NODES, llama_feeds, llama_model
 
 from harness.convert import ConvertOptions, convert
 from harness.diagnose import first_divergence
 from harness.diagnose.profile import divergence_profile
 from harness.judge.tolerances import TolerancePolicy
+from tests.helpers.graphs import make_model
+from tests.helpers.llama import MASK_FILL, NORM_NODES, llama_feeds, llama_model
 
 F32 = TensorProto.FLOAT
 

@@ -7,12 +7,18 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-from tests.helpers.diagnosis import diagnose, fp32_nodes, output_path_of, passes, run_printed
-from tests.helpers.graphs import cancellation_model, make_model
-from tests.helpers.llama import NORM_NODES, llama_feeds, llama_model
 
 from harness.convert import ConvertOptions
 from harness.report.diagnosis import diagnosis_lines, profile_svg
+from tests.helpers.diagnosis import (
+    diagnose,
+    fp32_nodes,
+    output_path_of,
+    passes,
+    run_printed,
+)
+from tests.helpers.graphs import cancellation_model, make_model
+from tests.helpers.llama import NORM_NODES, llama_feeds, llama_model
 
 F32 = TensorProto.FLOAT
 
