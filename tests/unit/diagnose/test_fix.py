@@ -67,6 +67,14 @@ def test_a_finite_data_max_command_carries_the_golden_feeds_and_every_setting(tm
     assert all(fp32_nodes(fixed, found.fix_nodes).values()) and passes(fixed, feeds, goldens)
 
 
+def test_when_the_region_alone_fails_tunes_search_finds_a_fix_within_the_budget(tmp_path: Path) -> None:
+    # y = (x + c) - c: the cancellation shows at the Sub, but the rounding is born in the Add before it
+    feeds = [{"x": np.random.default_rng(0).uniform(-0.5, 0.5, (1, 16)).astype(np.float32)}]
+    found, _, goldens = diagnose(cancellation_model(), feeds, ConvertOptions(keep_io_types=True), _folder(tmp_path))
+    assert found.cause is not None and found.cause.node == "sub"
+    assert found.verified and set(found.fix_nodes) == {"sub", "add"} and 1 < found.evaluations <= found.budget
+
+
 def test_no_fix_within_the_budget_says_so_and_prints_a_tune_command_that_runs(tmp_path: Path) -> None:
     folder, elsewhere = _folder(tmp_path), tmp_path / "elsewhere"
     elsewhere.mkdir()
