@@ -28,10 +28,22 @@ from harness.diagnose.profile import Profile
 from harness.dtypes import LOW_MAX, PRECISION_ELEMS
 
 
+def _body_reads(node: onnx.NodeProto) -> list[str]:
+    """Names the subgraphs of ``node`` (If branches, Loop/Scan bodies, nested) read, outer-scope ones included."""
+    names: list[str] = []
+    for attr in node.attribute:
+        for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else
+                     list(attr.graphs) if attr.type == onnx.AttributeProto.GRAPHS else []):
+            for inner in body.node:
+                names += [i for i in inner.input if i] + _body_reads(inner)
+    return names
+
+
 def consumers_of(graph: onnx.GraphProto) -> dict[str, list[onnx.NodeProto]]:
+    """Per tensor, the main-graph nodes that read it: as an input, or from inside one of their subgraphs."""
     readers: dict[str, list[onnx.NodeProto]] = defaultdict(list)
     for node in graph.node:
-        for name in dict.fromkeys(i for i in node.input if i):
+        for name in dict.fromkeys([*(i for i in node.input if i), *_body_reads(node)]):
             readers[name].append(node)
     return readers
 

@@ -68,3 +68,24 @@ def test_no_cause_when_every_output_agrees() -> None:
     profile = divergence_profile(model, converted, feeds, precision="fp16", policy=TolerancePolicy())
     assert not profile.row("t").passed                # type: ignore[union-attr]
     assert first_divergence(model, converted, feeds, precision="fp16", policy=TolerancePolicy()) is None
+
+
+def if_reads_the_square() -> onnx.ModelProto:
+    """sq = x * x overflows fp16; an If reads sq only from inside its branches (outer scope), so the path from the
+    cause to the output runs through a subgraph."""
+    def branch(name: str, factor: float) -> onnx.GraphProto:
+        k = numpy_helper.from_array(np.array(factor, np.float32), f"{name}_k")
+        return helper.make_graph([helper.make_node("Mul", ["sq", f"{name}_k"], [f"{name}_y"], name=f"{name}_mul")],
+                                 name, [], [helper.make_tensor_value_info(f"{name}_y", F32, [1, 4])], [k])
+    nodes = [helper.make_node("Mul", ["x", "x"], ["sq"], name="square"),
+             helper.make_node("If", ["flag"], ["y"], name="choose", then_branch=branch("then", 1e-3),
+                              else_branch=branch("else", 2e-3))]
+    return make_model(nodes, [("x", F32, [1, 4]), ("flag", TensorProto.BOOL, [])], [("y", F32, [1, 4])])
+
+
+def test_a_cause_read_only_inside_an_if_branch_is_still_the_cause() -> None:
+    model = if_reads_the_square()
+    feeds = [{"x": np.random.default_rng(0).uniform(300, 400, (1, 4)).astype(np.float32), "flag": np.array(True)}]
+    converted = convert(model, options=ConvertOptions(data_max=math.inf), magnitudes=None).model
+    found = first_divergence(model, converted, feeds, precision="fp16", policy=TolerancePolicy())
+    assert found is not None and (found.tensor, found.node) == ("sq", "square")
