@@ -126,3 +126,14 @@ def diagnosis_html(d: Diagnosis) -> str:
     svg = profile_svg(d)
     return (f'<div class="diagnosis"><p>Divergence profile (every tensor vs the FP32 run\'s own intermediates):</p>'
             f"{svg}{fix}</div>") if svg else f'<div class="diagnosis">{fix}</div>'
+
+
+def diagnosis_md(d: Diagnosis | None) -> list[str]:
+    """report.md's lines under a failing case: the verified fix's command, or the tune command (none without a
+    diagnosis, or when no node runs in low precision)."""
+    if d is None or d.low_nodes == 0:
+        return []
+    if d.verified:
+        kept = _names(d.fix_nodes) if d.fix_nodes else "every " + ", ".join(d.fix_ops) + " node"
+        return [f"verified: with {kept} in FP32 this case passes: {d.command}"]
+    return [f"fix not found within {d.budget} evaluations: {d.tune_command}"]

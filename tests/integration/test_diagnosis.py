@@ -47,3 +47,5 @@ def test_llama_failure_is_diagnosed_verified_and_its_command_runs(tmp_path: Path
     assert diagnosis["cause"]["node"] == "/m/norm/Pow" and diagnosis["command"] == command
     html = report_file.with_name("report.html").read_text()
     assert '<svg class="profile"' in html and 'class="cause"' in html and html.count('class="fix"') == 2
+    md = report_file.with_name("report.md").read_text()
+    assert "verified: with '/m/norm/Pow', '/m/norm/ReduceMean' in FP32 this case passes: castguard convert" in md
