@@ -75,7 +75,9 @@ def test_the_forced_case_is_a_real_accuracy_failure_at_sub(session: AccuracySess
     assert (record.first_divergent.tensor, record.first_divergent.node) == ("subbed", "Sub")
     assert record.case_id == "fp16-dmax512-imax65504-excl_none-keepio1-emulate-np_Add.fp16+Sub.fp32"
     assert "node_precisions={'Add': 'fp16', 'Sub': 'fp32'}" in outcome.message
-    assert "fix: this case forces node precisions (Add:fp16, Sub:fp32)" in outcome.message
+    assert "note: this case forces node precisions (Add:fp16, Sub:fp32)" in outcome.message, outcome.message
+    assert "cause: tensor 'subbed' from node 'Sub' (Sub)" in outcome.message
+    assert "verified" not in outcome.message and "fix: not found within 8 evaluations" in outcome.message
 
 
 def test_the_report_shows_the_passing_default_and_the_expected_failure(pytester: pytest.Pytester) -> None:
