@@ -18,13 +18,13 @@ import onnx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.convert import ConvertOptions, convert  # noqa: E402
-from harness.convert.calibration import random_feeds  # noqa: E402
-from harness.data.feeds import cast_feeds, input_specs  # noqa: E402
-from harness.diagnose import diagnose_failure  # noqa: E402
-from harness.diagnose.profile import divergence_profile  # noqa: E402
-from harness.judge.tolerances import TolerancePolicy  # noqa: E402
-from harness.runners import make_runner  # noqa: E402
+from harness.convert import ConvertOptions, convert
+from harness.convert.calibration import random_feeds
+from harness.data.feeds import cast_feeds, input_specs
+from harness.diagnose import diagnose_failure
+from harness.diagnose.profile import divergence_profile
+from harness.judge.tolerances import TolerancePolicy
+from harness.runners import make_runner
 
 
 def bench(name: str, model: onnx.ModelProto, path: Path, feeds: list[dict]) -> None:  # type: ignore[type-arg]

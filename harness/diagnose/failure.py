@@ -75,7 +75,8 @@ def diagnose_failure(*, reference: onnx.ModelProto, model_path: Path, conversion
     outcome = FixOutcome(kept=(), verified=False, error=None, share=None, evaluations=0)
     setup = CaseSetup(model=reference, options=options, magnitudes=magnitudes,  # type: ignore[arg-type]
                       feeds=list(feeds), goldens=list(goldens), bound=case_bound(precision=precision, policy=policy),
-                      model_dir=model_path.parent, runner=runner, providers=tuple(providers))
+                      model_dir=model_path.parent, use_magnitudes=needs_feeds(options) and magnitudes is not None,
+                      runner=runner, providers=tuple(providers))
     if region or more:
         outcome = verify_fix(setup, region=region, more=more, budget=budget, failing=obtained,
                              failing_share=conversion.lowp_flop_share)

@@ -39,15 +39,16 @@ def case_bound(*, precision: str, policy: TolerancePolicy) -> Bound:
 
 @dataclass(frozen=True)
 class CaseSetup(Setup):
-    """tune's :class:`Setup` for one case: converts as the case does (its magnitudes, its weights folder) and
-    runs on the case's runner and providers."""
+    """tune's :class:`Setup` for one case: converts as the printed ``castguard convert`` does (the case's
+    magnitudes, which that command collects again from the golden's feeds, only when ``data_max`` is finite:
+    ``use_magnitudes``), and runs on the case's runner and providers."""
 
     runner: str = "emulate"
     providers: tuple[str, ...] = ()
 
     def convert(self, kept: Sequence[str] | frozenset[str]) -> ConversionResult:  # type: ignore[override]
-        return convert(self.model, options=plan_options(self.options, kept), magnitudes=self.magnitudes,
-                       base_dir=self.model_dir)
+        return convert(self.model, options=plan_options(self.options, kept),
+                       magnitudes=self.magnitudes if self.use_magnitudes else None, base_dir=self.model_dir)
 
     def run(self, converted: onnx.ModelProto) -> Outputs:
         feeds = cast_feeds(self.feeds, input_specs(converted))

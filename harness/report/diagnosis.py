@@ -80,10 +80,10 @@ def profile_svg(d: Diagnosis, *, width: int = 640, height: int = 200) -> str:
         return left + (width - left - right) * (i + 0.5) / n
     def y(level: float) -> float:
         return top + (height - top - bottom) * (1.0 - (level + 8.0) / 9.0)
-    parts = [f'<svg class="profile" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'role="img" aria-label="divergence profile">',
-             f'<rect x="{left}" y="{top}" width="{width - left - right}" height="{height - top - bottom}" '
-             'fill="none" stroke="#999"/>']
+    parts = [(f'<svg class="profile" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+              f'role="img" aria-label="divergence profile">'),
+             (f'<rect x="{left}" y="{top}" width="{width - left - right}" height="{height - top - bottom}" '
+              'fill="none" stroke="#999"/>')]
     for level in (-8, -6, -4, -2, 0):
         parts.append(f'<text x="{left - 4}" y="{y(level) + 4:.1f}" font-size="10" text-anchor="end">1e{level}</text>')
     fixed = set(d.fix_nodes)

@@ -13,9 +13,11 @@ from harness.report.diagnosis import diagnosis_lines, profile_svg
 from tests.helpers.diagnosis import (
     diagnose,
     fp32_nodes,
+    graph_of,
     output_path_of,
     passes,
     run_printed,
+    verified_model,
 )
 from tests.helpers.graphs import cancellation_model, make_model
 from tests.helpers.llama import NORM_NODES, llama_feeds, llama_model
@@ -45,6 +47,7 @@ def test_llama_fix_is_verified_and_the_printed_command_writes_a_passing_model(tm
     done = run_printed(found.command, elsewhere)
     assert done.returncode == 0, done.stderr[-2000:]
     fixed = onnx.load(str(output_path_of(found.command)))
+    assert graph_of(fixed) == graph_of(verified_model(llama_model(), ConvertOptions(data_max=math.inf), found, feeds))
     assert all(fp32_nodes(fixed, found.fix_nodes).values())
     assert not fp32_nodes(fixed, ["/m/lm_head/MatMul"])["/m/lm_head/MatMul"]   # the rest stays fp16
     assert passes(fixed, feeds, goldens)
@@ -64,6 +67,7 @@ def test_a_finite_data_max_command_carries_the_golden_feeds_and_every_setting(tm
     done = run_printed(found.command, elsewhere)
     assert done.returncode == 0, done.stderr[-2000:]
     fixed = onnx.load(str(output_path_of(found.command)))
+    assert graph_of(fixed) == graph_of(verified_model(cancellation_model(), options, found, feeds))
     assert all(fp32_nodes(fixed, found.fix_nodes).values()) and passes(fixed, feeds, goldens)
 
 
@@ -73,6 +77,8 @@ def test_when_the_region_alone_fails_tunes_search_finds_a_fix_within_the_budget(
     found, _, goldens = diagnose(cancellation_model(), feeds, ConvertOptions(keep_io_types=True), _folder(tmp_path))
     assert found.cause is not None and found.cause.node == "sub"
     assert found.verified and set(found.fix_nodes) == {"sub", "add"} and 1 < found.evaluations <= found.budget
+    options = ConvertOptions(keep_io_types=True)
+    assert passes(verified_model(cancellation_model(), options, found, feeds), feeds, goldens)
 
 
 def test_no_fix_within_the_budget_says_so_and_prints_a_tune_command_that_runs(tmp_path: Path) -> None:
@@ -122,7 +128,10 @@ def test_an_unnamed_node_is_never_named_and_its_op_type_fix_is_verified(tmp_path
     assert "''" not in lines and "from an unnamed node (Mul)" in lines and "with every Mul node in FP32" in lines
     done = run_printed(found.command, elsewhere)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert passes(onnx.load(str(output_path_of(found.command))), feeds, goldens)
+    fixed = onnx.load(str(output_path_of(found.command)))
+    options = ConvertOptions(data_max=math.inf)
+    assert graph_of(fixed) == graph_of(verified_model(unnamed_overflow(), options, found, feeds))
+    assert passes(fixed, feeds, goldens)
 
 
 def test_the_profile_picture_marks_the_cause_and_the_fix(tmp_path: Path) -> None:
