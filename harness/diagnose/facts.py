@@ -64,3 +64,5 @@ class Diagnosis:
     """``castguard tune ...`` for this case's settings (printed when no fix was verified)."""
     low_nodes: int = 0
     """Nodes the failing case ran in low precision (0: there is nothing to keep FP32)."""
+    problem: str = ""
+    """Why a fix could not be converted or run (a conversion or runner error), when that happened."""

@@ -56,7 +56,7 @@ def diagnose_failure(*, reference: onnx.ModelProto, model_path: Path, conversion
                      options: ConvertOptions, magnitudes: Magnitudes | None, feeds: Sequence[Feed],
                      goldens: Outputs, obtained: Outputs | None, runner: str, providers: Sequence[str] = (),
                      policy: TolerancePolicy, work_dir: Path, budget: int = DEFAULT_BUDGET) -> Diagnosis:
-    """Diagnose a failing case (see the module docstring). ``obtained``: the case's outputs (they spare one
+    """Diagnose a failing case (see :mod:`harness.diagnose`). ``obtained``: the case's outputs (they spare one
     evaluation); ``runner``/``providers``: the case's runner; ``work_dir``: where the fixed model's command
     writes it and the golden's feeds go when a command needs them (created only then)."""
     precision = options.low_precision_type
@@ -101,4 +101,4 @@ def diagnose_failure(*, reference: onnx.ModelProto, model_path: Path, conversion
     return Diagnosis(cause=cause, profile=profile.rows, fix_nodes=outcome.kept, fix_ops=fix_ops,
                      verified=outcome.verified, fix_error=outcome.error, fix_share=outcome.share,
                      evaluations=outcome.evaluations, budget=budget, command=command, tune_command=tune,
-                     low_nodes=len(low))
+                     low_nodes=len(low), problem=outcome.problem)

@@ -16,7 +16,7 @@ import onnx
 
 from harness.convert import ConversionResult, convert
 from harness.data.feeds import cast_feeds, input_specs
-from harness.errors import UserError
+from harness.errors import RunnerError, RunnerUnavailable, UserError
 from harness.judge.tolerances import TolerancePolicy
 from harness.runners import make_runner
 from harness.tune.bound import Bound, measure
@@ -29,7 +29,7 @@ from harness.tune.oracle import (
     plan_key,
     plan_options,
 )
-from harness.tune.search import search
+from harness.tune.search import Unreachable, search
 
 
 def case_bound(*, precision: str, policy: TolerancePolicy) -> Bound:
@@ -65,6 +65,8 @@ class FixOutcome:
     error: float | None
     share: float | None
     evaluations: int
+    problem: str = ""
+    """Why an evaluation could not run (a runner or conversion error), when one could not."""
 
 
 def _found(evaluation: Evaluation, order: Sequence[str], spent: int) -> FixOutcome:
@@ -94,8 +96,12 @@ def verify_fix(setup: CaseSetup, *, region: Sequence[str], more: Sequence[str], 
         if more:
             result = search(oracle, order, lambda: order)
             return _found(result.best, order, oracle.spent)
-    except (BudgetExhausted, UserError):
+    except (BudgetExhausted, Unreachable):
         pass
+    except (UserError, RunnerError, RunnerUnavailable) as err:
+        if not (isinstance(err, UserError) and oracle.spent >= oracle.budget):   # search's "budget spent" error
+            return FixOutcome(kept=(), verified=False, error=None, share=None, evaluations=oracle.spent,
+                              problem=str(err))                  # the fix could not be converted or run
     if last is None:
         return FixOutcome(kept=(), verified=False, error=None, share=None, evaluations=oracle.spent)
     return _found(last, order, oracle.spent)
@@ -103,5 +109,8 @@ def verify_fix(setup: CaseSetup, *, region: Sequence[str], more: Sequence[str], 
 
 def verify_as_is(setup: CaseSetup) -> FixOutcome:
     """One evaluation of ``setup``'s own options (a fix by op type, for a cause node with no name)."""
-    evaluation = Oracle(setup, budget=1).evaluate(())
+    try:
+        evaluation = Oracle(setup, budget=1).evaluate(())
+    except (UserError, RunnerError, RunnerUnavailable) as err:
+        return FixOutcome(kept=(), verified=False, error=None, share=None, evaluations=1, problem=str(err))
     return _found(evaluation, (), 1)

@@ -46,6 +46,8 @@ def diagnosis_lines(d: Diagnosis, *, precision: str, node_precisions: tuple[tupl
                      f", share {100 * (d.fix_share or 0.0):.1f} %); {d.evaluations} conversion(s) run")
         lines.append(f"  fix: {d.command}")
     else:
+        if d.problem:
+            lines.append(f"  fix: could not be run: {d.problem}")
         lines.append(f"  fix: not found within {d.budget} evaluations ({d.evaluations} run"
                      + ("; no named node in low precision to try" if not d.evaluations else "")
                      + (f"; keeping {_names(d.fix_nodes)} FP32 still fails, error {fmt_error(d.fix_error)}"

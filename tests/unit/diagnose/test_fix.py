@@ -140,3 +140,24 @@ def test_the_profile_picture_marks_the_cause_and_the_fix(tmp_path: Path) -> None
     assert svg.count("<circle") == len(found.profile) > 20
     assert 'class="cause"' in svg and "cause: /m/norm/Pow" in svg
     assert svg.count('class="fix"') == len(found.fix_nodes) == 2
+
+
+def test_a_fix_that_cannot_run_is_reported_not_raised_and_not_called_verified(tmp_path: Path) -> None:
+    from dataclasses import dataclass
+
+    from harness.diagnose.verify import CaseSetup, case_bound, verify_fix
+    from harness.errors import RunnerError
+    from harness.judge.tolerances import TolerancePolicy
+
+    @dataclass(frozen=True)
+    class Broken(CaseSetup):
+        def run(self, converted: onnx.ModelProto) -> list[dict[str, np.ndarray]]:
+            raise RunnerError("onnxruntime: the runner broke")
+
+    model = cancellation_model()
+    feeds = [{"x": np.random.default_rng(0).uniform(-0.5, 0.5, (1, 16)).astype(np.float32)}]
+    setup = Broken(model=model, options=ConvertOptions(keep_io_types=True), magnitudes=None,  # type: ignore[arg-type]
+                   feeds=feeds, goldens=feeds, bound=case_bound(precision="fp16", policy=TolerancePolicy()),
+                   use_magnitudes=False)
+    outcome = verify_fix(setup, region=["sub"], more=["add"], budget=8)
+    assert not outcome.verified and outcome.evaluations == 1 and "the runner broke" in outcome.problem
