@@ -1,7 +1,7 @@
 """The paired judge: the FP32 model and its conversion on the same feeds, compared with the precision policy.
 
 This is the one place that decides "is the converted model close enough to FP32": the sweep's cases
-(:mod:`harness.run.case`), the first-divergence search (:mod:`harness.judge.divergence`), the adversarial search
+(:mod:`harness.run.case`), the divergence profile (:mod:`harness.diagnose.profile`), the adversarial search
 (:mod:`harness.search.adversarial`) and the tests all judge through :func:`judge_outputs` or :class:`Judge`.
 The golden side is ORT CPU FP32 (the golden producer); the converted side runs on a rounding runner
 (``emulate`` by default), never on a runner that computes low precision in fp32.

@@ -17,7 +17,8 @@ import numpy as np
 from harness.judge.compare import CompareResult, ErrorFigures, OutputComparison
 from harness.sweep import Case
 from harness.sweep.shards import ShardWork
-from harness.judge.divergence import Divergence as Divergence
+from harness.diagnose.facts import Diagnosis
+from harness.diagnose.facts import Divergence as Divergence
 from harness.judge.tolerances import golden_scale
 from harness.runners.trt_buildcheck import TrtBuild
 
@@ -113,6 +114,7 @@ class CaseRecord:
     speed_note: str = ""                   # why no speed was measured (CPU runners claim none)
     kept_fp32: tuple[tuple[str, str], ...] = ()   # tuned cases: (node, why) for each node the plan keeps FP32
     trt_build: TrtBuild | None = None      # the TensorRT build check of the converted model (None: not checked)
+    diagnosis: Diagnosis | None = None     # failing cases: the cause and the fix that was run (harness.diagnose)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

@@ -8,6 +8,7 @@ import base64
 from collections.abc import Iterable, Sequence
 from html import escape
 
+from harness.report.diagnosis import diagnosis_html
 from harness.report.format import (DISPLAY_ORDER, LEGEND, SHARD_COLUMNS, case_label, completion_text, counts_text,
                                    display_sorted, fmt_divergence, same_model_as, shard_line, shard_rows,
                                    fmt_error, fmt_int, fmt_share, grouped_notes, tuned_plan_lines)
@@ -211,9 +212,11 @@ def _failures(cases: Sequence[CaseRecord], *, multi: bool) -> str:
                  f"{_status(case.status)}</h4><pre>{escape(case.message or '(no message)')}</pre>"]
         d = case.first_divergent
         if d is not None:
-            block.append(f"<p>First divergent tensor: <code>{escape(d.tensor)}</code> from node "
+            block.append(f"<p>Cause: <code>{escape(d.tensor)}</code> from node "
                          f"<code>{escape(d.node)}</code> ({escape(d.op)}), max_abs {fmt_error(d.max_abs)}, "
                          f"max_rel {fmt_error(d.max_rel)}</p>")
+        if case.diagnosis is not None:
+            block.append(diagnosis_html(case.diagnosis))
         if case.outputs:
             block.append(_output_table(case))
         blocks.append("".join(block) + "</div>")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from harness.report.diagnosis import diagnosis_md
 from harness.report.format import (LEGEND, SHARD_COLUMNS, case_label, completion_text, counts_text, display_sorted,
                                    first_line, fmt_divergence, same_model_as, shard_line, shard_rows,
                                    fmt_error, fmt_int, fmt_share, grouped_notes, tuned_plan_lines)
@@ -118,8 +119,10 @@ def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, 
     failing = [c for c in display_sorted(cases) if c.status in ("fail", "error", "xpass") and c.message]
     if failing:
         lines += ["", "Failures:", ""]
-        lines += [f"- {md_code(case_label(c, with_inputs=multi), in_table=False)}: "
-                  f"{md_code(first_line(c.message), in_table=False)}" for c in failing]
+        for c in failing:
+            lines.append(f"- {md_code(case_label(c, with_inputs=multi), in_table=False)}: "
+                         f"{md_code(first_line(c.message), in_table=False)}")
+            lines += [f"  - {md_code(line.strip(), in_table=False)}" for line in diagnosis_md(c.diagnosis)]
     tuned = tuned_plan_lines(cases)
     if tuned:
         lines += ["", "Tuned plans (castguard tune: the fewest FP32 nodes within the max-error bound; the nodes the "

@@ -8,7 +8,7 @@ built once per process by :class:`harness.run.session.AccuracySession`. The reco
   still recorded, with "would pass/fail"), has no bf16 kernels at all, or the runner is unavailable here;
 * ``error``: the case could not run (conversion error, runner error).
 
-A failing case also names the first divergent tensor (:mod:`harness.judge.divergence`). Each case's obtained outputs
+A failing case is diagnosed (:func:`harness.diagnose.diagnose_failure`: the cause, and a fix that was run). Each case's obtained outputs
 are saved into the report folder for a later recheck.
 """
 from __future__ import annotations
@@ -25,12 +25,13 @@ from harness.judge.compare import CompareResult
 from harness.judge.paired import judge_outputs
 from harness.run.dedup import PLAN_RUNNERS, SameModels, model_digest, plan_digest, reuse
 from harness.convert import ConversionResult, Magnitudes, convert
-from harness.judge.divergence import first_divergence
+from harness.diagnose import Diagnosis, diagnose_failure
 from harness.errors import RunnerError, RunnerUnavailable, UserError
 from harness.data.goldens import Golden
 from harness.data.feeds import cast_feeds, input_specs
 from harness.data.models import ModelSpec
-from harness.report import CaseRecord, Divergence, Timings, output_stats, outputs_relpath, save_outputs
+from harness.report import CaseRecord, Timings, output_stats, outputs_relpath, save_outputs
+from harness.report.diagnosis import diagnosis_lines
 from harness.report.format import fmt_error
 from harness.runners import make_runner
 from harness.runners.ort import CPU
@@ -156,11 +157,13 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
     elif comparison:
         record = replace(record, status="pass")
     else:
-        divergence = first_divergence(ctx.model, conversion.model, ctx.golden.feeds, precision=case.precision,
-                                      policy=settings.tolerances, model_dir=ctx.spec.path.parent,
-                                        converted_dir=conversion.base_dir)
-        record = replace(record, status="fail", first_divergent=divergence,
-                         message=failure_message(ctx, case, comparison, conversion, result.runner, divergence))
+        diagnosis = diagnose_failure(
+            reference=ctx.model, model_path=ctx.spec.path, conversion=conversion, options=case.convert_options(),
+            magnitudes=ctx.magnitudes, feeds=ctx.golden.feeds, goldens=ctx.golden.outputs, obtained=result.outputs,
+            runner=case.runner, providers=providers, policy=settings.tolerances,
+            work_dir=settings.report_dir.resolve() / "diagnose" / Path(relpath).relative_to("outputs").with_suffix(""))
+        record = replace(record, status="fail", first_divergent=diagnosis.cause, diagnosis=diagnosis,
+                         message=failure_message(ctx, case, comparison, conversion, result.runner, diagnosis))
     speed = measure_speed(case.runner, conversion.model, ctx.model, ctx.golden.feeds, providers=providers,
                           model_dir=ctx.spec.path.parent, config=settings.timing, clock=settings.clock,
                           low_model_dir=conversion.base_dir)
@@ -187,8 +190,8 @@ def tensorrt_verdict(record: CaseRecord, case: Case) -> CaseRecord:
 
 
 def failure_message(ctx: ModelContext, case: Case, comparison: CompareResult, conversion: ConversionResult,
-                    runner: str, divergence: Divergence | None) -> str:
-    """What failed, by how much, where it started, and what to do about it."""
+                    runner: str, diagnosis: Diagnosis) -> str:
+    """What failed, by how much, where it started, and the fix castguard ran (:mod:`harness.report.diagnosis`)."""
     low, high, share = conversion.low_nodes, conversion.high_nodes, conversion.lowp_flop_share
     summary = "\n".join("  " + line for line in comparison.summary().splitlines())
     options = case.convert_options()
@@ -201,27 +204,11 @@ def failure_message(ctx: ModelContext, case: Case, comparison: CompareResult, co
     head = f"{ctx.spec.name} [{case.id}] does not match its FP32 golden on {runner}:"
     if worst is not None:
         head += f" output {worst.name!r} max_rel {fmt_error(worst.max_rel)}"
-    if divergence is not None:
-        head += f", diverges first at {divergence.tensor!r} ({divergence.op})"
+    if diagnosis.cause is not None:
+        head += f", diverges first at {diagnosis.cause.tensor!r} ({diagnosis.cause.op})"
     lines = [head, summary,
              f"  golden: {ctx.golden_path}",
              f"  conversion: {settings}; {len(low)} node(s) in {case.precision}, {len(high)} kept in fp32, "
              f"{'<= ' if conversion.lowp_share_bound else ''}{share:.0%} of FLOPs in {case.precision}"]
-    model_file = ctx.spec.path.name
-    if divergence is not None:
-        lines.append(f"  first divergent tensor: {divergence.tensor!r} from node {divergence.node!r} "
-                     f"({divergence.op}), max_abs {fmt_error(divergence.max_abs)}, "
-                     f"max_rel {fmt_error(divergence.max_rel)}")
-        exclude = f"--nodes_to_exclude {divergence.node}"
-    else:
-        lines.append("  first divergent tensor: none beyond tolerance before the outputs")
-        exclude = "--nodes_to_exclude NAME"
-    if options.node_precisions:
-        lines.append(f"  fix: this case forces node precisions ({', '.join(f'{k}:{v}' for k, v in options.node_precisions)}"
-                     "); drop or change them (--node-precisions), or keep the nodes that feed the divergent tensor "
-                     "in fp32")
-    else:
-        lines.append(f"  fix: keep the sensitive nodes in fp32 (castguard convert --onnx_path {model_file} {exclude} "
-                     "/ --op_types_to_exclude OP, or a lower --data_max), or, if this error is acceptable, loosen "
-                     f"[tool.castguard.tolerances] {case.precision}")
-    return "\n".join(lines)
+    return "\n".join([*lines, *diagnosis_lines(diagnosis, precision=case.precision,
+                                                node_precisions=options.node_precisions)])

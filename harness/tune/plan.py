@@ -114,6 +114,12 @@ def convert_args(options: ConvertOptions, reference: ReferenceData, *, onnx_path
                      ("--respect_existing_types", options.respect_existing_types)):
         if on:
             args.append(flag)
+    if not options.respect_fp32_casts:
+        args.append("--ignore_fp32_casts")
+    if options.target != "any":
+        args += ["--target", options.target]
+    if options.fp32_island_min_flops != ConvertOptions().fp32_island_min_flops:
+        args += ["--fp32_island_min_flops", str(options.fp32_island_min_flops)]
     if options.node_precisions:
         args += ["--node_precisions", ",".join(f"{k}:{v}" for k, v in options.node_precisions)]
     if reference.calibration_data is not None:

@@ -58,6 +58,7 @@ def comparable(report: dict) -> list[dict]:
     for case in report["cases"]:
         kept = {k: v for k, v in case.items() if k not in UNSTABLE}
         kept["notes"] = [n for n in case["notes"] if n != "conversion from cache"]
+        kept = json.loads(re.sub(r"[^\s'\"]*/runs/[^/]+/diagnose/", "RUN/diagnose/", json.dumps(kept)))  # fix's path
         if kept.get("trt_build"):        # the TensorRT build check's time (when TensorRT is installed)
             kept["trt_build"] = {k: v for k, v in kept["trt_build"].items() if k != "seconds"}
         cases.append(kept)

@@ -75,7 +75,9 @@ def test_the_forced_case_is_a_real_accuracy_failure_at_sub(session: AccuracySess
     assert (record.first_divergent.tensor, record.first_divergent.node) == ("subbed", "Sub")
     assert record.case_id == "fp16-dmax512-imax65504-excl_none-keepio1-emulate-np_Add.fp16+Sub.fp32"
     assert "node_precisions={'Add': 'fp16', 'Sub': 'fp32'}" in outcome.message
-    assert "fix: this case forces node precisions (Add:fp16, Sub:fp32)" in outcome.message
+    assert "note: this case forces node precisions (Add:fp16, Sub:fp32)" in outcome.message, outcome.message
+    assert "cause: tensor 'subbed' from node 'Sub' (Sub)" in outcome.message
+    assert "verified" not in outcome.message and "fix: not found within 8 evaluations" in outcome.message
 
 
 def test_the_report_shows_the_passing_default_and_the_expected_failure(pytester: pytest.Pytester) -> None:
@@ -93,7 +95,7 @@ def test_the_report_shows_the_passing_default_and_the_expected_failure(pytester:
     assert f"| `{FORCED.id}` | xfail |" in markdown and f"| `{DEFAULT.id}` | pass |" in markdown
     assert "`subbed (Sub) 1.00e+00`" in markdown
     html = (pytester.path / "castguard-report" / "report.html").read_text()
-    assert FORCED.id in html and "First divergent tensor: <code>subbed</code>" in html
+    assert FORCED.id in html and "Cause: <code>subbed</code>" in html
 
 
 def test_the_suite_option_forces_every_case_and_names_the_divergence(pytester: pytest.Pytester) -> None:
@@ -107,7 +109,7 @@ def test_the_suite_option_forces_every_case_and_names_the_divergence(pytester: p
     forced = suite("Add:fp16,Sub:fp32")
     forced.assert_outcomes(passed=1, failed=1)
     forced.stdout.fnmatch_lines(["*test_low_precision[[]needs_constraints-*-np_Add.fp16+Sub.fp32[]]*",
-                                 "*first divergent tensor: 'subbed' from node 'Sub' (Sub)*"])
+                                 "*cause: tensor 'subbed' from node 'Sub' (Sub)*"])
     unknown = suite("Mul:fp16")
     unknown.assert_outcomes(passed=1, failed=1)
     unknown.stdout.fnmatch_lines(["*keys [[]'Mul'[]] match no node name or op type in the model*"])

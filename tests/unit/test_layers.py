@@ -17,6 +17,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("convert", "runners"),
     ("sweep",),
     ("judge",),
+    ("tune-kernel",),  # KERNELS below: tune's measuring and search, which diagnose reuses
+    ("diagnose",),
     ("report",),
     ("options",), ("config",),
     ("run",),
@@ -27,11 +29,16 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("adversarial",),  # compatibility shim for old findings' ``python -m harness.adversarial``: calls cli
 )
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
+KERNELS = {"harness.tune.bound", "harness.tune.oracle", "harness.tune.search", "harness.tune.plan"}
+"""tune modules that import only earlier stages (convert, runners, judge), placed on the ``tune-kernel`` line so
+that ``diagnose`` can run tune's search instead of copying it; their own imports are checked at that rank."""
 EXEMPT = {"__init__", "__main__"}  # the package's declared API and the ``python -m harness`` entry re-export
 
 
 def unit_of(dotted: str) -> str | None:
     """``harness.convert.casts`` -> ``convert``; ``harness`` itself -> None."""
+    if dotted in KERNELS:
+        return "tune-kernel"
     parts = dotted.split(".")
     return parts[1] if len(parts) > 1 and parts[0] == "harness" else None
 

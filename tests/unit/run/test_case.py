@@ -70,8 +70,9 @@ def test_a_failing_case_names_its_first_divergent_tensor(tmp_path: Path) -> None
     record = outcome.record
     assert outcome.status == "fail" and record is not None and record.first_divergent is not None
     assert (record.first_divergent.tensor, record.first_divergent.op) == ("y", "Sub")
-    assert "first divergent tensor: 'y' from node 'sub' (Sub)" in outcome.message
-    assert "--nodes_to_exclude sub" in outcome.message and "golden: " in outcome.message
+    assert "cause: tensor 'y' from node 'sub' (Sub)" in outcome.message
+    assert "verified: with 'sub', 'add' in FP32 this case passes" in outcome.message
+    assert "--nodes_to_exclude 'add$' 'sub$'" in outcome.message and "golden: " in outcome.message
 
 
 def test_ort_cpu_is_not_an_oracle_and_cannot_run_bf16(mlp: AccuracySession) -> None:

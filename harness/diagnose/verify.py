@@ -1,0 +1,116 @@
+"""Apply a fix before printing it: convert the case again with nodes kept FP32, run it on the case's runner
+against the same golden, and judge it with the case's tolerance policy.
+
+The measuring and the bounded search are tune's (:class:`harness.tune.oracle.Oracle`,
+:func:`harness.tune.search.search`); only the runner differs: tune measures on ``emulate``, a case is judged
+on its own runner, so :class:`CaseSetup` runs there. The bound is the case's verdict: the tolerance policy
+alone (no max-error bound of its own).
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import onnx
+
+from harness.convert import ConversionResult, convert
+from harness.data.feeds import cast_feeds, input_specs
+from harness.errors import RunnerError, RunnerUnavailable, UserError
+from harness.judge.tolerances import TolerancePolicy
+from harness.runners import make_runner
+from harness.tune.bound import Bound, measure
+from harness.tune.oracle import (
+    BudgetExhausted,
+    Evaluation,
+    Oracle,
+    Outputs,
+    Setup,
+    plan_key,
+    plan_options,
+)
+from harness.tune.search import Unreachable, search
+
+
+def case_bound(*, precision: str, policy: TolerancePolicy) -> Bound:
+    """The case's own verdict as a tune bound: the tolerance policy decides; the max-error bound never binds."""
+    return Bound(precision=precision, max_error=sys.float_info.max, use_policy=True, policy=policy)
+
+
+@dataclass(frozen=True)
+class CaseSetup(Setup):
+    """tune's :class:`Setup` for one case: converts as the printed ``castguard convert`` does (the case's
+    magnitudes, which that command collects again from the golden's feeds, only when ``data_max`` is finite:
+    ``use_magnitudes``), and runs on the case's runner and providers."""
+
+    runner: str = "emulate"
+    providers: tuple[str, ...] = ()
+
+    def convert(self, kept: Sequence[str] | frozenset[str]) -> ConversionResult:  # type: ignore[override]
+        return convert(self.model, options=plan_options(self.options, kept),
+                       magnitudes=self.magnitudes if self.use_magnitudes else None, base_dir=self.model_dir)
+
+    def run(self, converted: onnx.ModelProto) -> Outputs:
+        feeds = cast_feeds(self.feeds, input_specs(converted))
+        runner = make_runner(self.runner, converted, model_dir=self.model_dir, providers=self.providers)
+        return runner.run(feeds).outputs
+
+
+@dataclass(frozen=True)
+class FixOutcome:
+    """The fix that was run: the kept nodes, whether the case then passes, and what it cost."""
+
+    kept: tuple[str, ...]
+    verified: bool
+    error: float | None
+    share: float | None
+    evaluations: int
+    problem: str = ""
+    """Why an evaluation could not run (a runner or conversion error), when one could not."""
+
+
+def _found(evaluation: Evaluation, order: Sequence[str], spent: int) -> FixOutcome:
+    kept = tuple(n for n in order if n in evaluation.kept)
+    worst = max((e for _, e in evaluation.measurement.errors), default=0.0)
+    return FixOutcome(kept=kept, verified=evaluation.passed, error=worst, share=evaluation.lowp_flop_share,
+                      evaluations=spent)
+
+
+def verify_fix(setup: CaseSetup, *, region: Sequence[str], more: Sequence[str], budget: int,
+               failing: Outputs | None = None, failing_share: float = 0.0) -> FixOutcome:
+    """Try the ``region`` kept FP32 (1 evaluation); if the case still fails, run tune's search over
+    ``region`` + ``more`` within ``budget`` evaluations in all. ``failing`` (the case's own outputs) spares
+    the all-low evaluation the search starts with."""
+    memo: dict[str, dict[str, object]] = {}
+    if failing is not None:
+        memo[plan_key(())] = Evaluation(kept=frozenset(), measurement=measure(failing, setup.goldens, setup.bound),
+                                        lowp_flop_share=failing_share).to_json()
+    oracle = Oracle(setup, budget=budget, memo=memo)
+    order = list(dict.fromkeys([*region, *more]))
+    last: Evaluation | None = None
+    try:
+        if region:
+            last = oracle.evaluate(region)
+            if last.passed:
+                return _found(last, order, oracle.spent)
+        if more:
+            result = search(oracle, order, lambda: order)
+            return _found(result.best, order, oracle.spent)
+    except (BudgetExhausted, Unreachable):
+        pass
+    except (UserError, RunnerError, RunnerUnavailable) as err:
+        if not (isinstance(err, UserError) and oracle.spent >= oracle.budget):   # search's "budget spent" error
+            return FixOutcome(kept=(), verified=False, error=None, share=None, evaluations=oracle.spent,
+                              problem=str(err))                  # the fix could not be converted or run
+    if last is None:
+        return FixOutcome(kept=(), verified=False, error=None, share=None, evaluations=oracle.spent)
+    return _found(last, order, oracle.spent)
+
+
+def verify_as_is(setup: CaseSetup) -> FixOutcome:
+    """One evaluation of ``setup``'s own options (a fix by op type, for a cause node with no name)."""
+    try:
+        evaluation = Oracle(setup, budget=1).evaluate(())
+    except (UserError, RunnerError, RunnerUnavailable) as err:
+        return FixOutcome(kept=(), verified=False, error=None, share=None, evaluations=1, problem=str(err))
+    return _found(evaluation, (), 1)
