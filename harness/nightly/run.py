@@ -84,9 +84,11 @@ def load_baseline(path: Path) -> tuple[Baseline | None, str]:
         why = "has no runs yet" if not history.runs else f"has no clean run ({history.why_not_clean()})"
         skipped = f" ({len(history.skipped)} unreadable file(s) skipped)" if history.skipped else ""
         return None, f"no baseline: history folder {path} {why}{skipped}; nothing was compared"
+    newer = history.after(run)
+    passed_over = f"; {len(newer)} newer run(s) not used: {history.why_not_clean(newer)}" if newer else ""
     return (Baseline(report=run.report, source=str(run.path), history=history, run=run),
             f"baseline: {run.path} (latest clean run of {len(history.runs)}: complete, no failing or erroring case"
-            ", no unaccepted regression)")
+            f", no unaccepted regression, every case of its own baseline{passed_over})")
 
 
 @dataclass(frozen=True)
