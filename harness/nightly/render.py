@@ -86,7 +86,7 @@ def _partial_note(comparison: Comparison) -> str:
     if not comparison.partial:
         return ""
     return (f": this run lacks {len(comparison.missing)} of the baseline's cases, so it will not become the baseline "
-            "(later runs keep the complete one); to adopt its smaller case set: castguard history DIR --accept NAME")
+            "(later runs keep the complete one) unless you accept its smaller case set (castguard history DIR --accept)")
 
 
 def _shown(keys: Sequence[Key], *, with_inputs: bool) -> tuple[list[str], str]:

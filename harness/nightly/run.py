@@ -7,6 +7,7 @@ folder, and return the report sections and the exit code. Nothing here imports p
 """
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,6 +197,10 @@ class NightlyRun:
                 lines.append("  (shown only: pass --fail-on-regression RULES to fail the run on regressions)")
         if self.outcome.history_file is not None:
             lines.append(f"history: stored {self.outcome.history_file}")
+            if self.outcome.comparison is not None and self.outcome.comparison.partial:
+                stored = self.outcome.history_file
+                lines.append(f"  to adopt its smaller case set as the baseline: castguard history "
+                             f"{shlex.quote(str(stored.parent))} --accept {shlex.quote(stored.name)}")
         if self.outcome.skipped:
             lines.append(f"history: {len(self.outcome.skipped)} unreadable file(s) skipped")
             lines += skipped_lines(self.outcome.skipped)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import shlex
 import shutil
 import subprocess
 import sys
@@ -71,6 +72,8 @@ def test_a_partial_night_never_shrinks_the_baseline(tmp_path: Path) -> None:
     assert second.returncode == 0, second.stdout[-3000:]
     assert "baseline 12 cases, this run 12, shared 4: this run lacks 8 of the baseline's cases" in second.stdout
     assert "baseline 12 cases, this run 12, shared 4" in (tmp_path / "report-2" / "report.md").read_text()
+    accept = next(line for line in second.stdout.splitlines() if "to adopt its smaller case set" in line)
+    assert f"castguard history {tmp_path / 'history'} --accept 2" in accept
     third = nightly(tmp_path, 3, *common, "--data-max", "8,512,4096")
     assert third.returncode == 0, third.stdout[-3000:]
     assert "over 12 case(s) compared" in third.stdout and "baseline 12 cases, this run 12, shared 12" in third.stdout
@@ -79,6 +82,12 @@ def test_a_partial_night_never_shrinks_the_baseline(tmp_path: Path) -> None:
     assert len(runs) == 3 and runs[1].partial and not runs[1].clean and runs[2].clean
     assert runs[2].verdict is not None and runs[2].verdict.baseline == runs[0].report.created
     assert (runs[2].verdict.baseline_cases, runs[2].verdict.shared) == (12, 12)
+    command = shlex.split(accept.split(": ", 1)[1])                      # the printed command, run as printed
+    assert command[:2] == ["castguard", "history"]
+    done = subprocess.run([sys.executable, "-m", "harness", *command[1:]], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert read_history(tmp_path / "history").runs[1].clean              # adopted: explicitly
 
 
 def _session(tmp_path: Path) -> AccuracySession:
