@@ -125,16 +125,18 @@ def run(args: argparse.Namespace, *, load_table: TableLoader | None = None) -> t
 def summary(target: Path, plan_path: Path, outcome: TuneOutcome) -> str:
     plan = outcome.plan
     errors = ", ".join(f"{k} {v:.3g}" for k, v in plan.error.items())
-    inputs = plan.inputs
-    found = len(inputs.get("counterexamples", ())) if isinstance(inputs.get("counterexamples"), list) else 0  # type: ignore[arg-type]
+    rounds = outcome.rounds
+    found = len(rounds.counterexamples) if rounds is not None else 0
+    added = found - (0 if outcome.holds else 1)      # the last one broke the final plan: not tuned on
+    tuning = (len(rounds.setup.feeds) if rounds is not None else 0) - added
     lines = [f"tuned model: {target}" if outcome.holds else "tuned model: NOT WRITTEN (the plan does not hold)",
              f"plan: {plan_path}",
              f"kept FP32 by the search: {len(plan.kept_fp32)} of {plan.candidates} candidates"
              + (f" ({', '.join(plan.kept_fp32[:8])}{', ...' if len(plan.kept_fp32) > 8 else ''})" if plan.kept_fp32
                 else ""),
              f"low-precision FLOP share: {100 * plan.lowp_flop_share:.1f}%; error per output: {errors} "
-             f"(bound {plan.bound['max_error']:g}, on the {inputs.get('total')} tuning input(s): {inputs.get('tuning')} "
-             f"of {plan.data_source.split(':')[0]} data + {found} counterexample(s) found by the hunt)",
+             f"(bound {plan.bound['max_error']:g}, on {tuning + added} input(s): {tuning} tuning input(s) + {added} "
+             "counterexample(s) found by the hunt)",
              f"evaluations: {plan.evaluations} new + {plan.evaluations_cached} from cache; {plan.seconds:.1f} s"
              + ("" if plan.complete else " (budget spent before pruning finished: the plan passes but may keep "
                 "more FP32 than needed)")]

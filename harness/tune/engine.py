@@ -194,15 +194,19 @@ def tune_setup(setup: Setup, *, model_path: Path, sha256: str, settings: TuneSet
         lowp_flop_share=final.lowp_flop_share, all_low_error=dict(result.all_low.measurement.errors),
         seconds=time.perf_counter() - start, data_source=setup.magnitudes.data_source, convert_args=replay,
         nodes_to_exclude=excludes, adversarial=found.to_json() if found is not None else {"examples": 0},
-        inputs=_inputs_json(setup, done, inputs_source), rounds=tuple(r.to_json() for r in done.rounds), holds=done.holds)
+        inputs=_inputs_json(setup, done, inputs_source, reference), rounds=tuple(r.to_json() for r in done.rounds), holds=done.holds)
     return TuneOutcome(conversion=final, plan=plan, search=result, sensitivity=done.sensitivity, stress=found,
                        rounds=done)
 
 
-def _inputs_json(setup: Setup, done: Rounds, inputs_source: str) -> dict[str, object]:
-    """Which inputs the plan was tuned on: the tuning data (as the magnitudes describe it) and every counterexample
-    the hunt added, value by value when small."""
-    return {"tuning": len(setup.feeds), "data": setup.magnitudes.data_source, "feeds": inputs_source,
+def _inputs_json(setup: Setup, done: Rounds, inputs_source: str, reference: ReferenceData | None) -> dict[str, object]:
+    """Which inputs the plan was tuned on: the tuning data (its source: the calibration file, or the seed of the
+    random feeds) and every counterexample the hunt added, value by value when small."""
+    source: dict[str, object] = {}
+    if reference is not None:
+        source = ({"calibration_data": str(reference.calibration_data)} if reference.calibration_data is not None
+                  else {"random_seed": reference.seed})
+    return {"tuning": len(setup.feeds), **source, "data": setup.magnitudes.data_source, "feeds": inputs_source,
             "counterexamples": [c.to_json() for c in done.counterexamples],
             "total": len(done.setup.feeds), "stopped": done.stopped or None}
 

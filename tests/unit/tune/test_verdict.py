@@ -45,10 +45,12 @@ def test_the_hunt_finds_the_overflow_and_the_next_round_fixes_it(tmp_path: Path,
     assert code == 0 and plan["holds"] is True, out
     inputs = plan["inputs"]
     assert inputs["tuning"] == 8 and "random: 8 input(s)" in inputs["feeds"]   # type: ignore[index,operator]
+    assert inputs["random_seed"] == seed and inputs["total"] == 9  # type: ignore[index]
     (counterexample,) = inputs["counterexamples"]  # type: ignore[index]
     assert counterexample["found_by"] == "corner search" and len(counterexample["inputs"]["x"]["values"]) == 256
     assert [len(r["kept_fp32"]) for r in plan["rounds"]] == [0, 2]  # type: ignore[attr-defined]
     assert "verdict: the plan holds on every tuning input and every input the hunt tried" in out
+    assert "on 9 input(s): 8 tuning input(s) + 1 counterexample(s) found by the hunt" in out
     # independent check at the worst corner of the box (inside the tuning data's range)
     corner = {"x": (0.99 * worst_corner(weights(model), -1.0, 1.0)).astype(np.float32)[None, :]}
     assert _error(model, onnx.load(tmp_path / "out.onnx"), corner) <= 1e-2
@@ -64,6 +66,7 @@ def test_a_plan_that_does_not_hold_exits_1_writes_no_model_and_records_the_input
     out = capsys.readouterr().out
     assert code == 1
     assert "verdict: the plan does NOT hold" in out and "NOT WRITTEN" in out
+    assert "on 3 input(s): 3 tuning input(s) + 0 counterexample(s) found by the hunt" in out
     assert not (tmp_path / "out.onnx").exists() and plan["holds"] is False
     assert plan["inputs"]["tuning"] == 3  # type: ignore[index]
     (counterexample,) = plan["inputs"]["counterexamples"]  # type: ignore[index]
