@@ -147,7 +147,8 @@ def summary(target: Path, plan_path: Path, outcome: TuneOutcome) -> str:
         lines.append(f"round {number}: tuned on {round_.inputs} input(s), {len(round_.kept)} kept FP32; hunt in "
                      f"{s.domain}: {s.corners} corner(s) + {s.examples - s.corners} more input(s), worst error/bound "
                      f"{s.worst_ratio:.3g}, worst low-precision peak/range {s.worst_peak:.3g}: "
-                     + (f"FOUND an input over the bound ({s.found_by})" if s.failing_feed is not None
+                     + (f"FOUND an input over the bound ({s.found_by}; with it the error/bound is "
+                        f"{s.failing_ratio or s.worst_ratio:.3g})" if s.failing_feed is not None
                         else "none over the bound"))
     stopped = outcome.rounds.stopped if outcome.rounds is not None else ""
     if not outcome.holds:

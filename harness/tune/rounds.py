@@ -128,14 +128,14 @@ def search_rounds(setup: Setup, candidates: Sequence[str], *, sha256: str, budge
                             evaluations=oracle.spent, stress=hunt))
         if hunt is None or hunt.failing_feed is None or len(rounds) > extra_rounds or budget - spent < 2:
             break
-        found.append(Counterexample(round=len(rounds), found_by=hunt.found_by, error_over_bound=hunt.worst_ratio,
-                                    feed=hunt.failing_feed))
+        found.append(Counterexample(round=len(rounds), found_by=hunt.found_by,
+                                    error_over_bound=hunt.failing_ratio or hunt.worst_ratio, feed=hunt.failing_feed))
         previous, current = current, with_input(current, hunt.failing_feed)
     if not stopped and rounds[-1].stress is not None and rounds[-1].stress.failing_feed is not None:
         last = rounds[-1].stress
         assert last.failing_feed is not None
-        found.append(Counterexample(round=len(rounds), found_by=last.found_by, error_over_bound=last.worst_ratio,
-                                    feed=last.failing_feed))
+        found.append(Counterexample(round=len(rounds), found_by=last.found_by,
+                                    error_over_bound=last.failing_ratio or last.worst_ratio, feed=last.failing_feed))
     return Rounds(setup=current, oracle=oracle, result=result, final=final, rounds=tuple(rounds),
                   counterexamples=tuple(found), spent=spent, reused=reused, sensitivity=memo.sensitivity,
                   stopped=stopped)

@@ -53,11 +53,14 @@ class StressOutcome:
     corners: int = 0
     worst_peak: float = 0.0
     """Largest peak |value| of a low-precision tensor (in the FP32 model) over the type's largest finite value."""
+    failing_ratio: float | None = None
+    """error/bound with the failing feed added to the tuning inputs."""
 
     def to_json(self) -> dict[str, object]:
         return {"examples": self.examples, "corners": self.corners, "worst_error_over_bound": self.worst_ratio,
                 "worst_peak_over_range": self.worst_peak, "domain": self.domain,
-                "found_failure": self.failing_feed is not None, "found_by": self.found_by or None}
+                "found_failure": self.failing_feed is not None, "found_by": self.found_by or None,
+                "failing_error_over_bound": self.failing_ratio}
 
 
 def calibration_domain(feeds: Sequence[Feed]) -> tuple[tuple[tuple[str, float, float], ...],
@@ -90,6 +93,7 @@ class _Trial:
         self.outputs, self.watched, self.limit = list(outputs), list(watched), limit
         self.low_specs = input_specs(tuned)
         self.tried, self.worst, self.worst_peak = 0, 0.0, 0.0
+        self.failing_ratio: float | None = None   # error/bound of the first input found over the bound
         # the bound is judged over the tuning inputs together (max error / max |golden| over all of them), so a
         # candidate is judged with them: "added to the tuning inputs, it breaks the bound", as the next round sees it
         self.tuning_gold = [{n: self.golden.infer(f)[n] for n in self.outputs} for f in tuning]  # type: ignore[attr-defined]
@@ -114,7 +118,10 @@ class _Trial:
         ratio = min(m.ratio, _CAP) if np.isfinite(m.ratio) else _CAP
         self.worst, self.worst_peak = max(self.worst, ratio), max(self.worst_peak, peak)
         finite_gold = all(np.isfinite(np.asarray(v, dtype=np.float64)).all() for v in gold.values())
-        return ratio, peak, bool(finite_gold and not m.passed)
+        over = bool(finite_gold and not m.passed)
+        if over and self.failing_ratio is None:
+            self.failing_ratio = ratio
+        return ratio, peak, over
 
 
 def stress(model: onnx.ModelProto, tuned: onnx.ModelProto, *, bound: Bound, calibration: Sequence[Feed],
@@ -134,7 +141,8 @@ def stress(model: onnx.ModelProto, tuned: onnx.ModelProto, *, bound: Bound, cali
         def result(feed: Feed | None, how: str, corners: int) -> StressOutcome:
             return StressOutcome(examples=trial.tried, worst_ratio=trial.worst, domain=domain, failing_feed=feed,
                                  found_by=how if feed is not None else "", corners=corners,
-                                 worst_peak=trial.worst_peak)
+                                 worst_peak=trial.worst_peak, failing_ratio=trial.failing_ratio if feed is not None
+                                 else None)
 
         corners = corner_feeds(trial.watched_values, box, max_probes=max_probes, top=CORNERS) if ranges else []
         best: tuple[float, Feed] | None = None
