@@ -3,13 +3,17 @@
 A history folder holds ``<created>-<sha8>.json`` files (sortable by time), each::
 
     {"castguard_history": 1, "report": <report.json contents, provenance included>,
-     "verdict": null | {"baseline": <created of the baseline>, "rules": [...], "regressions": N, "accepted": false}}
+     "verdict": null | {"baseline": <created of the baseline>, "rules": [...], "regressions": N, "accepted": false,
+                        "baseline_cases": B, "shared": S}}
 
 Files are written atomically (temporary file + rename), so a crashed run leaves no partial file. A file that
 cannot be read is listed in :attr:`History.skipped` with the reason and never used. The baseline of a
 history folder is its latest *clean* run: one that had no regressions, or that someone accepted
 (``castguard history DIR --accept NAME``); a regressed night therefore keeps failing until it is fixed or
-accepted, instead of becoming the next night's baseline. :func:`trends` summarises the last N runs per model.
+accepted, instead of becoming the next night's baseline. A *partial* run, one that lacks some of its baseline's
+cases (``baseline 12 cases, this run 12, shared 4``: a changed option renamed them), is never the baseline
+either unless accepted, so a baseline never shrinks silently: the next complete night is compared with the last
+baseline that had every case. :func:`trends` summarises the last N runs per model.
 """
 from __future__ import annotations
 
@@ -40,6 +44,13 @@ class RunVerdict:
     rules: tuple[str, ...]
     regressions: int
     accepted: bool = False
+    baseline_cases: int | None = None        # cases of that baseline (None: stored before castguard counted them)
+    shared: int | None = None                # of those, how many this run has too
+
+    @property
+    def missing(self) -> int:
+        """The baseline's cases this run lacks (0 when not recorded)."""
+        return 0 if self.baseline_cases is None or self.shared is None else self.baseline_cases - self.shared
 
 
 @dataclass(frozen=True)
@@ -51,8 +62,14 @@ class HistoryRun:
     @property
     def clean(self) -> bool:
         """Usable as a baseline: a complete run with no failing or erroring case, and nothing regressed or a
-        person accepted the regressions. An interrupted or failing run never is (accepting does not change it)."""
-        return self.report.clean and not self.regressed
+        person accepted the regressions, and every case of its own baseline present (or a person accepted the
+        smaller set). An interrupted or failing run never is (accepting does not change it)."""
+        return self.report.clean and not self.regressed and not self.partial
+
+    @property
+    def partial(self) -> bool:
+        """It lacks some of its baseline's cases and nobody accepted that: adopting it would shrink the baseline."""
+        return self.verdict is not None and self.verdict.missing > 0 and not self.verdict.accepted
 
     @property
     def regressed(self) -> bool:
@@ -65,7 +82,9 @@ class HistoryRun:
             return "incomplete" if self.report.shards else "interrupted"   # a merged night missing a shard
         if not self.report.clean:
             return "failing or erroring cases"
-        return "unaccepted regressions" if self.regressed else ""
+        if self.regressed:
+            return "unaccepted regressions"
+        return "partial" if self.partial else ""
 
 
 @dataclass(frozen=True)
@@ -85,14 +104,15 @@ class History:
     def latest_clean(self) -> HistoryRun | None:
         return next((run for run in reversed(self.runs) if run.clean), None)
 
-    def why_not_clean(self) -> str:
-        """``2 interrupted, 1 with failing or erroring cases``: why no run can be the baseline."""
+    def why_not_clean(self, runs: Sequence[HistoryRun] | None = None) -> str:
+        """``2 interrupted, 1 with failing or erroring cases``: why none of ``runs`` (default: all) is a baseline."""
         from collections import Counter
 
-        found = Counter(run.unclean_reason for run in self.runs if not run.clean)
+        found = Counter(run.unclean_reason for run in (self.runs if runs is None else runs) if not run.clean)
         words = {"interrupted": "interrupted", "incomplete": "incomplete (a shard missing, killed or failed)",
                  "failing or erroring cases": "with failing or erroring cases",
-                 "unaccepted regressions": "with unaccepted regressions"}
+                 "unaccepted regressions": "with unaccepted regressions",
+                 "partial": "partial (lacking some of their baseline's cases)"}
         return ", ".join(f"{count} {words[reason]}" for reason, count in sorted(found.items()))
 
     def after(self, run: HistoryRun) -> tuple[HistoryRun, ...]:
@@ -139,33 +159,43 @@ def read_run(path: Path) -> HistoryRun:
 def _verdict_from(raw: Any) -> RunVerdict | None:
     if raw is None:
         return None
-    if not isinstance(raw, dict) or set(raw) != {"baseline", "rules", "regressions", "accepted"}:
-        raise ValueError(f"verdict must have baseline, rules, regressions and accepted, got {raw!r}")
+    required, counts = {"baseline", "rules", "regressions", "accepted"}, {"baseline_cases", "shared"}
+    if not isinstance(raw, dict) or set(raw) not in (required, required | counts):   # older files lack the counts
+        raise ValueError(f"verdict must have baseline, rules, regressions and accepted (and baseline_cases and "
+                         f"shared), got {raw!r}")
     if not (isinstance(raw["regressions"], int) and isinstance(raw["accepted"], bool)
-            and isinstance(raw["baseline"], str) and all(isinstance(r, str) for r in raw["rules"])):
+            and isinstance(raw["baseline"], str) and all(isinstance(r, str) for r in raw["rules"])
+            and all(type(raw.get(k, 0)) is int and raw.get(k, 0) >= 0 for k in counts)):
         raise ValueError(f"verdict has values of the wrong type: {raw!r}")
     return RunVerdict(baseline=raw["baseline"], rules=tuple(raw["rules"]), regressions=raw["regressions"],
-                      accepted=raw["accepted"])
+                      accepted=raw["accepted"], baseline_cases=raw.get("baseline_cases"), shared=raw.get("shared"))
 
 
 def write_run(folder: Path, report: Report, *, comparison: Comparison | None) -> Path:
     """Store one run (atomically); the name sorts by time and is unique by content."""
     verdict = None if comparison is None else RunVerdict(
         baseline=comparison.baseline_created, rules=tuple(r.text for r in comparison.rules),
-        regressions=len(comparison.regressions))
+        regressions=len(comparison.regressions), baseline_cases=comparison.baseline_cases, shared=comparison.shared)
     return _write(folder, report, verdict)
 
 
 def _write(folder: Path, report: Report, verdict: RunVerdict | None, *, path: Path | None = None) -> Path:
     data = {"castguard_history": HISTORY_SCHEMA, "report": report_to_dict(report),
             "verdict": None if verdict is None else {"baseline": verdict.baseline, "rules": list(verdict.rules),
-                                                     "regressions": verdict.regressions, "accepted": verdict.accepted}}
+                                                     "regressions": verdict.regressions, "accepted": verdict.accepted,
+                                                     **_counts(verdict)}}
     text = json.dumps(data, indent=1, allow_nan=False) + "\n"
     if path is None:
         path = folder / f"{_stamp(report.created)}-{hashlib.sha256(text.encode()).hexdigest()[:8]}.json"
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write(path, text.encode())
     return path
+
+
+def _counts(verdict: RunVerdict) -> dict[str, int]:
+    if verdict.baseline_cases is None or verdict.shared is None:
+        return {}
+    return {"baseline_cases": verdict.baseline_cases, "shared": verdict.shared}
 
 
 def _stamp(created: str) -> str:
@@ -179,7 +209,8 @@ def _stamp(created: str) -> str:
 
 
 def accept_run(folder: Path, name: str) -> Path:
-    """Mark a stored run as accepted ("latest" = the newest run), so it can be the baseline despite regressions."""
+    """Mark a stored run as accepted ("latest" = the newest run), so it can be the baseline despite regressions or
+    despite lacking some of its baseline's cases (a partial run: accepting it adopts the smaller case set)."""
     history = read_history(folder)
     if not history.runs:
         raise UserError(where=folder, problem="no readable runs in this history folder", fix="check the path")

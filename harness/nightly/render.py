@@ -82,6 +82,13 @@ def _lists(comparison: Comparison) -> list[tuple[str, tuple[Key, ...]]]:
          comparison.model_changed)) if keys]
 
 
+def _partial_note(comparison: Comparison) -> str:
+    if not comparison.partial:
+        return ""
+    return (f": this run lacks {len(comparison.missing)} of the baseline's cases, so it will not become the baseline "
+            "(later runs keep the complete one) unless you accept its smaller case set (castguard history DIR --accept)")
+
+
 def _shown(keys: Sequence[Key], *, with_inputs: bool) -> tuple[list[str], str]:
     more = f" … and {len(keys) - _LIST_LIMIT} more" if len(keys) > _LIST_LIMIT else ""
     return [_key_text(k, with_inputs=with_inputs) for k in keys[:_LIST_LIMIT]], more
@@ -108,7 +115,8 @@ def notes_html(notes: Sequence[str], skipped: Sequence[Skipped]) -> str:
 def comparison_markdown(comparison: Comparison) -> str:
     """The "Baseline comparison" section of ``report.md``."""
     source, multi = md_code(comparison.baseline_source, in_table=False), _with_inputs(comparison)
-    lines = ["## Baseline comparison", "", f"{headline(comparison)}. Baseline: {source}.", ""]
+    lines = ["## Baseline comparison", "", f"{headline(comparison)}. Baseline: {source}.", "",
+             f"{comparison.coverage}{_partial_note(comparison)}.", ""]
     for title, changes in (("Regressions", comparison.regressions), ("Improvements", comparison.improvements)):
         if not changes:
             continue
@@ -127,7 +135,8 @@ def comparison_html(comparison: Comparison) -> str:
     """The "Baseline comparison" section of ``report.html``."""
     multi = _with_inputs(comparison)
     parts = [f"<section id=\"baseline\"><h2>Baseline comparison</h2><p class=\"meta\">{escape(headline(comparison))}."
-             f" Baseline: <code>{escape(comparison.baseline_source)}</code>.</p>"]
+             f" Baseline: <code>{escape(comparison.baseline_source)}</code>.</p>"
+             f"<p class=\"meta\">{escape(comparison.coverage + _partial_note(comparison))}.</p>"]
     for title, changes in (("Regressions", comparison.regressions), ("Improvements", comparison.improvements)):
         if changes:
             head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
@@ -150,7 +159,7 @@ def _td(index: int, cell: str) -> str:
 
 def comparison_lines(comparison: Comparison, *, limit: int = _LIST_LIMIT) -> list[str]:
     """Terminal lines: the headline, then each regression (and improvement) on one line."""
-    lines = [headline(comparison)]
+    lines = [headline(comparison), f"  {comparison.coverage}" + _partial_note(comparison)]
     for title, changes in (("REGRESSION", comparison.regressions), ("improvement", comparison.improvements)):
         for change in changes[:limit]:
             case, metric, before, now, delta, rule, since = _cells(change, with_inputs=_with_inputs(comparison))

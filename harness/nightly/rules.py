@@ -209,6 +209,29 @@ class Comparison:
         return not self.regressions
 
     @property
+    def shared(self) -> int:
+        """Cases present in both runs (a changed model included: it is there, only not judged)."""
+        return self.compared + len(self.model_changed)
+
+    @property
+    def baseline_cases(self) -> int:
+        return self.shared + len(self.missing)
+
+    @property
+    def current_cases(self) -> int:
+        return self.shared + len(self.new)
+
+    @property
+    def partial(self) -> bool:
+        """This run lacks some of the baseline's cases: it cannot replace the baseline without losing them."""
+        return bool(self.missing)
+
+    @property
+    def coverage(self) -> str:
+        """``baseline 12 cases, this run 12, shared 4``."""
+        return f"baseline {self.baseline_cases} cases, this run {self.current_cases}, shared {self.shared}"
+
+    @property
     def nothing_comparable(self) -> bool:
         """No case of this run could be matched with a baseline case (every key renamed or removed)."""
         return self.compared == 0 and not self.model_changed

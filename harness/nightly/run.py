@@ -7,6 +7,7 @@ folder, and return the report sections and the exit code. Nothing here imports p
 """
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,9 +85,11 @@ def load_baseline(path: Path) -> tuple[Baseline | None, str]:
         why = "has no runs yet" if not history.runs else f"has no clean run ({history.why_not_clean()})"
         skipped = f" ({len(history.skipped)} unreadable file(s) skipped)" if history.skipped else ""
         return None, f"no baseline: history folder {path} {why}{skipped}; nothing was compared"
+    newer = history.after(run)
+    passed_over = f"; {len(newer)} newer run(s) not used: {history.why_not_clean(newer)}" if newer else ""
     return (Baseline(report=run.report, source=str(run.path), history=history, run=run),
             f"baseline: {run.path} (latest clean run of {len(history.runs)}: complete, no failing or erroring case"
-            ", no unaccepted regression)")
+            f", no unaccepted regression, every case of its own baseline{passed_over})")
 
 
 @dataclass(frozen=True)
@@ -194,6 +197,10 @@ class NightlyRun:
                 lines.append("  (shown only: pass --fail-on-regression RULES to fail the run on regressions)")
         if self.outcome.history_file is not None:
             lines.append(f"history: stored {self.outcome.history_file}")
+            if self.outcome.comparison is not None and self.outcome.comparison.partial:
+                stored = self.outcome.history_file
+                lines.append(f"  to adopt its smaller case set as the baseline: castguard history "
+                             f"{shlex.quote(str(stored.parent))} --accept {shlex.quote(stored.name)}")
         if self.outcome.skipped:
             lines.append(f"history: {len(self.outcome.skipped)} unreadable file(s) skipped")
             lines += skipped_lines(self.outcome.skipped)

@@ -2,7 +2,8 @@
 
 Modules: ``bound`` (the bound and its measurement), ``probe`` (per-node sensitivity in one ORT run),
 ``oracle`` (one plan evaluation on ``emulate``, budget and memo), ``search`` (ranked prefix + group testing +
-pruning), ``memo`` (the cache), ``stress`` (the Hypothesis check), ``plan`` (the JSON), ``engine`` (``tune``),
+pruning), ``memo`` (the cache), ``stress`` (the hunt for an input over the bound: box corners, coordinate ascent,
+Hypothesis), ``rounds`` (counterexample-guided rounds), ``plan`` (the JSON), ``engine`` (``tune``),
 ``cli`` (``castguard tune``).
 """
 from __future__ import annotations

@@ -1,7 +1,11 @@
 """``castguard tune``: every ``castguard convert`` flag, plus the bound, the budget and the plan path.
 
-Exit codes: 0 tuned, model and plan saved; 2 bad input, unreachable bound or spent budget (one message naming
-the problem and the fix, no traceback, neither the model nor the plan written).
+Exit codes: 0 tuned, model and plan saved, and the plan holds on every input tried (the tuning inputs and every
+counterexample the hunt found); 1 the hunt still found an input over the bound after the last round: the plan is
+written (with the counterexamples), the model is not; 2 bad input, unreachable bound or spent budget (one
+message naming the problem and the fix, no traceback, neither the model nor the plan written). A budget spent
+before the search finished is an error when the plan it leaves has nothing in low precision or less than the
+default conversion.
 """
 from __future__ import annotations
 
@@ -45,8 +49,12 @@ def get_parser() -> argparse.ArgumentParser:
     add("--min_top1", type=float, default=1.0, help="least top-1 agreement for --top1_outputs (default 1.0)")
     add("--cache_dir", default=DEFAULT_CACHE, help=f"sensitivity/evaluation cache (default {DEFAULT_CACHE})")
     add("--no_cache", action="store_true", help="neither read nor write the cache")
-    add("--adversarial_examples", default="30", help="Hypothesis inputs tried on the tuned model after the search "
-        "(default 30; 0 skips)")
+    add("--adversarial_examples", default="30", help="Hypothesis inputs tried on the tuned model after the search, "
+        "after the deterministic corner search of the input box (default 30; 0 skips the whole hunt)")
+    add("--rounds", default="3", help="counterexample-guided rounds: an input the hunt finds over the bound joins the "
+        "tuning inputs and the search runs again, at most this many times (default 3; 0: report it only)")
+    add("--random_inputs", default="8", help="seeded random inputs to tune on when no --calibration_data is given "
+        "(default 8; the first is castguard convert's reference input)")
     add("--quiet", action="store_true", help="no progress lines")
     return parser
 
@@ -92,6 +100,8 @@ def run(args: argparse.Namespace, *, load_table: TableLoader | None = None) -> t
     """Tune and save; ``load_table(rootdir)`` reads ``[tool.castguard]`` for --tolerance_policy (config layer)."""
     budget = _whole(args.budget, "--budget", 1)
     examples = _whole(args.adversarial_examples, "--adversarial_examples", 0)
+    rounds = _whole(args.rounds, "--rounds", 0)
+    random_inputs = _whole(args.random_inputs, "--random_inputs", 1)
     bound = _bound(args, load_table)
     data_max_given = args.data_max is not None
     if not data_max_given:
@@ -99,12 +109,15 @@ def run(args: argparse.Namespace, *, load_table: TableLoader | None = None) -> t
     target = output_path(args)
     plan_path = Path(args.plan_path) if args.plan_path else target.with_name(
         (target.name[:-len(".onnx")] if target.name.endswith(".onnx") else target.name) + ".plan.json")
-    options = range_options(options_from_args(args), data_max_given=data_max_given)
+    default_options = options_from_args(args)          # what castguard convert does with these flags
+    options = range_options(default_options, data_max_given=data_max_given)
     settings = TuneSettings(bound=bound, budget=budget, stress_examples=examples, seed=args.seed,
-                            cache_dir=None if args.no_cache else Path(args.cache_dir), output_path=str(target))
+                            cache_dir=None if args.no_cache else Path(args.cache_dir), output_path=str(target),
+                            rounds=rounds, random_inputs=random_inputs)
     outcome = tune(Path(args.onnx_path), options=options, reference=reference_from_args(args), settings=settings,
-                   progress=_progress(args.quiet, budget))
-    save_model(outcome.conversion.model, target)
+                   progress=_progress(args.quiet, budget), default_options=default_options)
+    if outcome.holds:
+        save_model(outcome.conversion.model, target)
     write_atomic(plan_path, outcome.plan.to_json())
     return target, plan_path, outcome
 
@@ -112,22 +125,42 @@ def run(args: argparse.Namespace, *, load_table: TableLoader | None = None) -> t
 def summary(target: Path, plan_path: Path, outcome: TuneOutcome) -> str:
     plan = outcome.plan
     errors = ", ".join(f"{k} {v:.3g}" for k, v in plan.error.items())
-    lines = [f"tuned model: {target}", f"plan: {plan_path}",
+    rounds = outcome.rounds
+    found = len(rounds.counterexamples) if rounds is not None else 0
+    added = found - (0 if outcome.holds else 1)      # the last one broke the final plan: not tuned on
+    tuning = (len(rounds.setup.feeds) if rounds is not None else 0) - added
+    lines = [f"tuned model: {target}" if outcome.holds else "tuned model: NOT WRITTEN (the plan does not hold)",
+             f"plan: {plan_path}",
              f"kept FP32 by the search: {len(plan.kept_fp32)} of {plan.candidates} candidates"
              + (f" ({', '.join(plan.kept_fp32[:8])}{', ...' if len(plan.kept_fp32) > 8 else ''})" if plan.kept_fp32
                 else ""),
              f"low-precision FLOP share: {100 * plan.lowp_flop_share:.1f}%; error per output: {errors} "
-             f"(bound {plan.bound['max_error']:g}, on the {len(outcome.search.best.measurement.errors) and 'calibration'} "
-             "inputs only)",
+             f"(bound {plan.bound['max_error']:g}, on {tuning + added} input(s): {tuning} tuning input(s) + {added} "
+             "counterexample(s) found by the hunt)",
              f"evaluations: {plan.evaluations} new + {plan.evaluations_cached} from cache; {plan.seconds:.1f} s"
              + ("" if plan.complete else " (budget spent before pruning finished: the plan passes but may keep "
                 "more FP32 than needed)")]
-    if outcome.stress is not None:
-        s = outcome.stress
-        lines.append(f"adversarial: {s.examples} Hypothesis inputs in {s.domain}: "
-                     + ("FOUND an input over the bound (worst error/bound "
-                        f"{s.worst_ratio:.3g}); the bound holds on the calibration data only"
-                        if s.failing_feed is not None else f"none over the bound (worst error/bound {s.worst_ratio:.3g})"))
+    for number, round_ in enumerate(outcome.rounds.rounds if outcome.rounds is not None else (), start=1):
+        s = round_.stress
+        if s is None:
+            continue
+        lines.append(f"round {number}: tuned on {round_.inputs} input(s), {len(round_.kept)} kept FP32; hunt in "
+                     f"{s.domain}: {s.corners} corner(s) + {s.examples - s.corners} more input(s), worst error/bound "
+                     f"{s.worst_ratio:.3g}, worst low-precision peak/range {s.worst_peak:.3g}: "
+                     + (f"FOUND an input over the bound ({s.found_by}; with it the error/bound is "
+                        f"{s.failing_ratio or s.worst_ratio:.3g})" if s.failing_feed is not None
+                        else "none over the bound"))
+    stopped = outcome.rounds.stopped if outcome.rounds is not None else ""
+    if not outcome.holds:
+        lines.append("verdict: the plan does NOT hold: the last hunt found an input over the bound after "
+                     f"{len(plan.rounds)} round(s) (recorded in the plan under inputs.counterexamples)"
+                     + (f"; {stopped}" if stopped else "") + "; fix: raise --rounds or --budget, give "
+                     "--calibration_data that covers such inputs, keep the graph inputs/outputs FP32 with "
+                     "--keep_io_types, or raise --max_error")
+    elif outcome.stress is None:
+        lines.append("verdict: the plan holds on the tuning inputs (no hunt: --adversarial_examples 0)")
+    else:
+        lines.append("verdict: the plan holds on every tuning input and every input the hunt tried")
     return "\n".join(lines)
 
 
@@ -142,4 +175,4 @@ def main(argv: list[str] | None = None, *, load_table: TableLoader | None = None
         print(f"castguard tune: {err}", file=sys.stderr)
         return 2
     print(summary(target, plan_path, outcome))
-    return 0
+    return 0 if outcome.holds else 1

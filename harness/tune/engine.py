@@ -1,13 +1,17 @@
 """``tune``: the fewest FP32 nodes that meet an error bound, from the magnitude facts and the ``emulate`` oracle.
 
 1. Load the model and collect magnitudes exactly as ``castguard convert`` does (same data, same seed), and the
-   FP32 goldens on the same inputs (ORT CPU).
+   FP32 goldens on the tuning inputs (ORT CPU): the calibration data, else ``random_inputs`` seeded random feeds.
 2. The base conversion uses ``data_max`` = the low type's largest finite value unless given: a node whose
    values exceed the low type's range stays FP32 with no evaluation spent, as does every node another rule
    keeps FP32 (schema, exclusions, user precisions). Every other low node is a candidate.
 3. Sensitivity per candidate (:mod:`harness.tune.probe`, one ORT run), ranking, and the search
    (:mod:`harness.tune.search`) on :class:`~harness.tune.oracle.Oracle`, with the tune cache (:mod:`memo`).
-4. The final conversion, a short Hypothesis stress search (:mod:`stress`), and the :class:`~plan.Plan`.
+4. The final conversion and the hunt for an input over the bound (:mod:`stress`: box corners, then Hypothesis);
+   a counterexample joins the tuning inputs and the search runs again (:mod:`rounds`), a few rounds at most.
+   The :class:`~plan.Plan` records every tuning input and counterexample, and whether the plan holds on all.
+5. A budget spent before the search finished must still leave something in low precision, and no less than
+   the default conversion (else a UserError: nothing is written).
 
 Nothing is written here except the cache; the caller saves the model and the plan once everything succeeded.
 """
@@ -23,21 +27,23 @@ from pathlib import Path
 import onnx
 
 from harness import __version__
-from harness.convert import ConversionResult, ConvertOptions, ReferenceData, collect_magnitudes
-from harness.convert.calibration import load_calibration, random_feeds, sized_inputs
+from harness.convert import ConversionResult, ConvertOptions, ReferenceData, collect_magnitudes, convert
+from harness.convert.calibration import WHERE, load_calibration, sized_inputs
 from harness.dtypes import LOW_MAX
 from harness.data.onnxfile import load_model
 from harness.errors import UserError
 from harness.data.feeds import Feed
 from harness.data.onnxfile import model_sha256
+from harness.data.recipes import InputRecipe, make_feeds, recipe_lines
 from harness.data.shapes import UnsizedDims
 from harness.tune.bound import Bound
-from harness.tune.memo import TuneCache, TuneMemo, tune_key
+from harness.tune.memo import TuneCache
 from harness.tune.oracle import Evaluation, Oracle, Setup, exact, fp32_outputs
 from harness.tune.plan import Plan, convert_args
-from harness.tune.probe import Sensitivity, measure_sensitivity, rank
-from harness.tune.search import SearchResult, search
-from harness.tune.stress import StressOutcome, stress
+from harness.tune.probe import Sensitivity
+from harness.tune.rounds import Rounds, search_rounds
+from harness.tune.search import SearchResult
+from harness.tune.stress import StressOutcome
 
 Progress = Callable[[Evaluation, int, "Evaluation | None"], None]
 
@@ -52,12 +58,20 @@ class TuneSettings:
     stress_examples: int = 30
     seed: int = 0
     output_path: str = "tuned.onnx"
+    rounds: int = 3
+    """Extra rounds of counterexample-guided tuning (a hunt's finding joins the tuning inputs); 0: one search."""
+    random_inputs: int = 8
+    """Seeded random inputs to tune on when no calibration data is given."""
 
     def __post_init__(self) -> None:
         if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1:
             raise UserError(where="--budget", problem=f"the budget must be a whole number of evaluations >= 1, got "
                             f"{self.budget!r}", fix="give e.g. --budget 64 (each evaluation converts and runs the "
                             "model once on emulate over the calibration inputs)")
+        for flag, value, least in (("--rounds", self.rounds, 0), ("--random_inputs", self.random_inputs, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise UserError(where=flag, problem=f"must be a whole number >= {least}, got {value!r}",
+                                fix=f"give e.g. {flag} {3 if least == 0 else 8}")
         if isinstance(self.stress_examples, bool) or self.stress_examples < 0:
             raise UserError(where="--adversarial_examples", problem=f"must be >= 0, got {self.stress_examples!r}",
                             fix="give e.g. 30, or 0 to skip the Hypothesis search")
@@ -71,6 +85,12 @@ class TuneOutcome:
     sensitivity: Sensitivity | None
     """None when every candidate in low precision already met the bound (no probe was needed)."""
     stress: StressOutcome | None
+    rounds: Rounds | None = None
+
+    @property
+    def holds(self) -> bool:
+        """The plan met the bound on every input the hunt found (see :mod:`harness.tune.rounds`)."""
+        return self.rounds is None or self.rounds.holds
 
 
 def range_options(options: ConvertOptions, *, data_max_given: bool) -> ConvertOptions:
@@ -78,11 +98,15 @@ def range_options(options: ConvertOptions, *, data_max_given: bool) -> ConvertOp
     return options if data_max_given else replace(options, data_max=LOW_MAX[options.low_elem])
 
 
-def load_feeds(model: onnx.ModelProto, reference: ReferenceData) -> list[Feed]:
-    """The same inputs ``collect_magnitudes`` runs (calibration data, else seeded random data)."""
+def load_feeds(model: onnx.ModelProto, reference: ReferenceData, *, random_inputs: int = 1) -> tuple[list[Feed], str]:
+    """The tuning inputs and what they are: the calibration data, else ``random_inputs`` seeded random feeds (the
+    first is the one ``collect_magnitudes`` runs)."""
     if reference.calibration_data is not None:
-        return load_calibration(reference.calibration_data, model)[0]
-    return random_feeds(model, seed=reference.seed, input_shapes=reference.input_shapes)[0]
+        return load_calibration(reference.calibration_data, model)
+    shapes = tuple((name, tuple(int(d) for d in dims)) for name, dims in (reference.input_shapes or {}).items())
+    recipe = InputRecipe(seed=reference.seed, iterations=random_inputs, input_shapes=shapes)
+    return (make_feeds(model, recipe, where=WHERE),
+            f"random: {random_inputs} input(s), seed {reference.seed}; " + "; ".join(recipe_lines(model, recipe)))
 
 
 def _refuse_unsized(model: onnx.ModelProto, reference: ReferenceData, *, where: Path) -> None:
@@ -108,20 +132,24 @@ def _forced_low(options: ConvertOptions, names: list[str], ops: Mapping[str, str
 
 
 def tune(onnx_path: Path, *, options: ConvertOptions, reference: ReferenceData, settings: TuneSettings,
-         progress: Progress | None = None) -> TuneOutcome:
-    """Search the plan; see the module docstring. UserError for bad input, an unreachable bound or a spent budget."""
+         progress: Progress | None = None, default_options: ConvertOptions | None = None) -> TuneOutcome:
+    """Search the plan; see the module docstring. UserError for bad input, an unreachable bound or a spent budget
+    (also when it leaves less in low precision than ``default_options``, castguard convert's own conversion)."""
     start = time.perf_counter()
     model = load_model(onnx_path)
     _refuse_unsized(model, reference, where=onnx_path)
     magnitudes = collect_magnitudes(model, calibration_data=reference.calibration_data,
                                     input_shapes=reference.input_shapes, providers=reference.providers,
                                     seed=reference.seed, trt_plugins=reference.trt_plugins)
-    feeds = load_feeds(model, reference)
+    feeds, source = load_feeds(model, reference, random_inputs=settings.random_inputs)
     setup = Setup(model=model, options=options, magnitudes=magnitudes, feeds=feeds, bound=settings.bound,
                   goldens=fp32_outputs(model, feeds, model_dir=onnx_path.parent), model_dir=onnx_path.parent,
                   use_magnitudes=not math.isinf(options.data_max))   # as convert_path does
+    floor = None if default_options is None else convert(
+        model, options=default_options, magnitudes=None if math.isinf(default_options.data_max) else magnitudes
+    ).lowp_flop_share
     return tune_setup(setup, model_path=onnx_path, sha256=model_sha256(onnx_path), settings=settings,
-                      reference=reference, progress=progress, start=start)
+                      reference=reference, progress=progress, start=start, floor_share=floor, inputs_source=source)
 
 
 def candidates_of(setup: Setup) -> tuple[ConversionResult, list[str]]:
@@ -134,9 +162,10 @@ def candidates_of(setup: Setup) -> tuple[ConversionResult, list[str]]:
 
 def tune_setup(setup: Setup, *, model_path: Path, sha256: str, settings: TuneSettings,
                reference: ReferenceData | None, progress: Progress | None = None,
-               start: float | None = None) -> TuneOutcome:
+               start: float | None = None, floor_share: float | None = None, inputs_source: str = "") -> TuneOutcome:
     """The search on a ready :class:`Setup` (the harness passes its goldens and magnitudes);
-    ``reference`` None: no ``castguard convert`` replay line (in-memory data)."""
+    ``reference`` None: no ``castguard convert`` replay line (in-memory data). ``floor_share``: the least
+    low-precision share a search cut short by the budget may return (the default conversion's)."""
     start = time.perf_counter() if start is None else start
     options, bound = setup.options, settings.bound
     if bound != setup.bound or bound.precision != options.low_precision_type:
@@ -145,33 +174,11 @@ def tune_setup(setup: Setup, *, model_path: Path, sha256: str, settings: TuneSet
     bound.check_outputs(list(setup.goldens[0]))
     base, candidates = candidates_of(setup)
     cache = TuneCache(settings.cache_dir) if settings.cache_dir is not None else None
-    key = tune_key(model_sha256=sha256, options=options, feeds=setup.feeds, bound=bound)
-    memo = cache.load(key) if cache is not None else TuneMemo()
-    best: list[Evaluation] = []
-
-    def heard(evaluation: Evaluation, spent: int) -> None:
-        if evaluation.passed and (not best or len(evaluation.kept) < len(best[0].kept)):
-            best[:] = [evaluation]
-        if progress is not None:
-            progress(evaluation, spent, best[0] if best else None)
-
-    def ranking() -> list[str]:
-        if memo.sensitivity is None or set(memo.sensitivity.local) != set(candidates):
-            memo.sensitivity = measure_sensitivity(setup.model, options=options, magnitudes=setup.magnitudes,
-                                                   candidates=candidates, feeds=setup.feeds)
-        return rank(candidates, memo.sensitivity)
-
-    oracle = Oracle(setup, budget=settings.budget, memo=memo.evaluations, on_eval=heard)
-    try:
-        result = search(oracle, candidates, ranking)
-    finally:
-        if cache is not None:
-            cache.store(key, memo)
-    final = setup.convert(result.best.kept)
-    found = None
-    if settings.stress_examples:
-        found = stress(setup.model, final.model, bound=bound, calibration=setup.feeds,
-                       examples=settings.stress_examples, seed=settings.seed, model_dir=setup.model_dir)
+    done = search_rounds(setup, candidates, sha256=sha256, budget=settings.budget, extra_rounds=settings.rounds,
+                         stress_examples=settings.stress_examples, seed=settings.seed, cache=cache, progress=progress)
+    oracle, result, final, found = done.oracle, done.result, done.final, done.stress
+    if not result.complete:
+        _refuse_short_plan(final, floor_share=floor_share, budget=settings.budget)
     kept = tuple(n for n in candidates if n in result.best.kept)
     excludes = tuple(exact(n) for n in kept)
     replay = () if reference is None else convert_args(
@@ -180,14 +187,44 @@ def tune_setup(setup: Setup, *, model_path: Path, sha256: str, settings: TuneSet
     plan = Plan(
         model=str(model_path), model_sha256=sha256, castguard_version=__version__,
         low_precision_type=options.low_precision_type, bound=bound.describe(), kept_fp32=kept,
-        why={n: _why(n, oracle, result, memo.sensitivity) for n in kept},
+        why={n: _why(n, oracle, result, done.sensitivity) for n in kept},
         range_fp32={n: reason for n, reason in base.high_nodes}, candidates=len(candidates),
-        evaluations=oracle.spent, evaluations_cached=oracle.reused, complete=result.complete,
+        evaluations=done.spent, evaluations_cached=done.reused, complete=result.complete,
         error=dict(result.best.measurement.errors), top1=dict(result.best.measurement.top1),
         lowp_flop_share=final.lowp_flop_share, all_low_error=dict(result.all_low.measurement.errors),
         seconds=time.perf_counter() - start, data_source=setup.magnitudes.data_source, convert_args=replay,
-        nodes_to_exclude=excludes, adversarial=found.to_json() if found is not None else {"examples": 0})
-    return TuneOutcome(conversion=final, plan=plan, search=result, sensitivity=memo.sensitivity, stress=found)
+        nodes_to_exclude=excludes, adversarial=found.to_json() if found is not None else {"examples": 0},
+        inputs=_inputs_json(setup, done, inputs_source, reference), rounds=tuple(r.to_json() for r in done.rounds), holds=done.holds)
+    return TuneOutcome(conversion=final, plan=plan, search=result, sensitivity=done.sensitivity, stress=found,
+                       rounds=done)
+
+
+def _inputs_json(setup: Setup, done: Rounds, inputs_source: str, reference: ReferenceData | None) -> dict[str, object]:
+    """Which inputs the plan was tuned on: the tuning data (its source: the calibration file, or the seed of the
+    random feeds) and every counterexample the hunt added, value by value when small."""
+    source: dict[str, object] = {}
+    if reference is not None:
+        source = ({"calibration_data": str(reference.calibration_data)} if reference.calibration_data is not None
+                  else {"random_seed": reference.seed})
+    return {"tuning": len(setup.feeds), **source, "data": setup.magnitudes.data_source, "feeds": inputs_source,
+            "counterexamples": [c.to_json() for c in done.counterexamples],
+            "total": len(done.setup.feeds), "stopped": done.stopped or None}
+
+
+def _refuse_short_plan(final: ConversionResult, *, floor_share: float | None, budget: int) -> None:
+    """A spent budget may still return a passing plan, but not one with nothing in low precision, nor one with less
+    than the default conversion (``floor_share``): that plan is worse than not tuning."""
+    share = final.lowp_flop_share
+    if not final.low_nodes or share <= 0:
+        problem = "nothing in low precision"
+    elif floor_share is not None and share < floor_share:
+        problem = (f"a low-precision share of {100 * share:.1f}%, less than the default conversion's "
+                   f"{100 * floor_share:.1f}%")
+    else:
+        return
+    raise UserError(where="--budget", problem=f"the budget of {budget} evaluation(s) ran out before the search "
+                    f"finished, and the best plan it had measured has {problem}; no model was written",
+                    fix="raise --budget (~2*log2(nodes)+10 is typical), or use castguard convert's default")
 
 
 def _why(name: str, oracle: Oracle, result: SearchResult, sensitivity: Sensitivity | None) -> str:

@@ -50,6 +50,11 @@ class Plan:
     convert_args: tuple[str, ...]
     nodes_to_exclude: tuple[str, ...]
     adversarial: Mapping[str, object] = field(default_factory=dict)
+    inputs: Mapping[str, object] = field(default_factory=dict)
+    """The inputs the plan was tuned on: the tuning data and the counterexamples the hunt added."""
+    rounds: tuple[Mapping[str, object], ...] = ()
+    holds: bool = True
+    """The final plan met the bound on every input found (False: the last hunt found one over it)."""
 
     @property
     def node_precisions(self) -> str:
@@ -67,6 +72,7 @@ class Plan:
             "lowp_flop_share": self.lowp_flop_share,
             "all_low_error": {k: _finite(v) for k, v in self.all_low_error.items()},
             "seconds": round(self.seconds, 3), "data": self.data_source, "adversarial": dict(self.adversarial),
+            "holds": self.holds, "inputs": dict(self.inputs), "rounds": [dict(r) for r in self.rounds],
             "replay": {"castguard_convert_args": list(self.convert_args),
                        "nodes_to_exclude": list(self.nodes_to_exclude), "node_precisions": self.node_precisions},
         }

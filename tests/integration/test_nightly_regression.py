@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import shlex
 import shutil
 import subprocess
 import sys
@@ -58,6 +59,35 @@ def test_five_unchanged_nights_raise_no_alarm(tmp_path: Path) -> None:
     runs = read_history(tmp_path / "history").runs
     assert len(runs) == 6 and runs[0].verdict is None
     assert [run.verdict.regressions for run in runs[1:]] == [0] * 5    # type: ignore[union-attr]
+
+
+def test_a_partial_night_never_shrinks_the_baseline(tmp_path: Path) -> None:
+    """Night 1: 12 cases. Night 2 changes one option (data_max) and shares 4 of them: it says so and is stored,
+    but is not the baseline. Night 3, back to normal, is compared on all 12 cases with night 1."""
+    common = ["--model", "needs_constraints", "--precision", "fp16", "--keep-io-types", "both",
+              f"--goldens-dir={REPO / 'goldens'}"]
+    first = nightly(tmp_path, 1, *common, "--data-max", "8,512,4096")
+    assert first.returncode == 0, first.stdout[-3000:]
+    second = nightly(tmp_path, 2, *common, "--data-max", "8,1024,2048")
+    assert second.returncode == 0, second.stdout[-3000:]
+    assert "baseline 12 cases, this run 12, shared 4: this run lacks 8 of the baseline's cases" in second.stdout
+    assert "baseline 12 cases, this run 12, shared 4" in (tmp_path / "report-2" / "report.md").read_text()
+    accept = next(line for line in second.stdout.splitlines() if "to adopt its smaller case set" in line)
+    assert f"castguard history {tmp_path / 'history'} --accept 2" in accept
+    third = nightly(tmp_path, 3, *common, "--data-max", "8,512,4096")
+    assert third.returncode == 0, third.stdout[-3000:]
+    assert "over 12 case(s) compared" in third.stdout and "baseline 12 cases, this run 12, shared 12" in third.stdout
+    assert "1 newer run(s) not used: 1 partial" in third.stdout
+    runs = read_history(tmp_path / "history").runs
+    assert len(runs) == 3 and runs[1].partial and not runs[1].clean and runs[2].clean
+    assert runs[2].verdict is not None and runs[2].verdict.baseline == runs[0].report.created
+    assert (runs[2].verdict.baseline_cases, runs[2].verdict.shared) == (12, 12)
+    command = shlex.split(accept.split(": ", 1)[1])                      # the printed command, run as printed
+    assert command[:2] == ["castguard", "history"]
+    done = subprocess.run([sys.executable, "-m", "harness", *command[1:]], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert read_history(tmp_path / "history").runs[1].clean              # adopted: explicitly
 
 
 def _session(tmp_path: Path) -> AccuracySession:

@@ -88,6 +88,42 @@ def test_the_baseline_of_a_history_is_its_latest_clean_run(tmp_path: Path) -> No
         accept_run(folder, "nope.json")
 
 
+def _cases(day: int, data_max: tuple[float, ...]) -> Report:
+    records = [dataclasses.replace(record_for(Case(precision="fp16", data_max=d, keep_io_types=k)), status="pass")
+               for d in data_max for k in (False, True)]
+    return Report.build(records, created=f"2026-11-{day:02d}T02:00:00+00:00", provenance=PROVENANCE)
+
+
+def test_a_partial_run_is_no_baseline_until_accepted(tmp_path: Path) -> None:
+    folder = tmp_path / "hist"
+    full = _store(folder, _cases(1, (8.0, 512.0, math.inf)))                  # 6 cases
+    partial = _store(folder, _cases(2, (8.0,)))                               # shares 2 of them
+    run = read_history(folder).runs[-1]
+    assert run.verdict is not None and (run.verdict.baseline_cases, run.verdict.shared) == (6, 2)
+    assert run.partial and not run.clean and run.unclean_reason == "partial"
+    baseline, note = load_baseline(folder)
+    assert baseline is not None and baseline.source == str(full)
+    assert "1 newer run(s) not used: 1 partial (lacking some of their baseline's cases)" in note
+    outcome = finish(NightlyOptions(rules=RULES, history=folder), baseline, _cases(3, (8.0, 512.0, math.inf)))
+    assert outcome.comparison is not None and outcome.comparison.compared == 6
+    assert outcome.comparison.coverage == "baseline 6 cases, this run 6, shared 6"
+    assert read_history(folder).runs[-1].clean
+    accept_run(folder, partial.name)                                          # adopting the smaller set: explicit
+    assert read_history(folder).runs[1].clean
+
+
+def test_verdicts_stored_before_the_case_counts_still_read(tmp_path: Path) -> None:
+    folder = tmp_path / "hist"
+    _store(folder, _cases(1, (8.0, 512.0)))
+    path = _store(folder, _cases(2, (8.0,)))
+    assert path is not None
+    data = json.loads(path.read_text())
+    del data["verdict"]["baseline_cases"], data["verdict"]["shared"]
+    path.write_text(json.dumps(data))
+    run = read_history(folder).runs[-1]
+    assert run.verdict is not None and run.verdict.missing == 0 and run.clean   # unknown: as before
+
+
 def test_a_regression_says_since_when(tmp_path: Path) -> None:
     folder = tmp_path / "hist"
     _store(folder, _run(1))
