@@ -17,20 +17,12 @@ import onnx
 
 from harness.data.feeds import cast_feeds, input_specs
 from harness.data.recipes import Feed
+from harness.data.marked import with_outputs
 from harness.diagnose.facts import TensorError
 from harness.judge.paired import judge_outputs
 from harness.judge.tolerances import TolerancePolicy
 from harness.runners import make_runner
 from harness.tune.bound import scaled_error
-
-
-def with_outputs(model: onnx.ModelProto, names: Sequence[str]) -> onnx.ModelProto:
-    """A copy of ``model`` whose graph also outputs ``names`` (untyped; the runtime infers their types)."""
-    marked = onnx.ModelProto()
-    marked.CopyFrom(model)
-    present = {o.name for o in marked.graph.output}
-    marked.graph.output.extend(onnx.ValueInfoProto(name=n) for n in names if n not in present)
-    return marked
 
 
 def computed_tensors(graph: onnx.GraphProto) -> set[str]:

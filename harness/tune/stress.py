@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, Phase, find, settings, target
 from hypothesis.errors import NoSuchExample
 
 from harness.data.feeds import Feed, cast_feeds, input_specs
-from harness.judge.divergence import with_outputs
+from harness.data.marked import with_outputs
 from harness.runners import make_runner
 from harness.search.corners import MAX_PROBES, Box, ascend, corner_feeds
 from harness.search.strategies import feeds as feed_strategy

@@ -12,7 +12,7 @@ from pathlib import Path
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors",), ("dtypes",), ("files", "ortenv"),
+    ("errors", "bundled_models"), ("dtypes",), ("files", "ortenv"),  # bundled_models: test_models/, installed in harness
     ("data",),
     ("convert", "runners"),
     ("sweep",),
