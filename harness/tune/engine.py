@@ -22,7 +22,7 @@ from pathlib import Path
 
 import onnx
 
-from harness import __version__
+from harness.version import __version__
 from harness.convert import ConversionResult, ConvertOptions, ReferenceData, collect_magnitudes
 from harness.convert.calibration import load_calibration, random_feeds, sized_inputs
 from harness.dtypes import LOW_MAX

@@ -12,7 +12,7 @@ from pathlib import Path
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors",), ("dtypes",), ("files", "ortenv"),
+    ("version",), ("errors",), ("dtypes",), ("files", "ortenv", "locks"),
     ("data",),
     ("convert", "runners"),
     ("sweep",),
@@ -44,8 +44,7 @@ def harness_imports(path: Path) -> list[tuple[int, str]]:
             found += [(node.lineno, alias.name) for alias in node.names if alias.name.startswith("harness")]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == "harness":
-                found += [(node.lineno, f"harness.{alias.name}") for alias in node.names
-                          if alias.name != "__version__"]
+                found += [(node.lineno, f"harness.{alias.name}") for alias in node.names]
             elif node.module.startswith("harness."):
                 found.append((node.lineno, node.module))
     return found
@@ -84,4 +83,4 @@ def test_imports_point_down_the_stages() -> None:
 def test_the_check_catches_an_upward_import(tmp_path: Path) -> None:
     upward = tmp_path / "m.py"
     upward.write_text("from harness import run\nimport harness.report.io\nfrom harness import __version__\n")
-    assert harness_imports(upward) == [(1, "harness.run"), (2, "harness.report.io")]
+    assert harness_imports(upward) == [(1, "harness.run"), (2, "harness.report.io"), (3, "harness.__version__")]
