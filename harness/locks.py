@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from filelock import FileLock, Timeout
+from filelock import FileLock, Timeout, UnixFileLock
 
 from harness.errors import UserError
 
@@ -58,14 +58,16 @@ def held(path: Path, *, timeout_s: float | None = None, what: str = "lock", remo
             raise LockTimeout(where=path, problem=f"{what} still held by another process after {timeout_s:g} s",
                               fix="wait for the other castguard run to finish (a dead run's lock is freed by the "
                               "system at once; the file itself may stay)") from None
-        if not remove or (before is not None and _identity(path) == before):
+        # only flock keeps the file on release; the Windows and soft-file backends delete it themselves
+        unlink = remove and isinstance(lock, UnixFileLock)
+        if not unlink or (before is not None and _identity(path) == before):
             break
         lock.release()                           # won a file that was deleted or replaced meanwhile: again
     try:
         yield
     finally:
-        if remove:
-            with suppress(OSError):              # Windows: the lock itself deletes it on release
+        if unlink:
+            with suppress(OSError):
                 path.unlink()
         lock.release()
 
