@@ -29,8 +29,8 @@ from google.protobuf.message import DecodeError
 from onnx import TensorProto, external_data_helper
 
 from harness.dtypes import np_dtype, saturating_cast
-from harness.errors import ModelError, ModelNotFound
-from harness.files import atomic_write, sha256_files
+from harness.errors import ModelError, ModelNotFound, UserError
+from harness.files import atomic_write, disk_full, sha256_files
 
 EXTERNAL_DATA_ABOVE = 1_800_000_000
 """Bytes of in-memory weights above which a saved model gets external data (protobuf's limit is 2 GiB)."""
@@ -287,6 +287,9 @@ def _place(tensor: TensorProto, sink: BinaryIO, location: str, chunks: Iterator[
     tensor.data_location = TensorProto.EXTERNAL
 
 
-def _write_error(path: Path, err: OSError) -> ModelError:
+def _write_error(path: Path, err: OSError) -> UserError:
+    full = disk_full(path, err)
+    if full is not None:
+        return full
     return ModelError(where=path, problem=f"cannot write the model ({err.strerror or err}); nothing was written",
                       fix=f"free disk space (or raise the quota) in {path.parent}, or write elsewhere (--output_path)")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import RunnerError, RunnerUnavailable, UserError
+from harness.files import atomic_write
 from harness.runners.ort import session_source
 from harness.runners.trt_build import Unsupported, build_plan, capturing_logger
 from harness.runners.trt_buildcheck import profile_shapes
@@ -135,7 +136,7 @@ def open_engine(runner: TrtRunner) -> LiveEngine:
     def release() -> None:
         nonlocal context, engine, runtime
         if cache is not None and cache_file is not None:
-            Path(cache_file).write_bytes(bytes(memoryview(cache.serialize())))
+            atomic_write(Path(cache_file), bytes(memoryview(cache.serialize())))
         del context, engine, runtime
 
     layers = tuple(NetworkLayer(name, kind, tuple(types)) for name, kind, types in built["layers"])
