@@ -22,7 +22,7 @@ _API: dict[str, str] = {   # public name -> "module" or "module:attribute"
     "ConversionError": "harness.errors", "RunnerUnavailable": "harness.errors",
     # data: models, feeds, goldens
     "resolve_model": "harness.data.models", "bundled_models_dir": "harness.data.models",
-    "load_model": "harness.data.models", "input_specs": "harness.data.feeds", "cast_feeds": "harness.data.feeds",
+    "load_model": "harness.data.onnxfile", "input_specs": "harness.data.feeds", "cast_feeds": "harness.data.feeds",
     "InputRecipe": "harness.data.recipes", "recipe_for_file": "harness.data.recipes",
     "make_feeds": "harness.data.recipes", "GoldenStore": "harness.data.goldens",
     # convert and runners
@@ -64,7 +64,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from harness.convert import convert as convert_model
     from harness.data.feeds import cast_feeds, input_specs
     from harness.data.goldens import GoldenStore
-    from harness.data.models import bundled_models_dir, load_model, resolve_model
+    from harness.data.models import bundled_models_dir, resolve_model
+    from harness.data.onnxfile import load_model
     from harness.data.recipes import InputRecipe, make_feeds, recipe_for_file
     from harness.errors import ConversionError, HarnessError, InputDataError, RunnerUnavailable, UserError
     from harness.judge.compare import Tolerance, compare_outputs

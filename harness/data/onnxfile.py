@@ -1,9 +1,10 @@
 """The one place that loads, saves and hashes ONNX files, external data included, in bounded memory.
 
-* :func:`load_model` parses the graph with ``load_external_data=False``, refuses external-data locations that
-  leave the model's folder, missing data files and data files shorter than an offset + length (one
-  :class:`~harness.errors.ModelError` naming the file and the fix), then loads the weights (``weights="all"``)
-  or only the small ones (``weights="lazy"``): big tensors stay external, read later one at a time.
+* :func:`load_model` (the only one) parses the graph with ``load_external_data=False``, refuses external-data
+  locations that leave the model's folder, missing data files and data files shorter than an offset + length
+  (one :class:`~harness.errors.ModelError` naming the file and the fix), then loads the weights
+  (``weights="all"``) or only the small ones (``weights="lazy"``): big tensors stay external, read later one at
+  a time; last, onnx's checker (``check=False`` only for castguard's own files read back).
 * A lazy model is only meaningful with its *base folder* (the folder its locations are relative to). A tensor
   may also carry a *pending cast* (:func:`set_pending_cast`): its declared type is the new one, its bytes still
   the source's; :func:`save_model` converts it while streaming.
@@ -91,9 +92,14 @@ def check_external_data(model: onnx.ModelProto, folder: Path, *, where: Path) ->
 
 
 def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all", lazy_above: int = LAZY_ABOVE,
-               data_dir: Path | None = None) -> onnx.ModelProto:
-    """Parse `path` and check its external data; ``weights="lazy"`` leaves tensors above `lazy_above` bytes on
-    disk. Locations are relative to `data_dir` (default: ``path.parent``) and may not leave it."""
+               data_dir: Path | None = None, check: bool = True) -> onnx.ModelProto:
+    """The one loader of ONNX files (``pytest --model``, ``castguard convert``, tune, replay and the caches).
+
+    Parses `path`, confines and checks its external data, and, with ``check`` (every model a user gives), runs
+    onnx's checker; :class:`ModelError` for anything unusable. ``check=False`` is for castguard's own files
+    read back (cache entries, the model it just saved, hashing). ``weights="lazy"`` leaves tensors above
+    `lazy_above` bytes on disk (the model is then only meaningful with its folder). Locations are relative to
+    `data_dir` (default: ``path.parent``) and may not leave it."""
     path = Path(path)
     if not path.is_file():
         raise ModelNotFound(where=path, problem="model file does not exist",
@@ -117,7 +123,21 @@ def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all", lazy_abov
                 raise ModelError(where=path, problem=f"cannot read external data of tensor {tensor.name!r}: {err}",
                                  fix="keep each data file a plain file (one link, not a symlink) next to the model"
                                  ) from None
+    if check:
+        _check(model, path)
     return model
+
+
+def _check(model: onnx.ModelProto, path: Path) -> None:
+    """onnx's checker, on the parsed proto when it holds everything (no second read), else on the file."""
+    try:
+        big = is_lazy(model) or weights_size(model) > EXTERNAL_DATA_ABOVE
+        onnx.checker.check_model(str(path) if big else model)
+    except onnx.checker.ValidationError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelError(where=path, problem=f"not a valid ONNX model: {first}",
+                         fix="re-export the model; `python -c \"import onnx; onnx.checker.check_model('"
+                             f"{path.name}')\"` shows the details") from err
 
 
 def is_lazy(model: onnx.ModelProto) -> bool:
@@ -212,7 +232,7 @@ def tensor_array(tensor: TensorProto, base_dir: Path | None) -> np.ndarray:
 def model_sha256(path: Path) -> str:
     """sha256 over the ``.onnx`` bytes followed by each external data file (sorted by location), streamed."""
     path = Path(path)
-    model = load_model(path, weights="lazy", lazy_above=-1)
+    model = load_model(path, weights="lazy", lazy_above=-1, check=False)
     return sha256_files([path, *check_external_data(model, path.parent, where=path)])
 
 

@@ -155,7 +155,7 @@ class ContentCache:
             if meta.get("schema_version") != SCHEMA_VERSION or meta["onnx_sha256"] != digest:
                 raise ValueError("schema version or model hash does not match")
             data_dir = weights_dir if by_reference else model_path.parent
-            model = load_model(model_path, weights="lazy", data_dir=data_dir)
+            model = load_model(model_path, weights="lazy", data_dir=data_dir, check=False)
             return ConversionResult(model=model, low_nodes=tuple(meta["low_nodes"]),
                                     high_nodes=tuple((str(a), str(b)) for a, b in meta["high_nodes"]),
                                     lowp_flop_share=float(meta["lowp_flop_share"]),

@@ -31,7 +31,8 @@ from harness.dtypes import BFLOAT16, LOW_TYPES, bf16_to_bits, np_dtype
 from harness.errors import InputDataError
 from harness.files import atomic_write, atomic_write_text
 from harness.data.feeds import Feed, cast_feeds, input_specs, load_feed_file, validate_feeds
-from harness.data.models import load_model, model_sha256
+from harness.data.models import model_sha256
+from harness.data.onnxfile import load_model
 from harness.judge.paired import Judge, Verdict
 from harness.judge.tolerances import TolerancePolicy
 

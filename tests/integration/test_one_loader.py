@@ -1,0 +1,49 @@
+"""One ``load_model`` (harness/data/onnxfile.py), one decision about validation: ``castguard convert`` and
+``pytest --model`` refuse the same model with the same error. Before, ``pytest --model`` ran onnx's checker
+(harness/data/models.py's load_model) and ``castguard convert`` did not (harness/data/onnxfile.py's)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+from onnx import TensorProto, helper
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _parses_but_is_invalid(path: Path) -> Path:
+    """A well-formed protobuf with a graph and an opset, whose node reads a tensor that nothing defines."""
+    graph = helper.make_graph([helper.make_node("Relu", ["nowhere"], ["y"], name="relu")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("PYTEST_ADDOPTS", None)
+    return subprocess.run([sys.executable, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+def test_convert_and_the_plugin_refuse_the_same_model_the_same_way(tmp_path: Path) -> None:
+    bad = _parses_but_is_invalid(tmp_path / "models" / "bad.onnx")
+    try:
+        onnx.checker.check_model(bad)
+        raise AssertionError("the model should fail onnx's checker")
+    except onnx.checker.ValidationError:
+        pass
+    convert = _run(tmp_path, "-m", "harness", "convert", "--onnx_path", str(bad), "--output_path", "out.onnx")
+    plugin = _run(tmp_path, "-m", "pytest", "-p", "no:cacheprovider", "--model", str(bad))
+    assert convert.returncode != 0 and plugin.returncode != 0
+    assert "Traceback" not in convert.stderr and not (tmp_path / "out.onnx").exists()
+    said = f"{bad}: not a valid ONNX model:"
+    assert said in convert.stderr, convert.stderr[-2000:]
+    assert said in plugin.stdout + plugin.stderr, (plugin.stdout + plugin.stderr)[-2000:]
+    assert "fix: re-export the model" in convert.stderr
