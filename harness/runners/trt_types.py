@@ -12,7 +12,7 @@ from types import MappingProxyType
 import numpy as np
 from onnx import TensorProto
 
-from harness.dtypes import BFLOAT16, bf16_to_bits, bits_to_bf16
+from harness.dtypes import BFLOAT16, PRECISIONS, bf16_to_bits, bits_to_bf16
 from harness.errors import RunnerError, RunnerUnavailable
 from harness.runners.trt_build import Unsupported
 from harness.runners.trt_build import builder_flags_to_clear as builder_flags_to_clear
@@ -34,8 +34,8 @@ ELEM_TO_TRT: Mapping[int, str] = MappingProxyType({elem: trt for trt, elem in TR
 TRT_TO_PRECISION: Mapping[str, str] = MappingProxyType({trt: label for trt, label, _ in _TRT_TYPES})
 ELEM_TO_PRECISION: Mapping[int, str] = MappingProxyType(
     {elem: TRT_TO_PRECISION[trt] for trt, elem in TRT_TO_ELEM.items()})
-FLOAT_PRECISIONS = frozenset({"fp32", "fp16", "bf16", "fp8", "fp4"})
-LOW_PRECISIONS = frozenset({"fp16", "bf16", "fp8", "fp4"})
+LOW_PRECISIONS = frozenset({*PRECISIONS, "fp8", "fp4"})     # castguard's low precisions, and TensorRT's narrower
+FLOAT_PRECISIONS = LOW_PRECISIONS | {"fp32"}
 
 # Host buffer dtype per engine I/O type. bf16 travels as its raw uint16 bits (numpy has no bfloat16 that
 # TensorRT understands); fp8/fp4/int4 I/O is not supported: keep such tensors inside the engine.

@@ -12,7 +12,7 @@ from pathlib import Path
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("version",), ("errors",), ("dtypes",), ("files", "ortenv", "locks"),
+    ("version",), ("errors",), ("dtypes", "providers", "child"), ("files", "ortenv", "locks"),
     ("data",),
     ("convert", "runners"),
     ("sweep",),
