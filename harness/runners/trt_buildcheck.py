@@ -10,9 +10,6 @@ message), or the builder failed (its error lines), or TensorRT changed a type, o
 from __future__ import annotations
 
 import dataclasses
-import json
-import subprocess
-import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -22,6 +19,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from harness.child import ChildFailed, run_child
 from harness.data.feeds import InputSpec, input_specs
 from harness.errors import RunnerError, RunnerUnavailable
 from harness.runners.ort import session_source
@@ -202,17 +200,10 @@ def check_build(model: onnx.ModelProto, *, model_dir: Path | None, feed_shapes: 
                    "nodes": [[n.name, len(n.output)] for n in model.graph.node],
                    "plan_out": str(plan_out) if plan_out is not None else None}
         try:
-            done = subprocess.run([sys.executable, str(BUILD_SCRIPT)], input=json.dumps(request), text=True,
-                                  capture_output=True, timeout=timeout_s, cwd=tmp, check=False)
-        except subprocess.TimeoutExpired:
-            return TrtBuild(backend=backend_label(module, "?"), outcome="crash",
-                            build_error=f"no answer within {timeout_s:g} s", nodes_total=len(model.graph.node))
-    last = done.stdout.strip().splitlines()[-1:] if done.stdout.strip() else []
-    if done.returncode != 0 or not last:
-        words = " ".join(done.stderr.strip().splitlines()[-3:]) or "(nothing on stderr)"
-        return TrtBuild(backend=backend_label(module, "?"), outcome="crash", nodes_total=len(model.graph.node),
-                        build_error=f"exit status {done.returncode}: {words}")
-    answer = json.loads(last[0])
+            answer = run_child(BUILD_SCRIPT, request, what="TensorRT build", timeout_s=timeout_s, cwd=scratch).answer
+        except ChildFailed as failed:           # a time-out, a crash of the native library, no answer
+            return TrtBuild(backend=backend_label(module, "?"), outcome="crash", build_error=failed.reason,
+                            nodes_total=len(model.graph.node))
     if answer["stage"] == "unavailable":
         raise RunnerUnavailable(str(answer["error"]))
     return interpret(model, answer, backend=backend_label(module, str(answer["version"])))
