@@ -30,7 +30,7 @@ _API: dict[str, str] = {   # public name -> "module" or "module:attribute"
     "convert_model": "harness.convert:convert", "collect_magnitudes": "harness.convert",
     "convert_to_mixed_precision": "harness.convert", "make_runner": "harness.runners",
     "Runner": "harness.runners", "RunResult": "harness.runners", "RUNNER_NAMES": "harness.runners",
-    "declared_precisions": "harness.runners.trt_check",
+    "declared_precisions": "harness.runners.tensorrt.precision_diff",
     # sweep and judge
     "Case": "harness.sweep", "SweepSpec": "harness.sweep", "expand": "harness.sweep",
     "Tolerance": "harness.judge.compare", "compare_outputs": "harness.judge.compare",
@@ -75,5 +75,5 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from harness.report import CaseRecord, Report, read_report
     from harness.run.session import AccuracySession, SweepCase
     from harness.runners import RUNNER_NAMES, Runner, RunResult, make_runner
-    from harness.runners.trt_check import declared_precisions
+    from harness.runners.tensorrt.precision_diff import declared_precisions
     from harness.sweep import Case, SweepSpec, expand

@@ -2,7 +2,7 @@
 
 Three things run in a child process so that a native crash (SIGSEGV, SIGFPE) or a library's log cannot reach
 castguard's own process: the reference run (harness/convert/refrun.py), the TensorRT build
-(harness/runners/trt_build.py) and the onnxruntime capability probe (harness/ortenv.py). All three use this
+(harness/runners/tensorrt/plan.py) and the onnxruntime capability probe (harness/ortenv.py). All three use this
 module, on both sides:
 
 * parent: :func:`run_child` starts ``python SCRIPT`` (or ``python -c CODE``) with the request as JSON on stdin

@@ -19,7 +19,7 @@ from harness.sweep import Case
 from harness.sweep.shards import ShardWork
 from harness.judge.divergence import Divergence as Divergence
 from harness.judge.tolerances import golden_scale
-from harness.runners.trt_buildcheck import TrtBuild
+from harness.runners.tensorrt.typed_build import TrtBuild
 
 SCHEMA_VERSION = 1
 STATUSES = ("pass", "fail", "xfail", "xpass", "skip", "error")

@@ -13,11 +13,11 @@ from onnx import TensorProto, helper
 from harness import ortenv
 from harness.child import ChildFailed, run_child
 from harness.convert.magnitudes import REFRUN
-from harness.runners.trt_buildcheck import BUILD_SCRIPT
+from harness.runners.tensorrt.typed_build import BUILD_SCRIPT
 
 ECHO = "from harness.child import read_request, write_answer\nprint('noise')\nwrite_answer({'got': read_request()})"
 # what no child may load: the heavy parts of castguard, and onnx where the child never imported it before
-HEAVY = ("harness.convert", "harness.data", "harness.runners.trt", "harness.runners.ort", "harness.run",
+HEAVY = ("harness.convert", "harness.data", "harness.runners.tensorrt.runner", "harness.runners.ort", "harness.run",
          "harness.report", "harness.judge", "harness.plugin", "harness.dtypes", "pytest", "hypothesis")
 
 

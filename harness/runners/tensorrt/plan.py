@@ -2,9 +2,9 @@
 
 This module imports only the standard library (and :mod:`harness.child`, which does too), so it runs two ways:
 
-* in process, from :class:`harness.runners.trt.TrtRunner`, which passes in the imported TensorRT module;
-* as a child process (``python trt_build.py``, through :mod:`harness.child`: a JSON request in, a JSON answer out), from
-  :mod:`harness.runners.trt_buildcheck`, so that a crash of the native library cannot take pytest down and
+* in process, from :class:`harness.runners.tensorrt.runner.TrtRunner`, which passes in the imported TensorRT module;
+* as a child process (``python plan.py``, through :mod:`harness.child`: a JSON request in, a JSON answer out), from
+  :mod:`harness.runners.tensorrt.typed_build`, so that a crash of the native library cannot take pytest down and
   TensorRT's log never mixes with pytest's output. The child costs about 0.1 s of start-up (Python plus
   ``import tensorrt_rtx_bindings``) on top of the build itself, measured on this project's 2-core CI machine.
 
@@ -197,5 +197,5 @@ def main() -> int:
 
 if __name__ == "__main__":
     if sys.path and sys.path[0] and __file__.startswith(sys.path[0]):
-        del sys.path[0]          # this folder holds modules named like others (trt.py); import nothing from it
+        del sys.path[0]          # run as a script: import nothing from this folder by a bare name
     sys.exit(main())

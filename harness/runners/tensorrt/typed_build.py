@@ -1,6 +1,6 @@
 """The TensorRT build check: does a (converted) ONNX model build as a strongly typed engine, with the ONNX types?
 
-:func:`check_build` parses and builds the model in a child process (:mod:`harness.runners.trt_build`, with
+:func:`check_build` parses and builds the model in a child process (:mod:`harness.runners.tensorrt.plan`, with
 ``tensorrt`` if installed, else TensorRT-RTX's ``tensorrt_rtx_bindings``), then compares the TensorRT type of every
 ONNX node output with the type the ONNX model declares (int64 stored as int32 is allowed). It needs neither a GPU
 nor a CUDA library: TensorRT-RTX builds ahead of time on a CPU-only machine. The answer is one
@@ -23,11 +23,11 @@ from harness.child import ChildFailed, run_child
 from harness.data.feeds import InputSpec, input_specs
 from harness.errors import RunnerError, RunnerUnavailable
 from harness.runners.ort import session_source
-from harness.runners.trt_check import declared_precisions
-from harness.runners.trt_module import backend_label, installed_module
-from harness.runners.trt_types import precision_of_trt_dtype
+from harness.runners.tensorrt.precision_diff import declared_precisions
+from harness.runners.tensorrt.library import backend_label, installed_module
+from harness.runners.tensorrt.datatypes import precision_of_trt_dtype
 
-BUILD_SCRIPT = Path(__file__).resolve().with_name("trt_build.py")
+BUILD_SCRIPT = Path(__file__).resolve().with_name("plan.py")
 OUTCOMES = ("ok", "parse", "build", "types", "crash")
 NODE_ROWS = 300          # per-node type rows kept in a result (the report shows them); larger models keep the changes
 TIMEOUT_S = 900.0
@@ -159,7 +159,7 @@ def _input_precision(model: onnx.ModelProto, node_name: str) -> str:
 
 
 def interpret(model: onnx.ModelProto, answer: Mapping[str, Any], *, backend: str) -> TrtBuild:
-    """A :class:`TrtBuild` from :func:`harness.runners.trt_build.build_plan`'s answer (as the child prints it)."""
+    """A :class:`TrtBuild` from :func:`harness.runners.tensorrt.plan.build_plan`'s answer (as the child prints it)."""
     seconds = float(answer.get("parse_s", 0.0)) + float(answer.get("build_s", 0.0))
     errors = [text for severity, text in answer.get("log", ()) if severity in ("ERROR", "INTERNAL_ERROR")]
     base = TrtBuild(backend=backend, outcome="parse", seconds=seconds, plan_bytes=answer.get("plan_bytes"),
@@ -183,7 +183,7 @@ def check_build(model: onnx.ModelProto, *, model_dir: Path | None, feed_shapes: 
     """
     module = installed_module()
     if module is None:
-        from harness.runners.trt_module import INSTALL_HINT
+        from harness.runners.tensorrt.library import INSTALL_HINT
 
         raise RunnerUnavailable(f"no TensorRT is installed: {INSTALL_HINT}")
     profile = profile_shapes(input_specs(model), feed_shapes)
