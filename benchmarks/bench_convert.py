@@ -9,7 +9,6 @@ interpreter running the command line, for both tools, so imports are included on
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -125,11 +124,20 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def _peak_rss_mb(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
     """Run `cmd` in a fresh wrapper interpreter; (wall s, peak RSS MB of the largest descendant, result)."""
-    probe = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
-             "p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
-             "w = time.perf_counter() - t; "
-             "print(w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, p.returncode); "
-             "sys.stderr.write(p.stderr[-3000:])")
+    probe = """
+import subprocess, sys, time
+t = time.perf_counter()
+p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+w = time.perf_counter() - t
+try:
+    import resource   # POSIX only
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+except ImportError:
+    rss = float("nan")
+    sys.stderr.write("peak RSS unavailable here (no resource module)\\n")
+print(w, rss, p.returncode)
+sys.stderr.write(p.stderr[-3000:])
+"""
     proc = subprocess.run([sys.executable, "-c", probe, *cmd], capture_output=True, text=True, check=False)
     wall, rss, rc = proc.stdout.split()
     proc.returncode = int(rc)

@@ -12,7 +12,8 @@ import pytest
 
 from harness.convert import ConvertOptions, collect_magnitudes, convert
 from harness.data.feeds import cast_feeds, input_specs
-from harness.data.models import bundled_models_dir, load_model, resolve_model
+from harness.data.models import bundled_models_dir, resolve_model
+from harness.data.onnxfile import load_model
 from harness.runners import make_runner
 from harness.runners.emulate import emulation_model
 

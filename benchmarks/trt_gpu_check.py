@@ -22,10 +22,10 @@ import onnxruntime as ort
 import test_models
 from harness import ConvertOptions, RunnerUnavailable, collect_magnitudes, convert_model
 from harness.data.feeds import cast_feeds, input_specs
-from harness.runners.trt import TrtRunner
-from harness.runners.trt_buildcheck import check_build
-from harness.runners.trt_device import open_device
-from harness.runners.trt_module import import_tensorrt
+from harness.runners.tensorrt.runner import TrtRunner
+from harness.runners.tensorrt.typed_build import check_build
+from harness.runners.tensorrt.device import open_device
+from harness.runners.tensorrt.library import import_tensorrt
 
 
 def main() -> int:

@@ -30,7 +30,7 @@ import numpy as np
 import onnx
 
 from harness import HarnessError, Runner, RunnerUnavailable, convert_to_mixed_precision, make_runner
-from harness.runners.trt_buildcheck import check_build
+from harness.runners.tensorrt.typed_build import check_build
 from test_models.artifacts import read_pgm
 from test_models.mnist_train import model_input
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from harness.version import __version__
 
 _API: dict[str, str] = {   # public name -> "module" or "module:attribute"
     # errors
@@ -22,7 +22,7 @@ _API: dict[str, str] = {   # public name -> "module" or "module:attribute"
     "ConversionError": "harness.errors", "RunnerUnavailable": "harness.errors",
     # data: models, feeds, goldens
     "resolve_model": "harness.data.models", "bundled_models_dir": "harness.data.models",
-    "load_model": "harness.data.models", "input_specs": "harness.data.feeds", "cast_feeds": "harness.data.feeds",
+    "load_model": "harness.data.onnxfile", "input_specs": "harness.data.feeds", "cast_feeds": "harness.data.feeds",
     "InputRecipe": "harness.data.recipes", "recipe_for_file": "harness.data.recipes",
     "make_feeds": "harness.data.recipes", "GoldenStore": "harness.data.goldens",
     # convert and runners
@@ -30,7 +30,7 @@ _API: dict[str, str] = {   # public name -> "module" or "module:attribute"
     "convert_model": "harness.convert:convert", "collect_magnitudes": "harness.convert",
     "convert_to_mixed_precision": "harness.convert", "make_runner": "harness.runners",
     "Runner": "harness.runners", "RunResult": "harness.runners", "RUNNER_NAMES": "harness.runners",
-    "declared_precisions": "harness.runners.trt_check",
+    "declared_precisions": "harness.runners.tensorrt.precision_diff",
     # sweep and judge
     "Case": "harness.sweep", "SweepSpec": "harness.sweep", "expand": "harness.sweep",
     "Tolerance": "harness.judge.compare", "compare_outputs": "harness.judge.compare",
@@ -64,7 +64,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from harness.convert import convert as convert_model
     from harness.data.feeds import cast_feeds, input_specs
     from harness.data.goldens import GoldenStore
-    from harness.data.models import bundled_models_dir, load_model, resolve_model
+    from harness.data.models import bundled_models_dir, resolve_model
+    from harness.data.onnxfile import load_model
     from harness.data.recipes import InputRecipe, make_feeds, recipe_for_file
     from harness.errors import ConversionError, HarnessError, InputDataError, RunnerUnavailable, UserError
     from harness.judge.compare import Tolerance, compare_outputs
@@ -74,5 +75,5 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from harness.report import CaseRecord, Report, read_report
     from harness.run.session import AccuracySession, SweepCase
     from harness.runners import RUNNER_NAMES, Runner, RunResult, make_runner
-    from harness.runners.trt_check import declared_precisions
+    from harness.runners.tensorrt.precision_diff import declared_precisions
     from harness.sweep import Case, SweepSpec, expand

@@ -23,12 +23,12 @@ from harness.errors import UserError
 from harness.files import read_toml
 from harness.data.recipes import parse_input_shapes, parse_val_range
 from harness.options import DESTS, SWEEP_DESTS, SWEEP_FILE_DEST
+from harness.providers import CPU as CPU_PROVIDER
 from harness.sweep.grid import check_runner
 from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec
 from harness.sweep.shards import Shard, parse_shard
 from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
 
-CPU_PROVIDER = "CPUExecutionProvider"
 CLI_ONLY = frozenset({"models", "update_goldens"})
 SWEEP_LAYER = frozenset({"runners"})   # [tool.castguard] keys that are read as a layer of the sweep
 

@@ -17,6 +17,8 @@ NODE_PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "fp32")
 """What one node or op type may be pinned to (``--node-precisions``)."""
 PRECISION_ELEMS: dict[str, int] = {"fp32": TensorProto.FLOAT, "fp16": TensorProto.FLOAT16,
                                    "bf16": TensorProto.BFLOAT16}
+MIN_OPSET: dict[str, int] = {"fp16": 13, "bf16": 22}
+"""The lowest opset with full support of each low precision (AutoCast's recommended minimum; bf16 Cast/ops: 22)."""
 PRECISION_ALIASES: dict[str, str] = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 LOW_TYPES: dict[int, str] = {TensorProto.FLOAT16: "fp16", TensorProto.BFLOAT16: "bf16"}
 LOW_ELEMS = frozenset(LOW_TYPES)

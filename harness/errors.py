@@ -27,6 +27,21 @@ class UserError(HarnessError):
         super().__init__(f"{head}\n  fix: {fix}")
 
 
+class DiskFull(UserError):
+    """No space (or quota) left in a folder castguard writes to: goldens, the cache, the report, a model.
+
+    Raised by :func:`harness.files.atomic_write`, which has removed its temporary file first, so nothing is left
+    half-written and the previous file (if any) is untouched. ``folder`` is where the write failed.
+    """
+
+    def __init__(self, *, folder: Path, name: str, fix: str | None = None) -> None:
+        self.folder = folder
+        super().__init__(where=folder, problem=f"no space left on the device while writing {name}; nothing was "
+                         "written (the previous file, if any, is kept)",
+                         fix=fix or "free space, or point castguard at a folder on another disk (--goldens-dir, "
+                         "--cache-dir or --report-dir; castguard convert: --output_path)")
+
+
 class ModelError(UserError):
     """A model file is missing, unreadable or not ONNX."""
 

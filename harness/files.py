@@ -6,9 +6,11 @@ Every file castguard leaves behind (goldens, reports, outputs, history runs, cac
 written through :func:`atomic_write`: a temporary file in the destination's folder, then ``os.replace``, so a
 crash, a full disk or Ctrl-C never leaves a partial file under the final name. ``durable=True`` also fsyncs
 before the rename (goldens: a committed artefact); caches skip it, since they need atomicity, not durability.
+A full disk (or quota) is one :class:`~harness.errors.DiskFull` naming the folder (:func:`disk_full`).
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -18,16 +20,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from harness.errors import UserError
+from harness.errors import DiskFull, UserError
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["atomic_write", "read_toml", "safe_component", "sha256_file", "sha256_files"]
+__all__ = ["atomic_write", "atomic_write_all", "atomic_write_text", "disk_full", "read_toml", "safe_component", "sha256_file",
+           "sha256_files"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
+_NO_SPACE = frozenset(code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None)) if code is not None)
 _CHUNK = 1 << 20
 
 
@@ -40,8 +44,11 @@ def atomic_write(path: Path, data: bytes | Callable[[IO[bytes]], None], *, durab
     previous content of ``path`` (if any) is untouched.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    except OSError as err:
+        raise disk_full(path, err) or err
     try:
         with handle:
             if callable(data):
@@ -53,9 +60,44 @@ def atomic_write(path: Path, data: bytes | Callable[[IO[bytes]], None], *, durab
                 os.fsync(handle.fileno())
         os.chmod(handle.name, mode)
         os.replace(handle.name, path)
-    except BaseException:
+    except BaseException as err:
         Path(handle.name).unlink(missing_ok=True)
+        full = disk_full(path, err) if isinstance(err, OSError) else None
+        if full is not None:
+            raise full from None
         raise
+
+
+def atomic_write_all(contents: dict[Path, bytes]) -> None:
+    """Write several files all or none (a report's json, md and html): every temporary file is written first, and
+    only when all are complete are they renamed into place. A failure (a full disk: :class:`DiskFull`) leaves
+    every old file as it was and no temporary file behind."""
+    done: list[tuple[Path, Path]] = []
+    try:
+        for path, data in contents.items():
+            temp = Path(path).with_name(f".{Path(path).name}.all.tmp")
+            done.append((temp, Path(path)))
+            atomic_write(temp, data)
+    except BaseException as err:
+        for temp, _path in done:
+            temp.unlink(missing_ok=True)
+        if isinstance(err, DiskFull):
+            raise DiskFull(folder=done[-1][1].parent, name=done[-1][1].name) from None
+        raise
+    for temp, path in done:
+        os.replace(temp, path)
+
+
+def atomic_write_text(path: Path, text: str, *, durable: bool = False) -> None:
+    """:func:`atomic_write` of UTF-8 text (JSON sidecars, plans, cache entries)."""
+    atomic_write(path, text.encode("utf-8"), durable=durable)
+
+
+def disk_full(path: Path, err: OSError) -> DiskFull | None:
+    """The :class:`DiskFull` error for a failed write of ``path`` when ``err`` says the disk or quota is full."""
+    if err.errno not in _NO_SPACE:
+        return None
+    return DiskFull(folder=Path(path).parent, name=Path(path).name)
 
 
 def sha256_file(path: Path) -> str:

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.providers import CPU, CUDA
+
 # dest -> [tool.castguard] key; the merge in config.py walks this table.
 DESTS: Mapping[str, str] = {
     "castguard_models": "models",
@@ -146,8 +148,7 @@ HELP: Mapping[str, str] = {   # --flag -> help text (see the tables below)
     "--iterations":
         "number of random feeds (default 1)",
     "--ort-providers":
-        "execution providers for --runner ort, e.g. CUDAExecutionProvider,CPUExecutionProvider (default "
-        "CPUExecutionProvider; goldens always use CPU)",
+        f"execution providers for --runner ort, e.g. {CUDA},{CPU} (default {CPU}; goldens always use CPU)",
     "--sweep":
         "TOML file with sweep settings at top level (the keys of [tool.castguard.sweep]); overrides "
         "pyproject, and is overridden by the options below",

@@ -5,42 +5,43 @@ for (only the private ``get_all_opkernel_def`` lists kernels) and why the CUDA p
 ``get_available_providers()`` lists cannot be created (onnxruntime only logs the missing library to stderr and
 falls back to the CPU: the child creates a one-node CUDA session and its stderr is read). The private call segfaults when onnxruntime-gpu is installed without the CUDA/TensorRT
 libraries (it loads every provider library), so it never runs in castguard's own process: a child process asks,
-prints JSON, and a child that dies (signal, non-zero exit, garbage, time-out) means "unknown".
+answers through :mod:`harness.child`, and a child that dies (signal, non-zero exit, no answer, time-out) means
+"unknown".
 
 Each answer depends only on the interpreter and the onnxruntime installation, so it is remembered per
 (interpreter, onnxruntime location) for the life of the process: a sweep asks once, not once per bf16 case.
 """
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 from functools import lru_cache
+
+from harness.child import ChildAnswer, ChildFailed, run_child
+from harness.providers import CPU, CUDA
 
 PROBE_TIMEOUT_S = 120.0
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
-_KERNELS = """
-import json
+_KERNELS = f"""
 from onnxruntime.capi import _pybind_state as state
-pairs = sorted({("" if k.domain == "ai.onnx" else k.domain, k.op_name) for k in state.get_all_opkernel_def()
-                if k.provider == "CPUExecutionProvider"
-                and any("tensor(bfloat16)" in t for t in k.type_constraints.values())})
-print(json.dumps(pairs))
+from harness.child import write_answer
+pairs = sorted({{("" if k.domain == "ai.onnx" else k.domain, k.op_name) for k in state.get_all_opkernel_def()
+                if k.provider == {CPU!r}
+                and any("tensor(bfloat16)" in t for t in k.type_constraints.values())}})
+write_answer(pairs)
 """
 
-_CUDA_SESSION = """
-import json
+_CUDA_SESSION = f"""
 import onnxruntime as ort
 from onnx import TensorProto, helper
+from harness.child import write_answer
 graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 model.ir_version = 8
-session = ort.InferenceSession(model.SerializeToString(), providers=["CUDAExecutionProvider"])
-print(json.dumps("CUDAExecutionProvider" in session.get_providers()))
+session = ort.InferenceSession(model.SerializeToString(), providers=[{CUDA!r}])
+write_answer({CUDA!r} in session.get_providers())
 """
 
 
@@ -54,36 +55,21 @@ def _ort_location() -> str | None:
     return str(next(iter(spec.submodule_search_locations)))
 
 
-def _run_child(code: str, *args: str) -> subprocess.CompletedProcess[str] | None:
-    """``code`` run in a fresh interpreter (None when it could not start or finish in time)."""
+def _ask_child(code: str) -> ChildAnswer | None:
+    """Run ``code`` in a fresh interpreter; its answer, or None when it gave none (it died: unknown)."""
     try:
-        return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT_S, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        return run_child(code, None, what="onnxruntime capability probe", timeout_s=PROBE_TIMEOUT_S)
+    except ChildFailed:
         return None
-
-
-def _ask_child(code: str, *args: str) -> tuple[object, str]:
-    """Run ``code`` in a fresh interpreter; (its JSON answer, "") or (None, why there is no answer)."""
-    done = _run_child(code, *args)
-    if done is None:
-        return None, "the probe process could not finish"
-    if done.returncode != 0:
-        how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit code {done.returncode}"
-        return None, f"the probe process died ({how})"
-    try:
-        return json.loads(done.stdout.strip().splitlines()[-1]), ""
-    except (ValueError, IndexError):
-        return None, "the probe process printed no answer"
 
 
 @lru_cache(maxsize=8)
 def _cpu_bf16_ops_at(location: str) -> frozenset[tuple[str, str]] | None:
     del location  # the cache key: one answer per onnxruntime installation
-    answer, _ = _ask_child(_KERNELS)
-    if not isinstance(answer, list):
+    done = _ask_child(_KERNELS)
+    if done is None or not isinstance(done.answer, list):
         return None
-    return frozenset((str(domain), str(op)) for domain, op in answer)
+    return frozenset((str(domain), str(op)) for domain, op in done.answer)
 
 
 def cpu_bf16_ops() -> frozenset[tuple[str, str]] | None:
@@ -96,10 +82,10 @@ def cpu_bf16_ops() -> frozenset[tuple[str, str]] | None:
 @lru_cache(maxsize=8)
 def _cuda_problem_at(location: str) -> str | None:
     del location  # the cache key: one answer per onnxruntime installation
-    done = _run_child(_CUDA_SESSION)
-    if done is None or done.returncode != 0:
+    done = _ask_child(_CUDA_SESSION)
+    if done is None:
         return None   # the child died: unknown, the session the runner creates decides
-    if done.stdout.strip().endswith("true"):
+    if done.answer is True:
         return None
     failed = [line for line in done.stderr.splitlines() if "Failed to load library" in line]
     if failed:

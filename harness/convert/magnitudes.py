@@ -9,9 +9,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import signal
-import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,14 +21,16 @@ from harness.convert.calibration import Feed, load_calibration, random_feeds
 from harness.convert.outputs import MAX_OUTPUT_BYTES, output_groups
 from harness.convert.childmodel import ChildModel, child_model, scratch_folder
 from harness.data.onnxfile import is_lazy, load_model
+from harness.providers import CPU, CUDA, DIRECTML, TENSORRT
+from harness.child import ChildFailed, run_child
 from harness.errors import ConversionError, InputDataError
 
 SCHEMA_VERSION = 1
+REFRUN = Path(__file__).with_name("refrun.py")   # the child script (harness.child's protocol)
 Provider = tuple[str, dict[str, str]]
 _NODE_PATTERNS = (re.compile(r"node with name '([^']+)'"), re.compile(r"Name:'([^']+)'"),
                   re.compile(r"[Nn]ode \(([^)]+)\)"), re.compile(r"node name: ([^\s,)]+)"))
-_PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider", "trt": "TensorrtExecutionProvider",
-              "dml": "DmlExecutionProvider"}
+_PROVIDERS = {"cpu": CPU, "cuda": CUDA, "trt": TENSORRT, "dml": DIRECTML}
 
 
 class ReferenceRunError(ConversionError):
@@ -134,7 +133,7 @@ def _provider_list(providers: Sequence[str], trt_plugins: Sequence[str]) -> list
         if kind == "trt" and trt_plugins:
             options["trt_extra_plugin_lib_paths"] = ";".join(trt_plugins)
         result.append((_PROVIDERS[kind], options))
-    result.sort(key=lambda p: p[0] != "TensorrtExecutionProvider")  # TensorRT first, as AutoCast orders it
+    result.sort(key=lambda p: p[0] != TENSORRT)  # TensorRT first, as AutoCast orders it
     return result
 
 
@@ -150,31 +149,12 @@ def _run_child(child: ChildModel, batches: list[Feed], providers: list[Provider]
             np.savez(path, allow_pickle=False, **feed)
             batch_files.append(str(path))
         available = [p[0] for p in providers]
-        (work / "request.json").write_text(json.dumps(
-            {"model": str(model_path), "providers": providers, "batches": batch_files, "groups": groups,
-             "external_folder": str(external_folder.resolve()) if external_folder is not None else None}))
-        proc = subprocess.run([sys.executable, str(Path(__file__).with_name("refrun.py")), str(work)],
-                              capture_output=True, text=True, check=False)
-        if proc.returncode == -signal.SIGFPE:   # integer division by zero: the random data, not the model
-            raise ReferenceRunError(
-                stage="run", where="reference run", step="reference run", node=None,
-                problem=f"onnxruntime crashed with SIGFPE (an integer division by zero) running the model on "
-                        f"{source} ({', '.join(available)})",
-                fix="give representative calibration data (calibration_data=... / --calibration_data), or skip the "
-                    "run with data_max=inf")
-        if proc.returncode < 0:
-            name = signal.Signals(-proc.returncode).name
-            raise ConversionError(
-                where="reference run", step="reference run",
-                problem=f"onnxruntime crashed with {name} running the model on {source} ({', '.join(available)})",
-                fix="give representative calibration data (calibration_data=...) or skip the run with data_max=inf")
-        result_path = work / "result.json"
-        if proc.returncode != 0 or not result_path.exists():
-            raise ConversionError(where="reference run", step="reference run",
-                                  problem=f"the reference process failed (rc={proc.returncode}): "
-                                          f"{proc.stderr.strip()[-2000:]}",
-                                  fix="check that onnxruntime can load this model")
-        result: dict[str, Any] = json.loads(result_path.read_text())
+        request = {"model": str(model_path), "providers": providers, "batches": batch_files, "groups": groups,
+                   "external_folder": str(external_folder.resolve()) if external_folder is not None else None}
+        try:
+            result: dict[str, Any] = run_child(REFRUN, request, what="reference run", timeout_s=None).answer
+        except ChildFailed as failed:
+            raise _crash_error(failed, f"{source} ({', '.join(available)})") from None
     if "error" in result:
         message = result["error"]
         node = next((m.group(1) for p in _NODE_PATTERNS if (m := p.search(message))), None)
@@ -188,3 +168,24 @@ def _run_child(child: ChildModel, batches: list[Feed], providers: list[Provider]
             fix="give representative calibration data (calibration_data=... / --calibration_data) "
                 "or input shapes, or skip the run with data_max=inf")
     return result
+
+
+def _crash_error(failed: ChildFailed, running_on: str) -> ConversionError:
+    """The reference run's process gave no result: a signal (SIGFPE: an integer division by zero, the random
+    data's doing, not the model's), a non-zero exit or no answer."""
+    if failed.signal == "SIGFPE":
+        return ReferenceRunError(
+            stage="run", where="reference run", step="reference run", node=None,
+            problem=f"onnxruntime crashed with SIGFPE (an integer division by zero) running the model on {running_on}",
+            fix="give representative calibration data (calibration_data=... / --calibration_data), or skip the "
+                "run with data_max=inf")
+    if failed.kind == "signal":
+        return ConversionError(
+            where="reference run", step="reference run",
+            problem=f"onnxruntime crashed with {failed.signal} running the model on {running_on}",
+            fix="give representative calibration data (calibration_data=...) or skip the run with data_max=inf")
+    return ConversionError(where="reference run", step="reference run",
+                           problem=f"the reference process failed (rc={failed.returncode}): "
+                                   f"{failed.stderr.strip()[-2000:]}",
+                           fix="check that onnxruntime can load this model")
+

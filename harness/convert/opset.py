@@ -13,6 +13,7 @@ import logging
 import onnx
 from onnx import helper, version_converter
 
+from harness.dtypes import MIN_OPSET
 from harness.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
@@ -108,15 +109,12 @@ def _io_signature(model: onnx.ModelProto) -> list[tuple[str, int, tuple[str, ...
     return result
 
 
-RECOMMENDED_MIN_OPSET = {"fp16": 13, "bf16": 22}
-
-
 def warn_requested_opset(model: onnx.ModelProto, *, opset: int | None, low_precision_type: str) -> None:
     """AutoCast's warnings, in its words, for an explicit ``opset`` below what the low type needs or below the
     model's own (castguard never downgrades: the model keeps its opset)."""
     if opset is None:
         return
-    recommended = RECOMMENDED_MIN_OPSET[low_precision_type]
+    recommended = MIN_OPSET[low_precision_type]
     if opset < recommended:
         LOG.warning("Opset %d has limited %s support. Recommended minimum opset is %d. The conversion may fail or "
                     "produce unexpected results.", opset, low_precision_type.upper(), recommended)

@@ -13,11 +13,10 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from harness.dtypes import PRECISION_ALIASES, PRECISION_ELEMS, PRECISIONS
+from harness.dtypes import MIN_OPSET, PRECISION_ALIASES, PRECISION_ELEMS, PRECISIONS
 from harness.errors import ConversionError
 
 LOW_PRECISIONS: dict[str, int] = {p: PRECISION_ELEMS[p] for p in PRECISIONS}
-DEFAULT_MIN_OPSET: dict[str, int] = {"fp16": 13, "bf16": 22}
 TARGETS = ("any", "ort-cuda", "tensorrt")
 _PRECISION_ALIASES = PRECISION_ALIASES
 
@@ -110,7 +109,7 @@ class ConvertOptions:
     @property
     def target_opset(self) -> int:
         """Minimum default-domain opset the converted model gets (never a downgrade)."""
-        return self.opset if self.opset is not None else DEFAULT_MIN_OPSET[self.low_precision_type]
+        return self.opset if self.opset is not None else MIN_OPSET[self.low_precision_type]
 
     def custom_op_precisions(self) -> dict[str, int]:
         """Custom op type -> element type its float tensors use."""

@@ -14,9 +14,10 @@ import onnx
 from onnx import TensorProto
 
 from harness.ortenv import cpu_bf16_ops
+from harness.providers import CUDA
 
 LOG = logging.getLogger("harness.convert")
-BF16_RUNNERS = "TensorRT (runner trt), onnxruntime with CUDAExecutionProvider, castguard's emulate/reference runners"
+BF16_RUNNERS = f"TensorRT (runner trt), onnxruntime with {CUDA}, castguard's emulate/reference runners"
 
 
 def bf16_nodes(model: onnx.ModelProto) -> Iterable[onnx.NodeProto]:

@@ -1,9 +1,8 @@
-"""Child process of the reference run: ``python .../harness/convert/refrun.py WORKDIR`` (run as a script,
-so that only numpy and onnxruntime are imported).
+"""Child process of the reference run: ``python .../harness/convert/refrun.py`` (run as a script, so that only
+numpy, onnxruntime and the standard-library :mod:`harness.child` are imported).
 
-Reads ``WORKDIR/request.json`` (model path, providers, feed files), runs the model once per batch with
-every intermediate tensor marked as an output, folds the batches by abs-max, and writes
-``WORKDIR/result.json``. It runs in its own process so that a native crash inside onnxruntime
+Reads its request through :mod:`harness.child` (model path, providers, feed files), runs the model once per batch
+with every intermediate tensor marked as an output, folds the batches by abs-max, and answers the result. It runs in its own process so that a native crash inside onnxruntime
 (SIGFPE, SIGSEGV) cannot take the caller down; the parent turns a crash into a ConversionError.
 
 Test-only hook: with ``CASTGUARD_TEST_REFRUN_SIGNAL=SIGFPE`` (any signal name) in its environment the child
@@ -12,15 +11,17 @@ without relying on an onnxruntime bug.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import signal
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from harness.child import read_request, write_answer
 
 
 def _absmax(array: np.ndarray) -> float:
@@ -67,10 +68,9 @@ def _fold(pairs: Iterable[tuple[str, object]], absmax: dict[str, float], absmin:
         shapes.setdefault(name, list(value.shape))
 
 
-def run(workdir: Path) -> dict[str, object]:
+def run(request: dict[str, Any]) -> dict[str, object]:
     import onnxruntime as ort
 
-    request = json.loads((workdir / "request.json").read_text())
     missing = [name for name, _ in request["providers"] if name not in ort.get_available_providers()]
     if missing:
         return {"error": f"execution providers {missing} are not available in this onnxruntime "
@@ -114,12 +114,10 @@ def run(workdir: Path) -> dict[str, object]:
             "shapes": shapes, "dtypes": dtypes}
 
 
-def main(argv: list[str]) -> int:
-    workdir = Path(argv[0])
-    result = run(workdir)
-    (workdir / "result.json").write_text(json.dumps(result))
+def main() -> int:
+    write_answer(run(read_request()))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

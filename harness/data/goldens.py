@@ -6,7 +6,8 @@ stored as their uint16 bits and listed in the sidecar. The sidecar records the s
 sha256, library versions, the input recipe, the producer runner and the ``.npz`` sha256.
 
 Writes are atomic (temp file in the same folder + ``os.replace``). :meth:`GoldenStore.locked` is an exclusive
-lock file (``O_CREAT | O_EXCL``) so that pytest-xdist workers do not race: the plugin checks, produces and
+:mod:`harness.locks` lock on ``<golden>.lock`` (freed by the system when its holder dies, deleted when released)
+so that pytest-xdist workers do not race: the plugin checks, produces and
 writes under it, and :meth:`GoldenStore.load` reads under it.
 """
 from __future__ import annotations
@@ -18,7 +19,6 @@ import json
 import os
 import re
 import shlex
-import time
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -30,6 +30,7 @@ import numpy as np
 
 from harness.dtypes import BFLOAT16, bits_to_bf16
 from harness.files import atomic_write, sha256_file
+from harness.locks import held
 from harness.errors import GoldenCorrupt, GoldenError, GoldenMissing, GoldenStale
 from harness.data.recipes import Feed, InputRecipe
 from harness.data.models import ModelSpec
@@ -69,7 +70,7 @@ def _versions() -> dict[str, str]:
     import onnx
     import onnxruntime
 
-    from harness import __version__
+    from harness.version import __version__
 
     return {"castguard": __version__, "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
             "numpy": np.__version__}
@@ -102,24 +103,8 @@ class GoldenStore:
     def locked(self, spec: ModelSpec, recipe: InputRecipe) -> Iterator[None]:
         """Exclusive lock for one golden (``<golden>.lock``), shared by processes and xdist workers."""
         lock = self.path_for(spec, recipe).with_suffix(".lock")
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        deadline = time.monotonic() + self.lock_timeout_s
-        while True:
-            try:
-                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-                break
-            except FileExistsError:
-                if time.monotonic() > deadline:
-                    raise GoldenError(where=lock, problem=f"still locked after {self.lock_timeout_s:.0f} s",
-                                      fix="if no other castguard run is writing goldens, delete the lock file"
-                                      ) from None
-                time.sleep(0.05)
-        try:
-            os.write(fd, str(os.getpid()).encode())
-            os.close(fd)
+        with held(lock, timeout_s=self.lock_timeout_s, what="golden lock", remove=True):
             yield
-        finally:
-            os.unlink(lock)
 
     def load(self, spec: ModelSpec, recipe: InputRecipe) -> Golden:
         """The golden for (model, recipe). GoldenMissing / GoldenStale / GoldenCorrupt otherwise."""

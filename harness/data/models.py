@@ -1,4 +1,4 @@
-"""Resolve ``--model [KEY=]NAME|PATH`` to a :class:`ModelSpec` and load ONNX files safely.
+"""Resolve ``--model [KEY=]NAME|PATH`` to a :class:`ModelSpec` (loading is :func:`harness.data.onnxfile.load_model`).
 
 Resolution order: a path that exists is used as is. ``KEY=PATH`` names the model. A bare name is looked up in
 the bundled models folder (``test_models/``): ``NAME``, ``*/NAME``, then the same with ``.onnx`` appended.
@@ -22,16 +22,12 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-import onnx
-
-from harness.data import onnxfile
 from harness.data.onnxfile import model_sha256
 from harness.errors import ModelError
 
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
-__all__ = ["LocatedModel", "ModelSpec", "bundled_model_names", "bundled_models_dir", "load_model", "locate_model",
+__all__ = ["LocatedModel", "ModelSpec", "bundled_model_names", "bundled_models_dir", "locate_model",
            "model_key", "model_sha256", "resolve_model"]
 
 
@@ -135,18 +131,3 @@ def locate_model(ref: str, *, search_dir: Path, project_dir: Path | None = None)
                          f"{', '.join(bundled) or '(none found in ' + str(search_dir) + ')'}")
 
 
-def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all") -> onnx.ModelProto:
-    """Load (:func:`harness.data.onnxfile.load_model`: external data confined and checked) and run onnx's
-    checker on the file; :class:`ModelError` for anything unusable. ``weights="lazy"`` keeps big weights on
-    disk (the model is then only meaningful with ``path.parent``, its ``model_dir``)."""
-    proto = onnxfile.load_model(path, weights=weights)
-    # the parsed proto when it holds everything (no second read); the file when data lives beside it or is big
-    try:
-        big = onnxfile.is_lazy(proto) or onnxfile.weights_size(proto) > onnxfile.EXTERNAL_DATA_ABOVE
-        onnx.checker.check_model(str(path) if big else proto)
-    except onnx.checker.ValidationError as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ModelError(where=path, problem=f"not a valid ONNX model: {first}",
-                         fix="re-export the model; `python -c \"import onnx; onnx.checker.check_model('"
-                             f"{path.name}')\"` shows the details") from err
-    return proto

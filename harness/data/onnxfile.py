@@ -1,9 +1,10 @@
 """The one place that loads, saves and hashes ONNX files, external data included, in bounded memory.
 
-* :func:`load_model` parses the graph with ``load_external_data=False``, refuses external-data locations that
-  leave the model's folder, missing data files and data files shorter than an offset + length (one
-  :class:`~harness.errors.ModelError` naming the file and the fix), then loads the weights (``weights="all"``)
-  or only the small ones (``weights="lazy"``): big tensors stay external, read later one at a time.
+* :func:`load_model` (the only one) parses the graph with ``load_external_data=False``, refuses external-data
+  locations that leave the model's folder, missing data files and data files shorter than an offset + length
+  (one :class:`~harness.errors.ModelError` naming the file and the fix), then loads the weights
+  (``weights="all"``) or only the small ones (``weights="lazy"``): big tensors stay external, read later one at
+  a time; last, onnx's checker (``check=False`` only for castguard's own files read back).
 * A lazy model is only meaningful with its *base folder* (the folder its locations are relative to). A tensor
   may also carry a *pending cast* (:func:`set_pending_cast`): its declared type is the new one, its bytes still
   the source's; :func:`save_model` converts it while streaming.
@@ -29,8 +30,8 @@ from google.protobuf.message import DecodeError
 from onnx import TensorProto, external_data_helper
 
 from harness.dtypes import np_dtype, saturating_cast
-from harness.errors import ModelError, ModelNotFound
-from harness.files import atomic_write, sha256_files
+from harness.errors import ModelError, ModelNotFound, UserError
+from harness.files import atomic_write, disk_full, sha256_files
 
 EXTERNAL_DATA_ABOVE = 1_800_000_000
 """Bytes of in-memory weights above which a saved model gets external data (protobuf's limit is 2 GiB)."""
@@ -91,9 +92,14 @@ def check_external_data(model: onnx.ModelProto, folder: Path, *, where: Path) ->
 
 
 def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all", lazy_above: int = LAZY_ABOVE,
-               data_dir: Path | None = None) -> onnx.ModelProto:
-    """Parse `path` and check its external data; ``weights="lazy"`` leaves tensors above `lazy_above` bytes on
-    disk. Locations are relative to `data_dir` (default: ``path.parent``) and may not leave it."""
+               data_dir: Path | None = None, check: bool = True) -> onnx.ModelProto:
+    """The one loader of ONNX files (``pytest --model``, ``castguard convert``, tune, replay and the caches).
+
+    Parses `path`, confines and checks its external data, and, with ``check`` (every model a user gives), runs
+    onnx's checker; :class:`ModelError` for anything unusable. ``check=False`` is for castguard's own files
+    read back (cache entries, the model it just saved, hashing). ``weights="lazy"`` leaves tensors above
+    `lazy_above` bytes on disk (the model is then only meaningful with its folder). Locations are relative to
+    `data_dir` (default: ``path.parent``) and may not leave it."""
     path = Path(path)
     if not path.is_file():
         raise ModelNotFound(where=path, problem="model file does not exist",
@@ -117,7 +123,65 @@ def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all", lazy_abov
                 raise ModelError(where=path, problem=f"cannot read external data of tensor {tensor.name!r}: {err}",
                                  fix="keep each data file a plain file (one link, not a symlink) next to the model"
                                  ) from None
+    if check:
+        _check(model, path)
     return model
+
+
+_STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
+_UNREGISTERED = "castguard.unregistered"
+
+
+def _check(model: onnx.ModelProto, path: Path) -> None:
+    """onnx's checker on the graph: everything but the schema of ops onnx does not know (custom ops and TensorRT
+    plugins in the default domain are the converter's to judge: ``custom_ops``), and but external data, which
+    :func:`check_external_data` has checked (confined, present, long enough)."""
+    try:
+        if is_lazy(model) or any(_unregistered(n) for n in _all_nodes(model.graph)):
+            onnx.checker.check_model(_checkable(model))
+        else:   # the parsed proto holds everything (no second read); past protobuf's 2 GB, the file
+            onnx.checker.check_model(str(path) if weights_size(model) > EXTERNAL_DATA_ABOVE else model)
+    except onnx.checker.ValidationError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelError(where=path, problem=f"not a valid ONNX model: {first}",
+                         fix="re-export the model; `python -c \"import onnx; onnx.checker.check_model('"
+                             f"{path.name}')\"` shows the details") from err
+
+
+def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    for node in graph.node:
+        yield node
+        for attribute in node.attribute:
+            for sub in (attribute.g, *attribute.graphs) if attribute.HasField("g") else attribute.graphs:
+                yield from _all_nodes(sub)
+
+
+def _unregistered(node: onnx.NodeProto) -> bool:
+    """An op in an onnx domain that onnx has no schema for (a custom op or a TensorRT plugin)."""
+    domain = "" if node.domain == "ai.onnx" else node.domain
+    return node.domain in _STANDARD_DOMAINS and not onnx.defs.has(node.op_type, domain)
+
+
+def _checkable(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy for the checker: the main graph's external initializers become graph inputs of their type and
+    shape (their files are checked apart), and ops onnx has no schema for move to a domain of their own."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    graph = copy.graph
+    external = [t for t in graph.initializer if external_data_helper.uses_external_data(t)]
+    kept = [t for t in graph.initializer if not external_data_helper.uses_external_data(t)]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    inputs = {i.name for i in graph.input}
+    graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                       for t in external if t.name not in inputs)
+    renamed = False
+    for node in _all_nodes(graph):
+        if _unregistered(node):
+            node.domain, renamed = _UNREGISTERED, True
+    if renamed:
+        copy.opset_import.append(onnx.helper.make_opsetid(_UNREGISTERED, 1))
+    return copy
 
 
 def is_lazy(model: onnx.ModelProto) -> bool:
@@ -212,7 +276,7 @@ def tensor_array(tensor: TensorProto, base_dir: Path | None) -> np.ndarray:
 def model_sha256(path: Path) -> str:
     """sha256 over the ``.onnx`` bytes followed by each external data file (sorted by location), streamed."""
     path = Path(path)
-    model = load_model(path, weights="lazy", lazy_above=-1)
+    model = load_model(path, weights="lazy", lazy_above=-1, check=False)
     return sha256_files([path, *check_external_data(model, path.parent, where=path)])
 
 
@@ -287,6 +351,9 @@ def _place(tensor: TensorProto, sink: BinaryIO, location: str, chunks: Iterator[
     tensor.data_location = TensorProto.EXTERNAL
 
 
-def _write_error(path: Path, err: OSError) -> ModelError:
+def _write_error(path: Path, err: OSError) -> UserError:
+    full = disk_full(path, err)
+    if full is not None:
+        return full
     return ModelError(where=path, problem=f"cannot write the model ({err.strerror or err}); nothing was written",
                       fix=f"free disk space (or raise the quota) in {path.parent}, or write elsewhere (--output_path)")

@@ -52,7 +52,7 @@ def merge_command(folders: Sequence[Path], *, out: Path, nightly: NightlyRun | N
         lines += ["castguard nightly regression:", *(f"  {line}" for line in nightly.terminal_lines())]
     failing = any(c.status in ("fail", "error", "xpass") for c in report.cases)
     code = int(not merged.complete or failing or bool(merged.failed_tests)
-               or (nightly is not None and nightly.exit_code != 0))
+               or (nightly is not None and nightly.exit_code != 0) or finished.error is not None)
     return lines, code
 
 

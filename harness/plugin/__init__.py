@@ -257,7 +257,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if nightly is not None:
         nightly.decide(report)                          # the verdict first (harness.nightly.rules) ...
     extra_md, extra_html = nightly.sections() if nightly is not None else ([], [])   # ... then its rendering
-    session.config.stash[FINISHED_KEY] = reporter.write(report, extra_md=extra_md, extra_html=extra_html)
+    finished = session.config.stash[FINISHED_KEY] = reporter.write(report, extra_md=extra_md, extra_html=extra_html)
+    if finished.error is not None and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED   # no report written (a full disk): the summary says why
     from harness.run.cache_size import evict_note
 
     session.config.stash[EVICTED_KEY] = evict_note(harness_config.cache_dir, max_mb=harness_config.cache_max_mb)

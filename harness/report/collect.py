@@ -20,14 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.errors import DiskFull, UserError
 from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now, write_report
-from harness.files import safe_component
+from harness.files import disk_full, safe_component
 from harness.report.format import completion_text, counts_text, same_model_as
 from harness.report.runs import (DEFAULT_KEEP_RUNS, RUNS_DIR, ActiveRun, new_run_id, prune_runs, publish_lock,
                                  run_dir)
 from harness.report.model import ShardInfo
-from harness.report.io import write_shard_marker
+from harness.report.io import report_paths, write_shard_marker
 from harness.report.serde import ReportFormatError, record_from_dict, record_to_dict
 
 CASES_DIR = "cases"
@@ -42,12 +42,14 @@ def settle(record: CaseRecord, *, expected_failure: bool) -> CaseRecord:
 
 @dataclass(frozen=True)
 class FinishedReport:
-    """What :meth:`ReportSession.write` wrote: the run's own copy, and the published one (complete runs)."""
+    """What :meth:`ReportSession.write` wrote: the run's own copy, and the published one (complete runs).
+    ``error``: why the report could not be written (a full disk); then nothing was, and the summary says so."""
 
     report: Report
     run_paths: ReportPaths
     published: ReportPaths | None = None
     pruned: int = 0
+    error: UserError | None = None
 
     @property
     def paths(self) -> ReportPaths:
@@ -59,6 +61,10 @@ class FinishedReport:
         def shown(path: Path) -> Path:
             return path.relative_to(relative_to) if relative_to is not None and path.is_relative_to(relative_to) \
                 else path
+        if self.error is not None:
+            counts = counts_text(self.report.counts())
+            done = counts if self.report.complete else f"{completion_text(self.report)} ({counts})"
+            return f"castguard: {done}; the report was not written: {self.error}"
         if self.published is None:
             return (f"castguard: {completion_text(self.report)} ({counts_text(self.report.counts())}); partial "
                     f"report: {shown(self.run_paths.markdown)}; the previous complete report (if any) is kept")
@@ -79,6 +85,7 @@ class ReportSession:
         self.cases_file = self.run_dir / CASES_DIR / f"{safe_component(worker)}.jsonl"
         self.keep_runs = keep_runs
         self._active = ActiveRun(self.run_dir)
+        self._error: DiskFull | None = None          # a case record that could not be written (full disk)
 
     def start(self) -> None:
         """Called once per run by the owning process: create and lock this run's folder."""
@@ -86,10 +93,16 @@ class ReportSession:
 
     def add(self, record: CaseRecord) -> None:
         """Append one settled record to this process's case file."""
-        self.cases_file.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps(record_to_dict(record), allow_nan=False) + "\n"
-        with open(self.cases_file, "a", encoding="utf-8") as handle:
-            handle.write(line)
+        try:
+            self.cases_file.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.cases_file, "a", encoding="utf-8") as handle:
+                handle.write(line)
+        except OSError as err:                       # kept for write(): the run's summary says it, once
+            full = disk_full(self.cases_file, err)
+            if full is None:
+                raise
+            self._error = self._error or full
 
     def collect(self) -> list[CaseRecord]:
         """Every record written by any process of this run; a re-run of the same case replaces the earlier one."""
@@ -111,7 +124,11 @@ class ReportSession:
                             interrupted=interrupted, planned_cases=planned_cases, shard=shard)
 
     def write(self, report: Report, *, extra_md: Sequence[str] = (), extra_html: Sequence[str] = ()) -> FinishedReport:
-        """Write the run's report into its folder and, when complete, publish it; then prune and unlock."""
+        """Write the run's report into its folder and, when complete, publish it; then prune and unlock. A full
+        disk (now, or when a case record was written) writes nothing: the result's ``error`` says where."""
+        if self._error is not None:
+            self.close()
+            return FinishedReport(report=report, run_paths=report_paths(self.run_dir), error=self._error)
         try:
             run_paths = write_report(report, self.run_dir, extra_md=extra_md, extra_html=extra_html)
             published = None
@@ -121,6 +138,8 @@ class ReportSession:
                 with publish_lock(self.report_dir):
                     published = write_report(top, self.report_dir, extra_md=extra_md, extra_html=extra_html)
             shutil.rmtree(self.run_dir / CASES_DIR, ignore_errors=True)   # merged into report.json
+        except DiskFull as err:
+            return FinishedReport(report=report, run_paths=report_paths(self.run_dir), error=err)
         finally:
             self.close()
         pruned = prune_runs(self.report_dir, keep=self.keep_runs,

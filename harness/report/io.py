@@ -22,7 +22,7 @@ import numpy as np
 
 from harness.dtypes import BFLOAT16
 from harness.errors import UserError
-from harness.files import atomic_write, safe_component
+from harness.files import atomic_write, atomic_write_all, safe_component
 from harness.report.model import SCHEMA_VERSION, Provenance, Report, ShardInfo
 from harness.report.render_html import render_html
 from harness.report.render_md import render_markdown
@@ -40,15 +40,19 @@ class ReportPaths:
     html: Path
 
 
+def report_paths(out_dir: Path) -> ReportPaths:
+    """Where :func:`write_report` puts the three files of a report in ``out_dir``."""
+    return ReportPaths(json=out_dir / "report.json", markdown=out_dir / "report.md", html=out_dir / "report.html")
+
+
 def write_report(report: Report, out_dir: Path, *, extra_md: Sequence[str] = (),
                  extra_html: Sequence[str] = ()) -> ReportPaths:
     """Write the three report files into ``out_dir`` (created if needed); ``extra_*``: sections after the header."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = ReportPaths(json=out_dir / "report.json", markdown=out_dir / "report.md", html=out_dir / "report.html")
+    paths = report_paths(out_dir)
     text = json.dumps(report_to_dict(report), indent=1, allow_nan=False) + "\n"
-    atomic_write(paths.json, text.encode())
-    atomic_write(paths.markdown, render_markdown(report, extra=extra_md).encode())
-    atomic_write(paths.html, render_html(report, extra=extra_html).encode())
+    atomic_write_all({paths.json: text.encode(), paths.markdown: render_markdown(report, extra=extra_md).encode(),
+                      paths.html: render_html(report, extra=extra_html).encode()})    # all three or none
     return paths
 
 

@@ -20,7 +20,7 @@ from harness.sweep.shards import ShardWork
 from harness.diagnose.facts import Diagnosis
 from harness.diagnose.facts import Divergence as Divergence
 from harness.judge.tolerances import golden_scale
-from harness.runners.trt_buildcheck import TrtBuild
+from harness.runners.tensorrt.typed_build import TrtBuild
 
 SCHEMA_VERSION = 1
 STATUSES = ("pass", "fail", "xfail", "xpass", "skip", "error")

@@ -17,7 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 from harness.report.model import Provenance
-from harness.runners.trt_module import installed_backend
+from harness.runners.tensorrt.library import installed_backend
 
 
 def utc_now() -> str:

@@ -16,7 +16,7 @@ from harness.report.model import STATUSES, CaseRecord, Report
 from harness.report.pareto import best_passing, front_points
 from harness.report.speed import speed_notes, speed_rows
 from harness.report.trt_view import findings, headline, node_tables, plan_mark, trt_cell
-from harness.runners.trt_buildcheck import NODE_ROWS
+from harness.runners.tensorrt.typed_build import NODE_ROWS
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1f24;margin:0;background:#f6f7f9}

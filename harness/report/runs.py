@@ -17,7 +17,6 @@ No pytest here.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import secrets
@@ -26,7 +25,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO
+
+from harness.locks import HeldLock, held, is_held
 
 RUNS_DIR = "runs"
 ACTIVE = ".active"
@@ -57,49 +57,32 @@ class ActiveRun:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self._handle: IO[bytes] | None = None
+        self._lock: HeldLock | None = None
 
     def acquire(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        handle = open(self.folder / ACTIVE, "a+b")
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        self._handle = handle
+        lock = HeldLock(self.folder / ACTIVE)
+        lock.acquire()
+        self._lock = lock
 
     def release(self) -> None:
-        if self._handle is not None:
-            fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
-            self._handle.close()
-            self._handle = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
             (self.folder / ACTIVE).unlink(missing_ok=True)
 
 
 def is_active(folder: Path) -> bool:
     """Whether another process holds the run folder's ``.active`` lock (a run that is still going)."""
-    marker = folder / ACTIVE
-    if not marker.exists():
-        return False
-    try:
-        with open(marker, "a+b") as handle:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-    except FileNotFoundError:
-        return False
-    return False
+    return is_held(folder / ACTIVE)
 
 
 @contextmanager
 def publish_lock(report_dir: Path) -> Iterator[None]:
     """Exclusive lock on the report folder while the three top-level report files are replaced together."""
     report_dir.mkdir(parents=True, exist_ok=True)
-    with open(report_dir / PUBLISH_LOCK, "a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    with held(report_dir / PUBLISH_LOCK, what="the report folder's publish lock"):
+        yield
 
 
 def run_folders(report_dir: Path) -> list[Path]:

@@ -1,6 +1,6 @@
 """The TensorRT build check in the report and the terminal summary: text only, no verdicts.
 
-Each case may carry a :class:`~harness.runners.trt_buildcheck.TrtBuild` (``CaseRecord.trt_build``). Cases whose
+Each case may carry a :class:`~harness.runners.tensorrt.typed_build.TrtBuild` (``CaseRecord.trt_build``). Cases whose
 converted models are identical share one build (the cache), so findings are grouped by what TensorRT said.
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.report.model import CaseRecord, Report
-from harness.runners.trt_buildcheck import NodeTypes, TrtBuild
+from harness.runners.tensorrt.typed_build import NodeTypes, TrtBuild
 
 MD_NODE_ROWS = 30         # report.md shows per-node types for models up to this many nodes (report.html: all kept)
 

@@ -9,7 +9,7 @@
 * ``true``: on, and an error naming the install line when no TensorRT module is installed;
 * ``false``: off.
 
-Every distinct converted model is built once (:func:`harness.runners.trt_buildcheck.check_build` in a child
+Every distinct converted model is built once (:func:`harness.runners.tensorrt.typed_build.check_build` in a child
 process); the result is cached under ``trt-build/`` in the content cache, keyed by the converted model's digest,
 the optimization profile, the TensorRT release and castguard's build-check code, so a re-run builds nothing.
 """
@@ -25,10 +25,10 @@ import onnx
 from harness.errors import RunnerUnavailable, UserError
 from harness.run.cache import ContentCache, content_key
 from harness.run.dedup import model_digest
-from harness.runners.trt_buildcheck import (BUILD_SCRIPT, TrtBuild, build_from_dict, build_to_dict, check_build,
+from harness.runners.tensorrt.typed_build import (BUILD_SCRIPT, TrtBuild, build_from_dict, build_to_dict, check_build,
                                             profile_shapes)
 from harness.data.feeds import input_specs
-from harness.runners.trt_module import INSTALL_LINE, installed_backend, installed_module
+from harness.runners.tensorrt.library import INSTALL_LINE, installed_backend, installed_module
 
 OPTION = "--trt-build-check"
 Shape = tuple[int, ...]
@@ -49,7 +49,7 @@ def build_check_enabled(setting: bool | None, *, where: str = OPTION) -> bool:
 
 def _code_digest() -> str:
     digest = hashlib.sha256()
-    for path in (BUILD_SCRIPT, BUILD_SCRIPT.with_name("trt_buildcheck.py")):
+    for path in (BUILD_SCRIPT, BUILD_SCRIPT.with_name("typed_build.py")):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

@@ -17,13 +17,12 @@ Size: every read touches the entry's files, and :func:`harness.run.cache_size.ev
 used entries beyond ``cache_max_mb`` (pyproject, default 2048) at the end of a run; ``castguard cache`` shows and
 prunes it.
 
-Concurrency (pytest-xdist): each entry is produced under an exclusive ``flock`` on ``<key>.lock`` (the
-kernel drops it if its holder dies), so two workers never compute the same entry twice; files are written
+Concurrency (pytest-xdist): each entry is produced under an exclusive :mod:`harness.locks` lock on ``<key>.lock``
+(the kernel drops it if its holder dies), so two workers never compute the same entry twice; files are written
 to a temporary name in the same folder and renamed into place, so readers never see a partial file.
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
@@ -33,12 +32,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from harness import __version__
+from harness.version import __version__
 from harness.convert import ConversionResult, Magnitudes
 from harness.data.onnxfile import (EXTERNAL_DATA_ABOVE, has_pending_casts, is_lazy, load_model, model_sha256,
                                    save_model, weights_size)
 from harness.errors import InputDataError, ModelError, UserError
 from harness.files import atomic_write, sha256_file
+from harness.locks import held
 from harness.data.recipes import Feed
 from harness.run.cache_size import touch
 
@@ -156,7 +156,7 @@ class ContentCache:
             if meta.get("schema_version") != SCHEMA_VERSION or meta["onnx_sha256"] != digest:
                 raise ValueError("schema version or model hash does not match")
             data_dir = weights_dir if by_reference else model_path.parent
-            model = load_model(model_path, weights="lazy", data_dir=data_dir)
+            model = load_model(model_path, weights="lazy", data_dir=data_dir, check=False)
             return ConversionResult(model=model, low_nodes=tuple(meta["low_nodes"]),
                                     high_nodes=tuple((str(a), str(b)) for a, b in meta["high_nodes"]),
                                     lowp_flop_share=float(meta["lowp_flop_share"]),
@@ -173,12 +173,8 @@ class ContentCache:
     @contextmanager
     def _locked(self, path: Path) -> Iterator[None]:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path.with_suffix(".lock"), "a+b") as handle:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        with held(path.with_suffix(".lock"), what="cache entry lock"):
+            yield
 
 
 def _sha256_or_none(path: Path, *, graph_only: bool) -> str | None:

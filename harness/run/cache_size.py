@@ -9,12 +9,13 @@ run recomputes what it misses.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from harness.locks import try_held
 
 SECTIONS = ("convert", "magnitudes", "trt-build")
 MB = 1024 * 1024
@@ -119,10 +120,8 @@ def _unlocked(lock: Path) -> Iterator[bool]:
     if not lock.exists():
         yield True
         return
-    with open(lock, "a+b") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    with try_held(lock) as free:
+        if not free:
             yield False
             return
         try:

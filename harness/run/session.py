@@ -30,7 +30,8 @@ from harness.data.goldens import Golden, GoldenStore, ensure_golden, rerun_comma
 from harness.data.recipes import (Feed, InputRecipe, describe_inputs, make_feeds, plan_recipe, recipe_for_file,
                                   recipe_lines)
 from harness.data.feeds import input_specs
-from harness.data.models import LocatedModel, ModelSpec, load_model, locate_model
+from harness.data.models import LocatedModel, ModelSpec, locate_model
+from harness.data.onnxfile import load_model
 from harness.data.scoping import InputOptions, check_every_name_used
 from harness.report import CaseRecord, golden_relpath, save_outputs
 from harness.runners import make_runner

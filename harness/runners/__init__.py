@@ -48,10 +48,10 @@ def make_runner(name: str, model: onnx.ModelProto, *, model_dir: Path | None = N
 
 def _make_trt(model: onnx.ModelProto, *, model_dir: Path | None) -> Runner:
     try:
-        trt = importlib.import_module("harness.runners.trt")
+        trt = importlib.import_module("harness.runners.tensorrt.runner")
     except ModuleNotFoundError as err:
-        if err.name != "harness.runners.trt":
+        if err.name != "harness.runners.tensorrt.runner":
             raise
-        raise RunnerUnavailable("trt: harness.runners.trt is not part of this install") from err
+        raise RunnerUnavailable("trt: harness.runners.tensorrt.runner is not part of this install") from err
     runner: Runner = trt.TrtRunner(model, model_dir=model_dir)
     return runner

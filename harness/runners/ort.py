@@ -20,10 +20,10 @@ from onnx import TensorProto
 from harness.data.onnxfile import EXTERNAL_DATA_ABOVE, has_pending_casts, is_lazy, save_model, weights_size
 from harness.dtypes import BFLOAT16, bits_to_bf16
 from harness.errors import RunnerError, RunnerUnavailable
+from harness.providers import CPU as CPU   # re-exported: callers of this runner read the name here
 from harness.data.feeds import Feed
 from harness.runners.base import Runner
 
-CPU = "CPUExecutionProvider"
 _NON_ROUNDING_PROVIDERS = frozenset({CPU})
 
 

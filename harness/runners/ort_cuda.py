@@ -23,9 +23,9 @@ from harness.errors import RunnerUnavailable
 from harness.data.feeds import Feed
 from harness.runners.base import Runner
 from harness.ortenv import cuda_provider_problem
+from harness.providers import CPU, CUDA
 from harness.runners.ort import create_session, is_ort_error, run_session, session_source
 
-CUDA = "CUDAExecutionProvider"
 INSTALL_HINT = ("pip uninstall -y onnxruntime && pip install onnxruntime-gpu (a build matching your CUDA; "
                 "the CPU and GPU packages cannot be installed together)")
 
@@ -65,7 +65,7 @@ def cpu_placed_nodes(profile_path: Path) -> list[tuple[str, str]]:
     found: dict[str, str] = {}
     for event in events:
         args = event.get("args", {}) if isinstance(event, dict) else {}
-        if event.get("cat") == "Node" and args.get("provider") == "CPUExecutionProvider":
+        if event.get("cat") == "Node" and args.get("provider") == CPU:
             name = str(event.get("name", "")).removesuffix("_kernel_time")
             found.setdefault(name, str(args.get("op_name", "")))
     return sorted(found.items())
@@ -118,7 +118,7 @@ class OrtCudaRunner(Runner):
         except Exception as err:  # noqa: BLE001 - ORT reports a disabled fallback as a generic failure
             if "fallback to CPU EP has been explicitly disabled" not in str(err):
                 raise
-        self._session = create_session(self.model, providers=(CUDA, "CPUExecutionProvider"), runner=self.name,
+        self._session = create_session(self.model, providers=(CUDA, CPU), runner=self.name,
                                        model_dir=self.model_dir)
         require_cuda_session(self._session, self.name)
 
@@ -134,7 +134,7 @@ class OrtCudaRunner(Runner):
             try:
                 source = session_source(self.model, model_dir=self.model_dir, scratch=Path(tmp), options=options)
                 session = ort.InferenceSession(source, sess_options=options,
-                                               providers=[CUDA, "CPUExecutionProvider"])
+                                               providers=[CUDA, CPU])
             except Exception as err:  # noqa: BLE001 - see is_ort_error
                 if not is_ort_error(err):
                     raise

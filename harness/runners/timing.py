@@ -16,10 +16,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from harness.providers import CUDA, DIRECTML, MIGRAPHX, ROCM, TENSORRT
+
 Clock = Callable[[], float]
 SPEED_RUNNERS = ("ort-cuda", "trt")
-_GPU_PROVIDERS = ("CUDAExecutionProvider", "TensorrtExecutionProvider", "ROCMExecutionProvider",
-                  "MIGraphXExecutionProvider", "DmlExecutionProvider")
+_GPU_PROVIDERS = (CUDA, TENSORRT, ROCM, MIGRAPHX, DIRECTML)
 
 
 @dataclass(frozen=True)

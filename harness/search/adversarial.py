@@ -29,8 +29,10 @@ from hypothesis.strategies import SearchStrategy
 from harness.convert import ConvertOptions, Magnitudes, convert
 from harness.dtypes import BFLOAT16, LOW_TYPES, bf16_to_bits, np_dtype
 from harness.errors import InputDataError
+from harness.files import atomic_write, atomic_write_text
 from harness.data.feeds import Feed, cast_feeds, input_specs, load_feed_file, validate_feeds
-from harness.data.models import load_model, model_sha256
+from harness.data.models import model_sha256
+from harness.data.onnxfile import load_model
 from harness.judge.paired import Judge, Verdict
 from harness.judge.tolerances import TolerancePolicy
 
@@ -95,11 +97,10 @@ def save_finding(outcome: Outcome, judge: Judge, *, directory: Path, stem: str, 
     and ``<stem>.json`` (model, options, magnitudes, verdict); return the replay command."""
     if outcome.feed is None or outcome.verdict is None:
         raise ValueError("save_finding needs an outcome with a failing feed")
-    directory.mkdir(parents=True, exist_ok=True)
     npz, sidecar = directory / f"{stem}.npz", directory / f"{stem}.json"
     wide = judge.golden_feed(outcome.feed)
     arrays = {k: bf16_to_bits(v) if v.dtype == BFLOAT16 else v for k, v in wide.items()}
-    np.savez(npz, allow_pickle=False, **arrays)
+    atomic_write(npz, lambda handle: np.savez(handle, allow_pickle=False, **arrays))
     command = f"castguard replay {shlex.quote(str(npz))}"
     doc = {"schema_version": SCHEMA_VERSION, "model": str(model_path.resolve()),
            "model_sha256": model_sha256(model_path), "runner": runner,
@@ -107,7 +108,7 @@ def save_finding(outcome: Outcome, judge: Judge, *, directory: Path, stem: str, 
            "magnitudes": json.loads(magnitudes.to_json()) if magnitudes is not None else None,
            "score": outcome.verdict.score, "examples": outcome.examples, "hypothesis": hypothesis_note,
            "summary": outcome.verdict.comparison.summary(), "replay": command}
-    sidecar.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    atomic_write_text(sidecar, json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return Saved(npz=npz, sidecar=sidecar, command=command)
 
 

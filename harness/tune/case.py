@@ -29,7 +29,7 @@ from harness.run.session import AccuracySession, Outcome, Status, SweepCase
 from harness.tune.bound import Bound
 from harness.tune.engine import TuneSettings, tune_setup
 from harness.tune.oracle import Oracle, Setup
-from harness.tune.plan import write_atomic
+from harness.files import atomic_write_text
 
 STRESS_EXAMPLES = 10
 
@@ -72,7 +72,7 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
     if stored is None:
         outcome = tune_setup(setup, model_path=ctx.spec.path, sha256=ctx.spec.sha256, settings=settings,
                              reference=None)
-        write_atomic(path, outcome.plan.to_json())
+        atomic_write_text(path, outcome.plan.to_json())
         notes.append(f"tuned plan written: {path} ({outcome.plan.evaluations} evaluations, "
                      f"{outcome.plan.evaluations_cached} from cache); commit it beside the goldens")
         if outcome.stress is not None and outcome.stress.failing_feed is not None:
@@ -100,7 +100,7 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
     worst = check.measurement.worst_output()
     update = session.config.update_goldens
     if update:
-        write_atomic(path, outcome.plan.to_json())
+        atomic_write_text(path, outcome.plan.to_json())
     message = (f"{name} [{case.id}]: the tuned plan {path} (model {str(stored.get('model_sha256', ''))[:12]}) "
                f"no longer meets its bound on this model version ({loaded.spec.sha256[:12]}): output {worst!r} "
                f"error {check.measurement.error_of(worst):.3g} > {bound.limit(worst):.3g}\n"

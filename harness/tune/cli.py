@@ -24,7 +24,7 @@ from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
 from harness.tune.bound import Bound, parse_max_error
 from harness.tune.engine import TuneOutcome, TuneSettings, range_options, tune
 from harness.tune.oracle import Evaluation
-from harness.tune.plan import write_atomic
+from harness.files import atomic_write_text
 
 DEFAULT_CACHE = ".castguard-cache"
 TableLoader = Callable[[Path], Mapping[str, Any]]
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace, *, load_table: TableLoader | None = None) -> t
                    progress=_progress(args.quiet, budget), default_options=default_options)
     if outcome.holds:
         save_model(outcome.conversion.model, target)
-    write_atomic(plan_path, outcome.plan.to_json())
+    atomic_write_text(plan_path, outcome.plan.to_json())
     return target, plan_path, outcome
 
 

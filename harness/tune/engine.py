@@ -26,7 +26,7 @@ from pathlib import Path
 
 import onnx
 
-from harness import __version__
+from harness.version import __version__
 from harness.convert import ConversionResult, ConvertOptions, ReferenceData, collect_magnitudes, convert
 from harness.convert.calibration import WHERE, load_calibration, sized_inputs
 from harness.dtypes import LOW_MAX

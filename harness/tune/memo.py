@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +17,7 @@ from pathlib import Path
 from harness.run.cache import code_fingerprint, content_key, feeds_digest
 from harness.convert import ConvertOptions
 from harness.errors import UserError
+from harness.files import atomic_write_text
 from harness.data.feeds import Feed
 from harness.tune.bound import Bound
 from harness.tune.probe import Sensitivity
@@ -69,16 +68,7 @@ class TuneCache:
 
     def store(self, key: str, memo: TuneMemo) -> None:
         path = self.path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         doc = {"schema_version": SCHEMA_VERSION,
                "sensitivity": memo.sensitivity.to_json() if memo.sensitivity is not None else None,
                "evaluations": memo.evaluations}
-        handle = tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
-                                             delete=False, encoding="utf-8")
-        try:
-            with handle:
-                json.dump(doc, handle, sort_keys=True)
-            os.replace(handle.name, path)
-        finally:
-            if os.path.exists(handle.name):
-                os.unlink(handle.name)
+        atomic_write_text(path, json.dumps(doc, sort_keys=True))

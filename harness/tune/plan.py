@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,19 +81,6 @@ def read_plan(path: Path) -> dict[str, object]:
     """A plan file's JSON (for the harness and tests)."""
     doc: dict[str, object] = json.loads(path.read_text(encoding="utf-8"))
     return doc
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", suffix=".tmp",
-                                         delete=False, encoding="utf-8")
-    try:
-        with handle:
-            handle.write(text)
-        os.replace(handle.name, path)
-    finally:
-        if os.path.exists(handle.name):
-            os.unlink(handle.name)
 
 
 def convert_args(options: ConvertOptions, reference: ReferenceData, *, onnx_path: str,

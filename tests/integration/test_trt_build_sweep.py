@@ -18,7 +18,7 @@ import test_models
 from harness import AccuracySession, Case, HarnessConfig, SweepCase, bundled_models_dir
 from harness.errors import UserError
 from harness.run.build_check import build_check_enabled
-from harness.runners.trt_module import installed_module
+from harness.runners.tensorrt.library import installed_module
 from tests.helpers.graphs import save
 from tests.helpers.trt_models import hardswish_cnn
 

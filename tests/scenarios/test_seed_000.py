@@ -18,7 +18,7 @@ import onnx
 from onnx import TensorProto
 
 import test_models
-from harness.runners.trt_module import installed_module
+from harness.runners.tensorrt.library import installed_module
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "strongly_type_autocast.py"

@@ -16,8 +16,8 @@ import pytest
 
 import test_models
 from harness.errors import RunnerUnavailable
-from harness.runners.trt_buildcheck import check_build
-from harness.runners.trt_module import installed_module
+from harness.runners.tensorrt.typed_build import check_build
+from harness.runners.tensorrt.library import installed_module
 from harness import (ConvertOptions, GoldenStore, TolerancePolicy, bundled_models_dir, cast_feeds, collect_magnitudes,
                      convert_model, declared_precisions, input_specs, judge_outputs, make_runner, recipe_for_file,
                      resolve_model)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness import AccuracySession, Case, HarnessConfig, SweepCase, bundled_models_dir
-from harness.runners.trt_module import installed_module
+from harness.runners.tensorrt.library import installed_module
 
 pytest_plugins = ["pytester"]
 GOLDENS = Path(__file__).resolve().parents[2] / "goldens"

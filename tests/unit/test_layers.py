@@ -9,10 +9,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "bundled_models"), ("dtypes",), ("files", "ortenv"),  # bundled_models: test_models/, installed in harness
+    ("version",), ("errors", "bundled_models"), ("dtypes", "providers", "child"), ("files", "ortenv", "locks"),  # bundled_models: test_models/, installed in harness
     ("data",),
     ("convert", "runners"),
     ("sweep",),
@@ -51,8 +53,7 @@ def harness_imports(path: Path) -> list[tuple[int, str]]:
             found += [(node.lineno, alias.name) for alias in node.names if alias.name.startswith("harness")]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == "harness":
-                found += [(node.lineno, f"harness.{alias.name}") for alias in node.names
-                          if alias.name != "__version__"]
+                found += [(node.lineno, f"harness.{alias.name}") for alias in node.names]
             elif node.module.startswith("harness."):
                 found.append((node.lineno, node.module))
     return found
@@ -91,4 +92,55 @@ def test_imports_point_down_the_stages() -> None:
 def test_the_check_catches_an_upward_import(tmp_path: Path) -> None:
     upward = tmp_path / "m.py"
     upward.write_text("from harness import run\nimport harness.report.io\nfrom harness import __version__\n")
-    assert harness_imports(upward) == [(1, "harness.run"), (2, "harness.report.io")]
+    assert harness_imports(upward) == [(1, "harness.run"), (2, "harness.report.io"), (3, "harness.__version__")]
+
+
+def import_cycles(prefix: str) -> list[list[str]]:
+    """Cycles among the modules under ``prefix`` (imports inside functions count, as everywhere in this file)."""
+    modules = {".".join(p.relative_to(HARNESS.parent).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in HARNESS.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        if name.startswith(prefix):
+            targets = set()
+            for _line, target in harness_imports(path):
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target.startswith(prefix) and target != name:
+                    targets.add(target)
+            graph[name] = targets
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycles.append([*stack[stack.index(nxt):], nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return cycles
+
+
+def test_the_runners_have_no_import_cycle() -> None:
+    """``runners/tensorrt/`` (once nine flat trt_*.py files with trt.py <-> trt_engine.py) and every other runner."""
+    assert import_cycles("harness.runners") == []
+    assert len({m for m in (p.stem for p in (HARNESS / "runners" / "tensorrt").glob("*.py"))}) >= 9
+
+
+def test_the_cycle_check_finds_a_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "harness" / "x"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("def f():\n    from harness.x.b import g\n")
+    (package / "b.py").write_text("from harness.x.a import f\n")
+    monkeypatch.setitem(globals(), "HARNESS", tmp_path / "harness")
+    assert import_cycles("harness.x") == [["harness.x.a", "harness.x.b", "harness.x.a"]]

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from tests.helpers.graphs import mlp_model, save
 
-from harness.errors import GoldenCorrupt, GoldenError, GoldenMissing, GoldenStale
+from harness.errors import GoldenCorrupt, GoldenMissing, GoldenStale, UserError
+from harness.locks import LockTimeout, held
 from harness.data.goldens import Golden, GoldenStore, ensure_golden
 from harness.data.recipes import InputRecipe
 from harness.data.models import ModelSpec, resolve_model
@@ -119,12 +120,19 @@ def test_ensure_writes_once_then_loads(tmp_path: Path, spec: ModelSpec) -> None:
 
 
 def test_lock_timeout_is_a_clear_error(tmp_path: Path, spec: ModelSpec) -> None:
+    """A lock held by a live holder times out with one error naming the lock file; a leftover lock *file* with
+    no holder (what a killed run of the old O_EXCL lock left) blocks nothing."""
     store = GoldenStore(tmp_path, lock_timeout_s=0.2)
     lock = store.path_for(spec, RECIPE).with_suffix(".lock")
     lock.parent.mkdir(parents=True)
     lock.write_text("12345")
-    with pytest.raises(GoldenError, match="delete the lock file"):
+    with pytest.raises(GoldenMissing):
         store.load(spec, RECIPE)
+    with held(lock):
+        with pytest.raises(LockTimeout, match="golden lock still held by another process after 0.2 s") as err:
+            store.load(spec, RECIPE)
+    assert str(lock) in str(err.value) and "fix: wait for the other castguard run" in str(err.value)
+    assert isinstance(err.value, UserError)
 
 
 def _worker(root: str, model_path: str, queue: multiprocessing.Queue) -> None:

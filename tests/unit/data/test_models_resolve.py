@@ -10,7 +10,8 @@ from tests.helpers.graphs import mlp_model, save
 from onnx import numpy_helper
 
 from harness.errors import ModelError
-from harness.data.models import bundled_model_names, bundled_models_dir, load_model, model_sha256, resolve_model
+from harness.data.models import bundled_model_names, bundled_models_dir, model_sha256, resolve_model
+from harness.data.onnxfile import load_model
 
 
 @pytest.fixture

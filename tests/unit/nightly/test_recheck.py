@@ -21,7 +21,8 @@ from harness.convert import collect_magnitudes, convert
 from harness.errors import UserError
 from harness.data.feeds import cast_feeds, input_specs
 from harness.data.recipes import InputRecipe, make_feeds
-from harness.data.models import bundled_models_dir, load_model, resolve_model
+from harness.data.models import bundled_models_dir, resolve_model
+from harness.data.onnxfile import load_model
 from harness.nightly.recheck import RecheckedCase, ToleranceOverride, parse_per_output, recheck
 from harness.report import (CaseRecord, Report, golden_relpath, output_stats, outputs_relpath, save_outputs,
                             write_report)

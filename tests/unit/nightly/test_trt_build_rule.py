@@ -11,7 +11,7 @@ from harness.nightly.render import comparison_markdown, fmt_change
 from harness.nightly.rules import RECOMMENDED_RULES, TRT_BUILDS, compare_reports, judge, parse_rule, parse_rules
 from harness.report import CaseRecord, Report
 from harness.report.serde import report_from_dict, report_to_dict
-from harness.runners.trt_buildcheck import ParseFailure, TrtBuild
+from harness.runners.tensorrt.typed_build import ParseFailure, TrtBuild
 from harness.sweep import Case
 from tests.helpers.report_samples import PROVENANCE, record_for
 

@@ -10,7 +10,7 @@ from tests.helpers.graphs import cancellation_model, mlp_model, save
 from harness.run.session import AccuracySession, SweepCase
 from harness.run.case import CaseSettings, cannot_judge
 from harness.config import HarnessConfig
-from harness.runners.trt_module import installed_module
+from harness.runners.tensorrt.library import installed_module
 from harness.report import load_outputs
 from harness.sweep import Case, SweepSpec
 

@@ -285,7 +285,8 @@ def test_bundled_needs_constraints_converted_without_the_data_rule() -> None:
     from harness.convert import ConvertOptions, collect_magnitudes, convert
     from harness.data.feeds import cast_feeds, input_specs
     from harness.data.recipes import InputRecipe, make_feeds
-    from harness.data.models import bundled_models_dir, load_model, resolve_model
+    from harness.data.models import bundled_models_dir, resolve_model
+    from harness.data.onnxfile import load_model
     from harness.judge.tolerances import TolerancePolicy
 
     model = load_model(resolve_model("needs_constraints", search_dir=bundled_models_dir()).path)

@@ -18,9 +18,9 @@ from harness import ConvertOptions, collect_magnitudes, convert_model
 from harness.report.model import CaseRecord
 from harness.report.serde import record_from_dict, record_to_dict
 from harness.report.trt_view import trt_cell
-from harness.runners.trt_blame import BuildCulprit, blame_build_error
-from harness.runners.trt_buildcheck import build_from_dict, build_to_dict, check_build, interpret
-from harness.runners.trt_module import installed_module
+from harness.runners.tensorrt.blame import BuildCulprit, blame_build_error
+from harness.runners.tensorrt.typed_build import build_from_dict, build_to_dict, check_build, interpret
+from harness.runners.tensorrt.library import installed_module
 from harness.sweep import Case
 from tests.helpers.trt_models import conv_transpose_net
 

@@ -14,9 +14,9 @@ from onnx import TensorProto
 
 import test_models
 from harness import ConvertOptions, collect_magnitudes, convert_model
-from harness.runners.trt_buildcheck import (NodeTypes, ParseFailure, TrtBuild, build_from_dict, build_to_dict,
+from harness.runners.tensorrt.typed_build import (NodeTypes, ParseFailure, TrtBuild, build_from_dict, build_to_dict,
                                             check_build, compare_types, interpret)
-from harness.runners.trt_module import installed_module
+from harness.runners.tensorrt.library import installed_module
 from tests.helpers.graphs import make_model
 from tests.helpers.trt_models import conv_transpose_net, hardswish_cnn
 

@@ -18,9 +18,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from harness.errors import RunnerError, RunnerUnavailable
-from harness.runners.trt import LiveEngine, TrtRunner
-from harness.runners.trt_engine import _check_validity, rtx_targets, unsupported_gpu
-from harness.runners.trt_module import TrtModule
+from harness.runners.tensorrt.runner import LiveEngine, TrtRunner
+from harness.runners.tensorrt.engine import _check_validity, rtx_targets, unsupported_gpu
+from harness.runners.tensorrt.library import TrtModule
 
 RTX_CC = ["NONE", "CURRENT", "SM75", "SM80", "SM86", "SM89", "SM120", "SM121"]   # ComputeCapability in 1.7.1
 

@@ -23,10 +23,10 @@ from harness.dtypes import bf16_to_bits, np_dtype
 from harness.errors import RunnerError, RunnerUnavailable
 from harness.data.feeds import InputSpec
 from harness.runners import make_runner
-from harness.runners.trt import TrtOptions, TrtRunner, profile_shapes
-from harness.runners.trt_device import open_device
-from harness.runners.trt_module import import_tensorrt, installed_module
-from harness.runners.trt_types import (
+from harness.runners.tensorrt.runner import TrtOptions, TrtRunner, profile_shapes
+from harness.runners.tensorrt.device import open_device
+from harness.runners.tensorrt.library import import_tensorrt, installed_module
+from harness.runners.tensorrt.datatypes import (
     ELEM_TO_TRT,
     TRT_TO_ELEM,
     builder_flags_to_clear,
@@ -39,7 +39,7 @@ from harness.runners.trt_types import (
 )
 
 HAS_TENSORRT = installed_module() is not None
-HARNESS = Path(__file__).resolve().parents[3] / "harness" / "runners"
+HARNESS = Path(__file__).resolve().parents[3] / "harness" / "runners" / "tensorrt"
 
 # NetworkDefinitionCreationFlag members as the bindings expose them (tensorrt.md §2.1)
 FLAGS_10X = {"EXPLICIT_BATCH": 0, "STRONGLY_TYPED": 1, "PREFER_JIT_PYTHON_PLUGINS": 2, "PREFER_AOT_PYTHON_PLUGINS": 3}
@@ -124,8 +124,8 @@ def test_tf32_is_cleared_unless_asked_for() -> None:
 
 def test_runner_never_sets_weak_typing_apis() -> None:
     """No deprecated/removed precision controls anywhere in the runner code (tensorrt.md §2.1, §2.6)."""
-    source = "\n".join((HARNESS / f).read_text() for f in ("trt.py", "trt_types.py", "trt_build.py", "trt_engine.py",
-                                                           "trt_device.py", "trt_buildcheck.py"))
+    source = "\n".join((HARNESS / f).read_text() for f in ("runner.py", "datatypes.py", "plan.py", "engine.py",
+                                                           "device.py", "typed_build.py"))
     for banned in ("EXPLICIT_BATCH", "BuilderFlag.FP16", "BuilderFlag.BF16", "BuilderFlag.INT8", "BuilderFlag.FP8",
                    "PRECISION_CONSTRAINTS", "set_output_type", "precision_is_set", "pycuda.autoinit",
                    "set_timing_cache", "ComputeCapability.CURRENT", "set_compute_capability"):

@@ -1,10 +1,10 @@
 """Parse an ONNX model and build a strongly typed TensorRT plan: no GPU, no CUDA library, no harness imports.
 
-This module imports only the standard library, so it runs two ways:
+This module imports only the standard library (and :mod:`harness.child`, which does too), so it runs two ways:
 
-* in process, from :class:`harness.runners.trt.TrtRunner`, which passes in the imported TensorRT module;
-* as a child process (``python trt_build.py`` with a JSON request on stdin and the JSON answer on stdout), from
-  :mod:`harness.runners.trt_buildcheck`, so that a crash of the native library cannot take pytest down and
+* in process, from :class:`harness.runners.tensorrt.runner.TrtRunner`, which passes in the imported TensorRT module;
+* as a child process (``python plan.py``, through :mod:`harness.child`: a JSON request in, a JSON answer out), from
+  :mod:`harness.runners.tensorrt.typed_build`, so that a crash of the native library cannot take pytest down and
   TensorRT's log never mixes with pytest's output. The child costs about 0.1 s of start-up (Python plus
   ``import tensorrt_rtx_bindings``) on top of the build itself, measured on this project's 2-core CI machine.
 
@@ -17,12 +17,13 @@ output (``OnnxParser.get_layer_output_tensor``), every parser error and every er
 """
 from __future__ import annotations
 
-import json
 import re
 import sys
 import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
+
+from harness.child import read_request, write_answer
 
 Shape = tuple[int, ...]
 MIN_VERSION = (10, 0)        # strongly typed networks with execute_async_v3 and named I/O tensors
@@ -161,13 +162,13 @@ def build_plan(trt: Any, source: str | bytes, *, path_hint: str | None, rtx: boo
 def main() -> int:
     """The child process: ``{"module", "source", "path_hint", "profile", "nodes", "plan_out"}`` on stdin; the
     answer (without the plan, which goes to ``plan_out`` when given) as one JSON object on stdout."""
-    request = json.loads(sys.stdin.read())
+    request = read_request()
     import importlib
 
     try:
         trt = importlib.import_module(request["module"])
     except (ImportError, OSError) as err:
-        print(json.dumps({"stage": "unavailable", "error": f"{request['module']} cannot be loaded: {err}"}))
+        write_answer({"stage": "unavailable", "error": f"{request['module']} cannot be loaded: {err}"})
         return 0
     logger = capturing_logger(trt, echo=False)
     profile: dict[str, tuple[Shape, Shape, Shape]] = {
@@ -181,7 +182,7 @@ def main() -> int:
                             rtx=request["module"] == "tensorrt_rtx_bindings", logger=logger, profile=profile,
                             nodes=[(str(n), int(k)) for n, k in request["nodes"]])
     except Unsupported as err:
-        print(json.dumps({"stage": "unavailable", "error": str(err)}))
+        write_answer({"stage": "unavailable", "error": str(err)})
         return 0
     plan = answer.pop("plan")
     answer["plan_bytes"] = None if plan is None else len(plan)
@@ -190,11 +191,11 @@ def main() -> int:
             handle.write(plan)
     answer["log"] = logger.lines
     answer["version"] = str(trt.__version__)
-    print(json.dumps(answer))
+    write_answer(answer)
     return 0
 
 
 if __name__ == "__main__":
     if sys.path and sys.path[0] and __file__.startswith(sys.path[0]):
-        del sys.path[0]          # this folder holds modules named like others (trt.py); import nothing from it
+        del sys.path[0]          # run as a script: import nothing from this folder by a bare name
     sys.exit(main())

@@ -1,6 +1,6 @@
 """The TensorRT build check: does a (converted) ONNX model build as a strongly typed engine, with the ONNX types?
 
-:func:`check_build` parses and builds the model in a child process (:mod:`harness.runners.trt_build`, with
+:func:`check_build` parses and builds the model in a child process (:mod:`harness.runners.tensorrt.plan`, with
 ``tensorrt`` if installed, else TensorRT-RTX's ``tensorrt_rtx_bindings``), then compares the TensorRT type of every
 ONNX node output with the type the ONNX model declares (int64 stored as int32 is allowed). It needs neither a GPU
 nor a CUDA library: TensorRT-RTX builds ahead of time on a CPU-only machine. The answer is one
@@ -10,9 +10,6 @@ message), or the builder failed (its error lines), or TensorRT changed a type, o
 from __future__ import annotations
 
 import dataclasses
-import json
-import subprocess
-import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -22,15 +19,16 @@ from typing import Any
 import numpy as np
 import onnx
 
+from harness.child import ChildFailed, run_child
 from harness.data.feeds import InputSpec, input_specs
 from harness.errors import RunnerError, RunnerUnavailable
 from harness.runners.ort import session_source
-from harness.runners.trt_blame import BuildCulprit, blame_build_error
-from harness.runners.trt_check import declared_precisions
-from harness.runners.trt_module import backend_label, installed_module
-from harness.runners.trt_types import precision_of_trt_dtype
+from harness.runners.tensorrt.blame import BuildCulprit, blame_build_error
+from harness.runners.tensorrt.precision_diff import declared_precisions
+from harness.runners.tensorrt.library import backend_label, installed_module
+from harness.runners.tensorrt.datatypes import precision_of_trt_dtype
 
-BUILD_SCRIPT = Path(__file__).resolve().with_name("trt_build.py")
+BUILD_SCRIPT = Path(__file__).resolve().with_name("plan.py")
 OUTCOMES = ("ok", "parse", "build", "types", "crash")
 NODE_ROWS = 300          # per-node type rows kept in a result (the report shows them); larger models keep the changes
 TIMEOUT_S = 900.0
@@ -168,7 +166,7 @@ def _input_precision(model: onnx.ModelProto, node_name: str) -> str:
 
 
 def interpret(model: onnx.ModelProto, answer: Mapping[str, Any], *, backend: str) -> TrtBuild:
-    """A :class:`TrtBuild` from :func:`harness.runners.trt_build.build_plan`'s answer (as the child prints it)."""
+    """A :class:`TrtBuild` from :func:`harness.runners.tensorrt.plan.build_plan`'s answer (as the child prints it)."""
     seconds = float(answer.get("parse_s", 0.0)) + float(answer.get("build_s", 0.0))
     errors = [text for severity, text in answer.get("log", ()) if severity in ("ERROR", "INTERNAL_ERROR")]
     base = TrtBuild(backend=backend, outcome="parse", seconds=seconds, plan_bytes=answer.get("plan_bytes"),
@@ -194,7 +192,7 @@ def check_build(model: onnx.ModelProto, *, model_dir: Path | None, feed_shapes: 
     """
     module = installed_module()
     if module is None:
-        from harness.runners.trt_module import INSTALL_HINT
+        from harness.runners.tensorrt.library import INSTALL_HINT
 
         raise RunnerUnavailable(f"no TensorRT is installed: {INSTALL_HINT}")
     profile = profile_shapes(input_specs(model), feed_shapes)
@@ -211,17 +209,10 @@ def check_build(model: onnx.ModelProto, *, model_dir: Path | None, feed_shapes: 
                    "nodes": [[n.name, len(n.output)] for n in model.graph.node],
                    "plan_out": str(plan_out) if plan_out is not None else None}
         try:
-            done = subprocess.run([sys.executable, str(BUILD_SCRIPT)], input=json.dumps(request), text=True,
-                                  capture_output=True, timeout=timeout_s, cwd=tmp, check=False)
-        except subprocess.TimeoutExpired:
-            return TrtBuild(backend=backend_label(module, "?"), outcome="crash",
-                            build_error=f"no answer within {timeout_s:g} s", nodes_total=len(model.graph.node))
-    last = done.stdout.strip().splitlines()[-1:] if done.stdout.strip() else []
-    if done.returncode != 0 or not last:
-        words = " ".join(done.stderr.strip().splitlines()[-3:]) or "(nothing on stderr)"
-        return TrtBuild(backend=backend_label(module, "?"), outcome="crash", nodes_total=len(model.graph.node),
-                        build_error=f"exit status {done.returncode}: {words}")
-    answer = json.loads(last[0])
+            answer = run_child(BUILD_SCRIPT, request, what="TensorRT build", timeout_s=timeout_s, cwd=scratch).answer
+        except ChildFailed as failed:           # a time-out, a crash of the native library, no answer
+            return TrtBuild(backend=backend_label(module, "?"), outcome="crash", build_error=failed.reason,
+                            nodes_total=len(model.graph.node))
     if answer["stage"] == "unavailable":
         raise RunnerUnavailable(str(answer["error"]))
     return interpret(model, answer, backend=backend_label(module, str(answer["version"])))

@@ -1,4 +1,4 @@
-"""Compare a TensorRT engine's realized precisions (from ``trt_inspect``) with the ONNX model's declared types.
+"""Compare a TensorRT engine's realized precisions (from ``inspector``) with the ONNX model's declared types.
 
 Under strong typing the engine must keep every type the ONNX model declares; a difference means a
 parser or type-inference problem, a weakly typed build, or an engine that silently dropped precision
@@ -13,8 +13,8 @@ from typing import Literal
 import onnx
 
 from harness.errors import RunnerError
-from harness.runners.trt_inspect import LayerInfo, PrecisionReport
-from harness.runners.trt_types import ELEM_TO_PRECISION, FLOAT_PRECISIONS, LOW_PRECISIONS
+from harness.runners.tensorrt.inspector import LayerInfo, PrecisionReport
+from harness.runners.tensorrt.datatypes import ELEM_TO_PRECISION, FLOAT_PRECISIONS, LOW_PRECISIONS
 
 
 @dataclass(frozen=True)

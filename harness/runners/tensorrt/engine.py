@@ -1,4 +1,4 @@
-"""Open a real TensorRT engine for :class:`harness.runners.trt.TrtRunner`: import, device, build, validity, context.
+"""Open a real TensorRT engine for :class:`harness.runners.tensorrt.runner.TrtRunner`: import, device, build, validity, context.
 
 Order: import TensorRT (``tensorrt``, else ``tensorrt_rtx_bindings``), open the device (cuda-python or pycuda),
 build the plan in this process, ask the runtime whether the plan is valid on this GPU
@@ -12,17 +12,83 @@ from __future__ import annotations
 import re
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import onnx
 
 from harness.errors import RunnerError, RunnerUnavailable, UserError
+from harness.files import atomic_write
 from harness.runners.ort import session_source
-from harness.runners.trt_build import Unsupported, build_plan, capturing_logger
-from harness.runners.trt_buildcheck import profile_shapes
-from harness.runners.trt_device import Device, open_device
-from harness.runners.trt_module import TrtModule, import_tensorrt
+from harness.runners.tensorrt.plan import Unsupported, build_plan, capturing_logger
+from harness.data.feeds import input_specs
+from harness.runners.tensorrt.typed_build import Shape, profile_shapes
+from harness.runners.tensorrt.device import Device, open_device
+from harness.runners.tensorrt.library import TrtModule, import_tensorrt
 
-if TYPE_CHECKING:
-    from harness.runners.trt import LiveEngine, TrtRunner
+@dataclass(frozen=True)
+class TrtOptions:
+    """How the engine is built. ``input_shapes`` fixes dynamic inputs when ``activate()`` is called directly;
+    :meth:`TrtRunner.run` derives the optimization profile from its feeds instead."""
+
+    workspace_bytes: int = 1 << 30
+    optimization_level: int = 3
+    tf32: bool = False
+    plugins: tuple[Path, ...] = ()
+    input_shapes: tuple[tuple[str, Shape], ...] = ()
+    runtime_cache: Path | None = None    # TensorRT-RTX: kernels compiled at first run, kept in this file
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.optimization_level <= 5:
+            raise ValueError(f"optimization_level must be 0..5, got {self.optimization_level}")
+        if self.workspace_bytes <= 0:
+            raise ValueError(f"workspace_bytes must be positive, got {self.workspace_bytes}")
+
+
+@dataclass(frozen=True)
+class NetworkLayer:
+    """A layer of the parsed network before building: the types strong typing gave its outputs."""
+
+    name: str
+    layer_type: str      # TensorRT LayerType name, e.g. "MATRIX_MULTIPLY"
+    output_types: tuple[str, ...]  # TensorRT DataType names, e.g. ("HALF",)
+
+
+
+@dataclass
+class LiveEngine:
+    """What :meth:`TrtRunner.activate` opens and the run path uses: a deserialized engine and its execution
+    context (TensorRT's Python objects, or fakes with the same methods), the device, and how to inspect and free
+    them. :func:`harness.runners.tensorrt.engine.open_engine` makes the real one."""
+
+    engine: Any                      # ICudaEngine: get_tensor_profile_shape
+    context: Any                     # IExecutionContext: set_input_shape, infer_shapes, get_tensor_shape,
+                                     # set_tensor_address, execute_async_v3
+    device: Device
+    io_dtypes: dict[str, str]        # every I/O tensor -> TensorRT DataType name
+    inputs: tuple[str, ...]
+    runner_name: str                 # "trt-10.13" / "trt-rtx-1.7"
+    backend: str                     # "TensorRT 10.13.0.35" / "TensorRT-RTX 1.7.1.116"
+    plan: bytes = b""
+    network_layers: tuple[NetworkLayer, ...] = ()
+    inspect: Callable[[], str] = lambda: ""          # the engine inspector's JSON (after an inference)
+    release: Callable[[], None] = lambda: None       # frees context, engine and runtime, in that order
+
+
+class EngineSource(Protocol):
+    """What :func:`open_engine` reads from the runner that asks (:class:`~harness.runners.tensorrt.runner.
+    TrtRunner`): typed here, so that this module never imports the runner (no import circle)."""
+
+    @property
+    def model(self) -> onnx.ModelProto: ...
+    @property
+    def model_dir(self) -> Path | None: ...
+    @property
+    def options(self) -> TrtOptions: ...
+    @property
+    def feed_shapes(self) -> list[dict[str, Shape]]: ...
+
 
 _SM = re.compile(r"^SM(\d+)(\d)$")     # ComputeCapability.SM86 -> (8, 6); SM120 -> (12, 0)
 
@@ -43,7 +109,7 @@ def unsupported_gpu(backend: str, *, gpu: str, capability: tuple[int, int],
             + ". The build itself works on any machine: the TensorRT build check covers it")
 
 
-def _build(trt_module: TrtModule, runner: TrtRunner, logger: Any) -> dict[str, Any]:
+def _build(trt_module: TrtModule, runner: EngineSource, logger: Any) -> dict[str, Any]:
     trt = trt_module.module
     registry = trt.get_plugin_registry()
     for plugin in runner.options.plugins:
@@ -51,7 +117,7 @@ def _build(trt_module: TrtModule, runner: TrtRunner, logger: Any) -> dict[str, A
             raise UserError(where=plugin, problem="TensorRT plugin library not found",
                             fix="pass the path of an existing plugin .so, or drop it from plugins")
         registry.load_library(str(plugin))
-    profile = profile_shapes(runner._inputs, runner.feed_shapes)
+    profile = profile_shapes(input_specs(runner.model), runner.feed_shapes)
     with tempfile.TemporaryDirectory(prefix="castguard-trt-") as tmp:
         source = session_source(runner.model, model_dir=runner.model_dir, scratch=Path(tmp), options=None)
         hint = str(Path(runner.model_dir) / "model.onnx") if runner.model_dir and not isinstance(source, str) else None
@@ -94,10 +160,8 @@ def _supported(trt_module: TrtModule) -> tuple[tuple[int, int], ...]:
     return rtx_targets(list(enum.__members__)) if trt_module.rtx and enum is not None else ()
 
 
-def open_engine(runner: TrtRunner) -> LiveEngine:
-    """The real :class:`~harness.runners.trt.LiveEngine` for ``runner`` (see the module docstring)."""
-    from harness.runners.trt import LiveEngine, NetworkLayer
-
+def open_engine(runner: EngineSource) -> LiveEngine:
+    """The real :class:`LiveEngine` for ``runner`` (see the module docstring)."""
     trt_module = import_tensorrt()
     trt = trt_module.module
     device = open_device()
@@ -135,7 +199,7 @@ def open_engine(runner: TrtRunner) -> LiveEngine:
     def release() -> None:
         nonlocal context, engine, runtime
         if cache is not None and cache_file is not None:
-            Path(cache_file).write_bytes(bytes(memoryview(cache.serialize())))
+            atomic_write(Path(cache_file), bytes(memoryview(cache.serialize())))
         del context, engine, runtime
 
     layers = tuple(NetworkLayer(name, kind, tuple(types)) for name, kind, types in built["layers"])

@@ -1,6 +1,6 @@
 """GPU memory for the TensorRT runner: cuda-python (``cuda.bindings``, wheels on PyPI) or pycuda (source only).
 
-:class:`Device` is the small interface :class:`harness.runners.trt.TrtRunner` runs through: allocate, copy in and
+:class:`Device` is the small interface :class:`harness.runners.tensorrt.runner.TrtRunner` runs through: allocate, copy in and
 out on one stream, synchronize, and say which GPU it is (name, compute capability) so that an engine the GPU
 cannot run becomes a skip naming both. :func:`open_device` takes cuda-python when installed
 (``pip install "castguard[trt-run]"``), else pycuda; both use the device's primary context, the one TensorRT,

@@ -1,4 +1,4 @@
-"""TensorRT engine-inspector JSON -> per-layer precision report (``trt_check`` compares it with the ONNX types).
+"""TensorRT engine-inspector JSON -> per-layer precision report (``precision_diff`` compares it with the ONNX types).
 
 Pure code: nothing here imports tensorrt, so it is tested on machines without a GPU.
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.errors import InputDataError, RunnerError
-from harness.runners.trt_types import FLOAT_PRECISIONS, LOW_PRECISIONS, precision_from_text
+from harness.runners.tensorrt.datatypes import FLOAT_PRECISIONS, LOW_PRECISIONS, precision_from_text
 
 _ONNX_LAYER = re.compile(r"^\[ONNX Layer: (.*)\]$", re.DOTALL)
 _FOREIGN_NODE = re.compile(r"^\{ForeignNode\[(.+)\.\.\.(.+)\]\}$")

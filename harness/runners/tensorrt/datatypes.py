@@ -1,6 +1,6 @@
 """TensorRT data types, host buffers and version-dependent build flags, as pure functions.
 
-Nothing here imports tensorrt: the runner (``harness.runners.trt``) passes in the names and values
+Nothing here imports tensorrt: the runner (``harness.runners.tensorrt.runner``) passes in the names and values
 it reads from the installed TensorRT (``trt.__version__``, enum member names), so every decision is
 tested on machines without a GPU. Facts: ``shared/reference/tensorrt.md`` §2.1, §2.6, §2.7.
 """
@@ -12,12 +12,12 @@ from types import MappingProxyType
 import numpy as np
 from onnx import TensorProto
 
-from harness.dtypes import BFLOAT16, bf16_to_bits, bits_to_bf16
+from harness.dtypes import BFLOAT16, PRECISIONS, bf16_to_bits, bits_to_bf16
 from harness.errors import RunnerError, RunnerUnavailable
-from harness.runners.trt_build import Unsupported
-from harness.runners.trt_build import builder_flags_to_clear as builder_flags_to_clear
-from harness.runners.trt_build import network_creation_flags as _creation_flags
-from harness.runners.trt_build import trt_version as trt_version
+from harness.runners.tensorrt.plan import Unsupported
+from harness.runners.tensorrt.plan import builder_flags_to_clear as builder_flags_to_clear
+from harness.runners.tensorrt.plan import network_creation_flags as _creation_flags
+from harness.runners.tensorrt.plan import trt_version as trt_version
 
 # TensorRT DataType enum name -> (precision label, ONNX element type name). One table, used both ways;
 # an ONNX type this onnx release lacks (FLOAT4E2M1 arrived in onnx 1.18) has no ONNX mapping.
@@ -34,8 +34,8 @@ ELEM_TO_TRT: Mapping[int, str] = MappingProxyType({elem: trt for trt, elem in TR
 TRT_TO_PRECISION: Mapping[str, str] = MappingProxyType({trt: label for trt, label, _ in _TRT_TYPES})
 ELEM_TO_PRECISION: Mapping[int, str] = MappingProxyType(
     {elem: TRT_TO_PRECISION[trt] for trt, elem in TRT_TO_ELEM.items()})
-FLOAT_PRECISIONS = frozenset({"fp32", "fp16", "bf16", "fp8", "fp4"})
-LOW_PRECISIONS = frozenset({"fp16", "bf16", "fp8", "fp4"})
+LOW_PRECISIONS = frozenset({*PRECISIONS, "fp8", "fp4"})     # castguard's low precisions, and TensorRT's narrower
+FLOAT_PRECISIONS = LOW_PRECISIONS | {"fp32"}
 
 # Host buffer dtype per engine I/O type. bf16 travels as its raw uint16 bits (numpy has no bfloat16 that
 # TensorRT understands); fp8/fp4/int4 I/O is not supported: keep such tensors inside the engine.
@@ -116,7 +116,7 @@ def from_engine_array(arr: np.ndarray, trt_dtype: str, *, tensor: str) -> np.nda
 
 
 def network_creation_flags(version: str, flag_values: Mapping[str, int], *, rtx: bool = False) -> int:
-    """:func:`harness.runners.trt_build.network_creation_flags`, with RunnerUnavailable for a TensorRT that cannot
+    """:func:`harness.runners.tensorrt.plan.network_creation_flags`, with RunnerUnavailable for a TensorRT that cannot
     build strongly typed networks (the suite skips with that reason)."""
     try:
         return _creation_flags(version, flag_values, rtx=rtx)

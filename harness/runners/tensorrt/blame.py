@@ -21,7 +21,7 @@ from typing import Any
 
 import onnx
 
-from harness.runners.trt_check import declared_precisions
+from harness.runners.tensorrt.precision_diff import declared_precisions
 
 MYELIN_OPS = {"deconv": ("ConvTranspose",), "conv": ("Conv",), "convolution": ("Conv",),
               "gemm": ("Gemm", "MatMul"), "matmul": ("MatMul", "Gemm")}
@@ -49,7 +49,7 @@ def blame_build_error(model: onnx.ModelProto, error: str, *, layers: Sequence[Se
         BuildCulprit, ...]:
     """The nodes of `model` that the builder's `error` text is about (strongest evidence first; see the module).
 
-    `layers` is the parser's layer list as :func:`harness.runners.trt_build.build_plan` returns it
+    `layers` is the parser's layer list as :func:`harness.runners.tensorrt.plan.build_plan` returns it
     (``[name, type, [dtypes]]``); a layer whose name is not an ONNX node name maps to the node whose name it
     starts with (the parser suffixes the extra layers of one node)."""
     nodes = {n.name: n for n in model.graph.node if n.name}

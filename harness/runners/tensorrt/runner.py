@@ -1,10 +1,10 @@
 """TensorRT runner: a strongly typed engine built from the ONNX model, with full TensorRT or TensorRT-RTX.
 
-Building and running are split. The build (:func:`harness.runners.trt_build.build_plan`) needs no GPU and no CUDA
-library: TensorRT-RTX builds on any machine, and the sweep's build check (:mod:`harness.runners.trt_buildcheck`)
+Building and running are split. The build (:func:`harness.runners.tensorrt.plan.build_plan`) needs no GPU and no CUDA
+library: TensorRT-RTX builds on any machine, and the sweep's build check (:mod:`harness.runners.tensorrt.typed_build`)
 runs it on every converted model. Running needs a GPU the engine supports and a CUDA library for device memory
-(:mod:`harness.runners.trt_device`: cuda-python or pycuda). :meth:`TrtRunner.activate` imports ``tensorrt``, else
-``tensorrt_rtx_bindings`` (:mod:`harness.runners.trt_module`), opens the device, builds, checks that the engine is
+(:mod:`harness.runners.tensorrt.device`: cuda-python or pycuda). :meth:`TrtRunner.activate` imports ``tensorrt``, else
+``tensorrt_rtx_bindings`` (:mod:`harness.runners.tensorrt.library`), opens the device, builds, checks that the engine is
 valid on this GPU (``Runtime.get_engine_validity``; a TensorRT-RTX plan runs on compute capability 8.0, 8.6, 8.9
 and 12.x), and deserializes it; whatever is missing raises :class:`~harness.errors.RunnerUnavailable`, which the
 suite turns into a skip with the reason (an unsupported GPU is named, with its compute capability and the list).
@@ -21,9 +21,7 @@ tests inject a fake one (``TrtRunner(..., open_engine=...)``). All GPU work stay
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import onnx
@@ -31,63 +29,15 @@ import onnx
 from harness.errors import RunnerError
 from harness.data.feeds import Feed
 from harness.runners.base import Runner, RunResult
-from harness.runners.trt_buildcheck import ProfileShapes, Shape, profile_shapes
-from harness.runners.trt_check import Mismatch, check_against_onnx
-from harness.runners.trt_device import Device
-from harness.runners.trt_inspect import PrecisionReport, parse_inspector_json
-from harness.runners.trt_module import INSTALL_HINT
-from harness.runners.trt_types import from_engine_array, host_dtype, to_engine_array
+from harness.runners.tensorrt.typed_build import ProfileShapes, Shape, profile_shapes
+from harness.runners.tensorrt.precision_diff import Mismatch, check_against_onnx
+from harness.runners.tensorrt.device import Device
+from harness.runners.tensorrt.engine import LiveEngine, NetworkLayer, TrtOptions
+from harness.runners.tensorrt.inspector import PrecisionReport, parse_inspector_json
+from harness.runners.tensorrt.library import INSTALL_HINT
+from harness.runners.tensorrt.datatypes import from_engine_array, host_dtype, to_engine_array
 
 __all__ = ["INSTALL_HINT", "LiveEngine", "NetworkLayer", "ProfileShapes", "TrtOptions", "TrtRunner", "profile_shapes"]
-
-
-@dataclass(frozen=True)
-class TrtOptions:
-    """How the engine is built. ``input_shapes`` fixes dynamic inputs when ``activate()`` is called directly;
-    :meth:`TrtRunner.run` derives the optimization profile from its feeds instead."""
-
-    workspace_bytes: int = 1 << 30
-    optimization_level: int = 3
-    tf32: bool = False
-    plugins: tuple[Path, ...] = ()
-    input_shapes: tuple[tuple[str, Shape], ...] = ()
-    runtime_cache: Path | None = None    # TensorRT-RTX: kernels compiled at first run, kept in this file
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.optimization_level <= 5:
-            raise ValueError(f"optimization_level must be 0..5, got {self.optimization_level}")
-        if self.workspace_bytes <= 0:
-            raise ValueError(f"workspace_bytes must be positive, got {self.workspace_bytes}")
-
-
-@dataclass(frozen=True)
-class NetworkLayer:
-    """A layer of the parsed network before building: the types strong typing gave its outputs."""
-
-    name: str
-    layer_type: str      # TensorRT LayerType name, e.g. "MATRIX_MULTIPLY"
-    output_types: tuple[str, ...]  # TensorRT DataType names, e.g. ("HALF",)
-
-
-
-@dataclass
-class LiveEngine:
-    """What :meth:`TrtRunner.activate` opens and the run path uses: a deserialized engine and its execution
-    context (TensorRT's Python objects, or fakes with the same methods), the device, and how to inspect and free
-    them. :func:`harness.runners.trt_engine.open_engine` makes the real one."""
-
-    engine: Any                      # ICudaEngine: get_tensor_profile_shape
-    context: Any                     # IExecutionContext: set_input_shape, infer_shapes, get_tensor_shape,
-                                     # set_tensor_address, execute_async_v3
-    device: Device
-    io_dtypes: dict[str, str]        # every I/O tensor -> TensorRT DataType name
-    inputs: tuple[str, ...]
-    runner_name: str                 # "trt-10.13" / "trt-rtx-1.7"
-    backend: str                     # "TensorRT 10.13.0.35" / "TensorRT-RTX 1.7.1.116"
-    plan: bytes = b""
-    network_layers: tuple[NetworkLayer, ...] = ()
-    inspect: Callable[[], str] = lambda: ""          # the engine inspector's JSON (after an inference)
-    release: Callable[[], None] = lambda: None       # frees context, engine and runtime, in that order
 
 
 class _Buffers:
@@ -146,7 +96,7 @@ class TrtRunner(Runner):
 
     def activate_impl(self) -> None:
         if self._open is None:
-            from harness.runners.trt_engine import open_engine
+            from harness.runners.tensorrt.engine import open_engine     # imports TensorRT when called
 
             self._open = open_engine
         live = self._open(self)
