@@ -12,7 +12,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _API = {"Diagnosis": "facts", "Divergence": "facts", "TensorError": "facts", "diagnose_failure": "failure",
-        "first_divergence": "failure", "with_outputs": "profile", "DEFAULT_BUDGET": "failure"}
+        "first_divergence": "failure", "DEFAULT_BUDGET": "failure"}
 
 __all__ = ["DEFAULT_BUDGET", "Diagnosis", "Divergence", "TensorError", "diagnose_failure", "first_divergence",
            "with_outputs"]
@@ -20,6 +20,9 @@ __all__ = ["DEFAULT_BUDGET", "Diagnosis", "Divergence", "TensorError", "diagnose
 
 def __getattr__(name: str) -> Any:
     """Import on first use: :mod:`harness.report` reads the facts without loading the runners and tune."""
+    if name == "with_outputs":
+        from harness.data.marked import with_outputs
+        return with_outputs
     if name not in _API:
         raise AttributeError(f"module 'harness.diagnose' has no attribute {name!r}")
     return getattr(importlib.import_module(f"harness.diagnose.{_API[name]}"), name)
@@ -32,4 +35,4 @@ if TYPE_CHECKING:
     from harness.diagnose.failure import DEFAULT_BUDGET as DEFAULT_BUDGET
     from harness.diagnose.failure import diagnose_failure as diagnose_failure
     from harness.diagnose.failure import first_divergence as first_divergence
-    from harness.diagnose.profile import with_outputs as with_outputs
+    from harness.data.marked import with_outputs as with_outputs
