@@ -23,7 +23,7 @@ from pathlib import Path
 from harness.errors import UserError
 from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now, write_report
 from harness.files import safe_component
-from harness.report.format import completion_text, counts_text, same_model_as
+from harness.report.format import completion_text, counts_text
 from harness.report.runs import (DEFAULT_KEEP_RUNS, RUNS_DIR, ActiveRun, new_run_id, prune_runs, publish_lock,
                                  run_dir)
 from harness.report.model import ShardInfo
@@ -62,7 +62,7 @@ class FinishedReport:
         if self.published is None:
             return (f"castguard: {completion_text(self.report)} ({counts_text(self.report.counts())}); partial "
                     f"report: {shown(self.run_paths.markdown)}; the previous complete report (if any) is kept")
-        same = sum(same_model_as(c) is not None for c in self.report.cases)
+        same = sum(c.reused_from is not None for c in self.report.cases)
         shared = f" ({same} share another case's converted model, not run again)" if same else ""
         return (f"castguard: {counts_text(self.report.counts())}{shared}; report: {shown(self.published.markdown)}, "
                 f"{self.published.html.name}, {self.published.json.name}")

@@ -23,11 +23,11 @@ import numpy as np
 from harness.dtypes import BFLOAT16
 from harness.errors import UserError
 from harness.files import atomic_write, safe_component
-from harness.report.model import SCHEMA_VERSION, Provenance, Report, ShardInfo
+from harness.report.model import Provenance, Report, ShardInfo
 from harness.report.render_html import render_html
 from harness.report.render_md import render_markdown
-from harness.report.serde import (ReportFormatError, report_from_dict, report_to_dict, shard_marker_from_dict,
-                                  shard_marker_to_dict)
+from harness.report.serde import (READABLE_VERSIONS, ReportFormatError, report_from_dict, report_to_dict,
+                                  shard_marker_from_dict, shard_marker_to_dict)
 
 SHARD_FILE = "shard.json"   # a shard's start marker in its run folder
 
@@ -62,9 +62,10 @@ def read_report(path: Path) -> Report:
         raise UserError(where=path, problem=f"not a readable report (corrupt or truncated JSON: {err})",
                         fix="re-run the sweep to write a fresh report") from err
     version = data.get("schema_version") if isinstance(data, dict) else None
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
         raise UserError(where=path, problem=f"report schema_version {version!r} is not supported (this castguard "
-                        f"reads version {SCHEMA_VERSION})", fix="read it with the castguard that wrote it, or re-run")
+                        f"reads versions {', '.join(map(str, READABLE_VERSIONS))})",
+                        fix="read it with the castguard that wrote it, or re-run")
     try:
         return report_from_dict(data)
     except ReportFormatError as err:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 
 from harness.report.format import (DISPLAY_ORDER, LEGEND, SHARD_COLUMNS, case_label, completion_text, counts_text,
-                                   display_sorted, fmt_divergence, same_model_as, shard_line, shard_rows,
+                                   display_sorted, fmt_divergence, shard_line, shard_rows,
                                    fmt_error, fmt_int, fmt_share, grouped_notes, tuned_plan_lines)
 from harness.report.model import STATUSES, CaseRecord, Report
 from harness.report.pareto import best_passing, front_points
@@ -251,7 +251,7 @@ def _notes(cases: Sequence[CaseRecord]) -> str:
 
 
 def _same(case: CaseRecord) -> str:
-    same = same_model_as(case)
+    same = case.reused_from
     return "" if same is None else (f"<br><small>same model as <code class=\"id\">{escape(same)}</code> "
                                     "(not run again)</small>")
 

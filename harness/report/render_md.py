@@ -9,7 +9,7 @@ import re
 from collections.abc import Sequence
 
 from harness.report.format import (LEGEND, SHARD_COLUMNS, case_label, completion_text, counts_text, display_sorted,
-                                   first_line, fmt_divergence, same_model_as, shard_line, shard_rows,
+                                   first_line, fmt_divergence, shard_line, shard_rows,
                                    fmt_error, fmt_int, fmt_share, grouped_notes, tuned_plan_lines)
 from harness.report.model import CaseRecord, Report
 from harness.report.pareto import best_passing
@@ -107,7 +107,7 @@ def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, 
     for case in display_sorted(cases):
         status = case.status.upper() if case.status in ("fail", "error", "xpass") else case.status
         divergent = "–" if case.first_divergent is None else md_code(fmt_divergence(case), in_table=True)
-        same = same_model_as(case)
+        same = case.reused_from
         label = md_code(case_label(case, with_inputs=multi), in_table=True) + (
             f" (same model as {md_code(same, in_table=True)})" if same else "")
         lines.append(f"| {label} | {status} | "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, cast
 
@@ -241,8 +241,7 @@ class AccuracySession:
                                 notes=(loaded.inputs_note,))
             return Outcome("error", str(err), record=record)
         record = run_case(ctx, case, settings=self.settings, cache=self.cache, first_of_model=first,
-                          same=self.same_models)
-        record = replace(record, notes=(loaded.inputs_note, *drift, *record.notes))   # on every case
+                          same=self.same_models, notes=(loaded.inputs_note, *drift))   # notes on every case
         return Outcome(cast(Status, record.status), record.message, runner=record.runner, record=record)
 
 

@@ -19,7 +19,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from harness.run.session import AccuracySession, SweepCase
 from harness.cli import main as cli_main
-from harness.judge.paired import Judge, score
+from harness.judge.paired import score
+from harness.search.pairing import PairedRun as Judge
 from harness.search.adversarial import cast_limits, failure_message, replay, search, search_case
 from harness.judge.compare import Tolerance, compare_outputs
 from harness.config import HarnessConfig

@@ -7,7 +7,10 @@ source with :mod:`ast`, so imports inside functions count too.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
+
+import pytest
 
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
 
@@ -85,3 +88,34 @@ def test_the_check_catches_an_upward_import(tmp_path: Path) -> None:
     upward = tmp_path / "m.py"
     upward.write_text("from harness import run\nimport harness.report.io\nfrom harness import __version__\n")
     assert harness_imports(upward) == [(1, "harness.run"), (2, "harness.report.io")]
+
+
+# The judge is pure (data in, verdict out): modules that run models (runners, the conductor) stay out of judge/.
+# Temporary exception: judge/divergence.py still runs both models for the first-divergence search; the "diagnose"
+# work of issue 25 moves it to harness/diagnose/ and deletes it here, and then this list must be emptied.
+JUDGE_MAY_RUN = {"harness/judge/divergence.py"}
+RUNS_MODELS = ("harness.runners", "harness.run")
+
+
+def judge_runner_imports(judge_dir: Path, *, allowed: set[str]) -> list[str]:
+    """``file:line imports module`` for each runner (or conductor) import in judge/ outside ``allowed``."""
+    bad = []
+    for path in sorted(judge_dir.rglob("*.py")):
+        rel = path.relative_to(HARNESS.parent).as_posix()
+        if rel in allowed:
+            continue
+        bad += [f"{rel}:{line} imports {target}" for line, target in harness_imports(path)
+                if any(target == m or target.startswith(m + ".") for m in RUNS_MODELS)]
+    return bad
+
+
+def test_the_judge_imports_no_runner() -> None:
+    assert judge_runner_imports(HARNESS / "judge", allowed=JUDGE_MAY_RUN) == []
+
+
+def test_the_judge_rule_catches_a_runner_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    judge = tmp_path / "harness" / "judge"
+    judge.mkdir(parents=True)
+    (judge / "x.py").write_text("from harness.runners import make_runner\nfrom harness.judge.compare import Tolerance\n")
+    monkeypatch.setattr(sys.modules[__name__], "HARNESS", tmp_path / "harness")
+    assert judge_runner_imports(judge, allowed=set()) == ["harness/judge/x.py:1 imports harness.runners"]

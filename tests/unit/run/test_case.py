@@ -59,7 +59,7 @@ def test_a_second_session_reuses_the_cache(mlp: AccuracySession, tmp_path: Path)
     assert first is not None and second is not None
     inputs = "inputs: seed 0, 1 iteration(s); x float32[1x8]: uniform in [-1, 1] (default; --val-range to change)"
     assert first.notes == (inputs,)                      # the input plan on every case; a fresh golden: no drift
-    assert second.notes == (inputs, "conversion from cache")
+    assert second.notes == (inputs,) and second.conversion_cached and not first.conversion_cached
     assert second.timings.magnitudes_s == 0.0 and second.outputs == first.outputs
 
 
