@@ -27,7 +27,7 @@ from harness.report.format import completion_text, counts_text
 from harness.report.runs import (DEFAULT_KEEP_RUNS, RUNS_DIR, ActiveRun, new_run_id, prune_runs, publish_lock,
                                  run_dir)
 from harness.report.model import ShardInfo
-from harness.report.io import write_shard_marker
+from harness.report.io import render_report, write_shard_marker
 from harness.report.serde import ReportFormatError, record_from_dict, record_to_dict
 
 CASES_DIR = "cases"
@@ -113,13 +113,14 @@ class ReportSession:
     def write(self, report: Report, *, extra_md: Sequence[str] = (), extra_html: Sequence[str] = ()) -> FinishedReport:
         """Write the run's report into its folder and, when complete, publish it; then prune and unlock."""
         try:
-            run_paths = write_report(report, self.run_dir, extra_md=extra_md, extra_html=extra_html)
+            pages = render_report(report, extra_md=extra_md, extra_html=extra_html)   # drawn once, written twice
+            run_paths = write_report(report, self.run_dir, rendered=pages)
             published = None
             if report.complete:
                 prefix = f"{RUNS_DIR}/{self.run_id}/"
                 top = replace(report, cases=tuple(_prefixed(c, prefix) for c in report.cases))
                 with publish_lock(self.report_dir):
-                    published = write_report(top, self.report_dir, extra_md=extra_md, extra_html=extra_html)
+                    published = write_report(top, self.report_dir, rendered=pages)
             shutil.rmtree(self.run_dir / CASES_DIR, ignore_errors=True)   # merged into report.json
         finally:
             self.close()

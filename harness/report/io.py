@@ -40,15 +40,31 @@ class ReportPaths:
     html: Path
 
 
-def write_report(report: Report, out_dir: Path, *, extra_md: Sequence[str] = (),
-                 extra_html: Sequence[str] = ()) -> ReportPaths:
-    """Write the three report files into ``out_dir`` (created if needed); ``extra_*``: sections after the header."""
+@dataclass(frozen=True)
+class RenderedReport:
+    """A report's markdown and HTML pages (the HTML with its plots: the costly part, drawn once per report)."""
+
+    markdown: str
+    html: str
+
+
+def render_report(report: Report, *, extra_md: Sequence[str] = (), extra_html: Sequence[str] = ()) -> RenderedReport:
+    """Both pages of ``report``; ``extra_*``: sections after the header."""
+    return RenderedReport(markdown=render_markdown(report, extra=extra_md), html=render_html(report, extra=extra_html))
+
+
+def write_report(report: Report, out_dir: Path, *, extra_md: Sequence[str] = (), extra_html: Sequence[str] = (),
+                 rendered: RenderedReport | None = None) -> ReportPaths:
+    """Write the three report files into ``out_dir`` (created if needed); ``extra_*``: sections after the header.
+    ``rendered``: the pages already rendered from this report (or from one that differs only in its saved-output
+    paths, which the pages do not show), so that a report written twice is drawn once."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = ReportPaths(json=out_dir / "report.json", markdown=out_dir / "report.md", html=out_dir / "report.html")
     text = json.dumps(report_to_dict(report), indent=1, allow_nan=False) + "\n"
+    pages = rendered or render_report(report, extra_md=extra_md, extra_html=extra_html)
     atomic_write(paths.json, text.encode())
-    atomic_write(paths.markdown, render_markdown(report, extra=extra_md).encode())
-    atomic_write(paths.html, render_html(report, extra=extra_html).encode())
+    atomic_write(paths.markdown, pages.markdown.encode())
+    atomic_write(paths.html, pages.html.encode())
     return paths
 
 
