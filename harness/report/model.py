@@ -84,12 +84,13 @@ class Timings:
     diagnose_s: float = 0.0                # a failing case: the first-divergence search and its message
     speed_s: float = 0.0                   # latency measurement (GPU runners)
     record_s: float = 0.0                  # saving the outputs and assembling the record
+    tune_s: float = 0.0                    # a tuned case: the tune, or the stored plan's check (pytest --tune)
 
     @property
     def parts_s(self) -> float:
         """The named parts together (everything but ``total_s``)."""
         return (self.magnitudes_s + self.convert_s + self.infer_s + self.compare_s + self.build_check_s
-                + self.dedup_s + self.setup_s + self.diagnose_s + self.speed_s + self.record_s)
+                + self.dedup_s + self.setup_s + self.diagnose_s + self.speed_s + self.record_s + self.tune_s)
 
 
 @dataclass(frozen=True)

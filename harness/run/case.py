@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from harness.errors import RunnerError, RunnerUnavailable, UserError
 from harness.report import CaseRecord
@@ -28,11 +29,12 @@ from harness.run.steps.diagnose import diagnose_step, failure_message
 from harness.run.steps.duplicate import Duplicate, find_duplicate
 from harness.run.steps.execute import execute_step, time_step
 from harness.run.steps.record import NOT_BUILT, case_record, record_step, reused_record, tensorrt_verdict
+from harness.run.steps.tuned import Tuned
 from harness.run.steps.verdict import judge_step
 from harness.runners.ort import CPU
 from harness.sweep import Case
 
-__all__ = ["CaseSettings", "ModelContext", "cannot_judge", "convert_cached", "failure_message", "run_case",
+__all__ = ["CaseSettings", "ModelContext", "cannot_judge", "convert_cached", "failure_message", "run_case", "run_tuned",
            "targets_tensorrt", "tensorrt_verdict"]
 
 
@@ -79,3 +81,18 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
     if same is not None and duplicate is not None:
         same.remember(duplicate.graph, duplicate.plan, record)
     return tensorrt_verdict(record, case)
+
+
+def run_tuned(ctx: ModelContext, case: Case, tuned: Tuned, *, settings: CaseSettings, started: float,
+              first_of_model: bool = False) -> CaseRecord:
+    """The tuned case (``pytest --tune``): the tune step (:mod:`harness.tune.case`) stands in for convert, and its
+    bound gives the verdict; then execute -> judge (the record keeps the harness's per-output statistics) ->
+    record, as for any case. ``started``: when the tune step began."""
+    mags_s = ctx.magnitudes_s if first_of_model else 0.0
+    converted = Converted(conversion=tuned.conversion, cached=False, seconds=0.0)
+    executed = execute_step(ctx, case, converted, providers=())
+    judged = replace(judge_step(ctx, case, executed, policy=settings.tolerances), status=tuned.status,
+                     message=tuned.message)      # the bound decides, not the tolerances
+    return record_step(ctx, case, settings=settings, notes=tuned.notes, started=started, magnitudes_s=mags_s,
+                       converted=converted, built=NOT_BUILT, duplicate=None, executed=executed, judged=judged,
+                       diagnosed=None, timed=None, tuned=tuned)

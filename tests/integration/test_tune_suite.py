@@ -32,6 +32,10 @@ def test_tuned_case_plan_report_and_new_model_version(pytester: pytest.Pytester)
     assert grid["status"] == "fail" and tuned["status"] == "pass"
     assert [k for k, _ in tuned["kept_fp32"]] == ["residual_add", "cancel_sub"]
     assert tuned["lowp_flop_share"] > 0.9 and tuned["case"]["tuned"] is True
+    timings = tuned["timings"]          # the tuned case runs the same pipeline: timed steps that add up
+    assert timings["tune_s"] > 0 and timings["infer_s"] > 0
+    assert abs(timings["total_s"] - sum(v for k, v in timings.items() if k != "total_s")) < 0.005
+    assert (pytester.path / "castguard-report" / tuned["outputs_file"]).is_file()   # saved in its run, like any case
     (plan_file,) = (pytester.path / "goldens" / "rc").glob("*.tuned-fp16.plan.json")
     assert json.loads(plan_file.read_text())["kept_fp32"] == ["residual_add", "cancel_sub"]
     md = (pytester.path / "castguard-report" / "report.md").read_text()

@@ -15,6 +15,7 @@ from harness.run.steps.convert import BuildChecked, Converted
 from harness.run.steps.diagnose import Diagnosed
 from harness.run.steps.duplicate import Duplicate
 from harness.run.steps.execute import Executed, Timed
+from harness.run.steps.tuned import Tuned
 from harness.run.steps.verdict import Judged
 from harness.runners.trt_buildcheck import TrtBuild
 from harness.sweep import Case
@@ -39,7 +40,8 @@ def case_record(ctx: ModelContext, case: Case, *, status: str, message: str, run
                 started: float, magnitudes_s: float, converted: Converted | None = None,
                 built: BuildChecked = NOT_BUILT, duplicate: Duplicate | None = None,
                 executed: Executed | None = None, judged: Judged | None = None, diagnosed: Diagnosed | None = None,
-                timed: Timed | None = None, outputs_file: str | None = None, record_s: float = 0.0) -> CaseRecord:
+                timed: Timed | None = None, tuned: Tuned | None = None, outputs_file: str | None = None,
+                record_s: float = 0.0) -> CaseRecord:
     """The accuracy record of a case that ran (or stopped at some step: the later results are None)."""
     conversion = None if converted is None else converted.conversion
     speed = None if timed is None else timed.speed
@@ -48,7 +50,7 @@ def case_record(ctx: ModelContext, case: Case, *, status: str, message: str, run
                       setup_s=executed.setup_s if executed else 0.0, infer_s=executed.infer_s if executed else 0.0,
                       compare_s=judged.seconds if judged else 0.0, diagnose_s=diagnosed.seconds if diagnosed else 0.0,
                       speed_s=timed.seconds if timed else 0.0, record_s=record_s,
-                      total_s=time.perf_counter() - started + magnitudes_s)
+                      tune_s=tuned.seconds if tuned else 0.0, total_s=time.perf_counter() - started + magnitudes_s)
     return CaseRecord(
         model=ctx.spec.name, model_sha256=ctx.spec.sha256, case=case, status=status, runner=runner,
         rounds_low_precision=executed.rounds_low_precision if executed else False, inputs_id=ctx.inputs_id,
@@ -63,12 +65,14 @@ def case_record(ctx: ModelContext, case: Case, *, status: str, message: str, run
         speedup=speed.speedup if speed else None, speed_note=speed.note if speed else "", trt_build=built.build,
         conversion_cached=converted.cached if converted else False,
         same_plan_as=duplicate.same_plan_as if duplicate else None,
-        cpu_float_nodes=executed.cpu_float_nodes if executed else (), trt_build_skipped=built.skipped)
+        cpu_float_nodes=executed.cpu_float_nodes if executed else (), trt_build_skipped=built.skipped,
+        kept_fp32=tuned.kept_fp32 if tuned else ())
 
 
 def record_step(ctx: ModelContext, case: Case, *, settings: CaseSettings, notes: Sequence[str], started: float,
                 magnitudes_s: float, converted: Converted, built: BuildChecked, duplicate: Duplicate | None,
-                executed: Executed, judged: Judged, diagnosed: Diagnosed | None, timed: Timed) -> CaseRecord:
+                executed: Executed, judged: Judged, diagnosed: Diagnosed | None, timed: Timed | None,
+                tuned: Tuned | None = None) -> CaseRecord:
     """Save the case's outputs into the report folder (for a later recheck) and assemble its record."""
     start = time.perf_counter()
     relpath = outputs_relpath(ctx.spec.name, ctx.inputs_id, case.id)
@@ -77,7 +81,7 @@ def record_step(ctx: ModelContext, case: Case, *, settings: CaseSettings, notes:
     return case_record(ctx, case, status=judged.status, message=message, runner=executed.runner, notes=notes,
                        started=started, magnitudes_s=magnitudes_s, converted=converted, built=built,
                        duplicate=duplicate, executed=executed, judged=judged, diagnosed=diagnosed, timed=timed,
-                       outputs_file=relpath, record_s=time.perf_counter() - start)
+                       tuned=tuned, outputs_file=relpath, record_s=time.perf_counter() - start)
 
 
 def reused_record(ctx: ModelContext, case: Case, first: CaseRecord, *, kind: str, notes: Sequence[str],
