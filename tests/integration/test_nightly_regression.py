@@ -65,7 +65,7 @@ def _session(tmp_path: Path) -> AccuracySession:
                      keep_io_types=(False,))
     config = HarnessConfig(models=("needs_constraints",), goldens_dir=REPO / "goldens", report_dir=tmp_path / "r",
                            cache_dir=tmp_path / "cache", sweep=spec)
-    return AccuracySession(config, bundled_dir=bundled_models_dir())
+    return AccuracySession.open(config, bundled_dir=bundled_models_dir())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,7 +177,7 @@ def test_the_recommended_rules_raise_no_false_alarm_when_a_change_lowers_the_err
     for model in ("needs_constraints", "mnist"):
         config = HarnessConfig(models=(model,), goldens_dir=REPO / "goldens", report_dir=tmp_path / "r",
                                cache_dir=tmp_path / "cache")
-        session = AccuracySession(config, bundled_dir=bundled_models_dir())
+        session = AccuracySession.open(config, bundled_dir=bundled_models_dir())
         records = [session.check_low_precision(SweepCase(model, case)).record for case in expand(SweepSpec())]
         done = [r for r in records if r is not None and r.outputs]
         for old in done:

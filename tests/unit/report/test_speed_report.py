@@ -113,7 +113,7 @@ def test_cpu_runners_record_why_they_claim_no_speed(tmp_path: Path) -> None:
                            report_dir=tmp_path / "r", cache_dir=tmp_path / "c",
                            sweep=SweepSpec(precisions=("fp16",), data_max=(512.0,),
                                            exclusions=SweepSpec().exclusions[:1], keep_io_types=(True,)))
-    session = AccuracySession(config, bundled_dir=tmp_path / "none")
+    session = AccuracySession.open(config, bundled_dir=tmp_path / "none")
     name = next(iter(session.models))
     session.check_fp32_golden(name)
     outcome = session.check_low_precision(SweepCase(name, Case(keep_io_types=True)))

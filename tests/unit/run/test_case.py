@@ -21,7 +21,7 @@ def _session(tmp_path: Path, model: Path, **config: object) -> AccuracySession:
     harness_config = HarnessConfig(models=(str(model),), goldens_dir=tmp_path / "goldens",
                                    report_dir=tmp_path / "report", cache_dir=tmp_path / "cache",
                                    **config)  # type: ignore[arg-type]
-    session = AccuracySession(harness_config, bundled_dir=tmp_path / "none")
+    session = AccuracySession.open(harness_config, bundled_dir=tmp_path / "none")
     for name in session.models:
         session.check_fp32_golden(name)       # writes the golden on first use
     return session
@@ -107,7 +107,7 @@ def test_an_unavailable_runner_is_a_skip_with_the_reason(mlp: AccuracySession) -
 def test_a_missing_golden_fails_the_case_once(tmp_path: Path) -> None:
     config = HarnessConfig(models=(str(save(mlp_model(), tmp_path / "mlp.onnx")),), goldens_dir=tmp_path / "g",
                            report_dir=tmp_path / "r", cache_dir=tmp_path / "c", sweep=ONE)
-    session = AccuracySession(config, bundled_dir=tmp_path / "none")
+    session = AccuracySession.open(config, bundled_dir=tmp_path / "none")
     first = session.check_low_precision(session.cases[0])
     assert first.status == "fail" and "golden written" in first.message and first.record is None
     assert session.check_low_precision(session.cases[0]).status == "pass"

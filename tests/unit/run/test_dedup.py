@@ -18,7 +18,7 @@ def test_identical_converted_models_run_once_and_name_the_first_case(tmp_path: P
                      keep_io_types=(False,))
     config = HarnessConfig(models=("needs_constraints",), goldens_dir=REPO / "goldens", report_dir=tmp_path / "r",
                            cache_dir=tmp_path / "c", sweep=spec)
-    session = AccuracySession(config, bundled_dir=bundled_models_dir())
+    session = AccuracySession.open(config, bundled_dir=bundled_models_dir())
     tight, default, off = (session.check_low_precision(SweepCase("needs_constraints", c)).record
                            for c in expand(spec))
     assert tight is not None and default is not None and off is not None
@@ -45,7 +45,7 @@ def test_keep_io_types_variants_are_not_one_plan(tmp_path: Path) -> None:
                      keep_io_types=(False, True), runners=("emulate",))
     config = HarnessConfig(models=("needs_constraints",), goldens_dir=REPO / "goldens", report_dir=tmp_path / "r",
                            cache_dir=tmp_path / "c", sweep=spec)
-    session = AccuracySession(config, bundled_dir=bundled_models_dir())
+    session = AccuracySession.open(config, bundled_dir=bundled_models_dir())
     low_io, kept_io = (session.check_low_precision(SweepCase("needs_constraints", c)).record for c in expand(spec))
     assert low_io is not None and kept_io is not None
     assert (kept_io.reused_from, kept_io.same_plan_as) == (None, None)

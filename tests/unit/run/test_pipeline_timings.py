@@ -18,7 +18,7 @@ def _records(tmp_path: Path, model: Path, spec: SweepSpec, **config: object) -> 
     harness_config = HarnessConfig(models=(str(model),), goldens_dir=tmp_path / "goldens",
                                    report_dir=tmp_path / "report", cache_dir=tmp_path / "cache", sweep=spec,
                                    **config)  # type: ignore[arg-type]
-    session = AccuracySession(harness_config, bundled_dir=tmp_path / "none")
+    session = AccuracySession.open(harness_config, bundled_dir=tmp_path / "none")
     name = next(iter(session.models))
     session.check_fp32_golden(name)
     records = [session.check_low_precision(case).record for case in session.cases]
