@@ -286,7 +286,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             terminalreporter.write_line(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
         from harness.report.trt_view import terminal_lines
 
-        for line in terminal_lines(finished.report):     # the TensorRT build check (issue 17)
+        for line in terminal_lines(finished.view):     # the TensorRT build check (issue 17)
             terminalreporter.write_line(line)
     evicted = terminalreporter.config.stash.get(EVICTED_KEY, "")
     if evicted:

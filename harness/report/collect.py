@@ -27,6 +27,7 @@ from harness.report.format import completion_text, counts_text
 from harness.report.runs import (DEFAULT_KEEP_RUNS, RUNS_DIR, ActiveRun, new_run_id, prune_runs, publish_lock,
                                  run_dir)
 from harness.report.model import ShardInfo
+from harness.report.view import ReportView, report_view
 from harness.report.io import render_report, write_shard_marker
 from harness.report.serde import ReportFormatError, record_from_dict, record_to_dict
 
@@ -46,6 +47,7 @@ class FinishedReport:
 
     report: Report
     run_paths: ReportPaths
+    view: ReportView                       # what the pages rendered; the terminal summary renders it too
     published: ReportPaths | None = None
     pruned: int = 0
 
@@ -62,7 +64,7 @@ class FinishedReport:
         if self.published is None:
             return (f"castguard: {completion_text(self.report)} ({counts_text(self.report.counts())}); partial "
                     f"report: {shown(self.run_paths.markdown)}; the previous complete report (if any) is kept")
-        same = sum(c.reused_from is not None for c in self.report.cases)
+        same = self.view.reused
         shared = f" ({same} share another case's converted model, not run again)" if same else ""
         return (f"castguard: {counts_text(self.report.counts())}{shared}; report: {shown(self.published.markdown)}, "
                 f"{self.published.html.name}, {self.published.json.name}")
@@ -113,7 +115,8 @@ class ReportSession:
     def write(self, report: Report, *, extra_md: Sequence[str] = (), extra_html: Sequence[str] = ()) -> FinishedReport:
         """Write the run's report into its folder and, when complete, publish it; then prune and unlock."""
         try:
-            pages = render_report(report, extra_md=extra_md, extra_html=extra_html)   # drawn once, written twice
+            view = report_view(report)
+            pages = render_report(view, extra_md=extra_md, extra_html=extra_html)   # drawn once, written twice
             run_paths = write_report(report, self.run_dir, rendered=pages)
             published = None
             if report.complete:
@@ -126,7 +129,7 @@ class ReportSession:
             self.close()
         pruned = prune_runs(self.report_dir, keep=self.keep_runs,
                             protect=frozenset({self.run_id, *_published_run(self.report_dir)}))
-        return FinishedReport(report=report, run_paths=run_paths, published=published, pruned=len(pruned))
+        return FinishedReport(report=report, run_paths=run_paths, published=published, pruned=len(pruned), view=view)
 
     def close(self) -> None:
         """Unlock the run folder (the run is over); idempotent."""

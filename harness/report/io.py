@@ -26,6 +26,7 @@ from harness.files import atomic_write, safe_component
 from harness.report.model import Provenance, Report, ShardInfo
 from harness.report.render_html import render_html
 from harness.report.render_md import render_markdown
+from harness.report.view import ReportView, report_view
 from harness.report.serde import (READABLE_VERSIONS, ReportFormatError, report_from_dict, report_to_dict,
                                   shard_marker_from_dict, shard_marker_to_dict)
 
@@ -48,9 +49,11 @@ class RenderedReport:
     html: str
 
 
-def render_report(report: Report, *, extra_md: Sequence[str] = (), extra_html: Sequence[str] = ()) -> RenderedReport:
-    """Both pages of ``report``; ``extra_*``: sections after the header."""
-    return RenderedReport(markdown=render_markdown(report, extra=extra_md), html=render_html(report, extra=extra_html))
+def render_report(view: ReportView, *, extra_md: Sequence[str] = (),
+                  extra_html: Sequence[str] = ()) -> RenderedReport:
+    """Both pages of a report, from its one view (:func:`harness.report.view.report_view`); ``extra_*``: sections
+    after the header."""
+    return RenderedReport(markdown=render_markdown(view, extra=extra_md), html=render_html(view, extra=extra_html))
 
 
 def write_report(report: Report, out_dir: Path, *, extra_md: Sequence[str] = (), extra_html: Sequence[str] = (),
@@ -61,7 +64,7 @@ def write_report(report: Report, out_dir: Path, *, extra_md: Sequence[str] = (),
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = ReportPaths(json=out_dir / "report.json", markdown=out_dir / "report.md", html=out_dir / "report.html")
     text = json.dumps(report_to_dict(report), indent=1, allow_nan=False) + "\n"
-    pages = rendered or render_report(report, extra_md=extra_md, extra_html=extra_html)
+    pages = rendered or render_report(report_view(report), extra_md=extra_md, extra_html=extra_html)
     atomic_write(paths.json, text.encode())
     atomic_write(paths.markdown, pages.markdown.encode())
     atomic_write(paths.html, pages.html.encode())

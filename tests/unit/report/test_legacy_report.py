@@ -16,6 +16,7 @@ from harness.report import SCHEMA_VERSION, read_report
 from harness.report.format import case_notes, grouped_notes, reuse_text
 from harness.report.legacy import upgrade_case_v1
 from harness.report.render_html import render_html
+from harness.report.view import report_view
 from harness.report.render_md import render_markdown
 from harness.report.serde import report_from_dict, report_to_dict
 
@@ -49,8 +50,8 @@ def test_a_schema_1_report_reads_with_its_notes_moved_into_fields(tmp_path: Path
     assert case_notes(reused[0]) == (INPUTS, "conversion from cache")
     assert reuse_text(reused[0]) == f"same model as {reused[0].reused_from}"
     assert dict(grouped_notes(report.cases))["conversion from cache"] == [c.case_id for c in report.cases]
-    assert f"(same model as `{reused[0].reused_from}`)" in render_markdown(report)
-    assert "conversion from cache" in render_html(report)
+    assert f"(same model as `{reused[0].reused_from}`)" in render_markdown(report_view(report))
+    assert "conversion from cache" in render_html(report_view(report))
 
 
 def test_a_schema_1_report_written_again_is_schema_2_and_round_trips(tmp_path: Path) -> None:
