@@ -83,16 +83,15 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
     return tensorrt_verdict(record, case)
 
 
-def run_tuned(ctx: ModelContext, case: Case, tuned: Tuned, *, settings: CaseSettings, started: float,
-              first_of_model: bool = False) -> CaseRecord:
+def run_tuned(ctx: ModelContext, case: Case, tuned: Tuned, *, settings: CaseSettings, started: float) -> CaseRecord:
     """The tuned case (``pytest --tune``): the tune step (:mod:`harness.tune.case`) stands in for convert, and its
     bound gives the verdict; then execute -> judge (the record keeps the harness's per-output statistics) ->
-    record, as for any case. ``started``: when the tune step began."""
-    mags_s = ctx.magnitudes_s if first_of_model else 0.0
+    record, as for any case. ``started``: when the tune step began (its seconds include the model's context, so
+    magnitudes collected for it are not counted again)."""
     converted = Converted(conversion=tuned.conversion, cached=False, seconds=0.0)
     executed = execute_step(ctx, case, converted, providers=())
     judged = replace(judge_step(ctx, case, executed, policy=settings.tolerances), status=tuned.status,
                      message=tuned.message)      # the bound decides, not the tolerances
-    return record_step(ctx, case, settings=settings, notes=tuned.notes, started=started, magnitudes_s=mags_s,
+    return record_step(ctx, case, settings=settings, notes=tuned.notes, started=started, magnitudes_s=0.0,
                        converted=converted, built=NOT_BUILT, duplicate=None, executed=executed, judged=judged,
                        diagnosed=None, timed=None, tuned=tuned)

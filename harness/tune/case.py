@@ -62,7 +62,7 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
     golden, written = session.golden(name, allow_update=False)
     if written is not None:
         return Outcome("fail", f"{name}: golden written ({written}); rerun to tune against it")
-    ctx, first = session.context(name, golden)
+    ctx, _ = session.context(name, golden)   # its magnitudes, if collected now, are in this case's tune_s
     bound = Bound(precision=case.precision)
     setup = Setup(model=ctx.model, options=case.convert_options(), magnitudes=ctx.magnitudes, feeds=golden.feeds,
                   goldens=golden.outputs, bound=bound, model_dir=ctx.spec.path.parent)
@@ -83,7 +83,7 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
         kept = tuple((n, outcome.plan.why.get(n, "")) for n in outcome.plan.kept_fp32)
         return _record(session, sweep_case, Tuned(conversion=outcome.conversion, kept_fp32=kept, status="pass",
                                                   notes=tuple(notes), seconds=time.perf_counter() - start),
-                       start=start, first=first)
+                       start=start)
     present = {n.name for n in setup.convert(()).model.graph.node}
     old_kept = [str(n) for n in cast(list[object], stored["kept_fp32"])]
     check = Oracle(setup, budget=1).evaluate([n for n in old_kept if n in present])
@@ -96,7 +96,7 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
         notes.append(f"stored tuned plan {path} still meets its bound")
         return _record(session, sweep_case, Tuned(conversion=setup.convert([n for n, _ in kept]), kept_fp32=kept,
                                                   status="pass", notes=tuple(notes),
-                                                  seconds=time.perf_counter() - start), start=start, first=first)
+                                                  seconds=time.perf_counter() - start), start=start)
     outcome = tune_setup(setup, model_path=ctx.spec.path, sha256=ctx.spec.sha256, settings=settings, reference=None)
     new_kept = outcome.plan.kept_fp32
     move = [n for n in new_kept if n not in old_kept]
@@ -118,13 +118,13 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
     kept = tuple((n, (MOVE_PREFIX if n in move else "") + outcome.plan.why.get(n, "")) for n in new_kept)
     return _record(session, sweep_case, Tuned(conversion=outcome.conversion, kept_fp32=kept, status="fail",
                                               message=message, notes=tuple(notes), seconds=time.perf_counter() - start),
-                   start=start, first=first)
+                   start=start)
 
 
-def _record(session: AccuracySession, sweep_case: SweepCase, tuned: Tuned, *, start: float, first: bool) -> Outcome:
+def _record(session: AccuracySession, sweep_case: SweepCase, tuned: Tuned, *, start: float) -> Outcome:
     """The rest of the pipeline for the tuned case: execute -> judge -> record (:func:`harness.run.case.run_tuned`)."""
     ctx = session.context(sweep_case.model, session.golden(sweep_case.model, allow_update=False)[0])[0]
-    record = run_tuned(ctx, sweep_case.case, tuned, settings=session.settings, started=start, first_of_model=first)
+    record = run_tuned(ctx, sweep_case.case, tuned, settings=session.settings, started=start)
     return Outcome(tuned.status, tuned.message, runner=record.runner, record=record)
 
 
