@@ -17,7 +17,6 @@ Goal (issue 25): warm <= 1.5 x floor.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import statistics
 import subprocess

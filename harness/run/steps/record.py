@@ -17,7 +17,6 @@ from harness.run.steps.duplicate import Duplicate
 from harness.run.steps.execute import Executed, Timed
 from harness.run.steps.tuned import Tuned
 from harness.run.steps.verdict import Judged
-from harness.runners.trt_buildcheck import TrtBuild
 from harness.sweep import Case
 
 NOT_BUILT = BuildChecked()

@@ -8,7 +8,7 @@ from tests.helpers.graphs import cancellation_model, mlp_model, save
 
 from harness.config import HarnessConfig
 from harness.report import CaseRecord, Timings
-from harness.run.session import AccuracySession, SweepCase
+from harness.run.session import AccuracySession
 from harness.sweep import SweepSpec
 
 EPSILON_S = 0.005      # what may pass between two steps (a few function calls), per case
