@@ -81,3 +81,13 @@ def test_every_fact_note_of_schema_1_has_its_field() -> None:
         "notes": ["inputs: x", "golden drift: x"], "conversion_cached": True, "trt_build_skipped": "no libnvinfer",
         "reused_from": "fp16-a", "reuse_kind": "plan", "same_plan_as": "fp16-b",
         "cpu_float_nodes": ["n1 (Add)", "n2 (Mul)"]}
+
+
+def test_the_fields_are_shown_in_the_words_schema_1_wrote() -> None:
+    raw = json.loads(OLD.read_text())
+    case = raw["cases"][0]
+    notes = [INPUTS, "TensorRT build check not run: no libnvinfer", "same precision plan as fp16-b",
+             "2 float node(s) ran on the CPU EP, not the GPU: n1 (Add), n2 (Mul)", "conversion from cache"]
+    upgraded = report_from_dict({**raw, "cases": [{**case, "notes": notes}]}).cases[0]
+    assert upgraded.notes == (INPUTS,) and upgraded.cpu_float_nodes == ("n1 (Add)", "n2 (Mul)")
+    assert sorted(case_notes(upgraded)) == sorted(notes)
