@@ -59,7 +59,7 @@ def test_adversarial_search(benchmark: Any, tmp_path: Path, model: str, case: Ca
                             val_ranges: tuple[tuple[str, float, float], ...]) -> None:
     config = HarnessConfig(models=(model,), goldens_dir=tmp_path / "g", report_dir=tmp_path / "r",
                            cache_dir=tmp_path / "c", val_ranges=val_ranges)
-    session = AccuracySession(config, bundled_dir=bundled_models_dir())
+    session = AccuracySession.open(config, bundled_dir=bundled_models_dir())
     start = time.perf_counter()
     found = benchmark.pedantic(lambda: search_case(session, SweepCase(model, case),
                                                    profile=settings.get_profile("ci")), rounds=1, iterations=1)

@@ -40,7 +40,7 @@ GRID_24 = SweepSpec(keep_io_types=(False, True))   # the pre-issue-9 default gri
 def _session(tmp: Path, *, spec: SweepSpec = GRID_24) -> AccuracySession:
     config = HarnessConfig(models=("mnist",), goldens_dir=ROOT / "goldens", report_dir=tmp / "report",
                            cache_dir=tmp / "cache", sweep=spec)
-    return AccuracySession(config, bundled_dir=bundled_models_dir())
+    return AccuracySession.open(config, bundled_dir=bundled_models_dir())
 
 
 def _run_all(session: AccuracySession) -> list[str]:

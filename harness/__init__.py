@@ -35,7 +35,7 @@ _API: dict[str, str] = {   # public name -> "module" or "module:attribute"
     "Case": "harness.sweep", "SweepSpec": "harness.sweep", "expand": "harness.sweep",
     "Tolerance": "harness.judge.compare", "compare_outputs": "harness.judge.compare",
     "TolerancePolicy": "harness.judge.tolerances", "judge_outputs": "harness.judge.paired",
-    "Judge": "harness.judge.paired", "first_divergence": "harness.diagnose",
+    "Judge": "harness.search.pairing:PairedRun", "first_divergence": "harness.diagnose",
     # report and the main job
     "Report": "harness.report", "CaseRecord": "harness.report", "read_report": "harness.report",
     "HarnessConfig": "harness.config", "AccuracySession": "harness.run.session", "SweepCase": "harness.run.session",
@@ -70,7 +70,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from harness.errors import ConversionError, HarnessError, InputDataError, RunnerUnavailable, UserError
     from harness.judge.compare import Tolerance, compare_outputs
     from harness.diagnose import first_divergence
-    from harness.judge.paired import Judge, judge_outputs
+    from harness.judge.paired import judge_outputs
+    from harness.search.pairing import PairedRun as Judge
     from harness.judge.tolerances import TolerancePolicy
     from harness.report import CaseRecord, Report, read_report
     from harness.run.session import AccuracySession, SweepCase

@@ -47,7 +47,7 @@ def _goldens(args: argparse.Namespace) -> int:
                                         invocation_dir=Path.cwd())
     if not config.models:
         raise UserError(where="castguard goldens", problem="no model given", fix="pass --model NAME|PATH")
-    session = AccuracySession(config, bundled_dir=bundled_models_dir())
+    session = AccuracySession.open(config, bundled_dir=bundled_models_dir())
     status = 0
     for name in session.models:
         outcome = session.check_fp32_golden(name)

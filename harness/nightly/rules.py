@@ -46,7 +46,6 @@ MAX_REL_FLOOR = 0.1     # max_rel below 10 % counts as 10 %: on well-scaled elem
                         # a near-zero golden element alone can move it by orders of magnitude in either direction
 ERROR_FLOOR = 1e-5      # scaled-error changes below this are fp32 kernel-order noise (fp16's eps is 9.8e-4)
 RECOMMENDED_RULES = "status,trt_build,error:+25%,lowp_share:-2pp"   # robust: no max_rel (see MAX_REL_FLOOR); in the README
-CACHE_HIT_NOTE = "conversion from cache"     # the note harness.run.case puts on a case whose conversion was cached
 _RULE = re.compile(r"(?P<sign>[+-]?)(?P<number>[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)(?P<unit>%|pp)?\Z")
 
 
@@ -96,11 +95,11 @@ METRICS: tuple[Metric, ...] = (
     Metric("speedup", "measured FP32 latency / low-precision latency on the same GPU runner (CPU runners claim "
            "none and are not judged)", -1, lambda r: r.speedup, floor=SPEEDUP_FLOOR),
     Metric("convert_time", "seconds converting (not judged when the conversion came from the cache)", 1,
-           lambda r: None if CACHE_HIT_NOTE in r.notes else r.timings.convert_s, floor=TIME_FLOOR_S),
+           lambda r: None if r.conversion_cached else r.timings.convert_s, floor=TIME_FLOOR_S),
     Metric("infer_time", "seconds running the converted model", 1, lambda r: r.timings.infer_s, floor=TIME_FLOOR_S),
     Metric("total_time", "seconds for the case, without the model's shared magnitudes (not judged when the "
            "conversion came from the cache)", 1,
-           lambda r: None if CACHE_HIT_NOTE in r.notes else r.timings.total_s - r.timings.magnitudes_s,
+           lambda r: None if r.conversion_cached else r.timings.total_s - r.timings.magnitudes_s,
            floor=TIME_FLOOR_S),
 )
 VERDICT_RULES = ("status", "trt_build")     # rules on a yes/no verdict: no threshold

@@ -120,7 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
         run_id = workerinput.get(RUN_ID_KEY) if workerinput else None   # absent when the controller runs no model
         report = ReportSession(report_dir=harness_config.report_dir, worker=worker_name(workerinput),
                                run_id=str(run_id) if run_id else None, keep_runs=harness_config.keep_runs)
-        session = AccuracySession(harness_config, bundled_dir=bundled_models_dir(),
+        session = AccuracySession.open(harness_config, bundled_dir=bundled_models_dir(),
                                   strict_provenance=nightly.strict_provenance,
                                   output_dir=report.run_dir) if harness_config.models else None
         if session is not None and session.shard_work is not None and nightly.active:
@@ -288,7 +288,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             terminalreporter.write_line(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
         from harness.report.trt_view import terminal_lines
 
-        for line in terminal_lines(finished.report):     # the TensorRT build check (issue 17)
+        for line in terminal_lines(finished.view):     # the TensorRT build check (issue 17)
             terminalreporter.write_line(line)
     evicted = terminalreporter.config.stash.get(EVICTED_KEY, "")
     if evicted:

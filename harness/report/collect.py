@@ -23,11 +23,12 @@ from pathlib import Path
 from harness.errors import DiskFull, UserError
 from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now, write_report
 from harness.files import disk_full, safe_component
-from harness.report.format import completion_text, counts_text, same_model_as
+from harness.report.format import completion_text, counts_text
 from harness.report.runs import (DEFAULT_KEEP_RUNS, RUNS_DIR, ActiveRun, new_run_id, prune_runs, publish_lock,
                                  run_dir)
 from harness.report.model import ShardInfo
-from harness.report.io import report_paths, write_shard_marker
+from harness.report.view import ReportView, report_view
+from harness.report.io import render_report, report_paths, write_shard_marker
 from harness.report.serde import ReportFormatError, record_from_dict, record_to_dict
 
 CASES_DIR = "cases"
@@ -47,6 +48,7 @@ class FinishedReport:
 
     report: Report
     run_paths: ReportPaths
+    view: ReportView                       # what the pages rendered; the terminal summary renders it too
     published: ReportPaths | None = None
     pruned: int = 0
     error: UserError | None = None
@@ -68,7 +70,7 @@ class FinishedReport:
         if self.published is None:
             return (f"castguard: {completion_text(self.report)} ({counts_text(self.report.counts())}); partial "
                     f"report: {shown(self.run_paths.markdown)}; the previous complete report (if any) is kept")
-        same = sum(same_model_as(c) is not None for c in self.report.cases)
+        same = self.view.reused
         shared = f" ({same} share another case's converted model, not run again)" if same else ""
         return (f"castguard: {counts_text(self.report.counts())}{shared}; report: {shown(self.published.markdown)}, "
                 f"{self.published.html.name}, {self.published.json.name}")
@@ -128,23 +130,26 @@ class ReportSession:
         disk (now, or when a case record was written) writes nothing: the result's ``error`` says where."""
         if self._error is not None:
             self.close()
-            return FinishedReport(report=report, run_paths=report_paths(self.run_dir), error=self._error)
+            return FinishedReport(report=report, run_paths=report_paths(self.run_dir), view=report_view(report),
+                                  error=self._error)
         try:
-            run_paths = write_report(report, self.run_dir, extra_md=extra_md, extra_html=extra_html)
+            view = report_view(report)
+            pages = render_report(view, extra_md=extra_md, extra_html=extra_html)   # drawn once, written twice
+            run_paths = write_report(report, self.run_dir, rendered=pages)
             published = None
             if report.complete:
                 prefix = f"{RUNS_DIR}/{self.run_id}/"
                 top = replace(report, cases=tuple(_prefixed(c, prefix) for c in report.cases))
                 with publish_lock(self.report_dir):
-                    published = write_report(top, self.report_dir, extra_md=extra_md, extra_html=extra_html)
+                    published = write_report(top, self.report_dir, rendered=pages)
             shutil.rmtree(self.run_dir / CASES_DIR, ignore_errors=True)   # merged into report.json
         except DiskFull as err:
-            return FinishedReport(report=report, run_paths=report_paths(self.run_dir), error=err)
+            return FinishedReport(report=report, run_paths=report_paths(self.run_dir), view=view, error=err)
         finally:
             self.close()
         pruned = prune_runs(self.report_dir, keep=self.keep_runs,
                             protect=frozenset({self.run_id, *_published_run(self.report_dir)}))
-        return FinishedReport(report=report, run_paths=run_paths, published=published, pruned=len(pruned))
+        return FinishedReport(report=report, run_paths=run_paths, published=published, pruned=len(pruned), view=view)
 
     def close(self) -> None:
         """Unlock the run folder (the run is over); idempotent."""

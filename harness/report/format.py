@@ -105,13 +105,27 @@ def first_line(text: str, *, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-SAME_MODEL = "same model as"         # the note of a case whose converted model equals an earlier case's (run/dedup.py)
+def case_notes(case: CaseRecord) -> tuple[str, ...]:
+    """The case's notes as shown: its own display notes, then its facts in words (the reuse of another case's
+    result is not among them: it is shown next to the case, :attr:`CaseRecord.reused_from`)."""
+    facts = []
+    if case.conversion_cached:
+        facts.append("conversion from cache")
+    if case.trt_build_skipped:
+        facts.append(f"TensorRT build check not run: {case.trt_build_skipped}")
+    if case.same_plan_as is not None:
+        facts.append(f"same precision plan as {case.same_plan_as}")
+    if case.cpu_float_nodes:
+        facts.append(f"{len(case.cpu_float_nodes)} float node(s) ran on the CPU EP, not the GPU: "
+                     + ", ".join(case.cpu_float_nodes[:8]))
+    return (*case.notes, *facts)
 
 
-def same_model_as(case: CaseRecord) -> str | None:
-    """The case id this case shares its converted model (and so its result) with, if any."""
-    return next((n[len(SAME_MODEL) + 1:].split(" ", 1)[0] for n in case.notes if n.startswith(SAME_MODEL + " ")),
-                None)
+def reuse_text(case: CaseRecord) -> str:
+    """``same model as <case>`` (and how it matched) for a case that reuses another's result, else ``""``."""
+    if case.reused_from is None:
+        return ""
+    return f"same model as {case.reused_from}" + (" (identical precision plan)" if case.reuse_kind == "plan" else "")
 
 
 def case_label(case: CaseRecord, *, with_inputs: bool) -> str:
@@ -125,9 +139,8 @@ def grouped_notes(cases: Iterable[CaseRecord]) -> list[tuple[str, list[str]]]:
     multi = len({c.inputs_id for c in cases}) > 1
     groups: dict[str, list[str]] = {}
     for case in cases:
-        for note in case.notes:
-            if not note.startswith(SAME_MODEL + " "):          # shown next to the case instead
-                groups.setdefault(note, []).append(case_label(case, with_inputs=multi))
+        for note in case_notes(case):
+            groups.setdefault(note, []).append(case_label(case, with_inputs=multi))
         if case.lowp_share_bound:
             groups.setdefault(f"lowp FLOP share is an upper bound: {case.lowp_share_bound}",
                               []).append(case_label(case, with_inputs=multi))

@@ -23,11 +23,12 @@ import numpy as np
 from harness.dtypes import BFLOAT16
 from harness.errors import UserError
 from harness.files import atomic_write, atomic_write_all, safe_component
-from harness.report.model import SCHEMA_VERSION, Provenance, Report, ShardInfo
+from harness.report.model import Provenance, Report, ShardInfo
 from harness.report.render_html import render_html
 from harness.report.render_md import render_markdown
-from harness.report.serde import (ReportFormatError, report_from_dict, report_to_dict, shard_marker_from_dict,
-                                  shard_marker_to_dict)
+from harness.report.view import ReportView, report_view
+from harness.report.serde import (READABLE_VERSIONS, ReportFormatError, report_from_dict, report_to_dict,
+                                  shard_marker_from_dict, shard_marker_to_dict)
 
 SHARD_FILE = "shard.json"   # a shard's start marker in its run folder
 
@@ -45,14 +46,32 @@ def report_paths(out_dir: Path) -> ReportPaths:
     return ReportPaths(json=out_dir / "report.json", markdown=out_dir / "report.md", html=out_dir / "report.html")
 
 
-def write_report(report: Report, out_dir: Path, *, extra_md: Sequence[str] = (),
-                 extra_html: Sequence[str] = ()) -> ReportPaths:
-    """Write the three report files into ``out_dir`` (created if needed); ``extra_*``: sections after the header."""
+@dataclass(frozen=True)
+class RenderedReport:
+    """A report's markdown and HTML pages (the HTML with its plots: the costly part, drawn once per report)."""
+
+    markdown: str
+    html: str
+
+
+def render_report(view: ReportView, *, extra_md: Sequence[str] = (),
+                  extra_html: Sequence[str] = ()) -> RenderedReport:
+    """Both pages of a report, from its one view (:func:`harness.report.view.report_view`); ``extra_*``: sections
+    after the header."""
+    return RenderedReport(markdown=render_markdown(view, extra=extra_md), html=render_html(view, extra=extra_html))
+
+
+def write_report(report: Report, out_dir: Path, *, extra_md: Sequence[str] = (), extra_html: Sequence[str] = (),
+                 rendered: RenderedReport | None = None) -> ReportPaths:
+    """Write the three report files into ``out_dir`` (created if needed); ``extra_*``: sections after the header.
+    ``rendered``: the pages already rendered from this report (or from one that differs only in its saved-output
+    paths, which the pages do not show), so that a report written twice is drawn once."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = report_paths(out_dir)
     text = json.dumps(report_to_dict(report), indent=1, allow_nan=False) + "\n"
-    atomic_write_all({paths.json: text.encode(), paths.markdown: render_markdown(report, extra=extra_md).encode(),
-                      paths.html: render_html(report, extra=extra_html).encode()})    # all three or none
+    pages = rendered or render_report(report_view(report), extra_md=extra_md, extra_html=extra_html)
+    atomic_write_all({paths.json: text.encode(), paths.markdown: pages.markdown.encode(),
+                      paths.html: pages.html.encode()})    # all three or none
     return paths
 
 
@@ -66,9 +85,10 @@ def read_report(path: Path) -> Report:
         raise UserError(where=path, problem=f"not a readable report (corrupt or truncated JSON: {err})",
                         fix="re-run the sweep to write a fresh report") from err
     version = data.get("schema_version") if isinstance(data, dict) else None
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
         raise UserError(where=path, problem=f"report schema_version {version!r} is not supported (this castguard "
-                        f"reads version {SCHEMA_VERSION})", fix="read it with the castguard that wrote it, or re-run")
+                        f"reads versions {', '.join(map(str, READABLE_VERSIONS))})",
+                        fix="read it with the castguard that wrote it, or re-run")
     try:
         return report_from_dict(data)
     except ReportFormatError as err:

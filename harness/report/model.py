@@ -1,6 +1,6 @@
 """The sweep report as data: :class:`CaseRecord` per (model, inputs, case) and the :class:`Report`.
 
-Schema version 1 (``report.json``). A record is keyed by ``(model, inputs_id, case_id)``; ``case_id`` is
+Schema version 2 (``report.json``; version 1 is still read: :mod:`harness.report.legacy`). A record is keyed by ``(model, inputs_id, case_id)``; ``case_id`` is
 derived from the settings (:class:`harness.sweep.Case`), so baselines can match cases across runs. Values
 that were not measured (a skipped case has no FLOP share) are ``None``. Nothing here decides pass/fail:
 ``status`` is the outcome the test run recorded; renderers only display it.
@@ -22,8 +22,9 @@ from harness.diagnose.facts import Divergence as Divergence
 from harness.judge.tolerances import golden_scale
 from harness.runners.tensorrt.typed_build import TrtBuild
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STATUSES = ("pass", "fail", "xfail", "xpass", "skip", "error")
+REUSE_KINDS = ("", "graph", "plan")   # not reused / identical converted graph / identical precision plan
 
 
 @dataclass(frozen=True)
@@ -76,13 +77,30 @@ class OutputStats(ErrorFigures):
 
 @dataclass(frozen=True)
 class Timings:
-    """Seconds spent per stage of one case (shared work such as magnitudes is counted where it ran)."""
+    """Seconds spent per step of one case (shared work such as magnitudes is counted where it ran).
+
+    Each step of :mod:`harness.run.pipeline` fills its own field, so the named parts add up to ``total_s`` (the
+    case's wall time plus its share of the magnitudes) but for the few microseconds between steps.
+    """
 
     magnitudes_s: float = 0.0
     convert_s: float = 0.0
-    infer_s: float = 0.0
+    infer_s: float = 0.0                   # inference of the converted model only
     compare_s: float = 0.0
     total_s: float = 0.0
+    build_check_s: float = 0.0             # the TensorRT build check (--trt-build-check)
+    dedup_s: float = 0.0                   # looking for an earlier case with the same converted model
+    setup_s: float = 0.0                   # creating the runner's session (and preparing the feeds)
+    diagnose_s: float = 0.0                # a failing case: the first-divergence search and its message
+    speed_s: float = 0.0                   # latency measurement (GPU runners)
+    record_s: float = 0.0                  # saving the outputs and assembling the record
+    tune_s: float = 0.0                    # a tuned case: the tune, or the stored plan's check (pytest --tune)
+
+    @property
+    def parts_s(self) -> float:
+        """The named parts together (everything but ``total_s``)."""
+        return (self.magnitudes_s + self.convert_s + self.infer_s + self.compare_s + self.build_check_s
+                + self.dedup_s + self.setup_s + self.diagnose_s + self.speed_s + self.record_s + self.tune_s)
 
 
 @dataclass(frozen=True)
@@ -115,12 +133,22 @@ class CaseRecord:
     kept_fp32: tuple[tuple[str, str], ...] = ()   # tuned cases: (node, why) for each node the plan keeps FP32
     trt_build: TrtBuild | None = None      # the TensorRT build check of the converted model (None: not checked)
     diagnosis: Diagnosis | None = None     # failing cases: the cause and the fix that was run (harness.diagnose)
+    # schema 2: facts that schema 1 kept in ``notes`` (display text is rendered from them: report.format.case_notes)
+    conversion_cached: bool = False        # the converted model came from the content cache
+    reused_from: str | None = None         # the case id whose result this case reuses (converted to the same model)
+    reuse_kind: str = ""                   # how it matched (REUSE_KINDS): "graph" or "plan"; "" when not reused
+    same_plan_as: str | None = None        # ran anyway, though an earlier case (this id) has the same precision plan
+    cpu_float_nodes: tuple[str, ...] = ()  # ort-cuda: float nodes ("name (op)") the CUDA EP left to the CPU EP
+    trt_build_skipped: str = ""            # why the requested TensorRT build check has no result
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"CaseRecord.status must be one of {STATUSES}, got {self.status!r}")
         if self.lowp_flop_share is not None and not 0.0 <= self.lowp_flop_share <= 1.0:
             raise ValueError(f"CaseRecord.lowp_flop_share must be in [0, 1], got {self.lowp_flop_share!r}")
+        if self.reuse_kind not in REUSE_KINDS or (self.reuse_kind == "") != (self.reused_from is None):
+            raise ValueError(f"CaseRecord.reuse_kind must be one of {REUSE_KINDS[1:]} exactly when reused_from is "
+                             f"set, got {self.reuse_kind!r} with reused_from={self.reused_from!r}")
         names = [o.name for o in self.outputs]
         if len(set(names)) != len(names):
             raise ValueError(f"CaseRecord.outputs repeats an output name: {names}")

@@ -1,22 +1,20 @@
-"""``report.html``: one self-contained page (inline CSS, plots as base64 PNG data URIs). Formatting only.
+"""``report.html``: one self-contained page (inline CSS, plots as base64 PNG data URIs). Formatting only: it renders
+the report's :class:`~harness.report.view.ReportView` (and draws its plots) and computes nothing of its own.
 
 Every piece of text from a model or a message goes through :func:`html.escape`.
 """
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from html import escape
 
 from harness.report.diagnosis import diagnosis_html
-from harness.report.format import (DISPLAY_ORDER, LEGEND, SHARD_COLUMNS, case_label, completion_text, counts_text,
-                                   display_sorted, fmt_divergence, same_model_as, shard_line, shard_rows,
-                                   fmt_error, fmt_int, fmt_share, grouped_notes, tuned_plan_lines)
+from harness.report.format import (LEGEND, SHARD_COLUMNS, case_label, completion_text, counts_text, fmt_divergence,
+                                   fmt_error, fmt_int, fmt_share, shard_line, shard_rows)
 from harness.report.model import STATUSES, CaseRecord, Report
-from harness.report.pareto import best_passing, front_points
-from harness.report.speed import speed_notes, speed_rows
-from harness.report.trt_view import findings, headline, node_tables, plan_mark, trt_cell
-from harness.runners.tensorrt.typed_build import NODE_ROWS
+from harness.report.trt_view import plan_mark, trt_cell
+from harness.report.view import ModelView, ReportView
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1f24;margin:0;background:#f6f7f9}
@@ -39,14 +37,15 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:8px;bo
 """
 
 
-def render_html(report: Report, *, extra: Sequence[str] = ()) -> str:
+def render_html(view: ReportView, *, extra: Sequence[str] = ()) -> str:
     """The whole ``report.html``; ``extra`` sections (e.g. the baseline comparison, trends) follow the summary."""
+    report = view.report
     prov = report.provenance
     body = [f"<h1>castguard sweep report</h1><p class=\"meta\">{escape(counts_text(report.counts()))} over "
             f"{len(report.models)} model(s) &middot; created {escape(report.created)} &middot; "
             f"runners {escape(', '.join(prov.runners) or '–')}</p>", *_interrupted(report), *_shards(report),
-            _summary(report), *extra]
-    body += [_model_section(index, model, report) for index, model in enumerate(report.models)]
+            _summary(view), *extra]
+    body += [_model_section(index, model) for index, model in enumerate(view.models)]
     body.append(_provenance(report))
     body.append("<section><h2>Legend</h2><dl class=\"legend\">" + "".join(
         f"<dt>{escape(name)}</dt><dd>{escape(text)}</dd>" for name, text in LEGEND) + "</dl></section>")
@@ -75,15 +74,14 @@ def _shards(report: Report) -> list[str]:
     return [f"<section id=\"shards\"><h2>Shards</h2><table><tr>{head}</tr>{rows}</table></section>"]
 
 
-def _summary(report: Report) -> str:
+def _summary(view: ReportView) -> str:
     head = "".join(f"<th>{s}</th>" for s in ("model", "cases", *STATUSES, "best passing case (fastest measured, else largest lowp share)"))
     rows = []
-    for index, model in enumerate(report.models):
-        counts, cases = report.counts(model), report.cases_of(model)
-        best = best_passing(cases)
+    for index, model in enumerate(view.models):
+        counts, cases, best = model.counts, model.cases, model.best
         best_text = "none" if best is None else (f"<code class=\"id\">{escape(best.case_id)}</code> "
                                                  f"({fmt_share(best.lowp_flop_share, best.lowp_share_bound)}, {fmt_error(best.worst_error)})")
-        rows.append(f"<tr><td><a href=\"#model-{index}\">{escape(model)}</a></td><td class=\"num\">{len(cases)}</td>"
+        rows.append(f"<tr><td><a href=\"#model-{index}\">{escape(model.name)}</a></td><td class=\"num\">{len(cases)}</td>"
                     + "".join(f"<td class=\"num\">{counts[s] or ''}</td>" for s in STATUSES)
                     + f"<td>{best_text}</td></tr>")
     return f"<section><h2>Summary</h2><table><tr>{head}</tr>{''.join(rows)}</table></section>"
@@ -101,18 +99,16 @@ def _provenance(report: Report) -> str:
     return f"<section><h2>Provenance</h2><table>{rows}</table></section>"
 
 
-def _model_section(index: int, model: str, report: Report) -> str:
+def _model_section(index: int, view: ModelView) -> str:
     from harness.report.plots import error_vs_share_png, pass_by_data_max_png  # matplotlib: import when drawing
 
-    cases = report.cases_of(model)
-    inputs = sorted({c.inputs_id for c in cases})
-    multi = len(inputs) > 1
+    model, cases, inputs, multi = view.name, view.cases, view.inputs, view.multi_inputs
     plot1 = _img(error_vs_share_png(cases, title=f"{model}: error vs low-precision FLOP share"),
                  alt=f"error vs low-precision FLOP share for {model}")
     plot2 = _img(pass_by_data_max_png(cases, title=f"{model}: pass/fail by data_max"),
                  alt=f"pass/fail by data_max per precision for {model}")
     parts = [f"<section id=\"model-{index}\"><h2>{escape(model)}</h2>",
-             f"<p class=\"meta\">{escape(counts_text(report.counts(model)))} &middot; sha256 "
+             f"<p class=\"meta\">{escape(counts_text(view.counts))} &middot; sha256 "
              f"<code>{escape(cases[0].model_sha256[:16])}</code> &middot; inputs "
              + ", ".join(f"<code>{escape(i)}</code>" for i in inputs) + "</p>",
              "<div class=\"plots\"><figure>" + plot1 + "<figcaption>One point per case: colour = precision, marker ="
@@ -122,15 +118,15 @@ def _model_section(index: int, model: str, report: Report) -> str:
              " drawn.</figcaption></figure><figure>" + plot2
              + "<figcaption>Cases whose comparison passed, per precision and data_max (error/skip cases are"
              " counted apart).</figcaption></figure></div>",
-             _front_table(cases, multi=multi), _speed_section(model, cases, multi=multi),
-             "<h3>Cases (failing first)</h3>" + _case_table(display_sorted(cases), multi=multi),
-             _failures(cases, multi=multi), _tuned(cases, multi=multi), _trt_section(cases), _notes(cases),
+             _front_table(view), _speed_section(view),
+             "<h3>Cases (failing first)</h3>" + _case_table(cases, multi=multi),
+             _failures(view), _tuned(view), _trt_section(view), _notes(view),
              "</section>"]
     return "\n".join(parts)
 
 
-def _front_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
-    groups = front_points(cases)
+def _front_table(view: ModelView) -> str:
+    groups, multi = view.front, view.multi_inputs
     if not groups:
         return "<h3>Pareto front</h3><p>No passing case has both a FLOP share and an error.</p>"
     rows = "".join(f"<tr><td class=\"num\">{rank}</td><td>{_case_ids(group, multi=multi)}</td>"
@@ -140,11 +136,11 @@ def _front_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
             f"<th>lowp FLOP share</th><th>worst error</th></tr>{rows}</table>")
 
 
-def _speed_section(model: str, cases: Sequence[CaseRecord], *, multi: bool) -> str:
+def _speed_section(view: ModelView) -> str:
     from harness.report.plots import error_vs_speedup_png  # matplotlib: import when drawing
 
-    rows = speed_rows(cases)
-    notes = "".join(f"<p>No speed claimed: {escape(note)}.</p>" for note in speed_notes(cases))
+    model, cases, multi, rows = view.name, view.cases, view.multi_inputs, view.speed_rows
+    notes = "".join(f"<p>No speed claimed: {escape(note)}.</p>" for note in view.speed_notes)
     if not rows:
         return f"<h3>Speed</h3>{notes or '<p>No case was timed.</p>'}"
     plot = _img(error_vs_speedup_png(cases, title=f"{model}: error vs measured speedup"),
@@ -182,16 +178,16 @@ def _case_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
             f"</tr>{rows}</table>")
 
 
-def _trt_section(cases: Sequence[CaseRecord]) -> str:
+def _trt_section(view: ModelView) -> str:
     """The TensorRT build check: what did not build, and each distinct model's types per ONNX node (ONNX plan
     next to TensorRT's tensors), folded."""
-    head = headline(cases)
+    head = view.trt_headline
     if head is None:
         return ""
     items = "".join(f"<li><pre>{escape(said)}</pre>" + ", ".join(f"<code class=\"id\">{escape(c)}</code>" for c in labels)
-                    + "</li>" for said, labels in findings(cases))
+                    + "</li>" for said, labels in view.trt_findings)
     tables = []
-    for ids, build in node_tables(cases, max_rows=NODE_ROWS):
+    for ids, build in view.trt_tables:
         rows = "".join(f"<tr><td><code>{escape(r.node)}</code></td><td>{escape(r.op)}</td><td>{escape(r.onnx)}</td>"
                        f"<td>{escape(r.tensorrt or '–')}</td><td>{plan_mark(r)}</td></tr>" for r in build.nodes)
         tables.append(f"<details><summary>Types per ONNX node, converted model vs {escape(build.backend)} "
@@ -202,8 +198,8 @@ def _trt_section(cases: Sequence[CaseRecord]) -> str:
             + "".join(tables))
 
 
-def _failures(cases: Sequence[CaseRecord], *, multi: bool) -> str:
-    failing = [c for c in display_sorted(cases) if c.status in DISPLAY_ORDER[:4]]   # error, fail, xpass, xfail
+def _failures(view: ModelView) -> str:
+    failing, multi = view.failing, view.multi_inputs
     if not failing:
         return ""
     blocks = []
@@ -239,8 +235,8 @@ def _case_ids(group: Sequence[CaseRecord], *, multi: bool) -> str:
                        for c in group)
 
 
-def _tuned(cases: Sequence[CaseRecord], *, multi: bool) -> str:
-    tuned = tuned_plan_lines(cases)
+def _tuned(view: ModelView) -> str:
+    tuned, multi = view.tuned, view.multi_inputs
     if not tuned:
         return ""
     items = "".join(
@@ -251,8 +247,8 @@ def _tuned(cases: Sequence[CaseRecord], *, multi: bool) -> str:
             "plot); nodes the magnitude rules keep FP32 are not listed.</p><ul>" + items + "</ul>")
 
 
-def _notes(cases: Sequence[CaseRecord]) -> str:
-    notes = grouped_notes(cases)
+def _notes(view: ModelView) -> str:
+    notes, cases = view.notes, view.cases
     if not notes:
         return ""
     return "<h3>Notes</h3><ul>" + "".join(f"<li>{escape(note)} (" + ("every case" if len(ids) == len(cases) else (
@@ -261,7 +257,7 @@ def _notes(cases: Sequence[CaseRecord]) -> str:
 
 
 def _same(case: CaseRecord) -> str:
-    same = same_model_as(case)
+    same = case.reused_from
     return "" if same is None else (f"<br><small>same model as <code class=\"id\">{escape(same)}</code> "
                                     "(not run again)</small>")
 

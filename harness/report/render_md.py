@@ -1,4 +1,5 @@
-"""``report.md``: tables readable in a CI log and in a GitHub step summary. Formatting only.
+"""``report.md``: tables readable in a CI log and in a GitHub step summary. Formatting only: it renders the
+report's :class:`~harness.report.view.ReportView` and computes nothing of its own.
 
 Names from models (tensors, messages) are put in code spans with table pipes escaped, so markdown
 and HTML in them are shown, never interpreted.
@@ -9,13 +10,11 @@ import re
 from collections.abc import Sequence
 
 from harness.report.diagnosis import diagnosis_md
-from harness.report.format import (LEGEND, SHARD_COLUMNS, case_label, completion_text, counts_text, display_sorted,
-                                   first_line, fmt_divergence, same_model_as, shard_line, shard_rows,
-                                   fmt_error, fmt_int, fmt_share, grouped_notes, tuned_plan_lines)
-from harness.report.model import CaseRecord, Report
-from harness.report.pareto import best_passing
-from harness.report.speed import speed_notes, speed_rows
-from harness.report.trt_view import MD_NODE_ROWS, findings, headline, node_tables, plan_mark, trt_cell
+from harness.report.format import (LEGEND, SHARD_COLUMNS, case_label, completion_text, counts_text, first_line,
+                                   fmt_divergence, fmt_error, fmt_int, fmt_share, shard_line, shard_rows)
+from harness.report.model import Report
+from harness.report.trt_view import plan_mark, trt_cell
+from harness.report.view import ModelView, ReportView
 
 _HEADER = ("| case | status | runner | worst error | worst max_rel | lowp FLOP share | casts | first divergent tensor |\n"
            "|---|---|---|---:|---:|---:|---:|---|")
@@ -30,29 +29,29 @@ def md_code(text: str, *, in_table: bool) -> str:
     return f"{fence}{pad}{flat}{pad}{fence}"
 
 
-def _speed_lines(cases: Sequence[CaseRecord], *, multi: bool) -> list[str]:
+def _speed_lines(view: ModelView) -> list[str]:
     """The measured speed (GPU runners) as a table, or why the cases claim none."""
-    rows = speed_rows(cases)
+    rows, multi = view.speed_rows, view.multi_inputs
     lines: list[str] = []
     if rows:
         lines += ["", "Speed (measured; front = Pareto front of speedup vs error among passing cases):", "",
                   "| case | status | latency ms | FP32 ms | speedup | worst error | |", "|---|---|---:|---:|---:|---:|---|"]
         lines += [f"| {md_code(case_label(c, with_inputs=multi), in_table=True)} | {c.status} | {ms} | {fp32} | {up} | "
                   f"{err} | {'front' if front else ''} |" for c, ms, fp32, up, err, front in rows]
-    for note in speed_notes(cases):
+    for note in view.speed_notes:
         lines += ["", f"No speed claimed: {note}."]
     return lines
 
 
-def _trt_lines(cases: Sequence[CaseRecord]) -> list[str]:
+def _trt_lines(view: ModelView) -> list[str]:
     """The TensorRT build check: what did not build, and per-node types (ONNX plan next to TensorRT) of small models."""
-    head = headline(cases)
+    head = view.trt_headline
     if head is None:
         return []
     lines = ["", f"{head}."]
     lines += ["", *(f"- {md_code(said, in_table=False)} ({', '.join(md_code(c, in_table=False) for c in labels)})"
-              for said, labels in findings(cases))] if findings(cases) else []
-    for ids, build in node_tables(cases, max_rows=MD_NODE_ROWS):
+              for said, labels in view.trt_findings)] if view.trt_findings else []
+    for ids, build in view.trt_tables_md:
         lines += ["", f"Types per ONNX node, converted model vs {build.backend} ({len(ids)} case(s): "
                   + ", ".join(md_code(i, in_table=False) for i in ids) + "):", "",
                   "| node | op | ONNX type | TensorRT type | |", "|---|---|---|---|---|"]
@@ -61,8 +60,9 @@ def _trt_lines(cases: Sequence[CaseRecord]) -> list[str]:
     return lines
 
 
-def render_markdown(report: Report, *, extra: Sequence[str] = ()) -> str:
+def render_markdown(view: ReportView, *, extra: Sequence[str] = ()) -> str:
     """The whole ``report.md``; ``extra`` sections (e.g. the baseline comparison) follow the header."""
+    report = view.report
     prov = report.provenance
     lines = ["# castguard sweep report", "",
              f"{counts_text(report.counts())} over {len(report.models)} model(s). Created {report.created}; "
@@ -75,8 +75,8 @@ def render_markdown(report: Report, *, extra: Sequence[str] = ()) -> str:
     lines += [shard_line(report), ""] if report.shard is not None else []
     lines += _shards_lines(report)
     lines += [section for section in extra if section]
-    for model in report.models:
-        lines += _model_section(model, report.cases_of(model), report.counts(model))
+    for model in view.models:
+        lines += _model_section(model)
     lines += ["**Legend.** " + " ".join(f"*{name}*: {text}." for name, text in LEGEND), ""]
     return "\n".join(lines)
 
@@ -91,24 +91,23 @@ def _shards_lines(report: Report) -> list[str]:
     return lines + [""]
 
 
-def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, int]) -> list[str]:
-    inputs = sorted({c.inputs_id for c in cases})
-    multi = len(inputs) > 1
+def _model_section(view: ModelView) -> list[str]:
+    cases, multi = view.cases, view.multi_inputs
     meta = (f"model sha256 {md_code(cases[0].model_sha256[:16], in_table=False)}, inputs "
-            + ", ".join(md_code(i, in_table=False) for i in inputs))
-    best = best_passing(cases)
+            + ", ".join(md_code(i, in_table=False) for i in view.inputs))
+    best = view.best
     if best is not None:
         meta += (f"; best passing case: {md_code(best.case_id, in_table=False)} ({fmt_share(best.lowp_flop_share, best.lowp_share_bound)}"
                  f" low-precision FLOPs, worst error {fmt_error(best.worst_error)}"
                  + (f", {best.speedup:.2f}× FP32 speed" if best.speedup is not None else "") + ")")
-    trt = any(c.trt_build is not None for c in cases)
+    trt = view.build_checked
     header = _HEADER.replace(" first divergent tensor |\n", " first divergent tensor | TensorRT |\n") + "---|" \
         if trt else _HEADER
-    lines = [f"## {md_code(model, in_table=False)}: {counts_text(counts)}", "", meta, "", header]
-    for case in display_sorted(cases):
+    lines = [f"## {md_code(view.name, in_table=False)}: {counts_text(view.counts)}", "", meta, "", header]
+    for case in cases:
         status = case.status.upper() if case.status in ("fail", "error", "xpass") else case.status
         divergent = "–" if case.first_divergent is None else md_code(fmt_divergence(case), in_table=True)
-        same = same_model_as(case)
+        same = case.reused_from
         label = md_code(case_label(case, with_inputs=multi), in_table=True) + (
             f" (same model as {md_code(same, in_table=True)})" if same else "")
         lines.append(f"| {label} | {status} | "
@@ -116,24 +115,22 @@ def _model_section(model: str, cases: tuple[CaseRecord, ...], counts: dict[str, 
                      f"{fmt_error(case.worst_max_rel)} | "
                      f"{fmt_share(case.lowp_flop_share, case.lowp_share_bound)} | {fmt_int(case.cast_count)} | {divergent} |"
                      + (f" {trt_cell(case)} |" if trt else ""))
-    failing = [c for c in display_sorted(cases) if c.status in ("fail", "error", "xpass") and c.message]
+    failing = [c for c in view.failing if c.status in ("fail", "error", "xpass") and c.message]
     if failing:
         lines += ["", "Failures:", ""]
         for c in failing:
             lines.append(f"- {md_code(case_label(c, with_inputs=multi), in_table=False)}: "
                          f"{md_code(first_line(c.message), in_table=False)}")
             lines += [f"  - {md_code(line.strip(), in_table=False)}" for line in diagnosis_md(c.diagnosis)]
-    tuned = tuned_plan_lines(cases)
-    if tuned:
+    if view.tuned:
         lines += ["", "Tuned plans (castguard tune: the fewest FP32 nodes within the max-error bound; the nodes the "
                   "magnitude rules keep FP32 are not listed):", ""]
-        for case, head, kept in tuned:
+        for case, head, kept in view.tuned:
             lines.append(f"- {md_code(case_label(case, with_inputs=multi), in_table=False)}: {head}")
             lines += [f"  - {md_code(node, in_table=False)}: {why or 'kept'}" for node, why in kept]
-    lines += _speed_lines(cases, multi=multi) + _trt_lines(cases)
-    notes = grouped_notes(cases)
-    if notes:
+    lines += _speed_lines(view) + _trt_lines(view)
+    if view.notes:
         lines += ["", "Notes:", ""]
         lines += [f"- {note} (" + ("every case" if len(ids) == len(cases) else f"{len(ids)} case(s): " + ", ".join(
-            md_code(i, in_table=False) for i in ids)) + ")" for note, ids in notes]
+            md_code(i, in_table=False) for i in ids)) + ")" for note, ids in view.notes]
     return lines + [""]

@@ -15,15 +15,17 @@ import typing
 from typing import Any, TypeVar
 
 from harness.errors import UserError
+from harness.report.legacy import upgrade_v1
 from harness.report.model import SCHEMA_VERSION, CaseRecord, Provenance, Report, ShardInfo
 
 T = TypeVar("T")
+READABLE_VERSIONS = (1, SCHEMA_VERSION)   # schema 1 is upgraded on reading (harness.report.legacy)
 _SPECIAL = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _DERIVED: dict[type, tuple[str, ...]] = {CaseRecord: ("case_id", "worst_error", "worst_max_rel"), Report: ("summary",)}
 
 
 class ReportFormatError(ValueError):
-    """A report dict does not match schema version 1."""
+    """A report dict does not match its schema version."""
 
 
 def report_to_dict(report: Report) -> dict[str, Any]:
@@ -53,8 +55,11 @@ def record_from_dict(data: Any, *, path: str = "$") -> CaseRecord:
 def report_from_dict(data: Any) -> Report:
     if not isinstance(data, dict):
         raise ReportFormatError("$: the top level is not an object")
-    if data.get("schema_version") != SCHEMA_VERSION:
-        raise ReportFormatError(f"$.schema_version: {data.get('schema_version')!r} is not {SCHEMA_VERSION}")
+    version = data.get("schema_version")
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
+        raise ReportFormatError(f"$.schema_version: {version!r} is not one of {READABLE_VERSIONS}")
+    if version == 1:
+        data = upgrade_v1(data)
     report: Report = _decode(Report, data, "$")
     for index, raw in enumerate(data["cases"]):
         record_from_dict(raw, path=f"$.cases[{index}]")     # checks each stored case_id against its settings

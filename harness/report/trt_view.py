@@ -7,8 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.report.model import CaseRecord, Report
+from typing import TYPE_CHECKING
+
+from harness.report.model import CaseRecord
 from harness.runners.tensorrt.typed_build import NodeTypes, TrtBuild
+
+if TYPE_CHECKING:     # view.py builds on this module's helpers
+    from harness.report.view import ReportView
 
 MD_NODE_ROWS = 30         # report.md shows per-node types for models up to this many nodes (report.html: all kept)
 
@@ -62,13 +67,14 @@ def headline(cases: Sequence[CaseRecord]) -> str | None:
             f"{sum(s for *_, s in seconds):.1f} s building")
 
 
-def terminal_lines(report: Report) -> list[str]:
-    """What the terminal summary says about the build check (nothing when no case was checked)."""
-    head = headline(report.cases)
+def terminal_lines(view: ReportView) -> list[str]:
+    """What the terminal summary says about the build check (nothing when no case was checked), from the report's
+    one view (:func:`harness.report.view.report_view`)."""
+    head = view.trt_headline
     if head is None:
         return []
     lines = [f"castguard: {head}"]
-    for said, labels in findings(report.cases):
+    for said, labels in view.trt_findings:
         shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
         lines.append(f"  {shown}: {said}")
     return lines

@@ -56,8 +56,8 @@ def _code_digest() -> str:
 
 def cached_build(model: onnx.ModelProto, *, model_dir: Path | None, feed_shapes: Sequence[Mapping[str, Shape]],
                  cache: ContentCache) -> tuple[TrtBuild | None, str]:
-    """The model's build check (from the cache when it was built before) and a note: ``""``, or why there is no
-    result (TensorRT installed but not loadable). A crashed build is not cached: the next run tries again."""
+    """The model's build check (from the cache when it was built before) and ``""``, or why there is no result
+    (TensorRT installed but not loadable: ``CaseRecord.trt_build_skipped``). A crashed build is not cached: the next run tries again."""
     profile = profile_shapes(input_specs(model), feed_shapes)
     key = content_key("trt-build", cache.fingerprint, _code_digest(), installed_backend() or "", model_digest(model),
                       repr(sorted(profile.items())))
@@ -71,7 +71,7 @@ def cached_build(model: onnx.ModelProto, *, model_dir: Path | None, feed_shapes:
     try:
         data, _hit = cache.json_entry("trt-build", key, make)
     except RunnerUnavailable as err:
-        return None, f"TensorRT build check not run: {err}"
+        return None, str(err)
     if data is None:     # a crash, reported but not kept
         return made[0], ""
     try:

@@ -1,4 +1,4 @@
-"""Cases that convert to the same model run once: the others are reported as "same model as <case>". No pytest.
+"""Cases that convert to the same model run once: the others reuse its result (``CaseRecord.reused_from``). No pytest.
 
 Two sweep cases often differ only in a setting that changes nothing on a given model (an excluded op that sits
 between low-precision ops, a data_max no activation reaches, keep_io_types on a model whose inputs are
@@ -8,8 +8,8 @@ so :class:`SameModels` keeps the first case's record and the others reuse it. Ca
 are identical (the same nodes in low precision, the same clamped initializers, the same graph IO types) but
 whose graphs differ (an initializer stored in fp32 and cast at run time instead of stored in fp16, node order)
 compute the same values on runners that follow the plan exactly (:data:`PLAN_RUNNERS`: emulate rounds every
-low-precision tensor, reference likewise), so there they are reused too ("same model as <case> (identical
-precision plan)"); on other runners (trt, ort) they run, with a note naming the first case of that plan.
+low-precision tensor, reference likewise), so there they are reused too (``reuse_kind="plan"``); on other runners
+(trt, ort) they run, naming the first case of that plan (``CaseRecord.same_plan_as``).
 Not caught yet: plans that differ only by a node kept in fp32 between low-precision neighbours, whose output is
 rounded by the next op anyway (the same values under emulate). Measured on a 6-block timm ViT-tiny export
 (random weights): the 12 default cases gave 2 distinct results (one per precision), and 4 of the 12 were
@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import onnx
 
 from harness.convert import ConversionResult
-from harness.report import CaseRecord, Timings
-from harness.report.format import SAME_MODEL
+from harness.report import CaseRecord
 
-SAME_PLAN = "same precision plan as"
 PLAN_RUNNERS = frozenset({"emulate", "reference"})   # runners whose values the precision plan decides
 
 
@@ -57,33 +55,22 @@ class SameModels:
     _plans: dict[tuple[str, ...], CaseRecord] = field(default_factory=dict)
 
     def first(self, graph: tuple[str, ...], plan: tuple[str, ...], *, by_plan: bool) -> tuple[CaseRecord, str] | None:
-        """The earlier record this case can reuse and how it matched ("" for an identical graph, or "identical
-        precision plan" when ``by_plan``: the runner computes the same values for the same plan), else None."""
+        """The earlier record this case can reuse and how it matched (``"graph"``: an identical converted graph;
+        ``"plan"``, only when ``by_plan``: the runner computes the same values for the same plan), else None."""
         if graph in self._models:
-            return self._models[graph], ""
+            return self._models[graph], "graph"
         if by_plan and plan in self._plans:
-            return self._plans[plan], "identical precision plan"
+            return self._plans[plan], "plan"
         return None
 
-    def plan_note(self, plan: tuple[str, ...]) -> str | None:
-        """``same precision plan as <case>`` for a case that runs anyway (a runner whose kernels may differ)."""
+    def first_of_plan(self, plan: tuple[str, ...]) -> str | None:
+        """The case id of the first case with this precision plan (for a case that runs anyway: a runner whose
+        kernels may differ), else None."""
         first = self._plans.get(plan)
-        return None if first is None else f"{SAME_PLAN} {first.case_id}"
+        return None if first is None else first.case_id
 
     def remember(self, graph: tuple[str, ...], plan: tuple[str, ...], record: CaseRecord) -> None:
         """Keep a record that really ran (errors are not reused: the next case tries again)."""
         if record.status in ("pass", "fail", "skip") and record.outputs:
             self._models.setdefault(graph, record)
             self._plans.setdefault(plan, record)
-
-
-def reuse(first: CaseRecord, record: CaseRecord, *, how: str, convert_s: float, total_s: float) -> CaseRecord:
-    """``record`` (this case, converted) completed from the equivalent ``first`` record, without running."""
-    note = f"{SAME_MODEL} {first.case_id}" + (f" ({how})" if how else "")
-    message = first.message
-    if message:
-        message = (f"{record.model} [{record.case_id}] converts to the same model as [{first.case_id}] "
-                   f"({how or 'identical graph'}; not run again); its result:\n{message}")
-    return replace(first, case=record.case, inputs_id=record.inputs_id, notes=(note, *record.notes),
-                   trt_build=record.trt_build,
-                   message=message, timings=Timings(convert_s=convert_s, total_s=total_s))

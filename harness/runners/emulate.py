@@ -199,7 +199,7 @@ class EmulateRunner(Runner):
 
     def activate_impl(self) -> None:
         self._session = create_session(emulation_model(self.model), providers=(CPU,), runner=self.name,
-                                       model_dir=self.model_dir)
+                                       model_dir=self.model_dir, spinning=False)
 
     def infer_impl(self, feed: Feed) -> dict[str, np.ndarray]:
         wide = {name: arr.astype(np.float32) if arr.dtype in (np.float16, np_dtype(TensorProto.BFLOAT16)) else arr

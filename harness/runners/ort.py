@@ -65,10 +65,13 @@ def session_source(model: onnx.ModelProto, *, model_dir: Path | None, scratch: P
 
 
 def create_session(model: onnx.ModelProto, *, providers: Sequence[str], runner: str,
-                   model_dir: Path | None = None, cpu_fallback: bool = True) -> Any:
+                   model_dir: Path | None = None, cpu_fallback: bool = True, spinning: bool = True) -> Any:
     """An ``InferenceSession`` for ``model`` (see :func:`session_source`); RunnerUnavailable for missing
     providers or kernels. With ``cpu_fallback=False`` a node without a kernel on the named providers fails the
-    load instead of moving to the CPU EP."""
+    load instead of moving to the CPU EP. With ``spinning=False`` the session's idle intra-op threads sleep instead
+    of spinning: the same threads and the same work split (so the same values), but an oracle that runs one
+    small model per case stops burning the cores that the next session's creation needs (bert_tiny: 135 ms ->
+    68 ms to create its emulation session on the 2-core workplace; benchmarks/bench_pipeline.py)."""
     import onnxruntime as ort
 
     missing = [p for p in providers if p not in ort.get_available_providers()]
@@ -80,6 +83,8 @@ def create_session(model: onnx.ModelProto, *, providers: Sequence[str], runner: 
     options.log_severity_level = 3
     if not cpu_fallback:
         options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    if not spinning:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:
             return ort.InferenceSession(session_source(model, model_dir=model_dir, scratch=Path(tmp),

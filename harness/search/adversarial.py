@@ -1,6 +1,6 @@
 """Targeted search for inputs on which a converted model stops matching its FP32 golden (no pytest here).
 
-:class:`~harness.judge.paired.Judge` runs one feed through the FP32 model (ORT CPU, the golden producer) and through the
+:class:`~harness.search.pairing.PairedRun` runs one feed through the FP32 model (ORT CPU, the golden producer) and through the
 converted model on a rounding runner (``emulate``), and compares with the precision-aware tolerances.
 :func:`search` asks Hypothesis for the minimal failing feed (``hypothesis.find``); every tried feed reports
 ``target(error / tolerance)`` so the search climbs toward the worst input. :func:`save_finding` writes the
@@ -33,7 +33,8 @@ from harness.files import atomic_write, atomic_write_text
 from harness.data.feeds import Feed, cast_feeds, input_specs, load_feed_file, validate_feeds
 from harness.data.models import model_sha256
 from harness.data.onnxfile import load_model
-from harness.judge.paired import Judge, Verdict
+from harness.judge.paired import Verdict
+from harness.search.pairing import PairedRun
 from harness.judge.tolerances import TolerancePolicy
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ class Outcome:
     verdict: Verdict | None = None
 
 
-def search(judge: Judge, feeds: SearchStrategy[Feed], *, profile: settings | None = None,
+def search(judge: PairedRun, feeds: SearchStrategy[Feed], *, profile: settings | None = None,
            seed: int | None = None, database_key: bytes | None = None) -> Outcome:
     """The minimal failing feed of ``feeds`` (Hypothesis ``find``: search, target, shrink), or none.
 
@@ -90,7 +91,7 @@ class Saved:
     command: str
 
 
-def save_finding(outcome: Outcome, judge: Judge, *, directory: Path, stem: str, model_path: Path,
+def save_finding(outcome: Outcome, judge: PairedRun, *, directory: Path, stem: str, model_path: Path,
                  options: ConvertOptions, magnitudes: Magnitudes | None, runner: str = "emulate",
                  hypothesis_note: str = "") -> Saved:
     """Write ``<directory>/<stem>.npz`` (the feed, widened to the FP32 model's dtypes; bf16 as uint16 bits)
@@ -159,7 +160,7 @@ def search_case(session: AccuracySession, sweep_case: SweepCase, *, profile: set
     strategy = feeds(conversion.model, val_ranges=val_ranges, input_shapes=config.input_shapes)
     domain = ", ".join(f"{n or 'all inputs'}:[{lo:g},{hi:g}]" for n, lo, hi in val_ranges) + \
         "; other inputs: every value their dtype holds" if val_ranges else "every value the converted inputs hold"
-    with Judge(ctx.model, conversion.model, precision=case.precision, policy=config.tolerances,
+    with PairedRun(ctx.model, conversion.model, precision=case.precision, policy=config.tolerances,
                model_dir=ctx.spec.path.parent, converted_dir=conversion.base_dir) as judge:
         outcome = search(judge, strategy, profile=profile,
                          database_key=database_key(ctx.spec.sha256, repr(case.convert_options()), domain))
@@ -212,7 +213,7 @@ def replay(npz: Path) -> Verdict:
                              fix="rerun the adversarial search on the current model")
     converted = convert(model, options=options, magnitudes=mags).model
     feed = validate_feeds(load_feed_file(npz), input_specs(model), where=str(npz))[0]
-    with Judge(model, converted, precision=options.low_precision_type, policy=policy, runner=doc["runner"],
+    with PairedRun(model, converted, precision=options.low_precision_type, policy=policy, runner=doc["runner"],
                model_dir=model_path.parent) as judge:
         return judge(cast_feeds([feed], input_specs(converted))[0])
 

@@ -9,23 +9,24 @@ The plan of each (model, inputs, precision) is stored beside the goldens
   current model and the message names the node(s) to move to FP32 (and those that may go back to low precision);
   with ``--update-goldens`` the re-tuned plan replaces the stored one (and the case fails once, like a golden).
 
-The verdict is the bound (normalized max error per output on ``emulate``); the record also carries the
-harness's per-output statistics so the report can put the tuned plan on the error-vs-share plot.
+The verdict is the bound (normalized max error per output on ``emulate``). The tuned case is a variant of the case
+pipeline: this module is its first step (:class:`harness.run.steps.tuned.Tuned`); execute -> judge -> record follow
+as for any case (:func:`harness.run.case.run_tuned`), so the record also carries the harness's per-output
+statistics and the report can put the tuned plan on the error-vs-share plot.
 """
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
 from harness.errors import UserError
-from harness.judge.compare import Tolerance, compare_iterations
 from harness.nightly.rules import MOVE_PREFIX
-from harness.report import CaseRecord, Timings, output_stats, outputs_relpath, save_outputs
 from harness.files import safe_component
-from harness.run.session import AccuracySession, Outcome, Status, SweepCase
+from harness.run.case import run_tuned
+from harness.run.session import AccuracySession, Outcome, SweepCase
+from harness.run.steps.tuned import Tuned
 from harness.tune.bound import Bound
 from harness.tune.engine import TuneSettings, tune_setup
 from harness.tune.oracle import Oracle, Setup
@@ -61,7 +62,7 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
     golden, written = session.golden(name, allow_update=False)
     if written is not None:
         return Outcome("fail", f"{name}: golden written ({written}); rerun to tune against it")
-    ctx, _ = session.context(name, golden)
+    ctx, _ = session.context(name, golden)   # its magnitudes, if collected now, are in this case's tune_s
     bound = Bound(precision=case.precision)
     setup = Setup(model=ctx.model, options=case.convert_options(), magnitudes=ctx.magnitudes, feeds=golden.feeds,
                   goldens=golden.outputs, bound=bound, model_dir=ctx.spec.path.parent)
@@ -80,7 +81,9 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
                          f"one over the bound (error/bound {outcome.stress.worst_ratio:.3g}); the bound holds on the "
                          "golden inputs only")
         kept = tuple((n, outcome.plan.why.get(n, "")) for n in outcome.plan.kept_fp32)
-        return _record(session, sweep_case, setup, outcome.conversion, kept, "pass", "", notes, start)
+        return _record(session, sweep_case, Tuned(conversion=outcome.conversion, kept_fp32=kept, status="pass",
+                                                  notes=tuple(notes), seconds=time.perf_counter() - start),
+                       start=start)
     present = {n.name for n in setup.convert(()).model.graph.node}
     old_kept = [str(n) for n in cast(list[object], stored["kept_fp32"])]
     check = Oracle(setup, budget=1).evaluate([n for n in old_kept if n in present])
@@ -91,8 +94,9 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
         why = cast(dict[str, str], stored.get("why", {}))
         kept = tuple((n, why.get(n, "") or f"kept by the stored plan {path.name}") for n in old_kept if n in present)
         notes.append(f"stored tuned plan {path} still meets its bound")
-        return _record(session, sweep_case, setup, setup.convert([n for n, _ in kept]), kept, "pass", "", notes,
-                       start)
+        return _record(session, sweep_case, Tuned(conversion=setup.convert([n for n, _ in kept]), kept_fp32=kept,
+                                                  status="pass", notes=tuple(notes),
+                                                  seconds=time.perf_counter() - start), start=start)
     outcome = tune_setup(setup, model_path=ctx.spec.path, sha256=ctx.spec.sha256, settings=settings, reference=None)
     new_kept = outcome.plan.kept_fp32
     move = [n for n in new_kept if n not in old_kept]
@@ -112,31 +116,16 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
                   f"\n  fix: review the moves and accept the new plan: pytest --model {name} --tune --update-goldens "
                   f"(rewrites {path})"))
     kept = tuple((n, (MOVE_PREFIX if n in move else "") + outcome.plan.why.get(n, "")) for n in new_kept)
-    return _record(session, sweep_case, setup, outcome.conversion, kept, "fail", message, notes, start)
+    return _record(session, sweep_case, Tuned(conversion=outcome.conversion, kept_fp32=kept, status="fail",
+                                              message=message, notes=tuple(notes), seconds=time.perf_counter() - start),
+                   start=start)
 
 
-def _record(session: AccuracySession, sweep_case: SweepCase, setup: Setup, conversion: object,
-            kept: tuple[tuple[str, str], ...], status: Status, message: str, notes: list[str],
-            start: float) -> Outcome:
-    from harness.convert import ConversionResult
-
-    assert isinstance(conversion, ConversionResult)
-    name, case = sweep_case.model, sweep_case.case
-    ctx = session.context(name, session.golden(name, allow_update=False)[0])[0]
-    outputs = setup.run(conversion.model)
-    tolerances = session.config.tolerances.tolerances_for(precision=case.precision, goldens=setup.goldens)
-    comparison = compare_iterations(outputs, setup.goldens, tolerances=tolerances, default=Tolerance())
-    relpath = outputs_relpath(name, ctx.inputs_id, case.id)
-    save_outputs(session.config.report_dir, relpath, outputs)
-    record = CaseRecord(model=name, model_sha256=ctx.spec.sha256, case=case, status=status, runner="emulate",
-                        rounds_low_precision=True, inputs_id=ctx.inputs_id, message=message,
-                        outputs=output_stats(comparison, setup.goldens), lowp_flop_share=conversion.lowp_flop_share,
-                        lowp_share_bound=conversion.lowp_share_bound,
-                        cast_count=conversion.cast_count, low_nodes=len(conversion.low_nodes),
-                        high_nodes=len(conversion.high_nodes), outputs_file=relpath, golden_file=ctx.golden_file,
-                        notes=tuple(notes), kept_fp32=kept,
-                        timings=Timings(total_s=time.perf_counter() - start))
-    return Outcome(status, message, runner="emulate", record=replace(record))
+def _record(session: AccuracySession, sweep_case: SweepCase, tuned: Tuned, *, start: float) -> Outcome:
+    """The rest of the pipeline for the tuned case: execute -> judge -> record (:func:`harness.run.case.run_tuned`)."""
+    ctx = session.context(sweep_case.model, session.golden(sweep_case.model, allow_update=False)[0])[0]
+    record = run_tuned(ctx, sweep_case.case, tuned, settings=session.settings, started=start)
+    return Outcome(tuned.status, tuned.message, runner=record.runner, record=record)
 
 
 __all__ = ["check_tuned", "plan_path"]

@@ -26,7 +26,7 @@ import onnxruntime
 from onnx import numpy_helper
 
 from harness.run.session import AccuracySession, SweepCase
-from harness.nightly.rules import CACHE_HIT_NOTE, RECOMMENDED_RULES, compare_reports, parse_rules
+from harness.nightly.rules import RECOMMENDED_RULES, compare_reports, parse_rules
 from harness.config import HarnessConfig
 from harness.nightly.history import read_history
 from harness.data.models import bundled_models_dir
@@ -95,7 +95,7 @@ def _session(tmp_path: Path) -> AccuracySession:
                      keep_io_types=(False,))
     config = HarnessConfig(models=("needs_constraints",), goldens_dir=REPO / "goldens", report_dir=tmp_path / "r",
                            cache_dir=tmp_path / "cache", sweep=spec)
-    return AccuracySession(config, bundled_dir=bundled_models_dir())
+    return AccuracySession.open(config, bundled_dir=bundled_models_dir())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,7 +124,7 @@ def test_a_planted_data_max_regression_is_caught_and_nothing_else(tmp_path: Path
     assert [c.status for c in baseline.cases] == ["pass", "pass"]
     rules = parse_rules(ACCURACY_RULES)
     again = _report(session)
-    assert all(CACHE_HIT_NOTE in c.notes for c in again.cases)    # the contract that keeps cached timings unjudged
+    assert all(c.conversion_cached for c in again.cases)    # the fact that keeps cached timings unjudged
     assert not compare_reports(again, baseline, rules=parse_rules(RULES), source="baseline").regressions
     planted_id = "fp16-dmax512-imax65504-excl_none-keepio0-emulate"
     result = compare_reports(_report(session, plant=planted_id), baseline, rules=rules, source="baseline")
@@ -207,7 +207,7 @@ def test_the_recommended_rules_raise_no_false_alarm_when_a_change_lowers_the_err
     for model in ("needs_constraints", "mnist"):
         config = HarnessConfig(models=(model,), goldens_dir=REPO / "goldens", report_dir=tmp_path / "r",
                                cache_dir=tmp_path / "cache")
-        session = AccuracySession(config, bundled_dir=bundled_models_dir())
+        session = AccuracySession.open(config, bundled_dir=bundled_models_dir())
         records = [session.check_low_precision(SweepCase(model, case)).record for case in expand(SweepSpec())]
         done = [r for r in records if r is not None and r.outputs]
         for old in done:

@@ -79,8 +79,8 @@ def test_builds_are_cached_by_converted_model(tmp_path: Path) -> None:
     shutil.copytree(REPO / "goldens" / "mnist", tmp_path / "goldens" / "mnist")
     config = HarnessConfig(models=("mnist",), goldens_dir=tmp_path / "goldens", report_dir=tmp_path / "report",
                            cache_dir=tmp_path / "cache")
-    first = AccuracySession(config, bundled_dir=bundled_models_dir()).check_low_precision(SweepCase("mnist", Case()))
-    again = AccuracySession(config, bundled_dir=bundled_models_dir()).check_low_precision(SweepCase("mnist", Case()))
+    first = AccuracySession.open(config, bundled_dir=bundled_models_dir()).check_low_precision(SweepCase("mnist", Case()))
+    again = AccuracySession.open(config, bundled_dir=bundled_models_dir()).check_low_precision(SweepCase("mnist", Case()))
     assert first.record is not None and again.record is not None
     assert first.record.trt_build is not None and first.record.trt_build.ok
     assert again.record.trt_build == first.record.trt_build           # read back from the cache, not rebuilt
@@ -96,7 +96,7 @@ def test_every_committed_model_builds_in_every_sweep_case(name: str, tmp_path: P
         shutil.copytree(REPO / "goldens" / name, tmp_path / "goldens" / name)
     config = HarnessConfig(models=(name,), goldens_dir=tmp_path / "goldens", report_dir=tmp_path / "report",
                            cache_dir=tmp_path / "cache")
-    session = AccuracySession(config, bundled_dir=bundled_models_dir())
+    session = AccuracySession.open(config, bundled_dir=bundled_models_dir())
     session.golden(name, allow_update=True)                            # a new export without a committed golden
     refused: set[str] = set()
     for sweep_case in session.cases:

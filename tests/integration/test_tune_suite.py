@@ -34,6 +34,10 @@ def test_tuned_case_plan_report_and_new_model_version(pytester: pytest.Pytester)
     kept = [k for k, _ in tuned["kept_fp32"]]
     assert kept[:2] == ["residual_add", "cancel_sub"]
     assert tuned["lowp_flop_share"] > 0.8 and tuned["case"]["tuned"] is True
+    timings = tuned["timings"]          # the tuned case runs the same pipeline: timed steps that add up
+    assert timings["tune_s"] > 0 and timings["infer_s"] > 0
+    assert abs(timings["total_s"] - sum(v for k, v in timings.items() if k != "total_s")) < 0.005
+    assert (pytester.path / "castguard-report" / tuned["outputs_file"]).is_file()   # saved in its run, like any case
     (plan_file,) = (pytester.path / "goldens" / "rc").glob("*.tuned-fp16.plan.json")
     plan = json.loads(plan_file.read_text())
     assert plan["kept_fp32"] == kept and plan["holds"] is True

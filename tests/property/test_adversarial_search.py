@@ -19,7 +19,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from harness.run.session import AccuracySession, SweepCase
 from harness.cli import main as cli_main
-from harness.judge.paired import Judge, score
+from harness.judge.paired import score
+from harness.search.pairing import PairedRun as Judge
 from harness.search.adversarial import cast_limits, failure_message, replay, search, search_case
 from harness.judge.compare import Tolerance, compare_outputs
 from harness.config import HarnessConfig
@@ -38,7 +39,7 @@ CI = settings.get_profile("ci")
 def session(tmp_path: Path) -> AccuracySession:
     config = HarnessConfig(models=(MODEL,), goldens_dir=tmp_path / "goldens", report_dir=tmp_path / "report",
                            cache_dir=tmp_path / "cache")
-    return AccuracySession(config, bundled_dir=bundled_models_dir())
+    return AccuracySession.open(config, bundled_dir=bundled_models_dir())
 
 
 def test_forced_fp16_add_sub_fails_within_the_ci_budget_without_a_val_range(session: AccuracySession) -> None:
@@ -78,7 +79,7 @@ def test_the_ci_search_is_reproducible(session: AccuracySession) -> None:
 def test_a_val_range_narrows_the_search(tmp_path: Path) -> None:
     config = HarnessConfig(models=(MODEL,), goldens_dir=tmp_path / "g", report_dir=tmp_path / "r",
                            cache_dir=tmp_path / "c", val_ranges=(("x", 0.0, 0.0),))
-    narrow = AccuracySession(config, bundled_dir=bundled_models_dir())
+    narrow = AccuracySession.open(config, bundled_dir=bundled_models_dir())
     found = search_case(narrow, SweepCase(MODEL, FORCED), profile=CI)
     assert not found.failed and found.domain.startswith("x:[0,0]")   # x = 0 cannot overflow Add/Sub
 

@@ -52,7 +52,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> AccuracySession:
     tmp = tmp_path_factory.mktemp("seed003")
     config = HarnessConfig(models=(MODEL,), goldens_dir=_copy_goldens(tmp / "goldens"), report_dir=tmp / "report",
                            cache_dir=tmp / "cache")
-    return AccuracySession(config, bundled_dir=bundled_models_dir())
+    return AccuracySession.open(config, bundled_dir=bundled_models_dir())
 
 
 def test_default_conversion_keeps_the_overflowing_nodes_fp32_and_passes(session: AccuracySession) -> None:

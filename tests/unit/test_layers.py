@@ -7,6 +7,7 @@ source with :mod:`ast`, so imports inside functions count too.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,3 +145,33 @@ def test_the_cycle_check_finds_a_cycle(tmp_path: Path, monkeypatch: pytest.Monke
     (package / "b.py").write_text("from harness.x.a import f\n")
     monkeypatch.setitem(globals(), "HARNESS", tmp_path / "harness")
     assert import_cycles("harness.x") == [["harness.x.a", "harness.x.b", "harness.x.a"]]
+
+
+# The judge is pure (data in, verdict out): modules that run models (runners, the conductor) stay out of judge/.
+# The first-divergence search that ran models from judge/ moved to harness/diagnose/: no exception is left.
+JUDGE_MAY_RUN: set[str] = set()
+RUNS_MODELS = ("harness.runners", "harness.run")
+
+
+def judge_runner_imports(judge_dir: Path, *, allowed: set[str]) -> list[str]:
+    """``file:line imports module`` for each runner (or conductor) import in judge/ outside ``allowed``."""
+    bad = []
+    for path in sorted(judge_dir.rglob("*.py")):
+        rel = path.relative_to(HARNESS.parent).as_posix()
+        if rel in allowed:
+            continue
+        bad += [f"{rel}:{line} imports {target}" for line, target in harness_imports(path)
+                if any(target == m or target.startswith(m + ".") for m in RUNS_MODELS)]
+    return bad
+
+
+def test_the_judge_imports_no_runner() -> None:
+    assert judge_runner_imports(HARNESS / "judge", allowed=JUDGE_MAY_RUN) == []
+
+
+def test_the_judge_rule_catches_a_runner_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    judge = tmp_path / "harness" / "judge"
+    judge.mkdir(parents=True)
+    (judge / "x.py").write_text("from harness.runners import make_runner\nfrom harness.judge.compare import Tolerance\n")
+    monkeypatch.setattr(sys.modules[__name__], "HARNESS", tmp_path / "harness")
+    assert judge_runner_imports(judge, allowed=set()) == ["harness/judge/x.py:1 imports harness.runners"]

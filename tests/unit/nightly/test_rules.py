@@ -244,7 +244,7 @@ def test_rule_values_are_validated() -> None:
 
 def test_cached_conversions_and_shared_magnitudes_are_not_timed() -> None:
     cold = _record(timings=Timings(magnitudes_s=0.9, convert_s=1.0, total_s=3.0))
-    warm = _record(timings=Timings(convert_s=0.001, total_s=1.1), notes=("conversion from cache",))
+    warm = _record(timings=Timings(convert_s=0.001, total_s=1.1), conversion_cached=True)
     for text in ("convert_time:+50%", "total_time:+50%"):
         assert judge(warm, cold, parse_rule(text)) is None and judge(cold, warm, parse_rule(text)) is None
     first = _record(timings=Timings(magnitudes_s=0.9, convert_s=1.0, total_s=3.0))     # the model's first case

@@ -159,7 +159,7 @@ def test_same_model_cases_are_named_in_the_summary_and_next_to_the_case(tmp_path
     session.start()
     first = _record("fp16")
     session.add(first)
-    session.add(replace(_record("bf16"), notes=(f"same model as {first.case_id}",)))
+    session.add(replace(_record("bf16"), reused_from=first.case_id, reuse_kind="graph"))
     finished = _finish(session)
     assert finished is not None
     assert "2 cases: 2 pass (1 share another case's converted model, not run again)" in finished.summary_line()

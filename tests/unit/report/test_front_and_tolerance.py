@@ -16,6 +16,7 @@ from harness.report.model import CaseRecord
 from harness.report.pareto import best_passing, front_points
 from harness.report.plots import error_vs_share_figure
 from harness.report.render_html import render_html
+from harness.report.view import report_view
 from harness.report.speed import speed_front, speed_rows
 from harness.sweep import Case
 
@@ -53,7 +54,7 @@ def test_the_plot_draws_the_failing_case_but_numbers_only_passing_ones() -> None
 
 def test_the_html_front_table_starts_with_a_passing_case() -> None:
     report = Report.build(CASES, created="2026-11-26T00:00:00+00:00", provenance=PROVENANCE)
-    html = render_html(report)
+    html = render_html(report_view(report))
     table = html.split("<h3>Pareto front</h3>", 1)[1].split("</table>", 1)[0]
     rows = re.findall(r'<tr><td class="num">(\d+)</td><td>(.*?)</td>', table)
     assert [rank for rank, _ in rows] == ["1", "2"]

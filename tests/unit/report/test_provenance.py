@@ -12,6 +12,7 @@ from harness.data.drift import GoldenProvenanceError, check_golden_provenance, d
 from harness.errors import GoldenError
 from harness.report import Report
 from harness.report.render_html import render_html
+from harness.report.view import report_view
 from harness.report.render_md import render_markdown
 from harness.sweep import SweepSpec, expand
 
@@ -63,11 +64,11 @@ def test_the_report_names_every_affected_case() -> None:
     noted = [dataclasses.replace(c, notes=(note,)) if c.case.precision == "fp16" else c for c in cases]
     report = Report.build(noted, created="2026-11-20T10:00:00+00:00", provenance=PROVENANCE)
     fp16 = [c.case_id for c in cases if c.case.precision == "fp16"]
-    markdown = render_markdown(report)
+    markdown = render_markdown(report_view(report))
     line = next(line for line in markdown.splitlines() if line.startswith(f"- {note}"))
     assert f"({len(fp16)} case(s): " in line and all(f"`{i}`" in line for i in fp16)
     assert "bf16-" not in line
-    html = render_html(report)
+    html = render_html(report_view(report))
     assert "<h3>Notes</h3>" in html and all(f"<code class=\"id\">{i}</code>" in html for i in fp16)
 
 
@@ -75,5 +76,5 @@ def test_a_note_on_every_case_is_not_listed_case_by_case() -> None:
     note = "golden made with onnx 1.17.0, this run uses 1.23.2"
     cases = [dataclasses.replace(record_for(case), notes=(note,)) for case in expand(SweepSpec(keep_io_types=(False, True)))]
     report = Report.build(cases, created="2026-11-20T10:00:00+00:00", provenance=PROVENANCE)
-    assert f"- {note} (every case)" in render_markdown(report)
-    assert f"<li>{note} (every case)</li>" in render_html(report)
+    assert f"- {note} (every case)" in render_markdown(report_view(report))
+    assert f"<li>{note} (every case)</li>" in render_html(report_view(report))

@@ -38,7 +38,7 @@ def test_json_round_trips_exactly(tmp_path: Path) -> None:
 
 def test_json_is_standard_and_carries_derived_fields(sample_json: str) -> None:
     data = json.loads(sample_json, parse_constant=_refuse)
-    assert data["schema_version"] == 1 and data["summary"]["error"] == 1
+    assert data["schema_version"] == 2 and data["summary"]["error"] == 1
     case = next(c for c in data["cases"] if c["worst_max_rel"] == "inf")
     assert case["case_id"] == "bf16-dmaxinf-imax65504-excl_none-keepio1-emulate"
     assert case["outputs"][0]["max_abs"] == "inf"
@@ -55,7 +55,7 @@ def test_nan_survives_the_round_trip() -> None:
     assert back.cases[0].worst_max_rel == math.inf
 
 
-@pytest.mark.parametrize("version", [2, 0, "1", None])
+@pytest.mark.parametrize("version", [3, 0, "1", None, True])
 def test_unknown_schema_version_is_refused_naming_the_file(tmp_path: Path, sample_json: str, version: object) -> None:
     data = json.loads(sample_json)
     data["schema_version"] = version

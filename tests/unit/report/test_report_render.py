@@ -11,6 +11,7 @@ from tests.helpers.report_samples import HOSTILE, PROVENANCE, SHA, hostile_repor
 
 from harness.report import CaseRecord, Report
 from harness.report.render_html import render_html
+from harness.report.view import report_view
 from harness.report.render_md import md_code, render_markdown
 from harness.sweep import Case
 
@@ -22,11 +23,11 @@ def sample() -> Report:
 
 @pytest.fixture(scope="module")
 def sample_html(sample: Report) -> str:
-    return render_html(sample)
+    return render_html(report_view(sample))
 
 
 def test_markdown_lists_every_case_with_failing_first(sample: Report) -> None:
-    text = render_markdown(sample)
+    text = render_markdown(report_view(sample))
     rows = [line for line in text.splitlines() if line.startswith("| `")]
     assert len(rows) == len(sample.cases)
     for case in sample.cases:
@@ -38,7 +39,7 @@ def test_markdown_lists_every_case_with_failing_first(sample: Report) -> None:
 
 
 def test_markdown_never_lets_names_break_the_table(sample: Report) -> None:
-    text = render_markdown(hostile_report())
+    text = render_markdown(report_view(hostile_report()))
     row = next(line for line in text.splitlines() if line.startswith("| `fp16"))
     assert len(re.split(r"(?<!\\)\|", row)) == 10    # 8 cells: every pipe from the hostile names is escaped
     assert "<script>" not in row.replace("``<script>", "")
@@ -83,7 +84,7 @@ def test_html_is_self_contained_with_every_case_and_both_plots(sample: Report, s
 
 
 def test_html_escapes_hostile_text() -> None:
-    html = render_html(hostile_report())
+    html = render_html(report_view(hostile_report()))
     assert "<script>" not in html
     page = _parse(html)
     assert "script" not in page.tags
@@ -96,13 +97,13 @@ def test_single_case_with_nan_error_and_unmeasured_case_render() -> None:
     for record in (nan_case, CaseRecord(model="tiny", model_sha256=SHA, case=Case(), status="skip",
                                         message="runner trt unavailable")):
         report = Report.build([record], created="2026-01-01T00:00:00+00:00", provenance=PROVENANCE)
-        text = "".join(_parse(render_html(report)).text)
+        text = "".join(_parse(render_html(report_view(report))).text)
         assert record.case_id in text and "1 case" in text
-        assert record.case_id in render_markdown(report)
-    assert "inf" in render_markdown(Report.build([nan_case], created="t", provenance=PROVENANCE))
+        assert record.case_id in render_markdown(report_view(report))
+    assert "inf" in render_markdown(report_view(Report.build([nan_case], created="t", provenance=PROVENANCE)))
 
 
 def test_empty_report_renders() -> None:
     report = Report.build([], created="t", provenance=PROVENANCE)
-    assert "0 cases" in render_markdown(report)
-    assert "0 cases" in render_html(report)
+    assert "0 cases" in render_markdown(report_view(report))
+    assert "0 cases" in render_html(report_view(report))

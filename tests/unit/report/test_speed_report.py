@@ -19,6 +19,7 @@ from harness.report import CaseRecord, Report
 from harness.report.pareto import best_passing
 from harness.report.plots import error_vs_speedup_png
 from harness.report.render_html import render_html
+from harness.report.view import report_view
 from harness.report.render_md import render_markdown
 from harness.report.serde import record_from_dict, record_to_dict
 from harness.report.speed import fastest_passing, speed_front
@@ -61,10 +62,10 @@ def test_report_shows_the_speed_table_plot_and_why_cpu_cases_claim_none() -> Non
     cpu = dataclasses.replace(record_for(Case(precision="fp16", data_max=8.0, keep_io_types=True)),
                               speed_note="emulate computes in fp32")
     report = Report.build((*CASES, cpu), created="2026-11-22T00:00:00+00:00", provenance=PROVENANCE)
-    md = render_markdown(report)
+    md = render_markdown(report_view(report))
     assert "| latency ms | FP32 ms | speedup |" in md and "1.30×" in md and "front" in md
     assert "No speed claimed: emulate computes in fp32." in md
-    html = render_html(report)
+    html = render_html(report_view(report))
     assert "<h3>Speed</h3>" in html and "error vs measured speedup" in html
     png = error_vs_speedup_png(CASES, title="m")
     assert png.startswith(b"\x89PNG") and len(png) > 5000
@@ -113,7 +114,7 @@ def test_cpu_runners_record_why_they_claim_no_speed(tmp_path: Path) -> None:
                            report_dir=tmp_path / "r", cache_dir=tmp_path / "c",
                            sweep=SweepSpec(precisions=("fp16",), data_max=(512.0,),
                                            exclusions=SweepSpec().exclusions[:1], keep_io_types=(True,)))
-    session = AccuracySession(config, bundled_dir=tmp_path / "none")
+    session = AccuracySession.open(config, bundled_dir=tmp_path / "none")
     name = next(iter(session.models))
     session.check_fp32_golden(name)
     outcome = session.check_low_precision(SweepCase(name, Case(keep_io_types=True)))

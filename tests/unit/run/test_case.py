@@ -21,7 +21,7 @@ def _session(tmp_path: Path, model: Path, **config: object) -> AccuracySession:
     harness_config = HarnessConfig(models=(str(model),), goldens_dir=tmp_path / "goldens",
                                    report_dir=tmp_path / "report", cache_dir=tmp_path / "cache",
                                    **config)  # type: ignore[arg-type]
-    session = AccuracySession(harness_config, bundled_dir=tmp_path / "none")
+    session = AccuracySession.open(harness_config, bundled_dir=tmp_path / "none")
     for name in session.models:
         session.check_fp32_golden(name)       # writes the golden on first use
     return session
@@ -59,7 +59,7 @@ def test_a_second_session_reuses_the_cache(mlp: AccuracySession, tmp_path: Path)
     assert first is not None and second is not None
     inputs = "inputs: seed 0, 1 iteration(s); x float32[1x8]: uniform in [-1, 1] (default; --val-range to change)"
     assert first.notes == (inputs,)                      # the input plan on every case; a fresh golden: no drift
-    assert second.notes == (inputs, "conversion from cache")
+    assert second.notes == (inputs,) and second.conversion_cached and not first.conversion_cached
     assert second.timings.magnitudes_s == 0.0 and second.outputs == first.outputs
 
 
@@ -108,7 +108,7 @@ def test_an_unavailable_runner_is_a_skip_with_the_reason(mlp: AccuracySession) -
 def test_a_missing_golden_fails_the_case_once(tmp_path: Path) -> None:
     config = HarnessConfig(models=(str(save(mlp_model(), tmp_path / "mlp.onnx")),), goldens_dir=tmp_path / "g",
                            report_dir=tmp_path / "r", cache_dir=tmp_path / "c", sweep=ONE)
-    session = AccuracySession(config, bundled_dir=tmp_path / "none")
+    session = AccuracySession.open(config, bundled_dir=tmp_path / "none")
     first = session.check_low_precision(session.cases[0])
     assert first.status == "fail" and "golden written" in first.message and first.record is None
     assert session.check_low_precision(session.cases[0]).status == "pass"

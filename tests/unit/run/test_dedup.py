@@ -1,11 +1,11 @@
-"""Cases that convert to the same model run once; the others say "same model as <case>"."""
+"""Cases that convert to the same model run once; the others name the first case (``reused_from``)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from harness.config import HarnessConfig
 from harness.data.models import bundled_models_dir
-from harness.run.dedup import SAME_MODEL, SAME_PLAN, model_digest, plan_digest
+from harness.run.dedup import model_digest, plan_digest
 from harness.run.session import AccuracySession, SweepCase
 from harness.sweep import SweepSpec, expand
 
@@ -18,15 +18,15 @@ def test_identical_converted_models_run_once_and_name_the_first_case(tmp_path: P
                      keep_io_types=(False,))
     config = HarnessConfig(models=("needs_constraints",), goldens_dir=REPO / "goldens", report_dir=tmp_path / "r",
                            cache_dir=tmp_path / "c", sweep=spec)
-    session = AccuracySession(config, bundled_dir=bundled_models_dir())
+    session = AccuracySession.open(config, bundled_dir=bundled_models_dir())
     tight, default, off = (session.check_low_precision(SweepCase("needs_constraints", c)).record
                            for c in expand(spec))
     assert tight is not None and default is not None and off is not None
-    assert SAME_MODEL not in " ".join(tight.notes) and tight.timings.infer_s > 0
-    assert f"{SAME_MODEL} {tight.case_id}" in default.notes
+    assert tight.reused_from is None and tight.timings.infer_s > 0
+    assert (default.reused_from, default.reuse_kind) == (tight.case_id, "graph")
     assert default.case.data_max == 512.0 and default.timings.infer_s == 0.0       # not run again
     assert (default.status, default.outputs, default.outputs_file) == (tight.status, tight.outputs, tight.outputs_file)
-    assert off.status == "fail" and not any(n.startswith((SAME_MODEL, SAME_PLAN)) for n in off.notes)  # data_max inf
+    assert off.status == "fail" and (off.reused_from, off.same_plan_as) == (None, None)  # data_max inf
 
 
 def test_the_digest_sees_any_change_of_the_graph() -> None:
@@ -45,10 +45,10 @@ def test_keep_io_types_variants_are_not_one_plan(tmp_path: Path) -> None:
                      keep_io_types=(False, True), runners=("emulate",))
     config = HarnessConfig(models=("needs_constraints",), goldens_dir=REPO / "goldens", report_dir=tmp_path / "r",
                            cache_dir=tmp_path / "c", sweep=spec)
-    session = AccuracySession(config, bundled_dir=bundled_models_dir())
+    session = AccuracySession.open(config, bundled_dir=bundled_models_dir())
     low_io, kept_io = (session.check_low_precision(SweepCase("needs_constraints", c)).record for c in expand(spec))
     assert low_io is not None and kept_io is not None
-    assert not any(n.startswith((SAME_MODEL, SAME_PLAN)) for n in kept_io.notes)
+    assert (kept_io.reused_from, kept_io.same_plan_as) == (None, None)
     assert kept_io.timings.infer_s > 0 and low_io.timings.infer_s > 0
 
 

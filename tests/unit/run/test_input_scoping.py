@@ -22,7 +22,7 @@ TEXT_OPTIONS = {"input_shapes": (("input_ids", (1, 8)),), "val_ranges": (("atten
 def _session(tmp_path: Path, *models: str, **options: object) -> AccuracySession:
     config = HarnessConfig(models=models, goldens_dir=tmp_path / "goldens", report_dir=tmp_path / "r",
                            cache_dir=tmp_path / "c", sweep=SPEC, **options)  # type: ignore[arg-type]
-    return AccuracySession(config, bundled_dir=bundled_models_dir())
+    return AccuracySession.open(config, bundled_dir=bundled_models_dir())
 
 
 def test_each_model_takes_the_entries_naming_its_inputs(tmp_path: Path) -> None:

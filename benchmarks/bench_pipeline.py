@@ -1,0 +1,99 @@
+"""Where a warm sweep's time goes, step by step, and how it compares with its floor (figures, not assertions).
+
+Run: ``pytest benchmarks/bench_pipeline.py -s -p no:xdist`` (or ``python benchmarks/bench_pipeline.py``).
+
+The sweep is the README's main command on the bundled BERT-like export, ``pytest --model bert_tiny`` (12 cases),
+run once to write the golden and fill the cache, then ``ROUNDS`` more times warm, each in a fresh interpreter.
+
+* **warm**: the median wall time of a warm run (the pytest process, start to exit);
+* **floor**: pytest's start-up (``pytest --co`` of an empty folder, median) plus, for each distinct converted
+  model the sweep ran (cases not reused from another case), creating one ORT CPU session of the original FP32
+  model and running it once on the golden's feeds (median over ``ROUNDS``);
+* **steps**: each :class:`~harness.report.Timings` field summed over the cases of the last warm report, and
+  the cases' ``total_s`` (the rest of the wall time is pytest, model loading and the golden check).
+
+Goal (issue 25): warm <= 1.5 x floor.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "bert_tiny"
+ROUNDS = int(os.environ.get("CASTGUARD_BENCH_ROUNDS", "5"))
+
+
+def _pytest(folder: Path, *args: str) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", *args],
+                   cwd=folder, capture_output=True, text=True, check=False, timeout=600)
+    return time.perf_counter() - start
+
+
+def _session_floor(distinct: int) -> float:
+    """``distinct`` x (one ORT CPU session of the FP32 model + one run on the golden feeds), median of rounds."""
+    from harness.data.models import bundled_models_dir
+from harness.data.onnxfile import load_model
+    from harness.runners import make_runner
+    import test_models
+
+    path = bundled_models_dir() / MODEL / f"{MODEL}.onnx"
+    model = load_model(path, weights="lazy")
+    inputs = test_models.default_inputs(MODEL)
+    assert inputs is not None
+    import numpy as np
+
+    with np.load(inputs) as data:
+        feed = {k: data[k] for k in data.files}
+    times = []
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        make_runner("ort", model, model_dir=path.parent).run([feed])
+        times.append(time.perf_counter() - start)
+    return distinct * statistics.median(times)
+
+
+def measure() -> dict[str, float]:
+    from harness.report import Timings, read_report
+
+    with tempfile.TemporaryDirectory(prefix="castguard-bench-pipeline-") as tmp:
+        folder, empty = Path(tmp) / "sweep", Path(tmp) / "empty"
+        folder.mkdir()
+        empty.mkdir()
+        _pytest(folder, "--model", MODEL)                       # writes the golden, fills the cache
+        warm = statistics.median(_pytest(folder, "--model", MODEL) for _ in range(ROUNDS))
+        start_up = statistics.median(_pytest(empty, "--co") for _ in range(ROUNDS))
+        report = read_report(folder / "castguard-report" / "report.json")
+    distinct = sum(c.timings.infer_s > 0 for c in report.cases)      # run, not reused from another case
+    sessions = _session_floor(distinct)
+    floor = start_up + sessions
+    figures = {"cases": float(len(report.cases)), "distinct_models": float(distinct), "warm_s": warm,
+               "pytest_start_up_s": start_up, "fp32_sessions_s": sessions, "floor_s": floor, "ratio": warm / floor}
+    for field in dataclasses.fields(Timings):
+        figures[f"sum_{field.name}"] = sum(getattr(c.timings, field.name) for c in report.cases)
+    return figures
+
+
+def show(figures: dict[str, float]) -> str:
+    lines = [f"{MODEL}: {int(figures['cases'])} cases, {int(figures['distinct_models'])} distinct converted models",
+             f"  warm sweep {figures['warm_s']:.2f} s; floor {figures['floor_s']:.2f} s (pytest start-up "
+             f"{figures['pytest_start_up_s']:.2f} s + FP32 sessions {figures['fp32_sessions_s']:.2f} s); "
+             f"ratio {figures['ratio']:.2f}x (goal <= 1.5x)",
+             "  step timings summed over the cases (s):"]
+    lines += [f"    {k[4:]:<14} {v:.3f}" for k, v in figures.items() if k.startswith("sum_")]
+    return "\n".join(lines)
+
+
+def test_warm_sweep_vs_floor() -> None:
+    print("\n" + show(measure()))
+
+
+if __name__ == "__main__":
+    print(show(measure()))

@@ -1,0 +1,66 @@
+"""What a case runs with: the model's shared :class:`ModelContext` and the run-wide :class:`CaseSettings`. No pytest.
+
+Work shared by every case of a model (its golden, its magnitudes) arrives in a :class:`ModelContext`, built once
+per process by :class:`harness.run.session.AccuracySession`.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+
+from harness.convert import Magnitudes
+from harness.data.goldens import Golden
+from harness.data.models import ModelSpec
+from harness.judge.tolerances import TolerancePolicy
+from harness.runners.ort import CPU
+from harness.runners.timing import Clock, TimingConfig
+from harness.sweep import Case
+
+
+@dataclass(frozen=True)
+class ModelContext:
+    """What every case of one model shares: the model, its golden and its magnitudes on the golden's feeds."""
+
+    spec: ModelSpec
+    model: onnx.ModelProto
+    golden: Golden
+    golden_path: Path
+    golden_file: str             # the golden's copy in the report folder (relative path)
+    inputs_id: str
+    magnitudes: Magnitudes
+    magnitudes_key: str
+    magnitudes_s: float          # seconds this process spent collecting them (0.0 on a cache hit)
+
+
+@dataclass(frozen=True)
+class CaseSettings:
+    """The run-wide settings a case needs."""
+
+    tolerances: TolerancePolicy = TolerancePolicy()
+    ort_providers: tuple[str, ...] = (CPU,)
+    report_dir: Path = Path("castguard-report")
+    timing: TimingConfig = TimingConfig()
+    clock: Clock = time.perf_counter
+    trt_build_check: bool = False      # build every converted model with TensorRT (harness.run.build_check)
+
+
+def targets_tensorrt(case: Case) -> bool:
+    """A case whose model is meant for TensorRT (``--target tensorrt``, or the trt runner): a model that does not
+    build there fails the case. Elsewhere a failed build is reported, and the accuracy verdict stands."""
+    return case.target == "tensorrt" or case.runner == "trt"
+
+
+def cannot_judge(case: Case, settings: CaseSettings) -> str | None:
+    """Why the case's runner cannot run it at all (checked before converting), or None."""
+    if case.runner == "ort" and case.precision == "bf16" and settings.ort_providers[0] == CPU:
+        return (f"ort[{CPU}] has no bf16 kernels, so a bf16 model cannot run on it; use --runner emulate "
+                "(or --runner ort with --ort-providers CUDAExecutionProvider on a GPU)")
+    return None
+
+
+def case_providers(case: Case, settings: CaseSettings) -> tuple[str, ...]:
+    """The ORT providers the case's runner takes (the ort runner only)."""
+    return settings.ort_providers if case.runner == "ort" else ()
