@@ -71,15 +71,16 @@ def requested_runners(given: Mapping[str, Any], table: Mapping[str, Any], config
 
 
 def skipped_runner_lines(report: Report, runners: tuple[str, ...]) -> list[str]:
-    """One line per requested runner whose every case skipped (with the first reason, said once)."""
+    """Two lines per requested runner whose every case skipped: the reason (said once) and the fix."""
     lines = []
     for runner in runners:
         cases = [c for c in report.cases if c.case.runner == runner]
         if cases and all(c.status == "skip" for c in cases):
             reasons = list(dict.fromkeys(c.message.splitlines()[0] for c in cases if c.message))
-            lines.append(f"castguard: every case of the requested runner {runner!r} skipped ({len(cases)} case(s)): "
-                         + ("; ".join(reasons[:3]) or "no reason recorded")
-                         + "; fix: make the runner available, or pass --allow-skipped-runner to accept it")
+            lines += [f"castguard: FAILED: every case of the requested runner {runner!r} skipped ({len(cases)} "
+                      f"case{'s' if len(cases) > 1 else ''}): " + (" | ".join(reasons[:3]) or "no reason recorded"),
+                      f"  fix: make {runner} available on this machine, drop it from the runners, or pass "
+                      "--allow-skipped-runner to accept the skips"]
     return lines
 
 
@@ -142,6 +143,10 @@ class CastguardRun:
     @property
     def run_id(self) -> str | None:
         return self.report.run_id if self.report is not None else None
+
+    def worker_input(self) -> dict[str, str]:
+        """What an xdist worker is handed (its ``workerinput``): this run's id, so every worker writes into its folder."""
+        return {RUN_ID_KEY: self.run_id} if self.run_id is not None else {}
 
     def start(self) -> None:
         """The owning process (not an xdist worker): lock this run's folder; a shard writes its start marker."""

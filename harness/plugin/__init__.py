@@ -123,11 +123,9 @@ def _suite_args(config: pytest.Config, *, tune: bool) -> list[str]:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: object) -> None:
     """pytest-xdist, controller: every worker writes into this run's folder."""
-    from harness.conductor import RUN_ID_KEY
-
     run = _run(node.config)   # type: ignore[attr-defined]
-    if run is not None and run.run_id is not None:
-        node.workerinput[RUN_ID_KEY] = run.run_id   # type: ignore[attr-defined]
+    if run is not None:
+        node.workerinput.update(run.worker_input())   # type: ignore[attr-defined]
 
 
 @pytest.hookimpl(optionalhook=True)
