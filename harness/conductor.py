@@ -19,8 +19,10 @@ runners``) whose every case skipped fails the run (exit 1), with the reason prin
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +84,21 @@ def skipped_runner_lines(report: Report, runners: tuple[str, ...]) -> list[str]:
                       f"  fix: make {runner} available on this machine, drop it from the runners, or pass "
                       "--allow-skipped-runner to accept the skips"]
     return lines
+
+
+def run_status_sections(report: Report, exitstatus: int, skipped_runners: Sequence[str]) -> tuple[str, str]:
+    """The report's first section when the run failed (markdown, HTML): the exit status, the requested runners
+    that never ran, and the skipped cases grouped by reason (a model without a golden says why once)."""
+    if exitstatus == 0:
+        return "", ""
+    reasons = Counter(c.message.splitlines()[0] for c in report.cases if c.status == "skip" and c.message)
+    items = [*skipped_runners[::2], *(f"{n} case(s) skipped: {reason}" for reason, n in reasons.items())]
+    head = (f"This run FAILED (exit status {exitstatus}): see the failing cases below and the tests that failed "
+            "outside the sweep cases (a golden that could not be made) in the terminal output.")
+    md = "\n".join([f"**{head}**", "", *(f"- {item}" for item in items), ""])
+    html = f"<p class=\"failed\"><strong>{escape(head)}</strong></p>" + (
+        "<ul>" + "".join(f"<li>{escape(item)}</li>" for item in items) + "</ul>" if items else "")
+    return md, html
 
 
 class CastguardRun:
@@ -200,14 +217,15 @@ class CastguardRun:
             return exitstatus
         if self.nightly is not None:
             self.nightly.decide(report)                     # the verdict first (harness.nightly.rules) ...
+        self.skipped_runners = [] if self.allow_skipped_runner else skipped_runner_lines(report, self.requested)
+        if exitstatus == 0 and ((self.nightly is not None and self.nightly.exit_code) or self.skipped_runners):
+            exitstatus = TESTS_FAILED   # the verdict of harness.nightly.rules / a requested runner that never ran
         extra_md, extra_html = self.nightly.sections() if self.nightly is not None else ([], [])   # ... then its rendering
-        self.finished = self.report.write(report, extra_md=extra_md, extra_html=extra_html)
+        status_md, status_html = run_status_sections(report, exitstatus, self.skipped_runners)
+        self.finished = self.report.write(report, extra_md=[status_md, *extra_md], extra_html=[status_html, *extra_html])
         from harness.run.cache_size import evict_note
 
         self.evicted = evict_note(self.config.cache_dir, max_mb=self.config.cache_max_mb)
-        self.skipped_runners = [] if self.allow_skipped_runner else skipped_runner_lines(report, self.requested)
-        if exitstatus == 0 and ((self.nightly is not None and self.nightly.exit_code) or self.skipped_runners):
-            return TESTS_FAILED   # the verdict of harness.nightly.rules / a requested runner that never ran
         return exitstatus
 
     def terminal_sections(self) -> list[Section]:

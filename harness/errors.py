@@ -55,6 +55,10 @@ class GoldenCorrupt(GoldenError):
     """The golden file or its sidecar cannot be read."""
 
 
+class GoldenRunFailed(GoldenError):
+    """onnxruntime failed while running the FP32 model to make its golden: one error per model; its cases skip."""
+
+
 class ConversionError(UserError):
     """The converter cannot produce a valid model. Names the node and the step."""
 
