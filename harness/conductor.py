@@ -213,7 +213,12 @@ class CastguardRun:
         planned = self.planned if self.planned is not None or shard is None else shard.work.case_count
         report = self.report.build(provenance=self.provenance(), interrupted=interrupted, planned_cases=planned,
                                    shard=None if shard is None else shard.finished(exitstatus))
-        if report is None:
+        if report is None:                 # no case ran: a failed run still never leaves an older report passing
+            if exitstatus != 0:
+                from harness.report import utc_now
+
+                self.report.supersede(created=utc_now(), why=f"failed (exit status {exitstatus}) before any case ran",
+                                      own_report=False)
             return exitstatus
         if self.nightly is not None:
             self.nightly.decide(report)                     # the verdict first (harness.nightly.rules) ...

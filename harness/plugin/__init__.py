@@ -189,7 +189,7 @@ def _settle(item: pytest.Item, report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop)
+    interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop or session.shouldfail)
     session.exitstatus = session.config.stash[RUN_KEY].finish(int(session.exitstatus), interrupted=interrupted)
 
 

@@ -124,15 +124,18 @@ class ReportSession:
                 with publish_lock(self.report_dir):
                     published = write_report(top, self.report_dir, extra_md=extra_md, extra_html=extra_html)
             else:                                   # the published report must not pass for this run's
-                with publish_lock(self.report_dir):
-                    mark_superseded(self.report_dir, run_id=self.run_id, created=report.created,
-                                    why=f"did not complete ({completion_text(report)})")
+                self.supersede(created=report.created, why=f"did not complete ({completion_text(report)})")
             shutil.rmtree(self.run_dir / CASES_DIR, ignore_errors=True)   # merged into report.json
         finally:
             self.close()
         pruned = prune_runs(self.report_dir, keep=self.keep_runs,
                             protect=frozenset({self.run_id, *_published_run(self.report_dir)}))
         return FinishedReport(report=report, run_paths=run_paths, published=published, pruned=len(pruned))
+
+    def supersede(self, *, created: str, why: str, own_report: bool = True) -> None:
+        """Mark the published report as not this run's (:func:`~harness.report.runs.mark_superseded`)."""
+        with publish_lock(self.report_dir):
+            mark_superseded(self.report_dir, run_id=self.run_id, created=created, why=why, own_report=own_report)
 
     def close(self) -> None:
         """Unlock the run folder (the run is over); idempotent."""

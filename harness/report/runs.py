@@ -96,14 +96,15 @@ def is_active(folder: Path) -> bool:
 SUPERSEDED = "<!-- castguard: not the latest run -->"
 
 
-def mark_superseded(report_dir: Path, *, run_id: str, created: str, why: str) -> bool:
+def mark_superseded(report_dir: Path, *, run_id: str, created: str, why: str, own_report: bool = True) -> bool:
     """A run that was not published (interrupted) says so at the top of the published ``report.md`` and
     ``report.html``, so that they never show an older run as if it were the latest: the banner names this run, why
     it was not published and where its own report is. Call under :func:`publish_lock`; False when nothing is
     published yet. A later banner replaces an earlier one; the next published report has none."""
     own = f"{RUNS_DIR}/{run_id}/report.md"
-    text = (f"**Not the latest run.** The latest run, `{run_id}` (created {created}), {why}; its own report is "
-            f"[{own}]({own}). What follows is the last complete run.")
+    where = f"its own report is [{own}]({own})" if own_report else "it wrote no report (see its terminal output)"
+    text = (f"**Not the latest run.** The latest run, `{run_id}` (created {created}), {why}; {where}. What follows "
+            "is the last complete run.")
     done = False
     for name, banner in (("report.md", f"{SUPERSEDED}\n> {text}\n{SUPERSEDED}\n\n"),
                          ("report.html", f"{SUPERSEDED}<p class=\"superseded\"><strong>{html.escape(text)}</strong>"
