@@ -93,6 +93,7 @@ def golden_run_failed(spec: ModelSpec, recipe: InputRecipe, feeds: Sequence[Feed
         where=spec.path, problem=f"onnxruntime (CPU, FP32) failed while making the golden of {spec.name!r}: "
         f"{str(err).strip()}\n  inputs used: {'; '.join(used) or 'none'}\n  how they were made: "
         f"{'; '.join(input_lines)}",
+        model=spec.name, runtime_message=str(err),
         fix="give inputs this model accepts: --input-shapes NAME:DIMS for its dynamic dimensions (no 0; lengths "
             "that agree with each other), --val-range NAME:[lo,hi] within what the model indexes (ids below the "
             f"table's rows), or --inputs FILE with real data, then rerun: {rerun_command(spec, recipe)}")

@@ -213,7 +213,7 @@ class AccuracySession:
                        comparison=comparison, runner=result.runner)
 
     def _written(self, loaded: LoadedModel, written: Path, golden: Golden) -> str:
-        """The message of a just-written golden; a golden holding NaN/inf says so (harness.run.nonfinite)."""
+        """The message of a just-written golden; a golden holding NaN/inf says so (harness.run.golden_notes)."""
         note = non_finite_note(loaded.model, golden, model_dir=loaded.spec.path.parent, input_lines=loaded.input_lines,
                                rerun=self.rerun(loaded))
         head, fix = _written_message(loaded, written, golden, self.rerun(loaded)).rsplit("\n  fix: ", 1)
@@ -251,10 +251,9 @@ class AccuracySession:
             drift = check_golden_provenance(golden.meta, current=installed_versions(), strict=self.strict_provenance,
                                             golden=ctx.golden_path)
         except GoldenRunFailed as err:      # said once, by test_fp32_golden; each case skips in one line
-            reason = f"no golden for {name!r}: {err.problem.splitlines()[0].split(': ', 1)[-1][:240]}"
-            return Outcome("skip", reason, record=CaseRecord(
+            return Outcome("skip", err.skip_reason, record=CaseRecord(
                 model=name, model_sha256=loaded.spec.sha256, case=case, status="skip", runner=case.runner,
-                inputs_id=loaded.recipe.id, message=reason, notes=(loaded.inputs_note,)))
+                inputs_id=loaded.recipe.id, message=err.skip_reason, notes=(loaded.inputs_note,)))
         except UserError as err:
             record = CaseRecord(model=name, model_sha256=loaded.spec.sha256, case=case, status="error",
                                 runner=case.runner, inputs_id=loaded.recipe.id, message=str(err),
