@@ -223,8 +223,10 @@ class CastguardRun:
         if self.nightly is not None:
             self.nightly.decide(report)                     # the verdict first (harness.nightly.rules) ...
         self.skipped_runners = [] if self.allow_skipped_runner else skipped_runner_lines(report, self.requested)
-        if exitstatus == 0 and ((self.nightly is not None and self.nightly.exit_code) or self.skipped_runners):
-            exitstatus = TESTS_FAILED   # the verdict of harness.nightly.rules / a requested runner that never ran
+        no_golden = self.session is not None and bool(self.session.golden_failures)   # even with its test deselected
+        if exitstatus == 0 and ((self.nightly is not None and self.nightly.exit_code) or self.skipped_runners
+                                or no_golden):
+            exitstatus = TESTS_FAILED   # nightly rules / a requested runner that never ran / a golden not made
         extra_md, extra_html = self.nightly.sections() if self.nightly is not None else ([], [])   # ... then its rendering
         status_md, status_html = run_status_sections(report, exitstatus, self.skipped_runners)
         self.finished = self.report.write(report, extra_md=[status_md, *extra_md], extra_html=[status_html, *extra_html])

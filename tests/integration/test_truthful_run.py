@@ -90,6 +90,9 @@ def test_an_onnxruntime_failure_is_one_message_and_the_run_still_reports(pyteste
     text = top.read_text()                      # this run's report, saying it failed; not the green one
     assert [c["model"] for c in published["cases"]] == ["mask", "mask"]
     assert "**This run FAILED (exit status 1)" in text and "2 case(s) skipped: no golden for 'mask'" in text
+    cases_only = _run(pytester, "-k", "low_precision", "--model", "mask.onnx", "--input-shapes", "x:1x8,mask:1x5")
+    cases_only.assert_outcomes(skipped=1)       # the golden test deselected: the skips still do not pass
+    assert cases_only.ret == 1
 
 
 def test_a_stopped_run_never_leaves_an_older_report_passing_for_it(pytester: pytest.Pytester) -> None:
