@@ -22,7 +22,7 @@ from pathlib import Path
 
 from harness.errors import UserError
 from harness.nightly.cli import add_history_command, add_merge_command, add_recheck_command
-from harness.options import add_options, given_options
+from harness.options import add_options
 
 
 def _models(_: argparse.Namespace) -> int:
@@ -38,21 +38,18 @@ def _models(_: argparse.Namespace) -> int:
 
 
 def _goldens(args: argparse.Namespace) -> int:
-    from harness.run.session import AccuracySession
-    from harness.config import HarnessConfig, load_table
-    from harness.data.models import bundled_models_dir
+    from harness.conductor import CastguardRun
 
     rootdir = Path(args.rootdir).resolve()
-    config = HarnessConfig.from_sources(cli=given_options(args), table=load_table(rootdir), rootdir=rootdir,
-                                        invocation_dir=Path.cwd())
-    if not config.models:
+    run = CastguardRun.from_options(args, invocation_dir=Path.cwd(), rootpath=rootdir, project=rootdir,
+                                    with_report=False)
+    if run.session is None:
         raise UserError(where="castguard goldens", problem="no model given", fix="pass --model NAME|PATH")
-    session = AccuracySession.open(config, bundled_dir=bundled_models_dir())
     status = 0
-    for name in session.models:
-        outcome = session.check_fp32_golden(name)
+    for name in run.session.models:
+        outcome = run.session.check_fp32_golden(name)
         print(f"{name}: {outcome.status}" + (f"\n{outcome.message}" if outcome.message else ""))
-        status = status or (1 if outcome.status == "fail" else 0)
+        status = status or (1 if outcome.status in ("fail", "error") else 0)
     return status
 
 

@@ -70,6 +70,22 @@ class GoldenCorrupt(GoldenError):
     """The golden file or its sidecar cannot be read."""
 
 
+class GoldenRunFailed(GoldenError):
+    """onnxruntime failed while running the FP32 model to make its golden: one error per model; its cases skip
+    with :attr:`skip_reason`. ``model``: the model's key; ``runtime_message``: onnxruntime's own message."""
+
+    def __init__(self, *, where: str | Path | None, problem: str, fix: str, model: str, runtime_message: str) -> None:
+        super().__init__(where=where, problem=problem, fix=fix)
+        self.model = model
+        self.runtime_message = runtime_message
+
+    @property
+    def skip_reason(self) -> str:
+        """One line for each of the model's cases (the full error is the golden test's)."""
+        first = self.runtime_message.strip().splitlines()[0] if self.runtime_message.strip() else "no message"
+        return f"no golden for {self.model!r}: onnxruntime failed on the FP32 model: {first[:240]}"
+
+
 class ConversionError(UserError):
     """The converter cannot produce a valid model. Names the node and the step."""
 

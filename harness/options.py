@@ -110,6 +110,11 @@ RUN_OPTIONS: tuple[Option, ...] = (   # where the run writes, and the tuned case
 )
 
 
+VERDICT_OPTIONS: tuple[Option, ...] = (   # how the pytest run's exit status is decided (command line only)
+    Option("--allow-skipped-runner", "castguard_allow_skipped_runner", action="store_true"),
+)
+
+
 NIGHTLY_OPTIONS: tuple[Option, ...] = (   # nightly regression (command line only)
     Option("--baseline", "castguard_baseline", metavar="PATH"),
     Option("--fail-on-regression", "castguard_fail_on_regression", metavar="RULES", action="append"),
@@ -199,6 +204,9 @@ HELP: Mapping[str, str] = {   # --flag -> help text (see the tables below)
         "error when neither is installed ([tool.castguard] trt_build_check)",
     "--no-trt-build-check":
         "skip the TensorRT build check even when TensorRT is installed",
+    "--allow-skipped-runner":
+        "accept a run in which every case of a runner you asked for by name (--runner, [tool.castguard] runners "
+        "or the sweep's runners) skipped, e.g. ort-cuda without CUDA; without it such a run exits 1 and says why",
     "--baseline":
         "compare this run with a previous report.json (or report folder), or with the latest clean run of a "
         "--history folder; regressions, improvements, new and missing cases go into the report",
@@ -221,8 +229,9 @@ def add_options(addoption: Callable[..., Any]) -> None:
 
 
 def add_nightly_options(addoption: Callable[..., Any]) -> None:
-    """The nightly-regression options of the pytest plugin (command line only; see :mod:`harness.nightly.run`)."""
-    for option in NIGHTLY_OPTIONS:
+    """The pytest plugin's command-line-only options: nightly regression (:mod:`harness.nightly.run`) and
+    --allow-skipped-runner (:mod:`harness.conductor`)."""
+    for option in (*NIGHTLY_OPTIONS, *VERDICT_OPTIONS):
         option.register(addoption)
 
 

@@ -5,7 +5,9 @@
 # get_all_opkernel_def() loads every provider library. Checks, from an empty folder whose path has a space:
 #   - castguard convert, fp16 and bf16, on every bundled model: exit 0 and a model onnx.checker accepts;
 #   - pytest --model mnist.onnx: the golden is written (exit 1, by design), then the sweep passes (exit 0);
-#   - pytest --model mnist.onnx --runner ort-cuda: every case skips, naming the missing CUDA library (exit 0).
+#   - pytest --model mnist.onnx --runner ort-cuda: every case skips, naming the missing CUDA library; a runner
+#     asked for by name that only skipped fails the run (exit 1, the reason said once), and exit 0 with
+#     --allow-skipped-runner.
 # No step may die by a signal. It runs on the oldest and the newest Python (CASTGUARD_CI_OLDEST_PYTHON,
 # CASTGUARD_CI_PYTHON), each in a fresh venv "$CASTGUARD_CI_VENV_BASE-ortgpu-<python version>".
 set -uo pipefail
@@ -72,10 +74,16 @@ check_signal "pytest --model mnist.onnx" "$code"
 [ "$code" -eq 0 ] || { tail -20 second.log; fail "pytest --model mnist.onnx exited $code"; }
 tail -3 second.log
 
-pytest --model=mnist.onnx --runner=ort-cuda -p no:cacheprovider -q -rs > cuda.log 2>&1
+pytest --model=mnist.onnx --runner=ort-cuda -p no:cacheprovider -q -rs > refused.log 2>&1
 code=$?
 check_signal "pytest --model mnist.onnx --runner ort-cuda" "$code"
-[ "$code" -eq 0 ] || { tail -20 cuda.log; fail "pytest --runner ort-cuda exited $code"; }
+[ "$code" -eq 1 ] || { tail -20 refused.log; fail "pytest --runner ort-cuda (every case skipped) exited $code, not 1"; }
+[ "$(grep -c "every case of the requested runner 'ort-cuda' skipped" refused.log)" -eq 1 ] \
+    || { tail -20 refused.log; fail "the skipped requested runner is not said exactly once"; }
+pytest --model=mnist.onnx --runner=ort-cuda --allow-skipped-runner -p no:cacheprovider -q -rs > cuda.log 2>&1
+code=$?
+check_signal "pytest --model mnist.onnx --runner ort-cuda --allow-skipped-runner" "$code"
+[ "$code" -eq 0 ] || { tail -20 cuda.log; fail "pytest --runner ort-cuda --allow-skipped-runner exited $code"; }
 grep -q "cannot use it on this machine: .*lib[a-zA-Z0-9_]*\.so" cuda.log \
     || { tail -20 cuda.log; fail "the ort-cuda skip does not name the missing CUDA library"; }
 grep -m1 "SKIPPED" cuda.log | cut -c1-300

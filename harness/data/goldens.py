@@ -20,7 +20,7 @@ import os
 import re
 import shlex
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -225,3 +225,42 @@ def ensure_golden(store: GoldenStore, spec: ModelSpec, recipe: InputRecipe, *, u
                 pass
         path, written = store.save_unlocked(spec, recipe, produce())
         return written, path
+
+
+@dataclass(frozen=True)
+class NonFinite:
+    """The NaN/inf values of one golden output, over every iteration (``iteration``: the first that has them)."""
+
+    output: str
+    nan: int
+    posinf: int
+    neginf: int
+    total: int
+    iteration: int
+
+    @property
+    def count(self) -> int:
+        return self.nan + self.posinf + self.neginf
+
+    def describe(self) -> str:
+        kinds = ", ".join(f"{n} {kind}" for n, kind in ((self.nan, "NaN"), (self.posinf, "+inf"),
+                                                         (self.neginf, "-inf")) if n)
+        return f"output {self.output!r}: {self.count} of {self.total} values are not finite ({kinds})"
+
+
+def non_finite(outputs: Sequence[Mapping[str, np.ndarray]]) -> tuple[NonFinite, ...]:
+    """Every floating-point golden output holding NaN or inf (integer and bool outputs are always finite)."""
+    found: dict[str, NonFinite] = {}
+    for index, iteration in enumerate(outputs):
+        for name, array in iteration.items():
+            values = np.asarray(array)
+            if values.dtype != BFLOAT16 and values.dtype.kind not in "fc":
+                continue
+            values = values.astype(np.float64) if values.dtype == BFLOAT16 else values
+            nan, inf = int(np.isnan(values).sum()), np.isinf(values)
+            pos, neg = int((inf & (values > 0)).sum()), int((inf & (values < 0)).sum())
+            old = found.get(name, NonFinite(name, 0, 0, 0, 0, index))
+            first = old.iteration if old.count or not nan + pos + neg else index
+            found[name] = NonFinite(name, old.nan + nan, old.posinf + pos, old.neginf + neg,
+                                    old.total + int(values.size), first)
+    return tuple(f for f in found.values() if f.count)

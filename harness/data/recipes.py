@@ -152,6 +152,7 @@ def _value_plan(spec: InputSpec, dtype: np.dtype, role: InputRole | None, recipe
     if dtype == np.dtype(np.bool_):
         return 0.0, 1.0, "random booleans"
     if given is not None:
+        _check_ids_in_table(spec.name, given, role, where=where)
         return given[0], given[1], f"uniform in [{given[0]:g}, {given[1]:g}] (--val-range)"
     if dtype.kind not in "iu":
         lo, hi = _DEFAULT_FLOAT_RANGE
@@ -167,6 +168,21 @@ def _value_plan(spec: InputSpec, dtype: np.dtype, role: InputRole | None, recipe
     why = f" ({role.detail})" if role is not None and role.detail else ""
     return lo, hi, (f"uniform in [{lo:g}, {hi:g}]: castguard cannot tell what this integer input holds{why}; "
                     f"set --val-range {spec.name}:[lo,hi] or pass --inputs FILE")
+
+
+def _check_ids_in_table(name: str, given: tuple[float, float], role: InputRole | None, *, where: str) -> None:
+    """A ``--val-range`` for ids that index a table (Gather...) stays within its rows: onnxruntime would fail on the
+    first id beyond it, so this is refused before anything runs."""
+    if role is None or role.kind != "index" or not role.rows:
+        return
+    lo, hi = given
+    if hi > role.rows - 1 or lo < -role.rows:
+        raise UserError(where=f"--val-range {name}:[{lo:g},{hi:g}]",
+                        problem=f"{where}: input {name!r} holds the {role.detail}, whose table has {role.rows} rows: ids "
+                                f"outside [{-role.rows}, {role.rows - 1}] are beyond the table and onnxruntime fails "
+                                "on them",
+                        fix=f"--val-range {name}:[0,{role.rows - 1}] (or leave it out: castguard then draws ids "
+                            "within the table)")
 
 
 def plan_inputs(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> tuple[list[InputPlan], list[str]]:

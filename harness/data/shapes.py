@@ -11,7 +11,7 @@ stay 0.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from harness.data.feeds import INT_TYPES, InputSpec
 from harness.data.sizing import BATCH_DEFAULT, DYNAMIC_DEFAULT, MAX_DEFAULT_ELEMENTS, DefaultedDim, ShapePlan, Sizer
@@ -68,11 +68,28 @@ def resolve_shapes(specs: Sequence[InputSpec], given_shapes: Sequence[tuple[str,
         if name not in names:
             raise UserError(where="--input-shapes", problem=f"{where} has no input named {name!r}",
                             fix=f"use one of: {', '.join(names)}")
+    _refuse_zero_for_dynamic(specs, given, where=where)
     sizer = Sizer(specs, given, where=where, dynamic_default=dynamic_default)
     if sizer.missing:
         raise _refuse_dynamic(sizer.missing, sizer.shapes(), specs, where=where)
     sizer.cap()
     return ShapePlan(shapes=sizer.shapes(), notes=tuple(sizer.notes()), defaulted=tuple(sizer.defaulted()))
+
+
+def _refuse_zero_for_dynamic(specs: Sequence[InputSpec], given: Mapping[str, tuple[int, ...]], *, where: str) -> None:
+    """A 0 given for a dynamic dim (a batch of 0) is refused before anything runs; a model's own fixed 0 stays."""
+    for spec in specs:
+        shape = given.get(spec.name)
+        if shape is None or spec.dims is None:
+            continue
+        zeros = [axis for axis, (declared, size) in enumerate(zip(spec.dims, shape)) if size == 0 and declared is None]
+        if zeros:
+            dims = ", ".join(spec.dim_name(axis) for axis in zeros)
+            example = "x".join(str(1 if axis in zeros else size) for axis, size in enumerate(shape))
+            raise UserError(where=f"--input-shapes {spec.name}:{'x'.join(map(str, shape))}",
+                            problem=f"{where}: 0 given for the dynamic {dims} of input {spec.name!r}: a zero-size "
+                                    "input checks nothing (no values to compare) and many ops fail on it",
+                            fix=f"give the sizes you deploy with, at least 1, e.g. --input-shapes {spec.name}:{example}")
 
 
 class UnsizedDims(UserError):

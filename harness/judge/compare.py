@@ -9,9 +9,11 @@ Semantics (Polygraphy-compatible, see ``docs/ARCHITECTURE.md``):
 * Modes ``elemwise`` / ``max`` / ``mean`` / ``median`` / ``quantile``: an element (or the statistic) fails only
   when it is over ``atol`` AND over ``rtol`` (Polygraphy's OR across tolerances). ``isclose`` is numpy's
   ``|a - b| <= atol + rtol * |expected|`` per element.
-* NaN/inf policy, applied in every mode (a median never hides them): NaN matches NaN only with
-  ``nan_equal=True``; +inf matches +inf (and -inf matches -inf) only with ``inf_equal=True``; every other
-  non-finite pairing is a mismatch whose abs/rel error is ``inf``.
+* NaN/inf policy, applied in every mode (a median never hides them): where the golden itself is NaN, a NaN in
+  the obtained output matches it (``nan_equal=True``, the default: the golden says the model is undefined there,
+  and a rerun of an unchanged NaN golden is not a change; ``nan_equal = false`` in a tolerance table makes any NaN
+  a failure); +inf matches +inf (and -inf matches -inf) only with ``inf_equal=True``; every other non-finite
+  pairing, such as a NaN where the golden is finite, is a mismatch whose abs/rel error is ``inf``.
 * A missing or extra output, a shape change, or a change of dtype kind (float vs int vs bool) is a failure.
   A float output may change precision (fp32 golden vs fp16 obtained): that precision is what is under test.
 * ``required_atol`` / ``required_rtol`` are the tolerances that would have passed, each on its own
@@ -42,7 +44,7 @@ class Tolerance:
     rtol: float = 1e-3
     mode: Mode = "elemwise"
     quantile: float = 0.99
-    nan_equal: bool = False
+    nan_equal: bool = True      # NaN obtained where the golden is NaN matches (see the module docstring)
     inf_equal: bool = True
     top_k: int | None = None
     min_top_k_agreement: float = 1.0

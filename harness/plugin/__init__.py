@@ -3,67 +3,49 @@
 Loaded through the ``pytest11`` entry point. With ``--model`` and no explicit test paths, pytest collects
 only the packaged accuracy suite (``harness/plugin/suite/test_castguard.py``; with ``-m adversarial`` also the
 Hypothesis search ``harness/plugin/suite/test_adversarial.py``), so ``pytest --model mnist.onnx`` works in any
-repository. The work is done by :mod:`harness.run.session` (checks) and :mod:`harness.report.collect` (the report); the
-hooks only wire them in:
+repository. The run's state is one :class:`harness.conductor.CastguardRun` in ``config.stash[RUN_KEY]`` (config,
+accuracy session, report session, nightly run, shard); the hooks only call it:
 
-* ``pytest_configure``: config + :class:`AccuracySession` + :class:`ReportSession` into ``config.stash``;
+* ``pytest_configure``: build it (usage errors stop pytest), ``start()``, point pytest at the suite;
 * ``pytest_generate_tests``: ``castguard_model`` x models, ``castguard_case`` x (models x sweep cases),
   ``castguard_tuned_case`` x (models x precisions) with ``--tune``;
-* ``pytest_runtest_makereport``: a suite test's :class:`CaseRecord` (left by :func:`castguard_record`)
-  is settled (xfail/xpass) and added to this process's case file;
+* ``pytest_runtest_makereport``: a suite test's :class:`CaseRecord` (held by :func:`castguard_record`) is settled
+  (xfail/xpass) and added to this process's case file;
 * ``pytest_collection_finish`` / ``pytest_xdist_node_collection_finished``: how many sweep cases this run selected;
-* ``pytest_sessionfinish`` (the controller under xdist): build this run's report from its own run folder
-  (interrupted when pytest's exit status says so); the nightly run (:class:`harness.nightly.run.NightlyRun`:
-  --baseline/--history) decides its verdict first, then renders its sections; the report is written (a complete
-  one also published), old run folders pruned, the cache capped; a regression under --fail-on-regression sets
-  the exit status;
-* ``pytest_terminal_summary``: print where the report is (or that the run was interrupted) and what regressed;
+* ``pytest_sessionfinish``: ``finish(exitstatus)`` builds, judges and writes the report and returns the status;
+* ``pytest_terminal_summary``: prints ``terminal_sections()``;
 * a suite test id pasted back as an argument (``::test_low_precision[...]``) is pointed at the packaged suite.
 
 Under xdist each worker is pinned to its own GPU when several are visible (:mod:`harness.plugin.xdist`).
-With ``--shard K/N`` the owning process registers :mod:`harness.plugin.shards` (start marker, idle shards, the
-shard's terminal line); a shard refuses the nightly options (``castguard merge`` judges the whole night).
+With ``--shard K/N`` the owning process registers :mod:`harness.plugin.shards` (idle shards, failed non-case
+tests); a shard refuses the nightly options (``castguard merge`` judges the whole night).
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.options import add_nightly_options, add_options, given_options
+from harness.options import add_nightly_options, add_options
 
 if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin import
+    from harness.conductor import CastguardRun, Section
+    from harness.report import CaseRecord
     from harness.run.session import AccuracySession
-    from harness.config import HarnessConfig
-    from harness.nightly.run import NightlyRun
-    from harness.report import CaseRecord, Provenance
-    from harness.report.collect import FinishedReport, ReportSession
-    from harness.plugin.shards import ShardPlugin
 
-CONFIG_KEY: pytest.StashKey[HarnessConfig] = pytest.StashKey()
-SESSION_KEY: pytest.StashKey[AccuracySession] = pytest.StashKey()
-REPORT_KEY: pytest.StashKey[ReportSession] = pytest.StashKey()
-FINISHED_KEY: pytest.StashKey[FinishedReport] = pytest.StashKey()
-RECORD_KEY: pytest.StashKey[CaseRecord] = pytest.StashKey()
-NIGHTLY_KEY: pytest.StashKey[NightlyRun] = pytest.StashKey()
-PROJECT_KEY: pytest.StashKey[Path] = pytest.StashKey()   # castguard's project folder (harness.config.find_project)
+RUN_KEY: pytest.StashKey[CastguardRun] = pytest.StashKey()   # the one plugin state object (harness.conductor)
 SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
 ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")   # opt-in: -m adversarial (minutes per model)
 TUNED_FILE = SUITE_FILE.with_name("test_tuned.py")               # opt-in: --tune / [tool.castguard] tune
-PLANNED_KEY: pytest.StashKey[int] = pytest.StashKey()
-SHARD_KEY: pytest.StashKey[ShardPlugin] = pytest.StashKey()
-EVICTED_KEY: pytest.StashKey[str] = pytest.StashKey()
-RUN_ID_KEY = "castguard_run_id"      # the controller's run id, handed to xdist workers in their workerinput
 CASE_TESTS = ("test_low_precision[", "test_tuned[")   # the suite tests that are sweep cases (report records)
 
 
 SUITE_TESTS = {"test_fp32_golden": SUITE_FILE, "test_low_precision": SUITE_FILE,
                "test_adversarial": ADVERSARIAL_FILE,
                "test_tuned": TUNED_FILE}
-BENCHMARKS_KEY: pytest.StashKey[bool] = pytest.StashKey()
 
 
 def suite_arg(arg: str, *, invocation_dir: Path) -> str:
@@ -91,100 +73,65 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     correct_rootdir(early_config, args)
 
 
-def _is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")   # set by pytest-xdist on its worker processes
+def _run(config: pytest.Config) -> CastguardRun | None:
+    return config.stash.get(RUN_KEY, None)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from harness.run.session import AccuracySession
-    from harness.config import HarnessConfig, find_project, load_table
+    config.addinivalue_line("markers", "adversarial: castguard's Hypothesis search for low-precision failures")
+    config.stash[RUN_KEY] = run = _configured_run(config)
+    _start(config, run)
+
+
+def _start(config: pytest.Config, run: CastguardRun) -> None:
+    """Start the run; a shard registers its hooks; with models, pytest is pointed at the suite."""
+    run.start()
+    if run.shard is not None:
+        from harness.plugin.shards import ShardPlugin
+
+        config.pluginmanager.register(ShardPlugin(run, suite_files=tuple(SUITE_TESTS.values())), "castguard-shard")
+    if run.session is not None:
+        config.args = _suite_args(config, tune=run.config.tune)
+
+
+def _configured_run(config: pytest.Config) -> CastguardRun:
+    """The run the options describe (a usage error stops pytest before anything runs); xdist workers pinned."""
+    from harness.conductor import CastguardRun
     from harness.errors import UserError
     from harness.plugin.xdist import apply_pin
-    from harness.data.models import bundled_models_dir
-    from harness.nightly.run import NightlyRun, options_from
-    from harness.report.collect import ReportSession, worker_name
+    from harness.report.collect import worker_name
 
-    config.addinivalue_line("markers", "adversarial: castguard's Hypothesis search for low-precision failures")
-    # pytest-benchmark (a dependency) creates ./.benchmarks when it configures; remove it at the end if it was
-    # not there before and stayed empty, so a castguard run leaves no empty folder in the user's project
-    config.stash[BENCHMARKS_KEY] = (config.invocation_params.dir / ".benchmarks").exists()
-    apply_pin(worker_name(getattr(config, "workerinput", None)), os.environ)
-    given = given_options(config.option)
+    worker_input = getattr(config, "workerinput", None)   # set by pytest-xdist on its worker processes
+    apply_pin(worker_name(worker_input), os.environ)
     try:
-        project = find_project(config.invocation_params.dir, fallback=config.rootpath)
-        config.stash[PROJECT_KEY] = project
-        harness_config = HarnessConfig.from_sources(cli=given, table=load_table(project),
-                                                    rootdir=project, invocation_dir=config.invocation_params.dir)
-        nightly = options_from(config.option, invocation_dir=config.invocation_params.dir)
-        workerinput = getattr(config, "workerinput", None)
-        run_id = workerinput.get(RUN_ID_KEY) if workerinput else None   # absent when the controller runs no model
-        report = ReportSession(report_dir=harness_config.report_dir, worker=worker_name(workerinput),
-                               run_id=str(run_id) if run_id else None, keep_runs=harness_config.keep_runs)
-        session = AccuracySession.open(harness_config, bundled_dir=bundled_models_dir(),
-                                  strict_provenance=nightly.strict_provenance,
-                                  output_dir=report.run_dir) if harness_config.models else None
-        if session is not None and session.shard_work is not None and nightly.active:
-            raise UserError(where="--shard", problem="a shard is one part of the night: comparing it with a "
-                            "baseline would call the other shards' cases missing",
-                            fix="drop --baseline/--history/--fail-on-regression here and give them to "
-                                "`castguard merge SHARD_DIR... --out DIR`, which compares the whole night once")
-        if session is not None and nightly.active and not _is_worker(config):
-            config.stash[NIGHTLY_KEY] = NightlyRun(nightly)
+        return CastguardRun.from_options(config.option, invocation_dir=config.invocation_params.dir,
+                                         rootpath=config.rootpath, worker_input=worker_input)
     except UserError as err:
         raise pytest.UsageError(str(err)) from None
-    config.stash[CONFIG_KEY] = harness_config
-    if session is not None:
-        config.stash[SESSION_KEY] = session
-        config.stash[REPORT_KEY] = report
-        if not _is_worker(config):
-            report.start()
-            if session.shard_work is not None:
-                _start_shard(config, session)
-        if config.args_source != pytest.Config.ArgsSource.ARGS:
-            adversarial = "adversarial" in (config.option.markexpr or "")
-            config.args = [str(SUITE_FILE), *([str(TUNED_FILE)] if harness_config.tune else []),
-                           *([str(ADVERSARIAL_FILE)] if adversarial else [])]
-        else:
-            config.args = [suite_arg(arg, invocation_dir=config.invocation_params.dir) for arg in config.args]
 
 
-def _start_shard(config: pytest.Config, session: AccuracySession) -> None:
-    """--shard K/N: write the start marker and register the shard's hooks (:mod:`harness.plugin.shards`)."""
-    from harness.plugin.shards import ShardPlugin
-    from harness.run.shard_run import shard_info
-
-    assert session.shard_work is not None
-    plugin = ShardPlugin(session.shard_work, shard_info(session.config, session.shard_work),
-                         suite_files=tuple(SUITE_TESTS.values()))
-    config.stash[REPORT_KEY].mark_shard(plugin.info, provenance=_provenance(config))
-    config.stash[SHARD_KEY] = plugin
-    config.pluginmanager.register(plugin, "castguard-shard")
-
-
-def _provenance(config: pytest.Config) -> Provenance:
-    from hypothesis import settings
-
-    from harness.report import collect_provenance
-
-    seed = config.getoption("hypothesis_seed", None)   # a nightly run's seed, recorded to replay it
-    profile = settings.get_current_profile_name() + (f" (seed {seed})" if seed is not None else "")
-    return collect_provenance(hypothesis_profile=profile, runners=config.stash[CONFIG_KEY].runners,
-                              project_dir=config.stash.get(PROJECT_KEY, config.rootpath))
+def _suite_args(config: pytest.Config, *, tune: bool) -> list[str]:
+    """No test paths given: the packaged suite (with --tune the tuned cases, with -m adversarial the search);
+    suite test ids pasted back as arguments: pointed at the suite file."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        adversarial = "adversarial" in (config.option.markexpr or "")
+        return [str(SUITE_FILE), *([str(TUNED_FILE)] if tune else []),
+                *([str(ADVERSARIAL_FILE)] if adversarial else [])]
+    return [suite_arg(arg, invocation_dir=config.invocation_params.dir) for arg in config.args]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: object) -> None:
     """pytest-xdist, controller: every worker writes into this run's folder."""
-    reporter = node.config.stash.get(REPORT_KEY, None)   # type: ignore[attr-defined]
-    if reporter is not None:
-        node.workerinput[RUN_ID_KEY] = reporter.run_id   # type: ignore[attr-defined]
+    run = _run(node.config)   # type: ignore[attr-defined]
+    if run is not None:
+        node.workerinput.update(run.worker_input())   # type: ignore[attr-defined]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
     """pytest-xdist, controller: the number of sweep cases this run selected (every worker collects them all)."""
-    config = node.config   # type: ignore[attr-defined]
-    config.stash[PLANNED_KEY] = sum(is_case(i) for i in ids)
+    node.config.stash[RUN_KEY].planned = sum(is_case(i) for i in ids)   # type: ignore[attr-defined]
 
 
 def is_case(nodeid: str) -> bool:
@@ -192,113 +139,73 @@ def is_case(nodeid: str) -> bool:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if not _is_worker(session.config) and session.items:
-        session.config.stash[PLANNED_KEY] = sum(is_case(item.nodeid) for item in session.items)
+    run = session.config.stash[RUN_KEY]
+    if not run.is_worker and session.items:
+        run.planned = sum(is_case(item.nodeid) for item in session.items)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    session = metafunc.config.stash.get(SESSION_KEY, None)
-    if "castguard_model" in metafunc.fixturenames:
-        names = list(session.models) if session else []
-        metafunc.parametrize("castguard_model", names, ids=names)
-    if "castguard_case" in metafunc.fixturenames:
-        cases = session.cases if session else []
-        metafunc.parametrize("castguard_case", cases, ids=[c.id for c in cases])
-    if "castguard_tuned_case" in metafunc.fixturenames:
-        tuned = session.tuned_cases if session else []
-        metafunc.parametrize("castguard_tuned_case", tuned, ids=[c.id for c in tuned])
+    for fixture, values in _parameters(_run(metafunc.config)).items():
+        if fixture in metafunc.fixturenames:
+            metafunc.parametrize(fixture, values, ids=[getattr(v, "id", v) for v in values])
+
+
+def _parameters(run: CastguardRun | None) -> dict[str, list[Any]]:
+    """The suite's parameters: models, sweep cases, tuned cases (empty without --model)."""
+    session = run.session if run is not None else None
+    return {"castguard_model": list(session.models) if session else [],
+            "castguard_case": list(session.cases) if session else [],
+            "castguard_tuned_case": list(session.tuned_cases) if session else []}
 
 
 @pytest.fixture
 def castguard_session(request: pytest.FixtureRequest) -> AccuracySession:
     """The accuracy session of this run (only with --model)."""
-    session = request.config.stash.get(SESSION_KEY, None)
-    if session is None:
+    run = _run(request.config)
+    if run is None or run.session is None:
         pytest.skip("castguard accuracy tests need --model NAME|PATH")
-    return session
+    return run.session
 
 
 @pytest.fixture
 def castguard_record(request: pytest.FixtureRequest) -> Callable[[CaseRecord], None]:
     """Call it with the test's CaseRecord; the record goes into the report once pytest has judged the test."""
-    def record(case_record: CaseRecord) -> None:
-        request.node.stash[RECORD_KEY] = case_record
-    return record
+    return lambda case_record: request.config.stash[RUN_KEY].hold(request.node.nodeid, case_record)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport,
                                                                                             pytest.TestReport]:
     report = yield
-    record = item.stash.get(RECORD_KEY, None)
-    reporter = item.config.stash.get(REPORT_KEY, None)
-    if report.when == "call" and record is not None and reporter is not None:
-        from harness.report.collect import settle
-
-        strict_xpass = report.failed and str(report.longrepr).startswith("[XPASS(strict)]")
-        reporter.add(settle(record, expected_failure=hasattr(report, "wasxfail") or strict_xpass))
+    _settle(item, report)
     return report
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    reporter = session.config.stash.get(REPORT_KEY, None)
-    if reporter is None or _is_worker(session.config):
-        return
-    harness_config = session.config.stash[CONFIG_KEY]
-    planned = session.config.stash.get(PLANNED_KEY, None)
-    interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop)
-    shard = session.config.stash.get(SHARD_KEY, None)   # its own sessionfinish (tryfirst) fixed an idle exit 5
-    report = reporter.build(provenance=_provenance(session.config), interrupted=interrupted,
-                            planned_cases=planned if planned is not None or shard is None else shard.work.case_count,
-                            shard=None if shard is None else shard.finished(int(session.exitstatus)))
-    if report is None:
-        return
-    nightly = session.config.stash.get(NIGHTLY_KEY, None)
-    if nightly is not None:
-        nightly.decide(report)                          # the verdict first (harness.nightly.rules) ...
-    extra_md, extra_html = nightly.sections() if nightly is not None else ([], [])   # ... then its rendering
-    finished = session.config.stash[FINISHED_KEY] = reporter.write(report, extra_md=extra_md, extra_html=extra_html)
-    if finished.error is not None and session.exitstatus == pytest.ExitCode.OK:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED   # no report written (a full disk): the summary says why
-    from harness.run.cache_size import evict_note
+def _settle(item: pytest.Item, report: pytest.TestReport) -> None:
+    """A judged suite test hands its held record to the run (xfail/xpass settled)."""
+    if report.when == "call":
+        strict_xpass = report.failed and str(report.longrepr).startswith("[XPASS(strict)]")
+        item.config.stash[RUN_KEY].settle(item.nodeid, expected_failure=hasattr(report, "wasxfail") or strict_xpass)
 
-    session.config.stash[EVICTED_KEY] = evict_note(harness_config.cache_dir, max_mb=harness_config.cache_max_mb)
-    if nightly is not None and nightly.exit_code and session.exitstatus == pytest.ExitCode.OK:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED   # the verdict of harness.nightly.rules, never raised
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop or session.shouldfail)
+    session.exitstatus = session.config.stash[RUN_KEY].finish(int(session.exitstatus), interrupted=interrupted)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if config.stash.get(BENCHMARKS_KEY, True) or _is_worker(config):
-        return
-    folder = config.invocation_params.dir / ".benchmarks"
-    if folder.is_dir() and not any(folder.iterdir()):
-        folder.rmdir()
-    report = config.stash.get(REPORT_KEY, None)
-    if report is not None:
-        report.close()          # a run that ended before its report (a usage error, a crash) unlocks its folder
+    run = _run(config)
+    if run is not None:
+        run.close()          # a run that ended before its report (a usage error, a crash) unlocks its folder
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    finished = terminalreporter.config.stash.get(FINISHED_KEY, None)
-    if finished is not None:
-        terminalreporter.write_sep("-", "castguard sweep report")
-        here = terminalreporter.config.invocation_params.dir
-        terminalreporter.write_line(finished.summary_line(relative_to=here))
-        if finished.pruned:
-            terminalreporter.write_line(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
-        from harness.report.trt_view import terminal_lines
+    for section in terminalreporter.config.stash[RUN_KEY].terminal_sections():
+        _write(terminalreporter, section)
 
-        for line in terminal_lines(finished.view):     # the TensorRT build check (issue 17)
-            terminalreporter.write_line(line)
-    evicted = terminalreporter.config.stash.get(EVICTED_KEY, "")
-    if evicted:
-        terminalreporter.write_line(evicted)
-    session = terminalreporter.config.stash.get(SESSION_KEY, None)
-    if session is not None and not _is_worker(terminalreporter.config):
-        for name, loaded in session.models.items():   # what the inputs were, on every run (issue 9)
-            terminalreporter.write_line(f"castguard inputs of {name}: " + "; ".join(loaded.input_lines))
-    nightly = terminalreporter.config.stash.get(NIGHTLY_KEY, None)
-    if nightly is not None:
-        terminalreporter.write_sep("-", "castguard nightly regression")
-        for line in nightly.terminal_lines():
-            terminalreporter.write_line(line)
+
+def _write(terminalreporter: pytest.TerminalReporter, section: Section) -> None:
+    if section.title:
+        terminalreporter.write_sep("-", section.title)
+    for line in section.lines:
+        terminalreporter.write_line(line)

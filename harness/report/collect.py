@@ -7,7 +7,9 @@ only process, or the xdist controller) locks the folder while the run goes on; a
 files of *its* run into one :class:`Report` (:meth:`ReportSession.build`) and, once the caller has added its
 sections, writes it (:meth:`ReportSession.write`): always into the run folder, and, for a complete run, also
 as the report folder's top-level ``report.json``/``.md``/``.html`` (replaced together under a lock). An
-interrupted run never replaces the previous complete report. Old run folders beyond ``keep_runs`` are pruned.
+interrupted run never replaces the previous complete report, but puts a banner on top of it naming itself
+(:func:`harness.report.runs.mark_superseded`), so that it never passes for this run. Old run folders beyond
+``keep_runs`` are pruned.
 
 Lines are appended with one ``write`` each, so a reader sees whole lines; a worker that crashes loses only the
 cases it never wrote. Two runs sharing a report folder never see each other's records.
@@ -24,8 +26,8 @@ from harness.errors import DiskFull, UserError
 from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now, write_report
 from harness.files import disk_full, safe_component
 from harness.report.format import completion_text, counts_text
-from harness.report.runs import (DEFAULT_KEEP_RUNS, RUNS_DIR, ActiveRun, new_run_id, prune_runs, publish_lock,
-                                 run_dir)
+from harness.report.runs import (DEFAULT_KEEP_RUNS, RUNS_DIR, ActiveRun, mark_superseded, new_run_id, prune_runs,
+                                 publish_lock, run_dir)
 from harness.report.model import ShardInfo
 from harness.report.view import ReportView, report_view
 from harness.report.io import render_report, report_paths, write_shard_marker
@@ -69,7 +71,8 @@ class FinishedReport:
             return f"castguard: {done}; the report was not written: {self.error}"
         if self.published is None:
             return (f"castguard: {completion_text(self.report)} ({counts_text(self.report.counts())}); partial "
-                    f"report: {shown(self.run_paths.markdown)}; the previous complete report (if any) is kept")
+                    f"report: {shown(self.run_paths.markdown)}; the previous complete report (if any) is kept, marked as not the "
+                    "latest run")
         same = self.view.reused
         shared = f" ({same} share another case's converted model, not run again)" if same else ""
         return (f"castguard: {counts_text(self.report.counts())}{shared}; report: {shown(self.published.markdown)}, "
@@ -142,6 +145,8 @@ class ReportSession:
                 top = replace(report, cases=tuple(_prefixed(c, prefix) for c in report.cases))
                 with publish_lock(self.report_dir):
                     published = write_report(top, self.report_dir, rendered=pages)
+            else:                                   # the published report must not pass for this run's
+                self.supersede(created=report.created, why=f"did not complete ({completion_text(report)})")
             shutil.rmtree(self.run_dir / CASES_DIR, ignore_errors=True)   # merged into report.json
         except DiskFull as err:
             return FinishedReport(report=report, run_paths=report_paths(self.run_dir), view=view, error=err)
@@ -150,6 +155,11 @@ class ReportSession:
         pruned = prune_runs(self.report_dir, keep=self.keep_runs,
                             protect=frozenset({self.run_id, *_published_run(self.report_dir)}))
         return FinishedReport(report=report, run_paths=run_paths, published=published, pruned=len(pruned), view=view)
+
+    def supersede(self, *, created: str, why: str, own_report: bool = True) -> None:
+        """Mark the published report as not this run's (:func:`~harness.report.runs.mark_superseded`)."""
+        with publish_lock(self.report_dir):
+            mark_superseded(self.report_dir, run_id=self.run_id, created=created, why=why, own_report=own_report)
 
     def close(self) -> None:
         """Unlock the run folder (the run is over); idempotent."""

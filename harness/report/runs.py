@@ -17,6 +17,7 @@ No pytest here.
 """
 from __future__ import annotations
 
+import html
 import os
 import re
 import secrets
@@ -27,6 +28,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.locks import HeldLock, held, is_held
+
+from harness.files import atomic_write
 
 RUNS_DIR = "runs"
 ACTIVE = ".active"
@@ -75,6 +78,35 @@ class ActiveRun:
 def is_active(folder: Path) -> bool:
     """Whether another process holds the run folder's ``.active`` lock (a run that is still going)."""
     return is_held(folder / ACTIVE)
+
+
+SUPERSEDED = "<!-- castguard: not the latest run -->"
+
+
+def mark_superseded(report_dir: Path, *, run_id: str, created: str, why: str, own_report: bool = True) -> bool:
+    """A run that was not published (interrupted) says so at the top of the published ``report.md`` and
+    ``report.html``, so that they never show an older run as if it were the latest: the banner names this run, why
+    it was not published and where its own report is. Call under :func:`publish_lock`; False when nothing is
+    published yet. A later banner replaces an earlier one; the next published report has none."""
+    own = f"{RUNS_DIR}/{run_id}/report.md"
+    where = f"its own report is [{own}]({own})" if own_report else "it wrote no report (see its terminal output)"
+    text = (f"**Not the latest run.** The latest run, `{run_id}` (created {created}), {why}; {where}. What follows "
+            "is the last complete run.")
+    done = False
+    for name, banner in (("report.md", f"{SUPERSEDED}\n> {text}\n{SUPERSEDED}\n\n"),
+                         ("report.html", f"{SUPERSEDED}<p class=\"superseded\"><strong>{html.escape(text)}</strong>"
+                                         f"</p>{SUPERSEDED}\n")):
+        path = report_dir / name
+        if not path.is_file():
+            continue
+        old = path.read_text(encoding="utf-8")
+        if old.count(SUPERSEDED) >= 2:      # an earlier banner: replaced
+            head, _, rest = old.partition(SUPERSEDED)
+            old = head + rest.partition(SUPERSEDED)[2].lstrip("\n")
+        at = old.find("<main>\n") + len("<main>\n") if name.endswith(".html") and "<main>\n" in old else 0
+        atomic_write(path, (old[:at] + banner + old[at:]).encode())
+        done = True
+    return done
 
 
 @contextmanager

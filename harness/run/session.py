@@ -20,10 +20,11 @@ from harness.run.cache import ContentCache, content_key, feeds_digest
 from harness.run.case import CaseSettings, ModelContext, run_case
 from harness.run.dedup import SameModels
 from harness.run.plan import LoadedModel, SessionPlan, SweepCase, default_recipe, plan_session, tuned_case
+from harness.run.golden_notes import golden_run_failed, non_finite_note
 from harness.judge.compare import CompareResult, Tolerance, compare_iterations
 from harness.config import HarnessConfig
 from harness.data.drift import check_golden_provenance, installed_versions
-from harness.errors import UserError
+from harness.errors import GoldenRunFailed, RunnerError, UserError
 from harness.data.goldens import Golden, GoldenStore, ensure_golden, rerun_command
 from harness.data.recipes import describe_inputs
 from harness.report import CaseRecord, golden_relpath, save_outputs
@@ -71,6 +72,7 @@ class AccuracySession:
         self._goldens: dict[str, Golden] = {}
         self._contexts: dict[str, ModelContext] = {}
         self._updated: set[str] = set()
+        self.golden_failures: dict[str, GoldenRunFailed] = {}   # models whose golden onnxruntime could not make
         self.same_models = SameModels()      # identical converted models run once per process
 
     @classmethod
@@ -83,11 +85,17 @@ class AccuracySession:
     def golden(self, name: str, *, allow_update: bool) -> tuple[Golden, Path | None]:
         """The model's golden; writes it when missing (or once per session with --update-goldens)."""
         loaded = self.models[name]
+        if name in self.golden_failures:     # onnxruntime failed on this model once: one error per model
+            raise self.golden_failures[name]
         update = allow_update and self.config.update_goldens and name not in self._updated
         if name in self._goldens and not update:
             return self._goldens[name], None
-        golden, written = ensure_golden(self.store, loaded.spec, loaded.recipe, update=update,
-                                        produce=lambda: produce_golden(loaded))
+        try:
+            golden, written = ensure_golden(self.store, loaded.spec, loaded.recipe, update=update,
+                                            produce=lambda: produce_golden(loaded))
+        except GoldenRunFailed as err:
+            self.golden_failures[name] = err
+            raise
         if update:
             self._updated.add(name)
         self._goldens[name] = golden
@@ -101,9 +109,9 @@ class AccuracySession:
     def check_fp32_golden(self, name: str) -> Outcome:
         """Ensure the golden exists and ORT FP32 still reproduces it on its own inputs."""
         golden, written = self.golden(name, allow_update=True)
-        if written is not None:
-            return Outcome("fail", _written_message(self.models[name], written, golden, self.rerun(self.models[name])))
         loaded = self.models[name]
+        if written is not None:
+            return Outcome("fail", self._written(loaded, written, golden))
         result = make_runner("ort", loaded.model, model_dir=loaded.spec.path.parent).run(golden.feeds)
         comparison = compare_iterations(result.outputs, golden.outputs, tolerances={}, default=FP32_TOLERANCE)
         if comparison:
@@ -115,6 +123,13 @@ class AccuracySession:
                                f"  fix: if the runtime change is expected, rewrite it: "
                                f"{self.rerun(loaded, '--update-goldens')}",
                        comparison=comparison, runner=result.runner)
+
+    def _written(self, loaded: LoadedModel, written: Path, golden: Golden) -> str:
+        """The message of a just-written golden; a golden holding NaN/inf says so (harness.run.golden_notes)."""
+        note = non_finite_note(loaded.model, golden, model_dir=loaded.spec.path.parent, input_lines=loaded.input_lines,
+                               rerun=self.rerun(loaded))
+        head, fix = _written_message(loaded, written, golden, self.rerun(loaded)).rsplit("\n  fix: ", 1)
+        return "\n".join([head, *([note] if note else []), f"  fix: {fix}"])
 
     def context(self, name: str, golden: Golden) -> tuple[ModelContext, bool]:
         """The model's shared case context (built once per process); second item: built by this call."""
@@ -143,10 +158,14 @@ class AccuracySession:
         try:
             golden, written = self.golden(name, allow_update=False)
             if written is not None:
-                return Outcome("fail", _written_message(loaded, written, golden, self.rerun(loaded)))
+                return Outcome("fail", self._written(loaded, written, golden))
             ctx, first = self.context(name, golden)
             drift = check_golden_provenance(golden.meta, current=installed_versions(), strict=self.strict_provenance,
                                             golden=ctx.golden_path)
+        except GoldenRunFailed as err:      # said once, by test_fp32_golden; each case skips in one line
+            return Outcome("skip", err.skip_reason, record=CaseRecord(
+                model=name, model_sha256=loaded.spec.sha256, case=case, status="skip", runner=case.runner,
+                inputs_id=loaded.recipe.id, message=err.skip_reason, notes=(loaded.inputs_note,)))
         except UserError as err:
             record = CaseRecord(model=name, model_sha256=loaded.spec.sha256, case=case, status="error",
                                 runner=case.runner, inputs_id=loaded.recipe.id, message=str(err),
@@ -158,8 +177,12 @@ class AccuracySession:
 
 
 def produce_golden(loaded: LoadedModel) -> Golden:
-    """Run the recipe's feeds on ORT CPU FP32."""
-    result = make_runner("ort", loaded.model, model_dir=loaded.spec.path.parent).run(loaded.feeds)
+    """Run the recipe's feeds on ORT CPU FP32; onnxruntime's failure is :class:`GoldenRunFailed` (its message, the
+    inputs used, the fix)."""
+    try:
+        result = make_runner("ort", loaded.model, model_dir=loaded.spec.path.parent).run(loaded.feeds)
+    except RunnerError as err:
+        raise golden_run_failed(loaded.spec, loaded.recipe, loaded.feeds, err, input_lines=loaded.input_lines) from None
     meta = {"producer": result.runner, "inputs": describe_inputs(loaded.model, loaded.recipe, loaded.feeds)}
     return Golden(feeds=loaded.feeds, outputs=result.outputs, meta=meta)
 

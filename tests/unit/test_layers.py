@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("nightly",),
     ("search",),
     ("tune",),
+    ("conductor",),   # one run's state object (harness.conductor), used by the plugin and the CLI
     ("plugin", "cli"),
     ("adversarial",),  # compatibility shim for old findings' ``python -m harness.adversarial``: calls cli
 )

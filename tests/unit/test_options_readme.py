@@ -17,12 +17,12 @@ import pytest
 from harness.config import HarnessConfig
 from harness.convert.options import TARGETS
 from harness.nightly.rules import METRIC_NAMES
-from harness.options import HELP, MODEL_OPTIONS, NIGHTLY_OPTIONS, RUN_OPTIONS, SWEEP_OPTIONS, Option
+from harness.options import HELP, MODEL_OPTIONS, NIGHTLY_OPTIONS, RUN_OPTIONS, SWEEP_OPTIONS, VERDICT_OPTIONS, Option
 from harness.runners import RUNNER_NAMES
 from harness.sweep import SweepSpec, format_number
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-OPTIONS = {o.flag: o for o in (*MODEL_OPTIONS, *SWEEP_OPTIONS, *RUN_OPTIONS, *NIGHTLY_OPTIONS)}
+OPTIONS = {o.flag: o for o in (*MODEL_OPTIONS, *SWEEP_OPTIONS, *RUN_OPTIONS, *NIGHTLY_OPTIONS, *VERDICT_OPTIONS)}
 _KEEP_IO = {(False,): "false", (True,): "true"}
 CODE_DEFAULTS: dict[str, Callable[[], str]] = {   # where the code holds a default: the value it really uses
     "--runner": lambda: ",".join(SweepSpec().runners),

@@ -74,8 +74,10 @@ def test_quantile_mode_uses_the_quantile() -> None:
 
 
 @pytest.mark.parametrize(("a", "b", "tol", "passes"), [
-    (np.nan, np.nan, Tolerance(), False),
-    (np.nan, np.nan, Tolerance(nan_equal=True), True),
+    (np.nan, np.nan, Tolerance(), True),              # NaN where the golden is NaN: equal (issue 23)
+    (np.nan, np.nan, Tolerance(nan_equal=False), False),
+    (np.nan, 0.5, Tolerance(atol=1e9, rtol=1e9), False),   # NaN where the golden is finite: still a failure
+    (0.5, np.nan, Tolerance(atol=1e9, rtol=1e9), False),
     (np.inf, np.inf, Tolerance(), True),
     (np.inf, np.inf, Tolerance(inf_equal=False), False),
     (-np.inf, np.inf, Tolerance(), False),

@@ -83,7 +83,21 @@ def test_an_interrupted_run_keeps_the_previous_complete_report(tmp_path: Path) -
     assert (tmp_path / "report.json").read_bytes() == published
     assert finished.summary_line(relative_to=tmp_path) == (
         f"castguard: interrupted after 2 of 24 cases (2 cases: 2 pass); partial report: runs/{cut.run_id}/report.md;"
-        " the previous complete report (if any) is kept")
+        " the previous complete report (if any) is kept, marked as not the latest run")
+    top = (tmp_path / "report.md").read_text()      # the old report never passes for this run's (issue 23)
+    assert top.startswith("<!--") and f"The latest run, `{cut.run_id}`" in top and "did not complete" in top
+    assert f"runs/{cut.run_id}/report.md" in top and f"`{cut.run_id}`" in (tmp_path / "report.html").read_text()
+    again = ReportSession(report_dir=tmp_path)      # a second interrupted run replaces the banner
+    again.start()
+    again.add(_record("fp16"))
+    _finish(again, interrupted=True, planned_cases=24)
+    top = (tmp_path / "report.md").read_text()
+    assert f"`{again.run_id}`" in top and f"`{cut.run_id}`" not in top and top.count("Not the latest run") == 1
+    nxt = ReportSession(report_dir=tmp_path)        # the next complete run publishes a report without one
+    nxt.start()
+    nxt.add(_record("fp16"))
+    _finish(nxt, planned_cases=1)
+    assert "Not the latest run" not in (tmp_path / "report.md").read_text()
     partial = read_report(finished.run_paths.json)
     assert partial.interrupted and partial.planned_cases == 24 and not partial.clean
     assert "**Interrupted after 2 of 24 cases.**" in finished.run_paths.markdown.read_text()

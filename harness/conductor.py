@@ -1,0 +1,284 @@
+"""One castguard run, start to end, without pytest: :class:`CastguardRun` owns everything a run carries.
+
+The pytest plugin (:mod:`harness.plugin`) keeps one :class:`CastguardRun` in ``config.stash`` and its hooks only
+call it; ``castguard goldens`` builds the same object. It owns:
+
+* the validated :class:`~harness.config.HarnessConfig` and the project folder it came from;
+* the :class:`~harness.run.session.AccuracySession` (goldens, sweep cases) when models are given;
+* the :class:`~harness.report.collect.ReportSession` (this run's folder, case files, the published report);
+* the :class:`~harness.nightly.run.NightlyRun` (``--baseline``/``--history``/``--fail-on-regression``);
+* the shard (``--shard K/N``): its work, its start record and the non-case tests that failed.
+
+Life cycle: :meth:`CastguardRun.from_options` (usage errors raise :class:`~harness.errors.UserError` before
+anything runs) -> :meth:`start` -> :meth:`add` per settled case record -> :meth:`finish` (builds, judges and
+writes the report; returns the exit status) -> :meth:`terminal_lines` -> :meth:`close`.
+
+A runner the user asked for by name (``--runner``, ``[tool.castguard] runners`` or ``[tool.castguard.sweep]
+runners``) whose every case skipped fails the run (exit 1), with the reason printed once, unless
+``--allow-skipped-runner``: a CI job whose GPU stack broke does not stay green.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from harness.config import HarnessConfig, find_project, load_table
+from harness.errors import UserError
+from harness.nightly.run import NightlyRun, options_from
+from harness.options import given_options
+from harness.report import CaseRecord, Provenance, Report
+from harness.report.collect import FinishedReport, ReportSession, settle, worker_name
+from harness.report.model import ShardInfo
+from harness.run.session import AccuracySession
+from harness.sweep.shards import ShardWork
+
+RUN_ID_KEY = "castguard_run_id"      # the controller's run id, handed to xdist workers in their workerinput
+TESTS_FAILED = 1                     # pytest's ExitCode.TESTS_FAILED (no pytest import here)
+SHARD_REFUSES = ("a shard is one part of the night: comparing it with a baseline would call the other shards' "
+                 "cases missing")
+
+
+@dataclass
+class ShardState:
+    """This process's shard: its work, its start record, the non-case tests that failed (for the merge)."""
+
+    work: ShardWork
+    info: ShardInfo
+    failed_tests: list[str] = field(default_factory=list)
+
+    def finished(self, exit_status: int) -> ShardInfo:
+        """The start record with how the shard ended (for its report.json)."""
+        return replace(self.info, exit_status=exit_status, failed_tests=tuple(dict.fromkeys(self.failed_tests)))
+
+
+@dataclass(frozen=True)
+class Section:
+    """A block of the terminal summary: ``title`` (None: no separator line) and its lines."""
+
+    title: str | None
+    lines: tuple[str, ...]
+
+
+def requested_runners(given: Mapping[str, Any], table: Mapping[str, Any], config: HarnessConfig) -> tuple[str, ...]:
+    """The runners the user named (command line or pyproject); () when the sweep's default runner is used."""
+    sweep_table = table.get("sweep")
+    named = (given.get("castguard_runners") is not None or "runners" in table
+             or (isinstance(sweep_table, Mapping) and "runners" in sweep_table)
+             or given.get("castguard_sweep_file") is not None)
+    return config.runners if named else ()
+
+
+def skipped_runner_lines(report: Report, runners: tuple[str, ...]) -> list[str]:
+    """Two lines per requested runner whose every case skipped: the reason (said once) and the fix."""
+    lines = []
+    for runner in runners:
+        cases = [c for c in report.cases if c.case.runner == runner]
+        if cases and all(c.status == "skip" for c in cases):
+            reasons = list(dict.fromkeys(c.message.splitlines()[0] for c in cases if c.message))
+            lines += [f"castguard: FAILED: every case of the requested runner {runner!r} skipped ({len(cases)} "
+                      f"case{'s' if len(cases) > 1 else ''}): " + (" | ".join(reasons[:3]) or "no reason recorded"),
+                      f"  fix: make {runner} available on this machine, drop it from the runners, or pass "
+                      "--allow-skipped-runner to accept the skips"]
+    return lines
+
+
+def run_status_sections(report: Report, exitstatus: int, skipped_runners: Sequence[str]) -> tuple[str, str]:
+    """The report's first section when the run failed (markdown, HTML): the exit status, the requested runners
+    that never ran, and the skipped cases grouped by reason (a model without a golden says why once)."""
+    if exitstatus == 0:
+        return "", ""
+    reasons = Counter(c.message.splitlines()[0] for c in report.cases if c.status == "skip" and c.message)
+    items = [*skipped_runners[::2], *(f"{n} case(s) skipped: {reason}" for reason, n in reasons.items())]
+    head = (f"This run FAILED (exit status {exitstatus}): see the failing cases below and the tests that failed "
+            "outside the sweep cases (a golden that could not be made) in the terminal output.")
+    md = "\n".join([f"**{head}**", "", *(f"- {item}" for item in items), ""])
+    html = f"<p class=\"failed\"><strong>{escape(head)}</strong></p>" + (
+        "<ul>" + "".join(f"<li>{escape(item)}</li>" for item in items) + "</ul>" if items else "")
+    return md, html
+
+
+class CastguardRun:
+    """One run's state; see the module docstring. Build it with :meth:`from_options`."""
+
+    def __init__(self, *, config: HarnessConfig, project: Path, invocation_dir: Path,
+                 worker_input: Mapping[str, Any] | None = None, nightly: NightlyRun | None = None,
+                 session: AccuracySession | None = None, report: ReportSession | None = None,
+                 requested: tuple[str, ...] = (), allow_skipped_runner: bool = False,
+                 hypothesis_seed: object = None) -> None:
+        self.config = config
+        self.project = project
+        self.invocation_dir = invocation_dir
+        self.is_worker = worker_input is not None
+        self.nightly = nightly
+        self.session = session
+        self.report = report
+        self.requested = requested
+        self.allow_skipped_runner = allow_skipped_runner
+        self.hypothesis_seed = hypothesis_seed
+        self.shard: ShardState | None = None
+        self.planned: int | None = None
+        self.finished: FinishedReport | None = None
+        self.evicted = ""
+        self.skipped_runners: list[str] = []
+        self._pending: dict[str, CaseRecord] = {}
+        self._benchmarks_existed = (invocation_dir / ".benchmarks").exists()
+
+    @classmethod
+    def from_options(cls, option: Any, *, invocation_dir: Path, rootpath: Path,
+                     worker_input: Mapping[str, Any] | None = None, project: Path | None = None,
+                     with_report: bool = True) -> CastguardRun:
+        """The run the parsed options describe (pytest's ``config.option`` or the CLI's namespace); usage errors
+        raise :class:`UserError` before anything runs. ``with_report=False``: no report folder (``castguard
+        goldens``)."""
+        given = given_options(option)
+        project = project or find_project(invocation_dir, fallback=rootpath)
+        table = load_table(project)
+        config = HarnessConfig.from_sources(cli=given, table=table, rootdir=project, invocation_dir=invocation_dir)
+        nightly_options = options_from(option, invocation_dir=invocation_dir)
+        run_id = worker_input.get(RUN_ID_KEY) if worker_input else None   # absent when the controller runs no model
+        report = ReportSession(report_dir=config.report_dir, worker=worker_name(dict(worker_input or {}) or None),
+                               run_id=str(run_id) if run_id else None, keep_runs=config.keep_runs) \
+            if with_report else None
+        session = AccuracySession.open(config, bundled_dir=_bundled_dir(),
+                                       strict_provenance=nightly_options.strict_provenance,
+                                       output_dir=report.run_dir if report else None) if config.models else None
+        if session is not None and session.shard_work is not None and nightly_options.active:
+            raise UserError(where="--shard", problem=SHARD_REFUSES,
+                            fix="drop --baseline/--history/--fail-on-regression here and give them to "
+                                "`castguard merge SHARD_DIR... --out DIR`, which compares the whole night once")
+        nightly = NightlyRun(nightly_options) if session is not None and nightly_options.active \
+            and worker_input is None else None
+        return cls(config=config, project=project, invocation_dir=invocation_dir, worker_input=worker_input,
+                   nightly=nightly, session=session, report=report if session is not None else None,
+                   requested=requested_runners(given, table, config),
+                   allow_skipped_runner=bool(getattr(option, "castguard_allow_skipped_runner", None)),
+                   hypothesis_seed=getattr(option, "hypothesis_seed", None))
+
+    @property
+    def run_id(self) -> str | None:
+        return self.report.run_id if self.report is not None else None
+
+    def worker_input(self) -> dict[str, str]:
+        """What an xdist worker is handed (its ``workerinput``): this run's id, so every worker writes into its folder."""
+        return {RUN_ID_KEY: self.run_id} if self.run_id is not None else {}
+
+    def start(self) -> None:
+        """The owning process (not an xdist worker): lock this run's folder; a shard writes its start marker."""
+        if self.is_worker or self.report is None or self.session is None:
+            return
+        self.report.start()
+        if self.session.shard_work is not None:
+            from harness.run.shard_run import shard_info
+
+            self.shard = ShardState(self.session.shard_work, shard_info(self.config, self.session.shard_work))
+            self.report.mark_shard(self.shard.info, provenance=self.provenance())
+
+    def provenance(self) -> Provenance:
+        from hypothesis import settings
+
+        from harness.report import collect_provenance
+
+        seed = self.hypothesis_seed   # a nightly run's seed, recorded to replay it
+        profile = settings.get_current_profile_name() + (f" (seed {seed})" if seed is not None else "")
+        return collect_provenance(hypothesis_profile=profile, runners=self.config.runners, project_dir=self.project)
+
+    def hold(self, test_id: str, record: CaseRecord) -> None:
+        """A test's record, kept until the test is judged (:meth:`settle`)."""
+        self._pending[test_id] = record
+
+    def settle(self, test_id: str, *, expected_failure: bool) -> None:
+        """The test was judged: its held record (if any) goes into the report, xfail/xpass settled."""
+        record = self._pending.pop(test_id, None)
+        if record is not None:
+            self.add(settle(record, expected_failure=expected_failure))
+
+    def add(self, record: CaseRecord) -> None:
+        """Append one settled record to this process's case file."""
+        if self.report is not None:
+            self.report.add(record)
+
+    def test_failed(self, name: str) -> None:
+        """A test that is not a sweep case failed (a shard names it to the merge)."""
+        if self.shard is not None:
+            self.shard.failed_tests.append(name)
+
+    def finish(self, exitstatus: int, *, interrupted: bool = False) -> int:
+        """Build, judge and write this run's report (the owning process); the run's exit status."""
+        if self.report is None or self.is_worker:
+            return exitstatus
+        shard = self.shard
+        planned = self.planned if self.planned is not None or shard is None else shard.work.case_count
+        report = self.report.build(provenance=self.provenance(), interrupted=interrupted, planned_cases=planned,
+                                   shard=None if shard is None else shard.finished(exitstatus))
+        if report is None:                 # no case ran: a failed run still never leaves an older report passing
+            if exitstatus != 0:
+                from harness.report import utc_now
+
+                self.report.supersede(created=utc_now(), why=f"failed (exit status {exitstatus}) before any case ran",
+                                      own_report=False)
+            return exitstatus
+        if self.nightly is not None:
+            self.nightly.decide(report)                     # the verdict first (harness.nightly.rules) ...
+        self.skipped_runners = [] if self.allow_skipped_runner else skipped_runner_lines(report, self.requested)
+        no_golden = self.session is not None and bool(self.session.golden_failures)   # even with its test deselected
+        if exitstatus == 0 and ((self.nightly is not None and self.nightly.exit_code) or self.skipped_runners
+                                or no_golden):
+            exitstatus = TESTS_FAILED   # nightly rules / a requested runner that never ran / a golden not made
+        extra_md, extra_html = self.nightly.sections() if self.nightly is not None else ([], [])   # ... then its rendering
+        status_md, status_html = run_status_sections(report, exitstatus, self.skipped_runners)
+        self.finished = self.report.write(report, extra_md=[status_md, *extra_md], extra_html=[status_html, *extra_html])
+        if self.finished.error is not None and exitstatus == 0:
+            exitstatus = TESTS_FAILED           # no report written (a full disk): the summary says why
+        from harness.run.cache_size import evict_note
+
+        self.evicted = evict_note(self.config.cache_dir, max_mb=self.config.cache_max_mb)
+        return exitstatus
+
+    def terminal_sections(self) -> list[Section]:
+        """What the run prints at the end: the report's place and headline, inputs, nightly verdict."""
+        sections: list[Section] = []
+        if self.finished is not None:
+            from harness.report.trt_view import terminal_lines
+
+            finished = self.finished
+            lines = [finished.summary_line(relative_to=self.invocation_dir)]
+            if finished.pruned:
+                lines.append(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
+            lines += terminal_lines(finished.view)          # the TensorRT build check (issue 17)
+            sections.append(Section("castguard sweep report", tuple(lines)))
+        tail = [*([self.evicted] if self.evicted else []), *self.skipped_runners]
+        if self.session is not None and not self.is_worker:
+            tail += [f"castguard inputs of {name}: " + "; ".join(loaded.input_lines)   # on every run (issue 9)
+                     for name, loaded in self.session.models.items()]
+        if self.shard is not None:
+            tail.append(f"castguard {self.shard.work.summary()}")
+        if tail:
+            sections.append(Section(None, tuple(tail)))
+        if self.nightly is not None:
+            sections.append(Section("castguard nightly regression", tuple(self.nightly.terminal_lines())))
+        return sections
+
+    def terminal_lines(self) -> list[str]:
+        """:meth:`terminal_sections` as plain lines (the CLI)."""
+        return [line for s in self.terminal_sections() for line in ((s.title + ":",) if s.title else ()) + s.lines]
+
+    def close(self) -> None:
+        """The run is over: unlock its folder (a run that ended before its report), and remove the empty
+        ``.benchmarks`` folder pytest-benchmark created if it was not there before."""
+        if self.report is not None:
+            self.report.close()
+        if self._benchmarks_existed or self.is_worker:
+            return
+        folder = self.invocation_dir / ".benchmarks"
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def _bundled_dir() -> Path:
+    from harness.data.models import bundled_models_dir
+
+    return bundled_models_dir()
