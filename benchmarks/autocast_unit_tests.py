@@ -89,10 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         (root / "conftest.py").write_text("")
         proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA",
                                "--rootdir", str(root), "test_autocast.py"],
-                              cwd=root, capture_output=True, text=True,
+                              cwd=root, capture_output=True, text=True, check=False,
                               env={**_env(), "PYTHONPATH": f"{root}:{Path(__file__).resolve().parents[1]}"})
-    outcomes = dict((m.group(2), m.group(1)) for m in
-                    re.finditer(r"^(PASSED|FAILED|ERROR) test_autocast\.py::(\S+)", proc.stdout, re.M))
+    outcomes = {m.group(2): m.group(1) for m in
+                re.finditer(r"^(PASSED|FAILED|ERROR) test_autocast\.py::(\S+)", proc.stdout, re.MULTILINE)}
     if not outcomes:
         print(proc.stdout[-4000:], proc.stderr[-4000:])
         return 2
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"public API: {passed} of {len(public)} pass; all: "
           f"{sum(v == 'PASSED' for v in outcomes.values())} of {len(outcomes)}")
     for line in proc.stdout.splitlines():
-        if line.startswith("FAILED") or line.startswith("E "):
+        if line.startswith(("FAILED", "E ")):
             print("  " + line[:300])
     return 0
 
