@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 from harness.report.model import Provenance
+from harness.runners.registry import runner_sources
 from harness.runners.trt_module import installed_backend
 
 
@@ -75,6 +76,7 @@ def collect_provenance(*, hypothesis_profile: str, runners: Sequence[str],
         hostname=socket.gethostname(),
         hypothesis_profile=hypothesis_profile,
         runners=tuple(runners),
+        runner_sources=runner_sources(runners),
         git_commit=git_commit(project_dir) if project_dir is not None else None,
         tensorrt=installed_backend(),
         gpu=gpu_summary(gpu_names()),
