@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin impor
     from harness.report.collect import FinishedReport, ReportSession
     from harness.plugin.shards import ShardPlugin
 
+pytest_plugins = ("harness.plugin.fixture",)   # the `castguard` fixture for users' own tests (issue 24.1)
 CONFIG_KEY: pytest.StashKey[HarnessConfig] = pytest.StashKey()
 SESSION_KEY: pytest.StashKey[AccuracySession] = pytest.StashKey()
 REPORT_KEY: pytest.StashKey[ReportSession] = pytest.StashKey()

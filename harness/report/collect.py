@@ -22,6 +22,7 @@ from pathlib import Path
 
 from harness.errors import UserError
 from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now, write_report
+from harness.report.provenance import with_case_runners
 from harness.files import safe_component
 from harness.report.format import completion_text, counts_text, same_model_as
 from harness.report.runs import (DEFAULT_KEEP_RUNS, RUNS_DIR, ActiveRun, new_run_id, prune_runs, publish_lock,
@@ -107,6 +108,7 @@ class ReportSession:
         if not records and not interrupted and shard is None:
             self.close()
             return None
+        provenance = with_case_runners(provenance, [r.case.runner for r in records])
         return Report.build(records, created=utc_now(), provenance=provenance, run_id=self.run_id,
                             interrupted=interrupted, planned_cases=planned_cases, shard=shard)
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -61,6 +62,13 @@ def gpu_names() -> tuple[str, ...]:
 def gpu_summary(names: Sequence[str]) -> str | None:
     """``2x NVIDIA H100 80GB HBM3``; None when there is no GPU."""
     return ", ".join(f"{count}x {name}" for name, count in Counter(names).items()) or None
+
+
+def with_case_runners(provenance: Provenance, runners: Sequence[str]) -> Provenance:
+    """The provenance with the runners the cases ran on added (a ``castguard`` fixture check may name a runner
+    that is not in the project's sweep), each with its distribution and version."""
+    names = tuple(dict.fromkeys((*provenance.runners, *runners)))
+    return replace(provenance, runners=names, runner_sources=runner_sources(names))
 
 
 def collect_provenance(*, hypothesis_profile: str, runners: Sequence[str],
