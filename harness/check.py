@@ -67,6 +67,7 @@ class CheckResult:
 
     @property
     def worst_error(self) -> float | None:
+        """Largest max abs error relative to its output's largest |golden| (CaseRecord.worst_error)."""
         return None if self.record is None else self.record.worst_error
 
     @property
@@ -100,8 +101,11 @@ class CheckResult:
             rec = self.record
             if rec.runner:
                 parts.append(f"on {rec.runner}")
-            if rec.worst_error is not None:
-                parts.append(f"worst error {rec.worst_error:.3g} of the tolerance")
+            if rec.outputs:
+                worst = max(rec.outputs, key=lambda o: o.scaled_error)
+                parts.append(f"worst output {worst.name!r}: max abs error {worst.max_abs:.3g} "
+                             f"({worst.scaled_error:.3g} of its largest |golden|), max rel {worst.max_rel:.3g}, "
+                             f"{worst.n_over} element(s) over tolerance")
             if rec.lowp_flop_share is not None:
                 parts.append(f"{rec.lowp_flop_share:.0%} of FLOPs in {rec.case.precision}")
             if rec.first_divergent is not None:
@@ -179,9 +183,15 @@ class Checker:
         if where not in self._sessions:
             config = replace(self.config, models=(ref,), model_inputs=(), shard=None, tune=False,
                              **options)   # type: ignore[arg-type]
-            self._sessions[where] = AccuracySession(config, bundled_dir=self.bundled_dir,
-                                                    strict_provenance=self.strict_provenance,
-                                                    output_dir=self.output_dir)
+            try:
+                self._sessions[where] = AccuracySession(config, bundled_dir=self.bundled_dir,
+                                                        strict_provenance=self.strict_provenance,
+                                                        output_dir=self.output_dir)
+            except UserError as err:
+                if not in_memory(inputs) or err.where != inputs_key:
+                    raise
+                raise UserError(where=f"inputs= of check({os.fspath(model)!r}) (your feeds, saved as {inputs_key})",
+                                problem=err.problem, fix="give feeds that match the model's inputs") from None
         session = self._sessions[where]
         return session, next(iter(session.models))
 
@@ -232,6 +242,11 @@ class Checker:
             self.on_record(outcome.record)
         return CheckResult(model=sweep_case.model, case=sweep_case.case, status=outcome.status,
                            message=outcome.message, record=outcome.record)
+
+
+def in_memory(inputs: Inputs) -> bool:
+    """Feeds given as arrays (not a file or folder)."""
+    return inputs is not None and not isinstance(inputs, (str, os.PathLike))
 
 
 def write_feeds(feeds: Sequence[Batch], *, folder: Path) -> Path:

@@ -71,7 +71,8 @@ class CastguardFixture:
         try:
             return call()
         except UserError as err:
-            _fail(str(err))
+            message = str(err)
+        _fail(message)          # outside the except: one message, no "during handling" chain
 
 
 def _fail(message: str) -> NoReturn:
