@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.helpers.graphs import cancellation_model, mlp_model, save
-from tests.helpers.plugin_dist import PACKAGE, install_into
 
 from harness.nightly.history import read_history
 from harness.runners.registry import registered
+from tests.helpers.graphs import cancellation_model, mlp_model, save
+from tests.helpers.plugin_dist import PACKAGE, install_into
 
 pytest_plugins = ["pytester"]
 
@@ -90,8 +90,8 @@ def test_cancel(castguard):
     _run(project, "test_cancel.py")            # writes the golden
     result = _run(project, "test_cancel.py")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*castguard models.cancel [[]fp16-dmax512-*-emulate[]]: fail; on emulate; worst "
-                                 "output 'y': max abs error 0.1*; first divergence at y (Sub node sub*",
+    result.stdout.fnmatch_lines([("*castguard models.cancel [[]fp16-dmax512-*-emulate[]]: fail; on emulate; worst "
+                                  "output 'y': max abs error 0.1*; first divergence at y (Sub node sub*"),
                                  "*does not match its FP32 golden on emulate*", "*fix:*"])
     (case,) = _report(project)["cases"]
     assert case["status"] == "fail" and case["model"] == "models.cancel"
@@ -137,8 +137,8 @@ def test_wrong_inputs(castguard):
     assert "Traceback" not in out and "harness/check.py" not in out
     assert "During handling" not in out
     result.stdout.fnmatch_lines(["*models/nope.onnx: no such file*", "*fix: pass a path to an .onnx file*",
-                                 "*inputs= of check('models/mlp.onnx') (your feeds, saved as *.json): iteration 0: "
-                                 "input 'x' has shape [[]3, 3[]], the model declares [[]1,8[]]*",
+                                 ("*inputs= of check('models/mlp.onnx') (your feeds, saved as *.json): iteration 0: "
+                                  "input 'x' has shape [[]3, 3[]], the model declares [[]1,8[]]*"),
                                  "*fix: give feeds that match the model's inputs*"])
 
 
