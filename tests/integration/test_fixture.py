@@ -7,6 +7,8 @@ that breaks accuracy fails the user's test with castguard's message.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -177,3 +179,39 @@ def test_onnxref(castguard, my_batches, precision):
     statuses = {c["case_id"]: c["status"] for c in report["cases"] if c["case_id"].endswith("onnxref")}
     assert statuses == {"fp16-dmax512-imax65504-excl_none-keepio0-onnxref": "pass",
                         "bf16-dmax512-imax65504-excl_none-keepio0-onnxref": "skip"}
+
+
+def test_an_xfail_user_test_records_its_cases_as_xfail(project: pytest.Pytester) -> None:
+    project.makepyfile(test_xfail='''
+import pytest
+
+
+@pytest.mark.xfail(reason="cancellation is known to break in fp16", strict=True)
+def test_cancel(castguard):
+    result = castguard.check("models/cancel.onnx", precision="fp16", runner="emulate")
+    assert result.passed, result.explain()
+''')
+    _run(project, "test_xfail.py")                  # writes the golden (that check fails: xfailed too)
+    _run(project, "test_xfail.py").assert_outcomes(xfailed=1)
+    assert [c["status"] for c in _report(project)["cases"]] == ["xfail"]
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "user_project"
+
+
+def test_the_example_project_runs_as_printed_in_the_readme(tmp_path: Path) -> None:
+    """examples/user_project: the README prints its test file; run it twice (the first run writes goldens)."""
+    readme = (EXAMPLE.parents[1] / "README.md").read_text()
+    source = (EXAMPLE / "tests" / "test_castguard_mnist.py").read_text()
+    block = readme.split("## castguard in your own tests", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert block in source
+    folder = tmp_path / "user_project"
+    shutil.copytree(EXAMPLE, folder)
+    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
+    first = subprocess.run(args, cwd=folder, capture_output=True, text=True, timeout=600, check=False)
+    assert first.returncode == 1 and "golden written" in first.stdout, first.stdout[-3000:]
+    second = subprocess.run(args, cwd=folder, capture_output=True, text=True, timeout=600, check=False)
+    assert second.returncode == 0, second.stdout[-3000:]
+    assert "3 passed" in second.stdout
+    report = json.loads((folder / "castguard-report" / "report.json").read_text())
+    assert len(report["cases"]) == 4 and {c["status"] for c in report["cases"]} == {"pass"}
