@@ -19,7 +19,7 @@ from harness.convert.subgraphs import captured
 
 LOG = logging.getLogger("harness.convert")
 PREDICATES = frozenset({"IsInf", "IsNaN"})
-_WIDTH = {TensorProto.BFLOAT16: 16, TensorProto.FLOAT16: 16, TensorProto.FLOAT: 32, TensorProto.DOUBLE: 64}
+_WIDTH: dict[int, int] = {TensorProto.BFLOAT16: 16, TensorProto.FLOAT16: 16, TensorProto.FLOAT: 32, TensorProto.DOUBLE: 64}
 
 
 def _to(node: onnx.NodeProto) -> int | None:

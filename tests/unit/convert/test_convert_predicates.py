@@ -7,10 +7,10 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto
-from tests.helpers.convert_builders import F32, elem_types, model, node, vi
 
 from harness.convert import ConvertOptions, convert
 from harness.runners import make_runner
+from tests.helpers.convert_builders import F32, elem_types, model, node, vi
 
 F16, F64, BOOL = TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BOOL
 
