@@ -217,12 +217,22 @@ class Checker:
         loaded = session.models[name]
         where = (name, loaded.recipe.id)
         if where not in self._fp32_checked:
-            existed = session.store.path_for(loaded.spec, loaded.recipe).is_file() and not self.config.update_goldens
+            path = session.store.path_for(loaded.spec, loaded.recipe)
+            existed = path.is_file() and not self.config.update_goldens
             outcome = session.check_fp32_golden(name)
-            failed = None if outcome.status == "pass" else CheckResult(model=name, case=None, status="fail",
-                                                                       message=outcome.message)
-            self._fp32_checked[where] = failed if existed else None
-            return failed
+            if outcome.status == "pass":
+                self._fp32_checked[where] = None
+                return None
+            if existed:          # FP32 no longer reproduces the golden: every check of this model fails
+                self._fp32_checked[where] = CheckResult(model=name, case=None, status="fail", message=outcome.message)
+                return self._fp32_checked[where]
+            self._fp32_checked[where] = None     # written now: this check fails once, later ones compare
+            golden, _ = session.golden(name, allow_update=False)
+            return CheckResult(model=name, case=None, status="fail", message=(
+                f"{name}: golden written (it was missing, or --update-goldens): {path}\n"
+                f"  {len(golden.feeds)} iteration(s) from {loaded.recipe.id}, produced by "
+                f"{golden.meta.get('producer')}\n  fix: review it, commit it, and rerun this test: it then compares "
+                "against it"))
         return self._fp32_checked[where]
 
     def recording(self, on_record: Callable[[CaseRecord], None]) -> Checker:
