@@ -4,12 +4,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from tests.helpers.graphs import mlp_model, save
 
 from harness.check import Checker
 from harness.config import HarnessConfig
 from harness.data.models import bundled_models_dir
 from harness.report import CaseRecord
+from tests.helpers.graphs import mlp_model, save
 
 
 def checker(tmp_path: Path, records: list[CaseRecord]) -> Checker:
