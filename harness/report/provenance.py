@@ -67,8 +67,11 @@ def gpu_summary(names: Sequence[str]) -> str | None:
 def with_case_runners(provenance: Provenance, runners: Sequence[str]) -> Provenance:
     """The provenance with the runners the cases ran on added (a ``castguard`` fixture check may name a runner
     that is not in the project's sweep), each with its distribution and version."""
-    names = tuple(dict.fromkeys((*provenance.runners, *runners)))
-    return replace(provenance, runners=names, runner_sources=runner_sources(names))
+    new = tuple(n for n in dict.fromkeys(runners) if n not in provenance.runners)
+    if not new:
+        return provenance
+    return replace(provenance, runners=(*provenance.runners, *new),
+                   runner_sources=(*provenance.runner_sources, *runner_sources(new)))
 
 
 def collect_provenance(*, hypothesis_profile: str, runners: Sequence[str],

@@ -51,7 +51,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makepyprojecttoml('[project]\nname = "user-project"\nversion = "0"\n\n'
                                '[tool.castguard]\ngoldens_dir = "gold"\nreport_dir = "rep"\n')
     pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_user=USER_TESTS)
+    pytester.makepyfile(test_cg_user=USER_TESTS)
     return pytester
 
 
@@ -83,14 +83,14 @@ def test_user_tests_over_two_precisions_write_the_golden_once_then_pass_into_rep
 
 
 def test_a_broken_conversion_fails_the_users_test_with_castguards_message(project: pytest.Pytester) -> None:
-    project.makepyfile(test_cancel='''
+    project.makepyfile(test_cg_cancel='''
 def test_cancel(castguard):
     result = castguard.check("models/cancel.onnx", precision="fp16", data_max=512, runner="emulate")
     assert result.status == "fail" and result.first_divergence is not None
     assert result.passed, result.explain()
 ''')
-    _run(project, "test_cancel.py")            # writes the golden
-    result = _run(project, "test_cancel.py")
+    _run(project, "test_cg_cancel.py")            # writes the golden
+    result = _run(project, "test_cg_cancel.py")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([("*castguard models.cancel [[]fp16-dmax512-*-emulate[]]: fail; on emulate; worst "
                                   "output 'y': max abs error 0.1*; first divergence at y (Sub node sub*"),
@@ -100,7 +100,7 @@ def test_cancel(castguard):
 
 
 def test_sweep_returns_every_case_with_typed_figures(project: pytest.Pytester) -> None:
-    project.makepyfile(test_sweep='''
+    project.makepyfile(test_cg_sweep='''
 from harness.report import OutputStats
 
 
@@ -117,12 +117,12 @@ def test_sweep(castguard, my_batches):
         assert 0 < r.lowp_flop_share <= 1 and r.worst_error is not None and r.first_divergence is None
         assert r.explain().startswith(f"castguard models.mlp [{r.case_id}]: pass; on emulate")
 ''')
-    _run(project, "test_sweep.py").assert_outcomes(passed=1)
+    _run(project, "test_cg_sweep.py").assert_outcomes(passed=1)
     assert len(_report(project)["cases"]) == 4
 
 
 def test_bad_input_fails_the_test_with_one_message(project: pytest.Pytester) -> None:
-    project.makepyfile(test_bad='''
+    project.makepyfile(test_cg_bad='''
 import numpy as np
 
 
@@ -133,7 +133,7 @@ def test_missing(castguard):
 def test_wrong_inputs(castguard):
     castguard.check("models/mlp.onnx", inputs=[{"x": np.zeros((3, 3), np.float32)}])
 ''')
-    result = _run(project, "test_bad.py")
+    result = _run(project, "test_cg_bad.py")
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
     assert "Traceback" not in out and "harness/check.py" not in out
@@ -157,7 +157,7 @@ def test_a_plugin_runner_through_the_fixture_is_named_in_provenance(project: pyt
     registered.cache_clear()
     monkeypatch.syspath_prepend(str(install_into(tmp_path / "site")))
     monkeypatch.delitem(sys.modules, PACKAGE, raising=False)
-    project.makepyfile(test_plugin='''
+    project.makepyfile(test_cg_plugin='''
 import pytest
 
 
@@ -171,7 +171,7 @@ def test_onnxref(castguard, my_batches, precision):
         assert result.passed and result.runner == "onnxref", result.explain()
 ''')
     try:
-        _run(project, "test_plugin.py").assert_outcomes(passed=2)
+        _run(project, "test_cg_plugin.py").assert_outcomes(passed=2)
         report = _report(project)
     finally:
         registered.cache_clear()
@@ -182,7 +182,7 @@ def test_onnxref(castguard, my_batches, precision):
 
 
 def test_an_xfail_user_test_records_its_cases_as_xfail(project: pytest.Pytester) -> None:
-    project.makepyfile(test_xfail='''
+    project.makepyfile(test_cg_xfail='''
 import pytest
 
 
@@ -191,8 +191,8 @@ def test_cancel(castguard):
     result = castguard.check("models/cancel.onnx", precision="fp16", runner="emulate")
     assert result.passed, result.explain()
 ''')
-    _run(project, "test_xfail.py")                  # writes the golden (that check fails: xfailed too)
-    _run(project, "test_xfail.py").assert_outcomes(xfailed=1)
+    _run(project, "test_cg_xfail.py")                  # writes the golden (that check fails: xfailed too)
+    _run(project, "test_cg_xfail.py").assert_outcomes(xfailed=1)
     assert [c["status"] for c in _report(project)["cases"]] == ["xfail"]
 
 
