@@ -39,6 +39,9 @@ _API: dict[str, str] = {   # public name -> "module" or "module:attribute"
     # report and the main job
     "Report": "harness.report", "CaseRecord": "harness.report", "read_report": "harness.report",
     "HarnessConfig": "harness.config", "AccuracySession": "harness.run.session", "SweepCase": "harness.run.session",
+    # users' own tests (the castguard fixture's domain half) and runner plugins
+    "Checker": "harness.check", "CheckResult": "harness.check", "RunnerPlugin": "harness.runners",
+    "runner_names": "harness.runners",
 }
 
 __all__ = ["__version__", *sorted(_API)]
@@ -75,6 +78,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from harness.judge.tolerances import TolerancePolicy
     from harness.report import CaseRecord, Report, read_report
     from harness.run.session import AccuracySession, SweepCase
-    from harness.runners import RUNNER_NAMES, Runner, RunResult, make_runner
+    from harness.check import Checker, CheckResult
+    from harness.runners import RUNNER_NAMES, Runner, RunnerPlugin, RunResult, make_runner, runner_names
     from harness.runners.tensorrt.precision_diff import declared_precisions
     from harness.sweep import Case, SweepSpec, expand

@@ -28,7 +28,7 @@ from typing import Any
 
 from harness.config import HarnessConfig, find_project, load_table
 from harness.errors import UserError
-from harness.nightly.run import NightlyRun, options_from
+from harness.nightly.run import NightlyOptions, NightlyRun, options_from
 from harness.options import given_options
 from harness.report import CaseRecord, Provenance, Report
 from harness.report.collect import FinishedReport, ReportSession, settle, worker_name
@@ -108,17 +108,19 @@ class CastguardRun:
                  worker_input: Mapping[str, Any] | None = None, nightly: NightlyRun | None = None,
                  session: AccuracySession | None = None, report: ReportSession | None = None,
                  requested: tuple[str, ...] = (), allow_skipped_runner: bool = False,
-                 hypothesis_seed: object = None) -> None:
+                 hypothesis_seed: object = None, nightly_options: NightlyOptions | None = None) -> None:
         self.config = config
         self.project = project
         self.invocation_dir = invocation_dir
         self.is_worker = worker_input is not None
+        self._worker_input = dict(worker_input or {})
         self.nightly = nightly
         self.session = session
         self.report = report
         self.requested = requested
         self.allow_skipped_runner = allow_skipped_runner
         self.hypothesis_seed = hypothesis_seed
+        self.nightly_options = nightly_options
         self.shard: ShardState | None = None
         self.planned: int | None = None
         self.finished: FinishedReport | None = None
@@ -156,7 +158,7 @@ class CastguardRun:
                    nightly=nightly, session=session, report=report if session is not None else None,
                    requested=requested_runners(given, table, config),
                    allow_skipped_runner=bool(getattr(option, "castguard_allow_skipped_runner", None)),
-                   hypothesis_seed=getattr(option, "hypothesis_seed", None))
+                   hypothesis_seed=getattr(option, "hypothesis_seed", None), nightly_options=nightly_options)
 
     @property
     def run_id(self) -> str | None:
@@ -176,6 +178,21 @@ class CastguardRun:
 
             self.shard = ShardState(self.session.shard_work, shard_info(self.config, self.session.shard_work))
             self.report.mark_shard(self.shard.info, provenance=self.provenance())
+
+    def report_session(self, *, run_id: str | None = None, start: bool = True) -> ReportSession:
+        """The run's report session, made now when the run has none (a run without ``--model`` whose tests use the
+        ``castguard`` fixture): an xdist worker writes into the ``run_id`` its controller reserved; the owning process
+        locks the folder (``start``). The nightly options then apply to it as to a ``--model`` run."""
+        if self.report is None:
+            self.report = ReportSession(report_dir=self.config.report_dir,
+                                        worker=worker_name(self._worker_input or None), run_id=run_id,
+                                        keep_runs=self.config.keep_runs)
+            if not self.is_worker and start:
+                self.report.start()
+            if self.nightly is None and self.nightly_options is not None and self.nightly_options.active \
+                    and not self.is_worker:
+                self.nightly = NightlyRun(self.nightly_options)
+        return self.report
 
     def provenance(self) -> Provenance:
         from hypothesis import settings

@@ -73,7 +73,7 @@ class Option:
 
 MODEL_OPTIONS: tuple[Option, ...] = (   # what to check and with which inputs
     Option("--model", "castguard_models", metavar="[KEY=]NAME|PATH", action="append"),
-    Option("--runner", "castguard_runners", metavar="ort|ort-cuda|emulate|reference|trt", action="append"),
+    Option("--runner", "castguard_runners", metavar="ort|ort-cuda|emulate|reference|trt|PLUGIN", action="append"),
     Option("--goldens-dir", "castguard_goldens_dir", metavar="DIR"),
     Option("--update-goldens", "castguard_update_goldens", action="store_true"),
     Option("--val-range", "castguard_val_ranges", metavar="NAME:[lo,hi]", action="append"),
@@ -131,7 +131,7 @@ HELP: Mapping[str, str] = {   # --flag -> help text (see the tables below)
     "--runner":
         "runner for the low-precision model (default emulate, or [tool.castguard.sweep] runners; repeatable "
         "or comma-separated). Only emulate, reference, trt, ort-cuda and GPU ort really round"
-        " fp16/bf16.",
+        " fp16/bf16. An installed runner plugin (entry-point group castguard.runners) is chosen by its name.",
     "--goldens-dir":
         "where FP32 goldens live (default: goldens/ in the project folder)",
     "--update-goldens":

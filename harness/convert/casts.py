@@ -4,11 +4,12 @@ needs another type. One Cast per tensor and direction, placed right before its f
 Rules:
 - a node's float tensors bound to a schema type variable get the decided type when the variable allows
   it, otherwise their original type (e.g. Resize ``scales``, bf16 ``roi``); fixed-type params never change;
-- inputs bound to a *free* type variable (one input, no output: Shape, IsNaN, Resize ``roi``...) read the
+- inputs bound to a *free* type variable (one input, no output: Shape, IsNaN, a crop Resize's ``roi``...) read the
   stored type as it is when the schema allows it, except the first input of a node with float outputs
   (onnx's inference ties RMSNormalization's Y to X although the schema names another variable) and the
   inputs of a node with untyped outputs (a sequence's element type follows SplitToSequence's input), and
-  BitCast (its input's bit width must match its output's);
+  BitCast (its input's bit width must match its output's), and Resize's ``roi`` where the mode ignores it
+  (not tf_crop_and_resize): it takes the node's type, as in AutoCast;
 - graph inputs/outputs: original types with keep_io_types (or respect_existing_types), else float ones become the low type; an output
   whose producer stores another type is renamed ``<name>_pre_cast`` and a final Cast restores the name;
 - fp32_accumulation: a low MatMul/Gemm reads fp32 Casts of its low inputs and writes fp32 that is cast
@@ -93,7 +94,8 @@ class Rewriter:
             # A free first input of a node with float outputs is its data input: onnx's inference may tie the
             # outputs to it although the schema gives them another variable (RMSNormalization's Y follows X).
             free = sig.is_var(param) and sig.inputs.count(param) == 1 and param not in sig.outputs \
-                and not (index == 0 and float_out) and not untyped_out and node.op_type != "BitCast"
+                and not (index == 0 and float_out) and not untyped_out and node.op_type != "BitCast" \
+                and not ignored_roi(node, index)
             result.append((ANY if free else target, target))
         return result
 
@@ -145,8 +147,14 @@ class Rewriter:
         key = (source, to)
         if key not in self.state.cache:
             name = self._unique(f"{source}_cast_to_{elem_name(to)}")
-            self.state.nodes.append(helper.make_node("Cast", [source], [name], name=name, to=to))
-            self.state.ours.add(name)
+            empty = self.info.initializers.get(source)
+            if empty is not None and 0 in empty.dims:
+                # an empty placeholder (Resize's roi/scales): a typed empty initializer, so inference still sees
+                # it empty (a Cast's output would not be); nothing is duplicated
+                self.model.graph.initializer.append(helper.make_tensor(name, to, list(empty.dims), []))
+            else:
+                self.state.nodes.append(helper.make_node("Cast", [source], [name], name=name, to=to))
+                self.state.ours.add(name)
             self.state.storage[name] = to
             self.state.cache[key] = name
         return self.state.cache[key]
@@ -250,6 +258,16 @@ class Rewriter:
         for vi in graph.value_info:
             if vi.name in storage and vi.type.tensor_type.elem_type in FLOAT_TYPES:
                 vi.type.tensor_type.elem_type = storage[vi.name]
+
+
+def ignored_roi(node: onnx.NodeProto, index: int) -> bool:
+    """Resize's ``roi`` (input 1) where it is ignored: every coordinate_transformation_mode but
+    tf_crop_and_resize. It then goes with the node's type, as AutoCast converts it; with tf_crop_and_resize it
+    holds crop coordinates, which keep their stored (FP32) type."""
+    if node.op_type != "Resize" or index != 1:
+        return False
+    mode = next((a.s for a in node.attribute if a.name == "coordinate_transformation_mode"), b"half_pixel")
+    return mode != b"tf_crop_and_resize"
 
 
 def _names(graph: onnx.GraphProto) -> set[str]:

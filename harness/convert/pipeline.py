@@ -22,6 +22,7 @@ from harness.dtypes import LOW_ELEMS, LOW_MAX
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.ortcpu import note_cpu_bf16
 from harness.convert.opset import prepare, warn_requested_opset
+from harness.convert.predicates import drop_predicate_casts
 from harness.convert.options import ConvertOptions
 from harness.convert.validate import expected_io_type, io_types, strict_error, validate
 from harness.convert.valueinfo import complete_value_info
@@ -137,6 +138,9 @@ def _convert_once(model: onnx.ModelProto, options: ConvertOptions, magnitudes: M
                    custom_ops=set(options.custom_op_precisions()))
     info = build_info(work, observed_types=magnitudes.dtypes if magnitudes is not None else None,
                       base_dir=base_dir)
+    if drop_predicate_casts(work, info.types):     # IsInf(Cast(x, DOUBLE)) is IsInf(x): the Cast asks nothing
+        info = build_info(work, observed_types=magnitudes.dtypes if magnitudes is not None else None,
+                          base_dir=base_dir)
     sig_cache: SigCache = {}
     classifier = Classifier(work, info, options, magnitudes, sig_cache)
     decisions = classifier.run(warn=not rejected)

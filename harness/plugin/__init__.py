@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin impor
     from harness.report import CaseRecord
     from harness.run.session import AccuracySession
 
+pytest_plugins = ("harness.plugin.fixture",)   # the `castguard` fixture for users' own tests (issue 24.1)
 RUN_KEY: pytest.StashKey[CastguardRun] = pytest.StashKey()   # the one plugin state object (harness.conductor)
 SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
 ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")   # opt-in: -m adversarial (minutes per model)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from harness.errors import DiskFull, UserError
 from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now, write_report
+from harness.report.provenance import with_case_runners
 from harness.files import disk_full, safe_component
 from harness.report.format import completion_text, counts_text
 from harness.report.runs import (DEFAULT_KEEP_RUNS, RUNS_DIR, ActiveRun, mark_superseded, new_run_id, prune_runs,
@@ -125,6 +126,7 @@ class ReportSession:
         if not records and not interrupted and shard is None:
             self.close()
             return None
+        provenance = with_case_runners(provenance, [r.case.runner for r in records])
         return Report.build(records, created=utc_now(), provenance=provenance, run_id=self.run_id,
                             interrupted=interrupted, planned_cases=planned_cases, shard=shard)
 

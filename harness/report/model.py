@@ -189,6 +189,13 @@ class Provenance:
     git_commit: str | None = None
     tensorrt: str | None = None
     gpu: str | None = None                 # ``nvidia-smi -L`` names, e.g. "1x NVIDIA H100 80GB HBM3"; None: none
+    runner_sources: tuple[tuple[str, str, str], ...] = ()   # (runner, distribution, version): castguard.runners
+
+    def runners_text(self) -> str:
+        """``emulate, echo (castguard-echo-runner 0.1.0)``: a plugin runner with the package it came from."""
+        sources = {name: (dist, version) for name, dist, version in self.runner_sources}
+        return ", ".join(name if sources.get(name, ("castguard",))[0] == "castguard"
+                         else f"{name} ({sources[name][0]} {sources[name][1]})" for name in self.runners) or "–"
 
 
 SHARD_STATES = ("complete", "interrupted", "killed", "failed", "missing")

@@ -12,11 +12,13 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
 from harness.report.model import Provenance
+from harness.runners.registry import runner_sources
 from harness.runners.tensorrt.library import installed_backend
 
 
@@ -62,6 +64,16 @@ def gpu_summary(names: Sequence[str]) -> str | None:
     return ", ".join(f"{count}x {name}" for name, count in Counter(names).items()) or None
 
 
+def with_case_runners(provenance: Provenance, runners: Sequence[str]) -> Provenance:
+    """The provenance with the runners the cases ran on added (a ``castguard`` fixture check may name a runner
+    that is not in the project's sweep), each with its distribution and version."""
+    new = tuple(n for n in dict.fromkeys(runners) if n not in provenance.runners)
+    if not new:
+        return provenance
+    return replace(provenance, runners=(*provenance.runners, *new),
+                   runner_sources=(*provenance.runner_sources, *runner_sources(new)))
+
+
 def collect_provenance(*, hypothesis_profile: str, runners: Sequence[str],
                        project_dir: Path | None) -> Provenance:
     """Describe this machine and its packages; ``project_dir`` is where the models under test live."""
@@ -75,6 +87,7 @@ def collect_provenance(*, hypothesis_profile: str, runners: Sequence[str],
         hostname=socket.gethostname(),
         hypothesis_profile=hypothesis_profile,
         runners=tuple(runners),
+        runner_sources=runner_sources(runners),
         git_commit=git_commit(project_dir) if project_dir is not None else None,
         tensorrt=installed_backend(),
         gpu=gpu_summary(gpu_names()),

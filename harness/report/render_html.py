@@ -43,7 +43,7 @@ def render_html(view: ReportView, *, extra: Sequence[str] = ()) -> str:
     prov = report.provenance
     body = [f"<h1>castguard sweep report</h1><p class=\"meta\">{escape(counts_text(report.counts()))} over "
             f"{len(report.models)} model(s) &middot; created {escape(report.created)} &middot; "
-            f"runners {escape(', '.join(prov.runners) or '–')}</p>", *_interrupted(report), *_shards(report),
+            f"runners {escape(prov.runners_text())}</p>", *_interrupted(report), *_shards(report),
             _summary(view), *extra]
     body += [_model_section(index, model) for index, model in enumerate(view.models)]
     body.append(_provenance(report))
@@ -92,7 +92,7 @@ def _provenance(report: Report) -> str:
     items = [("castguard", prov.castguard), ("onnx", prov.onnx), ("onnxruntime", prov.onnxruntime),
              ("numpy", prov.numpy), ("TensorRT", prov.tensorrt or "not installed"), ("python", prov.python),
              ("platform", prov.platform), ("hostname", prov.hostname), ("hypothesis profile", prov.hypothesis_profile),
-             ("runners", ", ".join(prov.runners) or "–"), ("GPU", prov.gpu or "none"),
+             ("runners", prov.runners_text()), ("GPU", prov.gpu or "none"),
              ("git commit", prov.git_commit or "none"),
              ("schema version", str(report.schema_version))]
     rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in items)

@@ -67,7 +67,7 @@ def render_markdown(view: ReportView, *, extra: Sequence[str] = ()) -> str:
     lines = ["# castguard sweep report", "",
              f"{counts_text(report.counts())} over {len(report.models)} model(s). Created {report.created}; "
              f"castguard {prov.castguard}, onnx {prov.onnx}, onnxruntime {prov.onnxruntime}; "
-             f"runners: {', '.join(prov.runners) or '–'}; hypothesis profile: {prov.hypothesis_profile}"
+             f"runners: {prov.runners_text()}; hypothesis profile: {prov.hypothesis_profile}"
              + (f"; commit {prov.git_commit[:12]}" if prov.git_commit else "") + ".", ""]
     if report.interrupted:
         lines += [f"**{completion_text(report).capitalize()}.** This report is partial: the cases that did not run "

@@ -1,11 +1,13 @@
-"""Runner registry: ``make_runner(name, model)`` builds one of :data:`RUNNER_NAMES`.
+"""Runner registry: ``make_runner(name, model)`` builds a runner registered under ``castguard.runners``.
 
-Each backend is imported only when asked for, so a missing optional library (tensorrt) costs nothing
-unless its runner is used; ``trt`` raises :class:`~harness.errors.RunnerUnavailable` when TensorRT is absent.
+Every runner, castguard's own (:mod:`harness.runners.builtin`) and third-party plugins alike, is found through
+that entry-point group (:mod:`harness.runners.registry`, which documents the :class:`RunnerPlugin` protocol).
+Backends are imported only when asked for; ``trt`` raises :class:`~harness.errors.RunnerUnavailable` when
+TensorRT is absent, and a runner whose declared precisions miss the model's low type raises it too (the case is
+skipped with that reason).
 """
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,45 +15,38 @@ import onnx
 
 from harness.errors import RunnerUnavailable, UserError
 from harness.runners.base import Runner, RunResult
+from harness.runners.registry import (
+    BUILTIN,
+    RunnerPlugin,
+    low_types_in,
+    registered,
+    runner_names,
+)
 
-RUNNER_NAMES = ("ort", "ort-cuda", "emulate", "reference", "trt")
+RUNNER_NAMES = BUILTIN
+"""castguard's own runners; :func:`runner_names` adds the installed plugins."""
 
-__all__ = ["RUNNER_NAMES", "RunResult", "Runner", "make_runner"]
+__all__ = ["RUNNER_NAMES", "RunResult", "Runner", "RunnerPlugin", "make_runner", "runner_names"]
 
 
 def make_runner(name: str, model: onnx.ModelProto, *, model_dir: Path | None = None,
                 providers: Sequence[str] = ()) -> Runner:
     """A fresh, inactive runner. ``providers`` applies to ``ort`` only (default: CPU)."""
-    if name not in RUNNER_NAMES:
+    found = registered()
+    if name not in found:
         raise UserError(where="--runner", problem=f"unknown runner {name!r}",
-                        fix=f"use one of: {', '.join(RUNNER_NAMES)}")
+                        fix=f"use one of: {', '.join(runner_names())} (or pip install the package that "
+                            f"registers {name!r} under castguard.runners)")
     if providers and name != "ort":
         raise ValueError(f"providers apply to the ort runner only, not {name!r}")
-    if name == "ort":
-        from harness.runners.ort import CPU, OrtRunner
-
-        return OrtRunner(model, model_dir=model_dir, providers=tuple(providers) or (CPU,))
-    if name == "ort-cuda":
-        from harness.runners.ort_cuda import OrtCudaRunner
-
-        return OrtCudaRunner(model, model_dir=model_dir)
-    if name == "emulate":
-        from harness.runners.emulate import EmulateRunner
-
-        return EmulateRunner(model, model_dir=model_dir)
-    if name == "reference":
-        from harness.runners.reference import ReferenceRunner
-
-        return ReferenceRunner(model, model_dir=model_dir)
-    return _make_trt(model, model_dir=model_dir)
-
-
-def _make_trt(model: onnx.ModelProto, *, model_dir: Path | None) -> Runner:
-    try:
-        trt = importlib.import_module("harness.runners.tensorrt.runner")
-    except ModuleNotFoundError as err:
-        if err.name != "harness.runners.tensorrt.runner":
-            raise
-        raise RunnerUnavailable("trt: harness.runners.tensorrt.runner is not part of this install") from err
-    runner: Runner = trt.TrtRunner(model, model_dir=model_dir)
+    entry = found[name]
+    plugin = entry.load()
+    missing = sorted(low_types_in(model) - set(plugin.precisions))
+    if missing:
+        raise RunnerUnavailable(f"runner {name} ({entry.distribution} {entry.version}) runs "
+                                f"{', '.join(plugin.precisions)} only; this model holds {', '.join(missing)}")
+    if providers:
+        runner: Runner = plugin(model, model_dir=model_dir, providers=providers)   # type: ignore[call-arg]
+    else:
+        runner = plugin(model, model_dir=model_dir)
     return runner

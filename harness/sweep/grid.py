@@ -18,7 +18,7 @@ from harness.convert.options import TARGETS as TARGETS
 from harness.dtypes import NODE_PRECISIONS as NODE_PRECISIONS
 from harness.dtypes import PRECISIONS as PRECISIONS
 from harness.errors import UserError
-from harness.runners import RUNNER_NAMES
+from harness.runners.registry import runner_names
 
 if TYPE_CHECKING:
     from harness.convert.options import ConvertOptions
@@ -48,9 +48,9 @@ def check_choice(value: object, choices: tuple[str, ...], *, where: str) -> None
 
 def check_runner(value: object, *, where: str) -> None:
     """The one runner-name check (the sweep, ``Case`` and ``--runner`` all use it)."""
-    if value not in RUNNER_NAMES:
+    if value not in runner_names():
         raise UserError(where=where, problem=f"unknown runner {value!r}",
-                        fix=f"use one or more of: {', '.join(RUNNER_NAMES)}")
+                        fix=f"use one or more of: {', '.join(runner_names())}")
 
 
 def check_node_precisions(pairs: tuple[tuple[str, str], ...], *, where: str) -> None:

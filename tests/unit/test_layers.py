@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),
     ("options",), ("config",),
     ("run",),
+    ("check",),   # the castguard fixture's domain half (harness/check.py): runs cases through run/session
     ("nightly",),
     ("search",),
     ("tune",),

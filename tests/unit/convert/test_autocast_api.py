@@ -2,8 +2,8 @@
 
 Each test mirrors one of AutoCast's own unit tests (tests/unit/onnx/autocast/test_autocast.py in NVIDIA
 Model-Optimizer) or one gap found running them: written here from their behaviour, on models built in code.
-The two documented differences (a user's Cast to DOUBLE is kept; Resize ``roi`` stays FP32) are asserted as
-castguard behaviour in test_convert_casts.py / test_convert_classify.py and listed in the README.
+The documented differences (a user's Cast to DOUBLE is kept; a crop Resize's ``roi`` stays FP32) are asserted
+as castguard behaviour in test_convert_casts.py / test_convert_classify.py and listed in the README.
 """
 from __future__ import annotations
 

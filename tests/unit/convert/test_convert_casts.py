@@ -180,17 +180,51 @@ def numpy(graph: onnx.ModelProto, name: str) -> np.ndarray:
     return next(onnx.numpy_helper.to_array(i) for i in graph.graph.initializer if i.name == name)
 
 
-def test_resize_scales_and_roi_stay_fp32() -> None:
-    """scales is tensor(float) in the schema; roi has its own type variable, so it is read as stored (fp32)."""
-    graph = model([node("Relu", ["x"], ["r"], "relu"),
-                   node("Resize", ["r", "roi", "scales"], ["y"], "resize", mode="nearest")],
-                  [vi("x", F32, [1, 1, 2, 2])], [vi("y", F32, [1, 1, 4, 4])],
-                  [init("roi", np.array([], np.float32)), init("scales", np.array([1, 1, 2, 2], np.float32))])
-    fp16 = {i.name: i.data_type for i in convert(graph, options=ConvertOptions(), magnitudes=None).model.graph.initializer}
-    assert fp16 == {"roi": F32, "scales": F32}
-    bf16 = convert(graph, options=ConvertOptions(low_precision_type="bf16"), magnitudes=None)
-    assert {i.name: i.data_type for i in bf16.model.graph.initializer} == {"roi": F32, "scales": F32}
-    assert node_types(bf16.model)["resize"] == BF16
+def resize_model(mode: str, *, shared: bool = False) -> onnx.ModelProto:
+    roi = "scales" if shared else "roi"      # AutoCast's conv_resize model: one empty tensor as roi and scales
+    inits = [init("scales", np.array([], np.float32)), init("sizes", np.array([1, 1, 4, 4], np.int64))]
+    if not shared:
+        inits.append(init("roi", np.array([0, 0, 0, 0, 1, 1, 1, 1], np.float32)))
+    return model([node("Relu", ["x"], ["r"], "relu"),
+                  node("Resize", ["r", roi, "scales", "sizes"], ["y"], "resize", mode="nearest",
+                       coordinate_transformation_mode=mode)],
+                 [vi("x", F32, [1, 1, 2, 2])], [vi("y", F32, [1, 1, 4, 4])], inits)
+
+
+def resize_input_types(converted: onnx.ModelProto) -> list[int]:
+    inferred = onnx.shape_inference.infer_shapes(converted, strict_mode=True)
+    types = {v.name: v.type.tensor_type.elem_type for v in [*inferred.graph.value_info, *inferred.graph.input]}
+    types.update({i.name: i.data_type for i in inferred.graph.initializer})
+    resize = next(n for n in inferred.graph.node if n.op_type == "Resize")
+    return [types[name] for name in resize.input[:3]]
+
+
+@pytest.mark.parametrize("low", ["fp16", "bf16"])
+def test_resize_roi_follows_the_node_where_the_mode_ignores_it(low: str) -> None:
+    """roi is ignored unless coordinate_transformation_mode is tf_crop_and_resize: it goes with the node's type
+    (AutoCast's behaviour) where the schema allows the type (roi has no bf16); scales is tensor(float) in the
+    schema and stays FP32."""
+    elem, roi = (F16, F16) if low == "fp16" else (BF16, F32)
+    result = convert(resize_model("asymmetric"), options=ConvertOptions(low_precision_type=low), magnitudes=None)
+    assert resize_input_types(result.model) == [elem, roi, F32]
+    onnx.checker.check_model(result.model, full_check=True)
+
+
+def test_resize_crop_roi_keeps_fp32() -> None:
+    """With tf_crop_and_resize, roi holds crop coordinates: they keep their stored FP32 type."""
+    result = convert(resize_model("tf_crop_and_resize"), options=ConvertOptions(), magnitudes=None)
+    assert resize_input_types(result.model) == [F16, F32, F32]
+
+
+def test_shared_empty_roi_and_scales_get_a_typed_empty_copy_not_a_cast() -> None:
+    """One empty tensor as roi and scales (AutoCast's conv_resize model): roi reads an empty fp16 initializer,
+    scales the empty fp32 one; inference must still see scales empty (a Cast's output would not be)."""
+    result = convert(resize_model("asymmetric", shared=True), options=ConvertOptions(), magnitudes=None)
+    assert resize_input_types(result.model) == [F16, F16, F32]
+    assert all(c.input[0] != "scales" for c in casts(result.model))
+    empties = [i for i in result.model.graph.initializer if 0 in i.dims]
+    assert sorted(i.data_type for i in empties) == sorted([F16, F32])
+    onnx.checker.check_model(result.model, full_check=True)
 
 
 def test_chain_of_low_nodes_has_only_io_casts() -> None:

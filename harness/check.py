@@ -1,0 +1,285 @@
+"""castguard from a user's own code: :class:`Checker` runs one case (or a sweep) of a model, as ``pytest --model``.
+
+The ``castguard`` pytest fixture (:mod:`harness.plugin.fixture`) hands one out; this module has no pytest::
+
+    checker = Checker(config, output_dir=run_folder, on_record=report.add)
+    result = checker.check("models/detector.onnx", precision="fp16", data_max=512, inputs=batches,
+                           runner="emulate")
+    assert result.passed, result.explain()
+
+Everything goes through :class:`harness.run.session.AccuracySession` (one per model and inputs), so the golden
+policy (a missing golden is written and the check fails once; stale and corrupt goldens are errors; FP32 must
+still reproduce the golden), tolerances, runners, the cache and the TensorRT build check are the suite's. Each
+low-precision case's :class:`~harness.report.CaseRecord` goes to ``on_record`` (the report). Bad input (a missing
+model, inputs that do not fit it, an unknown runner) raises :class:`~harness.errors.UserError`.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+
+from harness.config import HarnessConfig
+from harness.errors import RunnerUnavailable, UserError
+from harness.diagnose.facts import Divergence
+from harness.report import CaseRecord, OutputStats
+from harness.run.session import AccuracySession, SweepCase
+from harness.runners.tensorrt.typed_build import TrtBuild
+from harness.sweep import Case
+from harness.sweep.grid import BUILTIN_EXCLUSIONS, ExclusionSet
+
+Batch = Mapping[str, np.ndarray]
+Inputs = Union[str, "os.PathLike[str]", Batch, Sequence[Batch], None]
+"""A file or folder ``--inputs`` accepts, one feed, a sequence of feeds (one iteration each), or None (the
+project's input options, else random data as ``pytest --model``)."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One checked case: the verdict and the report record's figures as typed attributes."""
+
+    model: str
+    case: Case | None
+    status: str                          # pass, fail, skip, error (as the report's)
+    message: str = ""
+    record: CaseRecord | None = None     # None when no case ran (the golden was just written, or FP32 drifted)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+    @property
+    def case_id(self) -> str:
+        return "" if self.case is None else self.case.id
+
+    @property
+    def outputs(self) -> tuple[OutputStats, ...]:
+        """Per-output error statistics (max/mean/median/quantile abs and rel error, tolerance, n_over...)."""
+        return () if self.record is None else self.record.outputs
+
+    @property
+    def worst_error(self) -> float | None:
+        """Largest max abs error relative to its output's largest |golden| (CaseRecord.worst_error)."""
+        return None if self.record is None else self.record.worst_error
+
+    @property
+    def worst_max_rel(self) -> float | None:
+        return None if self.record is None else self.record.worst_max_rel
+
+    @property
+    def lowp_flop_share(self) -> float | None:
+        """Share (0..1) of the estimated FLOPs that run in the low type."""
+        return None if self.record is None else self.record.lowp_flop_share
+
+    @property
+    def first_divergence(self) -> Divergence | None:
+        """The first tensor that leaves FP32 beyond tolerance (failing cases)."""
+        return None if self.record is None else self.record.first_divergent
+
+    @property
+    def trt_build(self) -> TrtBuild | None:
+        """The TensorRT build check of the converted model (None: not checked)."""
+        return None if self.record is None else self.record.trt_build
+
+    @property
+    def runner(self) -> str:
+        return "" if self.record is None else self.record.runner
+
+    def explain(self) -> str:
+        """One paragraph: what was checked, the verdict and its figures, castguard's message."""
+        what = f"{self.model} [{self.case_id}]" if self.case is not None else self.model
+        parts = [f"castguard {what}: {self.status}"]
+        if self.record is not None:
+            rec = self.record
+            if rec.runner:
+                parts.append(f"on {rec.runner}")
+            if rec.outputs:
+                worst = max(rec.outputs, key=lambda o: o.scaled_error)
+                parts.append(f"worst output {worst.name!r}: max abs error {worst.max_abs:.3g} "
+                             f"({worst.scaled_error:.3g} of its largest |golden|), max rel {worst.max_rel:.3g}, "
+                             f"{worst.n_over} element(s) over tolerance")
+            if rec.lowp_flop_share is not None:
+                parts.append(f"{rec.lowp_flop_share:.0%} of FLOPs in {rec.case.precision}")
+            if rec.first_divergent is not None:
+                d = rec.first_divergent
+                parts.append(f"first divergence at {d.tensor} ({d.op} node {d.node}, max abs {d.max_abs:.3g})")
+            if rec.trt_build is not None:
+                parts.append(f"TensorRT build check: {rec.trt_build.outcome}")
+        text = "; ".join(parts) + "."
+        return f"{text}\n{self.message}" if self.message else text
+
+
+class Checker:
+    """Runs cases of any model with one project's configuration (see the module docstring)."""
+
+    def __init__(self, config: HarnessConfig, *, output_dir: Path, bundled_dir: Path,
+                 on_record: Callable[[CaseRecord], None] | None = None, strict_provenance: bool = False) -> None:
+        self.config = config
+        self.output_dir = output_dir
+        self.bundled_dir = bundled_dir
+        self.on_record = on_record
+        self.strict_provenance = strict_provenance
+        self._sessions: dict[tuple[str, str], AccuracySession] = {}
+        self._fp32_checked: dict[tuple[str, str], CheckResult | None] = {}
+
+    def check(self, model: str | os.PathLike[str], *, precision: str = "fp16", data_max: float = 512.0,
+              init_max: float = 65504.0, exclusions: str = "none", keep_io_types: bool = False,
+              runner: str | None = None, inputs: Inputs = None, key: str | None = None) -> CheckResult:
+        """Convert ``model`` with these settings, run it on ``runner`` (default: the project's first sweep runner)
+        and compare with its FP32 golden on ``inputs``."""
+        case = Case(precision=precision, data_max=float(data_max), init_max=float(init_max),
+                    exclusion=self._exclusion(exclusions), keep_io_types=keep_io_types,
+                    runner=runner if runner is not None else self.config.runners[0])
+        return self.run_cases(model, [case], inputs=inputs, key=key)[0]
+
+    def sweep(self, model: str | os.PathLike[str], *, precisions: Iterable[str] = ("fp16", "bf16"),
+              data_max: Iterable[float] = (512.0,), init_max: Iterable[float] = (65504.0,),
+              exclusions: Iterable[str] = ("none",), keep_io_types: Iterable[bool] = (False,),
+              runners: Iterable[str] | None = None, inputs: Inputs = None,
+              key: str | None = None) -> list[CheckResult]:
+        """Every combination of the given settings, in order (precision slowest); one result per case."""
+        cases = [Case(precision=p, data_max=float(d), init_max=float(i), exclusion=self._exclusion(e),
+                      keep_io_types=k, runner=r)
+                 for p in precisions for d in data_max for i in init_max for e in exclusions
+                 for k in keep_io_types for r in (runners if runners is not None else self.config.runners)]
+        return self.run_cases(model, cases, inputs=inputs, key=key)
+
+    def run_cases(self, model: str | os.PathLike[str], cases: Sequence[Case], *, inputs: Inputs,
+                  key: str | None) -> list[CheckResult]:
+        session, name = self._session(model, inputs=inputs, key=key)
+        blocked = self._fp32(session, name)
+        if blocked is not None:
+            return [replace(blocked, case=case) for case in cases]
+        return [self._case(session, SweepCase(name, case)) for case in cases]
+
+    # -- internals ------------------------------------------------------------------------------------------
+    def _exclusion(self, name: str) -> ExclusionSet:
+        known = {s.name: s for s in (*BUILTIN_EXCLUSIONS, *self.config.sweep.exclusions)}
+        if name not in known:
+            raise UserError(where=f"exclusions={name!r}", problem="no such exclusion set",
+                            fix=f"use one of: {', '.join(known)} (or define it in [tool.castguard.sweep.exclusion_sets])")
+        return known[name]
+
+    def _session(self, model: str | os.PathLike[str], *, inputs: Inputs, key: str | None
+                 ) -> tuple[AccuracySession, str]:
+        ref = self._model_ref(model)
+        if key is not None:
+            ref = f"{key}={ref}"
+        options: dict[str, object] = {}
+        inputs_key = ""
+        if inputs is not None:
+            path = self._inputs_file(inputs)
+            options = {"inputs_file": path, "val_ranges": (), "input_shapes": ()}
+            inputs_key = str(path)
+        where = (ref, inputs_key)
+        if where not in self._sessions:
+            config = replace(self.config, models=(ref,), model_inputs=(), shard=None, tune=False,
+                             **options)   # type: ignore[arg-type]
+            try:
+                self._sessions[where] = AccuracySession.open(config, bundled_dir=self.bundled_dir,
+                                                             strict_provenance=self.strict_provenance,
+                                                             output_dir=self.output_dir)
+            except UserError as err:
+                if not in_memory(inputs) or err.where != inputs_key:
+                    raise
+                raise UserError(where=f"inputs= of check({os.fspath(model)!r}) (your feeds, saved as {inputs_key})",
+                                problem=err.problem, fix="give feeds that match the model's inputs") from None
+        session = self._sessions[where]
+        return session, next(iter(session.models))
+
+    def _model_ref(self, model: str | os.PathLike[str]) -> str:
+        """A path relative to the project folder (where pyproject.toml is) or a bundled model's name."""
+        text = os.fspath(model)
+        candidate = self.config.project / text
+        if not Path(text).is_absolute() and candidate.exists():
+            return str(candidate)
+        return text
+
+    def _inputs_file(self, inputs: Inputs) -> Path:
+        if isinstance(inputs, (str, os.PathLike)):
+            path = Path(inputs)
+            return path if path.is_absolute() else self.config.project / path
+        assert inputs is not None
+        feeds = [inputs] if isinstance(inputs, Mapping) else list(inputs)
+        return write_feeds(feeds, folder=self.config.cache_dir / "check-inputs")
+
+    def _fp32(self, session: AccuracySession, name: str) -> CheckResult | None:
+        """The FP32 golden check, once per model and inputs. A golden written now (missing, or --update-goldens)
+        fails this call only; FP32 that no longer reproduces its golden fails every check of the model."""
+        loaded = session.models[name]
+        where = (name, loaded.recipe.id)
+        if where not in self._fp32_checked:
+            path = session.store.path_for(loaded.spec, loaded.recipe)
+            existed = path.is_file() and not self.config.update_goldens
+            outcome = session.check_fp32_golden(name)
+            if outcome.status == "pass":
+                self._fp32_checked[where] = None
+                return None
+            if existed:          # FP32 no longer reproduces the golden: every check of this model fails
+                self._fp32_checked[where] = CheckResult(model=name, case=None, status="fail", message=outcome.message)
+                return self._fp32_checked[where]
+            self._fp32_checked[where] = None     # written now: this check fails once, later ones compare
+            golden, _ = session.golden(name, allow_update=False)
+            return CheckResult(model=name, case=None, status="fail", message=(
+                f"{name}: golden written (it was missing, or --update-goldens): {path}\n"
+                f"  {len(golden.feeds)} iteration(s) from {loaded.recipe.id}, produced by "
+                f"{golden.meta.get('producer')}\n  fix: review it, commit it, and rerun this test: it then compares "
+                "against it"))
+        return self._fp32_checked[where]
+
+    def recording(self, on_record: Callable[[CaseRecord], None]) -> Checker:
+        """This checker with its records going to ``on_record``; the per-model sessions (goldens, magnitudes,
+        converted models) are shared."""
+        view = Checker(self.config, output_dir=self.output_dir, bundled_dir=self.bundled_dir, on_record=on_record,
+                       strict_provenance=self.strict_provenance)
+        view._sessions, view._fp32_checked = self._sessions, self._fp32_checked
+        return view
+
+    def _case(self, session: AccuracySession, sweep_case: SweepCase) -> CheckResult:
+        try:
+            outcome = session.check_low_precision(sweep_case)
+        except RunnerUnavailable as err:
+            return CheckResult(model=sweep_case.model, case=sweep_case.case, status="skip", message=str(err))
+        if outcome.record is not None and self.on_record is not None:
+            self.on_record(outcome.record)
+        return CheckResult(model=sweep_case.model, case=sweep_case.case, status=outcome.status,
+                           message=outcome.message, record=outcome.record)
+
+
+def in_memory(inputs: Inputs) -> bool:
+    """Feeds given as arrays (not a file or folder)."""
+    return inputs is not None and not isinstance(inputs, (str, os.PathLike))
+
+
+def write_feeds(feeds: Sequence[Batch], *, folder: Path) -> Path:
+    """In-memory feeds as a Polygraphy inputs JSON named by its content (same feeds, same file, same golden)."""
+    if not feeds:
+        raise UserError(where="inputs=", problem="no feeds given", fix="pass one or more {input name: array} dicts")
+    payload = []
+    for index, feed in enumerate(feeds):
+        if not isinstance(feed, Mapping) or not feed:
+            raise UserError(where=f"inputs=[{index}]", problem=f"not a non-empty mapping: {type(feed).__name__}",
+                            fix="pass {input name: numpy array} per iteration")
+        entry = {}
+        for name in sorted(feed):
+            buffer = io.BytesIO()
+            np.save(buffer, np.ascontiguousarray(np.asarray(feed[name])), allow_pickle=False)
+            entry[str(name)] = {"array": base64.b64encode(buffer.getvalue()).decode(), "polygraphy_class": "ndarray"}
+        payload.append(entry)
+    text = json.dumps(payload, sort_keys=True)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    path = folder / f"inputs-{digest[:16]}.json"
+    if not path.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        temp = path.with_suffix(f".{os.getpid()}.tmp")
+        temp.write_text(text, encoding="utf-8")
+        os.replace(temp, path)          # atomic: xdist workers may write the same file
+    return path

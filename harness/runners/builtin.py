@@ -1,0 +1,45 @@
+"""castguard's own runners as :class:`~harness.runners.registry.RunnerPlugin` objects, registered in its
+``pyproject.toml`` under ``castguard.runners`` like any third-party runner. Each backend module is imported only
+when its runner is built, so a missing optional library (tensorrt) costs nothing unless its runner is used."""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+
+from harness.errors import RunnerUnavailable
+from harness.runners.base import Runner
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A lazily imported built-in runner class (``module:cls``)."""
+
+    module: str
+    cls: str
+    rounds_low_precision: bool
+    precisions: tuple[str, ...] = ("fp16", "bf16")
+
+    def __call__(self, model: onnx.ModelProto, *, model_dir: Path | None = None,
+                 providers: Sequence[str] = ()) -> Runner:
+        try:
+            module = importlib.import_module(self.module)
+        except ModuleNotFoundError as err:
+            if err.name != self.module:
+                raise
+            raise RunnerUnavailable(f"{self.module} is not part of this install") from err
+        factory = getattr(module, self.cls)
+        extra = {"providers": tuple(providers)} if providers else {}
+        runner: Runner = factory(model, model_dir=model_dir, **extra)
+        return runner
+
+
+# ORT CPU computes fp16 in fp32 (rounds_low_precision False); with CUDA providers it rounds (the runner says so)
+ort = Builtin("harness.runners.ort", "OrtRunner", rounds_low_precision=False)
+ort_cuda = Builtin("harness.runners.ort_cuda", "OrtCudaRunner", rounds_low_precision=True)
+emulate = Builtin("harness.runners.emulate", "EmulateRunner", rounds_low_precision=True)
+reference = Builtin("harness.runners.reference", "ReferenceRunner", rounds_low_precision=True)
+trt = Builtin("harness.runners.tensorrt.runner", "TrtRunner", rounds_low_precision=True)

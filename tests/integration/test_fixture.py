@@ -1,0 +1,217 @@
+"""The ``castguard`` fixture in a project that is not castguard's (issue 24.1), with pytester.
+
+The project has its own pyproject.toml ([tool.castguard]), conftest.py (its calibration batches), models/ and a
+test file parametrized over two precisions. Its cases go into the report and the nightly history; a conversion
+that breaks accuracy fails the user's test with castguard's message.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.nightly.history import read_history
+from harness.runners.registry import registered
+from tests.helpers.graphs import cancellation_model, mlp_model, save
+from tests.helpers.plugin_dist import PACKAGE, install_into
+
+pytest_plugins = ["pytester"]
+
+CONFTEST = '''
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def my_batches():
+    rng = np.random.default_rng(1)
+    return [{"x": rng.normal(size=(1, 8)).astype(np.float32)} for _ in range(3)]
+'''
+
+USER_TESTS = '''
+import pytest
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_mlp(castguard, my_batches, precision):
+    result = castguard.check("models/mlp.onnx", precision=precision, data_max=512, inputs=my_batches,
+                             runner="emulate")
+    assert result.passed, result.explain()
+'''
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    save(mlp_model(), pytester.path / "models" / "mlp.onnx")
+    save(cancellation_model(), pytester.path / "models" / "cancel.onnx")
+    pytester.makepyprojecttoml('[project]\nname = "user-project"\nversion = "0"\n\n'
+                               '[tool.castguard]\ngoldens_dir = "gold"\nreport_dir = "rep"\n')
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_cg_user=USER_TESTS)
+    return pytester
+
+
+def _report(project: pytest.Pytester) -> dict:   # type: ignore[type-arg]
+    return json.loads((project.path / "rep" / "report.json").read_text())
+
+
+def _run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return project.runpytest("-p", "no:cacheprovider", *args)
+
+
+def test_user_tests_over_two_precisions_write_the_golden_once_then_pass_into_report_and_history(
+        project: pytest.Pytester, tmp_path: Path) -> None:
+    first = _run(project, "-v")
+    first.assert_outcomes(passed=1, failed=1)       # the check that wrote the golden fails once
+    first.stdout.fnmatch_lines(["*test_mlp?fp16? FAILED*", "*test_mlp?bf16? PASSED*",
+                                "*golden written*gold/models.mlp/file-*.npz*"])
+    assert "Traceback" not in first.stdout.str()
+    history = tmp_path / "history"
+    second = _run(project, "-v", f"--history={history}")
+    second.assert_outcomes(passed=2)
+    second.stdout.fnmatch_lines(["*castguard sweep report*", "*castguard: 2 cases: 2 pass*rep/report.md*"])
+    cases = {(c["model"], c["case_id"], c["status"]) for c in _report(project)["cases"]}
+    assert cases == {("models.mlp", "fp16-dmax512-imax65504-excl_none-keepio0-emulate", "pass"),
+                     ("models.mlp", "bf16-dmax512-imax65504-excl_none-keepio0-emulate", "pass")}
+    night = read_history(history).runs
+    assert len(night) == 1
+    assert {(c.model, c.case_id, c.status) for c in night[0].report.cases} == cases
+
+
+def test_a_broken_conversion_fails_the_users_test_with_castguards_message(project: pytest.Pytester) -> None:
+    project.makepyfile(test_cg_cancel='''
+def test_cancel(castguard):
+    result = castguard.check("models/cancel.onnx", precision="fp16", data_max=512, runner="emulate")
+    assert result.status == "fail" and result.first_divergence is not None
+    assert result.passed, result.explain()
+''')
+    _run(project, "test_cg_cancel.py")            # writes the golden
+    result = _run(project, "test_cg_cancel.py")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([("*castguard models.cancel [[]fp16-dmax512-*-emulate[]]: fail; on emulate; worst "
+                                  "output 'y': max abs error 0.1*; first divergence at y (Sub node sub*"),
+                                 "*does not match its FP32 golden on emulate*", "*fix:*"])
+    (case,) = _report(project)["cases"]
+    assert case["status"] == "fail" and case["model"] == "models.cancel"
+
+
+def test_sweep_returns_every_case_with_typed_figures(project: pytest.Pytester) -> None:
+    project.makepyfile(test_cg_sweep='''
+from harness.report import OutputStats
+
+
+def test_sweep(castguard, my_batches):
+    castguard.check("models/mlp.onnx", inputs=my_batches)      # the golden (this call fails once)
+    results = castguard.sweep("models/mlp.onnx", precisions=["fp16", "bf16"], data_max=[8, 512],
+                              inputs=my_batches)
+    assert [r.case_id.split("-")[:2] for r in results] == [["fp16", "dmax8"], ["fp16", "dmax512"],
+                                                          ["bf16", "dmax8"], ["bf16", "dmax512"]]
+    for r in results:
+        assert r.passed, r.explain()
+        assert isinstance(r.outputs[0], OutputStats) and r.outputs[0].name == "y"
+        assert 0 <= r.outputs[0].max_abs < r.outputs[0].atol + r.outputs[0].rtol * 100
+        assert 0 < r.lowp_flop_share <= 1 and r.worst_error is not None and r.first_divergence is None
+        assert r.explain().startswith(f"castguard models.mlp [{r.case_id}]: pass; on emulate")
+''')
+    _run(project, "test_cg_sweep.py").assert_outcomes(passed=1)
+    assert len(_report(project)["cases"]) == 4
+
+
+def test_bad_input_fails_the_test_with_one_message(project: pytest.Pytester) -> None:
+    project.makepyfile(test_cg_bad='''
+import numpy as np
+
+
+def test_missing(castguard):
+    castguard.check("models/nope.onnx")
+
+
+def test_wrong_inputs(castguard):
+    castguard.check("models/mlp.onnx", inputs=[{"x": np.zeros((3, 3), np.float32)}])
+''')
+    result = _run(project, "test_cg_bad.py")
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert "Traceback" not in out and "harness/check.py" not in out
+    assert "During handling" not in out
+    result.stdout.fnmatch_lines(["*models/nope.onnx: no such file*", "*fix: pass a path to an .onnx file*",
+                                 ("*inputs= of check('models/mlp.onnx') (your feeds, saved as *.json): iteration 0: "
+                                  "input 'x' has shape [[]3, 3[]], the model declares [[]1,8[]]*"),
+                                 "*fix: give feeds that match the model's inputs*"])
+
+
+def test_under_xdist_every_workers_cases_reach_the_report(project: pytest.Pytester) -> None:
+    _run(project)                                   # goldens
+    result = _run(project, "-n", "2")
+    result.assert_outcomes(passed=2)
+    assert len(_report(project)["cases"]) == 2
+    assert sorted(c["case_id"][:4] for c in _report(project)["cases"]) == ["bf16", "fp16"]
+
+
+def test_a_plugin_runner_through_the_fixture_is_named_in_provenance(project: pytest.Pytester, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    registered.cache_clear()
+    monkeypatch.syspath_prepend(str(install_into(tmp_path / "site")))
+    monkeypatch.delitem(sys.modules, PACKAGE, raising=False)
+    project.makepyfile(test_cg_plugin='''
+import pytest
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_onnxref(castguard, my_batches, precision):
+    castguard.check("models/mlp.onnx", inputs=my_batches)     # the golden
+    result = castguard.check("models/mlp.onnx", precision=precision, inputs=my_batches, runner="onnxref")
+    if precision == "bf16":
+        assert result.status == "skip" and "runs fp16 only" in result.message
+    else:
+        assert result.passed and result.runner == "onnxref", result.explain()
+''')
+    try:
+        _run(project, "test_cg_plugin.py").assert_outcomes(passed=2)
+        report = _report(project)
+    finally:
+        registered.cache_clear()
+    assert ["onnxref", "castguard-onnxref-runner", "0.1.0"] in report["provenance"]["runner_sources"]
+    statuses = {c["case_id"]: c["status"] for c in report["cases"] if c["case_id"].endswith("onnxref")}
+    assert statuses == {"fp16-dmax512-imax65504-excl_none-keepio0-onnxref": "pass",
+                        "bf16-dmax512-imax65504-excl_none-keepio0-onnxref": "skip"}
+
+
+def test_an_xfail_user_test_records_its_cases_as_xfail(project: pytest.Pytester) -> None:
+    project.makepyfile(test_cg_xfail='''
+import pytest
+
+
+@pytest.mark.xfail(reason="cancellation is known to break in fp16", strict=True)
+def test_cancel(castguard):
+    result = castguard.check("models/cancel.onnx", precision="fp16", runner="emulate")
+    assert result.passed, result.explain()
+''')
+    _run(project, "test_cg_xfail.py")                  # writes the golden (that check fails: xfailed too)
+    _run(project, "test_cg_xfail.py").assert_outcomes(xfailed=1)
+    assert [c["status"] for c in _report(project)["cases"]] == ["xfail"]
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "user_project"
+
+
+def test_the_example_project_runs_as_printed_in_the_readme(tmp_path: Path) -> None:
+    """examples/user_project: the README prints its test file; run it twice (the first run writes goldens)."""
+    readme = (EXAMPLE.parents[1] / "README.md").read_text()
+    source = (EXAMPLE / "tests" / "test_castguard_mnist.py").read_text()
+    block = readme.split("## castguard in your own tests", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert block in source
+    folder = tmp_path / "user_project"
+    shutil.copytree(EXAMPLE, folder)
+    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
+    first = subprocess.run(args, cwd=folder, capture_output=True, text=True, timeout=600, check=False)
+    assert first.returncode == 1 and "golden written" in first.stdout, first.stdout[-3000:]
+    second = subprocess.run(args, cwd=folder, capture_output=True, text=True, timeout=600, check=False)
+    assert second.returncode == 0, second.stdout[-3000:]
+    assert "3 passed" in second.stdout
+    report = json.loads((folder / "castguard-report" / "report.json").read_text())
+    assert len(report["cases"]) == 4 and {c["status"] for c in report["cases"]} == {"pass"}

@@ -1,0 +1,35 @@
+"""harness.check.Checker without pytest's plugin: what the castguard fixture wraps (issue 24.1)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from harness.check import Checker
+from harness.config import HarnessConfig
+from harness.data.models import bundled_models_dir
+from harness.report import CaseRecord
+from tests.helpers.graphs import mlp_model, save
+
+
+def checker(tmp_path: Path, records: list[CaseRecord]) -> Checker:
+    config = HarnessConfig(goldens_dir=tmp_path / "goldens", report_dir=tmp_path / "report",
+                           cache_dir=tmp_path / "cache", project_dir=tmp_path)
+    return Checker(config, output_dir=tmp_path / "out", bundled_dir=bundled_models_dir(), on_record=records.append)
+
+
+def test_golden_written_once_then_cases_recorded(tmp_path: Path) -> None:
+    save(mlp_model(), tmp_path / "models" / "mlp.onnx")
+    feeds = [{"x": np.random.default_rng(i).normal(size=(1, 8)).astype(np.float32)} for i in range(2)]
+    records: list[CaseRecord] = []
+    first = checker(tmp_path, records).check("models/mlp.onnx", inputs=feeds)
+    assert first.status == "fail" and first.record is None and not records
+    assert "golden written" in first.message and "rerun this test" in first.message
+    assert list((tmp_path / "goldens" / "models.mlp").glob("file-*.npz"))
+    again = checker(tmp_path, records)               # a new process: the golden exists now
+    results = again.sweep("models/mlp.onnx", precisions=["fp16", "bf16"], inputs=feeds)
+    assert [r.status for r in results] == ["pass", "pass"]
+    assert [r.record for r in results] == records and [r.case.precision for r in records] == ["fp16", "bf16"]
+    assert results[0].outputs[0].name == "y" and results[0].lowp_flop_share == 1.0
+    same = again.check("models/mlp.onnx", precision="fp16", inputs=[dict(f) for f in feeds])
+    assert same.passed and same.record is not None and same.record.inputs_id == results[0].record.inputs_id
