@@ -14,7 +14,7 @@ Default formula, per output, for a low precision with machine epsilon ``eps``
 Why: a converted network's error is a few roundings of its largest activations, so it scales with the
 dtype's epsilon times the output's magnitude, not with a fixed 1e-5 (Polygraphy's default, meant for
 FP32). Measured fp16 errors of real CNN/transformer exports are 0.7-2 eps of max|golden| and bf16 about
-2 eps (``shared/reference/gpu.md``); the default leaves headroom above that, while a 10% error
+2 eps (``docs/runtime-facts.md`` §2); the default leaves headroom above that, while a 10% error
 (12.8 eps in bf16, 102 eps in fp16) or an overflow to inf still fails. Integer and bool outputs
 (argmax, masks) must match exactly (atol = rtol = 0).
 

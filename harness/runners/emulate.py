@@ -1,7 +1,7 @@
 """``emulate``: the truthful low-precision CPU oracle.
 
 onnxruntime's CPU provider runs fp16 ops on fp32 kernels and never rounds between adjacent fp16 ops; it has
-no bf16 kernels at all (``shared/reference/ort_lowprecision.md`` §1.1-1.2). But explicit
+no bf16 kernels at all (``docs/runtime-facts.md`` §1.1-1.2). But explicit
 ``Cast(fp32->fp16|bf16) -> Cast(->fp32)`` pairs survive every ORT optimisation level with their rounding and
 overflow (§1.3). So :func:`emulation_model` rewrites a mixed-precision model into an all-fp32 model in which
 every tensor that was fp16/bf16 is produced in fp32 and immediately rounded through such a pair:
@@ -19,7 +19,7 @@ every tensor that was fp16/bf16 is produced in fp32 and immediately rounded thro
 Accumulation: MatMul, Gemm, Conv, Einsum and reductions run on ORT's fp32 kernels, i.e. they accumulate in
 fp32 and round once at their output. That is the common GPU behaviour (tensor-core GEMM/conv with fp32
 accumulation, cuDNN/TensorRT reductions in fp32) and tracks a real H100 within 0.85-1.09x of its error
-(``shared/reference/gpu.md``). A kernel that accumulates in fp16 would show more error than emulate does.
+(``docs/runtime-facts.md`` §2). A kernel that accumulates in fp16 would show more error than emulate does.
 """
 from __future__ import annotations
 

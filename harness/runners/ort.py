@@ -1,7 +1,7 @@
 """onnxruntime runner (any execution provider; CPU by default). It produces the FP32 goldens.
 
 ORT's CPU provider computes most fp16 ops in fp32 and merges adjacent fp16 ops into one fp32 island
-(``shared/reference/ort_lowprecision.md`` §1.1), so with the CPU provider ``rounds_low_precision`` is False:
+(``docs/runtime-facts.md`` §1.1), so with the CPU provider ``rounds_low_precision`` is False:
 its fp16 results are not a low-precision oracle. GPU providers (CUDA, TensorRT, ...) do round.
 bf16 tensors cross the boundary as OrtValues of uint16 bits, both ways.
 """

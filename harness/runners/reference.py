@@ -1,7 +1,7 @@
 """``reference``: onnx.reference.ReferenceEvaluator, a slow second opinion that computes in the storage dtype.
 
 It rounds after every op (numpy fp16, ml_dtypes bf16), but has its own accumulation quirks, measured in
-``shared/reference/ort_lowprecision.md`` §1.2: fp16 CumSum and bf16 ReduceSum/ReduceMean/CumSum/Softmax/
+``docs/runtime-facts.md`` §1.2: fp16 CumSum and bf16 ReduceSum/ReduceMean/CumSum/Softmax/
 GlobalAveragePool accumulate in low precision; fp16 LayerNormalization of large values gives NaN;
 BatchNormalization below opset 14 is wrong even in fp32. Use it to cross-check ``emulate``, not as the oracle.
 """

@@ -2,7 +2,7 @@
 
 Nothing here imports tensorrt: the runner (``harness.runners.tensorrt.runner``) passes in the names and values
 it reads from the installed TensorRT (``trt.__version__``, enum member names), so every decision is
-tested on machines without a GPU. Facts: ``shared/reference/tensorrt.md`` §2.1, §2.6, §2.7.
+tested on machines without a GPU. Facts: ``docs/runtime-facts.md`` §3.1, §3.3, §3.4.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Pure code: nothing here imports tensorrt, so it is tested on machines without a GPU.
 
-Two schemas exist (``shared/reference/tensorrt.md`` §2.4):
+Two schemas exist (``docs/runtime-facts.md`` §3.2):
 
 * **10.x**: ``{"Layers": [...], "Bindings": ["in", "out"]}``; each layer tensor has a combined
   ``"Format/Datatype"`` string (``"Row major linear FP16 format"``, or just ``"Half"``); with

@@ -2,7 +2,7 @@
 
 Under strong typing the engine must keep every type the ONNX model declares; a difference means a
 parser or type-inference problem, a weakly typed build, or an engine that silently dropped precision
-(roboflow/rf-detr#1453 in ``shared/reference/tensorrt.md`` §4). Pure code, no tensorrt import.
+(roboflow/rf-detr#1453 in ``docs/runtime-facts.md`` §3.5). Pure code, no tensorrt import.
 """
 from __future__ import annotations
 
