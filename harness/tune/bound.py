@@ -6,7 +6,7 @@ Per output, the error is the normalized max error over every calibration input::
 
 measured on ``emulate`` against ORT FP32. A non-finite ``y`` where the golden is finite is an infinite error.
 Defaults: 1e-3 for fp16 (NVIDIA's stated fp16 expectation), 1e-2 for bf16 (about 8 bf16 ulps of the largest
-value). Two optional extra criteria: the harness's per-output tolerance policy (``harness.tolerances``), and
+value). Two optional extra criteria: the harness's per-output tolerance policy (``harness.judge.tolerances``), and
 top-1 agreement of classifier outputs (argmax over the last axis).
 """
 from __future__ import annotations

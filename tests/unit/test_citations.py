@@ -7,6 +7,7 @@ not citations: ``.../harness`` (an ellipsis) or a refused location such as ``../
 """
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
@@ -62,3 +63,37 @@ def test_a_file_with_an_old_citation_is_reported(tmp_path: Path) -> None:
     (tmp_path / "harness").mkdir()
     (tmp_path / "harness" / "m.py").write_text('"""Facts: ``shared/reference/gpu.md``."""\n')
     assert offending_files((tmp_path / "harness",), root=tmp_path) == ["harness/m.py:1: shared/"]
+
+
+DOTTED = re.compile(r"\bharness(?:\.\w+)+")
+
+
+def unresolved_references(files: list[Path], *, harness: Path = ROOT / "harness") -> list[str]:
+    """``file:line: name`` for each dotted ``harness.x.y`` name in ``files`` that names no module of ``harness``, or no
+    attribute of the longest module it starts with (a docstring citing a module that was renamed or never was)."""
+    modules = {".".join(p.relative_to(harness.parent).with_suffix("").parts).removesuffix(".__init__")
+               for p in harness.rglob("*.py")}
+    bad = []
+    for path in files:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for name in DOTTED.findall(line):
+                parts = name.split(".")
+                known = max((k for k in range(1, len(parts) + 1) if ".".join(parts[:k]) in modules), default=0)
+                if known == len(parts):
+                    continue
+                if known == 0 or not hasattr(importlib.import_module(".".join(parts[:known])), parts[known]):
+                    where = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
+                    bad.append(f"{where}:{number}: {name}")
+    return bad
+
+
+def test_dotted_harness_names_in_harness_resolve() -> None:
+    files = sorted((ROOT / "harness").rglob("*.py"))
+    assert unresolved_references(files) == []
+
+
+def test_a_renamed_module_in_a_docstring_is_reported(tmp_path: Path) -> None:
+    doc = tmp_path / "m.py"
+    doc.write_text('"""Each step of :mod:`harness.run.pipeline` fills ``harness.judge.tolerances.TolerancePolicy``;\n'
+                   'the policy (``harness.tolerances``); :class:`harness.report.CaseRecord`."""\n')
+    assert unresolved_references([doc]) == ["m.py:1: harness.run.pipeline", "m.py:2: harness.tolerances"]
