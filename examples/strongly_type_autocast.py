@@ -31,8 +31,8 @@ import onnx
 
 from harness import HarnessError, Runner, RunnerUnavailable, convert_to_mixed_precision, make_runner
 from harness.runners.tensorrt.typed_build import check_build
-from test_models.artifacts import read_pgm
-from test_models.mnist_train import model_input
+from harness.bundled_models.artifacts import read_pgm
+from harness.bundled_models.mnist_train import model_input
 
 INPUT, OUTPUT = "Input3", "Plus214_Output_0"
 TOLERANCE = 5e-3

@@ -24,7 +24,7 @@ import onnx
 from numpy.lib.stride_tricks import sliding_window_view
 from onnx import TensorProto, helper, numpy_helper
 
-from test_models.artifacts import make_model
+from .artifacts import make_model
 
 DIGIT_SIZE = 20  # an MNIST digit fills a 20x20 box centred in the 28x28 image
 IMAGE_SIZE = 28

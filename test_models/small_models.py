@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from test_models.artifacts import make_model
+from .artifacts import make_model
 
 FP16_MAX = 65504.0
 
