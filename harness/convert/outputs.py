@@ -9,7 +9,7 @@ unknown size counts as the largest known one. Small models need one group: one r
 from __future__ import annotations
 
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import onnx
@@ -51,9 +51,12 @@ def estimated_bytes(model: onnx.ModelProto, feed: Mapping[str, np.ndarray]) -> d
 
 
 def output_groups(model: onnx.ModelProto, *, max_output_bytes: int = MAX_OUTPUT_BYTES,
-                  feed: Mapping[str, np.ndarray]) -> list[list[str]]:
-    """`model`'s graph outputs packed in order into groups of at most `max_output_bytes` (one tensor may exceed)."""
+                  feed: Mapping[str, np.ndarray], names: Sequence[str] | None = None) -> list[list[str]]:
+    """`model`'s graph outputs (or those of them in `names`) packed in order into groups of at most
+    `max_output_bytes` (one tensor may exceed)."""
     sizes = estimated_bytes(model, feed)
+    if names is not None:
+        sizes = {name: sizes.get(name) for name in names}
     largest = max((v for v in sizes.values() if v is not None), default=0)
     groups: list[list[str]] = [[]]
     used = 0

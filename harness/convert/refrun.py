@@ -1,9 +1,11 @@
 """Child process of the reference run: ``python .../harness/convert/refrun.py WORKDIR`` (run as a script,
 so that only numpy and onnxruntime are imported).
 
-Reads ``WORKDIR/request.json`` (model path, providers, feed files), runs the model once per batch with
-every intermediate tensor marked as an output, folds the batches by abs-max, and writes
-``WORKDIR/result.json``. It runs in its own process so that a native crash inside onnxruntime
+Reads ``WORKDIR/request.json`` (model path, providers, feed files), runs the model once per batch and
+folds the batches by abs-max, one batch at a time (only running figures are kept), and writes
+``WORKDIR/result.json``. With a ``plan`` (:mod:`harness.convert.reductions`) the model returns a few
+reductions per tensor, computed inside onnxruntime; the tensors the plan leaves ``raw`` (and, without a plan,
+every tensor: the copy path) come out whole and are reduced here in numpy. It runs in its own process so that a native crash inside onnxruntime
 (SIGFPE, SIGSEGV) cannot take the caller down; the parent turns a crash into a ConversionError.
 
 Test-only hook: with ``CASTGUARD_TEST_REFRUN_SIGNAL=SIGFPE`` (any signal name) in its environment the child
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import resource
 import signal
 import sys
 from collections.abc import Iterable
@@ -67,11 +70,62 @@ def _fold(pairs: Iterable[tuple[str, object]], absmax: dict[str, float], absmin:
         shapes.setdefault(name, list(value.shape))
 
 
+def _fold_reduced(plan: dict, stats: dict[str, np.ndarray], absmax: dict[str, float],  # type: ignore[type-arg]
+                  absmin: dict[str, float], shapes: dict[str, list[int]]) -> None:
+    """Fold one batch's in-graph reductions, giving exactly the figures :func:`_fold` gives for whole tensors."""
+    outputs, empty = plan["outputs"], set()
+    vector, position = stats.get(outputs.get("shapes"), np.zeros(0, np.int64)), 0
+    for name in plan["shapes"]:
+        rank = int(vector[position])
+        dims = [int(d) for d in vector[position + 1:position + 1 + rank]]
+        position += 1 + rank
+        shapes.setdefault(name, dims)
+        absmax.setdefault(name, 0.0)   # strings and empty tensors: 0.0, as _absmax gives them
+        if 0 in dims:
+            empty.add(name)
+    for kind, names, width in (("f32", plan["floats"], 3), ("f64", plan["doubles"], 3), ("i64", plan["ints"], 2)):
+        if not names:
+            continue
+        rows = stats[outputs[kind]].reshape(len(names), width)
+        for name, row in zip(names, rows):
+            if name in empty:
+                continue
+            high, low = row[0], row[1]
+            if kind != "i64" and not (math.isfinite(high) and math.isfinite(low) and not math.isnan(row[2])):
+                value = math.inf   # an inf shows in max or min; a NaN in the sum (max and min may skip it)
+            else:
+                value = max(abs(float(high)), abs(float(low)))
+            absmax[name] = max(absmax[name], value)
+    for kind, names in (("absmin", plan["absmins"]), ("absmin64", plan["absmin_doubles"])):
+        for name, value in zip(names, stats[outputs[kind]] if names else ()):
+            smallest = float(value)
+            if name not in empty and 0 < smallest < math.inf:
+                absmin[name] = min(absmin.get(name, smallest), smallest)
+
+
+def _session(ort: object, model: str | bytes, options: object, providers: list) -> tuple[object, str | None]:  # type: ignore[type-arg]
+    """The session, and a warning when CUDA was asked for but the session runs without it (then on CPU)."""
+    available = ort.get_available_providers()  # type: ignore[attr-defined]
+    wanted = [p for p in providers if p[0] in available]
+    cuda = [p for p in providers if p[0] == "CUDAExecutionProvider"]
+    note = None
+    if cuda and cuda[0] not in wanted:
+        note = (f"CUDAExecutionProvider is not available in this onnxruntime (available: {available}); the "
+                f"reference run uses the CPU")
+        wanted = wanted or [("CPUExecutionProvider", {})]
+    session = ort.InferenceSession(model, sess_options=options, providers=wanted)  # type: ignore[attr-defined]
+    if cuda and note is None and "CUDAExecutionProvider" not in session.get_providers():
+        note = ("onnxruntime could not start CUDAExecutionProvider (no usable GPU or CUDA libraries); the reference "
+                "run uses the CPU")
+    return session, note
+
+
 def run(workdir: Path) -> dict[str, object]:
     import onnxruntime as ort
 
     request = json.loads((workdir / "request.json").read_text())
-    missing = [name for name, _ in request["providers"] if name not in ort.get_available_providers()]
+    missing = [name for name, _ in request["providers"]
+               if name not in ort.get_available_providers() and name != "CUDAExecutionProvider"]
     if missing:
         return {"error": f"execution providers {missing} are not available in this onnxruntime "
                          f"(available: {ort.get_available_providers()})", "stage": "load"}
@@ -87,11 +141,13 @@ def run(workdir: Path) -> dict[str, object]:
                                          request["external_folder"])
         model = Path(request["model"]).read_bytes()
     try:
-        session = ort.InferenceSession(model, sess_options=options, providers=request["providers"])
+        session, note = _session(ort, model, options, request["providers"])
     except Exception as err:  # noqa: BLE001 - any ORT load failure is reported to the parent verbatim
         return {"error": str(err), "stage": "load"}
     outputs = session.get_outputs()
     names = [o.name for o in outputs]
+    plan = request.get("plan")
+    stat_names = set(plan["outputs"].values()) if plan else set()
     absmax: dict[str, float] = {}
     absmin: dict[str, float] = {}
     shapes: dict[str, list[int]] = {}
@@ -107,11 +163,18 @@ def run(workdir: Path) -> dict[str, object]:
                 values = session.run(group, feed)
             except Exception as err:  # noqa: BLE001 - reported to the parent, which raises ConversionError
                 return {"error": str(err), "stage": "run"}
-            _fold(zip(group, values), absmax, absmin, shapes)
-            del values
-    dtypes = {o.name: _ort_type_to_elem(o.type) for o in [*session.get_inputs(), *outputs]}
+            stats = {name: value for name, value in zip(group, values) if name in stat_names}
+            if stats:
+                _fold_reduced(plan, stats, absmax, absmin, shapes)
+            _fold(((n, v) for n, v in zip(group, values) if n not in stat_names), absmax, absmin, shapes)
+            del values, stats
+    dtypes = {o.name: _ort_type_to_elem(o.type) for o in [*session.get_inputs(), *outputs]
+              if not (plan and o.name.startswith(plan["prefix"]))}
+    if plan:
+        dtypes.update(plan["dtypes"])
     return {"absmax": {k: ("inf" if math.isinf(v) else v) for k, v in absmax.items()}, "absmin": absmin,
-            "shapes": shapes, "dtypes": dtypes}
+            "shapes": shapes, "dtypes": dtypes, "note": note, "providers": session.get_providers(),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,217 @@
+"""The reference run's reductions, inside the graph: a copy of the model that returns a few numbers per tensor.
+
+Marking every intermediate tensor as a graph output makes onnxruntime keep them all alive and copy them out,
+so a run costs the sum of all intermediates (attention scores included) instead of one forward pass. Here each
+recorded tensor ``x`` gets instead, as extra nodes of the copy (at the model's own default-domain opset):
+
+- float (float, float16, bfloat16, double; float16/bfloat16 first cast exactly to float): ``ReduceMax(x)``,
+  ``ReduceMin(x)`` and ``ReduceSum(x)``. ``max(|max|, |min|)`` is the abs-max; the sum is NaN exactly when a
+  NaN is present (ReduceMax may skip a NaN; a sum never does), and an infinity shows in the max or min;
+- integer and bool (cast to int64): ``ReduceMax`` and ``ReduceMin``: abs-max ``max(|max|, |min|)``, as float64;
+- strings: nothing but the shape (abs-max 0, as before);
+- every one: ``Shape(Shape(x))`` and ``Shape(x)`` (rank, then dims), which also tells an empty tensor;
+- float tensors in `absmin_names` (the converter reads the smallest non-zero magnitude only for the
+  denominators of Div and the bases of Pow): ``ReduceMin(Where(|x| > 0, |x|, inf))``.
+
+The results of each kind are concatenated into one output, so a run returns four small vectors. A tensor whose
+type onnx inference cannot tell (a custom op, a non-tensor value, uint64, float8...) stays a plain graph output
+and is reduced in numpy by the child exactly as before (:attr:`ReductionPlan.raw`). The child
+(``refrun.py``) decodes the vectors with the plan; ``plan.to_request()`` is what it reads.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from harness.convert.graphinfo import light_copy
+
+MIN_OPSET = 7
+PREFIX = "castguard_mag"
+_FLOATS = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16})
+_INTS = frozenset({TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8,
+                   TensorProto.UINT16, TensorProto.UINT32, TensorProto.BOOL})
+REPORTED_ELEMS = frozenset({TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.UINT16,
+                            TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.BOOL,
+                            TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16})
+"""Element types the reference run reports in ``Magnitudes.dtypes`` (refrun's table of onnxruntime type names)."""
+
+
+@dataclass(frozen=True)
+class ReductionPlan:
+    """Which recorded tensor went where: names in the order of their figures in each concatenated output."""
+
+    floats: tuple[str, ...]
+    """3 float32 figures each in ``<PREFIX>_f32``: max, min, sum."""
+    doubles: tuple[str, ...]
+    """The same, float64, in ``<PREFIX>_f64``."""
+    ints: tuple[str, ...]
+    """2 int64 figures each in ``<PREFIX>_i64``: max, min."""
+    absmins: tuple[str, ...]
+    """1 figure each (float32, or float64 for a double tensor: ``<PREFIX>_absmin64``) in ``<PREFIX>_absmin``."""
+    absmin_doubles: tuple[str, ...]
+    shapes: tuple[str, ...]
+    """rank then dims, int64, in ``<PREFIX>_shapes``: every reduced tensor, strings included."""
+    raw: tuple[str, ...]
+    """Tensors left as plain outputs, reduced in numpy (types unknown to onnx inference, or not plain tensors)."""
+    kept: tuple[str, ...]
+    """float16/bfloat16 tensors also kept as graph outputs, never fetched: onnxruntime's CPU provider runs fp16
+    nodes it has no kernel for in float and drops the Cast pairs around them unless their output is a graph output,
+    which changes the values (the copy path, where every tensor is an output, rounds each to fp16)."""
+    dtypes: Mapping[str, int]
+    """Element type of every reduced tensor that the reference run reports."""
+    outputs: Mapping[str, str]
+    """kind (f32, f64, i64, absmin, absmin64, shapes) -> output name."""
+
+    def fetched(self) -> list[str]:
+        """The outputs a run asks for: the concatenated reductions, then the raw tensors."""
+        return [*self.outputs.values(), *self.raw]
+
+    def to_request(self) -> dict[str, object]:
+        return {"prefix": PREFIX + "/", "floats": list(self.floats), "doubles": list(self.doubles), "ints": list(self.ints),
+                "absmins": list(self.absmins), "absmin_doubles": list(self.absmin_doubles),
+                "shapes": list(self.shapes), "dtypes": dict(self.dtypes), "outputs": dict(self.outputs)}
+
+
+def default_opset(model: onnx.ModelProto) -> int | None:
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+
+
+def denominators(model: onnx.ModelProto) -> set[str]:
+    """Tensors whose smallest non-zero magnitude the converter reads: Div's divisor, Pow's base (top level)."""
+    found: set[str] = set()
+    for node in model.graph.node:
+        if node.domain not in ("", "ai.onnx") or len(node.input) < 2:
+            continue
+        if node.op_type == "Div" and node.input[1]:
+            found.add(node.input[1])
+        elif node.op_type == "Pow" and node.input[0]:
+            found.add(node.input[0])
+    return found
+
+
+def inferred_types(model: onnx.ModelProto) -> dict[str, int]:
+    """Element type of every tensor onnx inference (non-strict, on a weightless copy) types as a plain tensor."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(light_copy(model), strict_mode=False)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):
+        inferred = model
+    graph = inferred.graph
+    types = {vi.name: vi.type.tensor_type.elem_type for vi in [*graph.input, *graph.value_info, *graph.output]
+             if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type}
+    types.update({init.name: init.data_type for init in model.graph.initializer})
+    return types
+
+
+class _Builder:
+    def __init__(self, graph: onnx.GraphProto, opset: int, taken: set[str]) -> None:
+        self.graph, self.opset, self.taken, self.count = graph, opset, taken, 0
+        self.constants: dict[tuple[str, bytes, tuple[int, ...]], str] = {}
+
+    def fresh(self, hint: str) -> str:
+        while True:
+            self.count += 1
+            name = f"{PREFIX}/{self.count}_{hint}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+
+    def node(self, op: str, inputs: list[str], hint: str, **attrs: object) -> str:
+        out = self.fresh(hint)
+        self.graph.node.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        return out
+
+    def const(self, value: np.ndarray) -> str:
+        """A Constant node (not an initializer: IR < 4 wants every initializer among the inputs), made once."""
+        key = (value.dtype.str, value.tobytes(), value.shape)
+        if key not in self.constants:
+            out = self.fresh("const")
+            self.graph.node.append(helper.make_node("Constant", [], [out], name=out,
+                                                    value=numpy_helper.from_array(value, out)))
+            self.constants[key] = out
+        return self.constants[key]
+
+    def reduce(self, op: str, flat: str, hint: str) -> str:
+        """`op` over all of a 1-D tensor, keepdims: shape [1] (axes omitted: every axis, at any opset)."""
+        return self.node(op, [flat], hint, keepdims=1)
+
+
+def _around_low(graph: onnx.GraphProto, types: Mapping[str, int]) -> list[str]:
+    """float16/bfloat16 node outputs, and the inputs and outputs of the nodes that read or write one."""
+    low = {TensorProto.FLOAT16, TensorProto.BFLOAT16}
+    produced = {name for node in graph.node for name in node.output if name}
+    found: dict[str, None] = {}
+    for node in graph.node:
+        if node.name.startswith(PREFIX + "/"):
+            continue
+        names = [n for n in [*node.input, *node.output] if n]
+        if any(types.get(n) in low for n in names):
+            found.update((n, None) for n in names if n in produced)
+    return list(found)
+
+
+def add_reductions(model: onnx.ModelProto, names: Iterable[str], *, types: Mapping[str, int],
+                   absmin_names: Iterable[str]) -> ReductionPlan:
+    """Replace `model`'s outputs (in place: pass the child's own copy) by the reductions of `names` (the tensors
+    the reference run records) and the ones that stay raw. ValueError: the model's opset is too old."""
+    opset = default_opset(model)
+    if opset is None or opset < MIN_OPSET:
+        raise ValueError(f"default-domain opset {opset} (in-graph reductions need {MIN_OPSET} or later)")
+    graph = model.graph
+    del graph.output[:]
+    taken = {n for node in graph.node for n in [*node.input, *node.output, node.name]}
+    taken |= {v.name for v in [*graph.input, *graph.initializer, *graph.value_info]}
+    build = _Builder(graph, opset, taken)
+    wanted_absmin = set(absmin_names)
+    parts: dict[str, list[str]] = {k: [] for k in ("f32", "f64", "i64", "absmin", "absmin64", "shapes")}
+    floats, doubles, ints, absmins, absmin_doubles, shapes, raw, pinned = [], [], [], [], [], [], [], []
+    dtypes: dict[str, int] = {}
+    for name in names:
+        elem = types.get(name, 0)
+        if elem not in _FLOATS | _INTS | {TensorProto.DOUBLE, TensorProto.STRING} \
+                or (name in wanted_absmin and elem not in _INTS and opset < 9):   # Where: opset 9
+            raw.append(name)
+            continue
+        shapes.append(name)
+        if elem in REPORTED_ELEMS:
+            dtypes[name] = elem
+        shape = build.node("Shape", [name], "shape")
+        parts["shapes"] += [build.node("Shape", [shape], "rank"), shape]
+        if elem == TensorProto.STRING:
+            continue
+        source = name
+        if elem in _INTS and elem != TensorProto.INT64:
+            source = build.node("Cast", [name], "int64", to=TensorProto.INT64)
+        elif elem in _FLOATS and elem != TensorProto.FLOAT:   # the Identity output stays a graph output: see kept
+            pinned.append(build.node("Identity", [name], "pinned"))
+            source = build.node("Cast", [pinned[-1]], "float", to=TensorProto.FLOAT)
+        flat = build.node("Reshape", [source, build.const(np.array([-1], np.int64))], "flat")
+        reductions = ("ReduceMax", "ReduceMin") if elem in _INTS else ("ReduceMax", "ReduceMin", "ReduceSum")
+        kind = "i64" if elem in _INTS else "f64" if elem == TensorProto.DOUBLE else "f32"
+        parts[kind] += [build.reduce(op, flat, op.lower()) for op in reductions]
+        (ints if kind == "i64" else doubles if kind == "f64" else floats).append(name)
+        if kind != "i64" and name in wanted_absmin:
+            magnitude = build.node("Abs", [flat], "abs")
+            dtype = np.float64 if kind == "f64" else np.float32
+            low, high = build.const(np.array(0, dtype)), build.const(np.array(np.inf, dtype))
+            positive = build.node("Greater", [magnitude, low], "positive")
+            masked = build.node("Where", [positive, magnitude, high], "masked")
+            parts["absmin64" if kind == "f64" else "absmin"].append(build.reduce("ReduceMin", masked, "absmin"))
+            (absmin_doubles if kind == "f64" else absmins).append(name)
+    outputs: dict[str, str] = {}
+    for kind, items in parts.items():
+        if items:
+            outputs[kind] = build.fresh(kind)
+            graph.node.append(helper.make_node("Concat", items, [outputs[kind]], name=outputs[kind], axis=0))
+            graph.output.append(onnx.ValueInfoProto(name=outputs[kind]))
+    kept = [name for name in _around_low(graph, types) if name not in raw] + pinned
+    graph.output.extend(onnx.ValueInfoProto(name=name) for name in [*raw, *kept])
+    if not graph.output:
+        raise ValueError("nothing to record")
+    return ReductionPlan(floats=tuple(floats), doubles=tuple(doubles), ints=tuple(ints), absmins=tuple(absmins),
+                         absmin_doubles=tuple(absmin_doubles), shapes=tuple(shapes), raw=tuple(raw), kept=tuple(kept),
+                         dtypes=dtypes,
+                         outputs=outputs)
