@@ -27,15 +27,18 @@ import numpy as np
 import onnx
 
 from harness.convert.calibration import Feed, load_calibration, random_feeds
-from harness.convert.outputs import MAX_OUTPUT_BYTES, output_groups
+from harness.convert.outputs import MAX_OUTPUT_BYTES, output_groups, pack, tensor_facts
 from harness.convert.childmodel import ChildModel, child_model, scratch_folder
-from harness.convert.reductions import PREFIX, ReductionPlan, add_reductions, denominators, inferred_types
+from harness.convert.reductions import PREFIX, ReductionPlan, add_reductions, denominators
 from harness.data.onnxfile import is_lazy, load_model
 from harness.errors import ConversionError, InputDataError
 
 LOG = logging.getLogger("harness.convert")
 SCHEMA_VERSION = 1
 Reduce = Literal["graph", "copy"]
+RAW_BELOW = 64 << 10
+"""Tensors of at most this many bytes (at the first batch's shapes) come out whole on the graph path too: the
+nodes reducing them would cost more (session load time) than copying them."""
 Provider = tuple[str, dict[str, str]]
 _NODE_PATTERNS = (re.compile(r"node with name '([^']+)'"), re.compile(r"Name:'([^']+)'"),
                   re.compile(r"[Nn]ode \(([^)]+)\)"), re.compile(r"node name: ([^\s,)]+)"))
@@ -123,7 +126,8 @@ class ReferenceRun:
     reduce: Reduce
     """The path that gave the figures ("copy" also after a fallback from "graph")."""
     copied: tuple[str, ...]
-    """Tensors onnxruntime returned whole, reduced in numpy (on the graph path: those it could not reduce)."""
+    """Tensors onnxruntime returned whole, reduced in numpy (on the graph path: those it could not reduce in-graph;
+    small tensors, returned whole by choice, are not listed)."""
     providers: tuple[str, ...]
     """The execution providers the session ran on."""
     peak_rss_mb: float
@@ -142,11 +146,12 @@ def reference_run(model: onnx.ModelProto | str | Path, *,
                   providers: Sequence[str] = ("cpu",), seed: int = 0, trt_plugins: Sequence[str] = (),
                   base_dir: Path | None = None, max_output_bytes: int = MAX_OUTPUT_BYTES,
                   dynamic_default: int | None = None, reduce: Reduce = "graph",
-                  absmin_everywhere: bool = False) -> ReferenceRun:
+                  absmin_everywhere: bool = False, raw_below: int = RAW_BELOW) -> ReferenceRun:
     """:func:`collect_magnitudes`, with the facts of the run (:class:`ReferenceRun`). The graph path records the
     smallest non-zero magnitude (``absmin``) of the tensors the converter reads it for (Div divisors, Pow bases:
     :func:`~harness.convert.reductions.denominators`); `absmin_everywhere` records it for every float tensor, as
-    the copy path does (the equivalence test compares the two)."""
+    the copy path does (the equivalence test compares the two). Tensors of at most `raw_below` bytes come out
+    whole on the graph path too (-1: none)."""
     if not isinstance(model, onnx.ModelProto):
         base_dir = Path(model).parent
         model = load_model(Path(model), weights="lazy")
@@ -163,7 +168,7 @@ def reference_run(model: onnx.ModelProto | str | Path, *,
         raise ValueError("collect_magnitudes: the model has external tensors; pass base_dir (their folder)")
     run = _Run(model=model, batches=batches, source=source, providers=_provider_list(providers, trt_plugins),
                external_folder=base_dir if is_lazy(model) else None, max_output_bytes=max_output_bytes,
-               absmin_everywhere=absmin_everywhere)
+               absmin_everywhere=absmin_everywhere, raw_below=raw_below)
     if reduce == "graph":
         try:
             return run.reference(reduced=True)
@@ -187,6 +192,7 @@ class _Run:
     external_folder: Path | None
     max_output_bytes: int
     absmin_everywhere: bool
+    raw_below: int
 
     def reference(self, *, reduced: bool) -> ReferenceRun:
         child = child_model(self.model, external_ok=self.external_folder is None)
@@ -194,22 +200,24 @@ class _Run:
         names = [o.name for o in child.model.graph.output if o.name not in feeds]
         plan: ReductionPlan | None = None
         if reduced:
+            facts = tensor_facts(child.model, self.batches[0])   # types, and sizes at the first batch's shapes
+            small = [n for n in names if (size := facts.sizes.get(n)) is not None and size <= self.raw_below]
             try:
-                plan = add_reductions(child.model, names, types=inferred_types(self.model),
+                plan = add_reductions(child.model, names, types=facts.types, ranks=facts.ranks, raw_names=small,
                                       absmin_names=names if self.absmin_everywhere else denominators(self.model))
             except ValueError as err:
                 LOG.info("reference run: tensors copied out whole (%s)", err)
                 child = child_model(self.model, external_ok=self.external_folder is None)
         if plan is None:
             groups = output_groups(child.model, max_output_bytes=self.max_output_bytes, feed=self.batches[0])
-        elif plan.raw:
-            groups = output_groups(child.model, max_output_bytes=self.max_output_bytes, feed=self.batches[0],
-                                   names=plan.fetched())
         else:
-            groups = [plan.fetched()]
-        if plan is not None and plan.raw:
+            sizes = {name: facts.sizes.get(name) for name in plan.raw}
+            groups = pack(sizes, max_output_bytes=self.max_output_bytes)
+            groups[:1] = [[*plan.outputs.values(), *(groups[0] if groups else [])]]
+        unreduced = [name for name in plan.raw if name not in small] if plan is not None else []
+        if unreduced:
             LOG.info("reference run: %d tensor(s) copied out whole, their types unknown to onnx inference or not "
-                     "plain tensors: %s", len(plan.raw), ", ".join(plan.raw[:8]) + (" ..." if len(plan.raw) > 8 else ""))
+                     "plain tensors: %s", len(unreduced), ", ".join(unreduced[:8]) + (" ..." if len(unreduced) > 8 else ""))
         result = _run_child(child, self.batches, self.providers, self.source, external_folder=self.external_folder,
                             groups=groups, plan=plan)
         magnitudes = Magnitudes(absmax={k: float(v) for k, v in result["absmax"].items()},
@@ -221,7 +229,7 @@ class _Run:
             LOG.warning("%s", result["note"])
             notes = (str(result["note"]),)
         return ReferenceRun(magnitudes=magnitudes, reduce="graph" if plan is not None else "copy",
-                            copied=tuple(plan.raw) if plan is not None else tuple(names),
+                            copied=tuple(unreduced) if plan is not None else tuple(names),
                             providers=tuple(result["providers"]), peak_rss_mb=float(result["peak_rss_mb"]),
                             notes=notes)
 

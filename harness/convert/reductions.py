@@ -27,7 +27,6 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from harness.convert.graphinfo import light_copy
 
 MIN_OPSET = 7
 PREFIX = "castguard_mag"
@@ -54,7 +53,9 @@ class ReductionPlan:
     """1 figure each (float32, or float64 for a double tensor: ``<PREFIX>_absmin64``) in ``<PREFIX>_absmin``."""
     absmin_doubles: tuple[str, ...]
     shapes: tuple[str, ...]
-    """rank then dims, int64, in ``<PREFIX>_shapes``: every reduced tensor, strings included."""
+    """dims (after the rank, where `ranks` says -1), int64, in ``<PREFIX>_shapes``: every reduced tensor."""
+    ranks: tuple[int, ...]
+    """The rank of each of `shapes` where inference knows it, else -1 (read from the vector)."""
     raw: tuple[str, ...]
     """Tensors left as plain outputs, reduced in numpy (types unknown to onnx inference, or not plain tensors)."""
     kept: tuple[str, ...]
@@ -73,7 +74,7 @@ class ReductionPlan:
     def to_request(self) -> dict[str, object]:
         return {"prefix": PREFIX + "/", "floats": list(self.floats), "doubles": list(self.doubles), "ints": list(self.ints),
                 "absmins": list(self.absmins), "absmin_doubles": list(self.absmin_doubles),
-                "shapes": list(self.shapes), "dtypes": dict(self.dtypes), "outputs": dict(self.outputs)}
+                "shapes": list(self.shapes), "ranks": list(self.ranks), "dtypes": dict(self.dtypes), "outputs": dict(self.outputs)}
 
 
 def default_opset(model: onnx.ModelProto) -> int | None:
@@ -91,19 +92,6 @@ def denominators(model: onnx.ModelProto) -> set[str]:
         elif node.op_type == "Pow" and node.input[0]:
             found.add(node.input[0])
     return found
-
-
-def inferred_types(model: onnx.ModelProto) -> dict[str, int]:
-    """Element type of every tensor onnx inference (non-strict, on a weightless copy) types as a plain tensor."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(light_copy(model), strict_mode=False)
-    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):
-        inferred = model
-    graph = inferred.graph
-    types = {vi.name: vi.type.tensor_type.elem_type for vi in [*graph.input, *graph.value_info, *graph.output]
-             if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type}
-    types.update({init.name: init.data_type for init in model.graph.initializer})
-    return types
 
 
 class _Builder:
@@ -154,9 +142,12 @@ def _around_low(graph: onnx.GraphProto, types: Mapping[str, int]) -> list[str]:
 
 
 def add_reductions(model: onnx.ModelProto, names: Iterable[str], *, types: Mapping[str, int],
-                   absmin_names: Iterable[str]) -> ReductionPlan:
+                   absmin_names: Iterable[str], ranks: Mapping[str, int] | None = None,
+                   raw_names: Iterable[str] = ()) -> ReductionPlan:
     """Replace `model`'s outputs (in place: pass the child's own copy) by the reductions of `names` (the tensors
-    the reference run records) and the ones that stay raw. ValueError: the model's opset is too old."""
+    the reference run records) and the ones that stay raw: `raw_names` (small tensors: whole, they cost less than
+    the nodes that reduce them) and those `types` does not know. `ranks`: the ranks inference knows (the others
+    are read with Shape(Shape(x))). ValueError: the model's opset is too old."""
     opset = default_opset(model)
     if opset is None or opset < MIN_OPSET:
         raise ValueError(f"default-domain opset {opset} (in-graph reductions need {MIN_OPSET} or later)")
@@ -165,13 +156,14 @@ def add_reductions(model: onnx.ModelProto, names: Iterable[str], *, types: Mappi
     taken = {n for node in graph.node for n in [*node.input, *node.output, node.name]}
     taken |= {v.name for v in [*graph.input, *graph.initializer, *graph.value_info]}
     build = _Builder(graph, opset, taken)
-    wanted_absmin = set(absmin_names)
+    wanted_absmin, forced, ranks = set(absmin_names), set(raw_names), ranks or {}
     parts: dict[str, list[str]] = {k: [] for k in ("f32", "f64", "i64", "absmin", "absmin64", "shapes")}
     floats, doubles, ints, absmins, absmin_doubles, shapes, raw, pinned = [], [], [], [], [], [], [], []
+    rank_list: list[int] = []
     dtypes: dict[str, int] = {}
     for name in names:
         elem = types.get(name, 0)
-        if elem not in _FLOATS | _INTS | {TensorProto.DOUBLE, TensorProto.STRING} \
+        if name in forced or elem not in _FLOATS | _INTS | {TensorProto.DOUBLE, TensorProto.STRING} \
                 or (name in wanted_absmin and elem not in _INTS and opset < 9):   # Where: opset 9
             raw.append(name)
             continue
@@ -179,7 +171,8 @@ def add_reductions(model: onnx.ModelProto, names: Iterable[str], *, types: Mappi
         if elem in REPORTED_ELEMS:
             dtypes[name] = elem
         shape = build.node("Shape", [name], "shape")
-        parts["shapes"] += [build.node("Shape", [shape], "rank"), shape]
+        rank_list.append(ranks.get(name, -1))
+        parts["shapes"] += [shape] if name in ranks else [build.node("Shape", [shape], "rank"), shape]
         if elem == TensorProto.STRING:
             continue
         source = name
@@ -212,6 +205,6 @@ def add_reductions(model: onnx.ModelProto, names: Iterable[str], *, types: Mappi
     if not graph.output:
         raise ValueError("nothing to record")
     return ReductionPlan(floats=tuple(floats), doubles=tuple(doubles), ints=tuple(ints), absmins=tuple(absmins),
-                         absmin_doubles=tuple(absmin_doubles), shapes=tuple(shapes), raw=tuple(raw), kept=tuple(kept),
+                         absmin_doubles=tuple(absmin_doubles), shapes=tuple(shapes), ranks=tuple(rank_list), raw=tuple(raw), kept=tuple(kept),
                          dtypes=dtypes,
                          outputs=outputs)

@@ -20,6 +20,7 @@ import os
 import resource
 import signal
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -75,10 +76,11 @@ def _fold_reduced(plan: dict, stats: dict[str, np.ndarray], absmax: dict[str, fl
     """Fold one batch's in-graph reductions, giving exactly the figures :func:`_fold` gives for whole tensors."""
     outputs, empty = plan["outputs"], set()
     vector, position = stats.get(outputs.get("shapes"), np.zeros(0, np.int64)), 0
-    for name in plan["shapes"]:
-        rank = int(vector[position])
-        dims = [int(d) for d in vector[position + 1:position + 1 + rank]]
-        position += 1 + rank
+    for name, rank in zip(plan["shapes"], plan["ranks"]):
+        if rank < 0:
+            rank, position = int(vector[position]), position + 1
+        dims = [int(d) for d in vector[position:position + rank]]
+        position += rank
         shapes.setdefault(name, dims)
         absmax.setdefault(name, 0.0)   # strings and empty tensors: 0.0, as _absmax gives them
         if 0 in dims:
@@ -140,12 +142,14 @@ def run(workdir: Path) -> dict[str, object]:
         options.add_session_config_entry("session.model_external_initializers_file_folder_path",
                                          request["external_folder"])
         model = Path(request["model"]).read_bytes()
+    started = time.perf_counter()
     try:
         session, note = _session(ort, model, options, request["providers"])
     except Exception as err:  # noqa: BLE001 - any ORT load failure is reported to the parent verbatim
         return {"error": str(err), "stage": "load"}
     outputs = session.get_outputs()
     names = [o.name for o in outputs]
+    loaded = time.perf_counter()
     plan = request.get("plan")
     stat_names = set(plan["outputs"].values()) if plan else set()
     absmax: dict[str, float] = {}
@@ -174,7 +178,8 @@ def run(workdir: Path) -> dict[str, object]:
         dtypes.update(plan["dtypes"])
     return {"absmax": {k: ("inf" if math.isinf(v) else v) for k, v in absmax.items()}, "absmin": absmin,
             "shapes": shapes, "dtypes": dtypes, "note": note, "providers": session.get_providers(),
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "load_s": loaded - started, "run_s": time.perf_counter() - loaded}
 
 
 def main(argv: list[str]) -> int:
