@@ -136,6 +136,10 @@ def run(workdir: Path) -> dict[str, object]:
     # One run with every tensor an output: the extended optimizations and weight prepacking cannot pay off
     # (fusions are blocked by the outputs) and cost seconds on big weights (VGG-19: 4.3 s -> 0.02 s to load)
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    if request.get("plan"):
+        # In-graph reductions read every recorded tensor, which blocks the same fusions; the basic level's
+        # constant folding and common-subexpression passes over the added nodes cost more than they save
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.add_session_config_entry("session.disable_prepacking", "1")
     model: str | bytes = request["model"]
     if request.get("external_folder"):   # a graph whose weights stay in the model's own folder
