@@ -98,6 +98,9 @@ class _Builder:
     def __init__(self, graph: onnx.GraphProto, opset: int, taken: set[str]) -> None:
         self.graph, self.opset, self.taken, self.count = graph, opset, taken, 0
         self.constants: dict[tuple[str, bytes, tuple[int, ...]], str] = {}
+        self.constant_nodes: list[onnx.NodeProto] = []
+        self.current: list[onnx.NodeProto] = []
+        """The nodes reducing the tensor at hand; placed right after its producer (see :func:`_interleave`)."""
 
     def fresh(self, hint: str) -> str:
         while True:
@@ -109,7 +112,7 @@ class _Builder:
 
     def node(self, op: str, inputs: list[str], hint: str, **attrs: object) -> str:
         out = self.fresh(hint)
-        self.graph.node.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        self.current.append(helper.make_node(op, inputs, [out], name=out, **attrs))
         return out
 
     def const(self, value: np.ndarray) -> str:
@@ -117,7 +120,7 @@ class _Builder:
         key = (value.dtype.str, value.tobytes(), value.shape)
         if key not in self.constants:
             out = self.fresh("const")
-            self.graph.node.append(helper.make_node("Constant", [], [out], name=out,
+            self.constant_nodes.append(helper.make_node("Constant", [], [out], name=out,
                                                     value=numpy_helper.from_array(value, out)))
             self.constants[key] = out
         return self.constants[key]
@@ -141,6 +144,21 @@ def _around_low(graph: onnx.GraphProto, types: Mapping[str, int]) -> list[str]:
     return list(found)
 
 
+def _interleave(graph: onnx.GraphProto, constants: list[onnx.NodeProto],
+                after: Mapping[str, list[onnx.NodeProto]]) -> None:
+    """Each tensor's reductions right after the node producing it, so that onnxruntime (which runs nodes in this
+    order where the graph allows) frees the tensor as soon as its last consumer ran, as in the plain model,
+    instead of keeping every tensor alive to the end of the run."""
+    ordered = list(constants)
+    produced = {name for node in graph.node for name in node.output}
+    ordered += [n for name, nodes in after.items() if name not in produced for n in nodes]   # initializers...
+    for node in graph.node:
+        ordered.append(node)
+        ordered += [n for name in node.output if name for n in after.get(name, ())]
+    del graph.node[:]
+    graph.node.extend(ordered)
+
+
 def add_reductions(model: onnx.ModelProto, names: Iterable[str], *, types: Mapping[str, int],
                    absmin_names: Iterable[str], ranks: Mapping[str, int] | None = None,
                    raw_names: Iterable[str] = ()) -> ReductionPlan:
@@ -161,7 +179,9 @@ def add_reductions(model: onnx.ModelProto, names: Iterable[str], *, types: Mappi
     floats, doubles, ints, absmins, absmin_doubles, shapes, raw, pinned = [], [], [], [], [], [], [], []
     rank_list: list[int] = []
     dtypes: dict[str, int] = {}
+    after: dict[str, list[onnx.NodeProto]] = {}
     for name in names:
+        build.current = after.setdefault(name, [])
         elem = types.get(name, 0)
         if name in forced or elem not in _FLOATS | _INTS | {TensorProto.DOUBLE, TensorProto.STRING} \
                 or (name in wanted_absmin and elem not in _INTS and opset < 9):   # Where: opset 9
@@ -195,6 +215,7 @@ def add_reductions(model: onnx.ModelProto, names: Iterable[str], *, types: Mappi
             parts["absmin64" if kind == "f64" else "absmin"].append(build.reduce("ReduceMin", masked, "absmin"))
             (absmin_doubles if kind == "f64" else absmins).append(name)
     outputs: dict[str, str] = {}
+    _interleave(graph, build.constant_nodes, after)
     for kind, items in parts.items():
         if items:
             outputs[kind] = build.fresh(kind)
