@@ -97,7 +97,7 @@ def decoder(layers: int, hidden: int, *, vocab: int = 8192, max_positions: int =
         p = f"l{layer}"
         n = rms(h, f"{p}_ln1")
 
-        def project(name: str, perm: list[int]) -> str:
+        def project(name: str, perm: list[int], n: str = n, p: str = p) -> str:
             flat = op("MatMul", [n, weight(f"{p}_w{name}", (hidden, hidden))], f"{p}_{name}")
             return op("Transpose", [op("Reshape", [flat, "heads_shape"], f"{p}_{name}_heads")], f"{p}_{name}_t",
                       perm=perm)

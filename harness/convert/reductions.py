@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-
 
 MIN_OPSET = 7
 PREFIX = "castguard_mag"
@@ -110,7 +110,7 @@ class _Builder:
                 self.taken.add(name)
                 return name
 
-    def node(self, op: str, inputs: list[str], hint: str, **attrs: object) -> str:
+    def node(self, op: str, inputs: list[str], hint: str, **attrs: Any) -> str:
         out = self.fresh(hint)
         self.current.append(helper.make_node(op, inputs, [out], name=out, **attrs))
         return out
@@ -176,7 +176,14 @@ def add_reductions(model: onnx.ModelProto, names: Iterable[str], *, types: Mappi
     build = _Builder(graph, opset, taken)
     wanted_absmin, forced, ranks = set(absmin_names), set(raw_names), ranks or {}
     parts: dict[str, list[str]] = {k: [] for k in ("f32", "f64", "i64", "absmin", "absmin64", "shapes")}
-    floats, doubles, ints, absmins, absmin_doubles, shapes, raw, pinned = [], [], [], [], [], [], [], []
+    floats: list[str] = []
+    doubles: list[str] = []
+    ints: list[str] = []
+    absmins: list[str] = []
+    absmin_doubles: list[str] = []
+    shapes: list[str] = []
+    raw: list[str] = []
+    pinned: list[str] = []
     rank_list: list[int] = []
     dtypes: dict[str, int] = {}
     after: dict[str, list[onnx.NodeProto]] = {}

@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -71,7 +72,7 @@ def _fold(pairs: Iterable[tuple[str, object]], absmax: dict[str, float], absmin:
         shapes.setdefault(name, list(value.shape))
 
 
-def _fold_reduced(plan: dict, stats: dict[str, np.ndarray], absmax: dict[str, float],  # type: ignore[type-arg]
+def _fold_reduced(plan: dict[str, Any], stats: dict[str, np.ndarray], absmax: dict[str, float],
                   absmin: dict[str, float], shapes: dict[str, list[int]]) -> None:
     """Fold one batch's in-graph reductions, giving exactly the figures :func:`_fold` gives for whole tensors."""
     outputs, empty = plan["outputs"], set()
@@ -105,9 +106,9 @@ def _fold_reduced(plan: dict, stats: dict[str, np.ndarray], absmax: dict[str, fl
                 absmin[name] = min(absmin.get(name, smallest), smallest)
 
 
-def _session(ort: object, model: str | bytes, options: object, providers: list) -> tuple[object, str | None]:  # type: ignore[type-arg]
+def _session(ort: Any, model: str | bytes, options: Any, providers: list[Any]) -> tuple[Any, str | None]:
     """The session, and a warning when CUDA was asked for but the session runs without it (then on CPU)."""
-    available = ort.get_available_providers()  # type: ignore[attr-defined]
+    available = ort.get_available_providers()
     wanted = [p for p in providers if p[0] in available]
     cuda = [p for p in providers if p[0] == "CUDAExecutionProvider"]
     note = None
@@ -115,7 +116,7 @@ def _session(ort: object, model: str | bytes, options: object, providers: list) 
         note = (f"CUDAExecutionProvider is not available in this onnxruntime (available: {available}); the "
                 f"reference run uses the CPU")
         wanted = wanted or [("CPUExecutionProvider", {})]
-    session = ort.InferenceSession(model, sess_options=options, providers=wanted)  # type: ignore[attr-defined]
+    session = ort.InferenceSession(model, sess_options=options, providers=wanted)
     if cuda and note is None and "CUDAExecutionProvider" not in session.get_providers():
         note = ("onnxruntime could not start CUDAExecutionProvider (no usable GPU or CUDA libraries); the reference "
                 "run uses the CPU")
