@@ -6,16 +6,22 @@ recorded tensor ``x`` gets instead, as extra nodes of the copy (at the model's o
 
 - float (float, float16, bfloat16, double; float16/bfloat16 first cast exactly to float): ``ReduceMax(x)``,
   ``ReduceMin(x)`` and ``ReduceSum(x)``. ``max(|max|, |min|)`` is the abs-max; the sum is NaN exactly when a
-  NaN is present (ReduceMax may skip a NaN; a sum never does), and an infinity shows in the max or min;
-- integer and bool (cast to int64): ``ReduceMax`` and ``ReduceMin``: abs-max ``max(|max|, |min|)``, as float64;
+  NaN is present (ReduceMax may skip a NaN; a sum never does), and an infinity shows in the max or min. No
+  ReduceMin for the outputs of ops that never go below zero (Softmax, Relu, Sigmoid...: NONNEGATIVE_OPS);
+- integer and bool (read as they are where onnxruntime's kernels take them, else cast exactly: bool to uint8,
+  int16/uint16/uint32 to int64): ``ReduceMax`` and ``ReduceMin`` (bool: ReduceMax only), as int64:
+  abs-max ``max(|max|, |min|)``, as float64;
 - strings: nothing but the shape (abs-max 0, as before);
-- every one: ``Shape(Shape(x))`` and ``Shape(x)`` (rank, then dims), which also tells an empty tensor;
+- every one: ``Shape(x)`` (and ``Shape(Shape(x))``, its rank, where inference does not know it), which also
+  tells an empty tensor;
 - float tensors in `absmin_names` (the converter reads the smallest non-zero magnitude only for the
   denominators of Div and the bases of Pow): ``ReduceMin(Where(|x| > 0, |x|, inf))``.
 
-The results of each kind are concatenated into one output, so a run returns four small vectors. A tensor whose
-type onnx inference cannot tell (a custom op, a non-tensor value, uint64, float8...) stays a plain graph output
-and is reduced in numpy by the child exactly as before (:attr:`ReductionPlan.raw`). The child
+The results of each kind are concatenated into one output, so a run returns a few small vectors. Each tensor's
+reductions follow its producer in the node list, and the child runs the nodes in that order, so every tensor is
+freed as in a plain forward. A tensor whose type onnx inference cannot tell (a custom op, a non-tensor value,
+uint64, float8...) and a small one (the caller's choice) stay plain graph outputs, reduced in numpy by the child
+exactly as before (:attr:`ReductionPlan.raw`). The child
 (``refrun.py``) decodes the vectors with the plan; ``plan.to_request()`` is what it reads.
 """
 from __future__ import annotations
@@ -75,6 +81,24 @@ class ReductionPlan:
         return {"prefix": PREFIX + "/", "floats": list(self.floats), "doubles": list(self.doubles), "ints": list(self.ints),
                 "absmins": list(self.absmins), "absmin_doubles": list(self.absmin_doubles),
                 "shapes": list(self.shapes), "ranks": list(self.ranks), "dtypes": dict(self.dtypes), "outputs": dict(self.outputs)}
+
+
+NONNEGATIVE_OPS = frozenset({"Relu", "Sigmoid", "Softmax", "Exp", "Sqrt", "Abs", "Softplus", "HardSigmoid"})
+"""Ops whose outputs are never below zero (NaN aside, which the sum catches; Sqrt(-0.0) = -0.0 has |x| = 0)."""
+
+
+def _native_reduce(elem: int, opset: int) -> int:
+    """The type ReduceMax/ReduceMin read the tensor in: its own where onnxruntime's CPU kernels take it at this
+    opset, else a wider one that holds it exactly (bool: uint8, 0 or 1)."""
+    if elem in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32, TensorProto.INT64):
+        return elem
+    if elem in (TensorProto.INT8, TensorProto.UINT8) and opset >= 12:
+        return elem
+    if elem == TensorProto.BOOL:
+        return TensorProto.UINT8 if opset >= 12 else TensorProto.INT32
+    if elem in _FLOATS:
+        return elem   # cast to float after the Identity that pins it
+    return TensorProto.INT64
 
 
 def default_opset(model: onnx.ModelProto) -> int | None:
@@ -187,6 +211,7 @@ def add_reductions(model: onnx.ModelProto, names: Iterable[str], *, types: Mappi
     rank_list: list[int] = []
     dtypes: dict[str, int] = {}
     after: dict[str, list[onnx.NodeProto]] = {}
+    producers = {out: node.op_type for node in graph.node if node.domain in ("", "ai.onnx") for out in node.output}
     for name in names:
         build.current = after.setdefault(name, [])
         elem = types.get(name, 0)
@@ -202,16 +227,24 @@ def add_reductions(model: onnx.ModelProto, names: Iterable[str], *, types: Mappi
         parts["shapes"] += [shape] if name in ranks else [build.node("Shape", [shape], "rank"), shape]
         if elem == TensorProto.STRING:
             continue
-        source = name
-        if elem in _INTS and elem != TensorProto.INT64:
-            source = build.node("Cast", [name], "int64", to=TensorProto.INT64)
-        elif elem in _FLOATS and elem != TensorProto.FLOAT:   # the Identity output stays a graph output: see kept
+        source, native = name, _native_reduce(elem, opset)
+        if native != elem:
+            source = build.node("Cast", [name], "cast", to=native)
+        if elem in _FLOATS and elem != TensorProto.FLOAT:   # the Identity output stays a graph output: see kept
             pinned.append(build.node("Identity", [name], "pinned"))
             source = build.node("Cast", [pinned[-1]], "float", to=TensorProto.FLOAT)
         flat = build.node("Reshape", [source, build.const(np.array([-1], np.int64))], "flat")
-        reductions = ("ReduceMax", "ReduceMin") if elem in _INTS else ("ReduceMax", "ReduceMin", "ReduceSum")
         kind = "i64" if elem in _INTS else "f64" if elem == TensorProto.DOUBLE else "f32"
-        parts[kind] += [build.reduce(op, flat, op.lower()) for op in reductions]
+        high = build.reduce("ReduceMax", flat, "reducemax")
+        # max(|max|, |min|) is |max| where no value is below zero: the min slot repeats the max
+        low = high if elem == TensorProto.BOOL or (kind != "i64" and producers.get(name) in NONNEGATIVE_OPS) \
+            else build.reduce("ReduceMin", flat, "reducemin")
+        if kind == "i64":
+            if native != TensorProto.INT64:
+                high, low = (build.node("Cast", [v], "int64", to=TensorProto.INT64) for v in (high, low))
+            parts[kind] += [high, low]
+        else:
+            parts[kind] += [high, low, build.reduce("ReduceSum", flat, "reducesum")]
         (ints if kind == "i64" else doubles if kind == "f64" else floats).append(name)
         if kind != "i64" and name in wanted_absmin:
             magnitude = build.node("Abs", [flat], "abs")

@@ -107,6 +107,12 @@ def _edge_model() -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
         node("Loop", ["trip", "true", "x"], ["looped", "stacked"], "loop", body=body),
         node("Scan", ["init_row", "x"], ["scanned", "rows"], "scan", body=scan_body, num_scan_inputs=1),
         node("Shape", ["x"], ["shape"], "shape"),
+        node("Relu", ["neg"], ["relu"], "relu"),                            # the non-negative ops: no ReduceMin
+        node("Sqrt", ["x"], ["sqrt"], "sqrt"),                              # NaN below zero, -0.0 at -0.0
+        node("Softmax", ["x"], ["soft"], "soft", axis=-1),
+        node("Exp", ["x"], ["exp"], "exp"),                                 # overflows to inf
+        node("Cast", ["x"], ["int32"], "int32", to=TensorProto.INT32),
+        node("Cast", ["x"], ["int8"], "int8", to=TensorProto.INT8),
     ]
     inits = [init("one", np.array(1, np.float32)), init("one64", np.array(1, np.float64)),
              init("tiny", np.array(1e-40, np.float32)), init("k", np.array(-3, np.float32)),
@@ -136,6 +142,8 @@ def test_edge_cases_same_figures_as_the_copy_path() -> None:
     for name in ("branch", "looped", "stacked", "scanned", "rows"):                   # control-flow outputs
         assert name in got.absmax and name in got.shapes
     assert got.shapes["stacked"] == (3, 3, 4) and full.copied == ()
+    assert got.absmax["sqrt"] == math.inf and got.absmax["exp"] == math.inf and got.absmax["relu"] == 2e5
+    assert got.absmax["int32"] == 2e5 and 0 < got.absmax["soft"] <= 1
 
 
 def test_opset_18_axes_input_and_opset_7() -> None:
