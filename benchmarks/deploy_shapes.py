@@ -201,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
             figures: dict[str, list[tuple[float, float]]] = {tool: [] for tool in tools}
             for _ in range(args.rounds):
                 for tool, (cmd, cwd) in tools.items():
-                    env = {**os.environ, "PYTHONPATH": str(cwd)} if cwd is not None else None
+                    env = None if cwd is None else {   # that checkout first; the rest (onnxruntime-gpu's folder) kept
+                        **os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(cwd), os.environ.get("PYTHONPATH")]))}
                     wall, rss, error = measure(cmd, cwd=cwd, env=env)
                     if error:
                         sys.stdout.write(f"[deploy_shapes] {label} {tool} failed: {error}\n")
