@@ -8,6 +8,7 @@ interpreter running the command line, for both tools, so imports are included on
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -367,3 +368,17 @@ def test_corpus_wall_time_ratios(tmp_path_factory: pytest.TempPathFactory) -> No
     sys.stdout.write(f"\n[bench_convert] corpus: median {np.median(ratios):.2f}x AutoCast, max {max(ratios):.2f}x "
                      f"({len(ratios)} models)\n")
     assert ratios
+
+
+# --- Conversion at deploy shapes (issue 26): castguard vs AutoCast vs one FP32 forward --------------------------
+
+def test_deploy_shapes_wall_and_rss(tmp_path: Path) -> None:
+    """The bundled BERT/LLaMA exports and a decoder built in code at 8 x 512 (benchmarks/deploy_shapes.py, which
+    also runs alone: ``python benchmarks/deploy_shapes.py --help``); prints the table of walls, peak RSS, ratios."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from deploy_shapes import main  # type: ignore[import-not-found]
+
+    out = tmp_path / "deploy.json"
+    assert main(["--rounds", os.environ.get("CASTGUARD_BENCH_ROUNDS", "3"), "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())
+    assert {row["model"].split(" at ")[0] for row in rows} == {"bert_tiny", "llama_tiny", "decoder 4x256"}

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.config import HarnessConfig, find_project, load_table
 from harness.errors import UserError
@@ -35,6 +35,9 @@ from harness.report.collect import FinishedReport, ReportSession, settle, worker
 from harness.report.model import ShardInfo
 from harness.run.session import AccuracySession
 from harness.sweep.shards import ShardWork
+
+if TYPE_CHECKING:
+    from harness.check import Checker
 
 RUN_ID_KEY = "castguard_run_id"      # the controller's run id, handed to xdist workers in their workerinput
 TESTS_FAILED = 1                     # pytest's ExitCode.TESTS_FAILED (no pytest import here)
@@ -126,7 +129,9 @@ class CastguardRun:
         self.finished: FinishedReport | None = None
         self.evicted = ""
         self.skipped_runners: list[str] = []
-        self._pending: dict[str, CaseRecord] = {}
+        self._pending: dict[str, list[CaseRecord]] = {}   # a test's records until pytest judges it
+        self.reserved_run_id: str | None = None   # xdist controller of a fixture-only run: its workers' run id
+        self._checker: Checker | None = None
         self._benchmarks_existed = (invocation_dir / ".benchmarks").exists()
 
     @classmethod
@@ -204,14 +209,25 @@ class CastguardRun:
         return collect_provenance(hypothesis_profile=profile, runners=self.config.runners, project_dir=self.project)
 
     def hold(self, test_id: str, record: CaseRecord) -> None:
-        """A test's record, kept until the test is judged (:meth:`settle`)."""
-        self._pending[test_id] = record
+        """A test's record (a suite case, or each case of a ``castguard`` fixture call), kept until the test is
+        judged (:meth:`settle`)."""
+        self._pending.setdefault(test_id, []).append(record)
 
     def settle(self, test_id: str, *, expected_failure: bool) -> None:
-        """The test was judged: its held record (if any) goes into the report, xfail/xpass settled."""
-        record = self._pending.pop(test_id, None)
-        if record is not None:
+        """The test was judged: its held records (if any) go into the report, xfail/xpass settled."""
+        for record in self._pending.pop(test_id, []):
             self.add(settle(record, expected_failure=expected_failure))
+
+    def checker(self, *, run_id: str | None = None) -> Checker:
+        """The ``castguard`` fixture's checker of this process (:mod:`harness.check`), writing into this run's
+        report folder (made now when the run has none: see :meth:`report_session`)."""
+        if self._checker is None:
+            from harness.check import Checker
+
+            strict = self.nightly_options.strict_provenance if self.nightly_options is not None else False
+            self._checker = Checker(self.config, output_dir=self.report_session(run_id=run_id).run_dir,
+                                    bundled_dir=_bundled_dir(), strict_provenance=strict)
+        return self._checker
 
     def add(self, record: CaseRecord) -> None:
         """Append one settled record to this process's case file."""

@@ -1,5 +1,10 @@
 """The expensive step: one onnxruntime run that records every tensor's abs-max, shape and dtype.
 
+The figures are reduced inside onnxruntime (:mod:`harness.convert.reductions`): the run returns a few numbers
+per tensor, so it costs about one forward pass in time and memory whatever the shapes. ``reduce="copy"`` keeps
+the former path (every tensor a graph output, copied out and reduced in numpy), which gives the same figures; it
+is also the explicit fallback, with a warning, when onnxruntime refuses the added reductions.
+
 A sweep calls :func:`collect_magnitudes` once per model and input set and then :func:`~harness.convert.convert`
 many times. The run happens in a child process (``harness.convert.refrun``): an onnxruntime error
 becomes a :class:`ConversionError` naming the node, and a native crash cannot kill the caller.
@@ -7,26 +12,33 @@ becomes a :class:`ConversionError` naming the node, and a native crash cannot ki
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import onnx
 
 from harness.convert.calibration import Feed, load_calibration, random_feeds
-from harness.convert.outputs import MAX_OUTPUT_BYTES, output_groups
+from harness.convert.outputs import MAX_OUTPUT_BYTES, output_groups, pack, tensor_facts
 from harness.convert.childmodel import ChildModel, child_model, scratch_folder
+from harness.convert.reductions import PREFIX, ReductionPlan, add_reductions, denominators
 from harness.data.onnxfile import is_lazy, load_model
 from harness.providers import CPU, CUDA, DIRECTML, TENSORRT
 from harness.child import ChildFailed, run_child
 from harness.errors import ConversionError, InputDataError
 
+LOG = logging.getLogger("harness.convert")
 SCHEMA_VERSION = 1
 REFRUN = Path(__file__).with_name("refrun.py")   # the child script (harness.child's protocol)
+Reduce = Literal["graph", "copy"]
+RAW_BELOW = 64 << 10
+"""Tensors of at most this many bytes (at the first batch's shapes) come out whole on the graph path too: the
+nodes reducing them would cost more (session load time) than copying them."""
 Provider = tuple[str, dict[str, str]]
 _NODE_PATTERNS = (re.compile(r"node with name '([^']+)'"), re.compile(r"Name:'([^']+)'"),
                   re.compile(r"[Nn]ode \(([^)]+)\)"), re.compile(r"node name: ([^\s,)]+)"))
@@ -87,16 +99,58 @@ def collect_magnitudes(model: onnx.ModelProto | str | Path, *,
                        input_shapes: Mapping[str, Sequence[int]] | None = None,
                        providers: Sequence[str] = ("cpu",), seed: int = 0,
                        trt_plugins: Sequence[str] = (), base_dir: Path | None = None,
-                       max_output_bytes: int = MAX_OUTPUT_BYTES, dynamic_default: int | None = None) -> Magnitudes:
+                       max_output_bytes: int = MAX_OUTPUT_BYTES, dynamic_default: int | None = None,
+                       reduce: Reduce = "graph") -> Magnitudes:
     """Run the model once per batch (random data, calibration data or `feeds`) and fold by abs-max.
 
     Random data sizes dynamic non-batch dims nobody gave in `input_shapes` with `dynamic_default` (castguard
     convert passes :data:`~harness.data.sizing.DYNAMIC_DEFAULT`); None refuses them, as the harness does.
 
-    A path is loaded lazily (weights stay on disk); so may a ModelProto be, with `base_dir` its folder. The
-    child reduces each tensor to (abs-max, abs-min, shape) as soon as it is produced and asks onnxruntime for
-    at most about `max_output_bytes` of intermediate tensors per run (more runs when they are larger).
+    A path is loaded lazily (weights stay on disk); so may a ModelProto be, with `base_dir` its folder. `reduce`:
+    "graph" reduces each tensor inside onnxruntime; "copy" (the former path) has onnxruntime return the tensors,
+    at most about `max_output_bytes` of them per run, and reduces them in numpy. Both give the same figures.
+    ``providers=["cuda:0"]`` runs on onnxruntime's CUDA provider, or on the CPU with one warning where it
+    cannot start. See :func:`reference_run` for how the figures were obtained.
     """
+    return reference_run(model, calibration_data=calibration_data, feeds=feeds, input_shapes=input_shapes,
+                         providers=providers, seed=seed, trt_plugins=trt_plugins, base_dir=base_dir,
+                         max_output_bytes=max_output_bytes, dynamic_default=dynamic_default, reduce=reduce).magnitudes
+
+
+@dataclass(frozen=True)
+class ReferenceRun:
+    """One reference run: its figures, and how they were obtained."""
+
+    magnitudes: Magnitudes
+    reduce: Reduce
+    """The path that gave the figures ("copy" also after a fallback from "graph")."""
+    copied: tuple[str, ...]
+    """Tensors onnxruntime returned whole, reduced in numpy (on the graph path: those it could not reduce in-graph;
+    small tensors, returned whole by choice, are not listed)."""
+    providers: tuple[str, ...]
+    """The execution providers the session ran on."""
+    peak_rss_mb: float
+    """The reference process's peak resident memory."""
+    notes: tuple[str, ...] = ()
+    """What was warned about: CUDA not used, the fallback to the copy path."""
+
+
+class _ReductionRefused(Exception):
+    """onnxruntime refused the added reductions (not the model): the copy path is tried instead."""
+
+
+def reference_run(model: onnx.ModelProto | str | Path, *,
+                  calibration_data: str | Path | Mapping[str, np.ndarray] | None = None,
+                  feeds: Sequence[Feed] | None = None, input_shapes: Mapping[str, Sequence[int]] | None = None,
+                  providers: Sequence[str] = ("cpu",), seed: int = 0, trt_plugins: Sequence[str] = (),
+                  base_dir: Path | None = None, max_output_bytes: int = MAX_OUTPUT_BYTES,
+                  dynamic_default: int | None = None, reduce: Reduce = "graph",
+                  absmin_everywhere: bool = False, raw_below: int = RAW_BELOW) -> ReferenceRun:
+    """:func:`collect_magnitudes`, with the facts of the run (:class:`ReferenceRun`). The graph path records the
+    smallest non-zero magnitude (``absmin``) of the tensors the converter reads it for (Div divisors, Pow bases:
+    :func:`~harness.convert.reductions.denominators`); `absmin_everywhere` records it for every float tensor, as
+    the copy path does (the equivalence test compares the two). Tensors of at most `raw_below` bytes come out
+    whole on the graph path too (-1: none)."""
     if not isinstance(model, onnx.ModelProto):
         base_dir = Path(model).parent
         model = load_model(Path(model), weights="lazy")
@@ -111,15 +165,72 @@ def collect_magnitudes(model: onnx.ModelProto | str | Path, *,
         raise InputDataError(where="feeds", problem="no batches to run", fix="give at least one feed")
     if is_lazy(model) and base_dir is None:
         raise ValueError("collect_magnitudes: the model has external tensors; pass base_dir (their folder)")
-    lazy = is_lazy(model)
-    child = child_model(model, external_ok=not lazy)
-    groups = output_groups(child.model, max_output_bytes=max_output_bytes, feed=batches[0])
-    result = _run_child(child, batches, _provider_list(providers, trt_plugins), source,
-                        external_folder=base_dir if lazy else None, groups=groups)
-    return Magnitudes(absmax={k: float(v) for k, v in result["absmax"].items()},
-                      shapes={k: tuple(v) for k, v in result["shapes"].items()},
-                      dtypes={k: v for k, v in result["dtypes"].items() if v}, data_source=source,
-                      batches=len(batches), absmin={k: float(v) for k, v in result["absmin"].items()})
+    run = _Run(model=model, batches=batches, source=source, providers=_provider_list(providers, trt_plugins),
+               external_folder=base_dir if is_lazy(model) else None, max_output_bytes=max_output_bytes,
+               absmin_everywhere=absmin_everywhere, raw_below=raw_below)
+    if reduce == "graph":
+        try:
+            return run.reference(reduced=True)
+        except _ReductionRefused as refused:
+            result = run.reference(reduced=False)   # the former path's own error where it fails too
+            note = (f"onnxruntime refused the in-graph reductions of the reference run ({str(refused)[:300]}): every "
+                    f"tensor was copied out of onnxruntime instead (same figures, more time and memory)")
+            LOG.warning("%s", note)
+            return ReferenceRun(magnitudes=result.magnitudes, reduce="copy", copied=result.copied,
+                                providers=result.providers, peak_rss_mb=result.peak_rss_mb,
+                                notes=(*result.notes, note))
+    return run.reference(reduced=False)
+
+
+@dataclass(frozen=True)
+class _Run:
+    model: onnx.ModelProto
+    batches: list[Feed]
+    source: str
+    providers: list[Provider]
+    external_folder: Path | None
+    max_output_bytes: int
+    absmin_everywhere: bool
+    raw_below: int
+
+    def reference(self, *, reduced: bool) -> ReferenceRun:
+        child = child_model(self.model, external_ok=self.external_folder is None)
+        feeds = set(self.batches[0])
+        names = [o.name for o in child.model.graph.output if o.name not in feeds]
+        plan: ReductionPlan | None = None
+        if reduced:
+            facts = tensor_facts(child.model, self.batches[0])   # types, and sizes at the first batch's shapes
+            small = [n for n in names if (size := facts.sizes.get(n)) is not None and size <= self.raw_below]
+            try:
+                plan = add_reductions(child.model, names, types=facts.types, ranks=facts.ranks, raw_names=small,
+                                      absmin_names=names if self.absmin_everywhere else denominators(self.model))
+            except ValueError as err:
+                LOG.info("reference run: tensors copied out whole (%s)", err)
+                child = child_model(self.model, external_ok=self.external_folder is None)
+        if plan is None:
+            groups = output_groups(child.model, max_output_bytes=self.max_output_bytes, feed=self.batches[0])
+        else:
+            sizes = {name: facts.sizes.get(name) for name in plan.raw}
+            groups = pack(sizes, max_output_bytes=self.max_output_bytes)
+            groups[:1] = [[*plan.outputs.values(), *(groups[0] if groups else [])]]
+        unreduced = [name for name in plan.raw if name not in small] if plan is not None else []
+        if unreduced:
+            LOG.info("reference run: %d tensor(s) copied out whole, their types unknown to onnx inference or not "
+                     "plain tensors: %s", len(unreduced), ", ".join(unreduced[:8]) + (" ..." if len(unreduced) > 8 else ""))
+        result = _run_child(child, self.batches, self.providers, self.source, external_folder=self.external_folder,
+                            groups=groups, plan=plan)
+        magnitudes = Magnitudes(absmax={k: float(v) for k, v in result["absmax"].items()},
+                                shapes={k: tuple(v) for k, v in result["shapes"].items()},
+                                dtypes={k: v for k, v in result["dtypes"].items() if v}, data_source=self.source,
+                                batches=len(self.batches), absmin={k: float(v) for k, v in result["absmin"].items()})
+        notes: tuple[str, ...] = ()
+        if result.get("note"):
+            LOG.warning("%s", result["note"])
+            notes = (str(result["note"]),)
+        return ReferenceRun(magnitudes=magnitudes, reduce="graph" if plan is not None else "copy",
+                            copied=tuple(unreduced) if plan is not None else tuple(names),
+                            providers=tuple(result["providers"]), peak_rss_mb=float(result["peak_rss_mb"]),
+                            notes=notes)
 
 
 def _provider_list(providers: Sequence[str], trt_plugins: Sequence[str]) -> list[Provider]:
@@ -138,7 +249,7 @@ def _provider_list(providers: Sequence[str], trt_plugins: Sequence[str]) -> list
 
 
 def _run_child(child: ChildModel, batches: list[Feed], providers: list[Provider], source: str, *,
-               external_folder: Path | None, groups: list[list[str]]) -> dict[str, Any]:
+               external_folder: Path | None, groups: list[list[str]], plan: ReductionPlan | None) -> dict[str, Any]:
     """Run refrun.py in a fresh process on `child` (external tensors of a lazy model are read from
     `external_folder`, the model's own folder)."""
     with scratch_folder(child.size) as work:
@@ -150,6 +261,7 @@ def _run_child(child: ChildModel, batches: list[Feed], providers: list[Provider]
             batch_files.append(str(path))
         available = [p[0] for p in providers]
         request = {"model": str(model_path), "providers": providers, "batches": batch_files, "groups": groups,
+                   "plan": plan.to_request() if plan is not None else None,
                    "external_folder": str(external_folder.resolve()) if external_folder is not None else None}
         try:
             result: dict[str, Any] = run_child(REFRUN, request, what="reference run", timeout_s=None).answer
@@ -158,7 +270,9 @@ def _run_child(child: ChildModel, batches: list[Feed], providers: list[Provider]
     if "error" in result:
         message = result["error"]
         node = next((m.group(1) for p in _NODE_PATTERNS if (m := p.search(message))), None)
-        ops = {n.name: n.op_type for n in child.model.graph.node}
+        if plan is not None and PREFIX in message:
+            raise _ReductionRefused(message.strip())
+        ops = {n.name: n.op_type for n in child.model.graph.node if not n.name.startswith(PREFIX + "/")}
         op = f" (op {ops[node]})" if node in ops else ""
         if not op and len(set(ops.values())) <= 3 and not any(t in message for t in ops.values()):
             op = f" (ops in the model: {', '.join(sorted(set(ops.values())))})"

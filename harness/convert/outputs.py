@@ -10,6 +10,7 @@ from __future__ import annotations
 
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -31,15 +32,31 @@ def _sized_inputs(model: onnx.ModelProto, feed: Mapping[str, np.ndarray]) -> onn
     return light
 
 
-def estimated_bytes(model: onnx.ModelProto, feed: Mapping[str, np.ndarray]) -> dict[str, int | None]:
-    """Graph output name -> estimated bytes (None: unknown shape or type)."""
+@dataclass(frozen=True)
+class TensorFacts:
+    """What onnx inference (graph inputs pinned to one feed's shapes) tells of each tensor it types."""
+
+    types: Mapping[str, int]
+    """Element type of each plain tensor."""
+    ranks: Mapping[str, int]
+    sizes: Mapping[str, int | None]
+    """Estimated bytes (None: unknown shape or an element type numpy has no dtype for)."""
+
+
+def tensor_facts(model: onnx.ModelProto, feed: Mapping[str, np.ndarray]) -> TensorFacts:
     try:
         inferred = onnx.shape_inference.infer_shapes(_sized_inputs(model, feed), strict_mode=False)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):
         inferred = model
+    types: dict[str, int] = {}
+    ranks: dict[str, int] = {}
     known: dict[str, int | None] = {}
     for value in [*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input]:
         tensor = value.type.tensor_type
+        if value.type.HasField("tensor_type") and tensor.elem_type:
+            types[value.name] = tensor.elem_type
+            if tensor.HasField("shape"):
+                ranks[value.name] = len(tensor.shape.dim)
         dims = [int(d.dim_value) for d in tensor.shape.dim if d.HasField("dim_value")]
         try:
             itemsize = np_dtype(tensor.elem_type).itemsize
@@ -47,13 +64,20 @@ def estimated_bytes(model: onnx.ModelProto, feed: Mapping[str, np.ndarray]) -> d
             itemsize = 0
         static = tensor.HasField("shape") and len(dims) == len(tensor.shape.dim)
         known[value.name] = int(np.prod(dims, dtype=np.int64)) * itemsize if itemsize and static else None
+    for init in model.graph.initializer:
+        types.setdefault(init.name, init.data_type)
+    return TensorFacts(types=types, ranks=ranks, sizes=known)
+
+
+def estimated_bytes(model: onnx.ModelProto, feed: Mapping[str, np.ndarray]) -> dict[str, int | None]:
+    """Graph output name -> estimated bytes (None: unknown shape or type)."""
+    known = tensor_facts(model, feed).sizes
     return {o.name: known.get(o.name) for o in model.graph.output}
 
 
-def output_groups(model: onnx.ModelProto, *, max_output_bytes: int = MAX_OUTPUT_BYTES,
-                  feed: Mapping[str, np.ndarray]) -> list[list[str]]:
-    """`model`'s graph outputs packed in order into groups of at most `max_output_bytes` (one tensor may exceed)."""
-    sizes = estimated_bytes(model, feed)
+def pack(sizes: Mapping[str, int | None], *, max_output_bytes: int = MAX_OUTPUT_BYTES) -> list[list[str]]:
+    """Names packed in order into groups of at most `max_output_bytes` (one tensor may exceed; unknown sizes
+    count as the largest known one)."""
     largest = max((v for v in sizes.values() if v is not None), default=0)
     groups: list[list[str]] = [[]]
     used = 0
@@ -65,3 +89,9 @@ def output_groups(model: onnx.ModelProto, *, max_output_bytes: int = MAX_OUTPUT_
         groups[-1].append(name)
         used += cost
     return [g for g in groups if g]
+
+
+def output_groups(model: onnx.ModelProto, *, max_output_bytes: int = MAX_OUTPUT_BYTES,
+                  feed: Mapping[str, np.ndarray]) -> list[list[str]]:
+    """`model`'s graph outputs packed in order into groups of at most `max_output_bytes` (one tensor may exceed)."""
+    return pack(estimated_bytes(model, feed), max_output_bytes=max_output_bytes)

@@ -10,7 +10,7 @@
 The work is :class:`harness.check.Checker` (no pytest there), one per process, built from the run's
 :class:`~harness.config.HarnessConfig` (``[tool.castguard]`` of the project + command-line options). Its records
 go into the run's report exactly as the packaged suite's do: settled against the test's own outcome (xfail) in
-``pytest_runtest_makereport`` and added with :meth:`ReportSession.add`. A run without ``--model`` has no report
+the main plugin's ``pytest_runtest_makereport`` (the run object holds them per test). A run without ``--model`` has no report
 session until a test uses the fixture; then this process makes one (under xdist the controller reserves a run id
 for its workers and takes the folder over at the end, if any worker wrote a case). The main plugin's
 ``pytest_sessionfinish`` then builds, judges (nightly rules) and writes that report as for ``pytest --model``.
@@ -20,7 +20,7 @@ Bad input (a missing model, inputs that do not fit it) fails the test with castg
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import pytest
@@ -29,12 +29,7 @@ from harness import plugin as main
 
 if TYPE_CHECKING:
     from harness.check import Checker, CheckResult, Inputs
-    from harness.report import CaseRecord
-    from harness.report.collect import ReportSession
 
-CHECKER_KEY: pytest.StashKey[Checker] = pytest.StashKey()
-RESERVED_KEY: pytest.StashKey[str] = pytest.StashKey()        # controller: the run id reserved for its workers
-RECORDS_KEY: pytest.StashKey[list[CaseRecord]] = pytest.StashKey()
 FIXTURE_RUN_ID = "castguard_fixture_run_id"
 T = TypeVar("T")
 
@@ -84,66 +79,37 @@ def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-def _reporter(config: pytest.Config) -> ReportSession:
-    """The run's report session: the --model run's, else one made now (see the module docstring)."""
-    workerinput = getattr(config, "workerinput", None)
-    run_id = workerinput.get(FIXTURE_RUN_ID) if workerinput else None
-    if workerinput is not None and not run_id and config.stash[main.RUN_KEY].report is None:
-        _fail("castguard: this xdist worker got no run id from its controller (castguard is not loaded there?)")
-    return config.stash[main.RUN_KEY].report_session(run_id=str(run_id) if run_id else None)
-
-
 def _checker(config: pytest.Config) -> Checker:
-    checker = config.stash.get(CHECKER_KEY, None)
-    if checker is None:
-        from harness.check import Checker
-        from harness.data.models import bundled_models_dir
-        from harness.nightly.run import options_from
-
-        strict = options_from(config.option, invocation_dir=config.invocation_params.dir).strict_provenance
-        checker = Checker(config.stash[main.RUN_KEY].config, output_dir=_reporter(config).run_dir,
-                          bundled_dir=bundled_models_dir(), strict_provenance=strict)
-        config.stash[CHECKER_KEY] = checker
-    return checker
+    """This process's checker, from the run object (its report session is made on first use: see the module
+    docstring); an xdist worker writes into the run id its controller reserved."""
+    workerinput = getattr(config, "workerinput", None)
+    run = config.stash[main.RUN_KEY]
+    run_id = workerinput.get(FIXTURE_RUN_ID) if workerinput else None
+    if workerinput is not None and not run_id and run.report is None:
+        _fail("castguard: this xdist worker got no run id from its controller (castguard is not loaded there?)")
+    return run.checker(run_id=str(run_id) if run_id else None)
 
 
 @pytest.fixture
 def castguard(request: pytest.FixtureRequest) -> CastguardFixture:
     """castguard's checks for this test: ``castguard.check(model, precision=..., inputs=...)`` and
-    ``castguard.sweep(model, precisions=[...], data_max=[...])``; every case goes into the run's report."""
-    node = request.node
-    records: list[CaseRecord] = []
-    node.stash[RECORDS_KEY] = records
-    return CastguardFixture(_checker(request.config).recording(records.append), node)
+    ``castguard.sweep(model, precisions=[...], data_max=[...])``; every case goes into the run's report once
+    pytest has judged the test (the main plugin settles it: xfail/xpass)."""
+    node, run = request.node, request.config.stash[main.RUN_KEY]
+    return CastguardFixture(_checker(request.config).recording(lambda record: run.hold(node.nodeid, record)), node)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: object) -> None:
     """pytest-xdist, controller without --model: reserve a run id for the workers' fixture records."""
-    config: pytest.Config = node.config   # type: ignore[attr-defined]
-    if config.stash[main.RUN_KEY].report is not None:
+    run = node.config.stash[main.RUN_KEY]   # type: ignore[attr-defined]
+    if run.report is not None:
         return
-    if RESERVED_KEY not in config.stash:
+    if run.reserved_run_id is None:
         from harness.report.runs import new_run_id
 
-        config.stash[RESERVED_KEY] = new_run_id()
-    node.workerinput[FIXTURE_RUN_ID] = config.stash[RESERVED_KEY]   # type: ignore[attr-defined]
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport,
-                                                                                            pytest.TestReport]:
-    report = yield
-    records = item.stash.get(RECORDS_KEY, None)
-    if report.when == "call" and records:
-        from harness.report.collect import settle
-
-        reporter = _reporter(item.config)
-        strict_xpass = report.failed and str(report.longrepr).startswith("[XPASS(strict)]")
-        for record in records:
-            reporter.add(settle(record, expected_failure=hasattr(report, "wasxfail") or strict_xpass))
-        records.clear()
-    return report
+        run.reserved_run_id = new_run_id()
+    node.workerinput[FIXTURE_RUN_ID] = run.reserved_run_id   # type: ignore[attr-defined]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -153,8 +119,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if _is_worker(config):
         return
-    reserved = config.stash.get(RESERVED_KEY, None)
     run = config.stash[main.RUN_KEY]
+    reserved = run.reserved_run_id
     if run.report is None and reserved is not None:
         from harness.report.collect import CASES_DIR
         from harness.report.runs import run_dir
