@@ -62,8 +62,8 @@ def test_a_checkout_on_pythonpath_finds_its_bundled_models(tmp_path: Path) -> No
     code = ("import sys\n"
             "sys.meta_path[:] = [f for f in sys.meta_path if 'ditable' not in repr(f)]  # no install's mapping\n"
             "from harness.data.models import bundled_models_dir\n"
-            "from harness.bundled_models.artifacts import read_pgm\n"
-            "print(bundled_models_dir())\n")
+            "print(bundled_models_dir())\n"
+            "from harness.bundled_models.artifacts import read_pgm  # its modules, under the installed name\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
                           env={**__import__("os").environ, "PYTHONPATH": str(ROOT)}, timeout=120)
     assert done.returncode == 0, done.stderr
