@@ -87,7 +87,7 @@ EOF
 fi
 "$py" - <<'EOF' || setup_fail "modules missing (above): put their wheels in .dev/wheels (see benchmarks/README.md, GPU smoke test)"
 import importlib.util, sys
-need = ["onnx", "onnxruntime", "numpy", "ml_dtypes", "pytest", "hypothesis", "matplotlib", "torch", "timm"]
+need = ["onnx", "onnxruntime", "numpy", "ml_dtypes", "pytest", "hypothesis", "matplotlib", "filelock", "torch", "timm"]
 if sys.version_info < (3, 11):
     need.append("tomli")
 missing = [m for m in need if importlib.util.find_spec(m) is None]

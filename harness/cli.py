@@ -26,7 +26,9 @@ from harness.options import add_options
 
 
 def _models(_: argparse.Namespace) -> int:
-    from harness import bundled_models as test_models
+    from harness.data.models import bundled_registry
+
+    test_models = bundled_registry()
 
     for name in test_models.names():
         entry = test_models.MODELS[name]

@@ -19,9 +19,13 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import importlib
+import importlib.util
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from harness.data.onnxfile import model_sha256
 from harness.errors import ModelError
@@ -46,11 +50,35 @@ class ModelSpec:
         return self.rerun or f"{self.name}={self.path}"
 
 
-def bundled_models_dir() -> Path:
-    """The folder of the ``test_models`` package shipped with castguard."""
-    from harness import bundled_models as test_models
+BUNDLED = "harness.bundled_models"
 
-    return Path(test_models.__file__).parent
+
+def bundled_registry() -> ModuleType:
+    """The registry of castguard's bundled models: ``harness.bundled_models``, which an installed castguard maps to
+    its ``test_models/`` folder. A source checkout used from PYTHONPATH without being installed has no such mapping:
+    there the same folder, ``test_models/`` beside ``harness/``, is loaded under that name (as the wheel installs
+    it), so ``harness.bundled_models.*`` imports resolve in both layouts."""
+    try:
+        return importlib.import_module(BUNDLED)
+    except ModuleNotFoundError as err:
+        if err.name != BUNDLED:
+            raise
+    folder = Path(__file__).resolve().parents[2] / "test_models"
+    spec = importlib.util.spec_from_file_location(BUNDLED, folder / "__init__.py",
+                                                  submodule_search_locations=[str(folder)])
+    if spec is None or spec.loader is None or not folder.is_dir():
+        raise ModelError(where=folder, problem="castguard's bundled models are missing (neither harness.bundled_models "
+                         "is installed nor test_models/ is beside harness/)",
+                         fix="reinstall castguard: pip install castguard (or pip install -e . in its repository)")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[BUNDLED] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def bundled_models_dir() -> Path:
+    """The folder of the bundled models shipped with castguard (:func:`bundled_registry`)."""
+    return Path(str(bundled_registry().__file__)).parent
 
 
 def bundled_model_names(search_dir: Path) -> list[str]:

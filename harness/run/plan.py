@@ -131,7 +131,9 @@ def default_recipe(spec: ModelSpec, config: HarnessConfig, *, bundled_dir: Path,
         options = options.for_inputs(input_names)
     is_bundled = spec.path.is_relative_to(bundled_dir.resolve())
     if is_bundled and not options:
-        from harness import bundled_models as test_models
+        from harness.data.models import bundled_registry
+
+        test_models = bundled_registry()
 
         bundled_inputs = test_models.default_inputs(spec.name)
         if bundled_inputs is not None:

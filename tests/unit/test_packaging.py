@@ -54,3 +54,17 @@ def test_the_wheel_has_one_top_level_package(tmp_path: Path) -> None:
     assert "harness/bundled_models/__init__.py" in names
     assert "harness/bundled_models/mnist/mnist.onnx" in names
     assert "harness/py.typed" in names
+
+
+def test_a_checkout_on_pythonpath_finds_its_bundled_models(tmp_path: Path) -> None:
+    """A source checkout used from PYTHONPATH, not installed (how benchmarks/gpu_smoke.sh runs on the GPU machine):
+    no package mapping exists, and the registry loads test_models/ under the installed name."""
+    code = ("import sys\n"
+            "sys.meta_path[:] = [f for f in sys.meta_path if 'ditable' not in repr(f)]  # no install's mapping\n"
+            "from harness.data.models import bundled_models_dir\n"
+            "print(bundled_models_dir())\n"
+            "from harness.bundled_models.artifacts import read_pgm  # its modules, under the installed name\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()) == ROOT / "test_models"
