@@ -12,6 +12,7 @@ holds a NaN or inf is named. The counting itself is :func:`harness.data.goldens.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,9 +79,14 @@ def non_finite_note(model: onnx.ModelProto, golden: Golden, *, model_dir: Path |
         f"    {where}",
         f"    inputs used: {'; '.join(input_lines)}",
         "  likely fix: the inputs are outside the range the model is defined on (Log, Sqrt, Div, Pow of such "
-        f"values give NaN/inf); give realistic ranges with --val-range {name}:[lo,hi] and rewrite the golden: "
-        f"{rerun} --val-range {name}:[lo,hi] --update-goldens",
+        f"values give NaN/inf); give realistic ranges with --val-range and rewrite the golden: "
+        f"{_without_range(rerun, name)} --val-range '{name}:[LO,HI]' --update-goldens",
     ])
+
+
+def _without_range(command: str, name: str) -> str:
+    """``command`` without its own ``--val-range`` for input ``name`` (the fix gives that input a new range)."""
+    return re.sub(rf"\s--val-range[ =]'?{re.escape(name)}:[^\s]*", "", command)
 
 
 def golden_run_failed(spec: ModelSpec, recipe: InputRecipe, feeds: Sequence[Feed], err: RunnerError, *,
