@@ -40,7 +40,7 @@ def _pytest(folder: Path, *args: str) -> float:
 def _session_floor(distinct: int) -> float:
     """``distinct`` x (one ORT CPU session of the FP32 model + one run on the golden feeds), median of rounds."""
     from harness.data.models import bundled_models_dir
-from harness.data.onnxfile import load_model
+    from harness.data.onnxfile import load_model
     from harness.runners import make_runner
     import test_models
 

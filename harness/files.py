@@ -48,7 +48,7 @@ def atomic_write(path: Path, data: bytes | Callable[[IO[bytes]], None], *, durab
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
     except OSError as err:
-        raise disk_full(path, err) or err
+        raise (disk_full(path, err) or err) from None
     try:
         with handle:
             if callable(data):

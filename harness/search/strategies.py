@@ -146,7 +146,7 @@ def feeds(model: onnx.ModelProto, *, val_ranges: Sequence[tuple[str, float, floa
                 isinstance(d, int) and d != g for d, g in zip(spec_dims, shape))):
             raise _fail("feeds(input_shapes=...)", f"{name}:{list(shape)} does not fit the declared {spec_dims}",
                         "keep the rank and the static dims")
-    for name, dtype, _, val_range in specs:
+    for _name, dtype, _, val_range in specs:
         arrays(dtype=dtype, shape=(), val_range=val_range)  # checks the range now, not while drawing
     return _feeds(tuple(specs), dict(input_shapes), (low, high))
 

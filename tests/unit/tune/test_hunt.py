@@ -23,7 +23,9 @@ def test_the_first_corner_is_the_worst_corner_of_a_linear_layer(seed: int, lo: f
     rng = np.random.default_rng(seed)
     w = rng.normal(size=(64, 10))
     box = Box(ranges=(("x", lo, hi),), base={"x": rng.uniform(lo, hi, (1, 64)).astype(np.float32)})
-    probe = lambda feed: (np.asarray(feed["x"], dtype=np.float64) @ w).ravel()
+    def probe(feed: dict[str, np.ndarray]) -> np.ndarray:
+        return (np.asarray(feed["x"], dtype=np.float64) @ w).ravel()
+
     corners = corner_feeds(probe, box)
     assert corners and all(np.isin(c["x"], np.float32([lo, hi])).all() for c in corners)
     expected = worst_corner(w, lo, hi)
@@ -38,10 +40,14 @@ def test_blocks_and_ascent_on_an_input_larger_than_the_probe_budget() -> None:
     rng = np.random.default_rng(7)
     w = rng.normal(size=(4096,))
     box = Box(ranges=(("x", -1.0, 1.0),), base={"x": np.zeros((1, 4096), dtype=np.float32)})
-    probe = lambda feed: np.asarray([float(np.asarray(feed["x"], dtype=np.float64).ravel() @ w)])
+    def probe(feed: dict[str, np.ndarray]) -> np.ndarray:
+        return np.asarray([float(np.asarray(feed["x"], dtype=np.float64).ravel() @ w)])
+
     (corner,) = corner_feeds(probe, box, max_probes=64)
     assert np.isin(corner["x"], np.float32([-1.0, 1.0])).all()
-    score = lambda feed: abs(float(probe(feed)[0]))
+    def score(feed: dict[str, np.ndarray]) -> float:
+        return abs(float(probe(feed)[0]))
+
     block_optimum = sum(abs(part.sum()) for part in np.array_split(w, 64))
     assert score(corner) == pytest.approx(block_optimum, rel=1e-4)
     best, value, spent = ascend(score, corner, box, max_probes=64, max_evals=20)

@@ -70,7 +70,6 @@ def test_segment_halving_would_spend_more() -> None:
     while segments:
         segment = max(segments, key=len)
         segments.remove(segment)
-        blocked = [n for s in segments for n in s]
         count += 1
         if not needed & set(segment):
             good.append(segment)
