@@ -17,6 +17,7 @@ per adversarial search):
 The example database is ``$CASTGUARD_HYPOTHESIS_DB`` or ``.hypothesis/examples`` here: cache that folder in
 CI so that failures found by one nightly run are replayed first by the next.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,14 +29,23 @@ from hypothesis import HealthCheck, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 DATABASE = DirectoryBasedExampleDatabase(
-    os.environ.get("CASTGUARD_HYPOTHESIS_DB") or Path(__file__).resolve().parent / ".hypothesis" / "examples")
+    os.environ.get("CASTGUARD_HYPOTHESIS_DB") or Path(__file__).resolve().parent / ".hypothesis" / "examples"
+)
 SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
 settings.register_profile("dev", max_examples=30, deadline=None, database=DATABASE)
-settings.register_profile("ci", max_examples=60, derandomize=True, deadline=None, database=None, print_blob=True,
-                          suppress_health_check=SLOW_OK)
-settings.register_profile("nightly", max_examples=5000, deadline=None, database=DATABASE, print_blob=True,
-                          suppress_health_check=SLOW_OK)
+settings.register_profile(
+    "ci",
+    max_examples=60,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=SLOW_OK,
+)
+settings.register_profile(
+    "nightly", max_examples=5000, deadline=None, database=DATABASE, print_blob=True, suppress_health_check=SLOW_OK
+)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 

@@ -11,6 +11,7 @@ the timing needs a GPU with onnxruntime-gpu:
         times NAME.cg.fp16.onnx and NAME.ac.fp16.onnx interleaved on ORT CUDA (median of round medians,
         IOBinding) and prints castguard's speed relative to AutoCast's (> 1: castguard faster).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,17 +46,34 @@ def convert_all(models: Path, out: Path, precisions: list[str], autocast: Path) 
         mags = collect_magnitudes(model, feeds=[feeds])
         row: dict[str, Any] = {"fp32_casts": count_casts(source)}
         for precision in precisions:
-            result = convert(model, options=ConvertOptions(low_precision_type=precision, keep_io_types=True),
-                             magnitudes=mags)
+            result = convert(
+                model, options=ConvertOptions(low_precision_type=precision, keep_io_types=True), magnitudes=mags
+            )
             target = out / f"{name}.cg.{precision}.onnx"
             save_model(result.model, target)
             row[f"castguard_{precision}"] = count_casts(target)
             theirs = out / f"{name}.ac.{precision}.onnx"
-            proc = subprocess.run(["bash", str(autocast), str(source), str(theirs), "--low_precision_type", precision,
-                                   "--keep_io_types", "--calibration_data", str(source.with_suffix(".npz"))],
-                                  capture_output=True, text=True, check=False)
-            row[f"autocast_{precision}"] = (count_casts(theirs) if proc.returncode == 0
-                                            else "error: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:200])
+            proc = subprocess.run(
+                [
+                    "bash",
+                    str(autocast),
+                    str(source),
+                    str(theirs),
+                    "--low_precision_type",
+                    precision,
+                    "--keep_io_types",
+                    "--calibration_data",
+                    str(source.with_suffix(".npz")),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            row[f"autocast_{precision}"] = (
+                count_casts(theirs)
+                if proc.returncode == 0
+                else "error: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:200]
+            )
         rows[name] = row
         print(name, json.dumps(row), flush=True)
     (out / "casts.json").write_text(json.dumps(rows, indent=1, sort_keys=True) + "\n")
@@ -77,12 +95,18 @@ def time_all(folder: Path, batches: list[int]) -> list[dict[str, Any]]:
         data = dict(np.load(folder / f"{name}.npz", allow_pickle=False))
         for batch in batches:
             feed = {k: np.concatenate([v] * (-(-batch // v.shape[0])))[:batch] for k, v in data.items()}
-            calls = {label: cuda_call(onnx.load(str(path)), feed)[0] for label, path in (("castguard", ours),
-                                                                                         ("autocast", theirs))}
+            calls = {
+                label: cuda_call(onnx.load(str(path)), feed)[0]
+                for label, path in (("castguard", ours), ("autocast", theirs))
+            }
             result = interleaved(calls, config=TimingConfig(warmup=5, repeats=20, rounds=7))
-            row = {"model": name, "batch": batch, "castguard_ms": round(result["castguard"].median_ms, 4),
-                   "autocast_ms": round(result["autocast"].median_ms, 4),
-                   "castguard_speed_over_autocast": result["autocast"].median_ms / result["castguard"].median_ms}
+            row = {
+                "model": name,
+                "batch": batch,
+                "castguard_ms": round(result["castguard"].median_ms, 4),
+                "autocast_ms": round(result["autocast"].median_ms, 4),
+                "castguard_speed_over_autocast": result["autocast"].median_ms / result["castguard"].median_ms,
+            }
             rows.append(row)
             print(json.dumps(row), flush=True)
     return rows
@@ -95,8 +119,12 @@ def main() -> int:
     conv.add_argument("--models", type=Path, required=True)
     conv.add_argument("--out", type=Path, required=True)
     conv.add_argument("--precisions", default="fp16,bf16")
-    conv.add_argument("--autocast", type=Path, default=AUTOCAST,
-                      help="run_modelopt_autocast.sh (default: shared/tools beside the checkout)")
+    conv.add_argument(
+        "--autocast",
+        type=Path,
+        default=AUTOCAST,
+        help="run_modelopt_autocast.sh (default: shared/tools beside the checkout)",
+    )
     tim = sub.add_parser("time")
     tim.add_argument("--dir", type=Path, required=True)
     tim.add_argument("--batches", default="8,32")

@@ -14,6 +14,7 @@ Needs onnx-graphsurgeon (the tests read dtypes through it): ``pip install onnx-g
 
     python benchmarks/autocast_unit_tests.py /work/.mirror/NVIDIA+Model-Optimizer/repo [--rev HEAD]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,28 +38,32 @@ SHIM = {
         "def get_opset_version(model):\n"
         "    return next(o.version for o in model.opset_import if o.domain in ('', 'ai.onnx'))\n"
         "def infer_shapes(model, **kw):\n"
-        "    return onnx.shape_inference.infer_shapes(model)\n"),
+        "    return onnx.shape_inference.infer_shapes(model)\n"
+    ),
     "modelopt/onnx/autocast/__init__.py": "from harness.convert import convert_to_mixed_precision\n",
     "modelopt/onnx/autocast/__main__.py": "from harness.convert.cli import get_parser, main\n",
     "modelopt/onnx/autocast/utils.py": (
-        "def setup_mappings(*a, **k):\n"
-        "    raise NotImplementedError('AutoCast internal, not served by castguard')\n"),
+        "def setup_mappings(*a, **k):\n    raise NotImplementedError('AutoCast internal, not served by castguard')\n"
+    ),
     "modelopt/onnx/autocast/convert.py": (
         "from harness.convert import convert_to_mixed_precision\n"
         "def convert_to_f16(*a, **k):\n"
-        "    raise NotImplementedError('AutoCast internal entry point, not served by castguard')\n"),
+        "    raise NotImplementedError('AutoCast internal entry point, not served by castguard')\n"
+    ),
     "modelopt/onnx/autocast/logging_config.py": (
         "import logging\n"
         "def configure_logging(level='INFO'):\n"
-        "    logging.getLogger('castguard').setLevel(getattr(logging, level))\n"),
+        "    logging.getLogger('castguard').setLevel(getattr(logging, level))\n"
+    ),
     "_test_utils/__init__.py": "",
     "_test_utils/onnx/__init__.py": "",
 }
 
 
 def git_show(git_dir: Path, rev: str, path: str) -> str:
-    return subprocess.run(["git", "-C", str(git_dir), "show", f"{rev}:{path}"], check=True,
-                          capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", "-C", str(git_dir), "show", f"{rev}:{path}"], check=True, capture_output=True, text=True
+    ).stdout
 
 
 def builders_source(full: str) -> str:
@@ -68,7 +73,7 @@ def builders_source(full: str) -> str:
     parts = ["import numpy as np", "import onnx", "from onnx import helper", ""]
     for fn in tree.body:
         if isinstance(fn, ast.FunctionDef) and fn.name in BUILDERS:
-            parts.extend(lines[fn.lineno - 1:fn.end_lineno])
+            parts.extend(lines[fn.lineno - 1 : fn.end_lineno])
             parts.append("")
     return "\n".join(parts)
 
@@ -84,15 +89,33 @@ def main(argv: list[str] | None = None) -> int:
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_text(text)
         (root / "_test_utils/onnx/lib_test_models.py").write_text(
-            builders_source(git_show(args.git_dir, args.rev, BUILDERS_FILE)))
+            builders_source(git_show(args.git_dir, args.rev, BUILDERS_FILE))
+        )
         (root / "test_autocast.py").write_text(git_show(args.git_dir, args.rev, TEST_FILE))
         (root / "conftest.py").write_text("")
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA",
-                               "--rootdir", str(root), "test_autocast.py"],
-                              cwd=root, capture_output=True, text=True, check=False,
-                              env={**_env(), "PYTHONPATH": f"{root}:{Path(__file__).resolve().parents[1]}"})
-    outcomes = {m.group(2): m.group(1) for m in
-                re.finditer(r"^(PASSED|FAILED|ERROR) test_autocast\.py::(\S+)", proc.stdout, re.MULTILINE)}
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "-rA",
+                "--rootdir",
+                str(root),
+                "test_autocast.py",
+            ],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**_env(), "PYTHONPATH": f"{root}:{Path(__file__).resolve().parents[1]}"},
+        )
+    outcomes = {
+        m.group(2): m.group(1)
+        for m in re.finditer(r"^(PASSED|FAILED|ERROR) test_autocast\.py::(\S+)", proc.stdout, re.MULTILINE)
+    }
     if not outcomes:
         print(proc.stdout[-4000:], proc.stderr[-4000:])
         return 2
@@ -100,8 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, status in sorted(outcomes.items()):
         print(f"{status:7s} {name}{'  (AutoCast internal API)' if name.split('[')[0] in INTERNAL else ''}")
     passed = sum(v == "PASSED" for v in public.values())
-    print(f"public API: {passed} of {len(public)} pass; all: "
-          f"{sum(v == 'PASSED' for v in outcomes.values())} of {len(outcomes)}")
+    print(
+        f"public API: {passed} of {len(public)} pass; all: "
+        f"{sum(v == 'PASSED' for v in outcomes.values())} of {len(outcomes)}"
+    )
     for line in proc.stdout.splitlines():
         if line.startswith(("FAILED", "E ")):
             print("  " + line[:300])

@@ -11,6 +11,7 @@ its parent's count together). The floor is what any converter must do: read the 
 converted weights once (half the bytes) and create + run one onnxruntime session on the model. Files stay
 under ``--workdir`` and are deleted at the end unless ``--keep``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,7 +25,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,18 +44,26 @@ def build(path: Path, *, layers: int, width: int, seed: int = 0) -> int:
             offset = -(-sink.tell() // ALIGN) * ALIGN
             sink.write(b"\0" * (offset - sink.tell()))
             sink.write(weight.data)
-            tensor = TensorProto(name=f"W{i}", data_type=TensorProto.FLOAT, dims=[width, width],
-                                 data_location=TensorProto.EXTERNAL)
+            tensor = TensorProto(
+                name=f"W{i}", data_type=TensorProto.FLOAT, dims=[width, width], data_location=TensorProto.EXTERNAL
+            )
             for key, value in (("location", data_name), ("offset", str(offset)), ("length", str(weight.nbytes))):
                 tensor.external_data.add(key=key, value=value)
             inits.append(tensor)
             del weight
-            nodes += [helper.make_node("MatMul", [prev, f"W{i}"], [f"mm{i}"], name=f"matmul{i}"),
-                      helper.make_node("Tanh", [f"mm{i}"], [f"h{i}"], name=f"tanh{i}")]
+            nodes += [
+                helper.make_node("MatMul", [prev, f"W{i}"], [f"mm{i}"], name=f"matmul{i}"),
+                helper.make_node("Tanh", [f"mm{i}"], [f"h{i}"], name=f"tanh{i}"),
+            ]
             prev = f"h{i}"
     nodes.append(helper.make_node("Identity", [prev], ["y"], name="out"))
-    graph = helper.make_graph(nodes, "big", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, width])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, width])], inits)
+    graph = helper.make_graph(
+        nodes,
+        "big",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, width])],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
     path.write_bytes(model.SerializeToString())
     return layers * width * width * 4
@@ -98,6 +106,7 @@ def measure(cmd: list[str], *, cwd: Path) -> dict[str, float | int | str]:
         while not done.is_set():
             peak = max(peak, _tree_rss(proc.pid))
             time.sleep(0.02)
+
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     out, _ = proc.communicate()
@@ -146,27 +155,44 @@ def main(argv: list[str] | None = None) -> int:
         print(f"model: {args.layers} x MatMul {args.width}x{args.width} fp32, {gib:.2f} GiB of external data")
         py = sys.executable
         rows = {}
-        rows["floor"] = measure([py, "-c", FLOOR, str(model), str(model) + ".data", str(work / "floor.bin"),
-                                 str(args.width)], cwd=work)
+        rows["floor"] = measure(
+            [py, "-c", FLOOR, str(model), str(model) + ".data", str(work / "floor.bin"), str(args.width)], cwd=work
+        )
         (work / "floor.bin").unlink(missing_ok=True)
         empty = work / "empty"
         empty.mkdir()
-        rows["convert"] = measure([py, "-m", "harness.convert", f"--onnx_path={model}", "--output_path",
-                                   str(work / "out" / "big.fp16.onnx")], cwd=empty)
+        rows["convert"] = measure(
+            [py, "-m", "harness.convert", f"--onnx_path={model}", "--output_path", str(work / "out" / "big.fp16.onnx")],
+            cwd=empty,
+        )
         rows["check"] = measure([py, "-c", CHECK, str(work / "out" / "big.fp16.onnx"), str(args.width)], cwd=empty)
         shutil.rmtree(work / "out", ignore_errors=True)
-        case = ["--precision", "fp16", "--data-max", "512", "--exclude-ops", "none", "--keep-io-types", "false",
-                "--runner", "emulate"]
+        case = [
+            "--precision",
+            "fp16",
+            "--data-max",
+            "512",
+            "--exclude-ops",
+            "none",
+            "--keep-io-types",
+            "false",
+            "--runner",
+            "emulate",
+        ]
         pytest = [py, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--model={model}", *case]
         rows["pytest (1st: golden written)"] = measure(pytest, cwd=empty)
         rows["pytest (2nd: compared)"] = measure(pytest, cwd=empty)
         for name, row in rows.items():
             peak = int(row["peak_rss"])
-            print(f"{name:30s} rc={row['rc']} wall {row['wall_s']:7.1f} s  peak RSS (tree) {peak / 2**30:5.2f} GiB "
-                  f"= {peak / size:4.2f}x the model")
+            print(
+                f"{name:30s} rc={row['rc']} wall {row['wall_s']:7.1f} s  peak RSS (tree) {peak / 2**30:5.2f} GiB "
+                f"= {peak / size:4.2f}x the model"
+            )
         floor = float(rows["floor"]["wall_s"])
-        print(f"convert vs floor: {float(rows['convert']['wall_s']) / floor:.2f}x wall time "
-              f"(floor {floor:.1f} s: {rows['floor']['tail'].strip().splitlines()[-1]})")
+        print(
+            f"convert vs floor: {float(rows['convert']['wall_s']) / floor:.2f}x wall time "
+            f"(floor {floor:.1f} s: {rows['floor']['tail'].strip().splitlines()[-1]})"
+        )
         print("converted model:", rows["check"]["tail"].strip().splitlines()[-1])
         for name in ("convert", "pytest (1st: golden written)", "pytest (2nd: compared)"):
             if rows[name]["rc"] not in (0, 1) or (name != "pytest (1st: golden written)" and rows[name]["rc"]):

@@ -5,6 +5,7 @@ Run from the repository root: ``python benchmarks/bench_diagnose.py [MODEL.onnx 
 assertions). Default: the LLaMA-style block built in ``tests/helpers/llama.py`` at data_max inf (fp16), and any
 given model at data_max inf on random int ids / [-1, 1] floats (``harness.convert.calibration.random_feeds``).
 """
+
 from __future__ import annotations
 
 import math
@@ -33,23 +34,39 @@ def bench(name: str, model: onnx.ModelProto, path: Path, feeds: list[dict]) -> N
     conversion = convert(model, options=options, magnitudes=None, base_dir=path.parent)
     convert_s = time.perf_counter() - start
     goldens = make_runner("ort", model, model_dir=path.parent).run(feeds).outputs
-    obtained = make_runner("emulate", conversion.model, model_dir=path.parent).run(
-        cast_feeds(feeds, input_specs(conversion.model))).outputs
+    obtained = (
+        make_runner("emulate", conversion.model, model_dir=path.parent)
+        .run(cast_feeds(feeds, input_specs(conversion.model)))
+        .outputs
+    )
     start = time.perf_counter()
-    divergence_profile(model, conversion.model, feeds, precision="fp16", policy=TolerancePolicy(),
-                       model_dir=path.parent)
+    divergence_profile(
+        model, conversion.model, feeds, precision="fp16", policy=TolerancePolicy(), model_dir=path.parent
+    )
     profile_s = time.perf_counter() - start
     with tempfile.TemporaryDirectory() as work:
         start = time.perf_counter()
-        found = diagnose_failure(reference=model, model_path=path, conversion=conversion, options=options,
-                                 magnitudes=None, feeds=feeds, goldens=goldens, obtained=obtained, runner="emulate",
-                                 policy=TolerancePolicy(), work_dir=Path(work))
+        found = diagnose_failure(
+            reference=model,
+            model_path=path,
+            conversion=conversion,
+            options=options,
+            magnitudes=None,
+            feeds=feeds,
+            goldens=goldens,
+            obtained=obtained,
+            runner="emulate",
+            policy=TolerancePolicy(),
+            work_dir=Path(work),
+        )
         total_s = time.perf_counter() - start
     cause = found.cause.node if found.cause else "-"
-    print(f"{name:<22} nodes {len(model.graph.node):>4}  convert {convert_s:6.2f}s  profile {profile_s:6.2f}s  "
-          f"diagnosis {total_s:6.2f}s ({total_s / max(convert_s + profile_s, 1e-9):4.1f}x convert+profile)  "
-          f"evaluations {found.evaluations}/{found.budget}  verified {found.verified}  cause {cause}  "
-          f"fix {list(found.fix_nodes) or list(found.fix_ops)}")
+    print(
+        f"{name:<22} nodes {len(model.graph.node):>4}  convert {convert_s:6.2f}s  profile {profile_s:6.2f}s  "
+        f"diagnosis {total_s:6.2f}s ({total_s / max(convert_s + profile_s, 1e-9):4.1f}x convert+profile)  "
+        f"evaluations {found.evaluations}/{found.budget}  verified {found.verified}  cause {cause}  "
+        f"fix {list(found.fix_nodes) or list(found.fix_ops)}"
+    )
 
 
 def main(argv: list[str]) -> None:

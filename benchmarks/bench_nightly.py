@@ -10,6 +10,7 @@ Run: ``pytest benchmarks/bench_nightly.py -s -p no:xdist``.
 * ``test_recheck_in_process``: :func:`harness.nightly.recheck.recheck` alone (read report.json, load 24 + 1 npz,
   compare), as the CLI spends it after its imports.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -28,9 +29,20 @@ FIGURES: dict[str, float] = {}
 
 
 def _sweep(tmp: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--model=mnist.onnx",
-               "--keep-io-types=both",
-               "-m", "not adversarial", f"--cache-dir={tmp / 'cache'}", f"--report-dir={tmp / 'report'}"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--model=mnist.onnx",
+        "--keep-io-types=both",
+        "-m",
+        "not adversarial",
+        f"--cache-dir={tmp / 'cache'}",
+        f"--report-dir={tmp / 'report'}",
+    ]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
 
 
@@ -57,8 +69,11 @@ def test_full_rerun(benchmark: Any, tmp_path: Path) -> None:
 
 def test_recheck_cli(benchmark: Any, report_dir: Path) -> None:
     command = [sys.executable, "-m", "harness", "recheck", str(report_dir), *NEW_TOLERANCES]
-    done = benchmark.pedantic(lambda: subprocess.run(command, capture_output=True, text=True, timeout=300,
-                                                     check=False), rounds=5, iterations=1)
+    done = benchmark.pedantic(
+        lambda: subprocess.run(command, capture_output=True, text=True, timeout=300, check=False),
+        rounds=5,
+        iterations=1,
+    )
     assert "24 of 24 case(s) rechecked" in done.stdout, done.stdout + done.stderr
     if benchmark.stats is not None:
         FIGURES["cli"] = benchmark.stats.stats.median

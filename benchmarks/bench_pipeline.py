@@ -14,6 +14,7 @@ run once to write the golden and fill the cache, then ``ROUNDS`` more times warm
 
 Goal (issue 25): warm <= 1.5 x floor.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,17 +33,23 @@ ROUNDS = int(os.environ.get("CASTGUARD_BENCH_ROUNDS", "5"))
 
 def _pytest(folder: Path, *args: str) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", *args],
-                   cwd=folder, capture_output=True, text=True, check=False, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
     return time.perf_counter() - start
 
 
 def _session_floor(distinct: int) -> float:
     """``distinct`` x (one ORT CPU session of the FP32 model + one run on the golden feeds), median of rounds."""
+    import test_models
     from harness.data.models import bundled_models_dir
     from harness.data.onnxfile import load_model
     from harness.runners import make_runner
-    import test_models
 
     path = bundled_models_dir() / MODEL / f"{MODEL}.onnx"
     model = load_model(path, weights="lazy")
@@ -67,26 +74,35 @@ def measure() -> dict[str, float]:
         folder, empty = Path(tmp) / "sweep", Path(tmp) / "empty"
         folder.mkdir()
         empty.mkdir()
-        _pytest(folder, "--model", MODEL)                       # writes the golden, fills the cache
+        _pytest(folder, "--model", MODEL)  # writes the golden, fills the cache
         warm = statistics.median(_pytest(folder, "--model", MODEL) for _ in range(ROUNDS))
         start_up = statistics.median(_pytest(empty, "--co") for _ in range(ROUNDS))
         report = read_report(folder / "castguard-report" / "report.json")
-    distinct = sum(c.timings.infer_s > 0 for c in report.cases)      # run, not reused from another case
+    distinct = sum(c.timings.infer_s > 0 for c in report.cases)  # run, not reused from another case
     sessions = _session_floor(distinct)
     floor = start_up + sessions
-    figures = {"cases": float(len(report.cases)), "distinct_models": float(distinct), "warm_s": warm,
-               "pytest_start_up_s": start_up, "fp32_sessions_s": sessions, "floor_s": floor, "ratio": warm / floor}
+    figures = {
+        "cases": float(len(report.cases)),
+        "distinct_models": float(distinct),
+        "warm_s": warm,
+        "pytest_start_up_s": start_up,
+        "fp32_sessions_s": sessions,
+        "floor_s": floor,
+        "ratio": warm / floor,
+    }
     for field in dataclasses.fields(Timings):
         figures[f"sum_{field.name}"] = sum(getattr(c.timings, field.name) for c in report.cases)
     return figures
 
 
 def show(figures: dict[str, float]) -> str:
-    lines = [f"{MODEL}: {int(figures['cases'])} cases, {int(figures['distinct_models'])} distinct converted models",
-             f"  warm sweep {figures['warm_s']:.2f} s; floor {figures['floor_s']:.2f} s (pytest start-up "
-             f"{figures['pytest_start_up_s']:.2f} s + FP32 sessions {figures['fp32_sessions_s']:.2f} s); "
-             f"ratio {figures['ratio']:.2f}x (goal <= 1.5x)",
-             "  step timings summed over the cases (s):"]
+    lines = [
+        f"{MODEL}: {int(figures['cases'])} cases, {int(figures['distinct_models'])} distinct converted models",
+        f"  warm sweep {figures['warm_s']:.2f} s; floor {figures['floor_s']:.2f} s (pytest start-up "
+        f"{figures['pytest_start_up_s']:.2f} s + FP32 sessions {figures['fp32_sessions_s']:.2f} s); "
+        f"ratio {figures['ratio']:.2f}x (goal <= 1.5x)",
+        "  step timings summed over the cases (s):",
+    ]
     lines += [f"    {k[4:]:<14} {v:.3f}" for k, v in figures.items() if k.startswith("sum_")]
     return "\n".join(lines)
 

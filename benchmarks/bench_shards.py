@@ -9,6 +9,7 @@ then the whole sweep once more on its warm cache (what a per-shard cache between
 report is checked against the whole run (same cases and statuses). Prints the figures; asserts nothing about
 speed. The default sweep is the repository's 12-case one (``--sweep-args`` to change it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,10 +51,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         folder = Path(tmp)
 
         def pytest(name: str, *extra: str, cache: str | None = None) -> list[str]:
-            return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-                    *(a for m in models for a in ("--model", m)), *shlex.split(args.sweep_args),
-                    f"--goldens-dir={args.goldens_dir}", f"--report-dir={folder / name}",
-                    f"--cache-dir={folder / ('cache-' + (cache or name))}", *extra]
+            return [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                *(a for m in models for a in ("--model", m)),
+                *shlex.split(args.sweep_args),
+                f"--goldens-dir={args.goldens_dir}",
+                f"--report-dir={folder / name}",
+                f"--cache-dir={folder / ('cache-' + (cache or name))}",
+                *extra,
+            ]
 
         whole_s, whole = run(pytest("whole"), cwd=folder, env=env)
         if not (folder / "whole" / "report.json").is_file():
@@ -65,35 +76,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         shard_s: list[float] = []
         start = time.perf_counter()
         if args.parallel:
-            procs = [subprocess.Popen(c, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-                     for c in commands]
+            procs = [
+                subprocess.Popen(c, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+                for c in commands
+            ]
             for proc in procs:
                 proc.wait()
         else:
             shard_s = [run(c, cwd=folder, env=env)[0] for c in commands]
         shards_wall = time.perf_counter() - start
-        merge_s, merged = run([sys.executable, "-m", "harness", "merge", *names, "--out", "merged"], cwd=folder,
-                              env=env)
+        merge_s, merged = run(
+            [sys.executable, "-m", "harness", "merge", *names, "--out", "merged"], cwd=folder, env=env
+        )
         ours = json.loads((folder / "merged" / "report.json").read_text())
         theirs = json.loads((folder / "whole" / "report.json").read_text())
-        same = [(c["model"], c["case_id"], c["status"]) for c in ours["cases"]] == \
-            [(c["model"], c["case_id"], c["status"]) for c in theirs["cases"]]
+        same = [(c["model"], c["case_id"], c["status"]) for c in ours["cases"]] == [
+            (c["model"], c["case_id"], c["status"]) for c in theirs["cases"]
+        ]
         outputs = next((folder / "merged" / "runs").iterdir()) / "outputs"
         per_model = {m.name: size(m) for m in sorted(outputs.iterdir())}
         cases = len(theirs["cases"])
-        print(f"models: {', '.join(models)}; {cases} cases; {args.shards} shards "
-              f"({'in parallel' if args.parallel else 'one after another'}); {os.cpu_count()} CPU(s)")
+        print(
+            f"models: {', '.join(models)}; {cases} cases; {args.shards} shards "
+            f"({'in parallel' if args.parallel else 'one after another'}); {os.cpu_count()} CPU(s)"
+        )
         print(f"whole sweep, cold cache:        {whole_s:7.1f} s")
         print(f"whole sweep, warm cache:        {warm_s:7.1f} s")
         if shard_s:
-            print("shards, cold cache:             " + ", ".join(f"{s:.1f}" for s in shard_s)
-                  + f" s (slowest {max(shard_s):.1f} s, sum {sum(shard_s):.1f} s)")
+            print(
+                "shards, cold cache:             "
+                + ", ".join(f"{s:.1f}" for s in shard_s)
+                + f" s (slowest {max(shard_s):.1f} s, sum {sum(shard_s):.1f} s)"
+            )
         print(f"shards wall (start to last):    {shards_wall:7.1f} s")
         print(f"castguard merge:                {merge_s:7.1f} s (exit {merged.returncode})")
         print(f"merged == whole (cases, statuses): {same}")
-        print(f"merged report folder: {size(folder / 'merged') / 1e6:.2f} MB; report.json "
-              f"{(folder / 'merged' / 'report.json').stat().st_size / 1e3:.0f} kB; one shard's artifact "
-              f"{max(size(folder / n) for n in names) / 1e6:.2f} MB at most")
+        print(
+            f"merged report folder: {size(folder / 'merged') / 1e6:.2f} MB; report.json "
+            f"{(folder / 'merged' / 'report.json').stat().st_size / 1e3:.0f} kB; one shard's artifact "
+            f"{max(size(folder / n) for n in names) / 1e6:.2f} MB at most"
+        )
         for name, nbytes in per_model.items():
             print(f"  outputs/{name}: {nbytes / 1e3:.0f} kB")
     return 0

@@ -13,6 +13,7 @@ JSON's ``extra_info``).
   Targets on 2 cores: <= 60 s cold, <= 10 s warm. ``--cache-dir``/``--report-dir`` point at a temporary
   folder so that "cold" is really cold without touching the repository's own cache.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -26,20 +27,21 @@ from typing import Any
 
 import pytest
 
-from harness.run.session import AccuracySession
 from harness.config import HarnessConfig
 from harness.data.models import bundled_models_dir
+from harness.run.session import AccuracySession
 from harness.sweep import SweepSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-GRID_24 = SweepSpec(keep_io_types=(False, True))   # the pre-issue-9 default grid, so the figures stay comparable
+GRID_24 = SweepSpec(keep_io_types=(False, True))  # the pre-issue-9 default grid, so the figures stay comparable
 
 
 def _session(tmp: Path, *, spec: SweepSpec = GRID_24) -> AccuracySession:
-    config = HarnessConfig(models=("mnist",), goldens_dir=ROOT / "goldens", report_dir=tmp / "report",
-                           cache_dir=tmp / "cache", sweep=spec)
+    config = HarnessConfig(
+        models=("mnist",), goldens_dir=ROOT / "goldens", report_dir=tmp / "report", cache_dir=tmp / "cache", sweep=spec
+    )
     return AccuracySession.open(config, bundled_dir=bundled_models_dir())
 
 
@@ -53,6 +55,7 @@ def _cold(tmp: Path, spec: SweepSpec = GRID_24) -> Callable[[], tuple[tuple[Accu
     def setup() -> tuple[tuple[AccuracySession], dict[str, Any]]:
         shutil.rmtree(tmp, ignore_errors=True)
         return (_session(tmp, spec=spec),), {}
+
     return setup
 
 
@@ -67,8 +70,9 @@ def _median_seconds(action: Callable[[], object], setup: Callable[[], object], r
 
 
 def test_sweep_vs_one_case(benchmark: Any, tmp_path: Path) -> None:
-    one_spec = SweepSpec(precisions=("fp16",), data_max=(512.0,), exclusions=SweepSpec().exclusions[:1],
-                         keep_io_types=(False,))
+    one_spec = SweepSpec(
+        precisions=("fp16",), data_max=(512.0,), exclusions=SweepSpec().exclusions[:1], keep_io_types=(False,)
+    )
     holder: dict[str, AccuracySession] = {}
 
     def fresh_one() -> None:
@@ -80,12 +84,14 @@ def test_sweep_vs_one_case(benchmark: Any, tmp_path: Path) -> None:
     if benchmark.stats is not None:
         sweep_s = benchmark.stats.stats.median
         benchmark.extra_info.update(one_case_s=one_s, sweep_24_s=sweep_s, ratio=sweep_s / one_s)
-        print(f"\none case (magnitudes + convert + emulate + compare), cold: {one_s:.3f} s; 24-case sweep, cold: "
-              f"{sweep_s:.3f} s; ratio {sweep_s / one_s:.2f}x (target <= 3x)")
+        print(
+            f"\none case (magnitudes + convert + emulate + compare), cold: {one_s:.3f} s; 24-case sweep, cold: "
+            f"{sweep_s:.3f} s; ratio {sweep_s / one_s:.2f}x (target <= 3x)"
+        )
 
 
 def test_sweep_warm(benchmark: Any, tmp_path: Path) -> None:
-    _run_all(_session(tmp_path))                       # fill the cache once
+    _run_all(_session(tmp_path))  # fill the cache once
 
     def setup() -> tuple[tuple[AccuracySession], dict[str, Any]]:
         return (_session(tmp_path),), {}
@@ -99,9 +105,17 @@ def test_sweep_warm(benchmark: Any, tmp_path: Path) -> None:
 @pytest.mark.parametrize("state", ["cold", "warm"])
 def test_readme_main_command(benchmark: Any, tmp_path: Path, state: str) -> None:
     # --option=value: pytest guesses its rootdir from every separate argument that names an existing path
-    command = [sys.executable, "-m", "pytest", "--model", "mnist.onnx", "--keep-io-types=both", "-q",
-               f"--cache-dir={tmp_path / 'cache'}",
-               f"--report-dir={tmp_path / 'report'}"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--model",
+        "mnist.onnx",
+        "--keep-io-types=both",
+        "-q",
+        f"--cache-dir={tmp_path / 'cache'}",
+        f"--report-dir={tmp_path / 'report'}",
+    ]
 
     def run() -> subprocess.CompletedProcess[str]:
         return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)

@@ -18,6 +18,7 @@ Figures only, printed as a table (no assertions). Per model, all on the same cal
 [-1, 1]). Built models come from ``test_models/tune_models.py`` (transformer-like and CNN-like graphs built
 with onnx.helper: torch/timm/transformers are not installed on the CPU workplace).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,10 +68,12 @@ def _calibration(model: onnx.ModelProto, folder: Path, name: str, ranges: dict[s
     for vi in model.graph.input:
         if vi.name in inits:
             continue
-        dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1 for d in vi.type.tensor_type.shape.dim]
+        dims = [
+            d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else 1 for d in vi.type.tensor_type.shape.dim
+        ]
         lo, hi = ranges.get(vi.name, (-1.0, 1.0))
         shape = (4 * dims[0], *dims[1:])
-        if vi.type.tensor_type.elem_type == onnx.TensorProto.INT64:     # token ids of the transformers exports
+        if vi.type.tensor_type.elem_type == onnx.TensorProto.INT64:  # token ids of the transformers exports
             arrays[vi.name] = rng.integers(0, 1000, size=shape).astype(np.int64)
         else:
             arrays[vi.name] = rng.uniform(lo, hi, size=shape).astype(np.float32)
@@ -86,8 +89,11 @@ def _models(args: argparse.Namespace, folder: Path) -> list[tuple[str, Path, Pat
     for name in BUNDLED:
         entry = test_models.MODELS[name]
         inputs = test_models.default_inputs(name)
-        calib = inputs if inputs is not None and inputs.suffix == ".npz" else _calibration(
-            onnx.load(entry.path), folder, name, test_models.default_val_ranges(name))
+        calib = (
+            inputs
+            if inputs is not None and inputs.suffix == ".npz"
+            else _calibration(onnx.load(entry.path), folder, name, test_models.default_val_ranges(name))
+        )
         found.append((name, entry.path, calib))
     for name, build in BUILT.items():
         path = folder / f"{name}.onnx"
@@ -104,15 +110,23 @@ def _setup(path: Path, calib: Path, precision: str) -> Setup:
     feeds = load_calibration(calib, model)[0]
     mags = collect_magnitudes(model, calibration_data=calib)
     options = range_options(ConvertOptions(low_precision_type=precision), data_max_given=False)
-    return Setup(model=model, options=options, magnitudes=mags, feeds=feeds, bound=Bound(precision=precision),
-                 goldens=fp32_outputs(model, feeds, model_dir=path.parent), model_dir=path.parent)
+    return Setup(
+        model=model,
+        options=options,
+        magnitudes=mags,
+        feeds=feeds,
+        bound=Bound(precision=precision),
+        goldens=fp32_outputs(model, feeds, model_dir=path.parent),
+        model_dir=path.parent,
+    )
 
 
 def _share(setup: Setup, low: Callable[[onnx.NodeProto], bool]) -> float:
     info = build_info(setup.model)
     shapes = setup.magnitudes.shapes
-    return flop_share(list(setup.model.graph.node), low, lambda n: tuple(shapes[n]) if n in shapes else None,
-                      dict(info.initializers)).share
+    return flop_share(
+        list(setup.model.graph.node), low, lambda n: tuple(shapes[n]) if n in shapes else None, dict(info.initializers)
+    ).share
 
 
 def segment_halving(oracle: Oracle, nodes: list[str]) -> tuple[frozenset[str], int]:
@@ -128,7 +142,7 @@ def segment_halving(oracle: Oracle, nodes: list[str]) -> tuple[frozenset[str], i
             segments[index] = (seg, "bad")
         else:
             half = len(seg) // 2
-            segments[index:index + 1] = [(seg[:half], "?"), (seg[half:], "?")]
+            segments[index : index + 1] = [(seg[:half], "?"), (seg[half:], "?")]
     kept = frozenset(n for s, state in segments if state == "bad" for n in s)
     oracle.evaluate(kept)
     return kept, oracle.spent
@@ -141,8 +155,10 @@ class _Timeout(Exception):
 @contextlib.contextmanager
 def _deadline(seconds: int):  # type: ignore[no-untyped-def]
     """Stop a peer's run after ``seconds`` (SIGALRM; checked between Python bytecodes)."""
+
     def fire(signum: int, frame: object) -> None:
         raise _Timeout
+
     previous = signal.signal(signal.SIGALRM, fire)
     signal.alarm(seconds)
     try:
@@ -177,33 +193,51 @@ def _occ(setup: Setup, path: Path) -> dict[str, object]:
     except _Timeout:
         return {"status": f"did not finish in {PEER_TIMEOUT} s ({text.getvalue().count('Running attempt')} attempts)"}
     except Exception as err:  # noqa: BLE001 - a peer tool's failure is a figure, not our bug
-        return {"status": f"failed: {type(err).__name__}: {str(err)[:80]}",
-                "attempts": text.getvalue().count("Running attempt"), "seconds": time.perf_counter() - start}
+        return {
+            "status": f"failed: {type(err).__name__}: {str(err)[:80]}",
+            "attempts": text.getvalue().count("Running attempt"),
+            "seconds": time.perf_counter() - start,
+        }
     seconds = time.perf_counter() - start
     done = [line for line in text.getvalue().splitlines() if line.startswith("Done:")]
-    blocked = set(ast.literal_eval(done[-1][len("Done:"):].strip())) if done else set()
+    blocked = set(ast.literal_eval(done[-1][len("Done:") :].strip())) if done else set()
     outputs = setup.run(result)
     passes = measure(outputs, setup.goldens, bound).passed
-    return {"status": "ok", "attempts": text.getvalue().count("Running attempt") + 1, "seconds": seconds,
-            "fp32_nodes": len(blocked), "share": _share(setup, lambda n: n.name not in blocked),
-            "passes_on_emulate": passes}
+    return {
+        "status": "ok",
+        "attempts": text.getvalue().count("Running attempt") + 1,
+        "seconds": seconds,
+        "fp32_nodes": len(blocked),
+        "share": _share(setup, lambda n: n.name not in blocked),
+        "passes_on_emulate": passes,
+    }
 
 
-def _retry(row: dict[str, object], path: Path, calib: Path, options: ConvertOptions,
-           setup: Setup) -> dict[str, object]:
+def _retry(row: dict[str, object], path: Path, calib: Path, options: ConvertOptions, setup: Setup) -> dict[str, object]:
     start = time.perf_counter()
     try:
-        outcome = tune(path, options=options, reference=ReferenceData(calibration_data=calib),
-                       settings=TuneSettings(bound=setup.bound, budget=400, stress_examples=20))
+        outcome = tune(
+            path,
+            options=options,
+            reference=ReferenceData(calibration_data=calib),
+            settings=TuneSettings(bound=setup.bound, budget=400, stress_examples=20),
+        )
     except UserError as err:
         row["tune_error"] = str(err).splitlines()[0][:90]
         return row
     plan = outcome.plan
     k, c = len(plan.kept_fp32), max(plan.candidates, 2)
-    row.update(tune_s=time.perf_counter() - start, tune_evals=plan.evaluations, tune_share=plan.lowp_flop_share,
-               tune_k=k, candidates=plan.candidates, tune_ratio=outcome.search.best.measurement.ratio,
-               complete=plan.complete, target=2 * (k + 1) * math.log2(c) + 10,
-               stress=f"{plan.adversarial['examples']} tried" + (" FOUND" if plan.adversarial.get("found_failure") else ""))
+    row.update(
+        tune_s=time.perf_counter() - start,
+        tune_evals=plan.evaluations,
+        tune_share=plan.lowp_flop_share,
+        tune_k=k,
+        candidates=plan.candidates,
+        tune_ratio=outcome.search.best.measurement.ratio,
+        complete=plan.complete,
+        target=2 * (k + 1) * math.log2(c) + 10,
+        stress=f"{plan.adversarial['examples']} tried" + (" FOUND" if plan.adversarial.get("found_failure") else ""),
+    )
     return row
 
 
@@ -219,9 +253,14 @@ def bench(name: str, path: Path, calib: Path, precision: str, with_peers: bool) 
         for label, cache_dir in (("tune", None), ("warm", Path(cache)), ("retune", Path(cache))):
             start = time.perf_counter()
             try:
-                outcome = tune(path, options=options, reference=reference,
-                               settings=TuneSettings(bound=setup.bound, budget=400, cache_dir=cache_dir,
-                                                     stress_examples=20 if label == "tune" else 0))
+                outcome = tune(
+                    path,
+                    options=options,
+                    reference=reference,
+                    settings=TuneSettings(
+                        bound=setup.bound, budget=400, cache_dir=cache_dir, stress_examples=20 if label == "tune" else 0
+                    ),
+                )
             except UserError as err:
                 if "unreachable" in str(err) and not options.keep_io_types:
                     row["note"] = "bound unreachable with low-precision graph I/O; tuned with keep_io_types"
@@ -234,11 +273,18 @@ def bench(name: str, path: Path, calib: Path, precision: str, with_peers: bool) 
             row[f"{label}_evals"] = plan.evaluations
             if label == "tune":
                 k, c = len(plan.kept_fp32), max(plan.candidates, 2)
-                row.update(tune_share=plan.lowp_flop_share, tune_k=k, candidates=plan.candidates,
-                           tune_ratio=outcome.search.best.measurement.ratio, complete=plan.complete,
-                           target=2 * (k + 1) * math.log2(c) + 10,
-                           stress=(f"{plan.adversarial['examples']} tried, worst {plan.adversarial.get('worst_error_over_bound', 0):.2g}x"
-                                   + (" FOUND" if plan.adversarial.get("found_failure") else "")))
+                row.update(
+                    tune_share=plan.lowp_flop_share,
+                    tune_k=k,
+                    candidates=plan.candidates,
+                    tune_ratio=outcome.search.best.measurement.ratio,
+                    complete=plan.complete,
+                    target=2 * (k + 1) * math.log2(c) + 10,
+                    stress=(
+                        f"{plan.adversarial['examples']} tried, worst {plan.adversarial.get('worst_error_over_bound', 0):.2g}x"
+                        + (" FOUND" if plan.adversarial.get("found_failure") else "")
+                    ),
+                )
     if with_peers:
         _, candidates = candidates_of(setup)
         oracle = Oracle(setup, budget=2000)
@@ -247,8 +293,12 @@ def bench(name: str, path: Path, calib: Path, precision: str, with_peers: bool) 
             with _deadline(PEER_TIMEOUT):
                 kept, evals = segment_halving(oracle, candidates)
                 final = oracle.evaluate(kept)
-            row.update(halving_evals=evals, halving_s=time.perf_counter() - start, halving_share=final.lowp_flop_share,
-                       halving_pass=final.passed)
+            row.update(
+                halving_evals=evals,
+                halving_s=time.perf_counter() - start,
+                halving_share=final.lowp_flop_share,
+                halving_pass=final.passed,
+            )
         except BudgetExhausted:
             row.update(halving_evals=">2000")
         except _Timeout:
@@ -264,19 +314,30 @@ def _fmt(row: dict[str, object]) -> str:
 
     occ = row.get("occ", {})
     assert isinstance(occ, dict)
-    occ_text = (f"occ {occ['attempts']} att {occ['seconds']:.1f}s share {100 * occ['share']:.1f}% "
-                f"{'PASS' if occ['passes_on_emulate'] else 'FAILS'} on emulate" if occ.get("status") == "ok"
-                else f"occ {occ.get('status', '–')}")
+    occ_text = (
+        f"occ {occ['attempts']} att {occ['seconds']:.1f}s share {100 * occ['share']:.1f}% "
+        f"{'PASS' if occ['passes_on_emulate'] else 'FAILS'} on emulate"
+        if occ.get("status") == "ok"
+        else f"occ {occ.get('status', '–')}"
+    )
     if "tune_error" in row:
         return f"{row['model']:22s} default {pct('default_share')} {'pass' if row['default_pass'] else 'FAIL'} | tune: {row['tune_error']}"
-    halving = (f"halving {row.get('halving_evals', '–')} ev share {pct('halving_share')}"
-               f" {'pass' if row.get('halving_pass') else 'FAIL'}") if "halving_evals" in row else ""
-    return (f"{row['model']:22s} n={row['nodes']:<4} default {pct('default_share')} "
-            f"{'pass' if row['default_pass'] else 'FAIL'} ({row['default_ratio']:.2g}x) | tune {pct('tune_share')} "
-            f"K={row['tune_k']}/{row['candidates']} {row['tune_evals']} ev (target {row['target']:.0f}) "
-            f"{row['tune_s']:.1f}s warm-cache {row.get('retune_evals', '–')} ev {row.get('retune_s', 0):.1f}s "
-            f"err {row['tune_ratio']:.2g}x{'' if row['complete'] else ' (budget)'}; stress {row['stress']} | "
-            f"{halving} | {occ_text}" + (f" [{row['note']}]" if "note" in row else ""))
+    halving = (
+        (
+            f"halving {row.get('halving_evals', '–')} ev share {pct('halving_share')}"
+            f" {'pass' if row.get('halving_pass') else 'FAIL'}"
+        )
+        if "halving_evals" in row
+        else ""
+    )
+    return (
+        f"{row['model']:22s} n={row['nodes']:<4} default {pct('default_share')} "
+        f"{'pass' if row['default_pass'] else 'FAIL'} ({row['default_ratio']:.2g}x) | tune {pct('tune_share')} "
+        f"K={row['tune_k']}/{row['candidates']} {row['tune_evals']} ev (target {row['target']:.0f}) "
+        f"{row['tune_s']:.1f}s warm-cache {row.get('retune_evals', '–')} ev {row.get('retune_s', 0):.1f}s "
+        f"err {row['tune_ratio']:.2g}x{'' if row['complete'] else ' (budget)'}; stress {row['stress']} | "
+        f"{halving} | {occ_text}" + (f" [{row['note']}]" if "note" in row else "")
+    )
 
 
 def main() -> int:

@@ -13,6 +13,7 @@ with the same command line. ``--providers cuda:0`` is passed to castguard and us
 it too unless ``--no-autocast`` (its minimal venv has the CPU onnxruntime only). Figures go to stdout as a
 markdown table and, with ``--json FILE``, to a file.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,9 @@ AUTOCAST = Path(os.environ.get("CASTGUARD_AUTOCAST_SCRIPT", "/work/shared/tools/
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64
 
 
-def decoder(layers: int, hidden: int, *, vocab: int = 8192, max_positions: int = 4096, seed: int = 0) -> onnx.ModelProto:
+def decoder(
+    layers: int, hidden: int, *, vocab: int = 8192, max_positions: int = 4096, seed: int = 0
+) -> onnx.ModelProto:
     """LLaMA-style decoder, random init: input_ids, attention_mask [batch, sequence] int64 -> logits."""
     rng = np.random.default_rng(seed)
     heads = max(1, hidden // 64)
@@ -75,8 +78,10 @@ def decoder(layers: int, hidden: int, *, vocab: int = 8192, max_positions: int =
     const("hidden_shape", np.array([0, 0, hidden], np.int64))
     const("axes12", np.array([1, 2], np.int64))
     const("axes01", np.array([0, 1], np.int64))
-    const("scale", np.array(head_dim ** -0.5, np.float32))
-    seq = op("Slice", [op("Shape", ["input_ids"], "ids_shape"), "one_i", const("two_i", np.array([2], np.int64))], "seq")
+    const("scale", np.array(head_dim**-0.5, np.float32))
+    seq = op(
+        "Slice", [op("Shape", ["input_ids"], "ids_shape"), "one_i", const("two_i", np.array([2], np.int64))], "seq"
+    )
     cos = op("Slice", ["cos_table", "zero_i", seq, "zero_i"], "cos")
     sin = op("Slice", ["sin_table", "zero_i", seq, "zero_i"], "sin")
     square = op("Concat", [seq, seq], "square_shape", axis=0)
@@ -99,50 +104,69 @@ def decoder(layers: int, hidden: int, *, vocab: int = 8192, max_positions: int =
 
         def project(name: str, perm: list[int], n: str = n, p: str = p) -> str:
             flat = op("MatMul", [n, weight(f"{p}_w{name}", (hidden, hidden))], f"{p}_{name}")
-            return op("Transpose", [op("Reshape", [flat, "heads_shape"], f"{p}_{name}_heads")], f"{p}_{name}_t",
-                      perm=perm)
+            return op(
+                "Transpose", [op("Reshape", [flat, "heads_shape"], f"{p}_{name}_heads")], f"{p}_{name}_t", perm=perm
+            )
 
         q = rotate(project("q", [0, 2, 1, 3]), f"{p}_q")
         k = rotate(project("k", [0, 2, 1, 3]), f"{p}_k")
         v = project("v", [0, 2, 1, 3])
-        scores = op("Mul", [op("MatMul", [q, op("Transpose", [k], f"{p}_kt", perm=[0, 1, 3, 2])], f"{p}_qk"),
-                            "scale"], f"{p}_scaled")
+        scores = op(
+            "Mul",
+            [op("MatMul", [q, op("Transpose", [k], f"{p}_kt", perm=[0, 1, 3, 2])], f"{p}_qk"), "scale"],
+            f"{p}_scaled",
+        )
         probs = op("Softmax", [op("Add", [scores, bias], f"{p}_masked")], f"{p}_probs", axis=-1)
         attn = op("Transpose", [op("MatMul", [probs, v], f"{p}_ctx")], f"{p}_ctx_t", perm=[0, 2, 1, 3])
-        attn = op("MatMul", [op("Reshape", [attn, "hidden_shape"], f"{p}_ctx_flat"),
-                             weight(f"{p}_wo", (hidden, hidden))], f"{p}_o")
+        attn = op(
+            "MatMul",
+            [op("Reshape", [attn, "hidden_shape"], f"{p}_ctx_flat"), weight(f"{p}_wo", (hidden, hidden))],
+            f"{p}_o",
+        )
         h = op("Add", [h, attn], f"{p}_res1")
         n = rms(h, f"{p}_ln2")
         gate = op("MatMul", [n, weight(f"{p}_wg", (hidden, ffn))], f"{p}_gate")
         up = op("MatMul", [n, weight(f"{p}_wu", (hidden, ffn))], f"{p}_up")
         act = op("Mul", [op("Mul", [gate, op("Sigmoid", [gate], f"{p}_sig")], f"{p}_silu"), up], f"{p}_act")
         h = op("Add", [h, op("MatMul", [act, weight(f"{p}_wd", (ffn, hidden))], f"{p}_down")], f"{p}_res2")
-    nodes.append(helper.make_node("MatMul", [rms(h, "final"), weight("lm_head", (hidden, vocab))], ["logits"],
-                                  name="lm_head"))
-    graph = helper.make_graph(nodes, "decoder", [helper.make_tensor_value_info("input_ids", I64, ["batch", "sequence"]),
-                                                 helper.make_tensor_value_info("attention_mask", I64,
-                                                                               ["batch", "sequence"])],
-                              [helper.make_tensor_value_info("logits", F32, ["batch", "sequence", vocab])], inits)
+    nodes.append(
+        helper.make_node("MatMul", [rms(h, "final"), weight("lm_head", (hidden, vocab))], ["logits"], name="lm_head")
+    )
+    graph = helper.make_graph(
+        nodes,
+        "decoder",
+        [
+            helper.make_tensor_value_info("input_ids", I64, ["batch", "sequence"]),
+            helper.make_tensor_value_info("attention_mask", I64, ["batch", "sequence"]),
+        ],
+        [helper.make_tensor_value_info("logits", F32, ["batch", "sequence", vocab])],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="castguard-bench")
     model.ir_version = 8
     return model
 
 
-_FORWARD = ("import sys, numpy as np, onnxruntime as ort; p = sys.argv[3].split(','); "
-            "prov = [('CUDAExecutionProvider', {'device_id': x.split(':')[1] if ':' in x else '0'}) if x.startswith('cuda') "
-            "else 'CPUExecutionProvider' for x in p]; "
-            "s = ort.InferenceSession(sys.argv[1], providers=prov); f = dict(np.load(sys.argv[2])); s.run(None, f)")
-_PROBE = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
-          "p = subprocess.run(sys.argv[2:], capture_output=True, text=True, cwd=sys.argv[1] or None); "
-          "w = time.perf_counter() - t; "
-          "print(w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, p.returncode); "
-          "sys.stderr.write(p.stderr[-3000:])")
+_FORWARD = (
+    "import sys, numpy as np, onnxruntime as ort; p = sys.argv[3].split(','); "
+    "prov = [('CUDAExecutionProvider', {'device_id': x.split(':')[1] if ':' in x else '0'}) if x.startswith('cuda') "
+    "else 'CPUExecutionProvider' for x in p]; "
+    "s = ort.InferenceSession(sys.argv[1], providers=prov); f = dict(np.load(sys.argv[2])); s.run(None, f)"
+)
+_PROBE = (
+    "import resource, subprocess, sys, time; t = time.perf_counter(); "
+    "p = subprocess.run(sys.argv[2:], capture_output=True, text=True, cwd=sys.argv[1] or None); "
+    "w = time.perf_counter() - t; "
+    "print(w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, p.returncode); "
+    "sys.stderr.write(p.stderr[-3000:])"
+)
 
 
 def measure(cmd: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """(wall s, peak RSS MB of the largest process of the command, error text or '') in a fresh wrapper."""
-    proc = subprocess.run([sys.executable, "-c", _PROBE, str(cwd or ""), *cmd], capture_output=True, text=True,
-                          check=False, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(cwd or ""), *cmd], capture_output=True, text=True, check=False, env=env
+    )
     wall, rss, rc = proc.stdout.split()
     return float(wall), float(rss), "" if rc == "0" else proc.stderr[-600:]
 
@@ -160,7 +184,7 @@ def prepare(name: str, folder: Path, *, batch: int, seq: int, decoder_size: str)
         path, label = MODELS[name].path, name
         vocab = 512
         if name == "bert_tiny":
-            seq = min(seq, 256)   # its position table
+            seq = min(seq, 256)  # its position table
     calib = folder / f"{name}_{batch}x{seq}.npz"
     ids = np.random.default_rng(0).integers(0, vocab, (batch, seq), dtype=np.int64)
     np.savez(calib, input_ids=ids, attention_mask=np.ones((batch, seq), np.int64))
@@ -185,24 +209,42 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(tmp)
         for name in args.models.split(","):
             path, calib, label = prepare(name, folder, batch=args.batch, seq=args.seq, decoder_size=args.decoder)
-            flags = ["--keep_io_types", "--log_level", "WARNING", "--calibration_data", str(calib),
-                     "--providers", *providers]
+            flags = [
+                "--keep_io_types",
+                "--log_level",
+                "WARNING",
+                "--calibration_data",
+                str(calib),
+                "--providers",
+                *providers,
+            ]
             out = str(folder / "out.onnx")
             tools: dict[str, tuple[list[str], Path | None]] = {
                 "forward": ([sys.executable, "-c", _FORWARD, str(path), str(calib), ",".join(providers)], None),
-                "castguard": ([sys.executable, "-m", "harness.convert", "--onnx_path", str(path), "--output_path",
-                               out, *flags], ROOT)}
+                "castguard": (
+                    [sys.executable, "-m", "harness.convert", "--onnx_path", str(path), "--output_path", out, *flags],
+                    ROOT,
+                ),
+            }
             if args.before is not None:
-                tools["castguard before"] = ([sys.executable, "-m", "harness.convert", "--onnx_path", str(path),
-                                              "--output_path", out, *flags], args.before)
+                tools["castguard before"] = (
+                    [sys.executable, "-m", "harness.convert", "--onnx_path", str(path), "--output_path", out, *flags],
+                    args.before,
+                )
             if not args.no_autocast and AUTOCAST.is_file():
                 tools["autocast"] = (["bash", str(AUTOCAST), str(path), out, *flags], None)
-                measure(tools["autocast"][0])   # the first call may create its venv: not measured
+                measure(tools["autocast"][0])  # the first call may create its venv: not measured
             figures: dict[str, list[tuple[float, float]]] = {tool: [] for tool in tools}
             for _ in range(args.rounds):
                 for tool, (cmd, cwd) in tools.items():
-                    env = None if cwd is None else {   # that checkout first; the rest (onnxruntime-gpu's folder) kept
-                        **os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(cwd), os.environ.get("PYTHONPATH")]))}
+                    env = (
+                        None
+                        if cwd is None
+                        else {  # that checkout first; the rest (onnxruntime-gpu's folder) kept
+                            **os.environ,
+                            "PYTHONPATH": os.pathsep.join(filter(None, [str(cwd), os.environ.get("PYTHONPATH")])),
+                        }
+                    )
                     wall, rss, error = measure(cmd, cwd=cwd, env=env)
                     if error:
                         sys.stdout.write(f"[deploy_shapes] {label} {tool} failed: {error}\n")
@@ -223,14 +265,19 @@ def main(argv: list[str] | None = None) -> int:
 
 def _table(rows: list[dict]) -> None:  # type: ignore[type-arg]
     tools = [t for t in ("castguard", "castguard before", "autocast") if any(f"{t}_wall_s" in r for r in rows)]
-    head = "| model | forward s, MB | " + " | ".join(f"{t} s, MB" for t in tools) + \
-           " | castguard / forward: wall, RSS | castguard / AutoCast wall |"
+    head = (
+        "| model | forward s, MB | "
+        + " | ".join(f"{t} s, MB" for t in tools)
+        + " | castguard / forward: wall, RSS | castguard / AutoCast wall |"
+    )
     sys.stdout.write("\n" + head + "\n|" + "---|" * (head.count("|") - 1) + "\n")
     for r in rows:
         cells = [f"{r['forward_wall_s']:.2f}, {r['forward_peak_rss_mb']:.0f}"]
         cells += [f"{r[f'{t}_wall_s']:.2f}, {r[f'{t}_peak_rss_mb']:.0f}" if f"{t}_wall_s" in r else "–" for t in tools]
-        ratio = (f"{r['castguard_wall_s'] / r['forward_wall_s']:.2f}x, "
-                 f"{r['castguard_peak_rss_mb'] / r['forward_peak_rss_mb']:.2f}x")
+        ratio = (
+            f"{r['castguard_wall_s'] / r['forward_wall_s']:.2f}x, "
+            f"{r['castguard_peak_rss_mb'] / r['forward_peak_rss_mb']:.2f}x"
+        )
         versus = f"{r['castguard_wall_s'] / r['autocast_wall_s']:.2f}x" if "autocast_wall_s" in r else "–"
         sys.stdout.write(f"| {r['model']} | " + " | ".join(cells) + f" | {ratio} | {versus} |\n")
 

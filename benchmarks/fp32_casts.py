@@ -9,6 +9,7 @@ the low-precision FLOP share, and the largest normalized error ``max|y - gold| /
 the ``emulate`` runner (numpy, real fp16 rounding) against ORT FP32, on one seeded random feed at the same sizes.
 Figures, not assertions (benchmarks/README.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,16 +35,22 @@ def measure(path: Path, *, input_shapes: dict[str, tuple[int, ...]]) -> list[str
     user_casts = sum(1 for n in model.graph.node if n.op_type == "Cast")
     lines = [f"{path.name}: {len(model.graph.node)} nodes, {user_casts} Cast nodes in the FP32 export"]
     for respect in (True, False):
-        result = convert_path(path, options=ConvertOptions(respect_fp32_casts=respect),
-                              reference=ReferenceData(input_shapes=input_shapes))
+        result = convert_path(
+            path, options=ConvertOptions(respect_fp32_casts=respect), reference=ReferenceData(input_shapes=input_shapes)
+        )
         casts = sum(1 for n in result.model.graph.node if n.op_type == "Cast")
-        got = make_runner("emulate", result.model, model_dir=path.parent).run(
-            cast_feeds(feeds, input_specs(result.model))).outputs
+        got = (
+            make_runner("emulate", result.model, model_dir=path.parent)
+            .run(cast_feeds(feeds, input_specs(result.model)))
+            .outputs
+        )
         error = max(normalized_errors(got, gold).values())
         mode = "default (respect)" if respect else "--ignore_fp32_casts"
-        lines.append(f"  {mode:20s} Cast nodes {casts:4d} (inserted {result.cast_count:3d}), FP32 nodes "
-                     f"{len(result.high_nodes):4d}, fp16 FLOP share {result.lowp_flop_share:.4f}, emulate max "
-                     f"normalized error {error:.3e}")
+        lines.append(
+            f"  {mode:20s} Cast nodes {casts:4d} (inserted {result.cast_count:3d}), FP32 nodes "
+            f"{len(result.high_nodes):4d}, fp16 FLOP share {result.lowp_flop_share:.4f}, emulate max "
+            f"normalized error {error:.3e}"
+        )
     return lines
 
 

@@ -11,6 +11,7 @@ castguard's converter (fp16 and bf16, keep_io_types, default thresholds), then m
 Prints one row per model/precision with the ratio emulate/gpu, and writes ``fidelity.json`` to ``--out``.
 Not a pytest test (no GPU in CI); ``docs/gpu-fidelity.md`` records a run and the command used.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,10 +71,22 @@ def _torch_models(tmp: Path) -> dict[str, tuple[Path, dict[str, np.ndarray]]]:
         name: (lambda n=name: timm.create_model(n, pretrained=False), image, "x")
         for name in ("resnet18", "mobilenetv3_small_100", "vit_tiny_patch16_224", "convnext_atto")
     }
-    builders["bert_4x256"] = (lambda: _LastHidden.wrap(transformers.BertModel(transformers.BertConfig(
-        hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024))), ids, "input_ids")
-    builders["gpt2_4x256"] = (lambda: _LastHidden.wrap(transformers.GPT2Model(transformers.GPT2Config(
-        n_embd=256, n_layer=4, n_head=4))), ids, "input_ids")
+    builders["bert_4x256"] = (
+        lambda: _LastHidden.wrap(
+            transformers.BertModel(
+                transformers.BertConfig(
+                    hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024
+                )
+            )
+        ),
+        ids,
+        "input_ids",
+    )
+    builders["gpt2_4x256"] = (
+        lambda: _LastHidden.wrap(transformers.GPT2Model(transformers.GPT2Config(n_embd=256, n_layer=4, n_head=4))),
+        ids,
+        "input_ids",
+    )
     found: dict[str, tuple[Path, dict[str, np.ndarray]]] = {}
     for name, (build, data, input_name) in builders.items():
         path = tmp / f"{name}.onnx"
@@ -172,11 +185,15 @@ def main() -> int:
     (args.out / "fidelity.json").write_text(json.dumps(rows, indent=1))
     print(f"{'model':28} {'prec':5} {'gpu':>9} {'emulate':>9} {'ort_cpu':>9} {'emu/gpu':>8}")
     for row in rows:
+
         def fmt(v):
             return f"{v:9.2e}" if isinstance(v, float) else f"{'-':>9}"
+
         ratio = row.get("emulate_over_gpu")
-        print(f"{row['model']:28} {row['precision']:5} {fmt(row.get('gpu'))} {fmt(row.get('emulate'))} "
-              f"{fmt(row.get('ort_cpu'))} {ratio and f'{ratio:8.2f}' or '-':>8}")
+        print(
+            f"{row['model']:28} {row['precision']:5} {fmt(row.get('gpu'))} {fmt(row.get('emulate'))} "
+            f"{fmt(row.get('ort_cpu'))} {ratio and f'{ratio:8.2f}' or '-':>8}"
+        )
     return 0
 
 

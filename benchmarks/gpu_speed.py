@@ -13,6 +13,7 @@ compare the error
 Prints one row per model and batch and writes ``DIR/gpu_speed.json``. Not a pytest test (no GPU in CI);
 ``docs/gpu-fidelity.md`` records a run with the command and the date.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,10 +37,17 @@ from harness.runners import make_runner  # noqa: E402
 from harness.runners.ort_cuda import OrtCudaRunner  # noqa: E402
 from harness.runners.timing import TimingConfig, interleaved, speedup  # noqa: E402
 
-IMAGE_MODELS = ("resnet18", "resnet50", "mobilenetv3_small_100", "efficientnet_b0", "vit_tiny_patch16_224",
-                "vit_base_patch16_224", "convnext_atto")
+IMAGE_MODELS = (
+    "resnet18",
+    "resnet50",
+    "mobilenetv3_small_100",
+    "efficientnet_b0",
+    "vit_tiny_patch16_224",
+    "vit_base_patch16_224",
+    "convnext_atto",
+)
 TEXT_MODELS = ("bert_4x256", "bert_base", "gpt2_4x256")
-BUNDLED = {"mnist": REPO / "test_models" / "mnist"}   # fixed batch 1: timed at batch 1 only
+BUNDLED = {"mnist": REPO / "test_models" / "mnist"}  # fixed batch 1: timed at batch 1 only
 SEQ = 128
 
 
@@ -48,8 +56,13 @@ def _text_module(name: str) -> Any:
     import transformers
 
     if name.startswith("bert"):
-        config = (transformers.BertConfig() if name == "bert_base" else transformers.BertConfig(
-            hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024))
+        config = (
+            transformers.BertConfig()
+            if name == "bert_base"
+            else transformers.BertConfig(
+                hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024
+            )
+        )
         inner = transformers.BertModel(config)
     else:
         inner = transformers.GPT2Model(transformers.GPT2Config(n_embd=256, n_layer=4, n_head=4))
@@ -87,12 +100,27 @@ def export(name: str, path: Path, batch: int) -> tuple[str, np.ndarray]:
     args = (torch.from_numpy(data),)
     with torch.no_grad():
         try:
-            torch.onnx.export(module, args, str(path), input_names=[input_name], opset_version=17,
-                              dynamic_axes={input_name: {0: "batch"}}, dynamo=False)
+            torch.onnx.export(
+                module,
+                args,
+                str(path),
+                input_names=[input_name],
+                opset_version=17,
+                dynamic_axes={input_name: {0: "batch"}},
+                dynamo=False,
+            )
         except Exception as exc:  # e.g. GPT-2's aten::diff: the dynamo exporter handles it
             print(f"{name}: legacy export failed ({type(exc).__name__}), trying dynamo=True")
-            torch.onnx.export(module, args, str(path), input_names=[input_name], opset_version=18,
-                              dynamic_axes={input_name: {0: "batch"}}, dynamo=True, external_data=False)
+            torch.onnx.export(
+                module,
+                args,
+                str(path),
+                input_names=[input_name],
+                opset_version=18,
+                dynamic_axes={input_name: {0: "batch"}},
+                dynamo=True,
+                external_data=False,
+            )
     return input_name, data
 
 
@@ -113,8 +141,9 @@ def cuda_call(model: onnx.ModelProto, feed: dict[str, np.ndarray]) -> tuple[Any,
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    session = ort.InferenceSession(model.SerializeToString(), sess_options=options,
-                                   providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
+    session = ort.InferenceSession(
+        model.SerializeToString(), sess_options=options, providers=["CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
     binding = session.io_binding()
     for name, value in feed.items():
         binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(value, "cuda", 0))
@@ -148,8 +177,9 @@ def save_structure(model: onnx.ModelProto, folder: Path, name: str) -> None:
     onnx.save(light, str(folder / f"{name}.onnx"))
 
 
-def measure(name: str, tmp: Path, batches: list[int], timing: TimingConfig,
-            structures: Path | None = None) -> list[dict[str, Any]]:
+def measure(
+    name: str, tmp: Path, batches: list[int], timing: TimingConfig, structures: Path | None = None
+) -> list[dict[str, Any]]:
     import onnxruntime as ort
 
     path = tmp / f"{name}.onnx"
@@ -174,7 +204,7 @@ def measure(name: str, tmp: Path, batches: list[int], timing: TimingConfig,
         info[f"{precision}_convert_s"] = round(time.perf_counter() - start, 2)
     rows = []
     gold = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feed0)[0]
-    for batch in ([1] if name in BUNDLED else batches):
+    for batch in [1] if name in BUNDLED else batches:
         row = {**info, "batch": batch}
         feed = feed_for(input_name, data, batch)
         calls = {}
@@ -187,8 +217,7 @@ def measure(name: str, tmp: Path, batches: list[int], timing: TimingConfig,
                     row[f"{label}_gpu_err"] = rel_err(outputs()[0], gold)
                     emulated = make_runner("emulate", variant).run([feed]).outputs[0]
                     row[f"{label}_emulate_err"] = rel_err(next(iter(emulated.values())), gold)
-                    row[f"{label}_emulate_over_gpu"] = row[f"{label}_emulate_err"] / max(row[f"{label}_gpu_err"],
-                                                                                          1e-30)
+                    row[f"{label}_emulate_over_gpu"] = row[f"{label}_emulate_err"] / max(row[f"{label}_gpu_err"], 1e-30)
             except Exception as exc:  # a measurement script: record why and go on
                 row[f"{label}_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
         latencies = interleaved(calls, config=timing)
@@ -227,18 +256,28 @@ def main() -> int:
                 print(f"{name}: failed")
                 traceback.print_exc()
     args.out.mkdir(parents=True, exist_ok=True)
-    meta = {"date": datetime.date.today().isoformat(), "onnxruntime": ort.__version__, "batches": batches,
-            "rounds": args.rounds, "repeats": args.repeats, "command": " ".join(sys.argv)}
+    meta = {
+        "date": datetime.date.today().isoformat(),
+        "onnxruntime": ort.__version__,
+        "batches": batches,
+        "rounds": args.rounds,
+        "repeats": args.repeats,
+        "command": " ".join(sys.argv),
+    }
     (args.out / "gpu_speed.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     print("| model | batch | Casts fp16 / bf16 | fp32 ms | fp16 speedup | bf16 speedup | err emulate/GPU fp16 | bf16 |")
     print("|---|---|---|---|---|---|---|---|")
     for row in rows:
+
         def fmt(key: str, spec: str = ".2f") -> str:
             value = row.get(key)
             return "-" if value is None else format(value, spec)
-        print(f"| {row['model']} | {row['batch']} | {row['fp16_casts']} / {row['bf16_casts']} | {fmt('fp32_ms', '.3f')} "
-              f"| {fmt('fp16_speedup')}x | {fmt('bf16_speedup')}x | {fmt('fp16_emulate_over_gpu')} "
-              f"| {fmt('bf16_emulate_over_gpu')} |")
+
+        print(
+            f"| {row['model']} | {row['batch']} | {row['fp16_casts']} / {row['bf16_casts']} | {fmt('fp32_ms', '.3f')} "
+            f"| {fmt('fp16_speedup')}x | {fmt('bf16_speedup')}x | {fmt('fp16_emulate_over_gpu')} "
+            f"| {fmt('bf16_emulate_over_gpu')} |"
+        )
     return 0
 
 

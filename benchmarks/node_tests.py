@@ -21,6 +21,7 @@ Outcomes per conversion:
 - ``invalid``: the converter produced a model that failed its own validation or that check (a converter bug);
 - ``crash``: any other exception (a converter bug).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,11 +41,10 @@ from onnx.backend.test.case import node as node_cases
 from harness.convert import convert_to_mixed_precision
 from harness.errors import ConversionError, UserError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # the repo root, for tests.helpers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for tests.helpers
 from tests.helpers.node_validity import validity_problem  # noqa: E402
 
-MODES: dict[str, dict[str, object]] = {"fp16": {}, "bf16-keepio": {"low_precision_type": "bf16",
-                                                                     "keep_io_types": True}}
+MODES: dict[str, dict[str, object]] = {"fp16": {}, "bf16-keepio": {"low_precision_type": "bf16", "keep_io_types": True}}
 
 
 def node_test_models(pattern: str = "") -> Iterator[tuple[str, onnx.ModelProto]]:

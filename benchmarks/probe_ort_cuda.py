@@ -8,6 +8,7 @@ version and the device:
 
     python3 benchmarks/probe_ort_cuda.py --out harness/convert/target_data/ort_cuda.json
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,17 +25,86 @@ from onnx import TensorProto, helper, numpy_helper
 
 F16, BF16, I64 = TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.INT64
 OPSET = {F16: 17, BF16: 22}
-UNARY = ("Relu", "Sigmoid", "Tanh", "Exp", "Erf", "Neg", "Abs", "Sqrt", "Log", "Reciprocal", "Floor", "Ceil",
-         "HardSigmoid", "HardSwish", "Softplus", "Identity", "Sin", "Cos", "Round", "Sign", "Elu", "LeakyRelu",
-         "Selu", "Mish", "Softsign", "Softmax", "LogSoftmax", "Flatten", "GlobalAveragePool", "GlobalMaxPool",
-         "IsNaN", "IsInf", "Dropout")
+UNARY = (
+    "Relu",
+    "Sigmoid",
+    "Tanh",
+    "Exp",
+    "Erf",
+    "Neg",
+    "Abs",
+    "Sqrt",
+    "Log",
+    "Reciprocal",
+    "Floor",
+    "Ceil",
+    "HardSigmoid",
+    "HardSwish",
+    "Softplus",
+    "Identity",
+    "Sin",
+    "Cos",
+    "Round",
+    "Sign",
+    "Elu",
+    "LeakyRelu",
+    "Selu",
+    "Mish",
+    "Softsign",
+    "Softmax",
+    "LogSoftmax",
+    "Flatten",
+    "GlobalAveragePool",
+    "GlobalMaxPool",
+    "IsNaN",
+    "IsInf",
+    "Dropout",
+)
 BINARY = ("Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less", "Greater", "MatMul", "PRelu", "Mod")
-IMAGE = ("Conv", "ConvTranspose", "MaxPool", "AveragePool", "BatchNormalization", "InstanceNormalization",
-         "Resize", "Pad", "LRN")
-OTHER = ("Gemm", "LayerNormalization", "ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd",
-         "ReduceL2", "Reshape", "Transpose", "Concat", "Slice", "Split", "Squeeze", "Unsqueeze", "Gather", "Expand",
-         "Tile", "Where", "Clip", "Cast", "CumSum", "Einsum", "TopK", "ArgMax", "Sum", "Mean", "Trilu",
-         "ScatterND", "GatherElements", "DepthToSpace")
+IMAGE = (
+    "Conv",
+    "ConvTranspose",
+    "MaxPool",
+    "AveragePool",
+    "BatchNormalization",
+    "InstanceNormalization",
+    "Resize",
+    "Pad",
+    "LRN",
+)
+OTHER = (
+    "Gemm",
+    "LayerNormalization",
+    "ReduceMean",
+    "ReduceSum",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceL2",
+    "Reshape",
+    "Transpose",
+    "Concat",
+    "Slice",
+    "Split",
+    "Squeeze",
+    "Unsqueeze",
+    "Gather",
+    "Expand",
+    "Tile",
+    "Where",
+    "Clip",
+    "Cast",
+    "CumSum",
+    "Einsum",
+    "TopK",
+    "ArgMax",
+    "Sum",
+    "Mean",
+    "Trilu",
+    "ScatterND",
+    "GatherElements",
+    "DepthToSpace",
+)
 
 
 def _i64(name: str, values: list[int]) -> onnx.TensorProto:
@@ -119,8 +189,9 @@ def build(op: str, elem: int) -> onnx.ModelProto:  # noqa: C901 - one case per o
         inits.append(_i64("ax", [1]))
         names = ["x", "ax"]
     elif op in ("Gather", "GatherElements"):
-        inits.append(numpy_helper.from_array(np.zeros((2, 4, 8, 8) if op == "GatherElements" else (3,), np.int64),
-                                             "idx"))
+        inits.append(
+            numpy_helper.from_array(np.zeros((2, 4, 8, 8) if op == "GatherElements" else (3,), np.int64), "idx")
+        )
         names, attrs = ["x", "idx"], {"axis": 1}
     elif op in ("Expand", "Tile"):
         inits.append(_i64("s", [2, 4, 8, 8] if op == "Expand" else [1, 1, 1, 2]))
@@ -175,8 +246,9 @@ def probe(op: str, elem: int, *, opset: int | None = None) -> str:
     options.log_severity_level = 3
     options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     try:
-        session = ort.InferenceSession(model.SerializeToString(), sess_options=options,
-                                       providers=["CUDAExecutionProvider"])
+        session = ort.InferenceSession(
+            model.SerializeToString(), sess_options=options, providers=["CUDAExecutionProvider"]
+        )
     except Exception as err:
         return f"no session: {str(err).splitlines()[0][:200]}"
     feeds = {}
@@ -206,31 +278,45 @@ def main() -> int:
     if "CUDAExecutionProvider" not in ort.get_available_providers():
         print("error: onnxruntime here has no CUDAExecutionProvider; install onnxruntime-gpu")
         return 2
-    device = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                            capture_output=True, text=True, check=False).stdout.strip()
+    device = subprocess.run(
+        ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
     table: dict[str, dict[str, str]] = {"fp16": {}, "bf16": {}}
     for label, elem in (("fp16", F16), ("bf16", BF16)):
         for op in (*UNARY, *BINARY, *IMAGE, *OTHER):
             table[label][op] = probe(op, elem)
             print(f"{label} {op:22} {table[label][op]}", flush=True)
-    fp32_at_bf16_opset = {op: probe(op, TensorProto.FLOAT, opset=OPSET[BF16]) for op, why in table["bf16"].items()
-                           if why.startswith(("no session", "run failed"))}
+    fp32_at_bf16_opset = {
+        op: probe(op, TensorProto.FLOAT, opset=OPSET[BF16])
+        for op, why in table["bf16"].items()
+        if why.startswith(("no session", "run failed"))
+    }
     for op, why in fp32_at_bf16_opset.items():
         print(f"fp32@{OPSET[BF16]} {op:22} {why}", flush=True)
     result = {
-        "target": "ort-cuda", "measured": datetime.date.today().isoformat(),
-        "onnxruntime_gpu": ort.__version__, "device": device, "opset": {"fp16": OPSET[F16], "bf16": OPSET[BF16]},
+        "target": "ort-cuda",
+        "measured": datetime.date.today().isoformat(),
+        "onnxruntime_gpu": ort.__version__,
+        "device": device,
+        "opset": {"fp16": OPSET[F16], "bf16": OPSET[BF16]},
         "method": "one-node model per op, every float tensor in the low type, CUDAExecutionProvider only with "
-                  "session.disable_cpu_ep_fallback=1, created and run once (benchmarks/probe_ort_cuda.py)",
-        "no_kernel": {label: {op: why for op, why in ops.items() if why.startswith(("no session", "run failed"))}
-                      for label, ops in table.items()},
-        "probe_invalid": {label: sorted(op for op, why in ops.items() if why.startswith("probe model invalid"))
-                          for label, ops in table.items()},
+        "session.disable_cpu_ep_fallback=1, created and run once (benchmarks/probe_ort_cuda.py)",
+        "no_kernel": {
+            label: {op: why for op, why in ops.items() if why.startswith(("no session", "run failed"))}
+            for label, ops in table.items()
+        },
+        "probe_invalid": {
+            label: sorted(op for op, why in ops.items() if why.startswith("probe model invalid"))
+            for label, ops in table.items()
+        },
         "ok": {label: sorted(op for op, why in ops.items() if why == "ok") for label, ops in table.items()},
         "fp32_at_bf16_opset": {op: why for op, why in fp32_at_bf16_opset.items() if why != "ok"},
         "fp32_at_bf16_opset_note": f"the bf16 failures probed again in fp32 at opset {OPSET[BF16]}: an op listed here "
-                                   "has no CUDA kernel at that opset in any type, so keeping it FP32 moves it to the "
-                                   "CPU EP instead of making it run on the GPU",
+        "has no CUDA kernel at that opset in any type, so keeping it FP32 moves it to the "
+        "CPU EP instead of making it run on the GPU",
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=args.out.parent, delete=False, suffix=".tmp") as handle:

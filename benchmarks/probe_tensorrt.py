@@ -11,6 +11,7 @@ in that type: ``--target tensorrt`` keeps it FP32. Writes the table castguard re
 
 Measured on this project's machines: 90 ops x (fp16, bf16) x opset (17, 22), about a minute on 2 CPU cores.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -80,6 +81,7 @@ def _short(message: str) -> str:
 
 def _recorder(trt: Any) -> Any:
     """A TensorRT logger that keeps its error messages (the build's reason) instead of printing them."""
+
     class Recorder(trt.ILogger):  # type: ignore[misc,name-defined]
         def __init__(self) -> None:
             trt.ILogger.__init__(self)
@@ -111,19 +113,24 @@ def main() -> int:
         return verdict.startswith(("parse:", "build:"))
 
     # An op has no kernel in a type when it fails at every opset where its probe model is valid ONNX.
-    no_kernel = {label: {op: "; ".join(f"opset {o}: {v}" for o, v in by_opset.items() if fails(v))
-                         for op, by_opset in ops.items()
-                         if any(fails(v) for v in by_opset.values())
-                         and all(fails(v) or v.startswith("probe model invalid") for v in by_opset.values())}
-                 for label, ops in results.items()}
+    no_kernel = {
+        label: {
+            op: "; ".join(f"opset {o}: {v}" for o, v in by_opset.items() if fails(v))
+            for op, by_opset in ops.items()
+            if any(fails(v) for v in by_opset.values())
+            and all(fails(v) or v.startswith("probe model invalid") for v in by_opset.values())
+        }
+        for label, ops in results.items()
+    }
     module = trt.__name__
     result = {
-        "target": "tensorrt", "measured": datetime.date.today().isoformat(),
+        "target": "tensorrt",
+        "measured": datetime.date.today().isoformat(),
         "tensorrt": f"{module} {trt.__version__}",
         "source": f"probed {datetime.date.today().isoformat()}, {module} {trt.__version__} (parse + build on the CPU)",
         "method": "one-node model per op (benchmarks/probe_ort_cuda.py's), every float tensor in the low type, at "
-                  f"opsets {', '.join(map(str, OPSETS))}: OnnxParser into a STRONGLY_TYPED network, then "
-                  "build_serialized_network with TF32 off and no GPU (benchmarks/probe_tensorrt.py)",
+        f"opsets {', '.join(map(str, OPSETS))}: OnnxParser into a STRONGLY_TYPED network, then "
+        "build_serialized_network with TF32 off and no GPU (benchmarks/probe_tensorrt.py)",
         "seconds": round(seconds, 1),
         "no_kernel": no_kernel,
         "results": results,
@@ -133,8 +140,10 @@ def main() -> int:
         json.dump(result, handle, indent=1, sort_keys=True)
         handle.write("\n")
     os.replace(handle.name, args.out)
-    print(f"wrote {args.out} in {seconds:.0f} s: " + "; ".join(f"{label}: {', '.join(sorted(ops)) or 'none'}"
-                                                            for label, ops in no_kernel.items()))
+    print(
+        f"wrote {args.out} in {seconds:.0f} s: "
+        + "; ".join(f"{label}: {', '.join(sorted(ops)) or 'none'}" for label, ops in no_kernel.items())
+    )
     return 0
 
 

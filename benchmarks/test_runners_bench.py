@@ -3,6 +3,7 @@
 Compares one inference of the FP32 model on ORT CPU with the fp16 model (converter defaults) on ``ort``,
 ``emulate`` and ``reference``, plus the one-off cost of building the emulation model.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -29,8 +30,9 @@ def mnist() -> dict[str, Any]:
     return {"fp32": model, "fp16": fp16.model, "feed32": {"Input3": x}, "feed16": feed16}
 
 
-@pytest.mark.parametrize(("runner", "variant"), [("ort", "fp32"), ("ort", "fp16"), ("emulate", "fp16"),
-                                                 ("reference", "fp16")])
+@pytest.mark.parametrize(
+    ("runner", "variant"), [("ort", "fp32"), ("ort", "fp16"), ("emulate", "fp16"), ("reference", "fp16")]
+)
 def test_infer(benchmark: Any, mnist: dict[str, Any], runner: str, variant: str) -> None:
     feed = mnist["feed32"] if variant == "fp32" else mnist["feed16"]
     with make_runner(runner, mnist[variant]) as active:

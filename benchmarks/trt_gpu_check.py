@@ -10,6 +10,7 @@ H100/H200, CC 9.0, the expected last line is ``SKIP: TensorRT-RTX ... cannot run
 Needs: castguard's runtime dependencies, the TensorRT-RTX wheels (or full TensorRT), and cuda-python.
 Exit status 0 when it ran or skipped with a reason, 1 when something failed.
 """
+
 from __future__ import annotations
 
 import sys
@@ -22,10 +23,10 @@ import onnxruntime as ort
 import test_models
 from harness import ConvertOptions, RunnerUnavailable, collect_magnitudes, convert_model
 from harness.data.feeds import cast_feeds, input_specs
-from harness.runners.tensorrt.runner import TrtRunner
-from harness.runners.tensorrt.typed_build import check_build
 from harness.runners.tensorrt.device import open_device
 from harness.runners.tensorrt.library import import_tensorrt
+from harness.runners.tensorrt.runner import TrtRunner
+from harness.runners.tensorrt.typed_build import check_build
 
 
 def main() -> int:
@@ -45,16 +46,20 @@ def main() -> int:
         device.close()
     except RunnerUnavailable as err:
         print(f"GPU: none usable: {err}")
-    converted = convert_model(model, options=ConvertOptions(keep_io_types=True),
-                              magnitudes=collect_magnitudes(model, feeds=[{"Input3": x}])).model
+    converted = convert_model(
+        model, options=ConvertOptions(keep_io_types=True), magnitudes=collect_magnitudes(model, feeds=[{"Input3": x}])
+    ).model
     start = time.perf_counter()
     build = check_build(converted, model_dir=path.parent)
-    print(f"build check: {build.summary()} ({build.checked} node outputs compared; "
-          f"{time.perf_counter() - start:.2f} s with the child process)")
+    print(
+        f"build check: {build.summary()} ({build.checked} node outputs compared; "
+        f"{time.perf_counter() - start:.2f} s with the child process)"
+    )
     if not build.ok:
         return 1
     (gold,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
-        None, {"Input3": x})
+        None, {"Input3": x}
+    )
     runner = TrtRunner(converted, model_dir=path.parent)
     try:
         result = runner.run(cast_feeds([{"Input3": x}], input_specs(converted)))
@@ -63,8 +68,10 @@ def main() -> int:
         return 0
     out = result.outputs[0]["Plus214_Output_0"].astype(np.float32)
     error = float(np.abs(out - gold).max())
-    print(f"ran on {result.runner}: max |trt - ort fp32| = {error:.3e}; argmax {int(out.argmax())} vs "
-          f"{int(gold.argmax())}; precision mismatches: {runner.check_precisions() or 'none'}")
+    print(
+        f"ran on {result.runner}: max |trt - ort fp32| = {error:.3e}; argmax {int(out.argmax())} vs "
+        f"{int(gold.argmax())}; precision mismatches: {runner.check_precisions() or 'none'}"
+    )
     return 0 if error < 5e-2 and int(out.argmax()) == int(gold.argmax()) else 1
 
 

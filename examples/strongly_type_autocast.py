@@ -19,6 +19,7 @@ The stages, messages and exit codes follow the TensorRT sample (``samples/python
 
 Any failure prints ``ERROR: ...`` and exits 1; success ends with ``Sample finished successfully.``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,9 +31,9 @@ import numpy as np
 import onnx
 
 from harness import HarnessError, Runner, RunnerUnavailable, convert_to_mixed_precision, make_runner
-from harness.runners.tensorrt.typed_build import check_build
 from harness.bundled_models.artifacts import read_pgm
 from harness.bundled_models.mnist_train import model_input
+from harness.runners.tensorrt.typed_build import check_build
 
 INPUT, OUTPUT = "Input3", "Plus214_Output_0"
 TOLERANCE = 5e-3
@@ -78,8 +79,10 @@ class Sample:
         for digit, output in enumerate(outputs):
             inferred = int(np.argmax(output[OUTPUT]))
             all_passed &= inferred == digit
-            print(f"Input number is {digit}, inferred number is {inferred}, "
-                  f"{'passed' if inferred == digit else 'failed'}.")
+            print(
+                f"Input number is {digit}, inferred number is {inferred}, "
+                f"{'passed' if inferred == digit else 'failed'}."
+            )
         if not all_passed:
             raise SampleError("Number infer test failed.")
         print("Number infer test passed.")
@@ -98,9 +101,15 @@ class Sample:
         print(f"Start autocast on {self.origin_onnx_path}.")
         print("Use 8.npz as input data file for reference runner.")
         converted = convert_to_mixed_precision(
-            onnx_path=str(self.origin_onnx_path), low_precision_type="fp16", nodes_to_exclude=["Plus214"],
-            op_types_to_exclude=["MatMul"], data_max=4, init_max=4, keep_io_types=True,
-            calibration_data=str(self.working_dir / "8.npz"))
+            onnx_path=str(self.origin_onnx_path),
+            low_precision_type="fp16",
+            nodes_to_exclude=["Plus214"],
+            op_types_to_exclude=["MatMul"],
+            data_max=4,
+            init_max=4,
+            keep_io_types=True,
+            calibration_data=str(self.working_dir / "8.npz"),
+        )
         onnx.save(converted, self.converted_onnx_path)
         print(f"Saved converted model to {self.converted_onnx_path}, autocast stage finished.")
         return converted
@@ -123,7 +132,7 @@ class Sample:
         except RunnerUnavailable as err:
             print(f"STAGE 3 verify skipped: the engine cannot run here ({err}).")
             return
-        mismatches = runner.check_precisions()                  # type: ignore[attr-defined]
+        mismatches = runner.check_precisions()  # type: ignore[attr-defined]
         if mismatches:
             raise SampleError("TensorRT changed precisions: " + "; ".join(map(str, mismatches)))
         self.check_accuracy(self.origin_output_path, self.trt_output_path)
@@ -134,26 +143,40 @@ class Sample:
         print(f"Start onnxruntime infer on {self.origin_onnx_path}.")
         self.infer_with_runner(make_runner("ort", onnx.load(self.origin_onnx_path)), self.origin_output_path)
 
-        print("STAGE 2: Convert original fp32 onnx model to fp32-fp16 mixed onnx model, do inference with the "
-              "emulate runner (fp16 really rounded) on converted onnx model, and check accuracy.")
+        print(
+            "STAGE 2: Convert original fp32 onnx model to fp32-fp16 mixed onnx model, do inference with the "
+            "emulate runner (fp16 really rounded) on converted onnx model, and check accuracy."
+        )
         converted = self.convert_model()
         print(f"Start emulate infer on {self.converted_onnx_path}.")
         self.infer_with_runner(make_runner("emulate", converted), self.converted_output_path)
         self.check_accuracy(self.origin_output_path, self.converted_output_path)
 
-        print("STAGE 3: Build trt engine on the converted onnx model with strong typing mode, do inference with "
-              "trt runtime on the engine, and check accuracy.")
+        print(
+            "STAGE 3: Build trt engine on the converted onnx model with strong typing mode, do inference with "
+            "trt runtime on the engine, and check accuracy."
+        )
         self.run_trt(converted)
         print("Sample finished successfully.")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Convert an FP32 ONNX model to mixed FP32-FP16 precision for "
-                                                 "TensorRT strong typing, checked with castguard.")
-    parser.add_argument("--mnist_dir", type=Path, required=True,
-                        help="folder with mnist.onnx, 0.pgm ... 9.pgm (castguard's: test_models/mnist)")
-    parser.add_argument("--working_dir", type=Path, default=Path.cwd(),
-                        help="folder for the .npz inputs, outputs and converted model (default: current folder)")
+    parser = argparse.ArgumentParser(
+        description="Convert an FP32 ONNX model to mixed FP32-FP16 precision for "
+        "TensorRT strong typing, checked with castguard."
+    )
+    parser.add_argument(
+        "--mnist_dir",
+        type=Path,
+        required=True,
+        help="folder with mnist.onnx, 0.pgm ... 9.pgm (castguard's: test_models/mnist)",
+    )
+    parser.add_argument(
+        "--working_dir",
+        type=Path,
+        default=Path.cwd(),
+        help="folder for the .npz inputs, outputs and converted model (default: current folder)",
+    )
     args = parser.parse_args(argv)
     try:
         Sample(args.mnist_dir, args.working_dir).run()

@@ -9,6 +9,7 @@ tensorrt) load only in the modules that need them.
 The stages, in data-flow order (docs/ARCHITECTURE.md): ``data`` (models, feeds, goldens) -> ``convert`` and
 ``runners`` -> ``sweep`` -> ``judge`` -> ``report`` -> ``run`` -> ``nightly`` -> ``search`` -> ``plugin``/``cli``.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -16,31 +17,56 @@ from typing import TYPE_CHECKING, Any
 
 from harness.version import __version__
 
-_API: dict[str, str] = {   # public name -> "module" or "module:attribute"
+_API: dict[str, str] = {  # public name -> "module" or "module:attribute"
     # errors
-    "HarnessError": "harness.errors", "UserError": "harness.errors", "InputDataError": "harness.errors",
-    "ConversionError": "harness.errors", "RunnerUnavailable": "harness.errors",
+    "HarnessError": "harness.errors",
+    "UserError": "harness.errors",
+    "InputDataError": "harness.errors",
+    "ConversionError": "harness.errors",
+    "RunnerUnavailable": "harness.errors",
     # data: models, feeds, goldens
-    "resolve_model": "harness.data.models", "bundled_models_dir": "harness.data.models",
-    "load_model": "harness.data.onnxfile", "input_specs": "harness.data.feeds", "cast_feeds": "harness.data.feeds",
-    "InputRecipe": "harness.data.recipes", "recipe_for_file": "harness.data.recipes",
-    "make_feeds": "harness.data.recipes", "GoldenStore": "harness.data.goldens",
+    "resolve_model": "harness.data.models",
+    "bundled_models_dir": "harness.data.models",
+    "load_model": "harness.data.onnxfile",
+    "input_specs": "harness.data.feeds",
+    "cast_feeds": "harness.data.feeds",
+    "InputRecipe": "harness.data.recipes",
+    "recipe_for_file": "harness.data.recipes",
+    "make_feeds": "harness.data.recipes",
+    "GoldenStore": "harness.data.goldens",
     # convert and runners
-    "ConvertOptions": "harness.convert", "ConversionResult": "harness.convert", "Magnitudes": "harness.convert",
-    "convert_model": "harness.convert:convert", "collect_magnitudes": "harness.convert",
-    "convert_to_mixed_precision": "harness.convert", "make_runner": "harness.runners",
-    "Runner": "harness.runners", "RunResult": "harness.runners", "RUNNER_NAMES": "harness.runners",
+    "ConvertOptions": "harness.convert",
+    "ConversionResult": "harness.convert",
+    "Magnitudes": "harness.convert",
+    "convert_model": "harness.convert:convert",
+    "collect_magnitudes": "harness.convert",
+    "convert_to_mixed_precision": "harness.convert",
+    "make_runner": "harness.runners",
+    "Runner": "harness.runners",
+    "RunResult": "harness.runners",
+    "RUNNER_NAMES": "harness.runners",
     "declared_precisions": "harness.runners.tensorrt.precision_diff",
     # sweep and judge
-    "Case": "harness.sweep", "SweepSpec": "harness.sweep", "expand": "harness.sweep",
-    "Tolerance": "harness.judge.compare", "compare_outputs": "harness.judge.compare",
-    "TolerancePolicy": "harness.judge.tolerances", "judge_outputs": "harness.judge.paired",
-    "Judge": "harness.search.pairing:PairedRun", "first_divergence": "harness.diagnose",
+    "Case": "harness.sweep",
+    "SweepSpec": "harness.sweep",
+    "expand": "harness.sweep",
+    "Tolerance": "harness.judge.compare",
+    "compare_outputs": "harness.judge.compare",
+    "TolerancePolicy": "harness.judge.tolerances",
+    "judge_outputs": "harness.judge.paired",
+    "Judge": "harness.search.pairing:PairedRun",
+    "first_divergence": "harness.diagnose",
     # report and the main job
-    "Report": "harness.report", "CaseRecord": "harness.report", "read_report": "harness.report",
-    "HarnessConfig": "harness.config", "AccuracySession": "harness.run.session", "SweepCase": "harness.run.session",
+    "Report": "harness.report",
+    "CaseRecord": "harness.report",
+    "read_report": "harness.report",
+    "HarnessConfig": "harness.config",
+    "AccuracySession": "harness.run.session",
+    "SweepCase": "harness.run.session",
     # users' own tests (the castguard fixture's domain half) and runner plugins
-    "Checker": "harness.check", "CheckResult": "harness.check", "RunnerPlugin": "harness.runners",
+    "Checker": "harness.check",
+    "CheckResult": "harness.check",
+    "RunnerPlugin": "harness.runners",
     "runner_names": "harness.runners",
 }
 
@@ -61,24 +87,29 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # the same names, for type checkers and IDEs
+    from harness.check import Checker, CheckResult
     from harness.config import HarnessConfig
-    from harness.convert import (ConversionResult, ConvertOptions, Magnitudes, collect_magnitudes,
-                                 convert_to_mixed_precision)
+    from harness.convert import (
+        ConversionResult,
+        ConvertOptions,
+        Magnitudes,
+        collect_magnitudes,
+        convert_to_mixed_precision,
+    )
     from harness.convert import convert as convert_model
     from harness.data.feeds import cast_feeds, input_specs
     from harness.data.goldens import GoldenStore
     from harness.data.models import bundled_models_dir, resolve_model
     from harness.data.onnxfile import load_model
     from harness.data.recipes import InputRecipe, make_feeds, recipe_for_file
+    from harness.diagnose import first_divergence
     from harness.errors import ConversionError, HarnessError, InputDataError, RunnerUnavailable, UserError
     from harness.judge.compare import Tolerance, compare_outputs
-    from harness.diagnose import first_divergence
     from harness.judge.paired import judge_outputs
-    from harness.search.pairing import PairedRun as Judge
     from harness.judge.tolerances import TolerancePolicy
     from harness.report import CaseRecord, Report, read_report
     from harness.run.session import AccuracySession, SweepCase
-    from harness.check import Checker, CheckResult
     from harness.runners import RUNNER_NAMES, Runner, RunnerPlugin, RunResult, make_runner, runner_names
     from harness.runners.tensorrt.precision_diff import declared_precisions
+    from harness.search.pairing import PairedRun as Judge
     from harness.sweep import Case, SweepSpec, expand

@@ -1,4 +1,5 @@
 """``python -m harness ...`` is ``castguard ...``."""
+
 from __future__ import annotations
 
 import sys

@@ -13,6 +13,7 @@ still reproduce the golden), tolerances, runners, the cache and the TensorRT bui
 low-precision case's :class:`~harness.report.CaseRecord` goes to ``on_record`` (the report). Bad input (a missing
 model, inputs that do not fit it, an unknown runner) raises :class:`~harness.errors.UserError`.
 """
+
 from __future__ import annotations
 
 import base64
@@ -28,8 +29,8 @@ from typing import Union
 import numpy as np
 
 from harness.config import HarnessConfig
-from harness.errors import RunnerUnavailable, UserError
 from harness.diagnose.facts import Divergence
+from harness.errors import RunnerUnavailable, UserError
 from harness.report import CaseRecord, OutputStats
 from harness.run.session import AccuracySession, SweepCase
 from harness.runners.tensorrt.typed_build import TrtBuild
@@ -48,9 +49,9 @@ class CheckResult:
 
     model: str
     case: Case | None
-    status: str                          # pass, fail, skip, error (as the report's)
+    status: str  # pass, fail, skip, error (as the report's)
     message: str = ""
-    record: CaseRecord | None = None     # None when no case ran (the golden was just written, or FP32 drifted)
+    record: CaseRecord | None = None  # None when no case ran (the golden was just written, or FP32 drifted)
 
     @property
     def passed(self) -> bool:
@@ -103,9 +104,11 @@ class CheckResult:
                 parts.append(f"on {rec.runner}")
             if rec.outputs:
                 worst = max(rec.outputs, key=lambda o: o.scaled_error)
-                parts.append(f"worst output {worst.name!r}: max abs error {worst.max_abs:.3g} "
-                             f"({worst.scaled_error:.3g} of its largest |golden|), max rel {worst.max_rel:.3g}, "
-                             f"{worst.n_over} element(s) over tolerance")
+                parts.append(
+                    f"worst output {worst.name!r}: max abs error {worst.max_abs:.3g} "
+                    f"({worst.scaled_error:.3g} of its largest |golden|), max rel {worst.max_rel:.3g}, "
+                    f"{worst.n_over} element(s) over tolerance"
+                )
             if rec.lowp_flop_share is not None:
                 parts.append(f"{rec.lowp_flop_share:.0%} of FLOPs in {rec.case.precision}")
             if rec.first_divergent is not None:
@@ -120,8 +123,15 @@ class CheckResult:
 class Checker:
     """Runs cases of any model with one project's configuration (see the module docstring)."""
 
-    def __init__(self, config: HarnessConfig, *, output_dir: Path, bundled_dir: Path,
-                 on_record: Callable[[CaseRecord], None] | None = None, strict_provenance: bool = False) -> None:
+    def __init__(
+        self,
+        config: HarnessConfig,
+        *,
+        output_dir: Path,
+        bundled_dir: Path,
+        on_record: Callable[[CaseRecord], None] | None = None,
+        strict_provenance: bool = False,
+    ) -> None:
         self.config = config
         self.output_dir = output_dir
         self.bundled_dir = bundled_dir
@@ -130,30 +140,66 @@ class Checker:
         self._sessions: dict[tuple[str, str], AccuracySession] = {}
         self._fp32_checked: dict[tuple[str, str], CheckResult | None] = {}
 
-    def check(self, model: str | os.PathLike[str], *, precision: str = "fp16", data_max: float = 512.0,
-              init_max: float = 65504.0, exclusions: str = "none", keep_io_types: bool = False,
-              runner: str | None = None, inputs: Inputs = None, key: str | None = None) -> CheckResult:
+    def check(
+        self,
+        model: str | os.PathLike[str],
+        *,
+        precision: str = "fp16",
+        data_max: float = 512.0,
+        init_max: float = 65504.0,
+        exclusions: str = "none",
+        keep_io_types: bool = False,
+        runner: str | None = None,
+        inputs: Inputs = None,
+        key: str | None = None,
+    ) -> CheckResult:
         """Convert ``model`` with these settings, run it on ``runner`` (default: the project's first sweep runner)
         and compare with its FP32 golden on ``inputs``."""
-        case = Case(precision=precision, data_max=float(data_max), init_max=float(init_max),
-                    exclusion=self._exclusion(exclusions), keep_io_types=keep_io_types,
-                    runner=runner if runner is not None else self.config.runners[0])
+        case = Case(
+            precision=precision,
+            data_max=float(data_max),
+            init_max=float(init_max),
+            exclusion=self._exclusion(exclusions),
+            keep_io_types=keep_io_types,
+            runner=runner if runner is not None else self.config.runners[0],
+        )
         return self.run_cases(model, [case], inputs=inputs, key=key)[0]
 
-    def sweep(self, model: str | os.PathLike[str], *, precisions: Iterable[str] = ("fp16", "bf16"),
-              data_max: Iterable[float] = (512.0,), init_max: Iterable[float] = (65504.0,),
-              exclusions: Iterable[str] = ("none",), keep_io_types: Iterable[bool] = (False,),
-              runners: Iterable[str] | None = None, inputs: Inputs = None,
-              key: str | None = None) -> list[CheckResult]:
+    def sweep(
+        self,
+        model: str | os.PathLike[str],
+        *,
+        precisions: Iterable[str] = ("fp16", "bf16"),
+        data_max: Iterable[float] = (512.0,),
+        init_max: Iterable[float] = (65504.0,),
+        exclusions: Iterable[str] = ("none",),
+        keep_io_types: Iterable[bool] = (False,),
+        runners: Iterable[str] | None = None,
+        inputs: Inputs = None,
+        key: str | None = None,
+    ) -> list[CheckResult]:
         """Every combination of the given settings, in order (precision slowest); one result per case."""
-        cases = [Case(precision=p, data_max=float(d), init_max=float(i), exclusion=self._exclusion(e),
-                      keep_io_types=k, runner=r)
-                 for p in precisions for d in data_max for i in init_max for e in exclusions
-                 for k in keep_io_types for r in (runners if runners is not None else self.config.runners)]
+        cases = [
+            Case(
+                precision=p,
+                data_max=float(d),
+                init_max=float(i),
+                exclusion=self._exclusion(e),
+                keep_io_types=k,
+                runner=r,
+            )
+            for p in precisions
+            for d in data_max
+            for i in init_max
+            for e in exclusions
+            for k in keep_io_types
+            for r in (runners if runners is not None else self.config.runners)
+        ]
         return self.run_cases(model, cases, inputs=inputs, key=key)
 
-    def run_cases(self, model: str | os.PathLike[str], cases: Sequence[Case], *, inputs: Inputs,
-                  key: str | None) -> list[CheckResult]:
+    def run_cases(
+        self, model: str | os.PathLike[str], cases: Sequence[Case], *, inputs: Inputs, key: str | None
+    ) -> list[CheckResult]:
         session, name = self._session(model, inputs=inputs, key=key)
         blocked = self._fp32(session, name)
         if blocked is not None:
@@ -164,12 +210,16 @@ class Checker:
     def _exclusion(self, name: str) -> ExclusionSet:
         known = {s.name: s for s in (*BUILTIN_EXCLUSIONS, *self.config.sweep.exclusions)}
         if name not in known:
-            raise UserError(where=f"exclusions={name!r}", problem="no such exclusion set",
-                            fix=f"use one of: {', '.join(known)} (or define it in [tool.castguard.sweep.exclusion_sets])")
+            raise UserError(
+                where=f"exclusions={name!r}",
+                problem="no such exclusion set",
+                fix=f"use one of: {', '.join(known)} (or define it in [tool.castguard.sweep.exclusion_sets])",
+            )
         return known[name]
 
-    def _session(self, model: str | os.PathLike[str], *, inputs: Inputs, key: str | None
-                 ) -> tuple[AccuracySession, str]:
+    def _session(
+        self, model: str | os.PathLike[str], *, inputs: Inputs, key: str | None
+    ) -> tuple[AccuracySession, str]:
         ref = self._model_ref(model)
         if key is not None:
             ref = f"{key}={ref}"
@@ -181,17 +231,22 @@ class Checker:
             inputs_key = str(path)
         where = (ref, inputs_key)
         if where not in self._sessions:
-            config = replace(self.config, models=(ref,), model_inputs=(), shard=None, tune=False,
-                             **options)   # type: ignore[arg-type]
+            config = replace(self.config, models=(ref,), model_inputs=(), shard=None, tune=False, **options)  # type: ignore[arg-type]
             try:
-                self._sessions[where] = AccuracySession.open(config, bundled_dir=self.bundled_dir,
-                                                             strict_provenance=self.strict_provenance,
-                                                             output_dir=self.output_dir)
+                self._sessions[where] = AccuracySession.open(
+                    config,
+                    bundled_dir=self.bundled_dir,
+                    strict_provenance=self.strict_provenance,
+                    output_dir=self.output_dir,
+                )
             except UserError as err:
                 if not in_memory(inputs) or err.where != inputs_key:
                     raise
-                raise UserError(where=f"inputs= of check({os.fspath(model)!r}) (your feeds, saved as {inputs_key})",
-                                problem=err.problem, fix="give feeds that match the model's inputs") from None
+                raise UserError(
+                    where=f"inputs= of check({os.fspath(model)!r}) (your feeds, saved as {inputs_key})",
+                    problem=err.problem,
+                    fix="give feeds that match the model's inputs",
+                ) from None
         session = self._sessions[where]
         return session, next(iter(session.models))
 
@@ -223,23 +278,34 @@ class Checker:
             if outcome.status == "pass":
                 self._fp32_checked[where] = None
                 return None
-            if existed:          # FP32 no longer reproduces the golden: every check of this model fails
+            if existed:  # FP32 no longer reproduces the golden: every check of this model fails
                 self._fp32_checked[where] = CheckResult(model=name, case=None, status="fail", message=outcome.message)
                 return self._fp32_checked[where]
-            self._fp32_checked[where] = None     # written now: this check fails once, later ones compare
+            self._fp32_checked[where] = None  # written now: this check fails once, later ones compare
             golden, _ = session.golden(name, allow_update=False)
-            return CheckResult(model=name, case=None, status="fail", message=(
-                f"{name}: golden written (it was missing, or --update-goldens): {path}\n"
-                f"  {len(golden.feeds)} iteration(s) from {loaded.recipe.id}, produced by "
-                f"{golden.meta.get('producer')}\n  fix: review it, commit it, and rerun this test: it then compares "
-                "against it"))
+            return CheckResult(
+                model=name,
+                case=None,
+                status="fail",
+                message=(
+                    f"{name}: golden written (it was missing, or --update-goldens): {path}\n"
+                    f"  {len(golden.feeds)} iteration(s) from {loaded.recipe.id}, produced by "
+                    f"{golden.meta.get('producer')}\n  fix: review it, commit it, and rerun this test: it then compares "
+                    "against it"
+                ),
+            )
         return self._fp32_checked[where]
 
     def recording(self, on_record: Callable[[CaseRecord], None]) -> Checker:
         """This checker with its records going to ``on_record``; the per-model sessions (goldens, magnitudes,
         converted models) are shared."""
-        view = Checker(self.config, output_dir=self.output_dir, bundled_dir=self.bundled_dir, on_record=on_record,
-                       strict_provenance=self.strict_provenance)
+        view = Checker(
+            self.config,
+            output_dir=self.output_dir,
+            bundled_dir=self.bundled_dir,
+            on_record=on_record,
+            strict_provenance=self.strict_provenance,
+        )
         view._sessions, view._fp32_checked = self._sessions, self._fp32_checked
         return view
 
@@ -250,8 +316,13 @@ class Checker:
             return CheckResult(model=sweep_case.model, case=sweep_case.case, status="skip", message=str(err))
         if outcome.record is not None and self.on_record is not None:
             self.on_record(outcome.record)
-        return CheckResult(model=sweep_case.model, case=sweep_case.case, status=outcome.status,
-                           message=outcome.message, record=outcome.record)
+        return CheckResult(
+            model=sweep_case.model,
+            case=sweep_case.case,
+            status=outcome.status,
+            message=outcome.message,
+            record=outcome.record,
+        )
 
 
 def in_memory(inputs: Inputs) -> bool:
@@ -266,8 +337,11 @@ def write_feeds(feeds: Sequence[Batch], *, folder: Path) -> Path:
     payload = []
     for index, feed in enumerate(feeds):
         if not isinstance(feed, Mapping) or not feed:
-            raise UserError(where=f"inputs=[{index}]", problem=f"not a non-empty mapping: {type(feed).__name__}",
-                            fix="pass {input name: numpy array} per iteration")
+            raise UserError(
+                where=f"inputs=[{index}]",
+                problem=f"not a non-empty mapping: {type(feed).__name__}",
+                fix="pass {input name: numpy array} per iteration",
+            )
         entry = {}
         for name in sorted(feed):
             buffer = io.BytesIO()
@@ -281,5 +355,5 @@ def write_feeds(feeds: Sequence[Batch], *, folder: Path) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         temp = path.with_suffix(f".{os.getpid()}.tmp")
         temp.write_text(text, encoding="utf-8")
-        os.replace(temp, path)          # atomic: xdist workers may write the same file
+        os.replace(temp, path)  # atomic: xdist workers may write the same file
     return path

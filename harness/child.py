@@ -15,6 +15,7 @@ module, on both sides:
 The answer is the last stdout line that starts with :data:`ANSWER_MARK`, so a native library that prints to
 stdout cannot be mistaken for it.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,7 @@ from typing import Any, Literal
 from harness.errors import HarnessError
 
 ANSWER_MARK = "castguard-child-answer: "
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])    # the folder holding ``harness``
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])  # the folder holding ``harness``
 
 FailureKind = Literal["start", "timeout", "signal", "exit", "no-answer"]
 
@@ -39,8 +40,15 @@ class ChildFailed(HarnessError):
     """A child process gave no answer: it could not start, ran out of time, died of a signal, exited non-zero or
     printed no answer. Each caller turns it into its own error (or "unknown") from these fields."""
 
-    def __init__(self, *, what: str, kind: FailureKind, returncode: int | None = None,
-                 timeout_s: float | None = None, stderr: str = "") -> None:
+    def __init__(
+        self,
+        *,
+        what: str,
+        kind: FailureKind,
+        returncode: int | None = None,
+        timeout_s: float | None = None,
+        stderr: str = "",
+    ) -> None:
         self.what, self.kind, self.returncode, self.timeout_s = what, kind, returncode, timeout_s
         self.stderr = stderr
         self.signal: str | None = None
@@ -55,11 +63,13 @@ class ChildFailed(HarnessError):
     def reason(self) -> str:
         """``crashed with SIGSEGV``, ``no answer within 60 s``, ``exit status 3: <stderr>``..."""
         tail = " ".join(self.stderr.strip().splitlines()[-3:]) or "(nothing on stderr)"
-        return {"start": f"could not start ({tail})",
-                "timeout": f"no answer within {self.timeout_s:g} s" if self.timeout_s is not None else "timed out",
-                "signal": f"crashed with {self.signal}",
-                "exit": f"exit status {self.returncode}: {tail}",
-                "no-answer": f"finished without an answer: {tail}"}[self.kind]
+        return {
+            "start": f"could not start ({tail})",
+            "timeout": f"no answer within {self.timeout_s:g} s" if self.timeout_s is not None else "timed out",
+            "signal": f"crashed with {self.signal}",
+            "exit": f"exit status {self.returncode}: {tail}",
+            "no-answer": f"finished without an answer: {tail}",
+        }[self.kind]
 
 
 @dataclass(frozen=True)
@@ -70,16 +80,31 @@ class ChildAnswer:
     stderr: str
 
 
-def run_child(program: Path | str, request: Any, *, what: str, timeout_s: float | None,
-              cwd: Path | None = None, env: Mapping[str, str] | None = None) -> ChildAnswer:
+def run_child(
+    program: Path | str,
+    request: Any,
+    *,
+    what: str,
+    timeout_s: float | None,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ChildAnswer:
     """Run ``python program`` (a script path) or ``python -c program`` (code text) with ``request`` as JSON on
     stdin; its answer, or :class:`ChildFailed`. ``harness`` is importable in the child (this checkout first)."""
     command = [sys.executable, str(program)] if isinstance(program, Path) else [sys.executable, "-c", program]
     base = dict(os.environ if env is None else env)
     base["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, base.get("PYTHONPATH", "")) if p)
     try:
-        done = subprocess.run(command, input=json.dumps(request), capture_output=True, text=True, cwd=cwd, env=base,
-                              timeout=timeout_s, check=False)
+        done = subprocess.run(
+            command,
+            input=json.dumps(request),
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            env=base,
+            timeout=timeout_s,
+            check=False,
+        )
     except subprocess.TimeoutExpired as err:
         stderr = err.stderr.decode(errors="replace") if isinstance(err.stderr, bytes) else (err.stderr or "")
         raise ChildFailed(what=what, kind="timeout", timeout_s=timeout_s, stderr=stderr) from None
@@ -91,13 +116,14 @@ def run_child(program: Path | str, request: Any, *, what: str, timeout_s: float 
         raise ChildFailed(what=what, kind="exit", returncode=done.returncode, stderr=done.stderr)
     lines = [line for line in done.stdout.splitlines() if line.startswith(ANSWER_MARK)]
     try:
-        answer = json.loads(lines[-1][len(ANSWER_MARK):])
+        answer = json.loads(lines[-1][len(ANSWER_MARK) :])
     except (IndexError, ValueError):
         raise ChildFailed(what=what, kind="no-answer", returncode=0, stderr=done.stderr) from None
     return ChildAnswer(answer=answer, stderr=done.stderr)
 
 
 # ---------------------------------------------------------------- the child's side (standard library only)
+
 
 def read_request() -> Any:
     """The parent's request (JSON on stdin)."""

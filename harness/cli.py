@@ -13,6 +13,7 @@
 
 User errors print one message on stderr and exit 2, without a traceback.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,9 @@ def _goldens(args: argparse.Namespace) -> int:
     from harness.conductor import CastguardRun
 
     rootdir = Path(args.rootdir).resolve()
-    run = CastguardRun.from_options(args, invocation_dir=Path.cwd(), rootpath=rootdir, project=rootdir,
-                                    with_report=False)
+    run = CastguardRun.from_options(
+        args, invocation_dir=Path.cwd(), rootpath=rootdir, project=rootdir, with_report=False
+    )
     if run.session is None:
         raise UserError(where="castguard goldens", problem="no model given", fix="pass --model NAME|PATH")
     status = 0
@@ -61,21 +63,31 @@ def _cache(args: argparse.Namespace) -> int:
     from harness.run.cache_size import MB, evict, usage
 
     rootdir = Path(args.rootdir).resolve()
-    cli = {"castguard_cache_dir": args.cache_dir, "castguard_cache_max_mb": args.max_mb,
-           "castguard_report_dir": args.report_dir, "castguard_keep_runs": args.keep_runs}
+    cli = {
+        "castguard_cache_dir": args.cache_dir,
+        "castguard_cache_max_mb": args.max_mb,
+        "castguard_report_dir": args.report_dir,
+        "castguard_keep_runs": args.keep_runs,
+    }
     config = HarnessConfig.from_sources(cli=cli, table=load_table(rootdir), rootdir=rootdir, invocation_dir=Path.cwd())
     if args.prune:
         gone = evict(config.cache_dir, max_bytes=config.cache_max_mb * MB) if config.cache_max_mb > 0 else ()
-        print(f"pruned: {len(gone)} cache entries ({sum(e.size for e in gone) / MB:.1f} MB) beyond "
-              f"{config.cache_max_mb} MB" if config.cache_max_mb > 0 else "cache: no cap (cache_max_mb = 0)")
+        print(
+            f"pruned: {len(gone)} cache entries ({sum(e.size for e in gone) / MB:.1f} MB) beyond "
+            f"{config.cache_max_mb} MB"
+            if config.cache_max_mb > 0
+            else "cache: no cap (cache_max_mb = 0)"
+        )
         runs = prune_runs(config.report_dir, keep=config.keep_runs)
         print(f"pruned: {len(runs)} old run folder(s) in {config.report_dir} beyond {config.keep_runs}")
     lines = usage(config.cache_dir).lines()
     lines[0] += f" (cap {config.cache_max_mb} MB)" if config.cache_max_mb > 0 else " (no cap)"
     print("\n".join(lines))
     runs = run_folders(config.report_dir)
-    print(f"{config.report_dir}: {sum(folder_size(r) for r in runs) / MB:.1f} MB in {len(runs)} run folder(s) "
-          f"(keep {config.keep_runs})")
+    print(
+        f"{config.report_dir}: {sum(folder_size(r) for r in runs) / MB:.1f} MB in {len(runs)} run folder(s) "
+        f"(keep {config.keep_runs})"
+    )
     return 0
 
 
@@ -86,24 +98,44 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="castguard", description="Mixed-precision ONNX accuracy harness. "
-                                     "The accuracy tests run under pytest: pytest --model NAME|PATH.")
+    parser = argparse.ArgumentParser(
+        prog="castguard",
+        description="Mixed-precision ONNX accuracy harness. "
+        "The accuracy tests run under pytest: pytest --model NAME|PATH.",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("convert", add_help=False, help="FP32 -> mixed FP16/BF16 (AutoCast's flags; convert --help)")
-    sub.add_parser("tune", add_help=False, help="the fewest FP32 nodes meeting an error bound (convert's flags + "
-                   "--max_error, --budget, --plan_path; tune --help)")
+    sub.add_parser(
+        "tune",
+        add_help=False,
+        help="the fewest FP32 nodes meeting an error bound (convert's flags + "
+        "--max_error, --budget, --plan_path; tune --help)",
+    )
     sub.add_parser("models", help="list the bundled models").set_defaults(func=_models)
     goldens = sub.add_parser("goldens", help="write (if missing) or verify FP32 goldens, as pytest --model does")
     add_options(goldens.add_argument)
     goldens.add_argument("--rootdir", default=".", help="project root holding pyproject.toml (default: .)")
     goldens.set_defaults(func=_goldens)
     cache = sub.add_parser("cache", help="show the cache and report folders' disk use; --prune applies the caps")
-    cache.add_argument("--prune", action="store_true",
-                       help="evict least recently used cache entries beyond the cap and delete old run folders")
-    cache.add_argument("--max-mb", type=int, default=None, metavar="MB",
-                       help="cap for --prune (default: [tool.castguard] cache_max_mb, else 2048)")
-    cache.add_argument("--keep-runs", type=int, default=None, metavar="N",
-                       help="run folders to keep (default: [tool.castguard] keep_runs, else 3)")
+    cache.add_argument(
+        "--prune",
+        action="store_true",
+        help="evict least recently used cache entries beyond the cap and delete old run folders",
+    )
+    cache.add_argument(
+        "--max-mb",
+        type=int,
+        default=None,
+        metavar="MB",
+        help="cap for --prune (default: [tool.castguard] cache_max_mb, else 2048)",
+    )
+    cache.add_argument(
+        "--keep-runs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run folders to keep (default: [tool.castguard] keep_runs, else 3)",
+    )
     cache.add_argument("--cache-dir", default=None, metavar="DIR", help="default: .castguard-cache/ under --rootdir")
     cache.add_argument("--report-dir", default=None, metavar="DIR", help="default: castguard-report/ under --rootdir")
     cache.add_argument("--rootdir", default=".", help="project root holding pyproject.toml (default: .)")

@@ -17,6 +17,7 @@ A runner the user asked for by name (``--runner``, ``[tool.castguard] runners`` 
 runners``) whose every case skipped fails the run (exit 1), with the reason printed once, unless
 ``--allow-skipped-runner``: a CI job whose GPU stack broke does not stay green.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -39,10 +40,11 @@ from harness.sweep.shards import ShardWork
 if TYPE_CHECKING:
     from harness.check import Checker
 
-RUN_ID_KEY = "castguard_run_id"      # the controller's run id, handed to xdist workers in their workerinput
-TESTS_FAILED = 1                     # pytest's ExitCode.TESTS_FAILED (no pytest import here)
-SHARD_REFUSES = ("a shard is one part of the night: comparing it with a baseline would call the other shards' "
-                 "cases missing")
+RUN_ID_KEY = "castguard_run_id"  # the controller's run id, handed to xdist workers in their workerinput
+TESTS_FAILED = 1  # pytest's ExitCode.TESTS_FAILED (no pytest import here)
+SHARD_REFUSES = (
+    "a shard is one part of the night: comparing it with a baseline would call the other shards' cases missing"
+)
 
 
 @dataclass
@@ -69,9 +71,12 @@ class Section:
 def requested_runners(given: Mapping[str, Any], table: Mapping[str, Any], config: HarnessConfig) -> tuple[str, ...]:
     """The runners the user named (command line or pyproject); () when the sweep's default runner is used."""
     sweep_table = table.get("sweep")
-    named = (given.get("castguard_runners") is not None or "runners" in table
-             or (isinstance(sweep_table, Mapping) and "runners" in sweep_table)
-             or given.get("castguard_sweep_file") is not None)
+    named = (
+        given.get("castguard_runners") is not None
+        or "runners" in table
+        or (isinstance(sweep_table, Mapping) and "runners" in sweep_table)
+        or given.get("castguard_sweep_file") is not None
+    )
     return config.runners if named else ()
 
 
@@ -82,10 +87,12 @@ def skipped_runner_lines(report: Report, runners: tuple[str, ...]) -> list[str]:
         cases = [c for c in report.cases if c.case.runner == runner]
         if cases and all(c.status == "skip" for c in cases):
             reasons = list(dict.fromkeys(c.message.splitlines()[0] for c in cases if c.message))
-            lines += [f"castguard: FAILED: every case of the requested runner {runner!r} skipped ({len(cases)} "
-                      f"case{'s' if len(cases) > 1 else ''}): " + (" | ".join(reasons[:3]) or "no reason recorded"),
-                      f"  fix: make {runner} available on this machine, drop it from the runners, or pass "
-                      "--allow-skipped-runner to accept the skips"]
+            lines += [
+                f"castguard: FAILED: every case of the requested runner {runner!r} skipped ({len(cases)} "
+                f"case{'s' if len(cases) > 1 else ''}): " + (" | ".join(reasons[:3]) or "no reason recorded"),
+                f"  fix: make {runner} available on this machine, drop it from the runners, or pass "
+                "--allow-skipped-runner to accept the skips",
+            ]
     return lines
 
 
@@ -96,22 +103,35 @@ def run_status_sections(report: Report, exitstatus: int, skipped_runners: Sequen
         return "", ""
     reasons = Counter(c.message.splitlines()[0] for c in report.cases if c.status == "skip" and c.message)
     items = [*skipped_runners[::2], *(f"{n} case(s) skipped: {reason}" for reason, n in reasons.items())]
-    head = (f"This run FAILED (exit status {exitstatus}): see the failing cases below and the tests that failed "
-            "outside the sweep cases (a golden that could not be made) in the terminal output.")
+    head = (
+        f"This run FAILED (exit status {exitstatus}): see the failing cases below and the tests that failed "
+        "outside the sweep cases (a golden that could not be made) in the terminal output."
+    )
     md = "\n".join([f"**{head}**", "", *(f"- {item}" for item in items), ""])
-    html = f"<p class=\"failed\"><strong>{escape(head)}</strong></p>" + (
-        "<ul>" + "".join(f"<li>{escape(item)}</li>" for item in items) + "</ul>" if items else "")
+    html = f'<p class="failed"><strong>{escape(head)}</strong></p>' + (
+        "<ul>" + "".join(f"<li>{escape(item)}</li>" for item in items) + "</ul>" if items else ""
+    )
     return md, html
 
 
 class CastguardRun:
     """One run's state; see the module docstring. Build it with :meth:`from_options`."""
 
-    def __init__(self, *, config: HarnessConfig, project: Path, invocation_dir: Path,
-                 worker_input: Mapping[str, Any] | None = None, nightly: NightlyRun | None = None,
-                 session: AccuracySession | None = None, report: ReportSession | None = None,
-                 requested: tuple[str, ...] = (), allow_skipped_runner: bool = False,
-                 hypothesis_seed: object = None, nightly_options: NightlyOptions | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        config: HarnessConfig,
+        project: Path,
+        invocation_dir: Path,
+        worker_input: Mapping[str, Any] | None = None,
+        nightly: NightlyRun | None = None,
+        session: AccuracySession | None = None,
+        report: ReportSession | None = None,
+        requested: tuple[str, ...] = (),
+        allow_skipped_runner: bool = False,
+        hypothesis_seed: object = None,
+        nightly_options: NightlyOptions | None = None,
+    ) -> None:
         self.config = config
         self.project = project
         self.invocation_dir = invocation_dir
@@ -129,15 +149,22 @@ class CastguardRun:
         self.finished: FinishedReport | None = None
         self.evicted = ""
         self.skipped_runners: list[str] = []
-        self._pending: dict[str, list[CaseRecord]] = {}   # a test's records until pytest judges it
-        self.reserved_run_id: str | None = None   # xdist controller of a fixture-only run: its workers' run id
+        self._pending: dict[str, list[CaseRecord]] = {}  # a test's records until pytest judges it
+        self.reserved_run_id: str | None = None  # xdist controller of a fixture-only run: its workers' run id
         self._checker: Checker | None = None
         self._benchmarks_existed = (invocation_dir / ".benchmarks").exists()
 
     @classmethod
-    def from_options(cls, option: Any, *, invocation_dir: Path, rootpath: Path,
-                     worker_input: Mapping[str, Any] | None = None, project: Path | None = None,
-                     with_report: bool = True) -> CastguardRun:
+    def from_options(
+        cls,
+        option: Any,
+        *,
+        invocation_dir: Path,
+        rootpath: Path,
+        worker_input: Mapping[str, Any] | None = None,
+        project: Path | None = None,
+        with_report: bool = True,
+    ) -> CastguardRun:
         """The run the parsed options describe (pytest's ``config.option`` or the CLI's namespace); usage errors
         raise :class:`UserError` before anything runs. ``with_report=False``: no report folder (``castguard
         goldens``)."""
@@ -146,24 +173,52 @@ class CastguardRun:
         table = load_table(project)
         config = HarnessConfig.from_sources(cli=given, table=table, rootdir=project, invocation_dir=invocation_dir)
         nightly_options = options_from(option, invocation_dir=invocation_dir)
-        run_id = worker_input.get(RUN_ID_KEY) if worker_input else None   # absent when the controller runs no model
-        report = ReportSession(report_dir=config.report_dir, worker=worker_name(dict(worker_input or {}) or None),
-                               run_id=str(run_id) if run_id else None, keep_runs=config.keep_runs) \
-            if with_report else None
-        session = AccuracySession.open(config, bundled_dir=_bundled_dir(),
-                                       strict_provenance=nightly_options.strict_provenance,
-                                       output_dir=report.run_dir if report else None) if config.models else None
+        run_id = worker_input.get(RUN_ID_KEY) if worker_input else None  # absent when the controller runs no model
+        report = (
+            ReportSession(
+                report_dir=config.report_dir,
+                worker=worker_name(dict(worker_input or {}) or None),
+                run_id=str(run_id) if run_id else None,
+                keep_runs=config.keep_runs,
+            )
+            if with_report
+            else None
+        )
+        session = (
+            AccuracySession.open(
+                config,
+                bundled_dir=_bundled_dir(),
+                strict_provenance=nightly_options.strict_provenance,
+                output_dir=report.run_dir if report else None,
+            )
+            if config.models
+            else None
+        )
         if session is not None and session.shard_work is not None and nightly_options.active:
-            raise UserError(where="--shard", problem=SHARD_REFUSES,
-                            fix="drop --baseline/--history/--fail-on-regression here and give them to "
-                                "`castguard merge SHARD_DIR... --out DIR`, which compares the whole night once")
-        nightly = NightlyRun(nightly_options) if session is not None and nightly_options.active \
-            and worker_input is None else None
-        return cls(config=config, project=project, invocation_dir=invocation_dir, worker_input=worker_input,
-                   nightly=nightly, session=session, report=report if session is not None else None,
-                   requested=requested_runners(given, table, config),
-                   allow_skipped_runner=bool(getattr(option, "castguard_allow_skipped_runner", None)),
-                   hypothesis_seed=getattr(option, "hypothesis_seed", None), nightly_options=nightly_options)
+            raise UserError(
+                where="--shard",
+                problem=SHARD_REFUSES,
+                fix="drop --baseline/--history/--fail-on-regression here and give them to "
+                "`castguard merge SHARD_DIR... --out DIR`, which compares the whole night once",
+            )
+        nightly = (
+            NightlyRun(nightly_options)
+            if session is not None and nightly_options.active and worker_input is None
+            else None
+        )
+        return cls(
+            config=config,
+            project=project,
+            invocation_dir=invocation_dir,
+            worker_input=worker_input,
+            nightly=nightly,
+            session=session,
+            report=report if session is not None else None,
+            requested=requested_runners(given, table, config),
+            allow_skipped_runner=bool(getattr(option, "castguard_allow_skipped_runner", None)),
+            hypothesis_seed=getattr(option, "hypothesis_seed", None),
+            nightly_options=nightly_options,
+        )
 
     @property
     def run_id(self) -> str | None:
@@ -189,13 +244,20 @@ class CastguardRun:
         ``castguard`` fixture): an xdist worker writes into the ``run_id`` its controller reserved; the owning process
         locks the folder (``start``). The nightly options then apply to it as to a ``--model`` run."""
         if self.report is None:
-            self.report = ReportSession(report_dir=self.config.report_dir,
-                                        worker=worker_name(self._worker_input or None), run_id=run_id,
-                                        keep_runs=self.config.keep_runs)
+            self.report = ReportSession(
+                report_dir=self.config.report_dir,
+                worker=worker_name(self._worker_input or None),
+                run_id=run_id,
+                keep_runs=self.config.keep_runs,
+            )
             if not self.is_worker and start:
                 self.report.start()
-            if self.nightly is None and self.nightly_options is not None and self.nightly_options.active \
-                    and not self.is_worker:
+            if (
+                self.nightly is None
+                and self.nightly_options is not None
+                and self.nightly_options.active
+                and not self.is_worker
+            ):
                 self.nightly = NightlyRun(self.nightly_options)
         return self.report
 
@@ -204,7 +266,7 @@ class CastguardRun:
 
         from harness.report import collect_provenance
 
-        seed = self.hypothesis_seed   # a nightly run's seed, recorded to replay it
+        seed = self.hypothesis_seed  # a nightly run's seed, recorded to replay it
         profile = settings.get_current_profile_name() + (f" (seed {seed})" if seed is not None else "")
         return collect_provenance(hypothesis_profile=profile, runners=self.config.runners, project_dir=self.project)
 
@@ -225,8 +287,12 @@ class CastguardRun:
             from harness.check import Checker
 
             strict = self.nightly_options.strict_provenance if self.nightly_options is not None else False
-            self._checker = Checker(self.config, output_dir=self.report_session(run_id=run_id).run_dir,
-                                    bundled_dir=_bundled_dir(), strict_provenance=strict)
+            self._checker = Checker(
+                self.config,
+                output_dir=self.report_session(run_id=run_id).run_dir,
+                bundled_dir=_bundled_dir(),
+                strict_provenance=strict,
+            )
         return self._checker
 
     def add(self, record: CaseRecord) -> None:
@@ -245,27 +311,37 @@ class CastguardRun:
             return exitstatus
         shard = self.shard
         planned = self.planned if self.planned is not None or shard is None else shard.work.case_count
-        report = self.report.build(provenance=self.provenance(), interrupted=interrupted, planned_cases=planned,
-                                   shard=None if shard is None else shard.finished(exitstatus))
-        if report is None:                 # no case ran: a failed run still never leaves an older report passing
+        report = self.report.build(
+            provenance=self.provenance(),
+            interrupted=interrupted,
+            planned_cases=planned,
+            shard=None if shard is None else shard.finished(exitstatus),
+        )
+        if report is None:  # no case ran: a failed run still never leaves an older report passing
             if exitstatus != 0:
                 from harness.report import utc_now
 
-                self.report.supersede(created=utc_now(), why=f"failed (exit status {exitstatus}) before any case ran",
-                                      own_report=False)
+                self.report.supersede(
+                    created=utc_now(), why=f"failed (exit status {exitstatus}) before any case ran", own_report=False
+                )
             return exitstatus
         if self.nightly is not None:
-            self.nightly.decide(report)                     # the verdict first (harness.nightly.rules) ...
+            self.nightly.decide(report)  # the verdict first (harness.nightly.rules) ...
         self.skipped_runners = [] if self.allow_skipped_runner else skipped_runner_lines(report, self.requested)
-        no_golden = self.session is not None and bool(self.session.golden_failures)   # even with its test deselected
-        if exitstatus == 0 and ((self.nightly is not None and self.nightly.exit_code) or self.skipped_runners
-                                or no_golden):
-            exitstatus = TESTS_FAILED   # nightly rules / a requested runner that never ran / a golden not made
-        extra_md, extra_html = self.nightly.sections() if self.nightly is not None else ([], [])   # ... then its rendering
+        no_golden = self.session is not None and bool(self.session.golden_failures)  # even with its test deselected
+        if exitstatus == 0 and (
+            (self.nightly is not None and self.nightly.exit_code) or self.skipped_runners or no_golden
+        ):
+            exitstatus = TESTS_FAILED  # nightly rules / a requested runner that never ran / a golden not made
+        extra_md, extra_html = (
+            self.nightly.sections() if self.nightly is not None else ([], [])
+        )  # ... then its rendering
         status_md, status_html = run_status_sections(report, exitstatus, self.skipped_runners)
-        self.finished = self.report.write(report, extra_md=[status_md, *extra_md], extra_html=[status_html, *extra_html])
+        self.finished = self.report.write(
+            report, extra_md=[status_md, *extra_md], extra_html=[status_html, *extra_html]
+        )
         if self.finished.error is not None and exitstatus == 0:
-            exitstatus = TESTS_FAILED           # no report written (a full disk): the summary says why
+            exitstatus = TESTS_FAILED  # no report written (a full disk): the summary says why
         from harness.run.cache_size import evict_note
 
         self.evicted = evict_note(self.config.cache_dir, max_mb=self.config.cache_max_mb)
@@ -281,12 +357,14 @@ class CastguardRun:
             lines = [finished.summary_line(relative_to=self.invocation_dir)]
             if finished.pruned:
                 lines.append(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
-            lines += terminal_lines(finished.view)          # the TensorRT build check (issue 17)
+            lines += terminal_lines(finished.view)  # the TensorRT build check (issue 17)
             sections.append(Section("castguard sweep report", tuple(lines)))
         tail = [*([self.evicted] if self.evicted else []), *self.skipped_runners]
         if self.session is not None and not self.is_worker:
-            tail += [f"castguard inputs of {name}: " + "; ".join(loaded.input_lines)   # on every run (issue 9)
-                     for name, loaded in self.session.models.items()]
+            tail += [
+                f"castguard inputs of {name}: " + "; ".join(loaded.input_lines)  # on every run (issue 9)
+                for name, loaded in self.session.models.items()
+            ]
         if self.shard is not None:
             tail.append(f"castguard {self.shard.work.summary()}")
         if tail:

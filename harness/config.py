@@ -12,6 +12,7 @@ pytest collects, and a permanent ``--update-goldens`` would rewrite goldens on e
 
 Other keys of ``[tool.castguard]`` belong to other parts of castguard and are left to them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -19,18 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.data.recipes import parse_input_shapes, parse_val_range
 from harness.errors import UserError
 from harness.files import read_toml
-from harness.data.recipes import parse_input_shapes, parse_val_range
+from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
 from harness.options import DESTS, SWEEP_DESTS, SWEEP_FILE_DEST
 from harness.providers import CPU as CPU_PROVIDER
-from harness.sweep.grid import check_runner
 from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec
+from harness.sweep.grid import check_runner
 from harness.sweep.shards import Shard, parse_shard
-from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
 
 CLI_ONLY = frozenset({"models", "update_goldens"})
-SWEEP_LAYER = frozenset({"runners"})   # [tool.castguard] keys that are read as a layer of the sweep
+SWEEP_LAYER = frozenset({"runners"})  # [tool.castguard] keys that are read as a layer of the sweep
 
 
 @dataclass(frozen=True)
@@ -52,13 +53,14 @@ class HarnessConfig:
     tolerances: TolerancePolicy = TolerancePolicy()
     report_dir: Path = Path("castguard-report")
     cache_dir: Path = Path(".castguard-cache")
-    project_dir: Path | None = None   # decides the keys of models given by path; None: goldens_dir.parent
+    project_dir: Path | None = None  # decides the keys of models given by path; None: goldens_dir.parent
 
     @property
     def project(self) -> Path:
         return self.project_dir if self.project_dir is not None else self.goldens_dir.parent
-    keep_runs: int = 3                     # finished runs/<id>/ folders kept in the report folder
-    cache_max_mb: int = 2048               # LRU cap of the cache folder (0: no cap)
+
+    keep_runs: int = 3  # finished runs/<id>/ folders kept in the report folder
+    cache_max_mb: int = 2048  # LRU cap of the cache folder (0: no cap)
     tune: bool = False
     """``--tune`` / ``[tool.castguard] tune = true``: add a tuned case per precision."""
     shard: Shard | None = None
@@ -76,24 +78,36 @@ class HarnessConfig:
         for runner in self.runners:
             check_runner(runner, where="--runner")
         if self.iterations < 1:
-            raise UserError(where="--iterations", problem=f"must be >= 1, got {self.iterations}",
-                            fix="pass --iterations 1 or more")
+            raise UserError(
+                where="--iterations", problem=f"must be >= 1, got {self.iterations}", fix="pass --iterations 1 or more"
+            )
         if self.inputs_file is not None and (self.val_ranges or self.input_shapes):
-            raise UserError(where="--inputs", problem="cannot be combined with --val-range or --input-shapes",
-                            fix="drop one: an inputs file already fixes the values and shapes")
+            raise UserError(
+                where="--inputs",
+                problem="cannot be combined with --val-range or --input-shapes",
+                fix="drop one: an inputs file already fixes the values and shapes",
+            )
         if self.keep_runs < 1:
-            raise UserError(where="keep_runs", problem=f"must be >= 1, got {self.keep_runs}",
-                            fix="keep at least the run that wrote the report, e.g. keep_runs = 3")
+            raise UserError(
+                where="keep_runs",
+                problem=f"must be >= 1, got {self.keep_runs}",
+                fix="keep at least the run that wrote the report, e.g. keep_runs = 3",
+            )
         if self.cache_max_mb < 0:
-            raise UserError(where="cache_max_mb", problem=f"must be >= 0, got {self.cache_max_mb}",
-                            fix="e.g. cache_max_mb = 2048 (0: no cap)")
+            raise UserError(
+                where="cache_max_mb",
+                problem=f"must be >= 0, got {self.cache_max_mb}",
+                fix="e.g. cache_max_mb = 2048 (0: no cap)",
+            )
         if not self.ort_providers:
-            raise UserError(where="--ort-providers", problem="empty provider list",
-                            fix=f"e.g. --ort-providers {CPU_PROVIDER}")
+            raise UserError(
+                where="--ort-providers", problem="empty provider list", fix=f"e.g. --ort-providers {CPU_PROVIDER}"
+            )
 
     @classmethod
-    def from_sources(cls, *, cli: Mapping[str, Any], table: Mapping[str, Any], rootdir: Path,
-                     invocation_dir: Path) -> HarnessConfig:
+    def from_sources(
+        cls, *, cli: Mapping[str, Any], table: Mapping[str, Any], rootdir: Path, invocation_dir: Path
+    ) -> HarnessConfig:
         """Merge parsed command-line options (by dest, ``None`` = not given) over a ``[tool.castguard]`` table."""
         raw: dict[str, tuple[Any, str, Path]] = {}
         for dest, key in DESTS.items():
@@ -102,8 +116,11 @@ class HarnessConfig:
             if cli.get(dest) is not None:
                 raw[key] = (cli[dest], f"--{key.replace('_', '-')}", invocation_dir)
             elif key in CLI_ONLY and key in table:
-                raise UserError(where=f"[tool.castguard] {key}", problem="can only be given on the command line",
-                                fix=f"remove it from pyproject.toml and pass --{key.replace('_', '-')} when needed")
+                raise UserError(
+                    where=f"[tool.castguard] {key}",
+                    problem="can only be given on the command line",
+                    fix=f"remove it from pyproject.toml and pass --{key.replace('_', '-')} when needed",
+                )
             elif key in table:
                 raw[key] = (table[key], f"[tool.castguard] {key}", rootdir)
         kwargs: dict[str, Any] = {}
@@ -115,9 +132,15 @@ class HarnessConfig:
         where = f"{rootdir / 'pyproject.toml'} [tool.castguard"
         tolerances = table.get("tolerances", {})
         if not isinstance(tolerances, dict):
-            raise UserError(where=f"{where}.tolerances]", problem="not a table", fix="write [tool.castguard.tolerances]")
-        return cls(**kwargs, project_dir=rootdir, sweep=sweep_spec(cli=cli, table=table, where=where, invocation_dir=invocation_dir),
-                   tolerances=parse_tolerance_policy(tolerances, where=f"{where}.tolerances]"))
+            raise UserError(
+                where=f"{where}.tolerances]", problem="not a table", fix="write [tool.castguard.tolerances]"
+            )
+        return cls(
+            **kwargs,
+            project_dir=rootdir,
+            sweep=sweep_spec(cli=cli, table=table, where=where, invocation_dir=invocation_dir),
+            tolerances=parse_tolerance_policy(tolerances, where=f"{where}.tolerances]"),
+        )
 
 
 def sweep_spec(*, cli: Mapping[str, Any], table: Mapping[str, Any], where: str, invocation_dir: Path) -> SweepSpec:
@@ -126,8 +149,11 @@ def sweep_spec(*, cli: Mapping[str, Any], table: Mapping[str, Any], where: str, 
     layers: list[tuple[str, Mapping[str, object]]] = []
     if "runners" in table:
         if isinstance(sweep_table, Mapping) and "runners" in sweep_table:
-            raise UserError(where=f"{where}] runners", problem="runners are also set in [tool.castguard.sweep]",
-                            fix="keep one: [tool.castguard.sweep] runners")
+            raise UserError(
+                where=f"{where}] runners",
+                problem="runners are also set in [tool.castguard.sweep]",
+                fix="keep one: [tool.castguard.sweep] runners",
+            )
         layers.append((f"{where}] runners", {"runners": table["runners"]}))
     if "sweep" in table:
         layers.append((f"{where}.sweep]", sweep_table))
@@ -147,8 +173,9 @@ def _strings(value: Any, *, where: str) -> list[str]:
         return [value]
     if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
         return list(value)
-    raise UserError(where=where, problem=f"expected a string or a list of strings, got {value!r}",
-                    fix='e.g. runners = ["emulate"]')
+    raise UserError(
+        where=where, problem=f"expected a string or a list of strings, got {value!r}", fix='e.g. runners = ["emulate"]'
+    )
 
 
 def _int(value: Any, *, where: str) -> int:
@@ -195,15 +222,20 @@ def _inputs(values: Sequence[str], *, where: str, base: Path) -> dict[str, Any]:
         key, sep, file = value.partition("=")
         if sep and key and file and not (base / value).exists():
             if key in keyed:
-                raise UserError(where=where, problem=f"model {key!r} is given two inputs files",
-                                fix=f"give --inputs {key}=FILE once")
+                raise UserError(
+                    where=where,
+                    problem=f"model {key!r} is given two inputs files",
+                    fix=f"give --inputs {key}=FILE once",
+                )
             keyed[key] = (base / file).resolve()
         else:
             plain.append((base / value).resolve())
     if len(plain) > 1:
-        raise UserError(where=where, problem=f"{len(plain)} inputs files for every model: "
-                                             + ", ".join(str(p) for p in plain),
-                        fix="give one --inputs FILE, and --inputs KEY=FILE for the models that need their own")
+        raise UserError(
+            where=where,
+            problem=f"{len(plain)} inputs files for every model: " + ", ".join(str(p) for p in plain),
+            fix="give one --inputs FILE, and --inputs KEY=FILE for the models that need their own",
+        )
     return {"inputs_file": plain[0] if plain else None, "model_inputs": tuple(sorted(keyed.items()))}
 
 
@@ -240,5 +272,5 @@ def _declares_castguard(path: Path) -> bool:
     try:
         tool = read_toml(path, what="pyproject.toml").get("tool", {})
     except UserError:
-        return False   # not this search's business: load_table reports it if it is the project's file
+        return False  # not this search's business: load_table reports it if it is the project's file
     return isinstance(tool, dict) and "castguard" in tool

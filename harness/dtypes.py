@@ -3,6 +3,7 @@
 This is the one home of castguard's precision names (the sweep, the converter, the runners and the report all
 use these tables): ``fp16``/``bf16`` are the low precisions, ``fp32`` the high one.
 """
+
 from __future__ import annotations
 
 import ml_dtypes
@@ -15,19 +16,24 @@ PRECISIONS: tuple[str, ...] = ("fp16", "bf16")
 """The low precisions a model can be converted to (the sweep's ``precisions``, ``--low_precision_type``)."""
 NODE_PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "fp32")
 """What one node or op type may be pinned to (``--node-precisions``)."""
-PRECISION_ELEMS: dict[str, int] = {"fp32": TensorProto.FLOAT, "fp16": TensorProto.FLOAT16,
-                                   "bf16": TensorProto.BFLOAT16}
+PRECISION_ELEMS: dict[str, int] = {"fp32": TensorProto.FLOAT, "fp16": TensorProto.FLOAT16, "bf16": TensorProto.BFLOAT16}
 MIN_OPSET: dict[str, int] = {"fp16": 13, "bf16": 22}
 """The lowest opset with full support of each low precision (AutoCast's recommended minimum; bf16 Cast/ops: 22)."""
 PRECISION_ALIASES: dict[str, str] = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 LOW_TYPES: dict[int, str] = {TensorProto.FLOAT16: "fp16", TensorProto.BFLOAT16: "bf16"}
 LOW_ELEMS = frozenset(LOW_TYPES)
 FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE})
-ELEM_NAMES: dict[int, str] = {TensorProto.FLOAT: "fp32", TensorProto.FLOAT16: "fp16", TensorProto.BFLOAT16: "bf16",
-                              TensorProto.DOUBLE: "fp64"}
+ELEM_NAMES: dict[int, str] = {
+    TensorProto.FLOAT: "fp32",
+    TensorProto.FLOAT16: "fp16",
+    TensorProto.BFLOAT16: "bf16",
+    TensorProto.DOUBLE: "fp64",
+}
 FP16_MAX = float(np.finfo(np.float16).max)
-LOW_MAX: dict[int, float] = {TensorProto.FLOAT16: FP16_MAX,
-                             TensorProto.BFLOAT16: float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)}  # type: ignore[no-untyped-call]
+LOW_MAX: dict[int, float] = {
+    TensorProto.FLOAT16: FP16_MAX,
+    TensorProto.BFLOAT16: float(ml_dtypes.finfo(ml_dtypes.bfloat16).max),  # type: ignore[no-untyped-call]
+}
 """The largest finite value of each low type."""
 
 _ELEM_TO_NP: dict[int, np.dtype] = {
@@ -69,12 +75,15 @@ def bits_to_bf16(bits: np.ndarray) -> np.ndarray:
 def saturating_cast(array: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, int, float]:
     """`array` in `dtype`; into fp16/bf16, finite values beyond the type's largest value are clamped to +-max
     instead of becoming inf (inf/NaN stay). Returns (result, values clamped, largest clamped |x|)."""
-    limit = LOW_MAX[TensorProto.FLOAT16] if dtype == np.float16 else (
-        LOW_MAX[TensorProto.BFLOAT16] if dtype == BFLOAT16 else None)
+    limit = (
+        LOW_MAX[TensorProto.FLOAT16]
+        if dtype == np.float16
+        else (LOW_MAX[TensorProto.BFLOAT16] if dtype == BFLOAT16 else None)
+    )
     source_max = _largest(array.dtype)
     if limit is None or source_max is None or source_max <= limit or not array.size:
         return array.astype(dtype), 0, 0.0
-    if max(-float(array.min()), float(array.max())) <= limit:    # two reductions, no temporaries: the usual case
+    if max(-float(array.min()), float(array.max())) <= limit:  # two reductions, no temporaries: the usual case
         return array.astype(dtype), 0, 0.0
     over = np.isfinite(array) & (np.abs(array) > limit)
     count = int(over.sum())

@@ -4,6 +4,7 @@ Every error a user can cause is a :class:`UserError`: its message names the file
 (or option), the problem and the fix, so the plugin and the CLI can print it as
 one line block with no traceback and exit non-zero.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,10 +37,14 @@ class DiskFull(UserError):
 
     def __init__(self, *, folder: Path, name: str, fix: str | None = None) -> None:
         self.folder = folder
-        super().__init__(where=folder, problem=f"no space left on the device while writing {name}; nothing was "
-                         "written (the previous file, if any, is kept)",
-                         fix=fix or "free space, or point castguard at a folder on another disk (--goldens-dir, "
-                         "--cache-dir or --report-dir; castguard convert: --output_path)")
+        super().__init__(
+            where=folder,
+            problem=f"no space left on the device while writing {name}; nothing was "
+            "written (the previous file, if any, is kept)",
+            fix=fix
+            or "free space, or point castguard at a folder on another disk (--goldens-dir, "
+            "--cache-dir or --report-dir; castguard convert: --output_path)",
+        )
 
 
 class ModelError(UserError):
@@ -89,8 +94,9 @@ class GoldenRunFailed(GoldenError):
 class ConversionError(UserError):
     """The converter cannot produce a valid model. Names the node and the step."""
 
-    def __init__(self, *, where: str | Path | None, problem: str, fix: str,
-                 node: str | None = None, step: str | None = None) -> None:
+    def __init__(
+        self, *, where: str | Path | None, problem: str, fix: str, node: str | None = None, step: str | None = None
+    ) -> None:
         self.node = node
         self.step = step
         prefix = []

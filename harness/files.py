@@ -8,6 +8,7 @@ crash, a full disk or Ctrl-C never leaves a partial file under the final name. `
 before the rename (goldens: a committed artefact); caches skip it, since they need atomicity, not durability.
 A full disk (or quota) is one :class:`~harness.errors.DiskFull` naming the folder (:func:`disk_full`).
 """
+
 from __future__ import annotations
 
 import errno
@@ -27,16 +28,25 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10 only
     import tomli as tomllib
 
-__all__ = ["atomic_write", "atomic_write_all", "atomic_write_text", "disk_full", "read_toml", "safe_component", "sha256_file",
-           "sha256_files"]
+__all__ = [
+    "atomic_write",
+    "atomic_write_all",
+    "atomic_write_text",
+    "disk_full",
+    "read_toml",
+    "safe_component",
+    "sha256_file",
+    "sha256_files",
+]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
 _NO_SPACE = frozenset(code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None)) if code is not None)
 _CHUNK = 1 << 20
 
 
-def atomic_write(path: Path, data: bytes | Callable[[IO[bytes]], None], *, durable: bool = False,
-                 mode: int = 0o644) -> None:
+def atomic_write(
+    path: Path, data: bytes | Callable[[IO[bytes]], None], *, durable: bool = False, mode: int = 0o644
+) -> None:
     """Write ``data`` (bytes, or a function that writes to a binary handle) to ``path`` all at once or not at all.
 
     The folder is created if needed. The file gets ``mode`` (NamedTemporaryFile would leave 0600, but goldens and

@@ -11,6 +11,7 @@ most an empty ``.lock`` file behind, which the next run takes at once. No POSIX-
 - :class:`HeldLock` holds it across calls (``acquire``/``release``; a run's ``.active`` marker);
 - :func:`is_held` tells whether some other holder has it now.
 """
+
 from __future__ import annotations
 
 import os
@@ -55,14 +56,17 @@ def held(path: Path, *, timeout_s: float | None = None, what: str = "lock", remo
         try:
             lock.acquire(timeout=left, poll_interval=_POLL_S)
         except Timeout:
-            raise LockTimeout(where=path, problem=f"{what} still held by another process after {timeout_s:g} s",
-                              fix="wait for the other castguard run to finish (a dead run's lock is freed by the "
-                              "system at once; the file itself may stay)") from None
+            raise LockTimeout(
+                where=path,
+                problem=f"{what} still held by another process after {timeout_s:g} s",
+                fix="wait for the other castguard run to finish (a dead run's lock is freed by the "
+                "system at once; the file itself may stay)",
+            ) from None
         # only flock keeps the file on release; the Windows and soft-file backends delete it themselves
         unlink = remove and isinstance(lock, UnixFileLock)
         if not unlink or (before is not None and _identity(path) == before):
             break
-        lock.release()                           # won a file that was deleted or replaced meanwhile: again
+        lock.release()  # won a file that was deleted or replaced meanwhile: again
     try:
         yield
     finally:

@@ -10,6 +10,7 @@ Three groups of options, by where their pyproject default lives:
 * :data:`SWEEP_DESTS`: the sweep axes of ``[tool.castguard.sweep]`` (a ``--sweep FILE`` sits between the two);
 * :data:`SWEEP_FILE_DEST`: ``--sweep FILE`` itself.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -51,6 +52,7 @@ SWEEP_DESTS: Mapping[str, str] = {
 }
 SWEEP_FILE_DEST = "castguard_sweep_file"
 
+
 @dataclass(frozen=True)
 class Option:
     """One command-line option of the plugin and the CLI.
@@ -66,12 +68,20 @@ class Option:
     choices: tuple[str, ...] | None = None
 
     def register(self, addoption: Callable[..., Any]) -> None:
-        extra = {k: v for k, v in (("metavar", self.metavar), ("action", self.action), ("type", self.type),
-                                   ("choices", self.choices)) if v is not None}
+        extra = {
+            k: v
+            for k, v in (
+                ("metavar", self.metavar),
+                ("action", self.action),
+                ("type", self.type),
+                ("choices", self.choices),
+            )
+            if v is not None
+        }
         addoption(self.flag, dest=self.dest, default=None, help=HELP[self.flag], **extra)
 
 
-MODEL_OPTIONS: tuple[Option, ...] = (   # what to check and with which inputs
+MODEL_OPTIONS: tuple[Option, ...] = (  # what to check and with which inputs
     Option("--model", "castguard_models", metavar="[KEY=]NAME|PATH", action="append"),
     Option("--runner", "castguard_runners", metavar="ort|ort-cuda|emulate|reference|trt|PLUGIN", action="append"),
     Option("--goldens-dir", "castguard_goldens_dir", metavar="DIR"),
@@ -85,7 +95,7 @@ MODEL_OPTIONS: tuple[Option, ...] = (   # what to check and with which inputs
 )
 
 
-SWEEP_OPTIONS: tuple[Option, ...] = (   # the sweep's axes ([tool.castguard.sweep])
+SWEEP_OPTIONS: tuple[Option, ...] = (  # the sweep's axes ([tool.castguard.sweep])
     Option("--sweep", SWEEP_FILE_DEST, metavar="FILE"),
     Option("--precision", "castguard_precision", metavar="fp16,bf16"),
     Option("--data-max", "castguard_data_max", metavar="8,512,inf"),
@@ -94,11 +104,11 @@ SWEEP_OPTIONS: tuple[Option, ...] = (   # the sweep's axes ([tool.castguard.swee
     Option("--keep-io-types", "castguard_keep_io_types", metavar="both|true|false"),
     Option("--node-precisions", "castguard_node_precisions", metavar="Add:fp16,Sub:fp32"),
     Option("--fp32-accumulation", "castguard_fp32_accumulation", action="store_true"),
-    Option("--target", "castguard_target", choices=('any', 'ort-cuda', 'tensorrt')),
+    Option("--target", "castguard_target", choices=("any", "ort-cuda", "tensorrt")),
 )
 
 
-RUN_OPTIONS: tuple[Option, ...] = (   # where the run writes, and the tuned case
+RUN_OPTIONS: tuple[Option, ...] = (  # where the run writes, and the tuned case
     Option("--report-dir", "castguard_report_dir", metavar="DIR"),
     Option("--tune", "castguard_tune", action="store_true"),
     Option("--cache-dir", "castguard_cache_dir", metavar="DIR"),
@@ -110,12 +120,12 @@ RUN_OPTIONS: tuple[Option, ...] = (   # where the run writes, and the tuned case
 )
 
 
-VERDICT_OPTIONS: tuple[Option, ...] = (   # how the pytest run's exit status is decided (command line only)
+VERDICT_OPTIONS: tuple[Option, ...] = (  # how the pytest run's exit status is decided (command line only)
     Option("--allow-skipped-runner", "castguard_allow_skipped_runner", action="store_true"),
 )
 
 
-NIGHTLY_OPTIONS: tuple[Option, ...] = (   # nightly regression (command line only)
+NIGHTLY_OPTIONS: tuple[Option, ...] = (  # nightly regression (command line only)
     Option("--baseline", "castguard_baseline", metavar="PATH"),
     Option("--fail-on-regression", "castguard_fail_on_regression", metavar="RULES", action="append"),
     Option("--history", "castguard_history", metavar="DIR"),
@@ -123,102 +133,70 @@ NIGHTLY_OPTIONS: tuple[Option, ...] = (   # nightly regression (command line onl
 )
 
 
-HELP: Mapping[str, str] = {   # --flag -> help text (see the tables below)
-    "--model":
-        "ONNX model to check (repeatable). A bare name such as mnist or mnist.onnx is looked up in "
-        "castguard's bundled test_models/. KEY=PATH names the model (its goldens go to goldens/KEY/). With "
-        "--model and no test paths, pytest runs the accuracy suite only.",
-    "--runner":
-        "runner for the low-precision model (default emulate, or [tool.castguard.sweep] runners; repeatable "
-        "or comma-separated). Only emulate, reference, trt, ort-cuda and GPU ort really round"
-        " fp16/bf16. An installed runner plugin (entry-point group castguard.runners) is chosen by its name.",
-    "--goldens-dir":
-        "where FP32 goldens live (default: goldens/ in the project folder)",
-    "--update-goldens":
-        "rewrite the FP32 goldens of the selected models; each rewritten golden fails its test once",
-    "--val-range":
-        "value range for random inputs, Polygraphy syntax (repeatable); [lo,hi] without a name applies to "
-        "every input. Default [-1,1] for floats; integers that index a Gather table are drawn from its rows, "
-        "shape-like integers must be given, other integers default to [0,1] (stated).",
-    "--input-shapes":
-        "shapes of inputs with dynamic dimensions (repeatable, or a comma list x:1x3x224x224,mask:1x128; "
-        "Polygraphy's x:[1,3,224,224] too). Dims sharing a dim_param take the same size; a leading dynamic "
-        "dim defaults to 1 (stated); any other dynamic dim must be given",
-    "--inputs":
-        "input feeds: an .npz (a leading dim that is k x the model's batch gives k iterations), a folder of "
-        ".npz or a Polygraphy --save-inputs .json; replaces random inputs. KEY=FILE (repeatable): the inputs of "
-        "the model with that key only, in a run over several models",
-    "--seed":
-        "seed for random inputs (default 0)",
-    "--iterations":
-        "number of random feeds (default 1)",
-    "--ort-providers":
-        f"execution providers for --runner ort, e.g. {CUDA},{CPU} (default {CPU}; goldens always use CPU)",
-    "--sweep":
-        "TOML file with sweep settings at top level (the keys of [tool.castguard.sweep]); overrides "
-        "pyproject, and is overridden by the options below",
-    "--precision":
-        "low precisions to sweep (default fp16,bf16)",
-    "--data-max":
-        "data_max thresholds to sweep: nodes whose inputs/outputs exceed it stay fp32 (inf: rule off) "
-        "(default 8,512,inf)",
-    "--init-max":
-        "init_max thresholds to sweep: initializers above it stay fp32 (default 65504)",
-    "--exclude-ops":
-        "op-exclusion sets to sweep (repeatable or comma-separated): none, sensitive (Softmax, "
-        "LayerNormalization, GroupNormalization, InstanceNormalization, ReduceMean, Pow), a set from [tool.castguard.sweep.exclusion_sets], or a new one"
-        " as NAME=Op1+Op2",
-    "--keep-io-types":
-        "sweep keep_io_types: both, or one value for every case (default false: the model's own inputs and "
-        "outputs become fp16/bf16)",
-    "--node-precisions":
-        "force nodes (by name or op type) to a precision in every case, like Polygraphy's --layer-precisions;"
-        " a key that matches nothing is an error",
-    "--fp32-accumulation":
-        "wrap each low-precision MatMul/Gemm as Cast -> fp32 MatMul -> Cast in every case",
-    "--target":
-        "convert every case for this deployment target (castguard convert --target): ops with no fp16/bf16 "
-        "kernel there stay FP32 (default any)",
-    "--report-dir":
-        "where the sweep report (report.json, report.md, report.html, outputs/) is written at the end of the "
-        "run (default: castguard-report/ in the project folder)",
-    "--tune":
-        "add a `tuned` case per precision: castguard tune's plan (fewest FP32 nodes within the max-error "
-        "bound, on emulate), checked against the plan stored beside the goldens ([tool.castguard] tune)",
-    "--cache-dir":
-        "content-hash cache of magnitudes and converted models (default: .castguard-cache/ in the project "
-        "folder); safe to delete at any time",
-    "--keep-runs":
-        "finished run folders (runs/<id>/ with their saved outputs) kept in the report folder; older ones are"
-        " deleted at the end of a run (default 3)",
-    "--cache-max-mb":
-        "size cap of the cache folder; least recently used entries are evicted at the end of a run (default "
-        "2048; 0: no cap). `castguard cache` shows and prunes it",
-    "--shard":
-        "run only shard K of N of the models (assigned by a stable hash of each model key; a model's cases are "
-        "split too only when there are fewer models than shards); merge the shards' report folders with "
-        "`castguard merge` ([tool.castguard] shard)",
-    "--trt-build-check":
-        "build every distinct converted model as a strongly typed TensorRT engine and check its layer types (the "
-        "default when TensorRT or TensorRT-RTX is installed: pip install \"castguard[trt]\"; no GPU needed); an "
-        "error when neither is installed ([tool.castguard] trt_build_check)",
-    "--no-trt-build-check":
-        "skip the TensorRT build check even when TensorRT is installed",
-    "--allow-skipped-runner":
-        "accept a run in which every case of a runner you asked for by name (--runner, [tool.castguard] runners "
-        "or the sweep's runners) skipped, e.g. ort-cuda without CUDA; without it such a run exits 1 and says why",
-    "--baseline":
-        "compare this run with a previous report.json (or report folder), or with the latest clean run of a "
-        "--history folder; regressions, improvements, new and missing cases go into the report",
-    "--fail-on-regression":
-        "fail the run when a case regresses past a rule (comma-separated, repeatable): max_rel:+25%%, "
-        "max_abs:+0.01, error:+25%%, over_tol:+25%%, median_rel:+25%%, lowp_share:-2pp, casts:+2, "
-        "speedup:-10%% (GPU runners), convert_time:+50%%, infer_time:+50%%, total_time:+50%%, status, trt_build",
-    "--history":
-        "store this run (report + provenance) as one JSON file in DIR; report.html then shows trends over the"
-        " last runs (castguard history DIR prints them)",
-    "--strict-provenance":
-        "a golden made with another onnx/onnxruntime version than this run is an error, not a note",
+HELP: Mapping[str, str] = {  # --flag -> help text (see the tables below)
+    "--model": "ONNX model to check (repeatable). A bare name such as mnist or mnist.onnx is looked up in "
+    "castguard's bundled test_models/. KEY=PATH names the model (its goldens go to goldens/KEY/). With "
+    "--model and no test paths, pytest runs the accuracy suite only.",
+    "--runner": "runner for the low-precision model (default emulate, or [tool.castguard.sweep] runners; repeatable "
+    "or comma-separated). Only emulate, reference, trt, ort-cuda and GPU ort really round"
+    " fp16/bf16. An installed runner plugin (entry-point group castguard.runners) is chosen by its name.",
+    "--goldens-dir": "where FP32 goldens live (default: goldens/ in the project folder)",
+    "--update-goldens": "rewrite the FP32 goldens of the selected models; each rewritten golden fails its test once",
+    "--val-range": "value range for random inputs, Polygraphy syntax (repeatable); [lo,hi] without a name applies to "
+    "every input. Default [-1,1] for floats; integers that index a Gather table are drawn from its rows, "
+    "shape-like integers must be given, other integers default to [0,1] (stated).",
+    "--input-shapes": "shapes of inputs with dynamic dimensions (repeatable, or a comma list x:1x3x224x224,mask:1x128; "
+    "Polygraphy's x:[1,3,224,224] too). Dims sharing a dim_param take the same size; a leading dynamic "
+    "dim defaults to 1 (stated); any other dynamic dim must be given",
+    "--inputs": "input feeds: an .npz (a leading dim that is k x the model's batch gives k iterations), a folder of "
+    ".npz or a Polygraphy --save-inputs .json; replaces random inputs. KEY=FILE (repeatable): the inputs of "
+    "the model with that key only, in a run over several models",
+    "--seed": "seed for random inputs (default 0)",
+    "--iterations": "number of random feeds (default 1)",
+    "--ort-providers": f"execution providers for --runner ort, e.g. {CUDA},{CPU} (default {CPU}; goldens always use CPU)",
+    "--sweep": "TOML file with sweep settings at top level (the keys of [tool.castguard.sweep]); overrides "
+    "pyproject, and is overridden by the options below",
+    "--precision": "low precisions to sweep (default fp16,bf16)",
+    "--data-max": "data_max thresholds to sweep: nodes whose inputs/outputs exceed it stay fp32 (inf: rule off) "
+    "(default 8,512,inf)",
+    "--init-max": "init_max thresholds to sweep: initializers above it stay fp32 (default 65504)",
+    "--exclude-ops": "op-exclusion sets to sweep (repeatable or comma-separated): none, sensitive (Softmax, "
+    "LayerNormalization, GroupNormalization, InstanceNormalization, ReduceMean, Pow), a set from [tool.castguard.sweep.exclusion_sets], or a new one"
+    " as NAME=Op1+Op2",
+    "--keep-io-types": "sweep keep_io_types: both, or one value for every case (default false: the model's own inputs and "
+    "outputs become fp16/bf16)",
+    "--node-precisions": "force nodes (by name or op type) to a precision in every case, like Polygraphy's --layer-precisions;"
+    " a key that matches nothing is an error",
+    "--fp32-accumulation": "wrap each low-precision MatMul/Gemm as Cast -> fp32 MatMul -> Cast in every case",
+    "--target": "convert every case for this deployment target (castguard convert --target): ops with no fp16/bf16 "
+    "kernel there stay FP32 (default any)",
+    "--report-dir": "where the sweep report (report.json, report.md, report.html, outputs/) is written at the end of the "
+    "run (default: castguard-report/ in the project folder)",
+    "--tune": "add a `tuned` case per precision: castguard tune's plan (fewest FP32 nodes within the max-error "
+    "bound, on emulate), checked against the plan stored beside the goldens ([tool.castguard] tune)",
+    "--cache-dir": "content-hash cache of magnitudes and converted models (default: .castguard-cache/ in the project "
+    "folder); safe to delete at any time",
+    "--keep-runs": "finished run folders (runs/<id>/ with their saved outputs) kept in the report folder; older ones are"
+    " deleted at the end of a run (default 3)",
+    "--cache-max-mb": "size cap of the cache folder; least recently used entries are evicted at the end of a run (default "
+    "2048; 0: no cap). `castguard cache` shows and prunes it",
+    "--shard": "run only shard K of N of the models (assigned by a stable hash of each model key; a model's cases are "
+    "split too only when there are fewer models than shards); merge the shards' report folders with "
+    "`castguard merge` ([tool.castguard] shard)",
+    "--trt-build-check": "build every distinct converted model as a strongly typed TensorRT engine and check its layer types (the "
+    'default when TensorRT or TensorRT-RTX is installed: pip install "castguard[trt]"; no GPU needed); an '
+    "error when neither is installed ([tool.castguard] trt_build_check)",
+    "--no-trt-build-check": "skip the TensorRT build check even when TensorRT is installed",
+    "--allow-skipped-runner": "accept a run in which every case of a runner you asked for by name (--runner, [tool.castguard] runners "
+    "or the sweep's runners) skipped, e.g. ort-cuda without CUDA; without it such a run exits 1 and says why",
+    "--baseline": "compare this run with a previous report.json (or report folder), or with the latest clean run of a "
+    "--history folder; regressions, improvements, new and missing cases go into the report",
+    "--fail-on-regression": "fail the run when a case regresses past a rule (comma-separated, repeatable): max_rel:+25%%, "
+    "max_abs:+0.01, error:+25%%, over_tol:+25%%, median_rel:+25%%, lowp_share:-2pp, casts:+2, "
+    "speedup:-10%% (GPU runners), convert_time:+50%%, infer_time:+50%%, total_time:+50%%, status, trt_build",
+    "--history": "store this run (report + provenance) as one JSON file in DIR; report.html then shows trends over the"
+    " last runs (castguard history DIR prints them)",
+    "--strict-provenance": "a golden made with another onnx/onnxruntime version than this run is an error, not a note",
 }
 
 

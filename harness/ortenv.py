@@ -11,6 +11,7 @@ answers through :mod:`harness.child`, and a child that dies (signal, non-zero ex
 Each answer depends only on the interpreter and the onnxruntime installation, so it is remembered per
 (interpreter, onnxruntime location) for the life of the process: a sweep asks once, not once per bf16 case.
 """
+
 from __future__ import annotations
 
 import re
@@ -84,7 +85,7 @@ def _cuda_problem_at(location: str) -> str | None:
     del location  # the cache key: one answer per onnxruntime installation
     done = _ask_child(_CUDA_SESSION)
     if done is None:
-        return None   # the child died: unknown, the session the runner creates decides
+        return None  # the child died: unknown, the session the runner creates decides
     if done.answer is True:
         return None
     failed = [line for line in done.stderr.splitlines() if "Failed to load library" in line]

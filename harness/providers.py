@@ -1,4 +1,5 @@
 """onnxruntime execution provider names: the one place they are spelled (runners, converter, options, probes)."""
+
 from __future__ import annotations
 
 CPU = "CPUExecutionProvider"

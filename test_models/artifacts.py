@@ -3,6 +3,7 @@
 Every bundled file must come out identical when it is rebuilt: no timestamps,
 fixed producer fields, deterministic protobuf serialization.
 """
+
 from __future__ import annotations
 
 import io

@@ -11,6 +11,7 @@ computes the same bits. Other CPUs (e.g. aarch64) or other numpy/OpenBLAS
 releases may train to slightly different weights; ``--check`` then reports the
 files that would change.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,7 +25,9 @@ from pathlib import Path
 import test_models
 
 REPRODUCIBLE_ENV = {
-    "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
     "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512F AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR",
 }
 X86_ENV = {"OPENBLAS_CORETYPE": "Haswell"}
@@ -43,16 +46,21 @@ def why_mnist_cannot_reproduce() -> str | None:
         return f"the committed mnist was trained on x86-64 (OpenBLAS Haswell kernels); this machine is {machine}"
     here = ".".join(np.__version__.split(".")[:2])
     if here != MNIST_NUMPY:
-        return (f"the committed mnist was trained with numpy {MNIST_NUMPY}; numpy {np.__version__} computes other "
-                f"bits, so byte identity cannot be checked here (run it with pip install 'numpy=={MNIST_NUMPY}.*')")
+        return (
+            f"the committed mnist was trained with numpy {MNIST_NUMPY}; numpy {np.__version__} computes other "
+            f"bits, so byte identity cannot be checked here (run it with pip install 'numpy=={MNIST_NUMPY}.*')"
+        )
     return None
 
 
 def pin_arithmetic() -> None:
     """Set :data:`REPRODUCIBLE_ENV` for numpy and OpenBLAS; they read it when numpy is first imported."""
     if "numpy" in sys.modules:
-        print("note: numpy was imported before the arithmetic could be pinned; "
-              "mnist may not reproduce the committed bytes", file=sys.stderr)
+        print(
+            "note: numpy was imported before the arithmetic could be pinned; "
+            "mnist may not reproduce the committed bytes",
+            file=sys.stderr,
+        )
     os.environ.update(REPRODUCIBLE_ENV)
     if platform.machine().lower() in ("x86_64", "amd64"):
         os.environ.update(X86_ENV)
@@ -85,11 +93,15 @@ def mnist_artifacts(*, log: bool = True) -> dict[Path, bytes]:
     files[entry.folder / "digits.npz"] = npz_bytes(Input3=digits)
     files[entry.folder / "8.npz"] = npz_bytes(Input3=digits[8:9])
     if log:
-        print(f"mnist: {len(data.y_train)} train / {len(data.y_test)} test images, "
-              f"test accuracy {trained.test_accuracy:.2%} (onnxruntime), "
-              f"trained in {time.perf_counter() - start:.1f} s")
-        print("mnist: activation absmax over the test split: "
-              + ", ".join(f"{k}={v:.3g}" for k, v in trained.activation_absmax.items()))
+        print(
+            f"mnist: {len(data.y_train)} train / {len(data.y_test)} test images, "
+            f"test accuracy {trained.test_accuracy:.2%} (onnxruntime), "
+            f"trained in {time.perf_counter() - start:.1f} s"
+        )
+        print(
+            "mnist: activation absmax over the test split: "
+            + ", ".join(f"{k}={v:.3g}" for k, v in trained.activation_absmax.items())
+        )
     return files
 
 
@@ -105,8 +117,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from test_models.artifacts import write_if_changed
 
     parser = argparse.ArgumentParser(prog="python -m test_models.build", description=__doc__.splitlines()[0])
-    parser.add_argument("models", nargs="*", metavar="MODEL",
-                        help=f"models to rebuild (default: all of {', '.join(test_models.built_names())})")
+    parser.add_argument(
+        "models",
+        nargs="*",
+        metavar="MODEL",
+        help=f"models to rebuild (default: all of {', '.join(test_models.built_names())})",
+    )
     parser.add_argument("--check", action="store_true", help="do not write; exit 1 if any file would change")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.models) - set(test_models.names()))
@@ -114,8 +130,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown model(s) {', '.join(unknown)}; bundled models are {', '.join(test_models.names())}")
     exported = sorted(set(args.models) - set(test_models.built_names()))
     if exported:
-        parser.error(f"{', '.join(exported)}: made by `python -m {test_models.MODELS[exported[0]].made_by}` "
-                     "(needs torch), not by this script")
+        parser.error(
+            f"{', '.join(exported)}: made by `python -m {test_models.MODELS[exported[0]].made_by}` "
+            "(needs torch), not by this script"
+        )
     changed: list[Path] = []
     for name in args.models or test_models.built_names():
         for path, data in artifacts(name).items():

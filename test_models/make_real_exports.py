@@ -24,6 +24,7 @@ Every export is checked before it is written: onnxruntime matches torch (max abs
 sizes and two sequence lengths, with and without padding. The text models also get ``inputs.npz``, their
 default inputs for ``pytest --model NAME`` (ids below the vocabulary size; row 1 right-padded).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,13 +44,19 @@ import onnx
 import test_models
 from test_models.artifacts import npz_bytes, onnx_bytes, write_if_changed
 
-VERSIONS = {"torch": "2.13.0+cpu", "transformers": "5.24.0", "timm": "1.0.31", "onnx": "1.23.2",
-            "onnxruntime": "1.32.0", "numpy": "2.4.6"}
+VERSIONS = {
+    "torch": "2.13.0+cpu",
+    "transformers": "5.24.0",
+    "timm": "1.0.31",
+    "onnx": "1.23.2",
+    "onnxruntime": "1.32.0",
+    "numpy": "2.4.6",
+}
 OPSET = 17
 VOCAB = 512
 TEXT_AXES = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"}}
-TEXT_SHAPES = ((2, 16), (1, 37), (3, 64))     # (batch, sequence) pairs checked against torch
-_KEEP: list[Any] = []                          # keeps the torchvision op library alive
+TEXT_SHAPES = ((2, 16), (1, 37), (3, 64))  # (batch, sequence) pairs checked against torch
+_KEEP: list[Any] = []  # keeps the torchvision op library alive
 
 
 @dataclass(frozen=True)
@@ -79,8 +86,7 @@ def allow_cpu_torch_with_cuda_torchvision() -> None:
             ctypes.CDLL(str(lib))
         return
     except OSError as err:
-        print(f"note: torchvision's C ops do not load ({err}); declaring nms/qnms so that it imports",
-              file=sys.stderr)
+        print(f"note: torchvision's C ops do not load ({err}); declaring nms/qnms so that it imports", file=sys.stderr)
     library = torch.library.Library("torchvision", "FRAGMENT")
     for op in ("nms", "qnms"):
         library.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
@@ -95,7 +101,7 @@ def text_feeds(batch: int, sequence: int, *, seed: int) -> tuple[Any, Any]:
     ids = torch.randint(0, VOCAB, (batch, sequence), generator=gen)
     mask = torch.ones(batch, sequence, dtype=torch.int64)
     if batch > 1:
-        mask[-1, sequence // 2:] = 0
+        mask[-1, sequence // 2 :] = 0
     return ids, mask
 
 
@@ -116,36 +122,65 @@ def without_cache(model: Any, outputs: Sequence[str]) -> Any:
 
 
 def _text_export(model: Any, outputs: Sequence[str], output_axes: dict[str, dict[int, str]]) -> Export:
-    return Export(module=without_cache(model, outputs), example=text_feeds(2, 16, seed=1),
-                  input_names=("input_ids", "attention_mask"), output_names=tuple(outputs),
-                  dynamic_axes={**TEXT_AXES, **output_axes},
-                  check_feeds=tuple(text_feeds(b, s, seed=2 + i) for i, (b, s) in enumerate(TEXT_SHAPES)))
+    return Export(
+        module=without_cache(model, outputs),
+        example=text_feeds(2, 16, seed=1),
+        input_names=("input_ids", "attention_mask"),
+        output_names=tuple(outputs),
+        dynamic_axes={**TEXT_AXES, **output_axes},
+        check_feeds=tuple(text_feeds(b, s, seed=2 + i) for i, (b, s) in enumerate(TEXT_SHAPES)),
+    )
 
 
 def bert_tiny() -> Export:
     from transformers import BertConfig, BertModel
 
-    config = BertConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=128, max_position_embeddings=256)
+    config = BertConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=256,
+    )
     seq = {0: "batch", 1: "sequence"}
-    return _text_export(BertModel(config), ["last_hidden_state", "pooler_output"],
-                        {"last_hidden_state": seq, "pooler_output": {0: "batch"}})
+    return _text_export(
+        BertModel(config),
+        ["last_hidden_state", "pooler_output"],
+        {"last_hidden_state": seq, "pooler_output": {0: "batch"}},
+    )
 
 
 def gpt2_tiny() -> Export:
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    config = GPT2Config(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4, n_inner=128, n_positions=256,
-                        bos_token_id=VOCAB - 1, eos_token_id=VOCAB - 1)
+    config = GPT2Config(
+        vocab_size=VOCAB,
+        n_embd=64,
+        n_layer=2,
+        n_head=4,
+        n_inner=128,
+        n_positions=256,
+        bos_token_id=VOCAB - 1,
+        eos_token_id=VOCAB - 1,
+    )
     return _text_export(GPT2LMHeadModel(config), ["logits"], {"logits": {0: "batch", 1: "sequence"}})
 
 
 def llama_tiny() -> Export:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-                         attn_implementation="eager", tie_word_embeddings=False)
+    config = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        attn_implementation="eager",
+        tie_word_embeddings=False,
+    )
     return _text_export(LlamaForCausalLM(config), ["logits"], {"logits": {0: "batch", 1: "sequence"}})
 
 
@@ -156,12 +191,22 @@ def timm_mobilenetv3() -> Export:
     model = timm.create_model("mobilenetv3_small_050", pretrained=False, num_classes=10).eval()
     gen = torch.Generator().manual_seed(1)
     images = tuple((torch.rand(b, 3, 224, 224, generator=gen) * 2 - 1,) for b in (1, 3))
-    return Export(module=model, example=images[0], input_names=("input",), output_names=("logits",),
-                  dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}}, check_feeds=images)
+    return Export(
+        module=model,
+        example=images[0],
+        input_names=("input",),
+        output_names=("logits",),
+        dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}},
+        check_feeds=images,
+    )
 
 
 BUILDERS: dict[str, Callable[[], Export]] = {
-    "bert_tiny": bert_tiny, "gpt2_tiny": gpt2_tiny, "llama_tiny": llama_tiny, "timm_mobilenetv3": timm_mobilenetv3}
+    "bert_tiny": bert_tiny,
+    "gpt2_tiny": gpt2_tiny,
+    "llama_tiny": llama_tiny,
+    "timm_mobilenetv3": timm_mobilenetv3,
+}
 
 
 def export(name: str) -> onnx.ModelProto:
@@ -172,9 +217,16 @@ def export(name: str) -> onnx.ModelProto:
     spec = BUILDERS[name]()
     with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
         path = Path(tmp) / f"{name}.onnx"
-        torch.onnx.export(spec.module, spec.example, str(path), input_names=list(spec.input_names),
-                          output_names=list(spec.output_names), dynamic_axes=spec.dynamic_axes,
-                          opset_version=OPSET, dynamo=False)
+        torch.onnx.export(
+            spec.module,
+            spec.example,
+            str(path),
+            input_names=list(spec.input_names),
+            output_names=list(spec.output_names),
+            dynamic_axes=spec.dynamic_axes,
+            opset_version=OPSET,
+            dynamo=False,
+        )
         model = onnx.load(str(path))
         check_against_torch(name, path, spec)
     return model
@@ -197,12 +249,17 @@ def check_against_torch(name: str, path: Path, spec: Export) -> None:
 
 def summary(name: str, model: onnx.ModelProto, size: int) -> str:
     ops = collections.Counter(n.op_type for n in model.graph.node)
-    to_float = sum(1 for n in model.graph.node if n.op_type == "Cast"
-                   and any(a.name == "to" and a.i == onnx.TensorProto.FLOAT for a in n.attribute))
+    to_float = sum(
+        1
+        for n in model.graph.node
+        if n.op_type == "Cast" and any(a.name == "to" and a.i == onnx.TensorProto.FLOAT for a in n.attribute)
+    )
     dims = {i.name: [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input}
     notable = {op: ops[op] for op in ("HardSwish", "Softmax", "MatMul", "Conv", "ReduceMean") if ops[op]}
-    return (f"{name}: {size / 1e6:.2f} MB, {len(model.graph.node)} nodes, opset "
-            f"{model.opset_import[0].version}, inputs {dims}, Cast(to=FLOAT) x{to_float}, {notable}")
+    return (
+        f"{name}: {size / 1e6:.2f} MB, {len(model.graph.node)} nodes, opset "
+        f"{model.opset_import[0].version}, inputs {dims}, Cast(to=FLOAT) x{to_float}, {notable}"
+    )
 
 
 def text_inputs(name: str) -> bytes:
@@ -224,8 +281,9 @@ def check_versions() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m test_models.make_real_exports",
-                                     description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m test_models.make_real_exports", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("models", nargs="*", metavar="MODEL", help=f"default: all of {', '.join(BUILDERS)}")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.models) - set(BUILDERS))

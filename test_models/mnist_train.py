@@ -15,6 +15,7 @@ same bytes (see ``test_models.build`` for the pinned arithmetic). No torch is
 needed. After training, an exact power-of-two rescaling sets each conv block's
 activation range (:data:`ACTIVATION_TARGETS`) without changing the logits.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -87,11 +88,13 @@ def load_dataset(config: TrainConfig) -> Dataset:
     intensity = np.pad(np.clip(up, 0.0, 1.0), ((0, 0), (pad, pad), (pad, pad)))
     pgm = (255 - np.rint(intensity * 255.0)).astype(np.uint8)
     pgm_train, pgm_test, y_train, y_test = train_test_split(
-        pgm, digits.target, test_size=config.test_fraction, random_state=config.seed, stratify=digits.target)
+        pgm, digits.target, test_size=config.test_fraction, random_state=config.seed, stratify=digits.target
+    )
     return Dataset(pgm_train, y_train.astype(np.int64), pgm_test, y_test.astype(np.int64))
 
 
 # ---------------------------------------------------------------- numpy layers
+
 
 def _im2col(x: np.ndarray) -> np.ndarray:
     """(N,C,H,W) -> (N*H*W, C*K*K) patches for a KxK 'same' convolution (cross-correlation, as ONNX Conv)."""
@@ -109,15 +112,15 @@ def _col2im(cols: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     out = np.zeros((n, c, h + 2 * p, w + 2 * p), dtype=cols.dtype)
     for i in range(KERNEL):
         for j in range(KERNEL):
-            out[:, :, i:i + h, j:j + w] += g[:, :, :, :, i, j].transpose(0, 3, 1, 2)
-    return out[:, :, p:p + h, p:p + w]
+            out[:, :, i : i + h, j : j + w] += g[:, :, :, :, i, j].transpose(0, 3, 1, 2)
+    return out[:, :, p : p + h, p : p + w]
 
 
 def _maxpool(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Non-overlapping kxk max pooling (floor mode); returns the output and the argmax mask."""
     n, c, h, w = x.shape
     ho, wo = h // k, w // k
-    win = x[:, :, :ho * k, :wo * k].reshape(n, c, ho, k, wo, k).transpose(0, 1, 2, 4, 3, 5)
+    win = x[:, :, : ho * k, : wo * k].reshape(n, c, ho, k, wo, k).transpose(0, 1, 2, 4, 3, 5)
     flat = win.reshape(n, c, ho, wo, k * k)
     first = flat.argmax(axis=-1)  # one winner per window: the first maximum in raster order
     out = np.take_along_axis(flat, first[..., None], axis=-1)[..., 0]
@@ -129,7 +132,7 @@ def _maxpool_back(grad: np.ndarray, mask: np.ndarray, shape: tuple[int, ...], k:
     n, c, h, w = shape
     ho, wo = h // k, w // k
     out = np.zeros(shape, dtype=grad.dtype)
-    out[:, :, :ho * k, :wo * k] = (mask * grad[:, :, :, None, :, None]).reshape(n, c, ho * k, wo * k)
+    out[:, :, : ho * k, : wo * k] = (mask * grad[:, :, :, None, :, None]).reshape(n, c, ho * k, wo * k)
     return out
 
 
@@ -139,9 +142,12 @@ def _init_params(rng: np.random.Generator) -> dict[str, np.ndarray]:
 
     c1, c2 = CHANNELS
     return {
-        "w1": he((c1, 1, KERNEL, KERNEL), KERNEL * KERNEL), "b1": np.zeros(c1, np.float32),
-        "w2": he((c2, c1, KERNEL, KERNEL), c1 * KERNEL * KERNEL), "b2": np.zeros(c2, np.float32),
-        "w3": he((FEATURES, 10), FEATURES), "b3": np.zeros(10, np.float32),
+        "w1": he((c1, 1, KERNEL, KERNEL), KERNEL * KERNEL),
+        "b1": np.zeros(c1, np.float32),
+        "w2": he((c2, c1, KERNEL, KERNEL), c1 * KERNEL * KERNEL),
+        "b2": np.zeros(c2, np.float32),
+        "w3": he((FEATURES, 10), FEATURES),
+        "b3": np.zeros(10, np.float32),
     }
 
 
@@ -161,8 +167,9 @@ def _forward(params: dict[str, np.ndarray], x: np.ndarray) -> tuple[np.ndarray, 
     return logits, cache
 
 
-def _backward(params: dict[str, np.ndarray], cache: dict[str, np.ndarray], dlogits: np.ndarray
-              ) -> dict[str, np.ndarray]:
+def _backward(
+    params: dict[str, np.ndarray], cache: dict[str, np.ndarray], dlogits: np.ndarray
+) -> dict[str, np.ndarray]:
     n = dlogits.shape[0]
     grads = {"w3": cache["feats"].T @ dlogits, "b3": dlogits.sum(axis=0)}
     dp2 = (dlogits @ params["w3"].T).reshape(n, CHANNELS[1], 4, 4)
@@ -199,7 +206,7 @@ def train_params(data: Dataset, config: TrainConfig) -> dict[str, np.ndarray]:
         for _ in range(config.epochs):
             order = rng.permutation(len(y_all))
             for start in range(0, len(order), config.batch_size):
-                idx = order[start:start + config.batch_size]
+                idx = order[start : start + config.batch_size]
                 logits, cache = _forward(params, x_all[idx])
                 grads = _backward(params, cache, _softmax_xent_grad(logits, y_all[idx]))
                 step += 1
@@ -209,33 +216,70 @@ def train_params(data: Dataset, config: TrainConfig) -> dict[str, np.ndarray]:
                     m += (1 - beta1) * grad
                     v *= beta2
                     v += (1 - beta2) * grad * grad
-                    m_hat = m / (1 - beta1 ** step)
-                    v_hat = v / (1 - beta2 ** step)
+                    m_hat = m / (1 - beta1**step)
+                    v_hat = v / (1 - beta2**step)
                     params[key] -= (config.learning_rate * m_hat / (np.sqrt(v_hat) + eps)).astype(np.float32)
     return params
 
 
 # ---------------------------------------------------------------- ONNX export
 
+
 def export_onnx(params: dict[str, np.ndarray]) -> onnx.ModelProto:
     """The trained weights as an opset-12 model with the ONNX-zoo MNIST node and tensor names."""
     c1, c2 = CHANNELS
     n = helper.make_node
     nodes = [
-        n("Conv", ["Input3", "Parameter5"], ["Convolution28_Output_0"], name="Convolution28",
-          kernel_shape=[KERNEL, KERNEL], strides=[1, 1], auto_pad="SAME_UPPER", group=1, dilations=[1, 1]),
+        n(
+            "Conv",
+            ["Input3", "Parameter5"],
+            ["Convolution28_Output_0"],
+            name="Convolution28",
+            kernel_shape=[KERNEL, KERNEL],
+            strides=[1, 1],
+            auto_pad="SAME_UPPER",
+            group=1,
+            dilations=[1, 1],
+        ),
         n("Add", ["Convolution28_Output_0", "Parameter6"], ["Plus30_Output_0"], name="Plus30"),
         n("Relu", ["Plus30_Output_0"], ["ReLU32_Output_0"], name="ReLU32"),
-        n("MaxPool", ["ReLU32_Output_0"], ["Pooling66_Output_0"], name="Pooling66",
-          kernel_shape=[2, 2], strides=[2, 2], pads=[0, 0, 0, 0]),
-        n("Conv", ["Pooling66_Output_0", "Parameter87"], ["Convolution110_Output_0"], name="Convolution110",
-          kernel_shape=[KERNEL, KERNEL], strides=[1, 1], auto_pad="SAME_UPPER", group=1, dilations=[1, 1]),
+        n(
+            "MaxPool",
+            ["ReLU32_Output_0"],
+            ["Pooling66_Output_0"],
+            name="Pooling66",
+            kernel_shape=[2, 2],
+            strides=[2, 2],
+            pads=[0, 0, 0, 0],
+        ),
+        n(
+            "Conv",
+            ["Pooling66_Output_0", "Parameter87"],
+            ["Convolution110_Output_0"],
+            name="Convolution110",
+            kernel_shape=[KERNEL, KERNEL],
+            strides=[1, 1],
+            auto_pad="SAME_UPPER",
+            group=1,
+            dilations=[1, 1],
+        ),
         n("Add", ["Convolution110_Output_0", "Parameter88"], ["Plus112_Output_0"], name="Plus112"),
         n("Relu", ["Plus112_Output_0"], ["ReLU114_Output_0"], name="ReLU114"),
-        n("MaxPool", ["ReLU114_Output_0"], ["Pooling160_Output_0"], name="Pooling160",
-          kernel_shape=[3, 3], strides=[3, 3], pads=[0, 0, 0, 0]),
-        n("Reshape", ["Pooling160_Output_0", "Pooling160_Output_0_reshape0_shape"],
-          ["Pooling160_Output_0_reshape0"], name="Times212_reshape0"),
+        n(
+            "MaxPool",
+            ["ReLU114_Output_0"],
+            ["Pooling160_Output_0"],
+            name="Pooling160",
+            kernel_shape=[3, 3],
+            strides=[3, 3],
+            pads=[0, 0, 0, 0],
+        ),
+        n(
+            "Reshape",
+            ["Pooling160_Output_0", "Pooling160_Output_0_reshape0_shape"],
+            ["Pooling160_Output_0_reshape0"],
+            name="Times212_reshape0",
+        ),
         n("MatMul", ["Pooling160_Output_0_reshape0", "Parameter193"], ["Times212_Output_0"], name="Times212"),
         n("Add", ["Times212_Output_0", "Parameter194"], ["Plus214_Output_0"], name="Plus214"),
     ]
@@ -249,18 +293,20 @@ def export_onnx(params: dict[str, np.ndarray]) -> onnx.ModelProto:
         numpy_helper.from_array(params["b3"].astype(np.float32).reshape(1, 10), "Parameter194"),
     ]
     graph = helper.make_graph(
-        nodes, "CNTKGraph",
+        nodes,
+        "CNTKGraph",
         [helper.make_tensor_value_info("Input3", TensorProto.FLOAT, [1, 1, IMAGE_SIZE, IMAGE_SIZE])],
         [helper.make_tensor_value_info("Plus214_Output_0", TensorProto.FLOAT, [1, 10])],
         initializer=inits,
     )
-    doc = ("CNN trained in numpy on scikit-learn digits upsampled to 28x28 (castguard test_models/mnist_train.py); "
-           "ONNX-zoo MNIST structure and names")
+    doc = (
+        "CNN trained in numpy on scikit-learn digits upsampled to 28x28 (castguard test_models/mnist_train.py); "
+        "ONNX-zoo MNIST structure and names"
+    )
     return make_model(graph, opset=12, doc=doc)
 
 
-def run_onnx(model: onnx.ModelProto, images: np.ndarray, *, outputs: list[str] | None = None
-             ) -> dict[str, np.ndarray]:
+def run_onnx(model: onnx.ModelProto, images: np.ndarray, *, outputs: list[str] | None = None) -> dict[str, np.ndarray]:
     """Run ``images`` (N,1,28,28) one at a time through onnxruntime CPU; returns each requested tensor stacked."""
     import onnxruntime as ort
 
@@ -294,16 +340,18 @@ def _block_absmax(params: dict[str, np.ndarray], x: np.ndarray, *, batch: int = 
     """Largest |conv output| of each conv block, with and without its bias (what Conv and Add produce)."""
     peaks = [0.0, 0.0]
     for start in range(0, len(x), batch):
-        _, cache = _forward(params, x[start:start + batch])
-        for i, (cols, w, b) in enumerate(((cache["cols1"], params["w1"], params["b1"]),
-                                          (cache["cols2"], params["w2"], params["b2"]))):
+        _, cache = _forward(params, x[start : start + batch])
+        for i, (cols, w, b) in enumerate(
+            ((cache["cols1"], params["w1"], params["b1"]), (cache["cols2"], params["w2"], params["b2"]))
+        ):
             conv = cols @ w.reshape(len(b), -1).T
             peaks[i] = max(peaks[i], float(np.abs(conv).max()), float(np.abs(conv + b).max()))
     return peaks[0], peaks[1]
 
 
-def rescale_activations(params: dict[str, np.ndarray], x: np.ndarray,
-                        targets: tuple[float, float] = ACTIVATION_TARGETS) -> dict[str, np.ndarray]:
+def rescale_activations(
+    params: dict[str, np.ndarray], x: np.ndarray, targets: tuple[float, float] = ACTIVATION_TARGETS
+) -> dict[str, np.ndarray]:
     """Move each conv block's activation range near its target without changing the function.
 
     ReLU and max pooling commute with positive scaling, so conv1 (weights and bias) times a, conv2's
@@ -326,6 +374,7 @@ def train_and_export(config: TrainConfig = TrainConfig()) -> tuple[TrainedModel,
     logits = results["Plus214_Output_0"]
     accuracy = float(np.mean(logits.argmax(axis=1) == data.y_test))
     absmax = {name: float(np.abs(v).max()) for name, v in results.items()}
-    trained = TrainedModel(model=model, test_accuracy=accuracy,
-                           sample_indices=pick_samples(logits, data.y_test), activation_absmax=absmax)
+    trained = TrainedModel(
+        model=model, test_accuracy=accuracy, sample_indices=pick_samples(logits, data.y_test), activation_absmax=absmax
+    )
     return trained, data

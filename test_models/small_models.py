@@ -3,6 +3,7 @@
 Each builder returns an ``onnx.ModelProto``; weights come from fixed seeds so
 ``python -m test_models.build`` reproduces the committed files byte for byte.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -60,18 +61,20 @@ def explicit_typing() -> onnx.ModelProto:
     w3, b3 = _linear_weights(rng, 30, 40)
     nodes = [
         helper.make_node("MatMul", ["x", "linear1.weight"], ["/linear1/MatMul_output_0"], name="/linear1/MatMul"),
-        helper.make_node("Add", ["/linear1/MatMul_output_0", "linear1.bias"], ["/linear1/Add_output_0"],
-                         name="/linear1/Add"),
-        helper.make_node("Cast", ["/linear1/Add_output_0"], ["/Cast_output_0"], name="/Cast",
-                         to=TensorProto.FLOAT16),
-        helper.make_node("MatMul", ["/Cast_output_0", "linear2.weight"], ["/linear2/MatMul_output_0"],
-                         name="/linear2/MatMul"),
-        helper.make_node("Add", ["/linear2/MatMul_output_0", "linear2.bias"], ["/linear2/Add_output_0"],
-                         name="/linear2/Add"),
-        helper.make_node("Cast", ["/linear2/Add_output_0"], ["/Cast_1_output_0"], name="/Cast_1",
-                         to=TensorProto.FLOAT),
-        helper.make_node("MatMul", ["/Cast_1_output_0", "linear3.weight"], ["/linear3/MatMul_output_0"],
-                         name="/linear3/MatMul"),
+        helper.make_node(
+            "Add", ["/linear1/MatMul_output_0", "linear1.bias"], ["/linear1/Add_output_0"], name="/linear1/Add"
+        ),
+        helper.make_node("Cast", ["/linear1/Add_output_0"], ["/Cast_output_0"], name="/Cast", to=TensorProto.FLOAT16),
+        helper.make_node(
+            "MatMul", ["/Cast_output_0", "linear2.weight"], ["/linear2/MatMul_output_0"], name="/linear2/MatMul"
+        ),
+        helper.make_node(
+            "Add", ["/linear2/MatMul_output_0", "linear2.bias"], ["/linear2/Add_output_0"], name="/linear2/Add"
+        ),
+        helper.make_node("Cast", ["/linear2/Add_output_0"], ["/Cast_1_output_0"], name="/Cast_1", to=TensorProto.FLOAT),
+        helper.make_node(
+            "MatMul", ["/Cast_1_output_0", "linear3.weight"], ["/linear3/MatMul_output_0"], name="/linear3/MatMul"
+        ),
         helper.make_node("Add", ["/linear3/MatMul_output_0", "linear3.bias"], ["y"], name="/linear3/Add"),
     ]
     graph = helper.make_graph(
@@ -80,9 +83,12 @@ def explicit_typing() -> onnx.ModelProto:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 10])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 40])],
         initializer=[
-            _init("linear1.weight", w1), _init("linear1.bias", b1),
-            _init("linear2.weight", w2.astype(np.float16)), _init("linear2.bias", b2.astype(np.float16)),
-            _init("linear3.weight", w3), _init("linear3.bias", b3),
+            _init("linear1.weight", w1),
+            _init("linear1.bias", b1),
+            _init("linear2.weight", w2.astype(np.float16)),
+            _init("linear2.bias", b2.astype(np.float16)),
+            _init("linear3.weight", w3),
+            _init("linear3.bias", b3),
         ],
     )
     return make_model(graph, opset=13, doc="Torch-TensorRT mixed-precision docs, 'Explicit Typing' MyModule")
@@ -99,13 +105,17 @@ def transformer_block() -> onnx.ModelProto:
     inits = [
         _init("ln.scale", (1.0 + 0.1 * rng.standard_normal(d)).astype(np.float32)),
         _init("ln.bias", (0.1 * rng.standard_normal(d)).astype(np.float32)),
-        _init("wq", mat(d, d)), _init("wk", mat(d, d)), _init("wv", mat(d, d)), _init("wo", mat(d, d)),
+        _init("wq", mat(d, d)),
+        _init("wk", mat(d, d)),
+        _init("wv", mat(d, d)),
+        _init("wo", mat(d, d)),
         _init("attn_scale", np.array(1.0 / np.sqrt(d), dtype=np.float32)),
         _init("two", np.array(2.0, dtype=np.float32)),
         _init("eps", np.array(1e-5, dtype=np.float32)),
         _init("norm.gamma", (1.0 + 0.1 * rng.standard_normal(d)).astype(np.float32)),
         _init("norm.beta", (0.1 * rng.standard_normal(d)).astype(np.float32)),
-        _init("mlp.w1", mat(d, hidden)), _init("mlp.w2", mat(hidden, d)),
+        _init("mlp.w1", mat(d, hidden)),
+        _init("mlp.w2", mat(hidden, d)),
     ]
     n = helper.make_node
     nodes = [
@@ -145,8 +155,13 @@ def transformer_block() -> onnx.ModelProto:
 
 
 def _scalar_const(node_name: str, output: str, value: float) -> onnx.NodeProto:
-    return helper.make_node("Constant", [], [output], name=node_name,
-                            value=numpy_helper.from_array(np.array(value, dtype=np.float32), output + "_value"))
+    return helper.make_node(
+        "Constant",
+        [],
+        [output],
+        name=node_name,
+        value=numpy_helper.from_array(np.array(value, dtype=np.float32), output + "_value"),
+    )
 
 
 def if_branch() -> onnx.ModelProto:
@@ -163,16 +178,22 @@ def if_branch() -> onnx.ModelProto:
             helper.make_node("Mul", ["x", "three"], ["then_mul"], name="then_mul"),
             helper.make_node("Add", ["then_mul", "one"], ["then_y"], name="then_add"),
         ],
-        "then_branch", [], [helper.make_tensor_value_info("then_y", TensorProto.FLOAT, out_info)],
+        "then_branch",
+        [],
+        [helper.make_tensor_value_info("then_y", TensorProto.FLOAT, out_info)],
     )
     else_graph = helper.make_graph(
         [
             helper.make_node("Sub", ["x", "else_one"], ["else_sub"], name="else_sub"),
             helper.make_node("Mul", ["else_sub", "else_half"], ["else_y"], name="else_mul"),
         ],
-        "else_branch", [], [helper.make_tensor_value_info("else_y", TensorProto.FLOAT, out_info)],
-        initializer=[_init("else_one", np.array(1.0, dtype=np.float32)),
-                     _init("else_half", np.array(0.5, dtype=np.float32))],
+        "else_branch",
+        [],
+        [helper.make_tensor_value_info("else_y", TensorProto.FLOAT, out_info)],
+        initializer=[
+            _init("else_one", np.array(1.0, dtype=np.float32)),
+            _init("else_half", np.array(0.5, dtype=np.float32)),
+        ],
     )
     nodes = [
         helper.make_node("ReduceSum", ["x"], ["total"], name="total", keepdims=0),
@@ -189,9 +210,11 @@ def if_branch() -> onnx.ModelProto:
     return make_model(graph, opset=13, doc="A model with an If subgraph")
 
 
-BUILDERS: Mapping[str, Callable[[], onnx.ModelProto]] = MappingProxyType({
-    "needs_constraints": needs_constraints,
-    "explicit_typing": explicit_typing,
-    "transformer_block": transformer_block,
-    "if_branch": if_branch,
-})
+BUILDERS: Mapping[str, Callable[[], onnx.ModelProto]] = MappingProxyType(
+    {
+        "needs_constraints": needs_constraints,
+        "explicit_typing": explicit_typing,
+        "transformer_block": transformer_block,
+        "if_branch": if_branch,
+    }
+)

@@ -1,4 +1,5 @@
 """``python -m harness.adversarial replay FILE.npz`` (old findings' command) -> ``castguard replay FILE.npz``."""
+
 from __future__ import annotations
 
 import sys

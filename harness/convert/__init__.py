@@ -4,6 +4,7 @@ Two steps: :func:`collect_magnitudes` (one onnxruntime run, the expensive part, 
 :func:`convert` (classification + conversion from those magnitudes, cheap and deterministic).
 :func:`convert_to_mixed_precision` is AutoCast 0.47's function with the same arguments and defaults.
 """
+
 from __future__ import annotations
 
 from harness.convert.api import ReferenceData, convert_path, convert_to_mixed_precision

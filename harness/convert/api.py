@@ -4,6 +4,7 @@ A drop-in for ``modelopt.onnx.autocast.convert_to_mixed_precision``: it loads th
 reference pass (skipped when ``data_max`` is inf, as in AutoCast), classifies, converts, validates and
 returns the ``onnx.ModelProto`` (it does not save). Keyword-only extras follow AutoCast's arguments.
 """
+
 from __future__ import annotations
 
 import logging
@@ -75,23 +76,42 @@ def convert_to_mixed_precision(
     if log_level is not None:
         LOG.setLevel(log_level.upper())
     if custom_rule is not None:
-        raise ConversionError(where="custom_rule", step="options",
-                              problem="AutoCast NodeRuleBase custom rules are not supported",
-                              fix="express the rule with nodes_to_exclude / op_types_to_exclude / node_precisions")
+        raise ConversionError(
+            where="custom_rule",
+            step="options",
+            problem="AutoCast NodeRuleBase custom rules are not supported",
+            fix="express the rule with nodes_to_exclude / op_types_to_exclude / node_precisions",
+        )
     if use_standalone_type_inference:
         LOG.info("use_standalone_type_inference: not needed, types come from onnx inference (non-strict)")
     pairs = tuple(node_precisions.items()) if isinstance(node_precisions, Mapping) else tuple(node_precisions or ())
     options = ConvertOptions(
-        low_precision_type=low_precision_type, nodes_to_exclude=tuple(nodes_to_exclude or ()),
-        op_types_to_exclude=tuple(op_types_to_exclude or ()), nodes_to_include=tuple(nodes_to_include or ()),
-        op_types_to_include=tuple(op_types_to_include or ()), data_max=_limit(data_max), init_max=_limit(init_max),
-        keep_io_types=keep_io_types, init_conversion_max_bytes=init_conversion_max_bytes,
-        max_depth_of_reduction=max_depth_of_reduction, opset=opset,
+        low_precision_type=low_precision_type,
+        nodes_to_exclude=tuple(nodes_to_exclude or ()),
+        op_types_to_exclude=tuple(op_types_to_exclude or ()),
+        nodes_to_include=tuple(nodes_to_include or ()),
+        op_types_to_include=tuple(op_types_to_include or ()),
+        data_max=_limit(data_max),
+        init_max=_limit(init_max),
+        keep_io_types=keep_io_types,
+        init_conversion_max_bytes=init_conversion_max_bytes,
+        max_depth_of_reduction=max_depth_of_reduction,
+        opset=opset,
         custom_ops=(*tuple(custom_ops or ()), *tuple(trt_plugins_precision)),
-        node_precisions=tuple((str(k), str(v)) for k, v in pairs), fp32_accumulation=fp32_accumulation,
-        respect_existing_types=respect_existing_types, respect_fp32_casts=respect_fp32_casts, target=target, fp32_island_min_flops=fp32_island_min_flops)
-    reference = ReferenceData(calibration_data=calibration_data, input_shapes=input_shapes,
-                              providers=tuple(providers), trt_plugins=tuple(trt_plugins), seed=seed)
+        node_precisions=tuple((str(k), str(v)) for k, v in pairs),
+        fp32_accumulation=fp32_accumulation,
+        respect_existing_types=respect_existing_types,
+        respect_fp32_casts=respect_fp32_casts,
+        target=target,
+        fp32_island_min_flops=fp32_island_min_flops,
+    )
+    reference = ReferenceData(
+        calibration_data=calibration_data,
+        input_shapes=input_shapes,
+        providers=tuple(providers),
+        trt_plugins=tuple(trt_plugins),
+        seed=seed,
+    )
     return convert_path(onnx_path, options=options, reference=reference).model
 
 
@@ -115,8 +135,13 @@ class ReferenceData:
     refuse it); :data:`~harness.data.sizing.DYNAMIC_DEFAULT`, the batch 1, named in one warning."""
 
 
-def convert_path(source: str | Path | onnx.ModelProto, *, options: ConvertOptions,
-                 reference: ReferenceData, weights: Literal["all", "lazy"] = "all") -> ConversionResult:
+def convert_path(
+    source: str | Path | onnx.ModelProto,
+    *,
+    options: ConvertOptions,
+    reference: ReferenceData,
+    weights: Literal["all", "lazy"] = "all",
+) -> ConversionResult:
     """Load, run the reference pass unless data_max is inf (as AutoCast does), and convert.
 
     ``weights="lazy"`` (the CLI) keeps a file's big weights on disk: the result is then a lazy model (its
@@ -128,8 +153,10 @@ def convert_path(source: str | Path | onnx.ModelProto, *, options: ConvertOption
     return convert(model, options=options, magnitudes=magnitudes, base_dir=base_dir)
 
 
-_WITHOUT = ("converting without magnitudes (no data_max rule, no graph I/O range check); give calibration_data "
-            "with valid values to use them")
+_WITHOUT = (
+    "converting without magnitudes (no data_max rule, no graph I/O range check); give calibration_data "
+    "with valid values to use them"
+)
 
 
 def _reference_run(model: onnx.ModelProto, reference: ReferenceData, base_dir: Path | None) -> Magnitudes | None:
@@ -143,13 +170,20 @@ def _reference_run(model: onnx.ModelProto, reference: ReferenceData, base_dir: P
     if reference.calibration_data is None:
         unholdable = unholdable_inputs(model)
         if unholdable:
-            LOG.warning("random reference data cannot hold inputs %s: %s",
-                        ", ".join(f"{k} ({v})" for k, v in unholdable.items()), _WITHOUT)
+            LOG.warning(
+                "random reference data cannot hold inputs %s: %s",
+                ", ".join(f"{k} ({v})" for k, v in unholdable.items()),
+                _WITHOUT,
+            )
             return None
         shape_like = shape_like_inputs(model)
         if shape_like:
-            LOG.warning("random reference data cannot invent valid values for integer inputs feeding shape-like "
-                        "parameters (%s): %s", "; ".join(f"{k}: {v}" for k, v in shape_like.items()), _WITHOUT)
+            LOG.warning(
+                "random reference data cannot invent valid values for integer inputs feeding shape-like "
+                "parameters (%s): %s",
+                "; ".join(f"{k}: {v}" for k, v in shape_like.items()),
+                _WITHOUT,
+            )
             return None
         plan = sized_inputs(model, input_shapes=reference.input_shapes, dynamic_default=reference.dynamic_default)
         warning = dynamic_dims_warning(plan, dynamic_default=reference.dynamic_default or 1)
@@ -164,26 +198,44 @@ def _reference_run(model: onnx.ModelProto, reference: ReferenceData, base_dir: P
             raise
         said = err.problem.splitlines()[0][:300]
         if not fallback:
-            LOG.warning("onnxruntime loads this model but fails to run it on random data (a data problem, not an op "
-                        "it lacks): %s. onnxruntime said: %s", _WITHOUT, said)
+            LOG.warning(
+                "onnxruntime loads this model but fails to run it on random data (a data problem, not an op "
+                "it lacks): %s. onnxruntime said: %s",
+                _WITHOUT,
+                said,
+            )
             return None
-        LOG.warning("onnxruntime cannot run the model with those default sizes (dims that must agree but share no "
-                    "name?): running it again with every unsized dim at 1, as AutoCast does, so sums along them are "
-                    "understated; give --input_shapes or calibration data. onnxruntime said: %s", said)
+        LOG.warning(
+            "onnxruntime cannot run the model with those default sizes (dims that must agree but share no "
+            "name?): running it again with every unsized dim at 1, as AutoCast does, so sums along them are "
+            "understated; give --input_shapes or calibration data. onnxruntime said: %s",
+            said,
+        )
         try:
             magnitudes = _collect(model, reference, base_dir, 1)
         except ReferenceRunError as again:
             if again.stage != "run":
                 raise
-            LOG.warning("onnxruntime fails to run the model on random data at those sizes too: %s. onnxruntime "
-                        "said: %s", _WITHOUT, again.problem.splitlines()[0][:300])
+            LOG.warning(
+                "onnxruntime fails to run the model on random data at those sizes too: %s. onnxruntime said: %s",
+                _WITHOUT,
+                again.problem.splitlines()[0][:300],
+            )
             return None
     LOG.info("reference data: %s", magnitudes.data_source)
     return magnitudes
 
 
-def _collect(model: onnx.ModelProto, reference: ReferenceData, base_dir: Path | None,
-             dynamic_default: int | None) -> Magnitudes:
-    return collect_magnitudes(model, calibration_data=reference.calibration_data, input_shapes=reference.input_shapes,
-                              providers=reference.providers, seed=reference.seed, trt_plugins=reference.trt_plugins,
-                              base_dir=base_dir, dynamic_default=dynamic_default)
+def _collect(
+    model: onnx.ModelProto, reference: ReferenceData, base_dir: Path | None, dynamic_default: int | None
+) -> Magnitudes:
+    return collect_magnitudes(
+        model,
+        calibration_data=reference.calibration_data,
+        input_shapes=reference.input_shapes,
+        providers=reference.providers,
+        seed=reference.seed,
+        trt_plugins=reference.trt_plugins,
+        base_dir=base_dir,
+        dynamic_default=dynamic_default,
+    )

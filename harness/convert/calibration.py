@@ -9,6 +9,7 @@ folder of ``.npz`` (sorted by name), a Polygraphy ``--save-inputs`` JSON or a ma
 leading dim is a multiple of the model's static batch is split into that many batches, like AutoCast; float
 arrays are cast to the input's float type. Nothing is ever unpickled.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -30,8 +31,13 @@ def _given(input_shapes: Mapping[str, Sequence[int]] | None) -> tuple[tuple[str,
     return tuple((name, tuple(int(d) for d in dims)) for name, dims in (input_shapes or {}).items())
 
 
-def random_feeds(model: onnx.ModelProto, *, seed: int, input_shapes: Mapping[str, Sequence[int]] | None,
-                 dynamic_default: int | None = None) -> tuple[list[Feed], str]:
+def random_feeds(
+    model: onnx.ModelProto,
+    *,
+    seed: int,
+    input_shapes: Mapping[str, Sequence[int]] | None,
+    dynamic_default: int | None = None,
+) -> tuple[list[Feed], str]:
     """One seeded random feed and its description (the input plan, as the report states it). Dynamic non-batch
     dims nobody gave take `dynamic_default` (the converter's), or are refused (None: the harness, tune)."""
     recipe = InputRecipe(seed=seed, input_shapes=_given(input_shapes), dynamic_default=dynamic_default)
@@ -39,8 +45,9 @@ def random_feeds(model: onnx.ModelProto, *, seed: int, input_shapes: Mapping[str
     return feeds, "random: " + "; ".join(recipe_lines(model, recipe))
 
 
-def sized_inputs(model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequence[int]] | None,
-                 dynamic_default: int | None) -> ShapePlan:
+def sized_inputs(
+    model: onnx.ModelProto, *, input_shapes: Mapping[str, Sequence[int]] | None, dynamic_default: int | None
+) -> ShapePlan:
     """The shapes random reference data gets, and the dims castguard sized (UserError where it will not)."""
     return resolve_shapes(input_specs(model), _given(input_shapes), where=WHERE, dynamic_default=dynamic_default)
 
@@ -57,10 +64,12 @@ def dynamic_dims_warning(plan: ShapePlan, *, dynamic_default: int = DYNAMIC_DEFA
     shapes = {name: plan.shapes[name] for name in per_input}
     flag = ",".join(f"{name}:{'x'.join(map(str, shape))}" for name, shape in shapes.items())
     python = ", ".join(f"{name!r}: {shape}" for name, shape in shapes.items())
-    return (f"dynamic dims without a size: {dims} (castguard convert's defaults: batch {BATCH_DEFAULT}, other dims "
-            f"{dynamic_default}, fewer where an input would be too large; dims sharing a name share a size). The "
-            f"reference data feeds the magnitude rules at these sizes; give the sizes you deploy with: --input_shapes "
-            f"{flag} (Python: input_shapes={{{python}}}) or calibration data (--calibration_data / calibration_data=)")
+    return (
+        f"dynamic dims without a size: {dims} (castguard convert's defaults: batch {BATCH_DEFAULT}, other dims "
+        f"{dynamic_default}, fewer where an input would be too large; dims sharing a name share a size). The "
+        f"reference data feeds the magnitude rules at these sizes; give the sizes you deploy with: --input_shapes "
+        f"{flag} (Python: input_shapes={{{python}}}) or calibration data (--calibration_data / calibration_data=)"
+    )
 
 
 def load_calibration(data: str | Path | Mapping[str, np.ndarray], model: onnx.ModelProto) -> tuple[list[Feed], str]:

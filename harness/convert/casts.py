@@ -16,6 +16,7 @@ Rules:
   down (Cast -> MatMul fp32 -> Cast, the pattern strongly typed TensorRT fuses);
 - the user's Casts are never removed or changed; cleanup only touches Casts inserted here.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,15 +31,19 @@ from harness.convert.initializers import apply_storage, choose_storage
 from harness.convert.options import ConvertOptions
 from harness.convert.subgraphs import captured, rename_captures, subgraphs
 from harness.convert.validate import expected_io_type
-from harness.dtypes import FLOAT_TYPES
 from harness.data.names import fresh_name
+from harness.dtypes import FLOAT_TYPES
 from harness.errors import ConversionError
 
 ANY = -1
 ACCUMULATING = frozenset({"MatMul", "Gemm"})
-_WIDENING = {(TensorProto.FLOAT16, TensorProto.FLOAT), (TensorProto.BFLOAT16, TensorProto.FLOAT),
-             (TensorProto.FLOAT16, TensorProto.DOUBLE), (TensorProto.BFLOAT16, TensorProto.DOUBLE),
-             (TensorProto.FLOAT, TensorProto.DOUBLE)}
+_WIDENING = {
+    (TensorProto.FLOAT16, TensorProto.FLOAT),
+    (TensorProto.BFLOAT16, TensorProto.FLOAT),
+    (TensorProto.FLOAT16, TensorProto.DOUBLE),
+    (TensorProto.BFLOAT16, TensorProto.DOUBLE),
+    (TensorProto.FLOAT, TensorProto.DOUBLE),
+}
 
 
 @dataclass
@@ -54,8 +59,15 @@ class _State:
 class Rewriter:
     """Rewrites the prepared working copy in place."""
 
-    def __init__(self, model: onnx.ModelProto, info: GraphInfo, decisions: dict[str, Decision],
-                 options: ConvertOptions, sig_cache: SigCache, exact_ints: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        info: GraphInfo,
+        decisions: dict[str, Decision],
+        options: ConvertOptions,
+        sig_cache: SigCache,
+        exact_ints: frozenset[str] = frozenset(),
+    ) -> None:
         self.model, self.info, self.decisions, self.options = model, info, decisions, options
         self.sig_cache = sig_cache
         self.exact_ints = exact_ints
@@ -93,9 +105,15 @@ class Rewriter:
             target = self._target(sig, param, decision, original)
             # A free first input of a node with float outputs is its data input: onnx's inference may tie the
             # outputs to it although the schema gives them another variable (RMSNormalization's Y follows X).
-            free = sig.is_var(param) and sig.inputs.count(param) == 1 and param not in sig.outputs \
-                and not (index == 0 and float_out) and not untyped_out and node.op_type != "BitCast" \
+            free = (
+                sig.is_var(param)
+                and sig.inputs.count(param) == 1
+                and param not in sig.outputs
+                and not (index == 0 and float_out)
+                and not untyped_out
+                and node.op_type != "BitCast"
                 and not ignored_roi(node, index)
+            )
             result.append((ANY if free else target, target))
         return result
 
@@ -134,9 +152,12 @@ class Rewriter:
             if name in sources and (want_out := self.output_wanted(name)) is not None:
                 wants.setdefault(name, set()).add(want_out)
         for name, tensor in sources.items():
-            self.state.storage[name] = choose_storage(tensor, wants.get(name, set()),
-                                                      max_bytes=self.options.init_conversion_max_bytes,
-                                                      weights=self.info.weights)
+            self.state.storage[name] = choose_storage(
+                tensor,
+                wants.get(name, set()),
+                max_bytes=self.options.init_conversion_max_bytes,
+                weights=self.info.weights,
+            )
         self.state.clamped = apply_storage(self.model, self.info, self.state.storage)
 
     # -- rewriting --------------------------------------------------------------------------------
@@ -162,9 +183,13 @@ class Rewriter:
     def _stored(self, name: str, node: onnx.NodeProto) -> tuple[str, int]:
         source = self.state.alias.get(name, name)
         if source not in self.state.storage:
-            raise ConversionError(where="convert", step="insert casts", node=node.name,
-                                  problem=f"input {name!r} is used before it is produced (graph not sorted?)",
-                                  fix="topologically sort the model (onnx.checker.check_model reports this)")
+            raise ConversionError(
+                where="convert",
+                step="insert casts",
+                node=node.name,
+                problem=f"input {name!r} is used before it is produced (graph not sorted?)",
+                fix="topologically sort the model (onnx.checker.check_model reports this)",
+            )
         return source, self.state.storage[source]
 
     def _feed_inputs(self, node: onnx.NodeProto, per_input: list[tuple[int, int] | None]) -> None:
@@ -226,7 +251,9 @@ class Rewriter:
         for name in self.info.inputs:
             original = self.info.types.get(name)
             if original is not None:
-                self.state.storage[name] = (self.output_wanted(name) or original) if original in FLOAT_TYPES else original
+                self.state.storage[name] = (
+                    (self.output_wanted(name) or original) if original in FLOAT_TYPES else original
+                )
         low_ops = self.options.fp32_accumulation
         for node, per_input in zip(list(graph.node), wanted):
             decision = self.decisions[node.name]

@@ -7,6 +7,7 @@ weights is made: on a 550 MB VGG-19 that was ~2 s of copying and serializing plu
 child. A lazy model (weights already on disk) keeps its external tensors, which onnxruntime reads from the
 model's own folder. The scratch folder is on ``/dev/shm`` (memory) when it has room, else the system temp dir.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,9 +27,23 @@ from harness.convert.graphinfo import copy_except, value_bytes
 WEIGHTS_FILE = "weights.bin"
 ALIGN = 4096
 INLINE_BELOW = 1024
-_PLAIN = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE,
-                    TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8,
-                    TensorProto.UINT16, TensorProto.UINT32, TensorProto.UINT64, TensorProto.BOOL})
+_PLAIN = frozenset(
+    {
+        TensorProto.FLOAT,
+        TensorProto.FLOAT16,
+        TensorProto.BFLOAT16,
+        TensorProto.DOUBLE,
+        TensorProto.INT8,
+        TensorProto.INT16,
+        TensorProto.INT32,
+        TensorProto.INT64,
+        TensorProto.UINT8,
+        TensorProto.UINT16,
+        TensorProto.UINT32,
+        TensorProto.UINT64,
+        TensorProto.BOOL,
+    }
+)
 SHM = Path("/dev/shm")
 
 
@@ -66,13 +81,18 @@ def child_model(model: onnx.ModelProto, *, external_ok: bool) -> ChildModel:
                 present.add(name)
     result = ChildModel(model=marked)
     for init in model.graph.initializer:
-        if not external_ok or uses_external_data(init) or init.data_type not in _PLAIN \
-                or (nbytes := value_bytes(init)) < INLINE_BELOW:
+        if (
+            not external_ok
+            or uses_external_data(init)
+            or init.data_type not in _PLAIN
+            or (nbytes := value_bytes(init)) < INLINE_BELOW
+        ):
             marked.graph.initializer.append(init)
             continue
         offset = -(-result.size // ALIGN) * ALIGN
-        stub = marked.graph.initializer.add(name=init.name, data_type=init.data_type, dims=init.dims,
-                                            data_location=TensorProto.EXTERNAL)
+        stub = marked.graph.initializer.add(
+            name=init.name, data_type=init.data_type, dims=init.dims, data_location=TensorProto.EXTERNAL
+        )
         stub.external_data.add(key="location", value=WEIGHTS_FILE)
         stub.external_data.add(key="offset", value=str(offset))
         stub.external_data.add(key="length", value=str(nbytes))

@@ -19,6 +19,7 @@ Order (first match wins):
    denominator went below the low type's smallest normal in FP32 stays FP32, and so does the node producing
    that denominator (see :meth:`Classifier.guard_denominators`); explicit node_precisions and include lists win.
 """
+
 from __future__ import annotations
 
 import logging
@@ -42,8 +43,11 @@ from harness.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})
-_UPCASTS = frozenset((s, t) for t in (TensorProto.FLOAT, TensorProto.DOUBLE)
-                     for s in (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT, t))
+_UPCASTS = frozenset(
+    (s, t)
+    for t in (TensorProto.FLOAT, TensorProto.DOUBLE)
+    for s in (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT, t)
+)
 
 
 @dataclass(frozen=True)
@@ -87,14 +91,17 @@ def schema_problem(node: onnx.NodeProto, sig: Signature, info: GraphInfo, elem: 
     return None
 
 
-def _structural(node: onnx.NodeProto, sig: Signature | None, info: GraphInfo,
-                custom: Mapping[str, int]) -> Decision | None:
+def _structural(
+    node: onnx.NodeProto, sig: Signature | None, info: GraphInfo, custom: Mapping[str, int]
+) -> Decision | None:
     if node.op_type in custom and (sig is None or domain_of(node)):
         return Decision(custom[node.op_type], f"custom_ops: {elem_name(custom[node.op_type])}")
     if domain_of(node) == "" and node.op_type in ("Cast", "BitCast"):
         return Decision(None, f"user {node.op_type.lower()}: kept as is")
-    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute) \
-            or node.op_type in CONTROL_FLOW:
+    if (
+        any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute)
+        or node.op_type in CONTROL_FLOW
+    ):
         return Decision(None, "control flow: bodies kept in their original types")
     if sig is None:
         return Decision(None, f"domain {node.domain or 'ai.onnx'}: op {node.op_type} is never rewritten")
@@ -113,8 +120,14 @@ def _structural(node: onnx.NodeProto, sig: Signature | None, info: GraphInfo,
 class Classifier:
     """Applies the rules above to every top-level node of one prepared model."""
 
-    def __init__(self, model: onnx.ModelProto, info: GraphInfo, options: ConvertOptions,
-                 magnitudes: Magnitudes | None, sig_cache: SigCache) -> None:
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        info: GraphInfo,
+        options: ConvertOptions,
+        magnitudes: Magnitudes | None,
+        sig_cache: SigCache,
+    ) -> None:
         self.model, self.info, self.options, self.magnitudes = model, info, options, magnitudes
         self.sig_cache = sig_cache
         self.exclude = [re.compile(p) for p in options.nodes_to_exclude]
@@ -127,10 +140,12 @@ class Classifier:
         used_keys = {k for k in self.precisions if any(k in (n.name, n.op_type) for n in nodes)}
         unused = sorted(set(self.precisions) - used_keys)
         if unused:
-            raise ConversionError(where="node_precisions", step="classify",
-                                  problem=f"keys {unused} match no node name or op type in the model",
-                                  fix="use names or op types that exist, e.g. "
-                                      + ", ".join(sorted({n.op_type for n in nodes})[:8]))
+            raise ConversionError(
+                where="node_precisions",
+                step="classify",
+                problem=f"keys {unused} match no node name or op type in the model",
+                fix="use names or op types that exist, e.g. " + ", ".join(sorted({n.op_type for n in nodes})[:8]),
+            )
         if warn:
             self.warn_unmatched()
         decisions = {node.name: self.decide(node) for node in nodes}
@@ -146,14 +161,25 @@ class Classifier:
         for option, patterns in (("nodes_to_exclude", self.exclude), ("nodes_to_include", self.include)):
             for pattern in patterns:
                 if not any(pattern.match(name) for name in names):
-                    LOG.warning("%s pattern %r matches no node name (re.match anchors at the start: use '.*%s' "
-                                "for a substring)", option, pattern.pattern, pattern.pattern)
-        for option, op_types in (("op_types_to_exclude", self.options.op_types_to_exclude),
-                                 ("op_types_to_include", self.options.op_types_to_include)):
+                    LOG.warning(
+                        "%s pattern %r matches no node name (re.match anchors at the start: use '.*%s' "
+                        "for a substring)",
+                        option,
+                        pattern.pattern,
+                        pattern.pattern,
+                    )
+        for option, op_types in (
+            ("op_types_to_exclude", self.options.op_types_to_exclude),
+            ("op_types_to_include", self.options.op_types_to_include),
+        ):
             for op_type in op_types:
                 if op_type not in ops:
-                    LOG.warning("%s: op type %r matches no node (op types in the model: %s)", option, op_type,
-                                ", ".join(sorted(ops)[:12]))
+                    LOG.warning(
+                        "%s: op type %r matches no node (op types in the model: %s)",
+                        option,
+                        op_type,
+                        ", ".join(sorted(ops)[:12]),
+                    )
 
     def guard_denominators(self, decisions: dict[str, Decision]) -> None:
         """Rule 7. A denominator (``b`` of ``Div(a, b)``; the base of a ``Pow`` whose exponent may be
@@ -173,8 +199,10 @@ class Classifier:
             if index is None or bound >= tiny:
                 continue
             name = node.input[index]
-            reason = (f"denominator: {name!r} of {node.op_type} {node.name!r} reaches {bound:.3g}, "
-                      f"below {self.options.low_precision_type}'s smallest normal {tiny:.3g}")
+            reason = (
+                f"denominator: {name!r} of {node.op_type} {node.name!r} reaches {bound:.3g}, "
+                f"below {self.options.low_precision_type}'s smallest normal {tiny:.3g}"
+            )
             producer = self.info.producers.get(name)
             for target in [node, *([nodes[producer]] if producer is not None else [])]:
                 decision = decisions[target.name]
@@ -220,9 +248,13 @@ class Classifier:
             elem = PRECISION_ELEMS[self.precisions[key]]
             problem = schema_problem(node, sig, self.info, elem) if elem in LOW_ELEMS else None
             if problem:
-                raise ConversionError(where="node_precisions", step="classify", node=node.name,
-                                      problem=f"{key}:{self.precisions[key]} cannot be honoured ({problem})",
-                                      fix="pick fp32 for this node, or raise the opset (opset=...)")
+                raise ConversionError(
+                    where="node_precisions",
+                    step="classify",
+                    node=node.name,
+                    problem=f"{key}:{self.precisions[key]} cannot be honoured ({problem})",
+                    fix="pick fp32 for this node, or raise the opset (opset=...)",
+                )
             return Decision(high if elem == TensorProto.FLOAT else elem, f"node_precisions: {self.precisions[key]}")
         included = self._included(node)
         if self.options.respect_existing_types:

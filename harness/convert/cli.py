@@ -4,6 +4,7 @@
 Exit codes: 0 converted and saved; 2 bad input (a message naming the problem and the fix, no
 traceback, no output file left behind).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,8 +15,8 @@ from pathlib import Path
 import onnx
 
 from harness.convert.api import DEFAULT_DATA_MAX, DEFAULT_INIT_MAX, ReferenceData, convert_path
-from harness.data.onnxfile import is_lazy, load_model, save_model
 from harness.convert.options import TARGETS, ConvertOptions, parse_node_precisions
+from harness.data.onnxfile import is_lazy, load_model, save_model
 from harness.data.recipes import parse_input_shapes
 from harness.errors import ConversionError, UserError
 
@@ -26,55 +27,116 @@ def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m harness.convert",
         description="Convert an FP32 ONNX model to mixed FP32-FP16/BF16. Accepts ModelOpt AutoCast 0.47's flags "
-                    "verbatim; nodes stay FP32 when excluded, when their data/initializers exceed the thresholds, "
-                    "when their schema lacks the low type, or when a reduction is too deep.")
+        "verbatim; nodes stay FP32 when excluded, when their data/initializers exceed the thresholds, "
+        "when their schema lacks the low type, or when a reduction is too deep.",
+    )
     add = parser.add_argument
     add("--onnx_path", required=True, help="input FP32 ONNX model")
     add("--output_path", help="output path (default: <onnx_path stem>.fp16.onnx or .bf16.onnx beside the input)")
     add("--low_precision_type", "-t", choices=["fp16", "bf16"], default="fp16", help="low precision type")
-    add("--calibration_data", "-d", help="reference data: .npz (keys = input names), a folder of .npz, or a "
-                                         "Polygraphy --save-inputs JSON; default random data in [-1, 1]")
-    add("--nodes_to_exclude", "-ne", nargs="*", default=[], help="node-name regexes kept FP32 (re.match: "
-                                                                 "anchored at the start; use .*name.* for substrings)")
+    add(
+        "--calibration_data",
+        "-d",
+        help="reference data: .npz (keys = input names), a folder of .npz, or a "
+        "Polygraphy --save-inputs JSON; default random data in [-1, 1]",
+    )
+    add(
+        "--nodes_to_exclude",
+        "-ne",
+        nargs="*",
+        default=[],
+        help="node-name regexes kept FP32 (re.match: anchored at the start; use .*name.* for substrings)",
+    )
     add("--op_types_to_exclude", "-ope", nargs="*", default=[], help="op types kept FP32 (exact names)")
-    add("--nodes_to_include", "-ni", nargs="*", default=[], help="node-name regexes forced to low precision "
-                                                                 "(override exclusions; not schema limits)")
+    add(
+        "--nodes_to_include",
+        "-ni",
+        nargs="*",
+        default=[],
+        help="node-name regexes forced to low precision (override exclusions; not schema limits)",
+    )
     add("--op_types_to_include", "-opi", nargs="*", default=[], help="op types forced to low precision")
-    add("--data_max", type=float, default=DEFAULT_DATA_MAX, help="keep a node FP32 when an input/output |x| exceeds this "
-                                                    "(float tensors; inf skips the reference run)")
-    add("--init_max", type=float, default=DEFAULT_INIT_MAX, help="keep a node FP32 when an FP32 initializer |x| exceeds this")
-    add("--init_conversion_max_bytes", type=int, default=None,
-        help="initializers larger than this stay FP32 in the file and get a runtime Cast")
-    add("--max_depth_of_reduction", type=int, default=None,
-        help="keep MatMul/Gemm/Conv/reductions FP32 when more terms than this are summed per output")
+    add(
+        "--data_max",
+        type=float,
+        default=DEFAULT_DATA_MAX,
+        help="keep a node FP32 when an input/output |x| exceeds this (float tensors; inf skips the reference run)",
+    )
+    add(
+        "--init_max",
+        type=float,
+        default=DEFAULT_INIT_MAX,
+        help="keep a node FP32 when an FP32 initializer |x| exceeds this",
+    )
+    add(
+        "--init_conversion_max_bytes",
+        type=int,
+        default=None,
+        help="initializers larger than this stay FP32 in the file and get a runtime Cast",
+    )
+    add(
+        "--max_depth_of_reduction",
+        type=int,
+        default=None,
+        help="keep MatMul/Gemm/Conv/reductions FP32 when more terms than this are summed per output",
+    )
     add("--keep_io_types", action="store_true", help="keep every graph input and output in its original type")
     add("--log_level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], help="log level")
-    add("--providers", nargs="+", default=["cpu"], help="onnxruntime providers for the reference run: cpu, "
-                                                        "cuda:N, trt, dml")
+    add(
+        "--providers",
+        nargs="+",
+        default=["cpu"],
+        help="onnxruntime providers for the reference run: cpu, cuda:N, trt, dml",
+    )
     add("--trt_plugins", nargs="+", default=[], help="TensorRT plugin libraries (.so) for the trt provider")
     add("--trt_plugins_precision", nargs="+", default=[], help="custom op precisions, OP:fp16|bf16|fp32")
     add("--opset", type=int, default=None, help="minimum opset (default 13 for fp16, 22 for bf16; never lowered)")
     add("--use_standalone_type_inference", action="store_true", help="accepted for AutoCast compatibility (no-op)")
     add("--custom_ops", nargs="+", default=[], help="custom (non-ONNX) op types, optionally OP:fp16|bf16|fp32")
-    add("--node_precisions", default="", help="explicit per-node precisions by node name or op type, "
-                                              "e.g. Add:fp16,Sub:fp32 (wins over every other rule)")
-    add("--fp32_accumulation", action="store_true",
-        help="wrap each low-precision MatMul/Gemm as Cast->fp32 MatMul->Cast (fp32 accumulation in TensorRT)")
-    add("--respect_existing_types", action="store_true",
+    add(
+        "--node_precisions",
+        default="",
+        help="explicit per-node precisions by node name or op type, "
+        "e.g. Add:fp16,Sub:fp32 (wins over every other rule)",
+    )
+    add(
+        "--fp32_accumulation",
+        action="store_true",
+        help="wrap each low-precision MatMul/Gemm as Cast->fp32 MatMul->Cast (fp32 accumulation in TensorRT)",
+    )
+    add(
+        "--respect_existing_types",
+        action="store_true",
         help="keep the model's explicit types: fp16/bf16 nodes stay, fp32 nodes stay unless included, graph "
-             "I/O keeps its types")
-    add("--ignore_fp32_casts", action="store_true",
+        "I/O keeps its types",
+    )
+    add(
+        "--ignore_fp32_casts",
+        action="store_true",
         help="ignore Casts to FLOAT of tensors that are already FLOAT (the author's softmax(dtype=float32), "
-             ".float()): their readers follow the other rules, for the fewest casts. By default they stay FP32")
-    add("--target", choices=list(TARGETS), default="any",
+        ".float()): their readers follow the other rules, for the fewest casts. By default they stay FP32",
+    )
+    add(
+        "--target",
+        choices=list(TARGETS),
+        default="any",
         help="where the model will run: any (every op the schema allows goes low), ort-cuda (ops with no "
-             "fp16/bf16 CUDA kernel in onnxruntime-gpu stay FP32; probed table) or tensorrt (documented table)")
-    add("--fp32_island_min_flops", type=int, default=4096,
-        help="a group of FP32 nodes below this many FLOPs becomes low unless a rule requires FP32 (0: off)")
-    add("--input_shapes", "--input-shapes", default="",
+        "fp16/bf16 CUDA kernel in onnxruntime-gpu stay FP32; probed table) or tensorrt (documented table)",
+    )
+    add(
+        "--fp32_island_min_flops",
+        type=int,
+        default=4096,
+        help="a group of FP32 nodes below this many FLOPs becomes low unless a rule requires FP32 (0: off)",
+    )
+    add(
+        "--input_shapes",
+        "--input-shapes",
+        default="",
         help="shapes for random data, e.g. x:1x3x224x224,mask:1x128 (Polygraphy's x:[1,3,224,224] too); inputs "
-             "sharing a dim name take the same size. Dims nobody gives: castguard convert sets a leading dynamic dim "
-             "to 1 and others to 128 (one warning names them); castguard tune refuses all but the batch")
+        "sharing a dim name take the same size. Dims nobody gives: castguard convert sets a leading dynamic dim "
+        "to 1 and others to 128 (one warning names them); castguard tune refuses all but the batch",
+    )
     add("--seed", type=int, default=0, help="seed for random reference data")
     add("--force", action="store_true", help="allow the output path to overwrite the input model")
     return parser
@@ -90,32 +152,51 @@ def output_path(args: argparse.Namespace) -> Path:
     if args.output_path:
         target = Path(args.output_path)
     else:
-        stem = source.name[:-len(".onnx")] if source.name.endswith(".onnx") else source.name
+        stem = source.name[: -len(".onnx")] if source.name.endswith(".onnx") else source.name
         target = source.with_name(f"{stem}.{args.low_precision_type}.onnx")
     if target.resolve() == source.resolve() and not args.force:
-        raise ConversionError(where=target, step="options", problem="output path equals the input model path",
-                              fix="choose another --output_path, or pass --force to overwrite the input")
+        raise ConversionError(
+            where=target,
+            step="options",
+            problem="output path equals the input model path",
+            fix="choose another --output_path, or pass --force to overwrite the input",
+        )
     return target
 
 
 def options_from_args(args: argparse.Namespace) -> ConvertOptions:
     """The conversion options the flags describe (shared with ``castguard tune``)."""
     return ConvertOptions(
-        low_precision_type=args.low_precision_type, nodes_to_exclude=tuple(args.nodes_to_exclude),
-        op_types_to_exclude=tuple(args.op_types_to_exclude), nodes_to_include=tuple(args.nodes_to_include),
-        op_types_to_include=tuple(args.op_types_to_include), data_max=args.data_max, init_max=args.init_max,
-        keep_io_types=args.keep_io_types, init_conversion_max_bytes=args.init_conversion_max_bytes,
-        max_depth_of_reduction=args.max_depth_of_reduction, opset=args.opset,
+        low_precision_type=args.low_precision_type,
+        nodes_to_exclude=tuple(args.nodes_to_exclude),
+        op_types_to_exclude=tuple(args.op_types_to_exclude),
+        nodes_to_include=tuple(args.nodes_to_include),
+        op_types_to_include=tuple(args.op_types_to_include),
+        data_max=args.data_max,
+        init_max=args.init_max,
+        keep_io_types=args.keep_io_types,
+        init_conversion_max_bytes=args.init_conversion_max_bytes,
+        max_depth_of_reduction=args.max_depth_of_reduction,
+        opset=args.opset,
         custom_ops=(*args.custom_ops, *args.trt_plugins_precision),
         node_precisions=parse_node_precisions(args.node_precisions, where="--node_precisions"),
-        fp32_accumulation=args.fp32_accumulation, respect_existing_types=args.respect_existing_types,
-        respect_fp32_casts=not args.ignore_fp32_casts, target=args.target, fp32_island_min_flops=args.fp32_island_min_flops)
+        fp32_accumulation=args.fp32_accumulation,
+        respect_existing_types=args.respect_existing_types,
+        respect_fp32_casts=not args.ignore_fp32_casts,
+        target=args.target,
+        fp32_island_min_flops=args.fp32_island_min_flops,
+    )
 
 
 def reference_from_args(args: argparse.Namespace) -> ReferenceData:
     """Where the reference run's data comes from (shared with ``castguard tune``)."""
-    return ReferenceData(calibration_data=args.calibration_data, input_shapes=_shapes(args.input_shapes),
-                         providers=tuple(args.providers), trt_plugins=tuple(args.trt_plugins), seed=args.seed)
+    return ReferenceData(
+        calibration_data=args.calibration_data,
+        input_shapes=_shapes(args.input_shapes),
+        providers=tuple(args.providers),
+        trt_plugins=tuple(args.trt_plugins),
+        seed=args.seed,
+    )
 
 
 def run(args: argparse.Namespace) -> tuple[onnx.ModelProto, Path]:
@@ -130,8 +211,11 @@ def run(args: argparse.Namespace) -> tuple[onnx.ModelProto, Path]:
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     args = get_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(asctime)s - [castguard][convert] - %(levelname)s - %(message)s")
+    logging.basicConfig(
+        level=args.log_level,
+        stream=sys.stderr,
+        format="%(asctime)s - [castguard][convert] - %(levelname)s - %(message)s",
+    )
     LOG.setLevel(args.log_level)
     return args
 

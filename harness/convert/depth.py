@@ -5,6 +5,7 @@ on its weight; Reduce*: product of the reduced dims (axes from the attribute or 
 none = all dims unless ``noop_with_empty_axes``); Softmax/LogSoftmax/CumSum: the axis dim;
 LayerNormalization: product of the normalised dims; GlobalAveragePool: spatial volume. Other ops: None.
 """
+
 from __future__ import annotations
 
 import math
@@ -50,8 +51,9 @@ def _axes(node: onnx.NodeProto, initializers: Mapping[str, onnx.TensorProto]) ->
     return [] if axes is None else axes
 
 
-def reduction_depth(node: onnx.NodeProto, shape_of: Shapes,
-                    initializers: Mapping[str, onnx.TensorProto]) -> tuple[bool, int | None]:
+def reduction_depth(
+    node: onnx.NodeProto, shape_of: Shapes, initializers: Mapping[str, onnx.TensorProto]
+) -> tuple[bool, int | None]:
     """(does this op reduce?, depth or None when the shapes are unknown)."""
     op = node.op_type
     first = shape_of(node.input[0]) if node.input else None

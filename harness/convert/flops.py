@@ -9,6 +9,7 @@ that is a constant (``M`` an initializer or Constant); a Scan its body times the
 input when the shape is static. Body nodes count at their own precision (the converter leaves bodies in their
 original types). A trip count known only at run time makes the share an upper bound, with the reason.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,19 @@ from harness.convert.depth import reduction_depth
 from harness.dtypes import FLOAT_TYPES, LOW_ELEMS
 
 ShapeOf = Callable[[str], tuple[int | None, ...] | None]
-_INPUT_SIZED = ("Reduce", "GlobalAveragePool", "GlobalMaxPool", "MaxPool", "AveragePool", "LpPool", "Softmax",
-                "LogSoftmax", "LayerNormalization", "BatchNormalization", "InstanceNormalization")
+_INPUT_SIZED = (
+    "Reduce",
+    "GlobalAveragePool",
+    "GlobalMaxPool",
+    "MaxPool",
+    "AveragePool",
+    "LpPool",
+    "Softmax",
+    "LogSoftmax",
+    "LayerNormalization",
+    "BatchNormalization",
+    "InstanceNormalization",
+)
 
 
 def _elements(shape: tuple[int | None, ...] | None) -> int | None:
@@ -80,8 +92,14 @@ MANY_TRIPS = 1 << 20
 _Tally = tuple[int, int, int]
 
 
-def flop_share(nodes: list[onnx.NodeProto], is_low: Callable[[onnx.NodeProto], bool], shape_of: ShapeOf,
-               initializers: Mapping[str, onnx.TensorProto], *, scope: Scope | None = None) -> FlopCount:
+def flop_share(
+    nodes: list[onnx.NodeProto],
+    is_low: Callable[[onnx.NodeProto], bool],
+    shape_of: ShapeOf,
+    initializers: Mapping[str, onnx.TensorProto],
+    *,
+    scope: Scope | None = None,
+) -> FlopCount:
     """The low-precision share of the estimated FLOPs of `nodes`; with a `scope`, through control flow."""
     reasons: list[str] = []
     total, low, unknown = _count(nodes, is_low, shape_of, initializers, scope, 1, reasons)
@@ -97,9 +115,15 @@ def _bodies(node: onnx.NodeProto) -> list[onnx.GraphProto]:
     return [a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH]
 
 
-def _count(nodes: list[onnx.NodeProto], is_low: Callable[[onnx.NodeProto], bool], shape_of: ShapeOf,
-           initializers: Mapping[str, onnx.TensorProto], scope: Scope | None, trips: int,
-           reasons: list[str]) -> _Tally:
+def _count(
+    nodes: list[onnx.NodeProto],
+    is_low: Callable[[onnx.NodeProto], bool],
+    shape_of: ShapeOf,
+    initializers: Mapping[str, onnx.TensorProto],
+    scope: Scope | None,
+    trips: int,
+    reasons: list[str],
+) -> _Tally:
     total = low = unknown = 0
     for node in nodes:
         if scope is not None and node.op_type in ("If", "Loop", "Scan", "SequenceMap") and _bodies(node):
@@ -115,8 +139,9 @@ def _count(nodes: list[onnx.NodeProto], is_low: Callable[[onnx.NodeProto], bool]
     return total, low, unknown
 
 
-def _control_flow(node: onnx.NodeProto, initializers: Mapping[str, onnx.TensorProto], scope: Scope, trips: int,
-                  reasons: list[str]) -> _Tally:
+def _control_flow(
+    node: onnx.NodeProto, initializers: Mapping[str, onnx.TensorProto], scope: Scope, trips: int, reasons: list[str]
+) -> _Tally:
     """FLOPs of an If (its larger branch), Loop or Scan (its body times the trip count)."""
     counts = [_body(graph, initializers, scope, trips, reasons) for graph in _bodies(node)]
     if node.op_type == "If":
@@ -129,8 +154,9 @@ def _control_flow(node: onnx.NodeProto, initializers: Mapping[str, onnx.TensorPr
     return body[0] * count, body[1] * count, body[2]
 
 
-def _body(graph: onnx.GraphProto, initializers: Mapping[str, onnx.TensorProto], scope: Scope, trips: int,
-          reasons: list[str]) -> _Tally:
+def _body(
+    graph: onnx.GraphProto, initializers: Mapping[str, onnx.TensorProto], scope: Scope, trips: int, reasons: list[str]
+) -> _Tally:
     inner_inits = {**initializers, **{i.name: i for i in graph.initializer}}
     values = {**scope.values, **{i.name: i for i in graph.initializer}}
     for inner in graph.node:

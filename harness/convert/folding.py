@@ -19,6 +19,7 @@ Three passes, in this order, on the classifier's decisions (rules 8-10 of :mod:`
 10. An identity user Cast (to = its input's type in the FP32 model, e.g. ``.to(torch.float32)`` of an fp32
     tensor) whose consumers all end up low carries no intent: it becomes an Identity in the low type.
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,9 +33,26 @@ from harness.convert.graphinfo import GraphInfo, domain_of
 from harness.dtypes import LOW_ELEMS
 
 LOG = logging.getLogger("harness.convert")
-DATA_MOVEMENT = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Gather", "GatherElements", "GatherND",
-                           "Concat", "Slice", "Split", "Flatten", "Identity", "Expand", "Tile", "DepthToSpace",
-                           "SpaceToDepth"})
+DATA_MOVEMENT = frozenset(
+    {
+        "Reshape",
+        "Transpose",
+        "Squeeze",
+        "Unsqueeze",
+        "Gather",
+        "GatherElements",
+        "GatherND",
+        "Concat",
+        "Slice",
+        "Split",
+        "Flatten",
+        "Identity",
+        "Expand",
+        "Tile",
+        "DepthToSpace",
+        "SpaceToDepth",
+    }
+)
 """Ops that move or copy values without arithmetic: the same result in any float type."""
 USER_CAST = "user cast: input"
 SOFT_PREFIXES = (USER_CAST, "data movement:")
@@ -49,8 +67,13 @@ def _data_inputs(node: onnx.NodeProto) -> list[str]:
     return [node.input[0]] if node.input and node.input[0] else []
 
 
-def _source_elem(name: str, info: GraphInfo, nodes: list[onnx.NodeProto],
-                 decisions: dict[str, Decision], storage_in: Callable[[str], int | None]) -> int | None:
+def _source_elem(
+    name: str,
+    info: GraphInfo,
+    nodes: list[onnx.NodeProto],
+    decisions: dict[str, Decision],
+    storage_in: Callable[[str], int | None],
+) -> int | None:
     """The type `name` will have before any Cast: None when it adapts (constants) or is not float."""
     if not info.is_float(name) or name in info.initializers or name in info.constants:
         return None
@@ -61,8 +84,12 @@ def _source_elem(name: str, info: GraphInfo, nodes: list[onnx.NodeProto],
     return decision.elem if decision.elem is not None else info.types[name]
 
 
-def follow_data(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Decision],
-                storage_in: Callable[[str], int | None]) -> int:
+def follow_data(
+    nodes: list[onnx.NodeProto],
+    info: GraphInfo,
+    decisions: dict[str, Decision],
+    storage_in: Callable[[str], int | None],
+) -> int:
     """Rule 8, in topological order so chains of moves follow their first producer. Returns nodes changed."""
     changed = 0
     for node in nodes:
@@ -76,17 +103,23 @@ def follow_data(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[st
             decisions[node.name] = Decision(high, "data movement: its data comes FP32, the Cast goes after it")
             changed += 1
         elif not known and _read_only_by_high(node, nodes, info, decisions):
-            decisions[node.name] = Decision(TensorProto.FLOAT, "data movement: moves a constant that only FP32 "
-                                                               "nodes read")
+            decisions[node.name] = Decision(
+                TensorProto.FLOAT, "data movement: moves a constant that only FP32 nodes read"
+            )
             changed += 1
     return changed
 
 
-def _read_only_by_high(node: onnx.NodeProto, nodes: list[onnx.NodeProto], info: GraphInfo,
-                       decisions: dict[str, Decision]) -> bool:
+def _read_only_by_high(
+    node: onnx.NodeProto, nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Decision]
+) -> bool:
     """Every reader of `node`'s float outputs is FP32 (and there is one); graph outputs count as readers."""
-    readers = [decisions[nodes[i].name] for name in node.output if name and info.is_float(name)
-               for i in info.consumers.get(name, ())]
+    readers = [
+        decisions[nodes[i].name]
+        for name in node.output
+        if name and info.is_float(name)
+        for i in info.consumers.get(name, ())
+    ]
     outputs = [name for name in node.output if name in info.outputs]
     return bool(readers) and not outputs and all(r.elem is not None and not r.is_low for r in readers)
 
@@ -105,13 +138,18 @@ def selections_follow_readers(nodes: list[onnx.NodeProto], info: GraphInfo, deci
         decision = decisions[node.name]
         if node.op_type not in SELECTION or domain_of(node) or not decision.reason.startswith("init_max"):
             continue
-        readers = [decisions[nodes[i].name] for name in node.output if name and info.is_float(name)
-                   for i in info.consumers.get(name, ())]
+        readers = [
+            decisions[nodes[i].name]
+            for name in node.output
+            if name and info.is_float(name)
+            for i in info.consumers.get(name, ())
+        ]
         if readers and not any(name in info.outputs for name in node.output) and all(r.is_low for r in readers):
             low = next(r.elem for r in readers)
             if all(r.elem == low for r in readers) and low is not None:
-                decisions[node.name] = Decision(low, f"selection: its low readers round what it selects anyway "
-                                                     f"(was {decision.reason})")
+                decisions[node.name] = Decision(
+                    low, f"selection: its low readers round what it selects anyway (was {decision.reason})"
+                )
                 changed += 1
     return changed
 
@@ -144,8 +182,16 @@ def _islands(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, 
     return list(groups.values())
 
 
-def merge_small_islands(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Decision], *,
-                        low: int, min_flops: int, flops_of: FlopsOf, respect_fp32_casts: bool = True) -> int:
+def merge_small_islands(
+    nodes: list[onnx.NodeProto],
+    info: GraphInfo,
+    decisions: dict[str, Decision],
+    *,
+    low: int,
+    min_flops: int,
+    flops_of: FlopsOf,
+    respect_fp32_casts: bool = True,
+) -> int:
     """Rule 9. Returns the number of nodes made low. With ``respect_fp32_casts`` a reader of any user upcast,
     an identity one included, holds its island (see ``ConvertOptions.respect_fp32_casts``)."""
     if min_flops <= 0:
@@ -157,27 +203,43 @@ def merge_small_islands(nodes: list[onnx.NodeProto], info: GraphInfo, decisions:
         unknown = any(flops_of(n) is None for n in members)
         if unknown or flops >= min_flops:
             continue
-        hard = [(n.name, decisions[n.name].reason) for n in members
-                if not decisions[n.name].reason.startswith(SOFT_PREFIXES)
-                or decisions[n.name].elem == TensorProto.DOUBLE
-                or (respect_fp32_casts and decisions[n.name].reason.startswith(USER_CAST))
-                or _reads_real_upcast(n, nodes, info)]
+        hard = [
+            (n.name, decisions[n.name].reason)
+            for n in members
+            if not decisions[n.name].reason.startswith(SOFT_PREFIXES)
+            or decisions[n.name].elem == TensorProto.DOUBLE
+            or (respect_fp32_casts and decisions[n.name].reason.startswith(USER_CAST))
+            or _reads_real_upcast(n, nodes, info)
+        ]
         if hard:
             kept += 1
-            LOG.debug("FP32 island of %d node(s), %d FLOPs (< fp32_island_min_flops %d) kept FP32: the rule %s "
-                      "requires it for %s", len(members), flops, min_flops,
-                      (hard[0][1] or "fp32").split(":")[0], hard[0][0])
+            LOG.debug(
+                "FP32 island of %d node(s), %d FLOPs (< fp32_island_min_flops %d) kept FP32: the rule %s "
+                "requires it for %s",
+                len(members),
+                flops,
+                min_flops,
+                (hard[0][1] or "fp32").split(":")[0],
+                hard[0][0],
+            )
             continue
         merged += 1
-        reason = (f"fp32 island of {len(members)} node(s), {flops} FLOPs < fp32_island_min_flops {min_flops}: "
-                  "low precision (no rule requires FP32 here)")
+        reason = (
+            f"fp32 island of {len(members)} node(s), {flops} FLOPs < fp32_island_min_flops {min_flops}: "
+            "low precision (no rule requires FP32 here)"
+        )
         LOG.debug("%s: %s", ", ".join(n.name for n in members), reason)
         for node in members:
             decisions[node.name] = Decision(low, reason)
             changed += 1
     if kept or merged:
-        LOG.info("FP32 islands below fp32_island_min_flops %d: %d made low (no rule required FP32), %d kept FP32 "
-                 "(a rule requires it; the DEBUG log names the rule per island)", min_flops, merged, kept)
+        LOG.info(
+            "FP32 islands below fp32_island_min_flops %d: %d made low (no rule required FP32), %d kept FP32 "
+            "(a rule requires it; the DEBUG log names the rule per island)",
+            min_flops,
+            merged,
+            kept,
+        )
     return changed
 
 
@@ -196,8 +258,9 @@ def _reads_real_upcast(node: onnx.NodeProto, nodes: list[onnx.NodeProto], info: 
     return False
 
 
-def identity_casts(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Decision], *,
-                   low: int) -> set[str]:
+def identity_casts(
+    nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Decision], *, low: int
+) -> set[str]:
     """Rule 10: names of identity user Casts to rewrite as Identity nodes in the low type."""
     found: set[str] = set()
     outputs = set(info.outputs)
@@ -213,14 +276,22 @@ def identity_casts(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict
             continue
         readers = [nodes[i] for i in info.consumers.get(node.output[0], ())]
         if readers and all(decisions[r.name].is_low for r in readers):
-            decisions[node.name] = Decision(low, f"{IDENTITY_CAST}: Cast to {to} of a tensor already of that "
-                                                 "type, its consumers are low: an Identity")
+            decisions[node.name] = Decision(
+                low,
+                f"{IDENTITY_CAST}: Cast to {to} of a tensor already of that type, its consumers are low: an Identity",
+            )
             found.add(node.name)
     return found
 
 
-def fold_user_upcasts(graph: onnx.GraphProto, ours: set[str], storage: dict[str, int],
-                      types: Mapping[str, int], *, exact_ints: frozenset[str] = frozenset()) -> int:
+def fold_user_upcasts(
+    graph: onnx.GraphProto,
+    ours: set[str],
+    storage: dict[str, int],
+    types: Mapping[str, int],
+    *,
+    exact_ints: frozenset[str] = frozenset(),
+) -> int:
     """A user Cast from an integer/bool tensor to FLOAT whose only reader is our Cast to fp16 (or to bf16 from
     a type fp32 holds exactly, or from a tensor in `exact_ints`: seen within +-2**24 by the reference run) casts
     straight to that type: int -> fp32 -> fp16 rounds once either way (every integer below 2**24 is exact in
@@ -256,7 +327,19 @@ def fold_user_upcasts(graph: onnx.GraphProto, ours: set[str], storage: dict[str,
     return len(dead)
 
 
-_INTEGERS = frozenset({TensorProto.BOOL, TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16,
-                       TensorProto.INT32, TensorProto.UINT32, TensorProto.INT64, TensorProto.UINT64})
-_EXACT_IN_BF16 = frozenset({TensorProto.BOOL, TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16,
-                            TensorProto.UINT16})
+_INTEGERS = frozenset(
+    {
+        TensorProto.BOOL,
+        TensorProto.INT8,
+        TensorProto.UINT8,
+        TensorProto.INT16,
+        TensorProto.UINT16,
+        TensorProto.INT32,
+        TensorProto.UINT32,
+        TensorProto.INT64,
+        TensorProto.UINT64,
+    }
+)
+_EXACT_IN_BF16 = frozenset(
+    {TensorProto.BOOL, TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16}
+)

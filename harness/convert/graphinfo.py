@@ -4,6 +4,7 @@ Types and shapes come from onnx shape inference (non-strict), run on a light cop
 initializers are replaced by external-data stubs (inference only needs their dims), so the view
 is cheap to build even for large models.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -23,8 +24,12 @@ _STUB_BYTES = 1024
 STUB_LOCATION = "castguard-stub"
 _TYPE_STR_TO_ELEM = {
     f"tensor({name})": value
-    for name, value in (("float", TensorProto.FLOAT), ("float16", TensorProto.FLOAT16),
-                        ("bfloat16", TensorProto.BFLOAT16), ("double", TensorProto.DOUBLE))
+    for name, value in (
+        ("float", TensorProto.FLOAT),
+        ("float16", TensorProto.FLOAT16),
+        ("bfloat16", TensorProto.BFLOAT16),
+        ("double", TensorProto.DOUBLE),
+    )
 }
 
 Shape = tuple[int | None, ...]
@@ -69,8 +74,9 @@ def signature(node: onnx.NodeProto, opsets: Mapping[str, int], cache: SigCache) 
         c.type_param_str: frozenset(_TYPE_STR_TO_ELEM[t] for t in c.allowed_type_strs if t in _TYPE_STR_TO_ELEM)
         for c in schema.type_constraints
     }
-    sig = Signature(inputs=_bind(schema.inputs, len(node.input)), outputs=_bind(schema.outputs, len(node.output)),
-                    allowed=allowed)
+    sig = Signature(
+        inputs=_bind(schema.inputs, len(node.input)), outputs=_bind(schema.outputs, len(node.output)), allowed=allowed
+    )
     cache[key] = sig
     return sig
 
@@ -142,8 +148,9 @@ def light_copy(model: onnx.ModelProto, *, location: str = STUB_LOCATION) -> onnx
     light.graph.CopyFrom(copy_except(model.graph, "initializer"))
     for init in model.graph.initializer:
         if uses_external_data(init) or value_bytes(init) > _STUB_BYTES:
-            stub = light.graph.initializer.add(name=init.name, data_type=init.data_type, dims=init.dims,
-                                               data_location=TensorProto.EXTERNAL)
+            stub = light.graph.initializer.add(
+                name=init.name, data_type=init.data_type, dims=init.dims, data_location=TensorProto.EXTERNAL
+            )
             stub.external_data.add(key="location", value=location)
         else:
             light.graph.initializer.append(init)
@@ -156,8 +163,9 @@ def _shape_of(value_type: onnx.TypeProto) -> Shape | None:
     return tuple(d.dim_value if d.HasField("dim_value") else None for d in value_type.tensor_type.shape.dim)
 
 
-def build_info(model: onnx.ModelProto, *, observed_types: Mapping[str, int] | None = None,
-               base_dir: Path | None = None) -> GraphInfo:
+def build_info(
+    model: onnx.ModelProto, *, observed_types: Mapping[str, int] | None = None, base_dir: Path | None = None
+) -> GraphInfo:
     """Infer types/shapes (non-strict) and index producers and consumers of the top-level graph.
 
     `observed_types` (from the reference run) fill in tensors that onnx inference cannot type (custom ops);
@@ -189,19 +197,30 @@ def build_info(model: onnx.ModelProto, *, observed_types: Mapping[str, int] | No
         for name in node.output:
             if name:
                 producers[name] = index
-        if node.op_type == "Constant" and domain_of(node) == "" and node.attribute \
-                and node.attribute[0].name == "value":
+        if (
+            node.op_type == "Constant"
+            and domain_of(node) == ""
+            and node.attribute
+            and node.attribute[0].name == "value"
+        ):
             constants[node.output[0]] = node.attribute[0].t
     init_names = set(initializers)
     body_types: dict[str, int] = {}
     body_shapes: dict[str, Shape] = {}
     _index_bodies(graph, body_types, body_shapes)
     return GraphInfo(
-        types=types, shapes=shapes, producers=producers,
-        consumers={k: tuple(v) for k, v in consumers.items()}, initializers=initializers,
+        types=types,
+        shapes=shapes,
+        producers=producers,
+        consumers={k: tuple(v) for k, v in consumers.items()},
+        initializers=initializers,
         inputs=tuple(i.name for i in model.graph.input if i.name not in init_names),
-        outputs=tuple(o.name for o in model.graph.output), opsets=opset_map(model), constants=constants,
-        weights=Weights(base_dir), body_types=body_types, body_shapes=body_shapes,
+        outputs=tuple(o.name for o in model.graph.output),
+        opsets=opset_map(model),
+        constants=constants,
+        weights=Weights(base_dir),
+        body_types=body_types,
+        body_shapes=body_shapes,
     )
 
 

@@ -8,6 +8,7 @@ Storage choice per source (initializer or Constant ``value``):
 FP16/BF16 conversion clamps finite values to the type's largest finite value and logs each clamp;
 tiny values round to nearest (keeping their sign, or becoming +-0); inf/NaN stay inf/NaN.
 """
+
 from __future__ import annotations
 
 import logging

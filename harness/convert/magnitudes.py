@@ -9,6 +9,7 @@ A sweep calls :func:`collect_magnitudes` once per model and input set and then :
 many times. The run happens in a child process (``harness.convert.refrun``): an onnxruntime error
 becomes a :class:`ConversionError` naming the node, and a native crash cannot kill the caller.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,33 +24,38 @@ from typing import Any, Literal
 import numpy as np
 import onnx
 
+from harness.child import ChildFailed, run_child
 from harness.convert.calibration import Feed, load_calibration, random_feeds
-from harness.convert.outputs import MAX_OUTPUT_BYTES, output_groups, pack, tensor_facts
 from harness.convert.childmodel import ChildModel, child_model, scratch_folder
+from harness.convert.outputs import MAX_OUTPUT_BYTES, output_groups, pack, tensor_facts
 from harness.convert.reductions import PREFIX, ReductionPlan, add_reductions, denominators
 from harness.data.onnxfile import is_lazy, load_model
-from harness.providers import CPU, CUDA, DIRECTML, TENSORRT
-from harness.child import ChildFailed, run_child
 from harness.errors import ConversionError, InputDataError
+from harness.providers import CPU, CUDA, DIRECTML, TENSORRT
 
 LOG = logging.getLogger("harness.convert")
 SCHEMA_VERSION = 1
-REFRUN = Path(__file__).with_name("refrun.py")   # the child script (harness.child's protocol)
+REFRUN = Path(__file__).with_name("refrun.py")  # the child script (harness.child's protocol)
 Reduce = Literal["graph", "copy"]
 RAW_BELOW = 64 << 10
 """Tensors of at most this many bytes (at the first batch's shapes) come out whole on the graph path too: the
 nodes reducing them would cost more (session load time) than copying them."""
 Provider = tuple[str, dict[str, str]]
-_NODE_PATTERNS = (re.compile(r"node with name '([^']+)'"), re.compile(r"Name:'([^']+)'"),
-                  re.compile(r"[Nn]ode \(([^)]+)\)"), re.compile(r"node name: ([^\s,)]+)"))
+_NODE_PATTERNS = (
+    re.compile(r"node with name '([^']+)'"),
+    re.compile(r"Name:'([^']+)'"),
+    re.compile(r"[Nn]ode \(([^)]+)\)"),
+    re.compile(r"node name: ([^\s,)]+)"),
+)
 _PROVIDERS = {"cpu": CPU, "cuda": CUDA, "trt": TENSORRT, "dml": DIRECTML}
 
 
 class ReferenceRunError(ConversionError):
     """onnxruntime refused the model: ``stage`` "load" (no kernel, bad model) or "run" (the data)."""
 
-    def __init__(self, *, stage: str, where: str, problem: str, fix: str, node: str | None = None,
-                 step: str | None = None) -> None:
+    def __init__(
+        self, *, stage: str, where: str, problem: str, fix: str, node: str | None = None, step: str | None = None
+    ) -> None:
         self.stage = stage
         super().__init__(where=where, problem=problem, fix=fix, node=node, step=step)
 
@@ -67,15 +73,18 @@ class Magnitudes:
     absmin: Mapping[str, float] = field(default_factory=dict)
 
     def to_json(self) -> str:
-        return json.dumps({
-            "schema_version": SCHEMA_VERSION,
-            "absmax": {k: ("inf" if math.isinf(v) else v) for k, v in sorted(self.absmax.items())},
-            "shapes": {k: list(v) for k, v in sorted(self.shapes.items())},
-            "dtypes": dict(sorted(self.dtypes.items())),
-            "data_source": self.data_source,
-            "batches": self.batches,
-            "absmin": dict(sorted(self.absmin.items())),
-        }, sort_keys=True)
+        return json.dumps(
+            {
+                "schema_version": SCHEMA_VERSION,
+                "absmax": {k: ("inf" if math.isinf(v) else v) for k, v in sorted(self.absmax.items())},
+                "shapes": {k: list(v) for k, v in sorted(self.shapes.items())},
+                "dtypes": dict(sorted(self.dtypes.items())),
+                "data_source": self.data_source,
+                "batches": self.batches,
+                "absmin": dict(sorted(self.absmin.items())),
+            },
+            sort_keys=True,
+        )
 
     @classmethod
     def from_json(cls, text: str) -> Magnitudes:
@@ -83,24 +92,36 @@ class Magnitudes:
             doc = json.loads(text)
             if doc.get("schema_version") != SCHEMA_VERSION:
                 raise ValueError(f"schema_version {doc.get('schema_version')!r}, expected {SCHEMA_VERSION}")
-            return cls(absmax={k: float(v) for k, v in doc["absmax"].items()},
-                       shapes={k: tuple(int(d) for d in v) for k, v in doc["shapes"].items()},
-                       dtypes={k: int(v) for k, v in doc["dtypes"].items()},
-                       data_source=str(doc["data_source"]), batches=int(doc["batches"]),
-                       absmin={k: float(v) for k, v in doc.get("absmin", {}).items()})
+            return cls(
+                absmax={k: float(v) for k, v in doc["absmax"].items()},
+                shapes={k: tuple(int(d) for d in v) for k, v in doc["shapes"].items()},
+                dtypes={k: int(v) for k, v in doc["dtypes"].items()},
+                data_source=str(doc["data_source"]),
+                batches=int(doc["batches"]),
+                absmin={k: float(v) for k, v in doc.get("absmin", {}).items()},
+            )
         except (ValueError, KeyError, TypeError, AttributeError) as err:
-            raise InputDataError(where="magnitudes JSON", problem=f"cannot read cached magnitudes ({err})",
-                                 fix="delete the cache file; it is rebuilt by collect_magnitudes") from None
+            raise InputDataError(
+                where="magnitudes JSON",
+                problem=f"cannot read cached magnitudes ({err})",
+                fix="delete the cache file; it is rebuilt by collect_magnitudes",
+            ) from None
 
 
-def collect_magnitudes(model: onnx.ModelProto | str | Path, *,
-                       calibration_data: str | Path | Mapping[str, np.ndarray] | None = None,
-                       feeds: Sequence[Feed] | None = None,
-                       input_shapes: Mapping[str, Sequence[int]] | None = None,
-                       providers: Sequence[str] = ("cpu",), seed: int = 0,
-                       trt_plugins: Sequence[str] = (), base_dir: Path | None = None,
-                       max_output_bytes: int = MAX_OUTPUT_BYTES, dynamic_default: int | None = None,
-                       reduce: Reduce = "graph") -> Magnitudes:
+def collect_magnitudes(
+    model: onnx.ModelProto | str | Path,
+    *,
+    calibration_data: str | Path | Mapping[str, np.ndarray] | None = None,
+    feeds: Sequence[Feed] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    providers: Sequence[str] = ("cpu",),
+    seed: int = 0,
+    trt_plugins: Sequence[str] = (),
+    base_dir: Path | None = None,
+    max_output_bytes: int = MAX_OUTPUT_BYTES,
+    dynamic_default: int | None = None,
+    reduce: Reduce = "graph",
+) -> Magnitudes:
     """Run the model once per batch (random data, calibration data or `feeds`) and fold by abs-max.
 
     Random data sizes dynamic non-batch dims nobody gave in `input_shapes` with `dynamic_default` (castguard
@@ -112,9 +133,19 @@ def collect_magnitudes(model: onnx.ModelProto | str | Path, *,
     ``providers=["cuda:0"]`` runs on onnxruntime's CUDA provider, or on the CPU with one warning where it
     cannot start. See :func:`reference_run` for how the figures were obtained.
     """
-    return reference_run(model, calibration_data=calibration_data, feeds=feeds, input_shapes=input_shapes,
-                         providers=providers, seed=seed, trt_plugins=trt_plugins, base_dir=base_dir,
-                         max_output_bytes=max_output_bytes, dynamic_default=dynamic_default, reduce=reduce).magnitudes
+    return reference_run(
+        model,
+        calibration_data=calibration_data,
+        feeds=feeds,
+        input_shapes=input_shapes,
+        providers=providers,
+        seed=seed,
+        trt_plugins=trt_plugins,
+        base_dir=base_dir,
+        max_output_bytes=max_output_bytes,
+        dynamic_default=dynamic_default,
+        reduce=reduce,
+    ).magnitudes
 
 
 @dataclass(frozen=True)
@@ -139,13 +170,22 @@ class _ReductionRefused(Exception):
     """onnxruntime refused the added reductions (not the model): the copy path is tried instead."""
 
 
-def reference_run(model: onnx.ModelProto | str | Path, *,
-                  calibration_data: str | Path | Mapping[str, np.ndarray] | None = None,
-                  feeds: Sequence[Feed] | None = None, input_shapes: Mapping[str, Sequence[int]] | None = None,
-                  providers: Sequence[str] = ("cpu",), seed: int = 0, trt_plugins: Sequence[str] = (),
-                  base_dir: Path | None = None, max_output_bytes: int = MAX_OUTPUT_BYTES,
-                  dynamic_default: int | None = None, reduce: Reduce = "graph",
-                  absmin_everywhere: bool = False, raw_below: int = RAW_BELOW) -> ReferenceRun:
+def reference_run(
+    model: onnx.ModelProto | str | Path,
+    *,
+    calibration_data: str | Path | Mapping[str, np.ndarray] | None = None,
+    feeds: Sequence[Feed] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    providers: Sequence[str] = ("cpu",),
+    seed: int = 0,
+    trt_plugins: Sequence[str] = (),
+    base_dir: Path | None = None,
+    max_output_bytes: int = MAX_OUTPUT_BYTES,
+    dynamic_default: int | None = None,
+    reduce: Reduce = "graph",
+    absmin_everywhere: bool = False,
+    raw_below: int = RAW_BELOW,
+) -> ReferenceRun:
     """:func:`collect_magnitudes`, with the facts of the run (:class:`ReferenceRun`). The graph path records the
     smallest non-zero magnitude (``absmin``) of the tensors the converter reads it for (Div divisors, Pow bases:
     :func:`~harness.convert.reductions.denominators`); `absmin_everywhere` records it for every float tensor, as
@@ -159,26 +199,39 @@ def reference_run(model: onnx.ModelProto | str | Path, *,
     elif calibration_data is not None:
         batches, source = load_calibration(calibration_data, model)
     else:
-        batches, source = random_feeds(model, seed=seed, input_shapes=input_shapes,
-                                        dynamic_default=dynamic_default)
+        batches, source = random_feeds(model, seed=seed, input_shapes=input_shapes, dynamic_default=dynamic_default)
     if not batches:
         raise InputDataError(where="feeds", problem="no batches to run", fix="give at least one feed")
     if is_lazy(model) and base_dir is None:
         raise ValueError("collect_magnitudes: the model has external tensors; pass base_dir (their folder)")
-    run = _Run(model=model, batches=batches, source=source, providers=_provider_list(providers, trt_plugins),
-               external_folder=base_dir if is_lazy(model) else None, max_output_bytes=max_output_bytes,
-               absmin_everywhere=absmin_everywhere, raw_below=raw_below)
+    run = _Run(
+        model=model,
+        batches=batches,
+        source=source,
+        providers=_provider_list(providers, trt_plugins),
+        external_folder=base_dir if is_lazy(model) else None,
+        max_output_bytes=max_output_bytes,
+        absmin_everywhere=absmin_everywhere,
+        raw_below=raw_below,
+    )
     if reduce == "graph":
         try:
             return run.reference(reduced=True)
         except _ReductionRefused as refused:
-            result = run.reference(reduced=False)   # the former path's own error where it fails too
-            note = (f"onnxruntime refused the in-graph reductions of the reference run ({str(refused)[:300]}): every "
-                    f"tensor was copied out of onnxruntime instead (same figures, more time and memory)")
+            result = run.reference(reduced=False)  # the former path's own error where it fails too
+            note = (
+                f"onnxruntime refused the in-graph reductions of the reference run ({str(refused)[:300]}): every "
+                f"tensor was copied out of onnxruntime instead (same figures, more time and memory)"
+            )
             LOG.warning("%s", note)
-            return ReferenceRun(magnitudes=result.magnitudes, reduce="copy", copied=result.copied,
-                                providers=result.providers, peak_rss_mb=result.peak_rss_mb,
-                                notes=(*result.notes, note))
+            return ReferenceRun(
+                magnitudes=result.magnitudes,
+                reduce="copy",
+                copied=result.copied,
+                providers=result.providers,
+                peak_rss_mb=result.peak_rss_mb,
+                notes=(*result.notes, note),
+            )
     return run.reference(reduced=False)
 
 
@@ -199,11 +252,17 @@ class _Run:
         names = [o.name for o in child.model.graph.output if o.name not in feeds]
         plan: ReductionPlan | None = None
         if reduced:
-            facts = tensor_facts(child.model, self.batches[0])   # types, and sizes at the first batch's shapes
+            facts = tensor_facts(child.model, self.batches[0])  # types, and sizes at the first batch's shapes
             small = [n for n in names if (size := facts.sizes.get(n)) is not None and size <= self.raw_below]
             try:
-                plan = add_reductions(child.model, names, types=facts.types, ranks=facts.ranks, raw_names=small,
-                                      absmin_names=names if self.absmin_everywhere else denominators(self.model))
+                plan = add_reductions(
+                    child.model,
+                    names,
+                    types=facts.types,
+                    ranks=facts.ranks,
+                    raw_names=small,
+                    absmin_names=names if self.absmin_everywhere else denominators(self.model),
+                )
             except ValueError as err:
                 LOG.info("reference run: tensors copied out whole (%s)", err)
                 child = child_model(self.model, external_ok=self.external_folder is None)
@@ -215,22 +274,41 @@ class _Run:
             groups[:1] = [[*plan.outputs.values(), *(groups[0] if groups else [])]]
         unreduced = [name for name in plan.raw if name not in small] if plan is not None else []
         if unreduced:
-            LOG.info("reference run: %d tensor(s) copied out whole, their types unknown to onnx inference or not "
-                     "plain tensors: %s", len(unreduced), ", ".join(unreduced[:8]) + (" ..." if len(unreduced) > 8 else ""))
-        result = _run_child(child, self.batches, self.providers, self.source, external_folder=self.external_folder,
-                            groups=groups, plan=plan)
-        magnitudes = Magnitudes(absmax={k: float(v) for k, v in result["absmax"].items()},
-                                shapes={k: tuple(v) for k, v in result["shapes"].items()},
-                                dtypes={k: v for k, v in result["dtypes"].items() if v}, data_source=self.source,
-                                batches=len(self.batches), absmin={k: float(v) for k, v in result["absmin"].items()})
+            LOG.info(
+                "reference run: %d tensor(s) copied out whole, their types unknown to onnx inference or not "
+                "plain tensors: %s",
+                len(unreduced),
+                ", ".join(unreduced[:8]) + (" ..." if len(unreduced) > 8 else ""),
+            )
+        result = _run_child(
+            child,
+            self.batches,
+            self.providers,
+            self.source,
+            external_folder=self.external_folder,
+            groups=groups,
+            plan=plan,
+        )
+        magnitudes = Magnitudes(
+            absmax={k: float(v) for k, v in result["absmax"].items()},
+            shapes={k: tuple(v) for k, v in result["shapes"].items()},
+            dtypes={k: v for k, v in result["dtypes"].items() if v},
+            data_source=self.source,
+            batches=len(self.batches),
+            absmin={k: float(v) for k, v in result["absmin"].items()},
+        )
         notes: tuple[str, ...] = ()
         if result.get("note"):
             LOG.warning("%s", result["note"])
             notes = (str(result["note"]),)
-        return ReferenceRun(magnitudes=magnitudes, reduce="graph" if plan is not None else "copy",
-                            copied=tuple(unreduced) if plan is not None else tuple(names),
-                            providers=tuple(result["providers"]), peak_rss_mb=float(result["peak_rss_mb"]),
-                            notes=notes)
+        return ReferenceRun(
+            magnitudes=magnitudes,
+            reduce="graph" if plan is not None else "copy",
+            copied=tuple(unreduced) if plan is not None else tuple(names),
+            providers=tuple(result["providers"]),
+            peak_rss_mb=float(result["peak_rss_mb"]),
+            notes=notes,
+        )
 
 
 def _provider_list(providers: Sequence[str], trt_plugins: Sequence[str]) -> list[Provider]:
@@ -238,8 +316,12 @@ def _provider_list(providers: Sequence[str], trt_plugins: Sequence[str]) -> list
     for spec in providers:
         kind, _, device = spec.partition(":")
         if kind not in _PROVIDERS or (device and not device.isdigit()):
-            raise ConversionError(where="providers", problem=f"unknown execution provider {spec!r}",
-                                  fix="use cpu, cuda:N, trt or dml", step="reference run")
+            raise ConversionError(
+                where="providers",
+                problem=f"unknown execution provider {spec!r}",
+                fix="use cpu, cuda:N, trt or dml",
+                step="reference run",
+            )
         options: dict[str, str] = {"device_id": device} if device else {}
         if kind == "trt" and trt_plugins:
             options["trt_extra_plugin_lib_paths"] = ";".join(trt_plugins)
@@ -248,8 +330,16 @@ def _provider_list(providers: Sequence[str], trt_plugins: Sequence[str]) -> list
     return result
 
 
-def _run_child(child: ChildModel, batches: list[Feed], providers: list[Provider], source: str, *,
-               external_folder: Path | None, groups: list[list[str]], plan: ReductionPlan | None) -> dict[str, Any]:
+def _run_child(
+    child: ChildModel,
+    batches: list[Feed],
+    providers: list[Provider],
+    source: str,
+    *,
+    external_folder: Path | None,
+    groups: list[list[str]],
+    plan: ReductionPlan | None,
+) -> dict[str, Any]:
     """Run refrun.py in a fresh process on `child` (external tensors of a lazy model are read from
     `external_folder`, the model's own folder)."""
     with scratch_folder(child.size) as work:
@@ -260,9 +350,14 @@ def _run_child(child: ChildModel, batches: list[Feed], providers: list[Provider]
             np.savez(path, allow_pickle=False, **feed)
             batch_files.append(str(path))
         available = [p[0] for p in providers]
-        request = {"model": str(model_path), "providers": providers, "batches": batch_files, "groups": groups,
-                   "plan": plan.to_request() if plan is not None else None,
-                   "external_folder": str(external_folder.resolve()) if external_folder is not None else None}
+        request = {
+            "model": str(model_path),
+            "providers": providers,
+            "batches": batch_files,
+            "groups": groups,
+            "plan": plan.to_request() if plan is not None else None,
+            "external_folder": str(external_folder.resolve()) if external_folder is not None else None,
+        }
         try:
             result: dict[str, Any] = run_child(REFRUN, request, what="reference run", timeout_s=None).answer
         except ChildFailed as failed:
@@ -277,10 +372,14 @@ def _run_child(child: ChildModel, batches: list[Feed], providers: list[Provider]
         if not op and len(set(ops.values())) <= 3 and not any(t in message for t in ops.values()):
             op = f" (ops in the model: {', '.join(sorted(set(ops.values())))})"
         raise ReferenceRunError(
-            stage=result["stage"], where="reference run", step="reference run", node=node,
+            stage=result["stage"],
+            where="reference run",
+            step="reference run",
+            node=node,
             problem=f"onnxruntime cannot {result['stage']} the model{op} on {source}: {message.strip()[:1500]}",
             fix="give representative calibration data (calibration_data=... / --calibration_data) "
-                "or input shapes, or skip the run with data_max=inf")
+            "or input shapes, or skip the run with data_max=inf",
+        )
     return result
 
 
@@ -289,17 +388,24 @@ def _crash_error(failed: ChildFailed, running_on: str) -> ConversionError:
     data's doing, not the model's), a non-zero exit or no answer."""
     if failed.signal == "SIGFPE":
         return ReferenceRunError(
-            stage="run", where="reference run", step="reference run", node=None,
+            stage="run",
+            where="reference run",
+            step="reference run",
+            node=None,
             problem=f"onnxruntime crashed with SIGFPE (an integer division by zero) running the model on {running_on}",
             fix="give representative calibration data (calibration_data=... / --calibration_data), or skip the "
-                "run with data_max=inf")
+            "run with data_max=inf",
+        )
     if failed.kind == "signal":
         return ConversionError(
-            where="reference run", step="reference run",
+            where="reference run",
+            step="reference run",
             problem=f"onnxruntime crashed with {failed.signal} running the model on {running_on}",
-            fix="give representative calibration data (calibration_data=...) or skip the run with data_max=inf")
-    return ConversionError(where="reference run", step="reference run",
-                           problem=f"the reference process failed (rc={failed.returncode}): "
-                                   f"{failed.stderr.strip()[-2000:]}",
-                           fix="check that onnxruntime can load this model")
-
+            fix="give representative calibration data (calibration_data=...) or skip the run with data_max=inf",
+        )
+    return ConversionError(
+        where="reference run",
+        step="reference run",
+        problem=f"the reference process failed (rc={failed.returncode}): {failed.stderr.strip()[-2000:]}",
+        fix="check that onnxruntime can load this model",
+    )

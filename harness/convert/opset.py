@@ -6,6 +6,7 @@ Normalisation, done on the converter's own copy:
 - initializers that IR-3 models also list as graph inputs are dropped from the inputs (IR >= 4 then);
 - the IR version is raised to the minimum the final opsets need, never lowered.
 """
+
 from __future__ import annotations
 
 import logging
@@ -83,17 +84,26 @@ def upgrade(model: onnx.ModelProto, *, target: int, low_precision_type: str) -> 
     except (RuntimeError, ValueError, IndexError, onnx.checker.ValidationError) as err:
         need = "bf16 needs opset 22 for most ops" if low_precision_type == "bf16" else f"opset {target} was requested"
         raise ConversionError(
-            where="opset", step="opset upgrade",
+            where="opset",
+            step="opset upgrade",
             problem=f"onnx's version converter cannot bring the model from opset {current} to {target} "
-                    f"({need}): {str(err).strip()[:500]}",
+            f"({need}): {str(err).strip()[:500]}",
             fix=f"upgrade the model yourself (e.g. re-export at opset {target}), or pass opset={current} to convert "
-                "at the current opset (ops whose schema lacks the low type there stay FP32)") from None
+            "at the current opset (ops whose schema lacks the low type there stay FP32)",
+        ) from None
     changed = [a for a, b in zip(_io_signature(model), _io_signature(converted)) if a != b]
     if changed or len(model.graph.input) != len(converted.graph.input):
-        LOG.warning("onnx's version converter would change the model's inputs/outputs going from opset %d to %d "
-                    "(%s), so the model keeps opset %d: ops whose schema lacks %s there stay FP32; re-export at "
-                    "opset %d for more low-precision ops", current, target,
-                    ", ".join(name for name, *_ in changed) or "their number", current, low_precision_type, target)
+        LOG.warning(
+            "onnx's version converter would change the model's inputs/outputs going from opset %d to %d "
+            "(%s), so the model keeps opset %d: ops whose schema lacks %s there stay FP32; re-export at "
+            "opset %d for more low-precision ops",
+            current,
+            target,
+            ", ".join(name for name, *_ in changed) or "their number",
+            current,
+            low_precision_type,
+            target,
+        )
         return model
     LOG.info("opset %d -> %d (onnx.version_converter)", current, target)
     return converted
@@ -116,12 +126,22 @@ def warn_requested_opset(model: onnx.ModelProto, *, opset: int | None, low_preci
         return
     recommended = MIN_OPSET[low_precision_type]
     if opset < recommended:
-        LOG.warning("Opset %d has limited %s support. Recommended minimum opset is %d. The conversion may fail or "
-                    "produce unexpected results.", opset, low_precision_type.upper(), recommended)
+        LOG.warning(
+            "Opset %d has limited %s support. Recommended minimum opset is %d. The conversion may fail or "
+            "produce unexpected results.",
+            opset,
+            low_precision_type.upper(),
+            recommended,
+        )
     original = default_opset(model)
     if opset < original:
-        LOG.warning("Specified opset %d is lower than the original model's opset %d. castguard never downgrades: "
-                    "the model keeps opset %d.", opset, original, original)
+        LOG.warning(
+            "Specified opset %d is lower than the original model's opset %d. castguard never downgrades: "
+            "the model keeps opset %d.",
+            opset,
+            original,
+            original,
+        )
 
 
 def fix_ir_version(model: onnx.ModelProto) -> None:
@@ -170,8 +190,7 @@ def spell_function_defaults(model: onnx.ModelProto) -> int:
     return written
 
 
-def prepare(model: onnx.ModelProto, *, target: int, low_precision_type: str,
-            custom_ops: set[str]) -> onnx.ModelProto:
+def prepare(model: onnx.ModelProto, *, target: int, low_precision_type: str, custom_ops: set[str]) -> onnx.ModelProto:
     """Copy-free preparation of the converter's working copy: names, value_info, IR-3 inputs, custom ops,
     opset, IR."""
     name_nodes(model)

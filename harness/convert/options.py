@@ -4,6 +4,7 @@ Regexes in ``nodes_to_exclude``/``nodes_to_include`` are applied with :func:`re.
 AutoCast: they are anchored at the *start* of the node name (``relu`` matches ``relu_a`` but not
 ``my_relu``; write ``.*relu`` for a substring match) and not at the end.
 """
+
 from __future__ import annotations
 
 import math
@@ -64,33 +65,48 @@ class ConvertOptions:
     def __post_init__(self) -> None:
         _normalize(self)
         if self.low_precision_type not in LOW_PRECISIONS:
-            raise _bad("low_precision_type", f"unknown low precision type {self.low_precision_type!r}",
-                       "use 'fp16' or 'bf16'")
+            raise _bad(
+                "low_precision_type", f"unknown low precision type {self.low_precision_type!r}", "use 'fp16' or 'bf16'"
+            )
         if self.target not in TARGETS:
             raise _bad("target", f"unknown target {self.target!r}", f"use one of {', '.join(TARGETS)}")
         if not isinstance(self.fp32_island_min_flops, int) or self.fp32_island_min_flops < 0:
-            raise _bad("fp32_island_min_flops", f"must be a non-negative integer, got {self.fp32_island_min_flops!r}",
-                       "pass e.g. 4096, or 0 to keep every FP32 island")
+            raise _bad(
+                "fp32_island_min_flops",
+                f"must be a non-negative integer, got {self.fp32_island_min_flops!r}",
+                "pass e.g. 4096, or 0 to keep every FP32 island",
+            )
         for field in ("data_max", "init_max"):
             value = getattr(self, field)
             if not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
-                raise _bad(field, f"threshold must be a non-negative number or inf, got {value!r}",
-                           f"pass {field}=512 (data) / 65504 (initializers), or inf to disable the rule")
+                raise _bad(
+                    field,
+                    f"threshold must be a non-negative number or inf, got {value!r}",
+                    f"pass {field}=512 (data) / 65504 (initializers), or inf to disable the rule",
+                )
         for field in ("init_conversion_max_bytes", "max_depth_of_reduction", "opset"):
             value = getattr(self, field)
             if value is not None and (not isinstance(value, int) or value < (0 if field.startswith("init") else 1)):
-                raise _bad(field, f"must be a positive integer or None, got {value!r}", f"omit {field} or pass e.g. 1024")
+                raise _bad(
+                    field, f"must be a positive integer or None, got {value!r}", f"omit {field} or pass e.g. 1024"
+                )
         for field in ("nodes_to_exclude", "nodes_to_include"):
             for pattern in getattr(self, field):
                 try:
                     re.compile(pattern)
                 except re.error as err:
-                    raise _bad(field, f"invalid regular expression {pattern!r}: {err}",
-                               "escape special characters (e.g. '\\.'), or use '.*name.*' for a substring") from None
+                    raise _bad(
+                        field,
+                        f"invalid regular expression {pattern!r}: {err}",
+                        "escape special characters (e.g. '\\.'), or use '.*name.*' for a substring",
+                    ) from None
         for key, precision in self.node_precisions:
             if not key or precision not in PRECISION_ELEMS:
-                raise _bad("node_precisions", f"bad entry {key!r}:{precision!r}",
-                           "use NAME_OR_OPTYPE:fp32|fp16|bf16, e.g. Add:fp16,Sub:fp32")
+                raise _bad(
+                    "node_precisions",
+                    f"bad entry {key!r}:{precision!r}",
+                    "use NAME_OR_OPTYPE:fp32|fp16|bf16, e.g. Add:fp16,Sub:fp32",
+                )
         for entry in self.custom_ops:
             op, _, precision = entry.partition(":")
             if not op or (precision and precision not in PRECISION_ELEMS):
@@ -128,6 +144,7 @@ def _normalize(options: ConvertOptions) -> None:
     """Numpy scalars and other number types become Python's, as AutoCast takes them: its own default is
     ``init_max=np.finfo(np.float16).max``; a config or script may pass ``np.float32(512)``, ``np.int64(13)``,
     ``np.bool_(True)`` or ``np.str_("fp16")``. Anything that is not the right kind is left for the checks."""
+
     def setattr_(name: str, value: object) -> None:
         object.__setattr__(options, name, value)
 
@@ -156,8 +173,11 @@ def parse_node_precisions(text: str, *, where: str) -> tuple[tuple[str, str], ..
         key, sep, precision = item.rpartition(":")
         precision = _PRECISION_ALIASES.get(precision.strip(), precision.strip())
         if not sep or not key.strip() or precision not in PRECISION_ELEMS:
-            raise ConversionError(where=where, problem=f"bad node precision {item!r}",
-                                  fix="write NAME_OR_OPTYPE:fp32|fp16|bf16, comma separated, e.g. Add:fp16,Sub:fp32",
-                                  step="options")
+            raise ConversionError(
+                where=where,
+                problem=f"bad node precision {item!r}",
+                fix="write NAME_OR_OPTYPE:fp32|fp16|bf16, comma separated, e.g. Add:fp16,Sub:fp32",
+                step="options",
+            )
         pairs.append((key.strip(), precision))
     return tuple(pairs)

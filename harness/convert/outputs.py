@@ -6,8 +6,8 @@ inference (graph inputs pinned to the feed's shapes) and packs them, in graph or
 ``max_output_bytes``; the child runs the model once per group and reduces each tensor as it arrives. A tensor of
 unknown size counts as the largest known one. Small models need one group: one run, as before.
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -91,7 +91,8 @@ def pack(sizes: Mapping[str, int | None], *, max_output_bytes: int = MAX_OUTPUT_
     return [g for g in groups if g]
 
 
-def output_groups(model: onnx.ModelProto, *, max_output_bytes: int = MAX_OUTPUT_BYTES,
-                  feed: Mapping[str, np.ndarray]) -> list[list[str]]:
+def output_groups(
+    model: onnx.ModelProto, *, max_output_bytes: int = MAX_OUTPUT_BYTES, feed: Mapping[str, np.ndarray]
+) -> list[list[str]]:
     """`model`'s graph outputs packed in order into groups of at most `max_output_bytes` (one tensor may exceed)."""
     return pack(estimated_bytes(model, feed), max_output_bytes=max_output_bytes)

@@ -2,6 +2,7 @@
 
 ``convert`` never mutates its input and is deterministic (same input -> byte-identical output).
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,15 +19,15 @@ from harness.convert.classify import Classifier, Decision, existing_elem
 from harness.convert.flops import FlopCount, Scope, flop_share, node_flops
 from harness.convert.folding import follow_data, identity_casts, merge_small_islands, selections_follow_readers
 from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
-from harness.dtypes import LOW_ELEMS, LOW_MAX
 from harness.convert.magnitudes import Magnitudes
-from harness.convert.ortcpu import note_cpu_bf16
 from harness.convert.opset import prepare, warn_requested_opset
-from harness.convert.predicates import drop_predicate_casts
 from harness.convert.options import ConvertOptions
+from harness.convert.ortcpu import note_cpu_bf16
+from harness.convert.predicates import drop_predicate_casts
 from harness.convert.validate import expected_io_type, io_types, strict_error, validate
 from harness.convert.valueinfo import complete_value_info
 from harness.data.onnxfile import is_lazy
+from harness.dtypes import LOW_ELEMS, LOW_MAX
 from harness.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
@@ -68,11 +69,14 @@ def check_known_ops(model: onnx.ModelProto, options: ConvertOptions) -> None:
         except defs.SchemaError:
             pass
         raise ConversionError(
-            where="model", step="classify", node=node.name,
+            where="model",
+            step="classify",
+            node=node.name,
             problem=f"op {node.op_type!r} (domain {domain or 'ai.onnx'!r}, opset {version}) is not an ONNX op at "
-                    "this opset and not declared as a custom op",
+            "this opset and not declared as a custom op",
             fix=f"declare it: custom_ops=['{node.op_type}'] (CLI --custom_ops {node.op_type}[:fp16]), "
-                "or fix the model's opset_import")
+            "or fix the model's opset_import",
+        )
 
 
 def check_io_range(model: onnx.ModelProto, options: ConvertOptions, magnitudes: Magnitudes | None) -> None:
@@ -88,11 +92,14 @@ def check_io_range(model: onnx.ModelProto, options: ConvertOptions, magnitudes: 
             low = expected_io_type(elem, keep_io_types=options.keeps_io_types, low=options.low_elem) != elem
             if low and math.isfinite(value) and value > limit:
                 raise ConversionError(
-                    where="model", step="graph I/O types", node=name,
+                    where="model",
+                    step="graph I/O types",
+                    node=name,
                     problem=f"graph {role} {name!r} reaches {value:.6g} on the reference data "
-                            f"({magnitudes.data_source}), beyond {options.low_precision_type}'s largest value "
-                            f"{limit:g}: stored as {options.low_precision_type} it would be inf",
-                    fix="keep the graph inputs/outputs in fp32 (keep_io_types=True, CLI --keep_io_types)")
+                    f"({magnitudes.data_source}), beyond {options.low_precision_type}'s largest value "
+                    f"{limit:g}: stored as {options.low_precision_type} it would be inf",
+                    fix="keep the graph inputs/outputs in fp32 (keep_io_types=True, CLI --keep_io_types)",
+                )
 
 
 MAX_REJECTED = 16
@@ -105,8 +112,9 @@ class _Rejected(Exception):
         self.node, self.reason, self.error = node, reason, error
 
 
-def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magnitudes | None,
-            base_dir: Path | None = None) -> ConversionResult:
+def convert(
+    model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magnitudes | None, base_dir: Path | None = None
+) -> ConversionResult:
     """Classify every node from `magnitudes` (None = no data rule) and build the mixed-precision model.
 
     A lazily loaded model (``load_model(path, weights="lazy")``, `base_dir` = its folder) is converted without
@@ -125,8 +133,13 @@ def convert(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magn
             rejected[err.node] = err.reason
 
 
-def _convert_once(model: onnx.ModelProto, options: ConvertOptions, magnitudes: Magnitudes | None,
-                  rejected: dict[str, str], base_dir: Path | None) -> ConversionResult:
+def _convert_once(
+    model: onnx.ModelProto,
+    options: ConvertOptions,
+    magnitudes: Magnitudes | None,
+    rejected: dict[str, str],
+    base_dir: Path | None,
+) -> ConversionResult:
     original_inputs, original_outputs = io_types(model)
     work = onnx.ModelProto()
     work.CopyFrom(model)
@@ -134,13 +147,15 @@ def _convert_once(model: onnx.ModelProto, options: ConvertOptions, magnitudes: M
     check_io_range(work, options, magnitudes)
     if not rejected:
         warn_requested_opset(work, opset=options.opset, low_precision_type=options.low_precision_type)
-    work = prepare(work, target=options.target_opset, low_precision_type=options.low_precision_type,
-                   custom_ops=set(options.custom_op_precisions()))
-    info = build_info(work, observed_types=magnitudes.dtypes if magnitudes is not None else None,
-                      base_dir=base_dir)
-    if drop_predicate_casts(work, info.types):     # IsInf(Cast(x, DOUBLE)) is IsInf(x): the Cast asks nothing
-        info = build_info(work, observed_types=magnitudes.dtypes if magnitudes is not None else None,
-                          base_dir=base_dir)
+    work = prepare(
+        work,
+        target=options.target_opset,
+        low_precision_type=options.low_precision_type,
+        custom_ops=set(options.custom_op_precisions()),
+    )
+    info = build_info(work, observed_types=magnitudes.dtypes if magnitudes is not None else None, base_dir=base_dir)
+    if drop_predicate_casts(work, info.types):  # IsInf(Cast(x, DOUBLE)) is IsInf(x): the Cast asks nothing
+        info = build_info(work, observed_types=magnitudes.dtypes if magnitudes is not None else None, base_dir=base_dir)
     sig_cache: SigCache = {}
     classifier = Classifier(work, info, options, magnitudes, sig_cache)
     decisions = classifier.run(warn=not rejected)
@@ -148,22 +163,36 @@ def _convert_once(model: onnx.ModelProto, options: ConvertOptions, magnitudes: M
     shape_of = _shape_lookup(info, magnitudes)
     _keep_rejected(nodes, info, decisions, rejected)
     _fold(nodes, info, decisions, options, lambda n: node_flops(n, shape_of, info.initializers))
-    _keep_rejected(nodes, info, decisions, rejected)   # folding never sends a node onnx rejected back to low
-    flops = flop_share(nodes, lambda n: decisions[n.name].is_low, shape_of, dict(info.initializers),
-                       scope=_flop_scope(info, magnitudes))
-    exact_ints = frozenset() if magnitudes is None else frozenset(
-        name for name, value in magnitudes.absmax.items() if value <= 2.0 ** 24)
+    _keep_rejected(nodes, info, decisions, rejected)  # folding never sends a node onnx rejected back to low
+    flops = flop_share(
+        nodes,
+        lambda n: decisions[n.name].is_low,
+        shape_of,
+        dict(info.initializers),
+        scope=_flop_scope(info, magnitudes),
+    )
+    exact_ints = (
+        frozenset()
+        if magnitudes is None
+        else frozenset(name for name, value in magnitudes.absmax.items() if value <= 2.0**24)
+    )
     state = Rewriter(work, info, decisions, options, sig_cache, exact_ints).run()
     try:
-        inferred = validate(work, original_inputs=original_inputs, original_outputs=original_outputs,
-                            keep_io_types=options.keeps_io_types, low=options.low_elem,
-                            input_error=lambda: _input_error(model, options))
+        inferred = validate(
+            work,
+            original_inputs=original_inputs,
+            original_outputs=original_outputs,
+            keep_io_types=options.keeps_io_types,
+            low=options.low_elem,
+            input_error=lambda: _input_error(model, options),
+        )
     except ConversionError as err:
         if err.node in decisions and decisions[err.node].is_low and err.node not in rejected:
             op = next(n.op_type for n in nodes if n.name == err.node)
             detail = err.problem.partition(": ")[2].strip().splitlines()[0][:160]
-            raise _Rejected(err.node, f"inference: onnx rejects {op} in {options.low_precision_type} ({detail})",
-                            err) from None
+            raise _Rejected(
+                err.node, f"inference: onnx rejects {op} in {options.low_precision_type} ({detail})", err
+            ) from None
         raise
     complete_value_info(work, inferred, storage=state.storage, shapes=info.shapes)
     if options.low_elem == TensorProto.BFLOAT16:
@@ -171,31 +200,56 @@ def _convert_once(model: onnx.ModelProto, options: ConvertOptions, magnitudes: M
     low_nodes = tuple(n.name for n in nodes if decisions[n.name].is_low)
     high_nodes = tuple((n.name, decisions[n.name].reason or "fp32") for n in nodes if not decisions[n.name].is_low)
     _log(options, decisions, nodes, flops, len(state.ours))
-    return ConversionResult(model=work, low_nodes=low_nodes, high_nodes=high_nodes, lowp_flop_share=flops.share,
-                            cast_count=sum(1 for n in work.graph.node if n.name in state.ours),
-                            clamped=tuple(state.clamped), base_dir=base_dir if is_lazy(work) else None,
-                            lowp_share_bound=flops.bound)
+    return ConversionResult(
+        model=work,
+        low_nodes=low_nodes,
+        high_nodes=high_nodes,
+        lowp_flop_share=flops.share,
+        cast_count=sum(1 for n in work.graph.node if n.name in state.ours),
+        clamped=tuple(state.clamped),
+        base_dir=base_dir if is_lazy(work) else None,
+        lowp_share_bound=flops.bound,
+    )
 
 
 def _input_error(model: onnx.ModelProto, options: ConvertOptions) -> str | None:
     """The strict check's message on the input as the converter prepares it (same node names, same opset)."""
     work = onnx.ModelProto()
     work.CopyFrom(model)
-    return strict_error(prepare(work, target=options.target_opset, low_precision_type=options.low_precision_type,
-                                custom_ops=set(options.custom_op_precisions())))
+    return strict_error(
+        prepare(
+            work,
+            target=options.target_opset,
+            low_precision_type=options.low_precision_type,
+            custom_ops=set(options.custom_op_precisions()),
+        )
+    )
 
 
-def _fold(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Decision], options: ConvertOptions,
-          flops_of: Callable[[onnx.NodeProto], int | None]) -> None:
+def _fold(
+    nodes: list[onnx.NodeProto],
+    info: GraphInfo,
+    decisions: dict[str, Decision],
+    options: ConvertOptions,
+    flops_of: Callable[[onnx.NodeProto], int | None],
+) -> None:
     """Rules 8-10 (:mod:`harness.convert.folding`): moves follow their data, small FP32 islands merge, identity
     user Casts between low nodes become Identity nodes."""
+
     def storage_in(name: str) -> int | None:
         return expected_io_type(info.types[name], keep_io_types=options.keeps_io_types, low=options.low_elem)
 
     follow_data(nodes, info, decisions, storage_in)
     selections_follow_readers(nodes, info, decisions)
-    merge_small_islands(nodes, info, decisions, low=options.low_elem, min_flops=options.fp32_island_min_flops,
-                        flops_of=flops_of, respect_fp32_casts=options.respect_fp32_casts)
+    merge_small_islands(
+        nodes,
+        info,
+        decisions,
+        low=options.low_elem,
+        min_flops=options.fp32_island_min_flops,
+        flops_of=flops_of,
+        respect_fp32_casts=options.respect_fp32_casts,
+    )
     identities = identity_casts(nodes, info, decisions, low=options.low_elem)
     for node in nodes:
         if node.name in identities:
@@ -203,8 +257,9 @@ def _fold(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Dec
             del node.attribute[:]
 
 
-def _keep_rejected(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Decision],
-                   rejected: dict[str, str]) -> None:
+def _keep_rejected(
+    nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict[str, Decision], rejected: dict[str, str]
+) -> None:
     """Nodes onnx's strict inference rejected in the low type stay in their own high type, with the reason."""
     for node in nodes:
         if node.name in rejected and decisions[node.name].is_low:
@@ -215,21 +270,25 @@ def _keep_rejected(nodes: list[onnx.NodeProto], info: GraphInfo, decisions: dict
 def _shape_lookup(info: GraphInfo, magnitudes: Magnitudes | None) -> Callable[[str], tuple[int, ...] | None]:
     """Shapes for FLOP estimates: the reference run's, else inferred ones with dynamic dims taken as 1
     (as the reference run does; the share is a ratio, so a common batch dim cancels)."""
+
     def shape_of(name: str) -> tuple[int, ...] | None:
         if magnitudes is not None and name in magnitudes.shapes:
             return tuple(magnitudes.shapes[name])
         shape = info.shapes.get(name)
         return None if shape is None else tuple(1 if d is None else d for d in shape)
+
     return shape_of
 
 
 def _flop_scope(info: GraphInfo, magnitudes: Magnitudes | None) -> Scope:
     """Types, static shapes (the reference run's, else inferred with dynamic dims as None) and constant values
     of the top-level graph and of the bodies, for FLOPs through control flow."""
+
     def dims(name: str) -> tuple[int | None, ...] | None:
         if magnitudes is not None and name in magnitudes.shapes:
             return tuple(magnitudes.shapes[name])
         return info.shapes.get(name, info.body_shapes.get(name))
+
     return Scope(types={**info.body_types, **info.types}, dims=dims, values={**info.initializers, **info.constants})
 
 
@@ -242,8 +301,9 @@ def _reason_kind(reason: str) -> str:
     return reason.partition(":")[0] or reason
 
 
-def _log(options: ConvertOptions, decisions: dict[str, Decision], nodes: list[onnx.NodeProto], flops: FlopCount,
-         casts: int) -> None:
+def _log(
+    options: ConvertOptions, decisions: dict[str, Decision], nodes: list[onnx.NodeProto], flops: FlopCount, casts: int
+) -> None:
     """INFO: one summary line per reason (count and the first few nodes); DEBUG: one line per node."""
     low = sum(1 for n in nodes if decisions[n.name].is_low)
     groups: dict[str, list[str]] = {}
@@ -251,18 +311,35 @@ def _log(options: ConvertOptions, decisions: dict[str, Decision], nodes: list[on
         decision = decisions[node.name]
         where = "out of" if not decision.is_low else "in"
         if not decision.is_low or decision.reason:
-            LOG.debug("node %s (%s) %s %s: %s", node.name, node.op_type, where, options.low_precision_type,
-                      decision.reason or "fp32")
-            key = f"{'kept out of' if not decision.is_low else 'in'} {options.low_precision_type}: " \
-                  f"{_reason_kind(decision.reason or 'fp32')}"
+            LOG.debug(
+                "node %s (%s) %s %s: %s",
+                node.name,
+                node.op_type,
+                where,
+                options.low_precision_type,
+                decision.reason or "fp32",
+            )
+            key = (
+                f"{'kept out of' if not decision.is_low else 'in'} {options.low_precision_type}: "
+                f"{_reason_kind(decision.reason or 'fp32')}"
+            )
             groups.setdefault(key, []).append(node.name)
     for key, names in groups.items():
         shown = ", ".join(names[:SUMMARY_EXAMPLES]) + (", ..." if len(names) > SUMMARY_EXAMPLES else "")
         LOG.info("%d node(s) %s (%s)", len(names), key, shown)
     if groups:
         LOG.info("(--log_level DEBUG lists every node with its full reason)")
-    LOG.info("Converted %d/%d nodes (%.2f%%) to %s; %s%.2f%% of %.3g estimated FLOPs in %s%s%s; %d casts inserted",
-             low, len(nodes), 100.0 * low / max(len(nodes), 1), options.low_precision_type,
-             "<= " if flops.bound else "", 100.0 * flops.share, flops.total, options.low_precision_type,
-             f" ({flops.unknown} nodes with unknown shapes not counted)" if flops.unknown else "",
-             f" (a bound: {flops.bound})" if flops.bound else "", casts)
+    LOG.info(
+        "Converted %d/%d nodes (%.2f%%) to %s; %s%.2f%% of %.3g estimated FLOPs in %s%s%s; %d casts inserted",
+        low,
+        len(nodes),
+        100.0 * low / max(len(nodes), 1),
+        options.low_precision_type,
+        "<= " if flops.bound else "",
+        100.0 * flops.share,
+        flops.total,
+        options.low_precision_type,
+        f" ({flops.unknown} nodes with unknown shapes not counted)" if flops.unknown else "",
+        f" (a bound: {flops.bound})" if flops.bound else "",
+        casts,
+    )

@@ -7,6 +7,7 @@ predicate reads the tensor in its stored type where its schema allows it (IsInf 
 from opset 20; earlier opsets read an fp32 Cast of it). TensorFlow exports put a ``Cast(to=DOUBLE)`` before
 IsInf/IsNaN; AutoCast's ``test_conv_isinf_conversion`` is that graph.
 """
+
 from __future__ import annotations
 
 import logging
@@ -19,7 +20,12 @@ from harness.convert.subgraphs import captured
 
 LOG = logging.getLogger("harness.convert")
 PREDICATES = frozenset({"IsInf", "IsNaN"})
-_WIDTH: dict[int, int] = {TensorProto.BFLOAT16: 16, TensorProto.FLOAT16: 16, TensorProto.FLOAT: 32, TensorProto.DOUBLE: 64}
+_WIDTH: dict[int, int] = {
+    TensorProto.BFLOAT16: 16,
+    TensorProto.FLOAT16: 16,
+    TensorProto.FLOAT: 32,
+    TensorProto.DOUBLE: 64,
+}
 
 
 def _to(node: onnx.NodeProto) -> int | None:
@@ -46,9 +52,14 @@ def drop_predicate_casts(model: onnx.ModelProto, types: Mapping[str, int]) -> li
         source, target = types.get(node.input[0]), _to(node)
         out = node.output[0]
         users = readers.get(out, [])
-        if (source not in _WIDTH or target not in _WIDTH or _WIDTH[target] < _WIDTH[source] or out in outputs
-                or not users or any(u.op_type not in PREDICATES or u.domain not in ("", "ai.onnx")
-                                    or out in captured(u) for u in users)):
+        if (
+            source not in _WIDTH
+            or target not in _WIDTH
+            or _WIDTH[target] < _WIDTH[source]
+            or out in outputs
+            or not users
+            or any(u.op_type not in PREDICATES or u.domain not in ("", "ai.onnx") or out in captured(u) for u in users)
+        ):
             continue
         for user in users:
             for index, name in enumerate(user.input):
@@ -61,6 +72,9 @@ def drop_predicate_casts(model: onnx.ModelProto, types: Mapping[str, int]) -> li
         kept = [vi for vi in graph.value_info if vi.name not in gone]
         del graph.value_info[:]
         graph.value_info.extend(kept)
-        LOG.info("%d Cast(s) read only by IsInf/IsNaN dropped (the answer is the same in any float type): %s",
-                 len(removed), ", ".join(removed[:5]) + (" ..." if len(removed) > 5 else ""))
+        LOG.info(
+            "%d Cast(s) read only by IsInf/IsNaN dropped (the answer is the same in any float type): %s",
+            len(removed),
+            ", ".join(removed[:5]) + (" ..." if len(removed) > 5 else ""),
+        )
     return removed

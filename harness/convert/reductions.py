@@ -24,6 +24,7 @@ uint64, float8...) and a small one (the caller's choice) stay plain graph output
 exactly as before (:attr:`ReductionPlan.raw`). The child
 (``refrun.py``) decodes the vectors with the plan; ``plan.to_request()`` is what it reads.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -37,11 +38,33 @@ from onnx import TensorProto, helper, numpy_helper
 MIN_OPSET = 7
 PREFIX = "castguard_mag"
 _FLOATS = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16})
-_INTS = frozenset({TensorProto.INT8, TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.UINT8,
-                   TensorProto.UINT16, TensorProto.UINT32, TensorProto.BOOL})
-REPORTED_ELEMS = frozenset({TensorProto.FLOAT, TensorProto.UINT8, TensorProto.INT8, TensorProto.UINT16,
-                            TensorProto.INT16, TensorProto.INT32, TensorProto.INT64, TensorProto.BOOL,
-                            TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16})
+_INTS = frozenset(
+    {
+        TensorProto.INT8,
+        TensorProto.INT16,
+        TensorProto.INT32,
+        TensorProto.INT64,
+        TensorProto.UINT8,
+        TensorProto.UINT16,
+        TensorProto.UINT32,
+        TensorProto.BOOL,
+    }
+)
+REPORTED_ELEMS = frozenset(
+    {
+        TensorProto.FLOAT,
+        TensorProto.UINT8,
+        TensorProto.INT8,
+        TensorProto.UINT16,
+        TensorProto.INT16,
+        TensorProto.INT32,
+        TensorProto.INT64,
+        TensorProto.BOOL,
+        TensorProto.FLOAT16,
+        TensorProto.DOUBLE,
+        TensorProto.BFLOAT16,
+    }
+)
 """Element types the reference run reports in ``Magnitudes.dtypes`` (refrun's table of onnxruntime type names)."""
 
 
@@ -78,9 +101,18 @@ class ReductionPlan:
         return [*self.outputs.values(), *self.raw]
 
     def to_request(self) -> dict[str, object]:
-        return {"prefix": PREFIX + "/", "floats": list(self.floats), "doubles": list(self.doubles), "ints": list(self.ints),
-                "absmins": list(self.absmins), "absmin_doubles": list(self.absmin_doubles),
-                "shapes": list(self.shapes), "ranks": list(self.ranks), "dtypes": dict(self.dtypes), "outputs": dict(self.outputs)}
+        return {
+            "prefix": PREFIX + "/",
+            "floats": list(self.floats),
+            "doubles": list(self.doubles),
+            "ints": list(self.ints),
+            "absmins": list(self.absmins),
+            "absmin_doubles": list(self.absmin_doubles),
+            "shapes": list(self.shapes),
+            "ranks": list(self.ranks),
+            "dtypes": dict(self.dtypes),
+            "outputs": dict(self.outputs),
+        }
 
 
 NONNEGATIVE_OPS = frozenset({"Relu", "Sigmoid", "Softmax", "Exp", "Sqrt", "Abs", "Softplus", "HardSigmoid"})
@@ -97,7 +129,7 @@ def _native_reduce(elem: int, opset: int) -> int:
     if elem == TensorProto.BOOL:
         return TensorProto.UINT8 if opset >= 12 else TensorProto.INT32
     if elem in _FLOATS:
-        return elem   # cast to float after the Identity that pins it
+        return elem  # cast to float after the Identity that pins it
     return TensorProto.INT64
 
 
@@ -144,8 +176,9 @@ class _Builder:
         key = (value.dtype.str, value.tobytes(), value.shape)
         if key not in self.constants:
             out = self.fresh("const")
-            self.constant_nodes.append(helper.make_node("Constant", [], [out], name=out,
-                                                    value=numpy_helper.from_array(value, out)))
+            self.constant_nodes.append(
+                helper.make_node("Constant", [], [out], name=out, value=numpy_helper.from_array(value, out))
+            )
             self.constants[key] = out
         return self.constants[key]
 
@@ -168,14 +201,15 @@ def _around_low(graph: onnx.GraphProto, types: Mapping[str, int]) -> list[str]:
     return list(found)
 
 
-def _interleave(graph: onnx.GraphProto, constants: list[onnx.NodeProto],
-                after: Mapping[str, list[onnx.NodeProto]]) -> None:
+def _interleave(
+    graph: onnx.GraphProto, constants: list[onnx.NodeProto], after: Mapping[str, list[onnx.NodeProto]]
+) -> None:
     """Each tensor's reductions right after the node producing it, so that onnxruntime (which runs nodes in this
     order where the graph allows) frees the tensor as soon as its last consumer ran, as in the plain model,
     instead of keeping every tensor alive to the end of the run."""
     ordered = list(constants)
     produced = {name for node in graph.node for name in node.output}
-    ordered += [n for name, nodes in after.items() if name not in produced for n in nodes]   # initializers...
+    ordered += [n for name, nodes in after.items() if name not in produced for n in nodes]  # initializers...
     for node in graph.node:
         ordered.append(node)
         ordered += [n for name in node.output if name for n in after.get(name, ())]
@@ -183,9 +217,15 @@ def _interleave(graph: onnx.GraphProto, constants: list[onnx.NodeProto],
     graph.node.extend(ordered)
 
 
-def add_reductions(model: onnx.ModelProto, names: Iterable[str], *, types: Mapping[str, int],
-                   absmin_names: Iterable[str], ranks: Mapping[str, int] | None = None,
-                   raw_names: Iterable[str] = ()) -> ReductionPlan:
+def add_reductions(
+    model: onnx.ModelProto,
+    names: Iterable[str],
+    *,
+    types: Mapping[str, int],
+    absmin_names: Iterable[str],
+    ranks: Mapping[str, int] | None = None,
+    raw_names: Iterable[str] = (),
+) -> ReductionPlan:
     """Replace `model`'s outputs (in place: pass the child's own copy) by the reductions of `names` (the tensors
     the reference run records) and the ones that stay raw: `raw_names` (small tensors: whole, they cost less than
     the nodes that reduce them) and those `types` does not know. `ranks`: the ranks inference knows (the others
@@ -215,8 +255,11 @@ def add_reductions(model: onnx.ModelProto, names: Iterable[str], *, types: Mappi
     for name in names:
         build.current = after.setdefault(name, [])
         elem = types.get(name, 0)
-        if name in forced or elem not in _FLOATS | _INTS | {TensorProto.DOUBLE, TensorProto.STRING} \
-                or (name in wanted_absmin and elem not in _INTS and opset < 9):   # Where: opset 9
+        if (
+            name in forced
+            or elem not in _FLOATS | _INTS | {TensorProto.DOUBLE, TensorProto.STRING}
+            or (name in wanted_absmin and elem not in _INTS and opset < 9)
+        ):  # Where: opset 9
             raw.append(name)
             continue
         shapes.append(name)
@@ -230,15 +273,18 @@ def add_reductions(model: onnx.ModelProto, names: Iterable[str], *, types: Mappi
         source, native = name, _native_reduce(elem, opset)
         if native != elem:
             source = build.node("Cast", [name], "cast", to=native)
-        if elem in _FLOATS and elem != TensorProto.FLOAT:   # the Identity output stays a graph output: see kept
+        if elem in _FLOATS and elem != TensorProto.FLOAT:  # the Identity output stays a graph output: see kept
             pinned.append(build.node("Identity", [name], "pinned"))
             source = build.node("Cast", [pinned[-1]], "float", to=TensorProto.FLOAT)
         flat = build.node("Reshape", [source, build.const(np.array([-1], np.int64))], "flat")
         kind = "i64" if elem in _INTS else "f64" if elem == TensorProto.DOUBLE else "f32"
         high = build.reduce("ReduceMax", flat, "reducemax")
         # max(|max|, |min|) is |max| where no value is below zero: the min slot repeats the max
-        low = high if elem == TensorProto.BOOL or (kind != "i64" and producers.get(name) in NONNEGATIVE_OPS) \
+        low = (
+            high
+            if elem == TensorProto.BOOL or (kind != "i64" and producers.get(name) in NONNEGATIVE_OPS)
             else build.reduce("ReduceMin", flat, "reducemin")
+        )
         if kind == "i64":
             if native != TensorProto.INT64:
                 high, low = (build.node("Cast", [v], "int64", to=TensorProto.INT64) for v in (high, low))
@@ -265,7 +311,16 @@ def add_reductions(model: onnx.ModelProto, names: Iterable[str], *, types: Mappi
     graph.output.extend(onnx.ValueInfoProto(name=name) for name in [*raw, *kept])
     if not graph.output:
         raise ValueError("nothing to record")
-    return ReductionPlan(floats=tuple(floats), doubles=tuple(doubles), ints=tuple(ints), absmins=tuple(absmins),
-                         absmin_doubles=tuple(absmin_doubles), shapes=tuple(shapes), ranks=tuple(rank_list), raw=tuple(raw), kept=tuple(kept),
-                         dtypes=dtypes,
-                         outputs=outputs)
+    return ReductionPlan(
+        floats=tuple(floats),
+        doubles=tuple(doubles),
+        ints=tuple(ints),
+        absmins=tuple(absmins),
+        absmin_doubles=tuple(absmin_doubles),
+        shapes=tuple(shapes),
+        ranks=tuple(rank_list),
+        raw=tuple(raw),
+        kept=tuple(kept),
+        dtypes=dtypes,
+        outputs=outputs,
+    )

@@ -6,6 +6,7 @@ Random feeds follow :func:`harness.data.recipes.plan_inputs`, which refuses to i
 converts without magnitudes, as does one with inputs random data cannot hold (sequences, optionals, strings,
 float8/int4...), and one that onnxruntime loads but cannot run on random data.
 """
+
 from __future__ import annotations
 
 import onnx

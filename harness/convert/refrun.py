@@ -12,6 +12,7 @@ Test-only hook: with ``CASTGUARD_TEST_REFRUN_SIGNAL=SIGFPE`` (any signal name) i
 kills itself with that signal where onnxruntime would run the first batch, so the crash path is tested
 without relying on an onnxruntime bug.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,8 +47,19 @@ def _absmin(array: np.ndarray) -> float:
     return float(magnitudes.min()) if magnitudes.size else 0.0
 
 
-_ELEM = {"float": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "int64": 7, "bool": 9,
-         "float16": 10, "double": 11, "bfloat16": 16}
+_ELEM = {
+    "float": 1,
+    "uint8": 2,
+    "int8": 3,
+    "uint16": 4,
+    "int16": 5,
+    "int32": 6,
+    "int64": 7,
+    "bool": 9,
+    "float16": 10,
+    "double": 11,
+    "bfloat16": 16,
+}
 """onnx.TensorProto element types by onnxruntime type name (onnx is not imported here: startup time)."""
 
 
@@ -55,12 +67,16 @@ TEST_SIGNAL_VARIABLE = "CASTGUARD_TEST_REFRUN_SIGNAL"
 
 
 def _ort_type_to_elem(ort_type: str) -> int:
-    inner = ort_type[len("tensor("):-1] if ort_type.startswith("tensor(") else ""
+    inner = ort_type[len("tensor(") : -1] if ort_type.startswith("tensor(") else ""
     return _ELEM.get(inner, 0)
 
 
-def _fold(pairs: Iterable[tuple[str, object]], absmax: dict[str, float], absmin: dict[str, float],
-          shapes: dict[str, list[int]]) -> None:
+def _fold(
+    pairs: Iterable[tuple[str, object]],
+    absmax: dict[str, float],
+    absmin: dict[str, float],
+    shapes: dict[str, list[int]],
+) -> None:
     """Reduce each tensor to (abs-max, abs-min, shape) and fold it into the running figures."""
     for name, value in pairs:
         if not isinstance(value, np.ndarray):
@@ -72,18 +88,23 @@ def _fold(pairs: Iterable[tuple[str, object]], absmax: dict[str, float], absmin:
         shapes.setdefault(name, list(value.shape))
 
 
-def _fold_reduced(plan: dict[str, Any], stats: dict[str, np.ndarray], absmax: dict[str, float],
-                  absmin: dict[str, float], shapes: dict[str, list[int]]) -> None:
+def _fold_reduced(
+    plan: dict[str, Any],
+    stats: dict[str, np.ndarray],
+    absmax: dict[str, float],
+    absmin: dict[str, float],
+    shapes: dict[str, list[int]],
+) -> None:
     """Fold one batch's in-graph reductions, giving exactly the figures :func:`_fold` gives for whole tensors."""
     outputs, empty = plan["outputs"], set()
     vector, position = stats.get(outputs.get("shapes"), np.zeros(0, np.int64)), 0
     for name, rank in zip(plan["shapes"], plan["ranks"]):
         if rank < 0:
             rank, position = int(vector[position]), position + 1
-        dims = [int(d) for d in vector[position:position + rank]]
+        dims = [int(d) for d in vector[position : position + rank]]
         position += rank
         shapes.setdefault(name, dims)
-        absmax.setdefault(name, 0.0)   # strings and empty tensors: 0.0, as _absmax gives them
+        absmax.setdefault(name, 0.0)  # strings and empty tensors: 0.0, as _absmax gives them
         if 0 in dims:
             empty.add(name)
     for kind, names, width in (("f32", plan["floats"], 3), ("f64", plan["doubles"], 3), ("i64", plan["ints"], 2)):
@@ -95,7 +116,7 @@ def _fold_reduced(plan: dict[str, Any], stats: dict[str, np.ndarray], absmax: di
                 continue
             high, low = row[0], row[1]
             if kind != "i64" and not (math.isfinite(high) and math.isfinite(low) and not math.isnan(row[2])):
-                value = math.inf   # an inf shows in max or min; a NaN in the sum (max and min may skip it)
+                value = math.inf  # an inf shows in max or min; a NaN in the sum (max and min may skip it)
             else:
                 value = max(abs(float(high)), abs(float(low)))
             absmax[name] = max(absmax[name], value)
@@ -113,13 +134,17 @@ def _session(ort: Any, model: str | bytes, options: Any, providers: list[Any]) -
     cuda = [p for p in providers if p[0] == "CUDAExecutionProvider"]
     note = None
     if cuda and cuda[0] not in wanted:
-        note = (f"CUDAExecutionProvider is not available in this onnxruntime (available: {available}); the "
-                f"reference run uses the CPU")
+        note = (
+            f"CUDAExecutionProvider is not available in this onnxruntime (available: {available}); the "
+            f"reference run uses the CPU"
+        )
         wanted = wanted or [("CPUExecutionProvider", {})]
     session = ort.InferenceSession(model, sess_options=options, providers=wanted)
     if cuda and note is None and "CUDAExecutionProvider" not in session.get_providers():
-        note = ("onnxruntime could not start CUDAExecutionProvider (no usable GPU or CUDA libraries); the reference "
-                "run uses the CPU")
+        note = (
+            "onnxruntime could not start CUDAExecutionProvider (no usable GPU or CUDA libraries); the reference "
+            "run uses the CPU"
+        )
     return session, note
 
 
@@ -133,20 +158,26 @@ def _peak_rss_mb() -> float:
     except OSError:
         pass
     try:
-        import resource   # POSIX only: imported here, so the child starts on every OS
+        import resource  # POSIX only: imported here, so the child starts on every OS
     except ImportError:
-        return 0.0        # neither /proc nor getrusage: unknown
+        return 0.0  # neither /proc nor getrusage: unknown
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def run(request: dict[str, Any]) -> dict[str, object]:
     import onnxruntime as ort
 
-    missing = [name for name, _ in request["providers"]
-               if name not in ort.get_available_providers() and name != "CUDAExecutionProvider"]
+    missing = [
+        name
+        for name, _ in request["providers"]
+        if name not in ort.get_available_providers() and name != "CUDAExecutionProvider"
+    ]
     if missing:
-        return {"error": f"execution providers {missing} are not available in this onnxruntime "
-                         f"(available: {ort.get_available_providers()})", "stage": "load"}
+        return {
+            "error": f"execution providers {missing} are not available in this onnxruntime "
+            f"(available: {ort.get_available_providers()})",
+            "stage": "load",
+        }
     options = ort.SessionOptions()
     options.log_severity_level = 3
     # One run with every tensor an output: the extended optimizations and weight prepacking cannot pay off
@@ -161,9 +192,10 @@ def run(request: dict[str, Any]) -> dict[str, object]:
         options.execution_order = ort.ExecutionOrder.PRIORITY_BASED
     options.add_session_config_entry("session.disable_prepacking", "1")
     model: str | bytes = request["model"]
-    if request.get("external_folder"):   # a graph whose weights stay in the model's own folder
-        options.add_session_config_entry("session.model_external_initializers_file_folder_path",
-                                         request["external_folder"])
+    if request.get("external_folder"):  # a graph whose weights stay in the model's own folder
+        options.add_session_config_entry(
+            "session.model_external_initializers_file_folder_path", request["external_folder"]
+        )
         model = Path(request["model"]).read_bytes()
     started = time.perf_counter()
     try:
@@ -185,7 +217,7 @@ def run(request: dict[str, Any]) -> dict[str, object]:
         with np.load(batch_file, allow_pickle=False) as npz:
             feed = {key: npz[key] for key in npz.files}
         _fold(feed.items(), absmax, absmin, shapes)
-        for group in request.get("groups") or [names]:   # bounded output bytes per run (see convert/outputs.py)
+        for group in request.get("groups") or [names]:  # bounded output bytes per run (see convert/outputs.py)
             try:
                 values = session.run(group, feed)
             except Exception as err:  # noqa: BLE001 - reported to the parent, which raises ConversionError
@@ -195,14 +227,24 @@ def run(request: dict[str, Any]) -> dict[str, object]:
                 _fold_reduced(plan, stats, absmax, absmin, shapes)
             _fold(((n, v) for n, v in zip(group, values) if n not in stat_names), absmax, absmin, shapes)
             del values, stats
-    dtypes = {o.name: _ort_type_to_elem(o.type) for o in [*session.get_inputs(), *outputs]
-              if not (plan and o.name.startswith(plan["prefix"]))}
+    dtypes = {
+        o.name: _ort_type_to_elem(o.type)
+        for o in [*session.get_inputs(), *outputs]
+        if not (plan and o.name.startswith(plan["prefix"]))
+    }
     if plan:
         dtypes.update(plan["dtypes"])
-    return {"absmax": {k: ("inf" if math.isinf(v) else v) for k, v in absmax.items()}, "absmin": absmin,
-            "shapes": shapes, "dtypes": dtypes, "note": note, "providers": session.get_providers(),
-            "peak_rss_mb": _peak_rss_mb(),
-            "load_s": loaded - started, "run_s": time.perf_counter() - loaded}
+    return {
+        "absmax": {k: ("inf" if math.isinf(v) else v) for k, v in absmax.items()},
+        "absmin": absmin,
+        "shapes": shapes,
+        "dtypes": dtypes,
+        "note": note,
+        "providers": session.get_providers(),
+        "peak_rss_mb": _peak_rss_mb(),
+        "load_s": loaded - started,
+        "run_s": time.perf_counter() - loaded,
+    }
 
 
 def main() -> int:

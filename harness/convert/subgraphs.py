@@ -4,6 +4,7 @@ Control-flow nodes keep their original types (their bodies are not converted). W
 tensor changes type in the converted parent graph, the converter inserts one Cast back to the
 original type in the parent and points every reference inside the bodies (recursively) at it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping

@@ -6,11 +6,12 @@ records the date, the onnxruntime-gpu version and the device). ``tensorrt`` read
 written by ``benchmarks/probe_tensorrt.py``: every op parsed and built as a strongly typed engine by TensorRT-RTX
 on the CPU (ahead-of-time building needs no GPU); it records the date and the TensorRT version.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 from harness.errors import ConversionError
@@ -38,24 +39,36 @@ class TargetTable:
         return text
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_target(target: str) -> TargetTable | None:
     """The table for `target` (None for 'any'); a ConversionError when the package lacks it."""
     if target == "any":
         return None
     name = _FILES.get(target)
     if name is None:
-        raise ConversionError(where="target", step="options", problem=f"unknown target {target!r}",
-                              fix=f"use one of: any, {', '.join(_FILES)}")
+        raise ConversionError(
+            where="target",
+            step="options",
+            problem=f"unknown target {target!r}",
+            fix=f"use one of: any, {', '.join(_FILES)}",
+        )
     try:
         text = resources.files("harness.convert").joinpath("target_data", name).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConversionError(where="target", step="options", problem=f"the kernel table for {target} ({name}) "
-                              "is missing from this install",
-                              fix="reinstall castguard, or write it with benchmarks/probe_ort_cuda.py (on a GPU) or "
-                                  "benchmarks/probe_tensorrt.py") from None
+        raise ConversionError(
+            where="target",
+            step="options",
+            problem=f"the kernel table for {target} ({name}) is missing from this install",
+            fix="reinstall castguard, or write it with benchmarks/probe_ort_cuda.py (on a GPU) or "
+            "benchmarks/probe_tensorrt.py",
+        ) from None
     data = json.loads(text)
-    source = data.get("source") or (f"probed {data['measured']}, onnxruntime-gpu {data['onnxruntime_gpu']}, "
-                                    f"{data.get('device', 'GPU')}")
-    return TargetTable(target=target, source=source, no_kernel={k: dict(v) for k, v in data["no_kernel"].items()},
-                       cpu_only_at_bf16_opset=frozenset(data.get("fp32_at_bf16_opset", {})))
+    source = data.get("source") or (
+        f"probed {data['measured']}, onnxruntime-gpu {data['onnxruntime_gpu']}, {data.get('device', 'GPU')}"
+    )
+    return TargetTable(
+        target=target,
+        source=source,
+        no_kernel={k: dict(v) for k, v in data["no_kernel"].items()},
+        cpu_only_at_bf16_opset=frozenset(data.get("fp32_at_bf16_opset", {})),
+    )

@@ -3,6 +3,7 @@ then graph I/O names and types.
 
 Every failure is a ConversionError naming the step and, where the message allows, the node.
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,8 +19,12 @@ from harness.convert.graphinfo import STUB_LOCATION, light_copy
 from harness.dtypes import FLOAT_TYPES
 from harness.errors import ConversionError
 
-_NODE_IN_MESSAGE = (re.compile(r"Name: (\S+) OpType"), re.compile(r"node name: ([^\s,)]+)"), re.compile(r"[Nn]ode \(([^)]+)\)"),
-                    re.compile(r"node ([^\s]+) "))
+_NODE_IN_MESSAGE = (
+    re.compile(r"Name: (\S+) OpType"),
+    re.compile(r"node name: ([^\s,)]+)"),
+    re.compile(r"[Nn]ode \(([^)]+)\)"),
+    re.compile(r"node ([^\s]+) "),
+)
 LOG = logging.getLogger("harness.convert")
 FIX = "this is a converter bug or an unsupported construct: exclude the node (nodes_to_exclude) and report it"
 
@@ -73,8 +78,15 @@ def strict_error(model: onnx.ModelProto) -> str | None:
     return None
 
 
-def validate(model: onnx.ModelProto, *, original_inputs: Mapping[str, int], original_outputs: Mapping[str, int],
-             keep_io_types: bool, low: int, input_error: Callable[[], str | None] = lambda: None) -> onnx.ModelProto:
+def validate(
+    model: onnx.ModelProto,
+    *,
+    original_inputs: Mapping[str, int],
+    original_outputs: Mapping[str, int],
+    keep_io_types: bool,
+    low: int,
+    input_error: Callable[[], str | None] = lambda: None,
+) -> onnx.ModelProto:
     """Check `model`; returns its strictly inferred light copy (types and shapes of every tensor).
 
     `input_error` gives the strict check's message on the (prepared) input model; when the converted model
@@ -84,22 +96,37 @@ def validate(model: onnx.ModelProto, *, original_inputs: Mapping[str, int], orig
         inferred = _check(model)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
         if str(err).strip() == input_error():
-            LOG.warning("the input model already fails onnx's strict type and shape inference with the same "
-                        "error (%s): the converted model is checked without it", str(err).strip()[:300])
+            LOG.warning(
+                "the input model already fails onnx's strict type and shape inference with the same "
+                "error (%s): the converted model is checked without it",
+                str(err).strip()[:300],
+            )
             return _relaxed_check(model)
-        raise ConversionError(where="converted model", step="validate: onnx.checker (full_check: strict type and "
-                                                             "shape inference)",
-                              node=_node_in(str(err)), problem=str(err).strip()[:1500], fix=FIX) from None
+        raise ConversionError(
+            where="converted model",
+            step="validate: onnx.checker (full_check: strict type and shape inference)",
+            node=_node_in(str(err)),
+            problem=str(err).strip()[:1500],
+            fix=FIX,
+        ) from None
     inputs, outputs = io_types(model)
     for role, before, after in (("input", original_inputs, inputs), ("output", original_outputs, outputs)):
         if list(before) != list(after):
-            raise ConversionError(where="converted model", step=f"validate: graph {role} names",
-                                  problem=f"graph {role}s changed from {list(before)} to {list(after)}", fix=FIX)
+            raise ConversionError(
+                where="converted model",
+                step=f"validate: graph {role} names",
+                problem=f"graph {role}s changed from {list(before)} to {list(after)}",
+                fix=FIX,
+            )
         for name, elem in before.items():
             want = expected_io_type(elem, keep_io_types=keep_io_types, low=low) if elem in FLOAT_TYPES else elem
             if after[name] != want:
                 raise ConversionError(
-                    where="converted model", step=f"validate: graph {role} types", node=name,
+                    where="converted model",
+                    step=f"validate: graph {role} types",
+                    node=name,
                     problem=f"{role} {name!r} is {TensorProto.DataType.Name(after[name])}, expected "
-                            f"{TensorProto.DataType.Name(want)} (keep_io_types={keep_io_types})", fix=FIX)
+                    f"{TensorProto.DataType.Name(want)} (keep_io_types={keep_io_types})",
+                    fix=FIX,
+                )
     return inferred

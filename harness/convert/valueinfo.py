@@ -5,6 +5,7 @@ TensorRT, Polygraphy and onnx-graphsurgeon read intermediate types from ``value_
 tensor without one the dtype None). The entries come from the strict inference that validates the model;
 tensors inference cannot type (outputs of custom ops) get the type the converter stored them in.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -15,13 +16,17 @@ from onnx import helper
 from harness.convert.graphinfo import Shape
 
 
-def complete_value_info(model: onnx.ModelProto, inferred: onnx.ModelProto, *, storage: Mapping[str, int],
-                        shapes: Mapping[str, Shape]) -> int:
+def complete_value_info(
+    model: onnx.ModelProto, inferred: onnx.ModelProto, *, storage: Mapping[str, int], shapes: Mapping[str, Shape]
+) -> int:
     """Replace `model`'s top-level value_info by one entry per node output that is not a graph output.
     Returns how many entries had to come from `storage` (untyped by inference)."""
     graph = model.graph
-    found = {vi.name: vi for vi in inferred.graph.value_info
-             if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type}
+    found = {
+        vi.name: vi
+        for vi in inferred.graph.value_info
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type
+    }
     found.update({vi.name: vi for vi in inferred.graph.value_info if not vi.type.HasField("tensor_type")})
     skip = {vi.name for vi in graph.output} | {vi.name for vi in graph.input}
     entries: list[onnx.ValueInfoProto] = []

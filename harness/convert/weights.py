@@ -7,6 +7,7 @@ external tensors alike, streaming an external one from its data file (peak memor
 :data:`harness.data.onnxfile.CHUNK_BYTES`, never one model). Each figure costs a pass only when asked for; the
 abs-max pass (every float initializer, for init_max) is two reductions per chunk, so a big model is read once.
 """
+
 from __future__ import annotations
 
 import math

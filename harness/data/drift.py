@@ -5,6 +5,7 @@ A golden's sidecar records the library versions it was produced with (``versions
 every case compared with that golden carries a note saying so (``CaseRecord.notes``); with
 ``--strict-provenance`` the drift is an error instead (:class:`GoldenProvenanceError`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -13,7 +14,7 @@ from typing import Any
 
 from harness.errors import GoldenError
 
-CHECKED = ("onnx", "onnxruntime")            # the packages that decide the FP32 golden's numbers
+CHECKED = ("onnx", "onnxruntime")  # the packages that decide the FP32 golden's numbers
 
 
 class GoldenProvenanceError(GoldenError):
@@ -32,17 +33,24 @@ def drift_notes(meta: Mapping[str, Any], *, current: Mapping[str, str]) -> tuple
     """One note per checked package whose golden version differs from ``current`` (missing counts as differing)."""
     recorded = meta.get("versions")
     recorded = recorded if isinstance(recorded, Mapping) else {}
-    return tuple(f"golden made with {name} {recorded.get(name, 'unrecorded')}, this run uses {current[name]}"
-                 for name in CHECKED if name in current and str(recorded.get(name)) != current[name])
+    return tuple(
+        f"golden made with {name} {recorded.get(name, 'unrecorded')}, this run uses {current[name]}"
+        for name in CHECKED
+        if name in current and str(recorded.get(name)) != current[name]
+    )
 
 
-def check_golden_provenance(meta: Mapping[str, Any], *, current: Mapping[str, str], strict: bool,
-                            golden: Path | str) -> tuple[str, ...]:
+def check_golden_provenance(
+    meta: Mapping[str, Any], *, current: Mapping[str, str], strict: bool, golden: Path | str
+) -> tuple[str, ...]:
     """The drift notes of one golden; raises GoldenProvenanceError instead when ``strict`` and it drifted."""
     notes = drift_notes(meta, current=current)
     if notes and strict:
         model = meta.get("model", "MODEL")
-        raise GoldenProvenanceError(where=golden, problem="; ".join(notes) + " (--strict-provenance)",
-                                    fix=f"regenerate the golden with this run's versions (pytest --model {model} "
-                                    "--update-goldens) and review it, or drop --strict-provenance")
+        raise GoldenProvenanceError(
+            where=golden,
+            problem="; ".join(notes) + " (--strict-provenance)",
+            fix=f"regenerate the golden with this run's versions (pytest --model {model} "
+            "--update-goldens) and review it, or drop --strict-provenance",
+        )
     return notes

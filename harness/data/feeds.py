@@ -6,6 +6,7 @@ Nothing here unpickles: ``.npz`` files are opened with ``allow_pickle=False`` an
 ``np.save`` payloads are decoded the same way. Every mismatch with the model (names, dtype, rank, static
 dims) is one :class:`~harness.errors.InputDataError` naming the file, the iteration and the input.
 """
+
 from __future__ import annotations
 
 import base64
@@ -55,24 +56,58 @@ def input_specs(model: onnx.ModelProto) -> list[InputSpec]:
         dims: tuple[Dim, ...] | None = None
         params: tuple[str, ...] = ()
         if tensor.HasField("shape"):
-            dims = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None
-                         for d in tensor.shape.dim)
+            dims = tuple(
+                d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None for d in tensor.shape.dim
+            )
             params = tuple(d.dim_param if d.HasField("dim_param") else "" for d in tensor.shape.dim)
         specs.append(InputSpec(name=value.name, elem_type=tensor.elem_type, dims=dims, dim_params=params))
     return specs
 
 
 # Ops that pass an integer tensor's values on unchanged (an index input may be reshaped or cast first).
-_PASS_VALUES = {"Cast": (0,), "Reshape": (0,), "Unsqueeze": (0,), "Squeeze": (0,), "Flatten": (0,), "Identity": (0,),
-                "Expand": (0,), "Transpose": (0,), "Concat": None}
+_PASS_VALUES = {
+    "Cast": (0,),
+    "Reshape": (0,),
+    "Unsqueeze": (0,),
+    "Squeeze": (0,),
+    "Flatten": (0,),
+    "Identity": (0,),
+    "Expand": (0,),
+    "Transpose": (0,),
+    "Concat": None,
+}
 # Operands that are shapes, axes, sizes or counts: input positions per op type.
-_SHAPE_OPERANDS = {"Reshape": (1,), "Expand": (1,), "Tile": (1,), "Squeeze": (1,), "Unsqueeze": (1,),
-                   "Split": (1,), "Resize": (1, 2, 3), "Upsample": (1,), "Slice": (1, 2, 3, 4), "Pad": (1, 3),
-                   "ConstantOfShape": (0,), "TopK": (1,), "Range": (0, 1, 2), "OneHot": (1,), "CumSum": (1,),
-                   "ReduceSum": (1,), "ReduceMean": (1,), "ReduceMax": (1,), "ReduceMin": (1,), "ReduceProd": (1,),
-                   "ReduceL1": (1,), "ReduceL2": (1,), "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,),
-                   "ReduceLogSum": (1,), "Trilu": (1,), "CenterCropPad": (1, 2), "Col2Im": (1, 2)}
-_INDEX_OPERANDS = {"Gather": (1, 0), "GatherElements": (1, 0), "GatherND": (1, None)}   # (indices, data) positions
+_SHAPE_OPERANDS = {
+    "Reshape": (1,),
+    "Expand": (1,),
+    "Tile": (1,),
+    "Squeeze": (1,),
+    "Unsqueeze": (1,),
+    "Split": (1,),
+    "Resize": (1, 2, 3),
+    "Upsample": (1,),
+    "Slice": (1, 2, 3, 4),
+    "Pad": (1, 3),
+    "ConstantOfShape": (0,),
+    "TopK": (1,),
+    "Range": (0, 1, 2),
+    "OneHot": (1,),
+    "CumSum": (1,),
+    "ReduceSum": (1,),
+    "ReduceMean": (1,),
+    "ReduceMax": (1,),
+    "ReduceMin": (1,),
+    "ReduceProd": (1,),
+    "ReduceL1": (1,),
+    "ReduceL2": (1,),
+    "ReduceLogSumExp": (1,),
+    "ReduceSumSquare": (1,),
+    "ReduceLogSum": (1,),
+    "Trilu": (1,),
+    "CenterCropPad": (1, 2),
+    "Col2Im": (1, 2),
+}
+_INDEX_OPERANDS = {"Gather": (1, 0), "GatherElements": (1, 0), "GatherND": (1, None)}  # (indices, data) positions
 
 
 @dataclass(frozen=True)
@@ -92,8 +127,14 @@ def input_roles(model: onnx.ModelProto) -> dict[str, InputRole]:
         for position, name in enumerate(node.input):
             consumers.setdefault(name, []).append((node, position))
     inits = {t.name: tuple(t.dims) for t in model.graph.initializer}
-    consts = {out: tuple(a.t.dims) for n in model.graph.node if n.op_type == "Constant"
-              for a in n.attribute if a.name == "value" for out in n.output[:1]}
+    consts = {
+        out: tuple(a.t.dims)
+        for n in model.graph.node
+        if n.op_type == "Constant"
+        for a in n.attribute
+        if a.name == "value"
+        for out in n.output[:1]
+    }
     tables = {**inits, **consts}
     roles: dict[str, InputRole] = {}
     for spec in input_specs(model):
@@ -103,12 +144,21 @@ def input_roles(model: onnx.ModelProto) -> dict[str, InputRole]:
     return roles
 
 
-INT_TYPES = {onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32, onnx.TensorProto.INT64,
-              onnx.TensorProto.UINT8, onnx.TensorProto.UINT16, onnx.TensorProto.UINT32, onnx.TensorProto.UINT64}
+INT_TYPES = {
+    onnx.TensorProto.INT8,
+    onnx.TensorProto.INT16,
+    onnx.TensorProto.INT32,
+    onnx.TensorProto.INT64,
+    onnx.TensorProto.UINT8,
+    onnx.TensorProto.UINT16,
+    onnx.TensorProto.UINT32,
+    onnx.TensorProto.UINT64,
+}
 
 
-def _role(name: str, consumers: Mapping[str, list[tuple[onnx.NodeProto, int]]],
-          tables: Mapping[str, tuple[int, ...]]) -> InputRole:
+def _role(
+    name: str, consumers: Mapping[str, list[tuple[onnx.NodeProto, int]]], tables: Mapping[str, tuple[int, ...]]
+) -> InputRole:
     rows: list[tuple[int, str]] = []
     seen, todo = {name}, [name]
     while todo:
@@ -126,8 +176,9 @@ def _role(name: str, consumers: Mapping[str, list[tuple[onnx.NodeProto, int]]],
                     return InputRole("unknown", f"indexes {label}, whose table is computed in the graph")
                 rows.append((dims[axis % len(dims)], label))
                 continue
-            passes = node.op_type in _PASS_VALUES and (_PASS_VALUES[node.op_type] is None
-                                                       or position in (_PASS_VALUES[node.op_type] or ()))
+            passes = node.op_type in _PASS_VALUES and (
+                _PASS_VALUES[node.op_type] is None or position in (_PASS_VALUES[node.op_type] or ())
+            )
             if passes:
                 for out in node.output[:1]:
                     if out not in seen:
@@ -135,8 +186,7 @@ def _role(name: str, consumers: Mapping[str, list[tuple[onnx.NodeProto, int]]],
                         todo.append(out)
     if rows:
         smallest = min(rows)
-        return InputRole("index", f"indices of {', '.join(label for _, label in sorted(set(rows)))}",
-                         rows=smallest[0])
+        return InputRole("index", f"indices of {', '.join(label for _, label in sorted(set(rows)))}", rows=smallest[0])
     return InputRole("unknown")
 
 
@@ -148,8 +198,9 @@ def spec_dtype(spec: InputSpec, *, where: str) -> np.dtype:
     try:
         return np_dtype(spec.elem_type)
     except ValueError as err:
-        raise UserError(where=where, problem=f"input {spec.name!r}: {err}",
-                        fix="castguard supports numeric and bool tensor inputs") from err
+        raise UserError(
+            where=where, problem=f"input {spec.name!r}: {err}", fix="castguard supports numeric and bool tensor inputs"
+        ) from err
 
 
 def load_feed_file(path: Path) -> list[Feed]:
@@ -158,8 +209,11 @@ def load_feed_file(path: Path) -> list[Feed]:
     if path.is_dir():
         files = sorted(path.glob("*.npz"))
         if not files:
-            raise InputDataError(where=path, problem="folder holds no .npz files",
-                                 fix="put one .npz per batch in the folder, keys = model input names")
+            raise InputDataError(
+                where=path,
+                problem="folder holds no .npz files",
+                fix="put one .npz per batch in the folder, keys = model input names",
+            )
         return [_load_npz(file) for file in files]
     if not path.is_file():
         raise InputDataError(where=path, problem="inputs file not found", fix="check the path")
@@ -167,22 +221,30 @@ def load_feed_file(path: Path) -> list[Feed]:
         return [_load_npz(path)]
     if path.suffix == ".json":
         return _load_polygraphy_json(path)
-    raise InputDataError(where=path, problem=f"unsupported inputs file type {path.suffix!r}",
-                         fix="use an .npz (np.savez), a folder of .npz or a Polygraphy --save-inputs .json")
+    raise InputDataError(
+        where=path,
+        problem=f"unsupported inputs file type {path.suffix!r}",
+        fix="use an .npz (np.savez), a folder of .npz or a Polygraphy --save-inputs .json",
+    )
 
 
 def _load_npz(path: Path) -> Feed:
     if not zipfile.is_zipfile(path):
-        raise InputDataError(where=path, problem="not a readable .npz (not a zip archive)",
-                             fix="save inputs with np.savez(path, name=array, ...)")
+        raise InputDataError(
+            where=path,
+            problem="not a readable .npz (not a zip archive)",
+            fix="save inputs with np.savez(path, name=array, ...)",
+        )
     try:
         with np.load(path, allow_pickle=False) as data:
             return {key: np.ascontiguousarray(data[key]) for key in data.files}
     except ValueError as err:
         if "allow_pickle" in str(err) or "Object arrays" in str(err):
-            raise InputDataError(where=path, problem="holds pickled Python objects (object arrays); castguard "
-                                 "never unpickles input files", fix="save plain numeric arrays, e.g. "
-                                 "np.savez(path, x=x.astype(np.float32))") from err
+            raise InputDataError(
+                where=path,
+                problem="holds pickled Python objects (object arrays); castguard never unpickles input files",
+                fix="save plain numeric arrays, e.g. np.savez(path, x=x.astype(np.float32))",
+            ) from err
         raise InputDataError(where=path, problem=f"not a readable .npz: {err}", fix="re-save it with np.savez") from err
     except (zipfile.BadZipFile, OSError, EOFError) as err:
         raise InputDataError(where=path, problem=f"not a readable .npz: {err}", fix="re-save it with np.savez") from err
@@ -190,31 +252,43 @@ def _load_npz(path: Path) -> Feed:
 
 def _decode_array(obj: Any, *, path: Path, where: str) -> np.ndarray:
     if not isinstance(obj, Mapping) or "array" not in obj:
-        raise InputDataError(where=path, problem=f"{where} is not a Polygraphy ndarray object "
-                             "({'array': <base64>, 'polygraphy_class': 'ndarray'})",
-                             fix="save inputs with `polygraphy run --save-inputs` or use an .npz")
+        raise InputDataError(
+            where=path,
+            problem=f"{where} is not a Polygraphy ndarray object "
+            "({'array': <base64>, 'polygraphy_class': 'ndarray'})",
+            fix="save inputs with `polygraphy run --save-inputs` or use an .npz",
+        )
     try:
         raw = base64.b64decode(obj["array"], validate=True)
         arr: np.ndarray = np.load(io.BytesIO(raw), allow_pickle=False)
         return arr
     except (binascii.Error, ValueError, EOFError, TypeError) as err:
-        raise InputDataError(where=path, problem=f"{where} cannot be decoded without unpickling: {err}",
-                             fix="save plain numeric arrays (polygraphy run --save-inputs)") from err
+        raise InputDataError(
+            where=path,
+            problem=f"{where} cannot be decoded without unpickling: {err}",
+            fix="save plain numeric arrays (polygraphy run --save-inputs)",
+        ) from err
 
 
 def _load_polygraphy_json(path: Path) -> list[Feed]:
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputDataError(where=path, problem=f"not valid JSON: {err}",
-                             fix="pass a Polygraphy --save-inputs file") from err
-    if isinstance(data, Mapping):   # one feed saved on its own
+        raise InputDataError(
+            where=path, problem=f"not valid JSON: {err}", fix="pass a Polygraphy --save-inputs file"
+        ) from err
+    if isinstance(data, Mapping):  # one feed saved on its own
         data = [data]
     if not isinstance(data, list) or not all(isinstance(it, Mapping) for it in data) or not data:
-        raise InputDataError(where=path, problem="expected a non-empty JSON list of {input name: array} feeds",
-                             fix="pass a Polygraphy --save-inputs file")
-    return [{name: _decode_array(value, path=path, where=f"iteration {i} input {name!r}")
-             for name, value in it.items()} for i, it in enumerate(data)]
+        raise InputDataError(
+            where=path,
+            problem="expected a non-empty JSON list of {input name: array} feeds",
+            fix="pass a Polygraphy --save-inputs file",
+        )
+    return [
+        {name: _decode_array(value, path=path, where=f"iteration {i} input {name!r}") for name, value in it.items()}
+        for i, it in enumerate(data)
+    ]
 
 
 def split_batches(feeds: Sequence[Feed], specs: Sequence[InputSpec]) -> list[Feed]:
@@ -236,8 +310,10 @@ def _split_one(feed: Feed, specs: Sequence[InputSpec]) -> list[Feed]:
     if not counts or len(set(counts.values())) != 1 or set(counts) != set(feed):
         return [feed]  # nothing stacked, or not a consistent stack: validation reports the shapes
     n = next(iter(counts.values()))
-    return [{name: np.ascontiguousarray(arr[i * batches[name]:(i + 1) * batches[name]]) for name, arr in feed.items()}
-            for i in range(n)]
+    return [
+        {name: np.ascontiguousarray(arr[i * batches[name] : (i + 1) * batches[name]]) for name, arr in feed.items()}
+        for i in range(n)
+    ]
 
 
 def validate_feeds(feeds: Sequence[Feed], specs: Sequence[InputSpec], *, where: str) -> list[Feed]:
@@ -249,9 +325,11 @@ def validate_feeds(feeds: Sequence[Feed], specs: Sequence[InputSpec], *, where: 
         missing = [n for n in names if n not in feed]
         extra = [n for n in feed if n not in names]
         if missing or extra:
-            raise InputDataError(where=where, problem=f"{at}: input names do not match the model "
-                                 f"(missing {missing}, unexpected {extra})",
-                                 fix=f"store exactly the model's inputs: {', '.join(names)}")
+            raise InputDataError(
+                where=where,
+                problem=f"{at}: input names do not match the model (missing {missing}, unexpected {extra})",
+                fix=f"store exactly the model's inputs: {', '.join(names)}",
+            )
         out = {}
         for spec in specs:
             out[spec.name] = _validate_array(np.asarray(feed[spec.name]), spec, where=where, at=at)
@@ -264,21 +342,28 @@ def _validate_array(arr: np.ndarray, spec: InputSpec, *, where: str, at: str) ->
     if want == BFLOAT16 and arr.dtype == np.dtype(np.uint16):
         arr = arr.view(BFLOAT16)
     if arr.dtype != want:
-        raise InputDataError(where=where, problem=f"{at}: input {spec.name!r} has dtype {arr.dtype}, the model "
-                             f"declares {want}", fix=f"save it as {want} (arr.astype(np.{want.name}))")
+        raise InputDataError(
+            where=where,
+            problem=f"{at}: input {spec.name!r} has dtype {arr.dtype}, the model declares {want}",
+            fix=f"save it as {want} (arr.astype(np.{want.name}))",
+        )
     if spec.dims is not None:
         if arr.ndim != len(spec.dims):
-            raise InputDataError(where=where, problem=f"{at}: input {spec.name!r} has rank {arr.ndim} "
-                                 f"{list(arr.shape)}, the model declares {fmt_dims(spec.dims)}",
-                                 fix="save arrays with the model's input rank")
+            raise InputDataError(
+                where=where,
+                problem=f"{at}: input {spec.name!r} has rank {arr.ndim} "
+                f"{list(arr.shape)}, the model declares {fmt_dims(spec.dims)}",
+                fix="save arrays with the model's input rank",
+            )
         bad = [i for i, (d, s) in enumerate(zip(spec.dims, arr.shape)) if d is not None and d != s]
         if bad:
-            raise InputDataError(where=where, problem=f"{at}: input {spec.name!r} has shape {list(arr.shape)}, "
-                                 f"the model declares {fmt_dims(spec.dims)} (dim {bad[0]} differs)",
-                                 fix="save arrays matching the model's static dimensions")
+            raise InputDataError(
+                where=where,
+                problem=f"{at}: input {spec.name!r} has shape {list(arr.shape)}, "
+                f"the model declares {fmt_dims(spec.dims)} (dim {bad[0]} differs)",
+                fix="save arrays matching the model's static dimensions",
+            )
     return np.ascontiguousarray(arr)
-
-
 
 
 def cast_feeds(feeds: Sequence[Feed], specs: Sequence[InputSpec]) -> list[Feed]:

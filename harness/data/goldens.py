@@ -10,13 +10,13 @@ Writes are atomic (temp file in the same folder + ``os.replace``). :meth:`Golden
 so that pytest-xdist workers do not race: the plugin checks, produces and
 writes under it, and :meth:`GoldenStore.load` reads under it.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
-import io
 import hashlib
+import io
 import json
-import os
 import re
 import shlex
 import zipfile
@@ -28,12 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from harness.data.models import ModelSpec
+from harness.data.recipes import Feed, InputRecipe
 from harness.dtypes import BFLOAT16, bits_to_bf16
+from harness.errors import GoldenCorrupt, GoldenMissing, GoldenStale
 from harness.files import atomic_write, sha256_file
 from harness.locks import held
-from harness.errors import GoldenCorrupt, GoldenError, GoldenMissing, GoldenStale
-from harness.data.recipes import Feed, InputRecipe
-from harness.data.models import ModelSpec
 
 SCHEMA_VERSION = 1
 _KEY_RE = re.compile(r"^(input|output)/(\d+)/(.+)$")
@@ -72,8 +72,12 @@ def _versions() -> dict[str, str]:
 
     from harness.version import __version__
 
-    return {"castguard": __version__, "onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__,
-            "numpy": np.__version__}
+    return {
+        "castguard": __version__,
+        "onnx": onnx.__version__,
+        "onnxruntime": onnxruntime.__version__,
+        "numpy": np.__version__,
+    }
 
 
 def _npz_bytes_to(handle: Any, arrays: dict[str, np.ndarray]) -> None:
@@ -120,18 +124,27 @@ class GoldenStore:
         path = self.path_for(spec, recipe)
         side = self.sidecar(path)
         if not path.is_file() or not side.is_file():
-            raise GoldenMissing(where=path, problem="no golden for this model and input recipe",
-                                fix=f"run `{rerun_command(spec, recipe)}` once to write it, then review and commit it")
+            raise GoldenMissing(
+                where=path,
+                problem="no golden for this model and input recipe",
+                fix=f"run `{rerun_command(spec, recipe)}` once to write it, then review and commit it",
+            )
         meta = self._read_sidecar(side)
         fix_regen = rerun_command(spec, recipe, "--update-goldens")
         if meta.get("model_sha256") != spec.sha256:
-            raise GoldenStale(where=path, problem=f"golden was made from model {meta.get('model')!r} sha256 "
-                              f"{str(meta.get('model_sha256'))[:12]}…, but {spec.path.name} is now "
-                              f"{spec.sha256[:12]}…; it is never reused for a different model",
-                              fix=f"if the model change is intended, rewrite it: {fix_regen}")
+            raise GoldenStale(
+                where=path,
+                problem=f"golden was made from model {meta.get('model')!r} sha256 "
+                f"{str(meta.get('model_sha256'))[:12]}…, but {spec.path.name} is now "
+                f"{spec.sha256[:12]}…; it is never reused for a different model",
+                fix=f"if the model change is intended, rewrite it: {fix_regen}",
+            )
         if meta.get("inputs", {}).get("id") != recipe.id or meta.get("npz_sha256") != sha256_file(path):
-            raise GoldenCorrupt(where=path, problem="the .npz and its .json sidecar do not belong together "
-                                "(input recipe or npz hash differs)", fix=f"rewrite it: {fix_regen}")
+            raise GoldenCorrupt(
+                where=path,
+                problem="the .npz and its .json sidecar do not belong together (input recipe or npz hash differs)",
+                fix=f"rewrite it: {fix_regen}",
+            )
         feeds, outputs = self._read_npz(path, meta, fix_regen)
         return Golden(feeds=feeds, outputs=outputs, meta=meta)
 
@@ -161,11 +174,19 @@ class GoldenStore:
         _npz_bytes_to(buffer, arrays)
         data = buffer.getvalue()
         atomic_write(path, data, durable=True)
-        meta = {**golden.meta, "schema_version": SCHEMA_VERSION, "model": spec.name, "model_file": spec.path.name,
-                "model_sha256": spec.sha256, "inputs": {**golden.meta.get("inputs", {}), "id": recipe.id},
-                "iterations": len(golden.feeds), "bf16_keys": sorted(bf16_keys), "versions": _versions(),
-                "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                "npz_sha256": hashlib.sha256(data).hexdigest()}
+        meta = {
+            **golden.meta,
+            "schema_version": SCHEMA_VERSION,
+            "model": spec.name,
+            "model_file": spec.path.name,
+            "model_sha256": spec.sha256,
+            "inputs": {**golden.meta.get("inputs", {}), "id": recipe.id},
+            "iterations": len(golden.feeds),
+            "bf16_keys": sorted(bf16_keys),
+            "versions": _versions(),
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "npz_sha256": hashlib.sha256(data).hexdigest(),
+        }
         text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
         atomic_write(self.sidecar(path), text.encode(), durable=True)
         return path, Golden(feeds=golden.feeds, outputs=golden.outputs, meta=json.loads(text))
@@ -175,13 +196,18 @@ class GoldenStore:
         try:
             meta = json.loads(side.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise GoldenCorrupt(where=side, problem=f"sidecar is not valid JSON: {err}",
-                                fix="restore it from version control or rewrite with --update-goldens") from err
+            raise GoldenCorrupt(
+                where=side,
+                problem=f"sidecar is not valid JSON: {err}",
+                fix="restore it from version control or rewrite with --update-goldens",
+            ) from err
         if not isinstance(meta, dict) or meta.get("schema_version") != SCHEMA_VERSION:
             found = meta.get("schema_version") if isinstance(meta, dict) else None
-            raise GoldenCorrupt(where=side, problem=f"unknown sidecar schema_version {found!r} "
-                                f"(this castguard reads {SCHEMA_VERSION})",
-                                fix="rewrite the golden with --update-goldens")
+            raise GoldenCorrupt(
+                where=side,
+                problem=f"unknown sidecar schema_version {found!r} (this castguard reads {SCHEMA_VERSION})",
+                fix="rewrite the golden with --update-goldens",
+            )
         return meta
 
     @staticmethod
@@ -195,21 +221,29 @@ class GoldenStore:
                 for key in data.files:
                     match = _KEY_RE.match(key)
                     if not match or int(match[2]) >= len(feeds):
-                        raise GoldenCorrupt(where=path, problem=f"unexpected array {key!r} for {n} iteration(s)",
-                                            fix=f"rewrite it: {fix_regen}")
+                        raise GoldenCorrupt(
+                            where=path,
+                            problem=f"unexpected array {key!r} for {n} iteration(s)",
+                            fix=f"rewrite it: {fix_regen}",
+                        )
                     arr = bits_to_bf16(data[key]) if key in bf16 else data[key]
                     (feeds if match[1] == "input" else outputs)[int(match[2])][match[3]] = arr
         except (zipfile.BadZipFile, ValueError, OSError, EOFError) as err:
-            raise GoldenCorrupt(where=path, problem=f"cannot read the .npz: {err}",
-                                fix=f"restore it from version control or rewrite it: {fix_regen}") from err
+            raise GoldenCorrupt(
+                where=path,
+                problem=f"cannot read the .npz: {err}",
+                fix=f"restore it from version control or rewrite it: {fix_regen}",
+            ) from err
         if not feeds or any(not f for f in feeds) or any(not o for o in outputs):
-            raise GoldenCorrupt(where=path, problem="some iterations have no inputs or no outputs",
-                                fix=f"rewrite it: {fix_regen}")
+            raise GoldenCorrupt(
+                where=path, problem="some iterations have no inputs or no outputs", fix=f"rewrite it: {fix_regen}"
+            )
         return feeds, outputs
 
 
-def ensure_golden(store: GoldenStore, spec: ModelSpec, recipe: InputRecipe, *, update: bool,
-                  produce: Callable[[], Golden]) -> tuple[Golden, Path | None]:
+def ensure_golden(
+    store: GoldenStore, spec: ModelSpec, recipe: InputRecipe, *, update: bool, produce: Callable[[], Golden]
+) -> tuple[Golden, Path | None]:
     """Load the golden, or produce and write it when missing (or when ``update``).
 
     Returns ``(golden, written_path)``; ``written_path`` is set when this call wrote the golden (``golden`` then
@@ -243,8 +277,9 @@ class NonFinite:
         return self.nan + self.posinf + self.neginf
 
     def describe(self) -> str:
-        kinds = ", ".join(f"{n} {kind}" for n, kind in ((self.nan, "NaN"), (self.posinf, "+inf"),
-                                                         (self.neginf, "-inf")) if n)
+        kinds = ", ".join(
+            f"{n} {kind}" for n, kind in ((self.nan, "NaN"), (self.posinf, "+inf"), (self.neginf, "-inf")) if n
+        )
         return f"output {self.output!r}: {self.count} of {self.total} values are not finite ({kinds})"
 
 
@@ -261,6 +296,7 @@ def non_finite(outputs: Sequence[Mapping[str, np.ndarray]]) -> tuple[NonFinite, 
             pos, neg = int((inf & (values > 0)).sum()), int((inf & (values < 0)).sum())
             old = found.get(name, NonFinite(name, 0, 0, 0, 0, index))
             first = old.iteration if old.count or not nan + pos + neg else index
-            found[name] = NonFinite(name, old.nan + nan, old.posinf + pos, old.neginf + neg,
-                                    old.total + int(values.size), first)
+            found[name] = NonFinite(
+                name, old.nan + nan, old.posinf + pos, old.neginf + neg, old.total + int(values.size), first
+            )
     return tuple(f for f in found.values() if f.count)

@@ -1,5 +1,6 @@
 """A copy of a model with extra graph outputs: intermediate tensors marked so that one run returns them (as
 Polygraphy's mark-all). Used by the diagnosis's profile and by tune's stress search."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

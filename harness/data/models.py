@@ -15,6 +15,7 @@ Loading and hashing are :mod:`harness.data.onnxfile`'s: external data is allowed
 folder (a location that is absolute or leaves it, ``../secret.bin``, is refused before any file is opened), and
 the sha256 covers the data files, streamed.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -31,8 +32,16 @@ from harness.data.onnxfile import model_sha256
 from harness.errors import ModelError
 
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
-__all__ = ["LocatedModel", "ModelSpec", "bundled_model_names", "bundled_models_dir", "locate_model",
-           "model_key", "model_sha256", "resolve_model"]
+__all__ = [
+    "LocatedModel",
+    "ModelSpec",
+    "bundled_model_names",
+    "bundled_models_dir",
+    "locate_model",
+    "model_key",
+    "model_sha256",
+    "resolve_model",
+]
 
 
 @dataclass(frozen=True)
@@ -64,12 +73,16 @@ def bundled_registry() -> ModuleType:
         if err.name != BUNDLED:
             raise
     folder = Path(__file__).resolve().parents[2] / "test_models"
-    spec = importlib.util.spec_from_file_location(BUNDLED, folder / "__init__.py",
-                                                  submodule_search_locations=[str(folder)])
+    spec = importlib.util.spec_from_file_location(
+        BUNDLED, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
     if spec is None or spec.loader is None or not folder.is_dir():
-        raise ModelError(where=folder, problem="castguard's bundled models are missing (neither harness.bundled_models "
-                         "is installed nor test_models/ is beside harness/)",
-                         fix="reinstall castguard: pip install castguard (or pip install -e . in its repository)")
+        raise ModelError(
+            where=folder,
+            problem="castguard's bundled models are missing (neither harness.bundled_models "
+            "is installed nor test_models/ is beside harness/)",
+            fix="reinstall castguard: pip install castguard (or pip install -e . in its repository)",
+        )
     module = importlib.util.module_from_spec(spec)
     sys.modules[BUNDLED] = module
     spec.loader.exec_module(module)
@@ -136,15 +149,24 @@ def locate_model(ref: str, *, search_dir: Path, project_dir: Path | None = None)
     if sep and _KEY.match(key):
         named = Path(target).expanduser()
         if not named.is_file():
-            raise ModelError(where=f"--model {ref}", problem=f"{target!r} is not an existing .onnx file",
-                             fix="write --model KEY=PATH with the path of an .onnx file")
+            raise ModelError(
+                where=f"--model {ref}",
+                problem=f"{target!r} is not an existing .onnx file",
+                fix="write --model KEY=PATH with the path of an .onnx file",
+            )
         return LocatedModel(name=key, path=named.resolve())
     if sep:
-        raise ModelError(where=f"--model {ref}", problem=f"{key!r} is not a usable model key",
-                         fix="start the key with a letter or digit and use only letters, digits, '_', '.', '-'")
+        raise ModelError(
+            where=f"--model {ref}",
+            problem=f"{key!r} is not a usable model key",
+            fix="start the key with a letter or digit and use only letters, digits, '_', '.', '-'",
+        )
     if path.is_dir():
-        raise ModelError(where=ref, problem="is a directory, not an .onnx file",
-                         fix="pass the .onnx file inside it, e.g. --model DIR/model.onnx")
+        raise ModelError(
+            where=ref,
+            problem="is a directory, not an .onnx file",
+            fix="pass the .onnx file inside it, e.g. --model DIR/model.onnx",
+        )
     is_bare_name = len(path.parts) == 1
     if is_bare_name:
         found = _bundled_candidates(ref, search_dir)
@@ -154,8 +176,9 @@ def locate_model(ref: str, *, search_dir: Path, project_dir: Path | None = None)
     close = difflib.get_close_matches(Path(ref).stem, bundled, n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(repr(c) for c in close)}? " if close else ""
     problem = "no such file" if not is_bare_name else "not an existing file and not a bundled model name"
-    raise ModelError(where=ref, problem=problem,
-                     fix=f"{hint}pass a path to an .onnx file or one of the bundled models: "
-                         f"{', '.join(bundled) or '(none found in ' + str(search_dir) + ')'}")
-
-
+    raise ModelError(
+        where=ref,
+        problem=problem,
+        fix=f"{hint}pass a path to an .onnx file or one of the bundled models: "
+        f"{', '.join(bundled) or '(none found in ' + str(search_dir) + ')'}",
+    )

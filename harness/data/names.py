@@ -1,4 +1,5 @@
 """Fresh tensor and node names for graphs castguard rewrites (the converter's Casts, emulate's rounding pairs)."""
+
 from __future__ import annotations
 
 __all__ = ["fresh_name"]

@@ -15,6 +15,7 @@
   full, quota) is one ModelError and leaves nothing behind.
 * :func:`model_sha256` streams the ``.onnx`` and its data files (sorted by location) through sha256.
 """
+
 from __future__ import annotations
 
 import os
@@ -54,8 +55,11 @@ def _info(tensor: TensorProto, *, where: Path) -> external_data_helper.ExternalD
     try:
         return external_data_helper.ExternalDataInfo(tensor)
     except ValueError as err:
-        raise ModelError(where=where, problem=f"tensor {tensor.name!r} has bad external data fields ({err})",
-                         fix="re-save the model with onnx.save_model(..., save_as_external_data=True)") from None
+        raise ModelError(
+            where=where,
+            problem=f"tensor {tensor.name!r} has bad external data fields ({err})",
+            fix="re-save the model with onnx.save_model(..., save_as_external_data=True)",
+        ) from None
 
 
 def tensor_nbytes(tensor: TensorProto) -> int:
@@ -72,27 +76,42 @@ def check_external_data(model: onnx.ModelProto, folder: Path, *, where: Path) ->
         info = _info(tensor, where=where)
         target = (root / info.location).resolve()
         if not info.location or Path(info.location).is_absolute() or not target.is_relative_to(root):
-            raise ModelError(where=where, problem=f"tensor {tensor.name!r} points to external data {info.location!r}, "
-                                                  f"outside the model's folder {root}",
-                             fix="keep external data files next to the model and name them by relative path "
-                                 "(onnx.save_model(..., save_as_external_data=True))")
+            raise ModelError(
+                where=where,
+                problem=f"tensor {tensor.name!r} points to external data {info.location!r}, "
+                f"outside the model's folder {root}",
+                fix="keep external data files next to the model and name them by relative path "
+                "(onnx.save_model(..., save_as_external_data=True))",
+            )
         if not target.is_file():
-            raise ModelError(where=where, problem=f"external data file {info.location!r} of tensor {tensor.name!r} "
-                                                  "is missing", fix=f"copy {info.location} next to the model")
+            raise ModelError(
+                where=where,
+                problem=f"external data file {info.location!r} of tensor {tensor.name!r} is missing",
+                fix=f"copy {info.location} next to the model",
+            )
         offset = int(info.offset or 0)
         length = int(info.length) if info.length is not None else tensor_nbytes(_source_view(tensor))
         size = target.stat().st_size
         if offset + length > size:
-            raise ModelError(where=where, problem=f"external data file {info.location!r} is truncated: tensor "
-                                                  f"{tensor.name!r} needs bytes {offset}..{offset + length}, the file "
-                                                  f"has {size}",
-                             fix=f"copy {info.location} again (completely) from where the model was exported")
+            raise ModelError(
+                where=where,
+                problem=f"external data file {info.location!r} is truncated: tensor "
+                f"{tensor.name!r} needs bytes {offset}..{offset + length}, the file "
+                f"has {size}",
+                fix=f"copy {info.location} again (completely) from where the model was exported",
+            )
         files[info.location] = target
     return [files[k] for k in sorted(files)]
 
 
-def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all", lazy_above: int = LAZY_ABOVE,
-               data_dir: Path | None = None, check: bool = True) -> onnx.ModelProto:
+def load_model(
+    path: Path,
+    *,
+    weights: Literal["all", "lazy"] = "all",
+    lazy_above: int = LAZY_ABOVE,
+    data_dir: Path | None = None,
+    check: bool = True,
+) -> onnx.ModelProto:
     """The one loader of ONNX files (``pytest --model``, ``castguard convert``, tune, replay and the caches).
 
     Parses `path`, confines and checks its external data, and, with ``check`` (every model a user gives), runs
@@ -102,27 +121,32 @@ def load_model(path: Path, *, weights: Literal["all", "lazy"] = "all", lazy_abov
     `data_dir` (default: ``path.parent``) and may not leave it."""
     path = Path(path)
     if not path.is_file():
-        raise ModelNotFound(where=path, problem="model file does not exist",
-                            fix="pass the path of an existing .onnx file")
+        raise ModelNotFound(
+            where=path, problem="model file does not exist", fix="pass the path of an existing .onnx file"
+        )
     try:
         model = onnx.load_model(str(path), load_external_data=False)
     except (DecodeError, ValueError, RuntimeError, OSError) as err:
-        raise ModelError(where=path, fix=_FIX_VALID,
-                         problem=f"not an ONNX model (truncated or garbage? {type(err).__name__}: {err})") from None
+        raise ModelError(
+            where=path, fix=_FIX_VALID, problem=f"not an ONNX model (truncated or garbage? {type(err).__name__}: {err})"
+        ) from None
     if model.ir_version <= 0 or not model.HasField("graph") or not model.opset_import:
         raise ModelError(where=path, problem="not an ONNX model (no IR version, graph or opset)", fix=_FIX_VALID)
     folder = path.parent if data_dir is None else Path(data_dir)
     check_external_data(model, folder, where=path)
     for tensor in external_data_helper._get_all_tensors(model):
-        _drop_pending(tensor)                       # castguard's own mark is never trusted from a file
-        if external_data_helper.uses_external_data(tensor) and (weights == "all" or
-                                                                tensor_nbytes(tensor) <= lazy_above):
+        _drop_pending(tensor)  # castguard's own mark is never trusted from a file
+        if external_data_helper.uses_external_data(tensor) and (
+            weights == "all" or tensor_nbytes(tensor) <= lazy_above
+        ):
             try:
                 external_data_helper.load_external_data_for_tensor(tensor, str(folder))
             except (onnx.checker.ValidationError, ValueError, OSError) as err:
-                raise ModelError(where=path, problem=f"cannot read external data of tensor {tensor.name!r}: {err}",
-                                 fix="keep each data file a plain file (one link, not a symlink) next to the model"
-                                 ) from None
+                raise ModelError(
+                    where=path,
+                    problem=f"cannot read external data of tensor {tensor.name!r}: {err}",
+                    fix="keep each data file a plain file (one link, not a symlink) next to the model",
+                ) from None
     if check:
         _check(model, path)
     return model
@@ -139,13 +163,16 @@ def _check(model: onnx.ModelProto, path: Path) -> None:
     try:
         if is_lazy(model) or any(_unregistered(n) for n in _all_nodes(model.graph)):
             onnx.checker.check_model(_checkable(model))
-        else:   # the parsed proto holds everything (no second read); past protobuf's 2 GB, the file
+        else:  # the parsed proto holds everything (no second read); past protobuf's 2 GB, the file
             onnx.checker.check_model(str(path) if weights_size(model) > EXTERNAL_DATA_ABOVE else model)
     except onnx.checker.ValidationError as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ModelError(where=path, problem=f"not a valid ONNX model: {first}",
-                         fix="re-export the model; `python -c \"import onnx; onnx.checker.check_model('"
-                             f"{path.name}')\"` shows the details") from err
+        raise ModelError(
+            where=path,
+            problem=f"not a valid ONNX model: {first}",
+            fix="re-export the model; `python -c \"import onnx; onnx.checker.check_model('"
+            f"{path.name}')\"` shows the details",
+        ) from err
 
 
 def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
@@ -173,8 +200,9 @@ def _checkable(model: onnx.ModelProto) -> onnx.ModelProto:
     del graph.initializer[:]
     graph.initializer.extend(kept)
     inputs = {i.name for i in graph.input}
-    graph.input.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
-                       for t in external if t.name not in inputs)
+    graph.input.extend(
+        onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in external if t.name not in inputs
+    )
     renamed = False
     for node in _all_nodes(graph):
         if _unregistered(node):
@@ -257,8 +285,11 @@ def iter_chunks(tensor: TensorProto, base_dir: Path, *, chunk_bytes: int = CHUNK
         while left > 0:
             data = handle.read(min(step, left))
             if not data:
-                raise ModelError(where=base_dir / info.location, problem=f"ends inside tensor {tensor.name!r}",
-                                 fix="copy the data file again (completely)")
+                raise ModelError(
+                    where=base_dir / info.location,
+                    problem=f"ends inside tensor {tensor.name!r}",
+                    fix="copy the data file again (completely)",
+                )
             left -= len(data)
             yield np.frombuffer(data, dtype=dtype)
 
@@ -282,12 +313,20 @@ def model_sha256(path: Path) -> str:
 
 def weights_size(model: onnx.ModelProto) -> int:
     """Bytes of in-memory initializer data: the bulk of a model, far cheaper than ``ByteSize()``."""
-    return sum(len(t.raw_data) + 4 * (len(t.float_data) + len(t.int32_data)) + 8 * (len(t.int64_data) +
-               len(t.double_data)) for t in external_data_helper._get_initializer_tensors(model))
+    return sum(
+        len(t.raw_data) + 4 * (len(t.float_data) + len(t.int32_data)) + 8 * (len(t.int64_data) + len(t.double_data))
+        for t in external_data_helper._get_initializer_tensors(model)
+    )
 
 
-def save_model(model: onnx.ModelProto, path: Path, *, base_dir: Path | None = None,
-               external_above: int = EXTERNAL_DATA_ABOVE, inline_below: int = INLINE_BELOW) -> None:
+def save_model(
+    model: onnx.ModelProto,
+    path: Path,
+    *,
+    base_dir: Path | None = None,
+    external_above: int = EXTERNAL_DATA_ABOVE,
+    inline_below: int = INLINE_BELOW,
+) -> None:
     """Write `model` to `path` atomically; lazy models (external tensors relative to `base_dir`) and models
     above `external_above` bytes get one aligned ``<name>.data`` file beside it (see the module docstring)."""
     path = Path(path)
@@ -325,8 +364,11 @@ def _write_data(out: onnx.ModelProto, data_path: Path, *, base_dir: Path | None,
             assert base_dir is not None
             _place(tensor, sink, data_path.name, _converted_chunks(tensor, base_dir))
         for tensor in external_data_helper._get_initializer_tensors(out):
-            if not external_data_helper.uses_external_data(tensor) and tensor.HasField("raw_data") \
-                    and len(tensor.raw_data) >= inline_below:
+            if (
+                not external_data_helper.uses_external_data(tensor)
+                and tensor.HasField("raw_data")
+                and len(tensor.raw_data) >= inline_below
+            ):
                 _place(tensor, sink, data_path.name, iter([np.frombuffer(tensor.raw_data, np.uint8)]))
                 tensor.ClearField("raw_data")
         sink.flush()
@@ -355,5 +397,8 @@ def _write_error(path: Path, err: OSError) -> UserError:
     full = disk_full(path, err)
     if full is not None:
         return full
-    return ModelError(where=path, problem=f"cannot write the model ({err.strerror or err}); nothing was written",
-                      fix=f"free disk space (or raise the quota) in {path.parent}, or write elsewhere (--output_path)")
+    return ModelError(
+        where=path,
+        problem=f"cannot write the model ({err.strerror or err}); nothing was written",
+        fix=f"free disk space (or raise the quota) in {path.parent}, or write elsewhere (--output_path)",
+    )

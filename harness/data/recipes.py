@@ -13,6 +13,7 @@
   An ``.npz`` whose arrays have a leading dimension that is a multiple of the model's static batch is split
   into that many feeds (as AutoCast does).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,17 +28,43 @@ from typing import Any
 import numpy as np
 import onnx
 
+from harness.data.feeds import (
+    Feed,
+    InputRole,
+    InputSpec,
+    input_roles,
+    input_specs,
+    load_feed_file,
+    spec_dtype,
+    split_batches,
+    validate_feeds,
+)
+from harness.data.shapes import BATCH_DEFAULT, parse_input_shape, parse_input_shapes, resolve_shapes
 from harness.dtypes import BFLOAT16
 from harness.errors import InputDataError, UserError
 from harness.files import sha256_file
-from harness.data.feeds import (Feed, InputRole, InputSpec, input_roles, input_specs, load_feed_file, spec_dtype,
-                                 split_batches, validate_feeds)
-from harness.data.shapes import BATCH_DEFAULT, parse_input_shape, parse_input_shapes, resolve_shapes
 
-__all__ = ["BATCH_DEFAULT", "Feed", "InputPlan", "InputRecipe", "InputSpec", "describe_inputs", "generate_feeds",
-           "input_specs", "load_feed_file", "make_feeds", "parse_input_shape", "parse_input_shapes",
-           "parse_val_range", "plan_inputs", "plan_recipe", "range_for", "recipe_for_file", "recipe_lines",
-           "resolve_shapes"]
+__all__ = [
+    "BATCH_DEFAULT",
+    "Feed",
+    "InputPlan",
+    "InputRecipe",
+    "InputSpec",
+    "describe_inputs",
+    "generate_feeds",
+    "input_specs",
+    "load_feed_file",
+    "make_feeds",
+    "parse_input_shape",
+    "parse_input_shapes",
+    "parse_val_range",
+    "plan_inputs",
+    "plan_recipe",
+    "range_for",
+    "recipe_for_file",
+    "recipe_lines",
+    "resolve_shapes",
+]
 
 _RANGE_RE = re.compile(r"^(?:(?P<name>.*):)?\[(?P<lo>[^,\[\]]+),(?P<hi>[^,\[\]]+)\]$")
 _DEFAULT_FLOAT_RANGE = (-1.0, 1.0)
@@ -54,29 +81,35 @@ class InputRecipe:
     input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
     inputs_file: Path | None = None
     inputs_sha256: str | None = None
-    derived: tuple[tuple[str, str], ...] = ()   # what the model's graph decided (plan_recipe); part of the id
+    derived: tuple[tuple[str, str], ...] = ()  # what the model's graph decided (plan_recipe); part of the id
     dynamic_default: int | None = None
     """Size of dynamic non-batch dims nobody gave (castguard convert's reference data); None: refuse them."""
 
     def __post_init__(self) -> None:
         if self.iterations < 1:
-            raise UserError(where="--iterations", problem=f"must be >= 1, got {self.iterations}",
-                            fix="pass --iterations 1 or more")
+            raise UserError(
+                where="--iterations", problem=f"must be >= 1, got {self.iterations}", fix="pass --iterations 1 or more"
+            )
         if (self.inputs_file is None) != (self.inputs_sha256 is None):
             raise ValueError("InputRecipe: inputs_file and inputs_sha256 go together (use recipe_for_file)")
         for name, lo, hi in self.val_ranges:
             if not lo <= hi:
-                raise UserError(where="--val-range", problem=f"range [{lo}, {hi}] for {name or 'all inputs'!r} "
-                                "has lo > hi", fix="write it as NAME:[lo,hi] with lo <= hi")
+                raise UserError(
+                    where="--val-range",
+                    problem=f"range [{lo}, {hi}] for {name or 'all inputs'!r} has lo > hi",
+                    fix="write it as NAME:[lo,hi] with lo <= hi",
+                )
 
     @property
     def id(self) -> str:
         """Stable, readable id used as the golden's file stem."""
         if self.inputs_sha256 is not None:
             return f"file-{self.inputs_sha256[:8]}"
-        fields: dict[str, Any] = {"val_ranges": [list(v) for v in self.val_ranges],
-                                  "input_shapes": [[n, list(s)] for n, s in self.input_shapes]}
-        if self.derived:   # absent for models whose inputs castguard always drew the same way: their ids stay
+        fields: dict[str, Any] = {
+            "val_ranges": [list(v) for v in self.val_ranges],
+            "input_shapes": [[n, list(s)] for n, s in self.input_shapes],
+        }
+        if self.derived:  # absent for models whose inputs castguard always drew the same way: their ids stay
             fields["derived"] = [list(d) for d in self.derived]
         if self.dynamic_default is not None:
             fields["dynamic_default"] = self.dynamic_default
@@ -87,11 +120,15 @@ class InputRecipe:
         """The fields that determine the feeds (for a file: its name and hash; else seed, ranges, shapes)."""
         if self.inputs_file is not None:
             return {"id": self.id, "inputs_file": self.inputs_file.name, "inputs_sha256": self.inputs_sha256}
-        return {"id": self.id, "seed": self.seed, "iterations": self.iterations,
-                "val_ranges": [list(v) for v in self.val_ranges],
-                "input_shapes": {n: list(s) for n, s in self.input_shapes},
-                "derived": {k: v for k, v in self.derived},
-                **({"dynamic_default": self.dynamic_default} if self.dynamic_default is not None else {})}
+        return {
+            "id": self.id,
+            "seed": self.seed,
+            "iterations": self.iterations,
+            "val_ranges": [list(v) for v in self.val_ranges],
+            "input_shapes": {n: list(s) for n, s in self.input_shapes},
+            "derived": {k: v for k, v in self.derived},
+            **({"dynamic_default": self.dynamic_default} if self.dynamic_default is not None else {}),
+        }
 
 
 def file_sha256(path: Path) -> str:
@@ -146,8 +183,9 @@ class InputPlan:
         return f"{self.name} {self.dtype}[{dims}]: {self.how}"
 
 
-def _value_plan(spec: InputSpec, dtype: np.dtype, role: InputRole | None, recipe: InputRecipe,
-                *, where: str) -> tuple[float, float, str]:
+def _value_plan(
+    spec: InputSpec, dtype: np.dtype, role: InputRole | None, recipe: InputRecipe, *, where: str
+) -> tuple[float, float, str]:
     given = range_for(spec.name, recipe.val_ranges)
     if dtype == np.dtype(np.bool_):
         return 0.0, 1.0, "random booleans"
@@ -160,14 +198,23 @@ def _value_plan(spec: InputSpec, dtype: np.dtype, role: InputRole | None, recipe
     if role is not None and role.kind == "index" and role.rows:
         return 0.0, float(role.rows - 1), f"ids uniform in [0, {role.rows}): {role.detail}"
     if role is not None and role.kind == "shape":
-        raise UserError(where=where, problem=f"integer input {spec.name!r} is a shape-like value ({role.detail}); "
-                        "castguard cannot invent a valid one",
-                        fix=f"pass the real values with --inputs FILE.npz (or --val-range {spec.name}:[lo,hi] if "
-                            "every value in that range is valid)")
+        raise UserError(
+            where=where,
+            problem=f"integer input {spec.name!r} is a shape-like value ({role.detail}); "
+            "castguard cannot invent a valid one",
+            fix=f"pass the real values with --inputs FILE.npz (or --val-range {spec.name}:[lo,hi] if "
+            "every value in that range is valid)",
+        )
     lo, hi = _DEFAULT_INT_RANGE
     why = f" ({role.detail})" if role is not None and role.detail else ""
-    return lo, hi, (f"uniform in [{lo:g}, {hi:g}]: castguard cannot tell what this integer input holds{why}; "
-                    f"set --val-range {spec.name}:[lo,hi] or pass --inputs FILE")
+    return (
+        lo,
+        hi,
+        (
+            f"uniform in [{lo:g}, {hi:g}]: castguard cannot tell what this integer input holds{why}; "
+            f"set --val-range {spec.name}:[lo,hi] or pass --inputs FILE"
+        ),
+    )
 
 
 def _check_ids_in_table(name: str, given: tuple[float, float], role: InputRole | None, *, where: str) -> None:
@@ -177,12 +224,13 @@ def _check_ids_in_table(name: str, given: tuple[float, float], role: InputRole |
         return
     lo, hi = given
     if hi > role.rows - 1 or lo < -role.rows:
-        raise UserError(where=f"--val-range {name}:[{lo:g},{hi:g}]",
-                        problem=f"{where}: input {name!r} holds the {role.detail}, whose table has {role.rows} rows: ids "
-                                f"outside [{-role.rows}, {role.rows - 1}] are beyond the table and onnxruntime fails "
-                                "on them",
-                        fix=f"--val-range {name}:[0,{role.rows - 1}] (or leave it out: castguard then draws ids "
-                            "within the table)")
+        raise UserError(
+            where=f"--val-range {name}:[{lo:g},{hi:g}]",
+            problem=f"{where}: input {name!r} holds the {role.detail}, whose table has {role.rows} rows: ids "
+            f"outside [{-role.rows}, {role.rows - 1}] are beyond the table and onnxruntime fails "
+            "on them",
+            fix=f"--val-range {name}:[0,{role.rows - 1}] (or leave it out: castguard then draws ids within the table)",
+        )
 
 
 def plan_inputs(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> tuple[list[InputPlan], list[str]]:
@@ -220,37 +268,54 @@ def recipe_lines(model: onnx.ModelProto, recipe: InputRecipe) -> list[str]:
     return [head, *(p.line() for p in plans), *notes]
 
 
-def _draw(rng: np.random.Generator, dtype: np.dtype, shape: tuple[int, ...], lo: float, hi: float,
-          *, name: str) -> np.ndarray:
+def _draw(
+    rng: np.random.Generator, dtype: np.dtype, shape: tuple[int, ...], lo: float, hi: float, *, name: str
+) -> np.ndarray:
     if dtype == np.dtype(np.bool_):
         return rng.random(shape) < 0.5
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         lo_i, hi_i = max(math.ceil(lo), info.min), min(math.floor(hi), info.max)
         if lo_i > hi_i:
-            raise UserError(where="--val-range", problem=f"[{lo}, {hi}] holds no {dtype} value for {name!r}",
-                            fix=f"give {name} a range that contains integers valid for {dtype}")
+            raise UserError(
+                where="--val-range",
+                problem=f"[{lo}, {hi}] holds no {dtype} value for {name!r}",
+                fix=f"give {name} a range that contains integers valid for {dtype}",
+            )
         return rng.integers(lo_i, hi_i, size=shape, endpoint=True).astype(dtype)
     if dtype.kind == "f" or dtype == BFLOAT16:
         return rng.uniform(lo, hi, size=shape).astype(dtype)
-    raise UserError(where=name, problem=f"castguard cannot generate random {dtype} inputs",
-                    fix="pass the inputs with --inputs FILE.npz")
+    raise UserError(
+        where=name,
+        problem=f"castguard cannot generate random {dtype} inputs",
+        fix="pass the inputs with --inputs FILE.npz",
+    )
 
 
 def _check_range_names(specs: Sequence[InputSpec], recipe: InputRecipe, *, where: str) -> None:
     names = [s.name for s in specs]
     for rname, _, _ in recipe.val_ranges:
         if rname and rname not in names:
-            raise UserError(where="--val-range", problem=f"{where} has no input named {rname!r}",
-                            fix=f"use one of: {', '.join(names)} (or [lo,hi] without a name for all inputs)")
+            raise UserError(
+                where="--val-range",
+                problem=f"{where} has no input named {rname!r}",
+                fix=f"use one of: {', '.join(names)} (or [lo,hi] without a name for all inputs)",
+            )
 
 
 def generate_feeds(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> list[Feed]:
     """Seeded random feeds following :func:`plan_inputs`."""
     plans, _ = plan_inputs(model, recipe, where=where)
     rng = np.random.default_rng(recipe.seed)
-    return [{p.name: _draw(rng, np.dtype(p.dtype) if p.dtype != "bfloat16" else BFLOAT16, p.shape, p.low, p.high,
-                           name=p.name) for p in plans} for _ in range(recipe.iterations)]
+    return [
+        {
+            p.name: _draw(
+                rng, np.dtype(p.dtype) if p.dtype != "bfloat16" else BFLOAT16, p.shape, p.low, p.high, name=p.name
+            )
+            for p in plans
+        }
+        for _ in range(recipe.iterations)
+    ]
 
 
 def make_feeds(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> list[Feed]:
@@ -259,11 +324,17 @@ def make_feeds(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> li
         return generate_feeds(model, recipe, where=where)
     specs = input_specs(model)
     if recipe.val_ranges or recipe.input_shapes:
-        raise UserError(where="--inputs", problem="--val-range/--input-shapes cannot be combined with --inputs",
-                        fix="drop one: the inputs file already fixes values and shapes")
+        raise UserError(
+            where="--inputs",
+            problem="--val-range/--input-shapes cannot be combined with --inputs",
+            fix="drop one: the inputs file already fixes values and shapes",
+        )
     if file_sha256(recipe.inputs_file) != recipe.inputs_sha256:
-        raise InputDataError(where=recipe.inputs_file, problem="file changed since the recipe was made",
-                             fix="rerun so the recipe hashes the current file")
+        raise InputDataError(
+            where=recipe.inputs_file,
+            problem="file changed since the recipe was made",
+            fix="rerun so the recipe hashes the current file",
+        )
     raw = load_feed_file(recipe.inputs_file)
     feeds = split_batches(raw, specs) if recipe.inputs_file.suffix == ".npz" else raw
     return validate_feeds(feeds, specs, where=str(recipe.inputs_file))
@@ -271,7 +342,10 @@ def make_feeds(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> li
 
 def describe_inputs(model: onnx.ModelProto, recipe: InputRecipe, feeds: Sequence[Feed]) -> dict[str, Any]:
     """The recipe plus what was actually used: shapes, dtypes, and the plan's lines (how each input was made)."""
-    return {**recipe.to_json_dict(), "feeds": len(feeds),
-            "shapes": {n: list(a.shape) for n, a in feeds[0].items()} if feeds else {},
-            "dtypes": {n: str(a.dtype) for n, a in feeds[0].items()} if feeds else {},
-            "plan": recipe_lines(model, recipe)}
+    return {
+        **recipe.to_json_dict(),
+        "feeds": len(feeds),
+        "shapes": {n: list(a.shape) for n, a in feeds[0].items()} if feeds else {},
+        "dtypes": {n: str(a.dtype) for n, a in feeds[0].items()} if feeds else {},
+        "plan": recipe_lines(model, recipe),
+    }

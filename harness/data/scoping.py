@@ -11,6 +11,7 @@ model must have every named input, and :mod:`harness.data.recipes` says so when 
 A model's recipe then holds only its own entries, so its inputs id (and its golden's path) does not depend on
 which other models share the run. No pytest.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
@@ -40,13 +41,19 @@ class InputOptions:
     def for_inputs(self, names: Sequence[str]) -> InputOptions:
         """The entries that apply to a model whose inputs are ``names``."""
         have = set(names)
-        return InputOptions(val_ranges=tuple(r for r in self.val_ranges if not r[0] or r[0] in have),
-                            input_shapes=tuple(s for s in self.input_shapes if s[0] in have))
+        return InputOptions(
+            val_ranges=tuple(r for r in self.val_ranges if not r[0] or r[0] in have),
+            input_shapes=tuple(s for s in self.input_shapes if s[0] in have),
+        )
 
 
-def check_every_name_used(options: InputOptions, inputs: Mapping[str, Sequence[str]], *,
-                          more: Callable[[], Mapping[str, Sequence[str]]] | None = None,
-                          own_files: bool = False) -> None:
+def check_every_name_used(
+    options: InputOptions,
+    inputs: Mapping[str, Sequence[str]],
+    *,
+    more: Callable[[], Mapping[str, Sequence[str]]] | None = None,
+    own_files: bool = False,
+) -> None:
     """UserError naming each entry that no model has. ``inputs``: model key -> input names, for the models
     loaded; ``more`` gives the other models' (a shard's unassigned ones), asked only when a name is unused.
     Models with their own ``--inputs KEY=FILE`` take no entries and are left out of both (``own_files``: some
@@ -63,9 +70,11 @@ def check_every_name_used(options: InputOptions, inputs: Mapping[str, Sequence[s
     option = "--input-shapes" if unused & {name for name, _ in options.input_shapes} else "--val-range"
     listed = "; ".join(f"{key}: {_names(names)}" for key, names in sorted(everything.items()))
     files = " (the models with their own --inputs KEY=FILE take none)" if own_files else ""
-    raise UserError(where=option, problem=f"no model of this run has an input named "
-                                          f"{', '.join(repr(n) for n in sorted(unused))}{files}",
-                    fix=f"name an input of one of the models ({listed})")
+    raise UserError(
+        where=option,
+        problem=f"no model of this run has an input named {', '.join(repr(n) for n in sorted(unused))}{files}",
+        fix=f"name an input of one of the models ({listed})",
+    )
 
 
 def _names(names: Sequence[str]) -> str:

@@ -8,6 +8,7 @@ and the fix. ``castguard convert`` (whose reference data only feeds the magnitud
 :data:`~harness.data.sizing.DYNAMIC_DEFAULT` instead and says so (:mod:`harness.data.sizing`). Zero-size dims
 stay 0.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,20 +18,31 @@ from harness.data.feeds import INT_TYPES, InputSpec
 from harness.data.sizing import BATCH_DEFAULT, DYNAMIC_DEFAULT, MAX_DEFAULT_ELEMENTS, DefaultedDim, ShapePlan, Sizer
 from harness.errors import UserError
 
-__all__ = ["BATCH_DEFAULT", "DYNAMIC_DEFAULT", "MAX_DEFAULT_ELEMENTS", "DefaultedDim", "ShapePlan", "UnsizedDims",
-           "parse_input_shape", "parse_input_shapes", "resolve_shapes"]
+__all__ = [
+    "BATCH_DEFAULT",
+    "DYNAMIC_DEFAULT",
+    "MAX_DEFAULT_ELEMENTS",
+    "DefaultedDim",
+    "ShapePlan",
+    "UnsizedDims",
+    "parse_input_shape",
+    "parse_input_shapes",
+    "resolve_shapes",
+]
 
 _SHAPE_RE = re.compile(r"^(?P<name>.+):(?P<dims>\[[\d,\s]*\]|\d+(?:x\d+)*)$")
-_SHAPE_LIST_SPLIT = re.compile(r",(?![^\[]*\])")   # commas outside [...]
+_SHAPE_LIST_SPLIT = re.compile(r",(?![^\[]*\])")  # commas outside [...]
 
 
 def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
     """``NAME:1x3x224x224`` or ``NAME:[1,3,224,224]`` (Polygraphy) -> (name, dims)."""
     match = _SHAPE_RE.match(text.strip())
     if not match:
-        raise UserError(where="--input-shapes", problem=f"cannot parse {text!r}",
-                        fix="write NAME:1x3x224x224 (or Polygraphy's NAME:[1,3,224,224]); several: "
-                            "x:1x3x224x224,mask:1x128")
+        raise UserError(
+            where="--input-shapes",
+            problem=f"cannot parse {text!r}",
+            fix="write NAME:1x3x224x224 (or Polygraphy's NAME:[1,3,224,224]); several: x:1x3x224x224,mask:1x128",
+        )
     raw = match["dims"].strip("[]")
     parts = [p for p in re.split(r"[x,\s]+", raw) if p]
     return match["name"], tuple(int(p) for p in parts)
@@ -45,13 +57,19 @@ def parse_input_shapes(text: str) -> tuple[tuple[str, tuple[int, ...]], ...]:
     parsed = tuple(parse_input_shape(item) for item in items)
     names = [name for name, _ in parsed]
     if len(set(names)) != len(names):
-        raise UserError(where="--input-shapes", problem=f"{text!r} names an input twice",
-                        fix="give each input's shape once")
+        raise UserError(
+            where="--input-shapes", problem=f"{text!r} names an input twice", fix="give each input's shape once"
+        )
     return parsed
 
 
-def resolve_shapes(specs: Sequence[InputSpec], given_shapes: Sequence[tuple[str, tuple[int, ...]]], *,
-                   where: str, dynamic_default: int | None = None) -> ShapePlan:
+def resolve_shapes(
+    specs: Sequence[InputSpec],
+    given_shapes: Sequence[tuple[str, tuple[int, ...]]],
+    *,
+    where: str,
+    dynamic_default: int | None = None,
+) -> ShapePlan:
     """Concrete shape per input, and what the plan must say about dims castguard chose.
 
     Declared static dims stay (0 included); ``--input-shapes`` sets whole inputs and, through their ``dim_param``
@@ -66,8 +84,11 @@ def resolve_shapes(specs: Sequence[InputSpec], given_shapes: Sequence[tuple[str,
     given = dict(given_shapes)
     for name in given:
         if name not in names:
-            raise UserError(where="--input-shapes", problem=f"{where} has no input named {name!r}",
-                            fix=f"use one of: {', '.join(names)}")
+            raise UserError(
+                where="--input-shapes",
+                problem=f"{where} has no input named {name!r}",
+                fix=f"use one of: {', '.join(names)}",
+            )
     _refuse_zero_for_dynamic(specs, given, where=where)
     sizer = Sizer(specs, given, where=where, dynamic_default=dynamic_default)
     if sizer.missing:
@@ -86,18 +107,21 @@ def _refuse_zero_for_dynamic(specs: Sequence[InputSpec], given: Mapping[str, tup
         if zeros:
             dims = ", ".join(spec.dim_name(axis) for axis in zeros)
             example = "x".join(str(1 if axis in zeros else size) for axis, size in enumerate(shape))
-            raise UserError(where=f"--input-shapes {spec.name}:{'x'.join(map(str, shape))}",
-                            problem=f"{where}: 0 given for the dynamic {dims} of input {spec.name!r}: a zero-size "
-                                    "input checks nothing (no values to compare) and many ops fail on it",
-                            fix=f"give the sizes you deploy with, at least 1, e.g. --input-shapes {spec.name}:{example}")
+            raise UserError(
+                where=f"--input-shapes {spec.name}:{'x'.join(map(str, shape))}",
+                problem=f"{where}: 0 given for the dynamic {dims} of input {spec.name!r}: a zero-size "
+                "input checks nothing (no values to compare) and many ops fail on it",
+                fix=f"give the sizes you deploy with, at least 1, e.g. --input-shapes {spec.name}:{example}",
+            )
 
 
 class UnsizedDims(UserError):
     """Dynamic dims that nobody sized and castguard will not guess (the harness, castguard tune)."""
 
 
-def _refuse_dynamic(missing: list[tuple[InputSpec, int]], shapes: dict[str, tuple[int, ...]],
-                    specs: Sequence[InputSpec], *, where: str) -> UnsizedDims:
+def _refuse_dynamic(
+    missing: list[tuple[InputSpec, int]], shapes: dict[str, tuple[int, ...]], specs: Sequence[InputSpec], *, where: str
+) -> UnsizedDims:
     """One error for every dynamic dim castguard will not guess, with an --input-shapes example to edit."""
     dims = "; ".join(f"input {spec.name!r} {spec.dim_name(axis)}" for spec, axis in missing)
     examples: list[str] = []
@@ -111,7 +135,10 @@ def _refuse_dynamic(missing: list[tuple[InputSpec, int]], shapes: dict[str, tupl
         guess = 224 if spec.elem_type not in INT_TYPES and len(spec.dims or ()) == 4 else 128
         example = [guess if d == -1 else d for d in shapes[spec.name]]
         examples.append(f"{spec.name}:{'x'.join(str(d) for d in example)}")
-    return UnsizedDims(where=where, problem=f"dynamic dimension(s) castguard will not guess: {dims}",
-                     fix=f"give the sizes you deploy with, e.g. --input-shapes {','.join(examples)} (use your real "
-                         "sizes; Polygraphy's NAME:[1,128] form works too; inputs that share a dim name take the "
-                         "same size)")
+    return UnsizedDims(
+        where=where,
+        problem=f"dynamic dimension(s) castguard will not guess: {dims}",
+        fix=f"give the sizes you deploy with, e.g. --input-shapes {','.join(examples)} (use your real "
+        "sizes; Polygraphy's NAME:[1,128] form works too; inputs that share a dim name take the "
+        "same size)",
+    )

@@ -6,6 +6,7 @@ Dims that share a ``dim_param`` share a size; a ``dim_param`` that is arithmetic
 + sequence``, as exporters write a KV-cache mask, or ``2*s0``) is computed from them, so linked inputs agree.
 A dim with no ``dim_param`` is sized on its own. The leading dim of an input of rank >= 2 is the batch.
 """
+
 from __future__ import annotations
 
 import ast
@@ -17,8 +18,15 @@ from dataclasses import dataclass
 from harness.data.feeds import InputSpec, fmt_dims
 from harness.errors import UserError
 
-__all__ = ["BATCH_DEFAULT", "DYNAMIC_DEFAULT", "MAX_DEFAULT_ELEMENTS", "DefaultedDim", "ShapePlan", "Sizer",
-           "dim_expression"]
+__all__ = [
+    "BATCH_DEFAULT",
+    "DYNAMIC_DEFAULT",
+    "MAX_DEFAULT_ELEMENTS",
+    "DefaultedDim",
+    "ShapePlan",
+    "Sizer",
+    "dim_expression",
+]
 
 BATCH_DEFAULT = 1
 """Size of a leading dynamic dim (rank >= 2) without --input-shapes: the batch a deployment runs by default.
@@ -54,8 +62,12 @@ class ShapePlan:
     defaulted: tuple[DefaultedDim, ...] = ()
 
 
-_OPS: dict[type, Callable[[int, int], int]] = {ast.Add: operator.add, ast.Sub: operator.sub,
-                                              ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+_OPS: dict[type, Callable[[int, int], int]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+}
 
 
 def _arithmetic(tree: ast.expr) -> bool:
@@ -98,43 +110,66 @@ an expression of dim_params."""
 class Sizer:
     """Sizes every dynamic dim by key, in input order: given (``--input-shapes``), batch, default or missing."""
 
-    def __init__(self, specs: Sequence[InputSpec], given: Mapping[str, tuple[int, ...]], *, where: str,
-                 dynamic_default: int | None) -> None:
+    def __init__(
+        self,
+        specs: Sequence[InputSpec],
+        given: Mapping[str, tuple[int, ...]],
+        *,
+        where: str,
+        dynamic_default: int | None,
+    ) -> None:
         self.specs, self.given, self.default = specs, given, dynamic_default
         self.sizes: dict[str, int] = {}
-        self.source: dict[str, str] = {}          # key -> "--input-shapes NAME" | "batch" | "default" | "missing"
+        self.source: dict[str, str] = {}  # key -> "--input-shapes NAME" | "batch" | "default" | "missing"
         self.users: dict[str, list[tuple[InputSpec, int]]] = {}
         self.layout: dict[str, list[Slot]] = {}
         self.missing: list[tuple[InputSpec, int]] = []
         for spec in specs:
             if spec.name in given:
                 self._bind_given(spec, given[spec.name], where=where)
-        self.leading = {s.dim_params[0] for s in specs if s.name not in given and s.dims is not None
-                        and len(s.dims) >= 2 and s.dims[0] is None and s.dim_params and s.dim_params[0]}
+        self.leading = {
+            s.dim_params[0]
+            for s in specs
+            if s.name not in given
+            and s.dims is not None
+            and len(s.dims) >= 2
+            and s.dims[0] is None
+            and s.dim_params
+            and s.dim_params[0]
+        }
         for spec in specs:
             if spec.name not in given:
                 self._lay_out(spec, where=where)
 
     def _bind_given(self, spec: InputSpec, shape: tuple[int, ...], *, where: str) -> None:
-        if spec.dims is not None and (len(shape) != len(spec.dims) or any(
-                d is not None and d != s for d, s in zip(spec.dims, shape))):
-            raise UserError(where="--input-shapes", problem=f"{spec.name}:{list(shape)} does not fit the "
-                            f"declared shape {fmt_dims(spec.dims)} of {where}",
-                            fix="keep the rank and the static dimensions; set only the dynamic ones")
+        if spec.dims is not None and (
+            len(shape) != len(spec.dims) or any(d is not None and d != s for d, s in zip(spec.dims, shape))
+        ):
+            raise UserError(
+                where="--input-shapes",
+                problem=f"{spec.name}:{list(shape)} does not fit the declared shape {fmt_dims(spec.dims)} of {where}",
+                fix="keep the rank and the static dimensions; set only the dynamic ones",
+            )
         for axis, param in enumerate(spec.dim_params):
             if not param or spec.dims is None or spec.dims[axis] is not None or dim_expression(param) is not None:
                 continue
             if param in self.sizes and self.sizes[param] != shape[axis]:
-                raise UserError(where="--input-shapes", problem=f"dim {param!r} is {self.sizes[param]} in "
-                                f"{self.source[param][len('--input-shapes '):]} but {shape[axis]} in {spec.name}",
-                                fix=f"give every input the same size for {param!r}")
+                raise UserError(
+                    where="--input-shapes",
+                    problem=f"dim {param!r} is {self.sizes[param]} in "
+                    f"{self.source[param][len('--input-shapes ') :]} but {shape[axis]} in {spec.name}",
+                    fix=f"give every input the same size for {param!r}",
+                )
             self.sizes.setdefault(param, shape[axis])
             self.source.setdefault(param, f"--input-shapes {spec.name}")
 
     def _lay_out(self, spec: InputSpec, *, where: str) -> None:
         if spec.dims is None:
-            raise UserError(where=where, problem=f"input {spec.name!r} has no declared shape",
-                            fix=f"pass --input-shapes {spec.name}:1x3x224x224 (its real shape)")
+            raise UserError(
+                where=where,
+                problem=f"input {spec.name!r} has no declared shape",
+                fix=f"pass --input-shapes {spec.name}:1x3x224x224 (its real shape)",
+            )
         slots: list[Slot] = []
         for axis, dim in enumerate(spec.dims):
             param = spec.dim_params[axis] if axis < len(spec.dim_params) else ""
@@ -175,8 +210,10 @@ class Sizer:
         return max(_evaluate(slot, self.sizes), 0)
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
-        return {s.name: self.given[s.name] if s.name in self.given else tuple(self._dim(d) for d in self.layout[s.name])
-                for s in self.specs}
+        return {
+            s.name: self.given[s.name] if s.name in self.given else tuple(self._dim(d) for d in self.layout[s.name])
+            for s in self.specs
+        }
 
     def _keys(self, name: str) -> set[str]:
         keys: set[str] = set()
@@ -187,8 +224,13 @@ class Sizer:
     def cap(self) -> None:
         """Halve defaulted sizes while an input that uses them is larger than MAX_DEFAULT_ELEMENTS."""
         while True:
-            shrink = {key for name, shape in self.shapes().items() if math.prod(shape) > MAX_DEFAULT_ELEMENTS
-                      for key in self._keys(name) if self.source[key] == "default" and self.sizes[key] > 1}
+            shrink = {
+                key
+                for name, shape in self.shapes().items()
+                if math.prod(shape) > MAX_DEFAULT_ELEMENTS
+                for key in self._keys(name)
+                if self.source[key] == "default" and self.sizes[key] > 1
+            }
             if not shrink:
                 return
             for key in shrink:
@@ -202,16 +244,22 @@ class Sizer:
         for key, users in self.users.items():
             spec, axis = users[0]
             if self.source[key] == "batch":
-                notes.append(f"{self._label(spec, axis)} is dynamic: set to {BATCH_DEFAULT} (castguard's batch "
-                             "default; --input-shapes to change)")
+                notes.append(
+                    f"{self._label(spec, axis)} is dynamic: set to {BATCH_DEFAULT} (castguard's batch "
+                    "default; --input-shapes to change)"
+                )
             elif self.source[key] == "default":
-                notes.append(f"{self._label(spec, axis)} is dynamic: set to {self.sizes[key]} (castguard convert's "
-                             "default for a dim nobody sized; --input_shapes to change)")
+                notes.append(
+                    f"{self._label(spec, axis)} is dynamic: set to {self.sizes[key]} (castguard convert's "
+                    "default for a dim nobody sized; --input_shapes to change)"
+                )
         for spec in self.specs:
             for axis, slot in enumerate(self.layout.get(spec.name, [])):
                 if isinstance(slot, ast.expr):
-                    notes.append(f"{self._label(spec, axis)} = {self._dim(slot)}, computed from "
-                                 + ", ".join(f"{s} = {self.sizes[s]}" for s in _symbols(slot)))
+                    notes.append(
+                        f"{self._label(spec, axis)} = {self._dim(slot)}, computed from "
+                        + ", ".join(f"{s} = {self.sizes[s]}" for s in _symbols(slot))
+                    )
         for key, users in self.users.items():
             if self.source[key].startswith("--input-shapes"):
                 names = ", ".join(dict.fromkeys(s.name for s, _ in users))
@@ -225,7 +273,13 @@ class Sizer:
                 keys = [slot] if isinstance(slot, str) else _symbols(slot) if isinstance(slot, ast.expr) else []
                 chosen = [k for k in keys if self.source[k] in ("batch", "default")]
                 if chosen:
-                    found.append(DefaultedDim(input=spec.name, axis=axis, param=spec.dim_params[axis]
-                                              if axis < len(spec.dim_params) else "", size=self._dim(slot),
-                                              batch=all(self.source[k] == "batch" for k in chosen)))
+                    found.append(
+                        DefaultedDim(
+                            input=spec.name,
+                            axis=axis,
+                            param=spec.dim_params[axis] if axis < len(spec.dim_params) else "",
+                            size=self._dim(slot),
+                            batch=all(self.source[k] == "batch" for k in chosen),
+                        )
+                    )
         return found

@@ -17,6 +17,7 @@ The fix region starts at the cause's node and adds, transitively, every node tha
 FP32 values exceed the low type's range: running such a reader in low precision would cast that value to
 inf (the x**2 -> ReduceMean -> Add -> Sqrt chain of an RMSNorm at ``data_max`` inf is one region).
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -32,8 +33,13 @@ def _body_reads(node: onnx.NodeProto) -> list[str]:
     """Names the subgraphs of ``node`` (If branches, Loop/Scan bodies, nested) read, outer-scope ones included."""
     names: list[str] = []
     for attr in node.attribute:
-        for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else
-                     list(attr.graphs) if attr.type == onnx.AttributeProto.GRAPHS else []):
+        for body in (
+            [attr.g]
+            if attr.type == onnx.AttributeProto.GRAPH
+            else list(attr.graphs)
+            if attr.type == onnx.AttributeProto.GRAPHS
+            else []
+        ):
             for inner in body.node:
                 names += [i for i in inner.input if i] + _body_reads(inner)
     return names
@@ -60,7 +66,8 @@ def carriers(graph: onnx.GraphProto, profile: Profile) -> set[str]:
             if not name or (name in known and name not in failing):
                 continue
             if (name in outputs and name in failing) or any(
-                    out in reach for reader in readers.get(name, ()) for out in reader.output):
+                out in reach for reader in readers.get(name, ()) for out in reader.output
+            ):
                 reach.add(name)
     return reach & failing
 

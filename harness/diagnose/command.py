@@ -5,6 +5,7 @@ Absolute, shell-quoted paths; every setting of the case (``castguard convert`` f
 magnitudes (a finite ``data_max``), the golden's own feeds as ``--calibration_data``, so that the command's
 reference run sees the data the case's conversion saw.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,12 +39,17 @@ def write_feeds(folder: Path, feeds: Sequence[Feed]) -> Path:
     return folder
 
 
-def convert_command(model_path: Path, options: ConvertOptions, kept: Sequence[str], *, output_path: Path,
-                    calibration: Path | None) -> str:
+def convert_command(
+    model_path: Path, options: ConvertOptions, kept: Sequence[str], *, output_path: Path, calibration: Path | None
+) -> str:
     """``castguard convert`` writing the case's conversion with ``kept`` FP32 to ``output_path``."""
     reference = ReferenceData(calibration_data=str(calibration.resolve()) if calibration is not None else None)
-    args = convert_args(plan_options(options, kept), reference, onnx_path=str(model_path.resolve()),
-                        output_path=str(output_path.resolve()))
+    args = convert_args(
+        plan_options(options, kept),
+        reference,
+        onnx_path=str(model_path.resolve()),
+        output_path=str(output_path.resolve()),
+    )
     return shlex.join(["castguard", "convert", *args])
 
 

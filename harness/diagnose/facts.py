@@ -4,6 +4,7 @@ Nothing here computes anything: :mod:`harness.diagnose.profile` measures the per
 :mod:`harness.diagnose.cause` picks the cause, :mod:`harness.diagnose.verify` runs the fix and
 :mod:`harness.diagnose.command` writes the commands.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -6,6 +6,7 @@ low-precision oracle), on the golden's feeds. Tensors are matched by name (the c
 names; its Casts add new ones, which are ignored) and judged in the FP32 graph's topological order with the
 case's tolerance policy: each tensor's default tolerance scales with its own FP32 magnitude.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -16,8 +17,8 @@ import numpy as np
 import onnx
 
 from harness.data.feeds import cast_feeds, input_specs
-from harness.data.recipes import Feed
 from harness.data.marked import with_outputs
+from harness.data.recipes import Feed
 from harness.diagnose.facts import TensorError
 from harness.judge.paired import judge_outputs
 from harness.judge.tolerances import TolerancePolicy
@@ -57,9 +58,16 @@ def _absmax(arrays: Sequence[np.ndarray]) -> float:
     return max((float(v.max()) for v in finite if v.size), default=0.0)
 
 
-def divergence_profile(reference: onnx.ModelProto, converted: onnx.ModelProto, feeds: Sequence[Feed], *,
-                       precision: str, policy: TolerancePolicy, model_dir: Path | None = None,
-                       converted_dir: Path | None = None) -> Profile:
+def divergence_profile(
+    reference: onnx.ModelProto,
+    converted: onnx.ModelProto,
+    feeds: Sequence[Feed],
+    *,
+    precision: str,
+    policy: TolerancePolicy,
+    model_dir: Path | None = None,
+    converted_dir: Path | None = None,
+) -> Profile:
     """See the module docstring. ``feeds`` are in the FP32 model's input dtypes (the golden's feeds);
     ``model_dir`` / ``converted_dir`` (default: ``model_dir``): the folders the models' external data is in."""
     produced = {out for node in converted.graph.node for out in node.output}
@@ -67,8 +75,11 @@ def divergence_profile(reference: onnx.ModelProto, converted: onnx.ModelProto, f
     names = [out for out, _ in order]
     expected = make_runner("ort", with_outputs(reference, names), model_dir=model_dir).run(feeds).outputs
     mixed = with_outputs(converted, names)
-    obtained = make_runner("emulate", mixed, model_dir=converted_dir or model_dir).run(
-        cast_feeds(feeds, input_specs(mixed))).outputs
+    obtained = (
+        make_runner("emulate", mixed, model_dir=converted_dir or model_dir)
+        .run(cast_feeds(feeds, input_specs(mixed)))
+        .outputs
+    )
     computed = computed_tensors(reference.graph)
     rows: list[TensorError] = []
     absmax: dict[str, float] = {}
@@ -78,13 +89,20 @@ def divergence_profile(reference: onnx.ModelProto, converted: onnx.ModelProto, f
         got = [np.asarray(it[name]) for it in obtained]
         if not all(np.issubdtype(g.dtype, np.floating) for g in gold):
             continue
-        verdict = judge_outputs([{name: g} for g in got], [{name: g} for g in gold], precision=precision,
-                                policy=policy)
+        verdict = judge_outputs([{name: g} for g in got], [{name: g} for g in gold], precision=precision, policy=policy)
         absmax[name] = _absmax(gold)
         (figures,) = verdict.outputs
         stats[name] = (float(figures.max_abs), float(figures.max_rel))
-        rows.append(TensorError(tensor=name, node=node.name, op=node.op_type,
-                                error=scaled_error(zip(got, gold)), passed=bool(verdict),
-                                computed=name in computed))
-    return Profile(rows=tuple(rows), fp32_absmax=absmax, outputs=tuple(o.name for o in reference.graph.output),
-                   stats=stats)
+        rows.append(
+            TensorError(
+                tensor=name,
+                node=node.name,
+                op=node.op_type,
+                error=scaled_error(zip(got, gold)),
+                passed=bool(verdict),
+                computed=name in computed,
+            )
+        )
+    return Profile(
+        rows=tuple(rows), fp32_absmax=absmax, outputs=tuple(o.name for o in reference.graph.output), stats=stats
+    )

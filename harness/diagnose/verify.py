@@ -6,6 +6,7 @@ The measuring and the bounded search are tune's (:class:`harness.tune.oracle.Ora
 on its own runner, so :class:`CaseSetup` runs there. The bound is the case's verdict: the tolerance policy
 alone (no max-error bound of its own).
 """
+
 from __future__ import annotations
 
 import sys
@@ -47,8 +48,12 @@ class CaseSetup(Setup):
     providers: tuple[str, ...] = ()
 
     def convert(self, kept: Sequence[str] | frozenset[str]) -> ConversionResult:  # type: ignore[override]
-        return convert(self.model, options=plan_options(self.options, kept),
-                       magnitudes=self.magnitudes if self.use_magnitudes else None, base_dir=self.model_dir)
+        return convert(
+            self.model,
+            options=plan_options(self.options, kept),
+            magnitudes=self.magnitudes if self.use_magnitudes else None,
+            base_dir=self.model_dir,
+        )
 
     def run(self, converted: onnx.ModelProto) -> Outputs:
         feeds = cast_feeds(self.feeds, input_specs(converted))
@@ -72,19 +77,28 @@ class FixOutcome:
 def _found(evaluation: Evaluation, order: Sequence[str], spent: int) -> FixOutcome:
     kept = tuple(n for n in order if n in evaluation.kept)
     worst = max((e for _, e in evaluation.measurement.errors), default=0.0)
-    return FixOutcome(kept=kept, verified=evaluation.passed, error=worst, share=evaluation.lowp_flop_share,
-                      evaluations=spent)
+    return FixOutcome(
+        kept=kept, verified=evaluation.passed, error=worst, share=evaluation.lowp_flop_share, evaluations=spent
+    )
 
 
-def verify_fix(setup: CaseSetup, *, region: Sequence[str], more: Sequence[str], budget: int,
-               failing: Outputs | None = None, failing_share: float = 0.0) -> FixOutcome:
+def verify_fix(
+    setup: CaseSetup,
+    *,
+    region: Sequence[str],
+    more: Sequence[str],
+    budget: int,
+    failing: Outputs | None = None,
+    failing_share: float = 0.0,
+) -> FixOutcome:
     """Try the ``region`` kept FP32 (1 evaluation); if the case still fails, run tune's search over
     ``region`` + ``more`` within ``budget`` evaluations in all. ``failing`` (the case's own outputs) spares
     the all-low evaluation the search starts with."""
     memo: dict[str, dict[str, object]] = {}
     if failing is not None:
-        memo[plan_key(())] = Evaluation(kept=frozenset(), measurement=measure(failing, setup.goldens, setup.bound),
-                                        lowp_flop_share=failing_share).to_json()
+        memo[plan_key(())] = Evaluation(
+            kept=frozenset(), measurement=measure(failing, setup.goldens, setup.bound), lowp_flop_share=failing_share
+        ).to_json()
     oracle = Oracle(setup, budget=budget, memo=memo)
     order = list(dict.fromkeys([*region, *more]))
     last: Evaluation | None = None
@@ -99,9 +113,10 @@ def verify_fix(setup: CaseSetup, *, region: Sequence[str], more: Sequence[str], 
     except (BudgetExhausted, Unreachable):
         pass
     except (UserError, RunnerError, RunnerUnavailable) as err:
-        if not (isinstance(err, UserError) and oracle.spent >= oracle.budget):   # search's "budget spent" error
-            return FixOutcome(kept=(), verified=False, error=None, share=None, evaluations=oracle.spent,
-                              problem=str(err))                  # the fix could not be converted or run
+        if not (isinstance(err, UserError) and oracle.spent >= oracle.budget):  # search's "budget spent" error
+            return FixOutcome(
+                kept=(), verified=False, error=None, share=None, evaluations=oracle.spent, problem=str(err)
+            )  # the fix could not be converted or run
     if last is None:
         return FixOutcome(kept=(), verified=False, error=None, share=None, evaluations=oracle.spent)
     return _found(last, order, oracle.spent)

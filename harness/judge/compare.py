@@ -19,6 +19,7 @@ Semantics (Polygraphy-compatible, see ``docs/ARCHITECTURE.md``):
 * ``required_atol`` / ``required_rtol`` are the tolerances that would have passed, each on its own
   (for ``elemwise`` and ``isclose`` the max errors, for stat modes the statistic); ``inf`` when nothing would.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,7 +45,7 @@ class Tolerance:
     rtol: float = 1e-3
     mode: Mode = "elemwise"
     quantile: float = 0.99
-    nan_equal: bool = True      # NaN obtained where the golden is NaN matches (see the module docstring)
+    nan_equal: bool = True  # NaN obtained where the golden is NaN matches (see the module docstring)
     inf_equal: bool = True
     top_k: int | None = None
     min_top_k_agreement: float = 1.0
@@ -130,10 +131,12 @@ def _describe_output(out: OutputComparison) -> str:
     if out.n_total == 0 or math.isnan(out.max_abs):
         return head
     pct = 100.0 * out.n_over / out.n_total
-    text = (f"{head}\n    {out.n_over}/{out.n_total} ({pct:.2f}%) elements outside {out.tolerance.describe()}; "
-            f"abs max={out.max_abs:.3g} mean={out.mean_abs:.3g} median={out.median_abs:.3g}; "
-            f"rel max={out.max_rel:.3g} median={out.median_rel:.3g}; "
-            f"would pass with atol>={out.required_atol:.3g} or rtol>={out.required_rtol:.3g}")
+    text = (
+        f"{head}\n    {out.n_over}/{out.n_total} ({pct:.2f}%) elements outside {out.tolerance.describe()}; "
+        f"abs max={out.max_abs:.3g} mean={out.mean_abs:.3g} median={out.median_abs:.3g}; "
+        f"rel max={out.max_rel:.3g} median={out.median_rel:.3g}; "
+        f"would pass with atol>={out.required_atol:.3g} or rtol>={out.required_rtol:.3g}"
+    )
     if out.top_k_agreement is not None:
         text += f"; top-{out.tolerance.top_k} agreement {out.top_k_agreement:.3f}"
     return text
@@ -141,7 +144,7 @@ def _describe_output(out: OutputComparison) -> str:
 
 @dataclass(frozen=True)
 class _Diff:
-    abs: np.ndarray       # float64, flat; inf where a non-finite mismatch
+    abs: np.ndarray  # float64, flat; inf where a non-finite mismatch
     rel: np.ndarray
     expected_abs: np.ndarray
     mismatch: np.ndarray  # bool, flat: non-finite pairs that do not match under the policy
@@ -177,8 +180,7 @@ def _diff(obtained: np.ndarray, expected: np.ndarray, tol: Tolerance) -> _Diff:
     denom = np.where(exp_abs == 0.0, _ZERO_EPS, exp_abs)
     with np.errstate(invalid="ignore"):
         rel_err = np.where(mismatch, np.inf, np.where(finite, abs_err / denom, 0.0))
-    return _Diff(abs=abs_err, rel=rel_err, expected_abs=np.where(np.isfinite(b), np.abs(b), 0.0),
-                 mismatch=mismatch)
+    return _Diff(abs=abs_err, rel=rel_err, expected_abs=np.where(np.isfinite(b), np.abs(b), 0.0), mismatch=mismatch)
 
 
 def _top_k_hits(obtained: np.ndarray, expected: np.ndarray, k: int) -> tuple[int, int]:
@@ -199,8 +201,7 @@ def _stats(values: np.ndarray, q: float) -> tuple[float, float, float, float]:
     if values.size == 0:
         return 0.0, 0.0, 0.0, 0.0
     with np.errstate(invalid="ignore"):
-        return (float(np.max(values)), float(np.mean(values)), float(np.median(values)),
-                float(np.quantile(values, q)))
+        return (float(np.max(values)), float(np.mean(values)), float(np.median(values)), float(np.quantile(values, q)))
 
 
 def _judge(name: str, diffs: Sequence[_Diff], tol: Tolerance, top_k: tuple[int, int] | None) -> OutputComparison:
@@ -215,8 +216,7 @@ def _judge(name: str, diffs: Sequence[_Diff], tol: Tolerance, top_k: tuple[int, 
     else:
         over = (abs_err > tol.atol) & (rel_err > tol.rtol)
     n_over = int(over.sum())
-    stat_by_mode = {"max": (max_a, max_r), "mean": (mean_a, mean_r), "median": (med_a, med_r),
-                    "quantile": (q_a, q_r)}
+    stat_by_mode = {"max": (max_a, max_r), "mean": (mean_a, mean_r), "median": (med_a, med_r), "quantile": (q_a, q_r)}
     if tol.mode in stat_by_mode:
         stat_abs, stat_rel = stat_by_mode[tol.mode]
         passed = not (stat_abs > tol.atol and stat_rel > tol.rtol)
@@ -229,8 +229,10 @@ def _judge(name: str, diffs: Sequence[_Diff], tol: Tolerance, top_k: tuple[int, 
     if n_mismatch:
         passed = False
         required_atol = required_rtol = math.inf
-        reason = f"{n_mismatch} non-finite mismatch(es) (NaN/inf policy: nan_equal={tol.nan_equal}, " \
-                 f"inf_equal={tol.inf_equal}); " + reason
+        reason = (
+            f"{n_mismatch} non-finite mismatch(es) (NaN/inf policy: nan_equal={tol.nan_equal}, "
+            f"inf_equal={tol.inf_equal}); " + reason
+        )
     agreement = None
     if top_k is not None:
         hits, total = top_k
@@ -238,19 +240,48 @@ def _judge(name: str, diffs: Sequence[_Diff], tol: Tolerance, top_k: tuple[int, 
         if agreement < tol.min_top_k_agreement:
             passed = False
             reason += f"; top-{tol.top_k} agreement {agreement:.3f} < {tol.min_top_k_agreement:.3f}"
-    return OutputComparison(name=name, passed=passed, reason=reason, max_abs=max_a, mean_abs=mean_a,
-                            median_abs=med_a, quantile_abs=q_a, max_rel=max_r, mean_rel=mean_r,
-                            median_rel=med_r, quantile_rel=q_r, n_over=n_over, n_total=int(abs_err.size),
-                            required_atol=required_atol, required_rtol=required_rtol,
-                            top_k_agreement=agreement, tolerance=tol)
+    return OutputComparison(
+        name=name,
+        passed=passed,
+        reason=reason,
+        max_abs=max_a,
+        mean_abs=mean_a,
+        median_abs=med_a,
+        quantile_abs=q_a,
+        max_rel=max_r,
+        mean_rel=mean_r,
+        median_rel=med_r,
+        quantile_rel=q_r,
+        n_over=n_over,
+        n_total=int(abs_err.size),
+        required_atol=required_atol,
+        required_rtol=required_rtol,
+        top_k_agreement=agreement,
+        tolerance=tol,
+    )
 
 
 def _structural_failure(name: str, reason: str, tol: Tolerance) -> OutputComparison:
     nan = math.nan
-    return OutputComparison(name=name, passed=False, reason=reason, max_abs=nan, mean_abs=nan, median_abs=nan,
-                            quantile_abs=nan, max_rel=nan, mean_rel=nan, median_rel=nan, quantile_rel=nan,
-                            n_over=0, n_total=0, required_atol=math.inf, required_rtol=math.inf,
-                            top_k_agreement=None, tolerance=tol)
+    return OutputComparison(
+        name=name,
+        passed=False,
+        reason=reason,
+        max_abs=nan,
+        mean_abs=nan,
+        median_abs=nan,
+        quantile_abs=nan,
+        max_rel=nan,
+        mean_rel=nan,
+        median_rel=nan,
+        quantile_rel=nan,
+        n_over=0,
+        n_total=0,
+        required_atol=math.inf,
+        required_rtol=math.inf,
+        top_k_agreement=None,
+        tolerance=tol,
+    )
 
 
 def _structure_problem(obtained: np.ndarray, expected: np.ndarray) -> str | None:
@@ -261,8 +292,13 @@ def _structure_problem(obtained: np.ndarray, expected: np.ndarray) -> str | None
     return None
 
 
-def compare_iterations(obtained: Sequence[Mapping[str, np.ndarray]], expected: Sequence[Mapping[str, np.ndarray]],
-                       *, tolerances: Mapping[str, Tolerance], default: Tolerance) -> CompareResult:
+def compare_iterations(
+    obtained: Sequence[Mapping[str, np.ndarray]],
+    expected: Sequence[Mapping[str, np.ndarray]],
+    *,
+    tolerances: Mapping[str, Tolerance],
+    default: Tolerance,
+) -> CompareResult:
     """Compare every iteration; statistics per output are over all iterations together."""
     problems: list[str] = []
     if len(obtained) != len(expected):
@@ -297,11 +333,15 @@ def compare_iterations(obtained: Sequence[Mapping[str, np.ndarray]], expected: S
         else:
             outputs.append(_judge(name, diffs, tol, (hits, total) if tol.top_k is not None else None))
     passed = not missing and not extra and not problems and all(o.passed for o in outputs)
-    return CompareResult(outputs=tuple(outputs), missing=missing, extra=extra, passed=passed,
-                         problems=tuple(problems))
+    return CompareResult(outputs=tuple(outputs), missing=missing, extra=extra, passed=passed, problems=tuple(problems))
 
 
-def compare_outputs(obtained: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], *,
-                    tolerances: Mapping[str, Tolerance], default: Tolerance) -> CompareResult:
+def compare_outputs(
+    obtained: Mapping[str, np.ndarray],
+    expected: Mapping[str, np.ndarray],
+    *,
+    tolerances: Mapping[str, Tolerance],
+    default: Tolerance,
+) -> CompareResult:
     """Compare one iteration's outputs with the golden's."""
     return compare_iterations([obtained], [expected], tolerances=tolerances, default=default)

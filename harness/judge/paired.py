@@ -6,6 +6,7 @@ This is the one place that decides "is the converted model close enough to FP32"
 (:mod:`harness.run.case`), the divergence profile (:mod:`harness.diagnose.profile`), the adversarial search
 (:mod:`harness.search.adversarial`) and the tests all judge through :func:`judge_outputs` or :func:`judge_feed`.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,9 @@ SCORE_CAP = 1e6
 """``target()`` needs a finite number: inf/NaN mismatches and zero-tolerance outputs score this much."""
 
 
-def judge_outputs(obtained: Sequence[Feed], golden: Sequence[Feed], *, precision: str,
-                  policy: TolerancePolicy) -> CompareResult:
+def judge_outputs(
+    obtained: Sequence[Feed], golden: Sequence[Feed], *, precision: str, policy: TolerancePolicy
+) -> CompareResult:
     """Compare each iteration's outputs with its golden, tolerances from ``policy`` for ``precision``."""
     tolerances = policy.tolerances_for(precision=precision, goldens=list(golden))
     return compare_iterations(list(obtained), list(golden), tolerances=tolerances, default=Tolerance())
@@ -49,8 +51,10 @@ class Verdict:
 def score(comparison: CompareResult) -> float:
     worst = 0.0 if comparison.passed else 1.0
     for out in comparison.outputs:
-        ratios = [value / limit if limit > 0 else (math.inf if value > 0 else 0.0)
-                  for value, limit in ((out.max_abs, out.tolerance.atol), (out.max_rel, out.tolerance.rtol))]
+        ratios = [
+            value / limit if limit > 0 else (math.inf if value > 0 else 0.0)
+            for value, limit in ((out.max_abs, out.tolerance.atol), (out.max_rel, out.tolerance.rtol))
+        ]
         worst = max(worst, min(ratios) if not any(math.isnan(r) for r in ratios) else SCORE_CAP)
     return min(worst, SCORE_CAP)
 
@@ -59,6 +63,9 @@ def judge_feed(obtained: Feed, golden: Feed, *, precision: str, policy: Toleranc
     """One feed's verdict: the converted model's outputs against the FP32 model's on the same feed."""
     tolerances = policy.tolerances_for(precision=precision, goldens=[golden])
     comparison = compare_outputs(obtained, golden, tolerances=tolerances, default=Tolerance())
-    finite = all(bool(np.isfinite(np.asarray(v, dtype=np.float64)).all()) for v in golden.values()
-                 if np.asarray(v).dtype.kind == "f")
+    finite = all(
+        bool(np.isfinite(np.asarray(v, dtype=np.float64)).all())
+        for v in golden.values()
+        if np.asarray(v).dtype.kind == "f"
+    )
     return Verdict(comparison=comparison, score=score(comparison), golden_finite=finite)

@@ -29,6 +29,7 @@ field and leaves the others at the computed default::
 
 Precedence, field by field: default < precision < output name < precision + output name.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,17 +40,17 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from harness.judge.compare import Tolerance
 from harness.dtypes import BFLOAT16
 from harness.errors import UserError
+from harness.judge.compare import Tolerance
 
 ABS_ULPS = 8.0
 REL_EPS = 2.0
 _LOW_DTYPES: dict[str, np.dtype] = {"fp16": np.dtype(np.float16), "bf16": BFLOAT16}
 _FIELDS = tuple(f.name for f in fields(Tolerance))
-_FIELD_KINDS = {"mode": "text", "nan_equal": "flag", "inf_equal": "flag"}   # every other field is a number
+_FIELD_KINDS = {"mode": "text", "nan_equal": "flag", "inf_equal": "flag"}  # every other field is a number
 
-Override = tuple[tuple[str, Any], ...]   # (Tolerance field, value) pairs
+Override = tuple[tuple[str, Any], ...]  # (Tolerance field, value) pairs
 
 
 def low_precision_ulp(precision: str, magnitude: float) -> float:
@@ -57,7 +58,7 @@ def low_precision_ulp(precision: str, magnitude: float) -> float:
     info = ml_dtypes.finfo(_low_dtype(precision))  # type: ignore[no-untyped-call]
     if magnitude <= 0 or not math.isfinite(magnitude):
         return float(info.smallest_subnormal) if magnitude <= 0 else math.inf
-    _, exponent = math.frexp(magnitude)          # magnitude = m * 2^exponent, 0.5 <= m < 1
+    _, exponent = math.frexp(magnitude)  # magnitude = m * 2^exponent, 0.5 <= m < 1
     return max(float(info.eps) * 2.0 ** (exponent - 1), float(info.smallest_subnormal))
 
 
@@ -73,8 +74,9 @@ def default_tolerance(precision: str, golden: np.ndarray) -> Tolerance:
     eps = float(ml_dtypes.finfo(_low_dtype(precision)).eps)  # type: ignore[no-untyped-call]
     if np.asarray(golden).dtype.kind != "f" and np.asarray(golden).dtype != BFLOAT16:
         return Tolerance(atol=0.0, rtol=0.0, mode="elemwise")
-    return Tolerance(atol=ABS_ULPS * low_precision_ulp(precision, golden_scale(golden)), rtol=REL_EPS * eps,
-                     mode="elemwise")
+    return Tolerance(
+        atol=ABS_ULPS * low_precision_ulp(precision, golden_scale(golden)), rtol=REL_EPS * eps, mode="elemwise"
+    )
 
 
 @dataclass(frozen=True)
@@ -88,19 +90,26 @@ class TolerancePolicy:
     def tolerance_for(self, *, precision: str, output: str, golden: np.ndarray) -> Tolerance:
         """The tolerance for one output: the default, then the matching overrides in precedence order."""
         tol = default_tolerance(precision, golden)
-        for layer in (dict(self.by_precision).get(precision), dict(self.by_output).get(output),
-                      dict(self.by_precision_output).get((precision, output))):
+        for layer in (
+            dict(self.by_precision).get(precision),
+            dict(self.by_output).get(output),
+            dict(self.by_precision_output).get((precision, output)),
+        ):
             if layer:
                 tol = replace(tol, **dict(layer))
         return tol
 
-    def tolerances_for(self, *, precision: str,
-                       goldens: Sequence[Mapping[str, np.ndarray]]) -> dict[str, Tolerance]:
+    def tolerances_for(self, *, precision: str, goldens: Sequence[Mapping[str, np.ndarray]]) -> dict[str, Tolerance]:
         """Per-output tolerances for ``compare_iterations(tolerances=...)``, scaled over every iteration."""
         names = dict.fromkeys(name for iteration in goldens for name in iteration)
-        return {name: self.tolerance_for(precision=precision, output=name,
-                                         golden=np.concatenate([np.ravel(it[name]) for it in goldens if name in it]))
-                for name in names}
+        return {
+            name: self.tolerance_for(
+                precision=precision,
+                output=name,
+                golden=np.concatenate([np.ravel(it[name]) for it in goldens if name in it]),
+            )
+            for name in names
+        }
 
 
 def parse_tolerance_policy(table: Mapping[str, object], *, where: str) -> TolerancePolicy:
@@ -111,46 +120,63 @@ def parse_tolerance_policy(table: Mapping[str, object], *, where: str) -> Tolera
     for key, entry in table.items():
         here = f"{where} key {key!r}"
         if not isinstance(entry, Mapping):
-            raise UserError(where=here, problem="not a table of tolerance fields",
-                            fix='write e.g. { atol = 1e-2, rtol = 1e-2 }')
+            raise UserError(
+                where=here, problem="not a table of tolerance fields", fix="write e.g. { atol = 1e-2, rtol = 1e-2 }"
+            )
         if key not in _LOW_DTYPES:
             by_output.append((key, _override(entry, where=here)))
             continue
         outputs = entry.get("outputs", {})
         if not isinstance(outputs, Mapping):
-            raise UserError(where=f"{here}.outputs", problem="not a table keyed by output name",
-                            fix=f'write [tool.castguard.tolerances.{key}.outputs] with "name" = {{ atol = ... }}')
+            raise UserError(
+                where=f"{here}.outputs",
+                problem="not a table keyed by output name",
+                fix=f'write [tool.castguard.tolerances.{key}.outputs] with "name" = {{ atol = ... }}',
+            )
         by_precision.append((key, _override({k: v for k, v in entry.items() if k != "outputs"}, where=here)))
         for name, sub in outputs.items():
             if not isinstance(sub, Mapping):
-                raise UserError(where=f"{here}.outputs.{name}", problem="not a table of tolerance fields",
-                                fix='write e.g. { atol = 1e-2 }')
+                raise UserError(
+                    where=f"{here}.outputs.{name}",
+                    problem="not a table of tolerance fields",
+                    fix="write e.g. { atol = 1e-2 }",
+                )
             by_both.append(((key, name), _override(sub, where=f"{here}.outputs.{name}")))
-    return TolerancePolicy(by_precision=tuple(by_precision), by_output=tuple(by_output),
-                           by_precision_output=tuple(by_both))
+    return TolerancePolicy(
+        by_precision=tuple(by_precision), by_output=tuple(by_output), by_precision_output=tuple(by_both)
+    )
 
 
 def _override(entry: Mapping[str, object], *, where: str) -> Override:
     unknown = sorted(set(entry) - set(_FIELDS))
     if unknown:
-        raise UserError(where=where, problem=f"unknown tolerance field(s): {', '.join(unknown)}",
-                        fix=f"use {', '.join(_FIELDS)}")
+        raise UserError(
+            where=where, problem=f"unknown tolerance field(s): {', '.join(unknown)}", fix=f"use {', '.join(_FIELDS)}"
+        )
     pairs: Override = tuple(sorted(entry.items()))
     for name, value in pairs:
         kind = _FIELD_KINDS.get(name, "number")
-        ok = isinstance(value, str) if kind == "text" else isinstance(value, bool) if kind == "flag" else (
-            isinstance(value, (int, float)) and not isinstance(value, bool))
+        ok = (
+            isinstance(value, str)
+            if kind == "text"
+            else isinstance(value, bool)
+            if kind == "flag"
+            else (isinstance(value, (int, float)) and not isinstance(value, bool))
+        )
         if not ok:
             raise UserError(where=f"{where}.{name}", problem=f"{value!r} has the wrong type", fix=f"give a {kind}")
     try:
         replace(Tolerance(), **dict(pairs))
     except ValueError as err:
-        raise UserError(where=where, problem=str(err), fix="see harness.judge.compare.Tolerance for valid values") from err
+        raise UserError(
+            where=where, problem=str(err), fix="see harness.judge.compare.Tolerance for valid values"
+        ) from err
     return pairs
 
 
 def _low_dtype(precision: str) -> np.dtype:
     if precision not in _LOW_DTYPES:
-        raise UserError(where="tolerance precision", problem=f"{precision!r} is not a low precision",
-                        fix="use fp16 or bf16")
+        raise UserError(
+            where="tolerance precision", problem=f"{precision!r} is not a low precision", fix="use fp16 or bf16"
+        )
     return _LOW_DTYPES[precision]

@@ -7,14 +7,15 @@
 * ``castguard recheck REPORT_DIR [--atol [OUT:]V ...] [--rtol [OUT:]V ...] [--check-error-stat [OUT:]MODE ...]
   [--quantile [OUT:]Q ...]``: re-judge a report folder's saved outputs; exit 1 when a case now fails.
 """
+
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.judge.compare import MODES
 from harness.errors import UserError
+from harness.judge.compare import MODES
 from harness.options import NIGHTLY_OPTIONS
 
 _PER_OUTPUT = "[OUTPUT:]VALUE"
@@ -24,22 +25,38 @@ def add_history_command(sub: Any) -> None:
     parser = sub.add_parser("history", help="trend table of a --history folder (max error, low-precision share)")
     parser.add_argument("folder", metavar="DIR", help="the folder given to pytest --history")
     parser.add_argument("--last", type=int, default=None, help="show the last N runs (default 20)")
-    parser.add_argument("--accept", metavar="NAME|latest", default=None,
-                        help="accept a run that had regressions so it can serve as the next baseline")
+    parser.add_argument(
+        "--accept",
+        metavar="NAME|latest",
+        default=None,
+        help="accept a run that had regressions so it can serve as the next baseline",
+    )
     parser.set_defaults(func=_history)
 
 
 def add_recheck_command(sub: Any) -> None:
-    parser = sub.add_parser("recheck", help="re-judge a report folder with new tolerances (no conversion, "
-                                            "no inference)")
+    parser = sub.add_parser(
+        "recheck", help="re-judge a report folder with new tolerances (no conversion, no inference)"
+    )
     parser.add_argument("report_dir", metavar="REPORT_DIR", help="a --report-dir of an earlier run")
-    parser.add_argument("--atol", nargs="+", default=[], metavar=_PER_OUTPUT,
-                        help="absolute tolerance, for every output or per output (Polygraphy syntax)")
+    parser.add_argument(
+        "--atol",
+        nargs="+",
+        default=[],
+        metavar=_PER_OUTPUT,
+        help="absolute tolerance, for every output or per output (Polygraphy syntax)",
+    )
     parser.add_argument("--rtol", nargs="+", default=[], metavar=_PER_OUTPUT, help="relative tolerance")
-    parser.add_argument("--check-error-stat", nargs="+", default=[], metavar="[OUTPUT:]MODE",
-                        help=f"error statistic: {', '.join(MODES)}")
-    parser.add_argument("--quantile", nargs="+", default=[], metavar=_PER_OUTPUT,
-                        help="quantile for --check-error-stat quantile (0..1)")
+    parser.add_argument(
+        "--check-error-stat",
+        nargs="+",
+        default=[],
+        metavar="[OUTPUT:]MODE",
+        help=f"error statistic: {', '.join(MODES)}",
+    )
+    parser.add_argument(
+        "--quantile", nargs="+", default=[], metavar=_PER_OUTPUT, help="quantile for --check-error-stat quantile (0..1)"
+    )
     parser.set_defaults(func=_recheck)
 
 
@@ -47,8 +64,10 @@ _MERGE_OPTIONS = ("--baseline", "--fail-on-regression", "--history")
 
 
 def add_merge_command(sub: Any) -> None:
-    parser = sub.add_parser("merge", help="merge the report folders of pytest --shard K/N runs into one report, "
-                                          "compared with the baseline once")
+    parser = sub.add_parser(
+        "merge",
+        help="merge the report folders of pytest --shard K/N runs into one report, compared with the baseline once",
+    )
     parser.add_argument("shard_dirs", nargs="+", metavar="SHARD_DIR", help="the --report-dir of each shard")
     parser.add_argument("--out", required=True, metavar="DIR", help="the merged report folder (created)")
     for option in NIGHTLY_OPTIONS:
@@ -62,10 +81,19 @@ def _merge(args: argparse.Namespace) -> int:
     from harness.nightly.run import NightlyRun, nightly_options
 
     here = Path.cwd()
-    options = nightly_options(baseline=args.castguard_baseline, rules=args.castguard_fail_on_regression,
-                              history=args.castguard_history, strict_provenance=False, invocation_dir=here)
-    lines, code = merge_command([Path(d) for d in args.shard_dirs], out=(here / args.out).resolve(),
-                                nightly=NightlyRun(options) if options.active else None, shown_from=here)
+    options = nightly_options(
+        baseline=args.castguard_baseline,
+        rules=args.castguard_fail_on_regression,
+        history=args.castguard_history,
+        strict_provenance=False,
+        invocation_dir=here,
+    )
+    lines, code = merge_command(
+        [Path(d) for d in args.shard_dirs],
+        out=(here / args.out).resolve(),
+        nightly=NightlyRun(options) if options.active else None,
+        shown_from=here,
+    )
     print("\n".join(lines))
     return code
 
@@ -91,10 +119,12 @@ def _history(args: argparse.Namespace) -> int:
 def _recheck(args: argparse.Namespace) -> int:
     from harness.nightly.recheck import ToleranceOverride, error_stat, non_negative, parse_per_output, recheck
 
-    override = ToleranceOverride(atol=parse_per_output(args.atol, non_negative, where="--atol"),
-                                 rtol=parse_per_output(args.rtol, non_negative, where="--rtol"),
-                                 mode=parse_per_output(args.check_error_stat, error_stat, where="--check-error-stat"),
-                                 quantile=parse_per_output(args.quantile, non_negative, where="--quantile"))
+    override = ToleranceOverride(
+        atol=parse_per_output(args.atol, non_negative, where="--atol"),
+        rtol=parse_per_output(args.rtol, non_negative, where="--rtol"),
+        mode=parse_per_output(args.check_error_stat, error_stat, where="--check-error-stat"),
+        quantile=parse_per_output(args.quantile, non_negative, where="--quantile"),
+    )
     result = recheck(Path(args.report_dir), override=override)
     print(result.summary())
     return result.exit_code

@@ -15,6 +15,7 @@ cases (``baseline 12 cases, this run 12, shared 4``: a changed option renamed th
 either unless accepted, so a baseline never shrinks silently: the next complete night is compared with the last
 baseline that had every case. :func:`trends` summarises the last N runs per model.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,9 +27,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.nightly.rules import Change, Comparison, judge
 from harness.errors import UserError
 from harness.files import atomic_write
+from harness.nightly.rules import Change, Comparison, judge
 from harness.report.model import CaseRecord, Report
 from harness.report.serde import ReportFormatError, report_from_dict, report_to_dict
 
@@ -40,12 +41,12 @@ DEFAULT_TREND_RUNS = 20
 class RunVerdict:
     """How a stored run fared against its own baseline."""
 
-    baseline: str                            # ``created`` of the baseline it was compared with
+    baseline: str  # ``created`` of the baseline it was compared with
     rules: tuple[str, ...]
     regressions: int
     accepted: bool = False
-    baseline_cases: int | None = None        # cases of that baseline (None: stored before castguard counted them)
-    shared: int | None = None                # of those, how many this run has too
+    baseline_cases: int | None = None  # cases of that baseline (None: stored before castguard counted them)
+    shared: int | None = None  # of those, how many this run has too
 
     @property
     def missing(self) -> int:
@@ -57,7 +58,7 @@ class RunVerdict:
 class HistoryRun:
     path: Path
     report: Report
-    verdict: RunVerdict | None = None        # None: the run had no baseline
+    verdict: RunVerdict | None = None  # None: the run had no baseline
 
     @property
     def clean(self) -> bool:
@@ -79,7 +80,7 @@ class HistoryRun:
     def unclean_reason(self) -> str:
         """Why the run is not :attr:`clean` ("" when it is)."""
         if self.report.interrupted:
-            return "incomplete" if self.report.shards else "interrupted"   # a merged night missing a shard
+            return "incomplete" if self.report.shards else "interrupted"  # a merged night missing a shard
         if not self.report.clean:
             return "failing or erroring cases"
         if self.regressed:
@@ -109,15 +110,18 @@ class History:
         from collections import Counter
 
         found = Counter(run.unclean_reason for run in (self.runs if runs is None else runs) if not run.clean)
-        words = {"interrupted": "interrupted", "incomplete": "incomplete (a shard missing, killed or failed)",
-                 "failing or erroring cases": "with failing or erroring cases",
-                 "unaccepted regressions": "with unaccepted regressions",
-                 "partial": "partial (lacking some of their baseline's cases)"}
+        words = {
+            "interrupted": "interrupted",
+            "incomplete": "incomplete (a shard missing, killed or failed)",
+            "failing or erroring cases": "with failing or erroring cases",
+            "unaccepted regressions": "with unaccepted regressions",
+            "partial": "partial (lacking some of their baseline's cases)",
+        }
         return ", ".join(f"{count} {words[reason]}" for reason, count in sorted(found.items()))
 
     def after(self, run: HistoryRun) -> tuple[HistoryRun, ...]:
         """The runs stored after ``run``."""
-        return self.runs[self.runs.index(run) + 1:]
+        return self.runs[self.runs.index(run) + 1 :]
 
 
 def read_history(folder: Path) -> History:
@@ -146,8 +150,11 @@ def read_run(path: Path) -> HistoryRun:
         raise UserError(where=path, problem=f"unreadable history file: {err}", fix=fix) from err
     if not isinstance(data, dict) or data.get("castguard_history") != HISTORY_SCHEMA:
         found = data.get("castguard_history") if isinstance(data, dict) else None
-        raise UserError(where=path, problem=f"not a castguard history file of schema {HISTORY_SCHEMA} "
-                        f"(castguard_history={found!r})", fix=fix)
+        raise UserError(
+            where=path,
+            problem=f"not a castguard history file of schema {HISTORY_SCHEMA} (castguard_history={found!r})",
+            fix=fix,
+        )
     try:
         report = report_from_dict(data.get("report"))
         verdict = _verdict_from(data.get("verdict"))
@@ -160,30 +167,58 @@ def _verdict_from(raw: Any) -> RunVerdict | None:
     if raw is None:
         return None
     required, counts = {"baseline", "rules", "regressions", "accepted"}, {"baseline_cases", "shared"}
-    if not isinstance(raw, dict) or set(raw) not in (required, required | counts):   # older files lack the counts
-        raise ValueError(f"verdict must have baseline, rules, regressions and accepted (and baseline_cases and "
-                         f"shared), got {raw!r}")
-    if not (isinstance(raw["regressions"], int) and isinstance(raw["accepted"], bool)
-            and isinstance(raw["baseline"], str) and all(isinstance(r, str) for r in raw["rules"])
-            and all(type(raw.get(k, 0)) is int and raw.get(k, 0) >= 0 for k in counts)):
+    if not isinstance(raw, dict) or set(raw) not in (required, required | counts):  # older files lack the counts
+        raise ValueError(
+            f"verdict must have baseline, rules, regressions and accepted (and baseline_cases and shared), got {raw!r}"
+        )
+    if not (
+        isinstance(raw["regressions"], int)
+        and isinstance(raw["accepted"], bool)
+        and isinstance(raw["baseline"], str)
+        and all(isinstance(r, str) for r in raw["rules"])
+        and all(type(raw.get(k, 0)) is int and raw.get(k, 0) >= 0 for k in counts)
+    ):
         raise ValueError(f"verdict has values of the wrong type: {raw!r}")
-    return RunVerdict(baseline=raw["baseline"], rules=tuple(raw["rules"]), regressions=raw["regressions"],
-                      accepted=raw["accepted"], baseline_cases=raw.get("baseline_cases"), shared=raw.get("shared"))
+    return RunVerdict(
+        baseline=raw["baseline"],
+        rules=tuple(raw["rules"]),
+        regressions=raw["regressions"],
+        accepted=raw["accepted"],
+        baseline_cases=raw.get("baseline_cases"),
+        shared=raw.get("shared"),
+    )
 
 
 def write_run(folder: Path, report: Report, *, comparison: Comparison | None) -> Path:
     """Store one run (atomically); the name sorts by time and is unique by content."""
-    verdict = None if comparison is None else RunVerdict(
-        baseline=comparison.baseline_created, rules=tuple(r.text for r in comparison.rules),
-        regressions=len(comparison.regressions), baseline_cases=comparison.baseline_cases, shared=comparison.shared)
+    verdict = (
+        None
+        if comparison is None
+        else RunVerdict(
+            baseline=comparison.baseline_created,
+            rules=tuple(r.text for r in comparison.rules),
+            regressions=len(comparison.regressions),
+            baseline_cases=comparison.baseline_cases,
+            shared=comparison.shared,
+        )
+    )
     return _write(folder, report, verdict)
 
 
 def _write(folder: Path, report: Report, verdict: RunVerdict | None, *, path: Path | None = None) -> Path:
-    data = {"castguard_history": HISTORY_SCHEMA, "report": report_to_dict(report),
-            "verdict": None if verdict is None else {"baseline": verdict.baseline, "rules": list(verdict.rules),
-                                                     "regressions": verdict.regressions, "accepted": verdict.accepted,
-                                                     **_counts(verdict)}}
+    data = {
+        "castguard_history": HISTORY_SCHEMA,
+        "report": report_to_dict(report),
+        "verdict": None
+        if verdict is None
+        else {
+            "baseline": verdict.baseline,
+            "rules": list(verdict.rules),
+            "regressions": verdict.regressions,
+            "accepted": verdict.accepted,
+            **_counts(verdict),
+        },
+    }
     text = json.dumps(data, indent=1, allow_nan=False) + "\n"
     if path is None:
         path = folder / f"{_stamp(report.created)}-{hashlib.sha256(text.encode()).hexdigest()[:8]}.json"
@@ -203,8 +238,11 @@ def _stamp(created: str) -> str:
     try:
         when = datetime.fromisoformat(created)
     except ValueError as err:
-        raise UserError(where="report.created", problem=f"{created!r} is not an ISO 8601 time",
-                        fix="build reports with harness.report.utc_now()") from err
+        raise UserError(
+            where="report.created",
+            problem=f"{created!r} is not an ISO 8601 time",
+            fix="build reports with harness.report.utc_now()",
+        ) from err
     return when.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
@@ -219,9 +257,11 @@ def accept_run(folder: Path, name: str) -> Path:
         names = ", ".join(r.path.name for r in history.runs[-5:])
         raise UserError(where=folder / name, problem="no such run", fix=f"use 'latest' or one of: {names}")
     if not run.report.clean:
-        raise UserError(where=run.path, problem=f"this run cannot be a baseline: {run.unclean_reason} "
-                        f"({run.report.created})", fix="accept a complete run whose cases all pass, or fix the "
-                        "failing cases and run again")
+        raise UserError(
+            where=run.path,
+            problem=f"this run cannot be a baseline: {run.unclean_reason} ({run.report.created})",
+            fix="accept a complete run whose cases all pass, or fix the failing cases and run again",
+        )
     if run.verdict is None or run.verdict.accepted:
         return run.path
     return _write(folder, run.report, replace(run.verdict, accepted=True), path=run.path)
@@ -246,8 +286,9 @@ def with_since(comparison: Comparison, history: History, baseline_run: HistoryRu
     if baseline_run is None:
         return comparison
     base = baseline_run.report
-    regressions = tuple(replace(c, since=first_seen(c, base, history, since=baseline_run))
-                        for c in comparison.regressions)
+    regressions = tuple(
+        replace(c, since=first_seen(c, base, history, since=baseline_run)) for c in comparison.regressions
+    )
     return replace(comparison, regressions=regressions)
 
 
@@ -265,8 +306,8 @@ class TrendRun:
     commit: str | None
     passed: int
     total: int
-    max_error: tuple[float | None, ...]      # per family: largest worst_error (inf for overflow/NaN)
-    best_share: tuple[float | None, ...]     # per family: largest lowp FLOP share among passing cases
+    max_error: tuple[float | None, ...]  # per family: largest worst_error (inf for overflow/NaN)
+    best_share: tuple[float | None, ...]  # per family: largest lowp FLOP share among passing cases
 
 
 @dataclass(frozen=True)
@@ -297,8 +338,14 @@ def _trend(model: str, reports: Sequence[Report]) -> Trend:
             errors.append(max((math.inf if math.isnan(e) else e for e in errs), default=None))
             ok = [c.lowp_flop_share for c in mine if c.status in ("pass", "xpass") and c.lowp_flop_share is not None]
             shares.append(max(ok, default=None))
-        runs.append(TrendRun(created=report.created, commit=report.provenance.git_commit,
-                             passed=sum(c.status == "pass" for c in cases), total=len(cases),
-                             max_error=tuple(errors), best_share=tuple(shares)))
+        runs.append(
+            TrendRun(
+                created=report.created,
+                commit=report.provenance.git_commit,
+                passed=sum(c.status == "pass" for c in cases),
+                total=len(cases),
+                max_error=tuple(errors),
+                best_share=tuple(shares),
+            )
+        )
     return Trend(model=model, families=families, runs=tuple(runs))
-

@@ -11,6 +11,7 @@ or failed) is said in the terminal, report.md and report.json, stored in the his
 Exit status: 0 when the night is complete and every case passed (or failed as expected) with no regression under
 ``--fail-on-regression``; 1 otherwise (as pytest's 1); 2 for a usage error (shards that do not belong together).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -24,35 +25,56 @@ from harness.report.collect import ReportSession
 from harness.report.merge import Merged, copy_outputs, merge_shards
 from harness.report.model import ShardRun
 
-def merge_command(folders: Sequence[Path], *, out: Path, nightly: NightlyRun | None,
-                  shown_from: Path | None = None) -> tuple[list[str], int]:
+
+def merge_command(
+    folders: Sequence[Path], *, out: Path, nightly: NightlyRun | None, shown_from: Path | None = None
+) -> tuple[list[str], int]:
     """Merge, judge, write; returns the terminal lines and the exit status (see the module docstring)."""
     merged = merge_shards(folders)
     if out.resolve() in {f.resolve() for f in folders}:
-        raise UserError(where=f"--out {out}", problem="is one of the shard folders",
-                        fix="write the merged report to a folder of its own, e.g. --out castguard-merged")
+        raise UserError(
+            where=f"--out {out}",
+            problem="is one of the shard folders",
+            fix="write the merged report to a folder of its own, e.g. --out castguard-merged",
+        )
     session = ReportSession(report_dir=out)
     session.start()
     try:
         copy_outputs(merged, session.run_dir)
-        report = Report.build(merged.records, created=utc_now(), provenance=merged.provenance,
-                              run_id=session.run_id, interrupted=not merged.complete,
-                              planned_cases=merged.planned_cases, shards=merged.shards)
+        report = Report.build(
+            merged.records,
+            created=utc_now(),
+            provenance=merged.provenance,
+            run_id=session.run_id,
+            interrupted=not merged.complete,
+            planned_cases=merged.planned_cases,
+            shards=merged.shards,
+        )
         if nightly is not None:
-            nightly.decide(report)                       # the verdict first, then its rendering
+            nightly.decide(report)  # the verdict first, then its rendering
         extra_md, extra_html = nightly.sections() if nightly is not None else ([], [])
         notes = (*merged.notes, *(f"failed outside the sweep cases: {test}" for test in merged.failed_tests))
-        finished = session.write(report, extra_md=[_notes_markdown(notes), *extra_md],
-                                 extra_html=[_notes_html(notes), *extra_html])
+        finished = session.write(
+            report, extra_md=[_notes_markdown(notes), *extra_md], extra_html=[_notes_html(notes), *extra_html]
+        )
     finally:
         session.close()
-    lines = [_shards_line(merged), *(f"  {_shard_text(s)}" for s in merged.shards),
-             *(f"  note: {note}" for note in notes), finished.summary_line(relative_to=shown_from)]
+    lines = [
+        _shards_line(merged),
+        *(f"  {_shard_text(s)}" for s in merged.shards),
+        *(f"  note: {note}" for note in notes),
+        finished.summary_line(relative_to=shown_from),
+    ]
     if nightly is not None:
         lines += ["castguard nightly regression:", *(f"  {line}" for line in nightly.terminal_lines())]
     failing = any(c.status in ("fail", "error", "xpass") for c in report.cases)
-    code = int(not merged.complete or failing or bool(merged.failed_tests)
-               or (nightly is not None and nightly.exit_code != 0) or finished.error is not None)
+    code = int(
+        not merged.complete
+        or failing
+        or bool(merged.failed_tests)
+        or (nightly is not None and nightly.exit_code != 0)
+        or finished.error is not None
+    )
     return lines, code
 
 
@@ -74,6 +96,12 @@ def _notes_markdown(notes: Sequence[str]) -> str:
 
 
 def _notes_html(notes: Sequence[str]) -> str:
-    return ("<section id=\"merge-notes\"><h2>Merge notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes)
-            + "</ul></section>") if notes else ""
-
+    return (
+        (
+            '<section id="merge-notes"><h2>Merge notes</h2><ul>'
+            + "".join(f"<li>{escape(n)}</li>" for n in notes)
+            + "</ul></section>"
+        )
+        if notes
+        else ""
+    )

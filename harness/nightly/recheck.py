@@ -8,6 +8,7 @@ judged with (atol, rtol, mode, quantile as recorded); only what is given is repl
 Polygraphy style, per output (``--atol logits:1e-2``). The recomputed error statistics must equal the
 recorded ones, which proves the saved files belong to the report; a case where they do not is an error.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,13 +20,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from harness.judge.compare import MODES, CompareResult, Tolerance, compare_iterations
 from harness.errors import UserError
+from harness.judge.compare import MODES, CompareResult, Tolerance, compare_iterations
 from harness.report.io import load_outputs, read_report
 from harness.report.model import CaseRecord, OutputStats
 
 T = TypeVar("T")
-PerOutput = tuple[tuple[str, T], ...]          # ("" = every output, else an output name)
+PerOutput = tuple[tuple[str, T], ...]  # ("" = every output, else an output name)
 _CHECKED_STATS = ("max_abs", "mean_abs", "median_abs", "max_rel", "mean_rel", "median_rel", "n_total")
 
 
@@ -42,8 +43,11 @@ class ToleranceOverride:
         for field in ("atol", "rtol", "mode", "quantile"):
             names = [name for name, _ in getattr(self, field)]
             if len(set(names)) != len(names):
-                raise UserError(where=f"--{field}", problem=f"an output is given twice in {names}",
-                                fix="give each output (or the bare default) once")
+                raise UserError(
+                    where=f"--{field}",
+                    problem=f"an output is given twice in {names}",
+                    fix="give each output (or the bare default) once",
+                )
 
     def apply(self, output: str, recorded: Tolerance) -> Tolerance:
         """``recorded`` with every field this override sets for ``output`` (a named entry beats the default)."""
@@ -69,8 +73,9 @@ def parse_per_output(values: Sequence[str], convert: Callable[[str], T], *, wher
         try:
             parsed.append((name if colon else "", convert(raw)))
         except ValueError as err:
-            raise UserError(where=f"{where} {text!r}", problem=str(err),
-                            fix=f"write {where} VALUE or {where} OUTPUT:VALUE") from err
+            raise UserError(
+                where=f"{where} {text!r}", problem=str(err), fix=f"write {where} VALUE or {where} OUTPUT:VALUE"
+            ) from err
     return tuple(parsed)
 
 
@@ -98,7 +103,7 @@ class RecheckedCase:
     status: str
     comparison: CompareResult | None = None
     reason: str = ""
-    broken: bool = False                     # the saved files do not match the report
+    broken: bool = False  # the saved files do not match the report
 
     @property
     def changed(self) -> bool:
@@ -118,14 +123,18 @@ class RecheckResult:
     def summary(self) -> str:
         """What a person reads: counts, then every case whose status changed or could not be rechecked."""
         changed = [c for c in self.cases if c.changed]
-        lines = [f"{self.rechecked} of {len(self.cases)} case(s) rechecked in {self.seconds:.2f} s from "
-                 f"{self.report_dir}; {len(changed)} changed"]
+        lines = [
+            f"{self.rechecked} of {len(self.cases)} case(s) rechecked in {self.seconds:.2f} s from "
+            f"{self.report_dir}; {len(changed)} changed"
+        ]
         counts = {s: sum(c.status == s for c in self.cases) for s in dict.fromkeys(c.status for c in self.cases)}
         lines.append("now: " + ", ".join(f"{n} {s}" for s, n in counts.items()))
         for case in changed:
             detail = case.reason or (case.comparison.summary().splitlines()[0] if case.comparison else "")
-            lines.append(f"  {case.record.model} / {case.record.case_id}: {case.record.status} -> {case.status}"
-                         + (f" ({detail})" if detail else ""))
+            lines.append(
+                f"  {case.record.model} / {case.record.case_id}: {case.record.status} -> {case.status}"
+                + (f" ({detail})" if detail else "")
+            )
         skipped = [c for c in self.cases if c.comparison is None and not c.changed]
         if skipped:
             lines.append(f"  not rechecked: {len(skipped)} case(s) without saved outputs (error or skip)")
@@ -134,12 +143,15 @@ class RecheckResult:
     @property
     def exit_code(self) -> int:
         """1 when a rechecked case now fails (or passes while expected to fail) or its files are broken, else 0."""
-        return 1 if any(c.broken or (c.comparison is not None and c.status in ("fail", "xpass"))
-                        for c in self.cases) else 0
+        return (
+            1
+            if any(c.broken or (c.comparison is not None and c.status in ("fail", "xpass")) for c in self.cases)
+            else 0
+        )
 
 
 def recorded_tolerance(stats: OutputStats) -> Tolerance:
-    mode: Any = stats.mode                   # a str in the report; Tolerance checks it is a known mode
+    mode: Any = stats.mode  # a str in the report; Tolerance checks it is a known mode
     return Tolerance(atol=stats.atol, rtol=stats.rtol, mode=mode, quantile=stats.quantile)
 
 
@@ -149,18 +161,23 @@ def recheck(report_dir: Path, *, override: ToleranceOverride) -> RecheckResult:
     report = read_report(report_dir / "report.json")
     unknown = override.unknown_outputs({o.name for c in report.cases for o in c.outputs})
     if unknown:
-        raise UserError(where="castguard recheck", problem=f"no case in {report_dir} has output(s) {unknown}",
-                        fix="name outputs as they appear in report.json, or give a bare value for every output")
+        raise UserError(
+            where="castguard recheck",
+            problem=f"no case in {report_dir} has output(s) {unknown}",
+            fix="name outputs as they appear in report.json, or give a bare value for every output",
+        )
     goldens: dict[str, list[dict[str, np.ndarray]]] = {}
     cases = tuple(_recheck_case(report_dir, record, override, goldens) for record in report.cases)
     return RecheckResult(report_dir=report_dir, cases=cases, seconds=time.perf_counter() - start)
 
 
-def _recheck_case(report_dir: Path, record: CaseRecord, override: ToleranceOverride,
-                  goldens: dict[str, list[dict[str, np.ndarray]]]) -> RecheckedCase:
+def _recheck_case(
+    report_dir: Path, record: CaseRecord, override: ToleranceOverride, goldens: dict[str, list[dict[str, np.ndarray]]]
+) -> RecheckedCase:
     if record.outputs_file is None or record.golden_file is None or not record.outputs:
-        return RecheckedCase(record=record, status=record.status, reason=f"nothing to recheck ({record.status}: "
-                             "no saved outputs)")
+        return RecheckedCase(
+            record=record, status=record.status, reason=f"nothing to recheck ({record.status}: no saved outputs)"
+        )
     obtained = load_outputs(report_dir, record.outputs_file)
     if record.golden_file not in goldens:
         goldens[record.golden_file] = load_outputs(report_dir, record.golden_file)
@@ -168,8 +185,12 @@ def _recheck_case(report_dir: Path, record: CaseRecord, override: ToleranceOverr
     comparison = compare_iterations(obtained, goldens[record.golden_file], tolerances=tolerances, default=Tolerance())
     mismatch = _stats_mismatch(record, comparison)
     if mismatch:
-        return RecheckedCase(record=record, status="error", broken=True, reason=f"the saved outputs do not "
-                             f"reproduce the recorded statistics ({mismatch}); re-run the sweep")
+        return RecheckedCase(
+            record=record,
+            status="error",
+            broken=True,
+            reason=f"the saved outputs do not reproduce the recorded statistics ({mismatch}); re-run the sweep",
+        )
     return RecheckedCase(record=record, status=_new_status(record.status, comparison.passed), comparison=comparison)
 
 
@@ -188,7 +209,6 @@ def _stats_mismatch(record: CaseRecord, comparison: CompareResult) -> str:
 def _new_status(old: str, passed: bool) -> str:
     if old in ("xfail", "xpass"):
         return "xpass" if passed else "xfail"
-    if old == "skip":            # a runner that is not a low-precision oracle: stays a skip
+    if old == "skip":  # a runner that is not a low-precision oracle: stays a skip
         return old
     return "pass" if passed else "fail"
-

@@ -1,13 +1,14 @@
 """The baseline comparison as markdown, HTML and terminal lines. Formatting only: the verdict is
 :mod:`harness.nightly.rules`'s; this module never decides what regressed."""
+
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from harness.nightly.rules import GOOD_STATUSES, TRT_BUILDS, Change, Comparison, Key, describe_rules
 from harness.nightly.history import Skipped
+from harness.nightly.rules import GOOD_STATUSES, TRT_BUILDS, Change, Comparison, Key, describe_rules
 from harness.report.format import fmt_error, fmt_share
 from harness.report.render_md import md_code
 
@@ -42,10 +43,15 @@ def fmt_change(change: Change) -> str:
 
 
 def _cells(change: Change, *, with_inputs: bool) -> tuple[str, ...]:
-    return (_key_text(change.key, with_inputs=with_inputs),
-            change.rule.metric, fmt_value(change.rule.metric, change.baseline),
-            fmt_value(change.rule.metric, change.now),
-            fmt_change(change), change.rule.text, change.since or "this run")
+    return (
+        _key_text(change.key, with_inputs=with_inputs),
+        change.rule.metric,
+        fmt_value(change.rule.metric, change.baseline),
+        fmt_value(change.rule.metric, change.now),
+        fmt_change(change),
+        change.rule.text,
+        change.since or "this run",
+    )
 
 
 def _key_text(key: Key, *, with_inputs: bool) -> str:
@@ -65,28 +71,41 @@ def _with_inputs(comparison: Comparison) -> bool:
 
 def headline(comparison: Comparison) -> str:
     if comparison.nothing_comparable:
-        return (f"nothing comparable: none of this run's {len(comparison.new)} case(s) matches one of the "
-                f"{len(comparison.missing)} case(s) of the baseline of {comparison.baseline_created} (a changed "
-                "setting renames cases: model, case id and inputs id must all match); nothing was judged")
-    return (f"{len(comparison.regressions)} regression(s), {len(comparison.improvements)} improvement(s) over "
-            f"{comparison.compared} case(s) compared with the baseline of {comparison.baseline_created}"
-            + (f" (commit {comparison.baseline_commit[:12]})" if comparison.baseline_commit else "")
-            + f"; rules: {describe_rules(comparison.rules)}")
+        return (
+            f"nothing comparable: none of this run's {len(comparison.new)} case(s) matches one of the "
+            f"{len(comparison.missing)} case(s) of the baseline of {comparison.baseline_created} (a changed "
+            "setting renames cases: model, case id and inputs id must all match); nothing was judged"
+        )
+    return (
+        f"{len(comparison.regressions)} regression(s), {len(comparison.improvements)} improvement(s) over "
+        f"{comparison.compared} case(s) compared with the baseline of {comparison.baseline_created}"
+        + (f" (commit {comparison.baseline_commit[:12]})" if comparison.baseline_commit else "")
+        + f"; rules: {describe_rules(comparison.rules)}"
+    )
 
 
 def _lists(comparison: Comparison) -> list[tuple[str, tuple[Key, ...]]]:
-    return [(title, keys) for title, keys in (
-        ("New cases (not in the baseline)", comparison.new),
-        ("Missing cases (in the baseline, not in this run)", comparison.missing),
-        ("Model changed since the baseline (another sha256: not compared; its golden is stale)",
-         comparison.model_changed)) if keys]
+    return [
+        (title, keys)
+        for title, keys in (
+            ("New cases (not in the baseline)", comparison.new),
+            ("Missing cases (in the baseline, not in this run)", comparison.missing),
+            (
+                "Model changed since the baseline (another sha256: not compared; its golden is stale)",
+                comparison.model_changed,
+            ),
+        )
+        if keys
+    ]
 
 
 def _partial_note(comparison: Comparison) -> str:
     if not comparison.partial:
         return ""
-    return (f": this run lacks {len(comparison.missing)} of the baseline's cases, so it will not become the baseline "
-            "(later runs keep the complete one) unless you accept its smaller case set (castguard history DIR --accept)")
+    return (
+        f": this run lacks {len(comparison.missing)} of the baseline's cases, so it will not become the baseline "
+        "(later runs keep the complete one) unless you accept its smaller case set (castguard history DIR --accept)"
+    )
 
 
 def _shown(keys: Sequence[Key], *, with_inputs: bool) -> tuple[list[str], str]:
@@ -106,24 +125,41 @@ def notes_markdown(notes: Sequence[str], skipped: Sequence[Skipped]) -> str:
 def notes_html(notes: Sequence[str], skipped: Sequence[Skipped]) -> str:
     items = [escape(note) for note in notes]
     if skipped:
-        items.append(f"history: {len(skipped)} unreadable file(s) skipped: " + "; ".join(
-            f"<code>{escape(s.path.name)}</code> ({escape(s.reason)})" for s in skipped))
-    return ("<section id=\"nightly\"><h2>Nightly</h2><ul>" + "".join(f"<li>{i}</li>" for i in items)
-            + "</ul></section>") if items else ""
+        items.append(
+            f"history: {len(skipped)} unreadable file(s) skipped: "
+            + "; ".join(f"<code>{escape(s.path.name)}</code> ({escape(s.reason)})" for s in skipped)
+        )
+    return (
+        ('<section id="nightly"><h2>Nightly</h2><ul>' + "".join(f"<li>{i}</li>" for i in items) + "</ul></section>")
+        if items
+        else ""
+    )
 
 
 def comparison_markdown(comparison: Comparison) -> str:
     """The "Baseline comparison" section of ``report.md``."""
     source, multi = md_code(comparison.baseline_source, in_table=False), _with_inputs(comparison)
-    lines = ["## Baseline comparison", "", f"{headline(comparison)}. Baseline: {source}.", "",
-             f"{comparison.coverage}{_partial_note(comparison)}.", ""]
+    lines = [
+        "## Baseline comparison",
+        "",
+        f"{headline(comparison)}. Baseline: {source}.",
+        "",
+        f"{comparison.coverage}{_partial_note(comparison)}.",
+        "",
+    ]
     for title, changes in (("Regressions", comparison.regressions), ("Improvements", comparison.improvements)):
         if not changes:
             continue
         lines += [f"### {title}", "", "| " + " | ".join(_COLUMNS) + " |", "|---|---|---:|---:|---:|---|---|"]
-        lines += ["| " + " | ".join(md_code(c, in_table=True) if i in (0, 5) else c.replace("|", "\\|")
-                                    for i, c in enumerate(_cells(change, with_inputs=multi))) + " |"
-                  for change in changes]
+        lines += [
+            "| "
+            + " | ".join(
+                md_code(c, in_table=True) if i in (0, 5) else c.replace("|", "\\|")
+                for i, c in enumerate(_cells(change, with_inputs=multi))
+            )
+            + " |"
+            for change in changes
+        ]
         lines.append("")
     for title, keys in _lists(comparison):
         shown, more = _shown(keys, with_inputs=_with_inputs(comparison))
@@ -134,27 +170,34 @@ def comparison_markdown(comparison: Comparison) -> str:
 def comparison_html(comparison: Comparison) -> str:
     """The "Baseline comparison" section of ``report.html``."""
     multi = _with_inputs(comparison)
-    parts = [f"<section id=\"baseline\"><h2>Baseline comparison</h2><p class=\"meta\">{escape(headline(comparison))}."
-             f" Baseline: <code>{escape(comparison.baseline_source)}</code>.</p>"
-             f"<p class=\"meta\">{escape(comparison.coverage + _partial_note(comparison))}.</p>"]
+    parts = [
+        f'<section id="baseline"><h2>Baseline comparison</h2><p class="meta">{escape(headline(comparison))}.'
+        f" Baseline: <code>{escape(comparison.baseline_source)}</code>.</p>"
+        f'<p class="meta">{escape(comparison.coverage + _partial_note(comparison))}.</p>'
+    ]
     for title, changes in (("Regressions", comparison.regressions), ("Improvements", comparison.improvements)):
         if changes:
             head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
-            rows = "".join("<tr>" + "".join(_td(i, cell) for i, cell in enumerate(_cells(ch, with_inputs=multi)))
-                           + "</tr>"
-                           for ch in changes)
+            rows = "".join(
+                "<tr>" + "".join(_td(i, cell) for i, cell in enumerate(_cells(ch, with_inputs=multi))) + "</tr>"
+                for ch in changes
+            )
             parts.append(f"<h3>{title}</h3><table><tr>{head}</tr>{rows}</table>")
     for title, keys in _lists(comparison):
         shown, more = _shown(keys, with_inputs=_with_inputs(comparison))
-        parts.append(f"<p><b>{escape(title)}:</b> " + ", ".join(f"<code class=\"id\">{escape(k)}</code>" for k in shown)
-                     + escape(more) + "</p>")
+        parts.append(
+            f"<p><b>{escape(title)}:</b> "
+            + ", ".join(f'<code class="id">{escape(k)}</code>' for k in shown)
+            + escape(more)
+            + "</p>"
+        )
     return "".join(parts) + "</section>"
 
 
 def _td(index: int, cell: str) -> str:
     if index == 0:
-        return f"<td><code class=\"id\">{escape(cell)}</code></td>"
-    return f"<td class=\"num\">{escape(cell)}</td>" if index in (2, 3, 4) else f"<td>{escape(cell)}</td>"
+        return f'<td><code class="id">{escape(cell)}</code></td>'
+    return f'<td class="num">{escape(cell)}</td>' if index in (2, 3, 4) else f"<td>{escape(cell)}</td>"
 
 
 def comparison_lines(comparison: Comparison, *, limit: int = _LIST_LIMIT) -> list[str]:

@@ -22,6 +22,7 @@ file changed (another sha256) is listed as "model changed", never judged: its go
 already fails on that. A change past a rule's threshold in the good direction is an improvement. Nothing
 here renders (see :mod:`harness.nightly.render`).
 """
+
 from __future__ import annotations
 
 import difflib
@@ -35,17 +36,19 @@ from harness.errors import UserError
 from harness.report.model import CaseRecord, Report
 
 Unit = Literal["%", "pp", "abs", "status"]
-Key = tuple[str, str, str]                   # (model, case_id, inputs_id), as CaseRecord.key
-GOOD_STATUSES = ("pass", "xfail")            # what a healthy case reports; anything else after it is a regression
-TIME_FLOOR_S = 0.25     # timing changes smaller than this are noise: scheduling, and which case of an xdist
-                        # worker pays its first-run warm-up (measured 0.13 s on mnist under -n 2)
-SPEEDUP_FLOOR = 0.05    # speedup changes smaller than this are GPU timing noise (interleaved medians of a shared
-                        # H100 moved by up to 0.04 between two runs, 2026-11-22: docs/gpu-fidelity.md)
+Key = tuple[str, str, str]  # (model, case_id, inputs_id), as CaseRecord.key
+GOOD_STATUSES = ("pass", "xfail")  # what a healthy case reports; anything else after it is a regression
+TIME_FLOOR_S = 0.25  # timing changes smaller than this are noise: scheduling, and which case of an xdist
+# worker pays its first-run warm-up (measured 0.13 s on mnist under -n 2)
+SPEEDUP_FLOOR = 0.05  # speedup changes smaller than this are GPU timing noise (interleaved medians of a shared
+# H100 moved by up to 0.04 between two runs, 2026-11-22: docs/gpu-fidelity.md)
 OPTION = "--fail-on-regression"
-MAX_REL_FLOOR = 0.1     # max_rel below 10 % counts as 10 %: on well-scaled elements fp16 rounding gives ~1e-3, and
-                        # a near-zero golden element alone can move it by orders of magnitude in either direction
-ERROR_FLOOR = 1e-5      # scaled-error changes below this are fp32 kernel-order noise (fp16's eps is 9.8e-4)
-RECOMMENDED_RULES = "status,trt_build,error:+25%,lowp_share:-2pp"   # robust: no max_rel (see MAX_REL_FLOOR); in the README
+MAX_REL_FLOOR = 0.1  # max_rel below 10 % counts as 10 %: on well-scaled elements fp16 rounding gives ~1e-3, and
+# a near-zero golden element alone can move it by orders of magnitude in either direction
+ERROR_FLOOR = 1e-5  # scaled-error changes below this are fp32 kernel-order noise (fp16's eps is 9.8e-4)
+RECOMMENDED_RULES = (
+    "status,trt_build,error:+25%,lowp_share:-2pp"  # robust: no max_rel (see MAX_REL_FLOOR); in the README
+)
 _RULE = re.compile(r"(?P<sign>[+-]?)(?P<number>[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)(?P<unit>%|pp)?\Z")
 
 
@@ -57,15 +60,16 @@ class Metric:
     description: str
     worse: Literal[1, -1]
     read: Callable[[CaseRecord], float | None]
-    share: bool = False                      # a 0..1 share: "pp" allowed
-    floor: float = 0.0                       # smaller absolute changes are noise, never judged
-    value_floor: float = 0.0                 # values below it count as it (a relative change of tiny values is noise)
+    share: bool = False  # a 0..1 share: "pp" allowed
+    floor: float = 0.0  # smaller absolute changes are noise, never judged
+    value_floor: float = 0.0  # values below it count as it (a relative change of tiny values is noise)
 
 
 def _worst_output(field: str) -> Callable[[CaseRecord], float | None]:
     def read(record: CaseRecord) -> float | None:
         values = [getattr(o, field) for o in record.outputs]
         return max((math.inf if math.isnan(v) else v for v in values), default=None)
+
     return read
 
 
@@ -74,35 +78,71 @@ def _over_tolerance(record: CaseRecord) -> float | None:
     values = []
     for o in record.outputs:
         allowed = o.atol + o.rtol * o.golden_absmax
-        values.append(math.inf if math.isnan(o.max_abs) else (o.max_abs / allowed if allowed > 0 else
-                                                               (0.0 if o.max_abs == 0 else math.inf)))
+        values.append(
+            math.inf
+            if math.isnan(o.max_abs)
+            else (o.max_abs / allowed if allowed > 0 else (0.0 if o.max_abs == 0 else math.inf))
+        )
     return max(values, default=None)
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("max_rel", f"worst element-wise relative error over the outputs (values below {MAX_REL_FLOOR:g} count as "
-           f"{MAX_REL_FLOOR:g}: near-zero goldens make it jump; prefer error or over_tol)", 1,
-           lambda r: r.worst_max_rel, value_floor=MAX_REL_FLOOR),
+    Metric(
+        "max_rel",
+        f"worst element-wise relative error over the outputs (values below {MAX_REL_FLOOR:g} count as "
+        f"{MAX_REL_FLOOR:g}: near-zero goldens make it jump; prefer error or over_tol)",
+        1,
+        lambda r: r.worst_max_rel,
+        value_floor=MAX_REL_FLOOR,
+    ),
     Metric("max_abs", "worst element-wise absolute error over the outputs", 1, _worst_output("max_abs")),
     Metric("median_rel", "worst median relative error over the outputs", 1, _worst_output("median_rel")),
-    Metric("error", "worst error scaled by the output's largest |golden| (the report's 'worst error'; changes "
-           f"below {ERROR_FLOOR:g} are fp32 noise)", 1, lambda r: r.worst_error, floor=ERROR_FLOOR),
-    Metric("over_tol", "worst max_abs / (atol + rtol x max|golden|): the error in units of the output's tolerance "
-           f"(changes below {ERROR_FLOOR:g} are noise)", 1, _over_tolerance, floor=ERROR_FLOOR),
+    Metric(
+        "error",
+        "worst error scaled by the output's largest |golden| (the report's 'worst error'; changes "
+        f"below {ERROR_FLOOR:g} are fp32 noise)",
+        1,
+        lambda r: r.worst_error,
+        floor=ERROR_FLOOR,
+    ),
+    Metric(
+        "over_tol",
+        "worst max_abs / (atol + rtol x max|golden|): the error in units of the output's tolerance "
+        f"(changes below {ERROR_FLOOR:g} are noise)",
+        1,
+        _over_tolerance,
+        floor=ERROR_FLOOR,
+    ),
     Metric("lowp_share", "share of FLOPs in fp16/bf16", -1, lambda r: r.lowp_flop_share, share=True),
-    Metric("casts", "Cast nodes in the converted model", 1,
-           lambda r: None if r.cast_count is None else float(r.cast_count)),
-    Metric("speedup", "measured FP32 latency / low-precision latency on the same GPU runner (CPU runners claim "
-           "none and are not judged)", -1, lambda r: r.speedup, floor=SPEEDUP_FLOOR),
-    Metric("convert_time", "seconds converting (not judged when the conversion came from the cache)", 1,
-           lambda r: None if r.conversion_cached else r.timings.convert_s, floor=TIME_FLOOR_S),
+    Metric(
+        "casts", "Cast nodes in the converted model", 1, lambda r: None if r.cast_count is None else float(r.cast_count)
+    ),
+    Metric(
+        "speedup",
+        "measured FP32 latency / low-precision latency on the same GPU runner (CPU runners claim "
+        "none and are not judged)",
+        -1,
+        lambda r: r.speedup,
+        floor=SPEEDUP_FLOOR,
+    ),
+    Metric(
+        "convert_time",
+        "seconds converting (not judged when the conversion came from the cache)",
+        1,
+        lambda r: None if r.conversion_cached else r.timings.convert_s,
+        floor=TIME_FLOOR_S,
+    ),
     Metric("infer_time", "seconds running the converted model", 1, lambda r: r.timings.infer_s, floor=TIME_FLOOR_S),
-    Metric("total_time", "seconds for the case, without the model's shared magnitudes (not judged when the "
-           "conversion came from the cache)", 1,
-           lambda r: None if r.conversion_cached else r.timings.total_s - r.timings.magnitudes_s,
-           floor=TIME_FLOOR_S),
+    Metric(
+        "total_time",
+        "seconds for the case, without the model's shared magnitudes (not judged when the "
+        "conversion came from the cache)",
+        1,
+        lambda r: None if r.conversion_cached else r.timings.total_s - r.timings.magnitudes_s,
+        floor=TIME_FLOOR_S,
+    ),
 )
-VERDICT_RULES = ("status", "trt_build")     # rules on a yes/no verdict: no threshold
+VERDICT_RULES = ("status", "trt_build")  # rules on a yes/no verdict: no threshold
 METRIC_NAMES = tuple(m.name for m in METRICS) + VERDICT_RULES
 
 
@@ -146,8 +186,7 @@ def parse_rule(text: str, *, where: str = OPTION) -> Rule:
     if name not in METRIC_NAMES:
         close = difflib.get_close_matches(name, METRIC_NAMES, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        raise UserError(where=here, problem=f"unknown metric {name!r}",
-                        fix=f"{hint}metrics: {', '.join(METRIC_NAMES)}")
+        raise UserError(where=here, problem=f"unknown metric {name!r}", fix=f"{hint}metrics: {', '.join(METRIC_NAMES)}")
     if name in VERDICT_RULES:
         if colon:
             raise UserError(where=here, problem=f"{name} takes no threshold", fix=f"write it as: {name}")
@@ -155,20 +194,29 @@ def parse_rule(text: str, *, where: str = OPTION) -> Rule:
     known = metric(name)
     match = _RULE.match(spec)
     if not colon or match is None:
-        raise UserError(where=here, problem="expected METRIC:[+|-]NUMBER[%|pp]",
-                        fix=f"e.g. {name}:{'+' if known.worse > 0 else '-'}25%")
+        raise UserError(
+            where=here,
+            problem="expected METRIC:[+|-]NUMBER[%|pp]",
+            fix=f"e.g. {name}:{'+' if known.worse > 0 else '-'}25%",
+        )
     sign, unit = match["sign"], match["unit"] or "abs"
     bad_way = "+" if known.worse > 0 else "-"
     if sign and sign != bad_way:
-        raise UserError(where=here, problem=f"{name} gets worse when it {'grows' if known.worse > 0 else 'shrinks'}, "
-                        f"so {sign}{match['number']} would flag improvements",
-                        fix=f"write {name}:{bad_way}{match['number']}{match['unit'] or ''}")
+        raise UserError(
+            where=here,
+            problem=f"{name} gets worse when it {'grows' if known.worse > 0 else 'shrinks'}, "
+            f"so {sign}{match['number']} would flag improvements",
+            fix=f"write {name}:{bad_way}{match['number']}{match['unit'] or ''}",
+        )
     if unit == "pp" and not known.share:
-        raise UserError(where=here, problem=f"percentage points (pp) apply to shares only; {name} is not a share",
-                        fix=f"use a relative change such as {name}:{bad_way}25%")
+        raise UserError(
+            where=here,
+            problem=f"percentage points (pp) apply to shares only; {name} is not a share",
+            fix=f"use a relative change such as {name}:{bad_way}25%",
+        )
     value = float(match["number"])
     threshold = value / 100.0 if unit in ("%", "pp") else value
-    return Rule(text=text, metric=name, unit=unit, threshold=threshold)   # type: ignore[arg-type]
+    return Rule(text=text, metric=name, unit=unit, threshold=threshold)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -181,8 +229,8 @@ class Change:
     rule: Rule
     baseline: float | str
     now: float | str
-    delta: float | None = None               # fraction for % and pp, absolute otherwise; None for status
-    since: str | None = None                 # ``created`` of the first run that showed it (from a history)
+    delta: float | None = None  # fraction for % and pp, absolute otherwise; None for status
+    since: str | None = None  # ``created`` of the first run that showed it (from a history)
 
     @property
     def key(self) -> Key:
@@ -193,7 +241,7 @@ class Change:
 class Comparison:
     """The verdict of one run against its baseline. Truthy when nothing regressed."""
 
-    baseline_source: str                     # the file the baseline came from
+    baseline_source: str  # the file the baseline came from
     baseline_created: str
     baseline_commit: str | None
     rules: tuple[Rule, ...]
@@ -253,7 +301,7 @@ def compare_reports(current: Report, baseline: Report, *, rules: Sequence[Rule],
         old, new = before[key], now[key]
         if old.model_sha256 != new.model_sha256:
             changed_model.append(key)
-            tuned = tuned_plan_regression(old, new)   # a stored tuned plan is checked on every model version
+            tuned = tuned_plan_regression(old, new)  # a stored tuned plan is checked on every model version
             if tuned is not None:
                 regressions.append(tuned)
             continue
@@ -262,11 +310,18 @@ def compare_reports(current: Report, baseline: Report, *, rules: Sequence[Rule],
             found = judge(old, new, rule)
             if found is not None:
                 (regressions if found[0] else improvements).append(found[1])
-    return Comparison(baseline_source=source, baseline_created=baseline.created,
-                      baseline_commit=baseline.provenance.git_commit,
-                      rules=tuple(rules), compared=compared, regressions=tuple(regressions),
-                      improvements=tuple(improvements), new=tuple(sorted(now.keys() - before.keys())),
-                      missing=tuple(sorted(before.keys() - now.keys())), model_changed=tuple(changed_model))
+    return Comparison(
+        baseline_source=source,
+        baseline_created=baseline.created,
+        baseline_commit=baseline.provenance.git_commit,
+        rules=tuple(rules),
+        compared=compared,
+        regressions=tuple(regressions),
+        improvements=tuple(improvements),
+        new=tuple(sorted(now.keys() - before.keys())),
+        missing=tuple(sorted(before.keys() - now.keys())),
+        model_changed=tuple(changed_model),
+    )
 
 
 MOVE_PREFIX = "MOVE TO FP32: "
@@ -281,11 +336,17 @@ def tuned_plan_regression(old: CaseRecord, new: CaseRecord) -> Change | None:
     moves = [node for node, why in new.kept_fp32 if why.startswith(MOVE_PREFIX)]
     text = "tuned plan misses its bound on the new model version; move to FP32: " + (", ".join(moves) or "(see case)")
     model, case_id, inputs_id = new.key
-    return Change(model=model, case_id=case_id, inputs_id=inputs_id, rule=Rule(text=text, metric="status"),
-                  baseline=old.status, now=new.status)
+    return Change(
+        model=model,
+        case_id=case_id,
+        inputs_id=inputs_id,
+        rule=Rule(text=text, metric="status"),
+        baseline=old.status,
+        now=new.status,
+    )
 
 
-TRT_BUILDS = "builds with its types"     # a trt_build Change's baseline/now when the model built
+TRT_BUILDS = "builds with its types"  # a trt_build Change's baseline/now when the model built
 
 
 def trt_build_text(record: CaseRecord) -> str:
@@ -299,9 +360,10 @@ def judge(old: CaseRecord, new: CaseRecord, rule: Rule) -> tuple[bool, Change] |
     model, case_id, inputs_id = new.key
     if rule.metric == "trt_build":
         if old.trt_build is None or new.trt_build is None or old.trt_build.ok == new.trt_build.ok:
-            return None                      # not checked in one run, or no change
-        return old.trt_build.ok, Change(model, case_id, inputs_id, rule, baseline=trt_build_text(old),
-                                        now=trt_build_text(new))
+            return None  # not checked in one run, or no change
+        return old.trt_build.ok, Change(
+            model, case_id, inputs_id, rule, baseline=trt_build_text(old), now=trt_build_text(new)
+        )
     if rule.metric == "status":
         was, now = old.status in GOOD_STATUSES, new.status in GOOD_STATUSES
         if was == now:
@@ -310,20 +372,20 @@ def judge(old: CaseRecord, new: CaseRecord, rule: Rule) -> tuple[bool, Change] |
     known = metric(rule.metric)
     a, b = known.read(old), known.read(new)
     if a is None or b is None:
-        return None                          # not measured in one run: the status rule speaks for it
+        return None  # not measured in one run: the status rule speaks for it
     if known.value_floor:
         a, b = (v if math.isnan(v) else max(v, known.value_floor) for v in (a, b))
     delta = _delta(a, b, rule.unit)
     if math.isnan(delta) or delta == 0 or (math.isfinite(a) and math.isfinite(b) and abs(b - a) <= known.floor):
         return None
     worse = delta * known.worse
-    if abs(worse) <= rule.threshold * (1 + 1e-9):      # "more than": an exact +25% or -2pp is within the rule
+    if abs(worse) <= rule.threshold * (1 + 1e-9):  # "more than": an exact +25% or -2pp is within the rule
         return None
     return worse > 0, Change(model, case_id, inputs_id, rule, baseline=a, now=b, delta=delta)
 
 
 def _delta(a: float, b: float, unit: Unit) -> float:
-    a, b = (math.inf if math.isnan(a) else a), (math.inf if math.isnan(b) else b)   # NaN errors count as inf
+    a, b = (math.inf if math.isnan(a) else a), (math.inf if math.isnan(b) else b)  # NaN errors count as inf
     if a == b:
         return 0.0
     if not (math.isfinite(a) and math.isfinite(b)):

@@ -5,6 +5,7 @@ loads the baseline with :func:`load_baseline` at configure time, and at session 
 with the run's :class:`~harness.report.Report`: compare with the baseline, store the run in the history
 folder, and return the report sections and the exit code. Nothing here imports pytest.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -12,9 +13,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.nightly.rules import OPTION, RECOMMENDED_RULES, Comparison, Rule, compare_reports, parse_rules
 from harness.errors import UserError
-from harness.nightly.history import DEFAULT_TREND_RUNS, History, HistoryRun, Skipped, read_history, with_since, write_run
+from harness.nightly.history import (
+    DEFAULT_TREND_RUNS,
+    History,
+    HistoryRun,
+    Skipped,
+    read_history,
+    with_since,
+    write_run,
+)
+from harness.nightly.rules import OPTION, RECOMMENDED_RULES, Comparison, Rule, compare_reports, parse_rules
 from harness.report.io import read_report
 from harness.report.model import Report
 
@@ -24,16 +33,19 @@ DISPLAY_RULES = RECOMMENDED_RULES
 
 @dataclass(frozen=True)
 class NightlyOptions:
-    baseline: Path | None = None             # a report.json, a report folder, or a history folder
-    rules: tuple[Rule, ...] = ()             # --fail-on-regression; empty: compare for display only
-    history: Path | None = None              # store this run there
+    baseline: Path | None = None  # a report.json, a report folder, or a history folder
+    rules: tuple[Rule, ...] = ()  # --fail-on-regression; empty: compare for display only
+    history: Path | None = None  # store this run there
     strict_provenance: bool = False
     trend_runs: int = DEFAULT_TREND_RUNS
 
     def __post_init__(self) -> None:
         if self.rules and self.baseline is None and self.history is None:
-            raise UserError(where=OPTION, problem="there is nothing to compare with",
-                            fix="add --baseline PATH (a report.json or a history folder) or --history DIR")
+            raise UserError(
+                where=OPTION,
+                problem="there is nothing to compare with",
+                fix="add --baseline PATH (a report.json or a history folder) or --history DIR",
+            )
         if self.trend_runs < 1:
             raise UserError(where="trend runs", problem=f"must be >= 1, got {self.trend_runs}", fix="e.g. 20")
 
@@ -52,20 +64,28 @@ class NightlyOptions:
         return self.rules or parse_rules(DISPLAY_RULES)
 
 
-def nightly_options(*, baseline: str | None, rules: Sequence[str] | None, history: str | None,
-                    strict_provenance: bool | None, invocation_dir: Path) -> NightlyOptions:
+def nightly_options(
+    *,
+    baseline: str | None,
+    rules: Sequence[str] | None,
+    history: str | None,
+    strict_provenance: bool | None,
+    invocation_dir: Path,
+) -> NightlyOptions:
     """Build the options from the command line (paths relative to where pytest was invoked)."""
-    return NightlyOptions(baseline=None if baseline is None else (invocation_dir / baseline).resolve(),
-                          rules=parse_rules(rules) if rules else (),
-                          history=None if history is None else (invocation_dir / history).resolve(),
-                          strict_provenance=bool(strict_provenance))
+    return NightlyOptions(
+        baseline=None if baseline is None else (invocation_dir / baseline).resolve(),
+        rules=parse_rules(rules) if rules else (),
+        history=None if history is None else (invocation_dir / history).resolve(),
+        strict_provenance=bool(strict_provenance),
+    )
 
 
 @dataclass(frozen=True)
 class Baseline:
     report: Report
-    source: str                              # the file it was read from
-    history: History | None = None           # when it came from a history folder
+    source: str  # the file it was read from
+    history: History | None = None  # when it came from a history folder
     run: HistoryRun | None = None
 
 
@@ -74,11 +94,15 @@ def load_baseline(path: Path) -> tuple[Baseline | None, str]:
     if path.is_file():
         return Baseline(report=read_report(path), source=str(path)), f"baseline: {path}"
     if (path / "report.json").is_file():
-        return Baseline(report=read_report(path / "report.json"), source=str(path / "report.json")), \
-            f"baseline: {path / 'report.json'}"
+        return Baseline(
+            report=read_report(path / "report.json"), source=str(path / "report.json")
+        ), f"baseline: {path / 'report.json'}"
     if path.suffix == ".json":
-        raise UserError(where=path, problem="baseline report not found",
-                        fix="give an existing report.json, a report folder or a history folder")
+        raise UserError(
+            where=path,
+            problem="baseline report not found",
+            fix="give an existing report.json, a report folder or a history folder",
+        )
     history = read_history(path)
     run = history.latest_clean()
     if run is None:
@@ -87,9 +111,11 @@ def load_baseline(path: Path) -> tuple[Baseline | None, str]:
         return None, f"no baseline: history folder {path} {why}{skipped}; nothing was compared"
     newer = history.after(run)
     passed_over = f"; {len(newer)} newer run(s) not used: {history.why_not_clean(newer)}" if newer else ""
-    return (Baseline(report=run.report, source=str(run.path), history=history, run=run),
-            f"baseline: {run.path} (latest clean run of {len(history.runs)}: complete, no failing or erroring case"
-            f", no unaccepted regression, every case of its own baseline{passed_over})")
+    return (
+        Baseline(report=run.report, source=str(run.path), history=history, run=run),
+        f"baseline: {run.path} (latest clean run of {len(history.runs)}: complete, no failing or erroring case"
+        f", no unaccepted regression, every case of its own baseline{passed_over})",
+    )
 
 
 @dataclass(frozen=True)
@@ -97,7 +123,7 @@ class NightlyOutcome:
     comparison: Comparison | None
     fail_on_regression: bool
     history_file: Path | None = None
-    history: History | None = None           # as read after this run was stored (for trends)
+    history: History | None = None  # as read after this run was stored (for trends)
     notes: tuple[str, ...] = ()
 
     @property
@@ -113,8 +139,9 @@ class NightlyOutcome:
         return tuple(run.report for run in self.history.runs[-last:]) if self.history is not None else ()
 
 
-def finish(options: NightlyOptions, baseline: Baseline | None, report: Report, *,
-           notes: Sequence[str] = ()) -> NightlyOutcome:
+def finish(
+    options: NightlyOptions, baseline: Baseline | None, report: Report, *, notes: Sequence[str] = ()
+) -> NightlyOutcome:
     """Compare ``report`` with the baseline and store it in the history folder (when one is set)."""
     comparison = None
     if baseline is not None:
@@ -127,8 +154,13 @@ def finish(options: NightlyOptions, baseline: Baseline | None, report: Report, *
         history = read_history(options.history)
     elif baseline is not None and baseline.history is not None:
         history = baseline.history
-    return NightlyOutcome(comparison=comparison, fail_on_regression=bool(options.rules), history_file=stored,
-                          history=history, notes=tuple(notes))
+    return NightlyOutcome(
+        comparison=comparison,
+        fail_on_regression=bool(options.rules),
+        history_file=stored,
+        history=history,
+        notes=tuple(notes),
+    )
 
 
 def trend_source(outcome: NightlyOutcome, report: Report, *, last: int) -> tuple[Report, ...]:
@@ -137,7 +169,6 @@ def trend_source(outcome: NightlyOutcome, report: Report, *, last: int) -> tuple
     if outcome.history_file is None:
         reports = (*reports, report)[-last:]
     return reports
-
 
 
 def report_sections(outcome: NightlyOutcome, report: Report, *, last: int) -> tuple[list[str], list[str]]:
@@ -199,8 +230,10 @@ class NightlyRun:
             lines.append(f"history: stored {self.outcome.history_file}")
             if self.outcome.comparison is not None and self.outcome.comparison.partial:
                 stored = self.outcome.history_file
-                lines.append(f"  to adopt its smaller case set as the baseline: castguard history "
-                             f"{shlex.quote(str(stored.parent))} --accept {shlex.quote(stored.name)}")
+                lines.append(
+                    f"  to adopt its smaller case set as the baseline: castguard history "
+                    f"{shlex.quote(str(stored.parent))} --accept {shlex.quote(stored.name)}"
+                )
         if self.outcome.skipped:
             lines.append(f"history: {len(self.outcome.skipped)} unreadable file(s) skipped")
             lines += skipped_lines(self.outcome.skipped)
@@ -217,8 +250,10 @@ def _interrupted_note(report: Report) -> str:
 
 def options_from(namespace: object, *, invocation_dir: Path) -> NightlyOptions:
     """:func:`nightly_options` from a parsed pytest namespace (the dests of harness.options.add_nightly_options)."""
-    return nightly_options(baseline=getattr(namespace, "castguard_baseline", None),
-                           rules=getattr(namespace, "castguard_fail_on_regression", None),
-                           history=getattr(namespace, "castguard_history", None),
-                           strict_provenance=getattr(namespace, "castguard_strict_provenance", None),
-                           invocation_dir=invocation_dir)
+    return nightly_options(
+        baseline=getattr(namespace, "castguard_baseline", None),
+        rules=getattr(namespace, "castguard_fail_on_regression", None),
+        history=getattr(namespace, "castguard_history", None),
+        strict_provenance=getattr(namespace, "castguard_strict_provenance", None),
+        invocation_dir=invocation_dir,
+    )

@@ -3,6 +3,7 @@
 The numbers come from :func:`harness.nightly.history.trends` (max error per case family, best passing low-precision
 share); this module only formats and draws them (matplotlib object API, Agg canvas, no pyplot).
 """
+
 from __future__ import annotations
 
 import base64
@@ -32,14 +33,22 @@ def trend_table_text(trends: Sequence[Trend]) -> str:
     blocks = []
     for trend in trends:
         head = ["run", "pass"] + [f"max err {f}" for f in trend.families] + [f"best share {f}" for f in trend.families]
-        rows = [[run_label(run), f"{run.passed}/{run.total}"] + [fmt_error(e) for e in run.max_error]
-                + [fmt_share(s) for s in run.best_share] for run in trend.runs]
+        rows = [
+            [run_label(run), f"{run.passed}/{run.total}"]
+            + [fmt_error(e) for e in run.max_error]
+            + [fmt_share(s) for s in run.best_share]
+            for run in trend.runs
+        ]
         widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
-        lines = [f"{trend.model} ({len(trend.runs)} run(s))",
-                 "  ".join(h.ljust(w) for h, w in zip(head, widths)),
-                 "  ".join("-" * w for w in widths)]
-        lines += ["  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
-                  for row in rows]
+        lines = [
+            f"{trend.model} ({len(trend.runs)} run(s))",
+            "  ".join(h.ljust(w) for h, w in zip(head, widths)),
+            "  ".join("-" * w for w in widths),
+        ]
+        lines += [
+            "  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+            for row in rows
+        ]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) if blocks else "no runs"
 
@@ -56,8 +65,11 @@ def trend_png(trend: Trend) -> bytes:
     for index, fam in enumerate(trend.families):
         errors = [run.max_error[index] for run in trend.runs]
         ys = [math.nan if e is None else (ceiling if not math.isfinite(e) else max(e, floor)) for e in errors]
-        style = {"color": precision_colour(fam), "marker": MARKERS[index % len(MARKERS)],
-                 "linestyle": LINES[index % len(LINES)]}       # colour = precision (as in every chart), style = runner
+        style = {
+            "color": precision_colour(fam),
+            "marker": MARKERS[index % len(MARKERS)],
+            "linestyle": LINES[index % len(LINES)],
+        }  # colour = precision (as in every chart), style = runner
         top.plot(xs, ys, label=fam, **style)
         shares = [run.best_share[index] for run in trend.runs]
         bottom.plot(xs, [math.nan if s is None else 100 * s for s in shares], label=fam, **style)
@@ -70,7 +82,7 @@ def trend_png(trend: Trend) -> bytes:
     bottom.set_ylabel("best passing\nlowp share (%)", fontsize=9)
     known = [s for run in trend.runs for s in run.best_share if s is not None]
     if known:
-        bottom.set_ylim(*share_limits(known))           # zoomed to the data, as in the report's plot
+        bottom.set_ylim(*share_limits(known))  # zoomed to the data, as in the report's plot
     bottom.set_xticks(xs, [run_label(run) for run in trend.runs], rotation=30, ha="right", fontsize=7)
     for ax in (top, bottom):
         ax.grid(True, alpha=0.3)
@@ -81,14 +93,17 @@ def trend_png(trend: Trend) -> bytes:
 
 def trends_html(trends: Sequence[Trend]) -> str:
     """The "Trends" section of ``report.html``: one plot per model (nothing when there is a single run)."""
-    figures = [f"<figure><img alt=\"trend for {escape(t.model)}\" src=\"data:image/png;base64,"
-               f"{base64.b64encode(trend_png(t)).decode('ascii')}\"><figcaption>{escape(t.model)}: per case family "
-               "(precision-runner), the largest worst error of its cases and the largest low-precision FLOP share "
-               "among its passing cases, one point per run.</figcaption></figure>"
-               for t in trends if len(t.runs) > 1]
+    figures = [
+        f'<figure><img alt="trend for {escape(t.model)}" src="data:image/png;base64,'
+        f'{base64.b64encode(trend_png(t)).decode("ascii")}"><figcaption>{escape(t.model)}: per case family '
+        "(precision-runner), the largest worst error of its cases and the largest low-precision FLOP share "
+        "among its passing cases, one point per run.</figcaption></figure>"
+        for t in trends
+        if len(t.runs) > 1
+    ]
     if not figures:
         return ""
-    return "<section id=\"trends\"><h2>Trends</h2><div class=\"plots\">" + "".join(figures) + "</div></section>"
+    return '<section id="trends"><h2>Trends</h2><div class="plots">' + "".join(figures) + "</div></section>"
 
 
 def trends_markdown(trends: Sequence[Trend]) -> str:

@@ -20,6 +20,7 @@ Under xdist each worker is pinned to its own GPU when several are visible (:mod:
 With ``--shard K/N`` the owning process registers :mod:`harness.plugin.shards` (idle shards, failed non-case
 tests); a shard refuses the nightly options (``castguard merge`` judges the whole night).
 """
+
 from __future__ import annotations
 
 import os
@@ -36,17 +37,20 @@ if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin impor
     from harness.report import CaseRecord
     from harness.run.session import AccuracySession
 
-pytest_plugins = ("harness.plugin.fixture",)   # the `castguard` fixture for users' own tests (issue 24.1)
-RUN_KEY: pytest.StashKey[CastguardRun] = pytest.StashKey()   # the one plugin state object (harness.conductor)
+pytest_plugins = ("harness.plugin.fixture",)  # the `castguard` fixture for users' own tests (issue 24.1)
+RUN_KEY: pytest.StashKey[CastguardRun] = pytest.StashKey()  # the one plugin state object (harness.conductor)
 SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
-ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")   # opt-in: -m adversarial (minutes per model)
-TUNED_FILE = SUITE_FILE.with_name("test_tuned.py")               # opt-in: --tune / [tool.castguard] tune
-CASE_TESTS = ("test_low_precision[", "test_tuned[")   # the suite tests that are sweep cases (report records)
+ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")  # opt-in: -m adversarial (minutes per model)
+TUNED_FILE = SUITE_FILE.with_name("test_tuned.py")  # opt-in: --tune / [tool.castguard] tune
+CASE_TESTS = ("test_low_precision[", "test_tuned[")  # the suite tests that are sweep cases (report records)
 
 
-SUITE_TESTS = {"test_fp32_golden": SUITE_FILE, "test_low_precision": SUITE_FILE,
-               "test_adversarial": ADVERSARIAL_FILE,
-               "test_tuned": TUNED_FILE}
+SUITE_TESTS = {
+    "test_fp32_golden": SUITE_FILE,
+    "test_low_precision": SUITE_FILE,
+    "test_adversarial": ADVERSARIAL_FILE,
+    "test_tuned": TUNED_FILE,
+}
 
 
 def suite_arg(arg: str, *, invocation_dir: Path) -> str:
@@ -54,8 +58,11 @@ def suite_arg(arg: str, *, invocation_dir: Path) -> str:
     file's path) pasted back as an argument: pointed at the suite file. Other arguments are left alone."""
     path, sep, rest = arg.partition("::")
     name = rest.split("[", 1)[0]
-    if not sep or name not in SUITE_TESTS or (path and (invocation_dir / path).is_file()
-                                              and Path(path).name != SUITE_TESTS[name].name):
+    if (
+        not sep
+        or name not in SUITE_TESTS
+        or (path and (invocation_dir / path).is_file() and Path(path).name != SUITE_TESTS[name].name)
+    ):
         return arg
     return f"{SUITE_TESTS[name]}::{rest}"
 
@@ -102,11 +109,15 @@ def _configured_run(config: pytest.Config) -> CastguardRun:
     from harness.plugin.xdist import apply_pin
     from harness.report.collect import worker_name
 
-    worker_input = getattr(config, "workerinput", None)   # set by pytest-xdist on its worker processes
+    worker_input = getattr(config, "workerinput", None)  # set by pytest-xdist on its worker processes
     apply_pin(worker_name(worker_input), os.environ)
     try:
-        return CastguardRun.from_options(config.option, invocation_dir=config.invocation_params.dir,
-                                         rootpath=config.rootpath, worker_input=worker_input)
+        return CastguardRun.from_options(
+            config.option,
+            invocation_dir=config.invocation_params.dir,
+            rootpath=config.rootpath,
+            worker_input=worker_input,
+        )
     except UserError as err:
         raise pytest.UsageError(str(err)) from None
 
@@ -116,23 +127,26 @@ def _suite_args(config: pytest.Config, *, tune: bool) -> list[str]:
     suite test ids pasted back as arguments: pointed at the suite file."""
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         adversarial = "adversarial" in (config.option.markexpr or "")
-        return [str(SUITE_FILE), *([str(TUNED_FILE)] if tune else []),
-                *([str(ADVERSARIAL_FILE)] if adversarial else [])]
+        return [
+            str(SUITE_FILE),
+            *([str(TUNED_FILE)] if tune else []),
+            *([str(ADVERSARIAL_FILE)] if adversarial else []),
+        ]
     return [suite_arg(arg, invocation_dir=config.invocation_params.dir) for arg in config.args]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: object) -> None:
     """pytest-xdist, controller: every worker writes into this run's folder."""
-    run = _run(node.config)   # type: ignore[attr-defined]
+    run = _run(node.config)  # type: ignore[attr-defined]
     if run is not None:
-        node.workerinput.update(run.worker_input())   # type: ignore[attr-defined]
+        node.workerinput.update(run.worker_input())  # type: ignore[attr-defined]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
     """pytest-xdist, controller: the number of sweep cases this run selected (every worker collects them all)."""
-    node.config.stash[RUN_KEY].planned = sum(is_case(i) for i in ids)   # type: ignore[attr-defined]
+    node.config.stash[RUN_KEY].planned = sum(is_case(i) for i in ids)  # type: ignore[attr-defined]
 
 
 def is_case(nodeid: str) -> bool:
@@ -154,9 +168,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def _parameters(run: CastguardRun | None) -> dict[str, list[Any]]:
     """The suite's parameters: models, sweep cases, tuned cases (empty without --model)."""
     session = run.session if run is not None else None
-    return {"castguard_model": list(session.models) if session else [],
-            "castguard_case": list(session.cases) if session else [],
-            "castguard_tuned_case": list(session.tuned_cases) if session else []}
+    return {
+        "castguard_model": list(session.models) if session else [],
+        "castguard_case": list(session.cases) if session else [],
+        "castguard_tuned_case": list(session.tuned_cases) if session else [],
+    }
 
 
 @pytest.fixture
@@ -175,8 +191,9 @@ def castguard_record(request: pytest.FixtureRequest) -> Callable[[CaseRecord], N
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport,
-                                                                                            pytest.TestReport]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     _settle(item, report)
     return report
@@ -197,7 +214,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     run = _run(config)
     if run is not None:
-        run.close()          # a run that ended before its report (a usage error, a crash) unlocks its folder
+        run.close()  # a run that ended before its report (a usage error, a crash) unlocks its folder
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

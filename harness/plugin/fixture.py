@@ -17,6 +17,7 @@ for its workers and takes the folder over at the end, if any worker wrote a case
 
 Bad input (a missing model, inputs that do not fit it) fails the test with castguard's message and no traceback.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,23 +42,61 @@ class CastguardFixture:
         self._checker = checker
         self._item = item
 
-    def check(self, model: str | os.PathLike[str], *, precision: str = "fp16", data_max: float = 512.0,
-              init_max: float = 65504.0, exclusions: str = "none", keep_io_types: bool = False,
-              runner: str | None = None, inputs: Inputs = None, key: str | None = None) -> CheckResult:
+    def check(
+        self,
+        model: str | os.PathLike[str],
+        *,
+        precision: str = "fp16",
+        data_max: float = 512.0,
+        init_max: float = 65504.0,
+        exclusions: str = "none",
+        keep_io_types: bool = False,
+        runner: str | None = None,
+        inputs: Inputs = None,
+        key: str | None = None,
+    ) -> CheckResult:
         """One case: convert, run on ``runner``, compare with the FP32 golden (see :meth:`Checker.check`)."""
-        return self._guard(lambda: self._checker.check(
-            model, precision=precision, data_max=data_max, init_max=init_max, exclusions=exclusions,
-            keep_io_types=keep_io_types, runner=runner, inputs=inputs, key=key))
+        return self._guard(
+            lambda: self._checker.check(
+                model,
+                precision=precision,
+                data_max=data_max,
+                init_max=init_max,
+                exclusions=exclusions,
+                keep_io_types=keep_io_types,
+                runner=runner,
+                inputs=inputs,
+                key=key,
+            )
+        )
 
-    def sweep(self, model: str | os.PathLike[str], *, precisions: Iterable[str] = ("fp16", "bf16"),
-              data_max: Iterable[float] = (512.0,), init_max: Iterable[float] = (65504.0,),
-              exclusions: Iterable[str] = ("none",), keep_io_types: Iterable[bool] = (False,),
-              runners: Iterable[str] | None = None, inputs: Inputs = None,
-              key: str | None = None) -> list[CheckResult]:
+    def sweep(
+        self,
+        model: str | os.PathLike[str],
+        *,
+        precisions: Iterable[str] = ("fp16", "bf16"),
+        data_max: Iterable[float] = (512.0,),
+        init_max: Iterable[float] = (65504.0,),
+        exclusions: Iterable[str] = ("none",),
+        keep_io_types: Iterable[bool] = (False,),
+        runners: Iterable[str] | None = None,
+        inputs: Inputs = None,
+        key: str | None = None,
+    ) -> list[CheckResult]:
         """Every combination of the settings; one result per case (see :meth:`Checker.sweep`)."""
-        return self._guard(lambda: self._checker.sweep(
-            model, precisions=precisions, data_max=data_max, init_max=init_max, exclusions=exclusions,
-            keep_io_types=keep_io_types, runners=runners, inputs=inputs, key=key))
+        return self._guard(
+            lambda: self._checker.sweep(
+                model,
+                precisions=precisions,
+                data_max=data_max,
+                init_max=init_max,
+                exclusions=exclusions,
+                keep_io_types=keep_io_types,
+                runners=runners,
+                inputs=inputs,
+                key=key,
+            )
+        )
 
     def _guard(self, call: Callable[[], T]) -> T:
         __tracebackhide__ = True
@@ -67,7 +106,7 @@ class CastguardFixture:
             return call()
         except UserError as err:
             message = str(err)
-        _fail(message)          # outside the except: one message, no "during handling" chain
+        _fail(message)  # outside the except: one message, no "during handling" chain
 
 
 def _fail(message: str) -> NoReturn:
@@ -102,14 +141,14 @@ def castguard(request: pytest.FixtureRequest) -> CastguardFixture:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: object) -> None:
     """pytest-xdist, controller without --model: reserve a run id for the workers' fixture records."""
-    run = node.config.stash[main.RUN_KEY]   # type: ignore[attr-defined]
+    run = node.config.stash[main.RUN_KEY]  # type: ignore[attr-defined]
     if run.report is not None:
         return
     if run.reserved_run_id is None:
         from harness.report.runs import new_run_id
 
         run.reserved_run_id = new_run_id()
-    node.workerinput[FIXTURE_RUN_ID] = run.reserved_run_id   # type: ignore[attr-defined]
+    node.workerinput[FIXTURE_RUN_ID] = run.reserved_run_id  # type: ignore[attr-defined]
 
 
 @pytest.hookimpl(tryfirst=True)

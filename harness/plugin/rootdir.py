@@ -12,6 +12,7 @@ option values removed), and when that gives another rootdir or ini file it insta
 ``addopts`` and ``pythonpath``, exactly as pytest would have done for the ``=`` form. Everything later (conftests,
 ``.pytest_cache``, node ids, the ``rootdir:`` header line) then uses it.
 """
+
 from __future__ import annotations
 
 import copy
@@ -26,8 +27,12 @@ from _pytest.config.findpaths import determine_setup
 
 def _setup_without_option_values(config: pytest.Config) -> tuple[Path, Path | None, Any, Any]:
     ns = config.known_args_namespace
-    kwargs: dict[str, Any] = {"inifile": None, "args": list(ns.file_or_dir), "rootdir_cmd_arg": None,
-                              "invocation_dir": config.invocation_params.dir}
+    kwargs: dict[str, Any] = {
+        "inifile": None,
+        "args": list(ns.file_or_dir),
+        "rootdir_cmd_arg": None,
+        "invocation_dir": config.invocation_params.dir,
+    }
     if "override_ini" in inspect.signature(determine_setup).parameters:
         kwargs["override_ini"] = ns.override_ini
     found = determine_setup(**kwargs)
@@ -60,7 +65,8 @@ def correct_rootdir(config: pytest.Config, args: list[str]) -> Path | None:
         raise pytest.UsageError(
             f"rootdir {old_root}: pytest took this folder from a castguard option value and this pytest "
             f"version ({pytest.__version__}) cannot be corrected; write path options with '=' "
-            "(--model=PATH) or pass --rootdir=.")
+            "(--model=PATH) or pass --rootdir=."
+        )
     old_addopts = [str(a) for a in config.getini("addopts")]
     old_paths = [str(p) for p in config.getini("pythonpath")]
     config._rootpath = rootpath
@@ -72,12 +78,12 @@ def correct_rootdir(config: pytest.Config, args: list[str]) -> Path | None:
     config._parser.extra_info["rootdir"] = str(rootpath)
     config._parser.extra_info["inifile"] = str(inipath)
     before = list(args)
-    if old_addopts and args[:len(old_addopts)] == old_addopts:
-        del args[:len(old_addopts)]
+    if old_addopts and args[: len(old_addopts)] == old_addopts:
+        del args[: len(old_addopts)]
     new_addopts = [str(a) for a in config.getini("addopts")]
     args[:0] = new_addopts
-    config.pluginmanager.consider_preparse(new_addopts, exclude_only=False)   # -p NAME / -p no:NAME in them
-    if args != before:   # the right ini's addopts: parse them as pytest would have
+    config.pluginmanager.consider_preparse(new_addopts, exclude_only=False)  # -p NAME / -p no:NAME in them
+    if args != before:  # the right ini's addopts: parse them as pytest would have
         config.known_args_namespace = ns = config._parser.parse_known_args(args, namespace=copy.copy(config.option))
     for path in old_paths:
         if path in sys.path:

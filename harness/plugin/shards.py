@@ -10,6 +10,7 @@ Here:
 * failed tests that are not sweep cases (a golden check, an adversarial search) are handed to the run, so the
   merged report can name them.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,7 +33,7 @@ class ShardPlugin:
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         if self.work.work:
             return
-        idle = [item for item in items if item.path in self.suite_files]   # empty parametrizations: placeholders
+        idle = [item for item in items if item.path in self.suite_files]  # empty parametrizations: placeholders
         if idle:
             config.hook.pytest_deselected(items=idle)
             items[:] = [item for item in items if item.path not in self.suite_files]
@@ -44,4 +45,4 @@ class ShardPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not self.work.work and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
-            session.exitstatus = pytest.ExitCode.OK          # a shard with no work passes
+            session.exitstatus = pytest.ExitCode.OK  # a shard with no work passes

@@ -5,6 +5,7 @@ GPUs are those of ``CUDA_VISIBLE_DEVICES`` when it is set (indices or UUIDs, as 
 the ones ``nvidia-smi`` lists. Nothing is pinned outside xdist, or with fewer than two GPUs. The plugin
 sets the variable in the worker's ``pytest_configure``, before any runner loads CUDA.
 """
+
 from __future__ import annotations
 
 import re

@@ -14,6 +14,7 @@ interrupted run never replaces the previous complete report, but puts a banner o
 Lines are appended with one ``write`` each, so a reader sees whole lines; a worker that crashes loses only the
 cases it never wrote. Two runs sharing a report folder never see each other's records.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,16 +24,24 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.errors import DiskFull, UserError
-from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now, write_report
-from harness.report.provenance import with_case_runners
 from harness.files import disk_full, safe_component
+from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now, write_report
 from harness.report.format import completion_text, counts_text
-from harness.report.runs import (DEFAULT_KEEP_RUNS, RUNS_DIR, ActiveRun, mark_superseded, new_run_id, prune_runs,
-                                 publish_lock, run_dir)
-from harness.report.model import ShardInfo
-from harness.report.view import ReportView, report_view
 from harness.report.io import render_report, report_paths, write_shard_marker
+from harness.report.model import ShardInfo
+from harness.report.provenance import with_case_runners
+from harness.report.runs import (
+    DEFAULT_KEEP_RUNS,
+    RUNS_DIR,
+    ActiveRun,
+    mark_superseded,
+    new_run_id,
+    prune_runs,
+    publish_lock,
+    run_dir,
+)
 from harness.report.serde import ReportFormatError, record_from_dict, record_to_dict
+from harness.report.view import ReportView, report_view
 
 CASES_DIR = "cases"
 
@@ -51,7 +60,7 @@ class FinishedReport:
 
     report: Report
     run_paths: ReportPaths
-    view: ReportView                       # what the pages rendered; the terminal summary renders it too
+    view: ReportView  # what the pages rendered; the terminal summary renders it too
     published: ReportPaths | None = None
     pruned: int = 0
     error: UserError | None = None
@@ -63,35 +72,43 @@ class FinishedReport:
     def summary_line(self, *, relative_to: Path | None = None) -> str:
         """``castguard: 24 cases: 24 pass; report: castguard-report/report.md, report.html, report.json``, or for
         an interrupted run ``castguard: interrupted after 5 of 24 cases (5 pass); partial report: ...``."""
+
         def shown(path: Path) -> Path:
-            return path.relative_to(relative_to) if relative_to is not None and path.is_relative_to(relative_to) \
-                else path
+            return (
+                path.relative_to(relative_to) if relative_to is not None and path.is_relative_to(relative_to) else path
+            )
+
         if self.error is not None:
             counts = counts_text(self.report.counts())
             done = counts if self.report.complete else f"{completion_text(self.report)} ({counts})"
             return f"castguard: {done}; the report was not written: {self.error}"
         if self.published is None:
-            return (f"castguard: {completion_text(self.report)} ({counts_text(self.report.counts())}); partial "
-                    f"report: {shown(self.run_paths.markdown)}; the previous complete report (if any) is kept, marked as not the "
-                    "latest run")
+            return (
+                f"castguard: {completion_text(self.report)} ({counts_text(self.report.counts())}); partial "
+                f"report: {shown(self.run_paths.markdown)}; the previous complete report (if any) is kept, marked as not the "
+                "latest run"
+            )
         same = self.view.reused
         shared = f" ({same} share another case's converted model, not run again)" if same else ""
-        return (f"castguard: {counts_text(self.report.counts())}{shared}; report: {shown(self.published.markdown)}, "
-                f"{self.published.html.name}, {self.published.json.name}")
+        return (
+            f"castguard: {counts_text(self.report.counts())}{shared}; report: {shown(self.published.markdown)}, "
+            f"{self.published.html.name}, {self.published.json.name}"
+        )
 
 
 class ReportSession:
     """Per-process record keeping for one run (``run_id``); ``worker`` names this process's case file."""
 
-    def __init__(self, *, report_dir: Path, run_id: str | None = None, worker: str = "main",
-                 keep_runs: int = DEFAULT_KEEP_RUNS) -> None:
+    def __init__(
+        self, *, report_dir: Path, run_id: str | None = None, worker: str = "main", keep_runs: int = DEFAULT_KEEP_RUNS
+    ) -> None:
         self.report_dir = report_dir
         self.run_id = run_id or new_run_id()
         self.run_dir = run_dir(report_dir, self.run_id)
         self.cases_file = self.run_dir / CASES_DIR / f"{safe_component(worker)}.jsonl"
         self.keep_runs = keep_runs
         self._active = ActiveRun(self.run_dir)
-        self._error: DiskFull | None = None          # a case record that could not be written (full disk)
+        self._error: DiskFull | None = None  # a case record that could not be written (full disk)
 
     def start(self) -> None:
         """Called once per run by the owning process: create and lock this run's folder."""
@@ -104,7 +121,7 @@ class ReportSession:
             self.cases_file.parent.mkdir(parents=True, exist_ok=True)
             with open(self.cases_file, "a", encoding="utf-8") as handle:
                 handle.write(line)
-        except OSError as err:                       # kept for write(): the run's summary says it, once
+        except OSError as err:  # kept for write(): the run's summary says it, once
             full = disk_full(self.cases_file, err)
             if full is None:
                 raise
@@ -118,8 +135,14 @@ class ReportSession:
         """A shard's start marker (``runs/<id>/shard.json``): a shard killed before its report stays detectable."""
         write_shard_marker(self.run_dir, shard, provenance=provenance)
 
-    def build(self, *, provenance: Provenance, interrupted: bool = False, planned_cases: int | None = None,
-              shard: ShardInfo | None = None) -> Report | None:
+    def build(
+        self,
+        *,
+        provenance: Provenance,
+        interrupted: bool = False,
+        planned_cases: int | None = None,
+        shard: ShardInfo | None = None,
+    ) -> Report | None:
         """This run's report; None when no case ran and the run was not interrupted (nothing is written then),
         except for a shard, whose report says it had no work."""
         records = self.collect()
@@ -127,19 +150,27 @@ class ReportSession:
             self.close()
             return None
         provenance = with_case_runners(provenance, [r.case.runner for r in records])
-        return Report.build(records, created=utc_now(), provenance=provenance, run_id=self.run_id,
-                            interrupted=interrupted, planned_cases=planned_cases, shard=shard)
+        return Report.build(
+            records,
+            created=utc_now(),
+            provenance=provenance,
+            run_id=self.run_id,
+            interrupted=interrupted,
+            planned_cases=planned_cases,
+            shard=shard,
+        )
 
     def write(self, report: Report, *, extra_md: Sequence[str] = (), extra_html: Sequence[str] = ()) -> FinishedReport:
         """Write the run's report into its folder and, when complete, publish it; then prune and unlock. A full
         disk (now, or when a case record was written) writes nothing: the result's ``error`` says where."""
         if self._error is not None:
             self.close()
-            return FinishedReport(report=report, run_paths=report_paths(self.run_dir), view=report_view(report),
-                                  error=self._error)
+            return FinishedReport(
+                report=report, run_paths=report_paths(self.run_dir), view=report_view(report), error=self._error
+            )
         try:
             view = report_view(report)
-            pages = render_report(view, extra_md=extra_md, extra_html=extra_html)   # drawn once, written twice
+            pages = render_report(view, extra_md=extra_md, extra_html=extra_html)  # drawn once, written twice
             run_paths = write_report(report, self.run_dir, rendered=pages)
             published = None
             if report.complete:
@@ -147,15 +178,16 @@ class ReportSession:
                 top = replace(report, cases=tuple(_prefixed(c, prefix) for c in report.cases))
                 with publish_lock(self.report_dir):
                     published = write_report(top, self.report_dir, rendered=pages)
-            else:                                   # the published report must not pass for this run's
+            else:  # the published report must not pass for this run's
                 self.supersede(created=report.created, why=f"did not complete ({completion_text(report)})")
-            shutil.rmtree(self.run_dir / CASES_DIR, ignore_errors=True)   # merged into report.json
+            shutil.rmtree(self.run_dir / CASES_DIR, ignore_errors=True)  # merged into report.json
         except DiskFull as err:
             return FinishedReport(report=report, run_paths=report_paths(self.run_dir), view=view, error=err)
         finally:
             self.close()
-        pruned = prune_runs(self.report_dir, keep=self.keep_runs,
-                            protect=frozenset({self.run_id, *_published_run(self.report_dir)}))
+        pruned = prune_runs(
+            self.report_dir, keep=self.keep_runs, protect=frozenset({self.run_id, *_published_run(self.report_dir)})
+        )
         return FinishedReport(report=report, run_paths=run_paths, published=published, pruned=len(pruned), view=view)
 
     def supersede(self, *, created: str, why: str, own_report: bool = True) -> None:
@@ -166,7 +198,6 @@ class ReportSession:
     def close(self) -> None:
         """Unlock the run folder (the run is over); idempotent."""
         self._active.release()
-
 
 
 def collect_records(run_folder: Path, *, torn_tail_ok: bool = False) -> tuple[list[CaseRecord], int]:
@@ -185,16 +216,22 @@ def collect_records(run_folder: Path, *, torn_tail_ok: bool = False) -> tuple[li
                 if torn_tail_ok and number == len(lines):
                     torn += 1
                     continue
-                raise UserError(where=f"{path}:{number}", problem=f"unreadable case record ({err})",
-                                fix="re-run (the line was damaged outside castguard)") from err
+                raise UserError(
+                    where=f"{path}:{number}",
+                    problem=f"unreadable case record ({err})",
+                    fix="re-run (the line was damaged outside castguard)",
+                ) from err
             records[record.key] = record
     return list(records.values()), torn
 
 
 def _prefixed(record: CaseRecord, prefix: str) -> CaseRecord:
     """The record with its saved-output paths made relative to the report folder instead of the run folder."""
-    return replace(record, outputs_file=None if record.outputs_file is None else prefix + record.outputs_file,
-                   golden_file=None if record.golden_file is None else prefix + record.golden_file)
+    return replace(
+        record,
+        outputs_file=None if record.outputs_file is None else prefix + record.outputs_file,
+        golden_file=None if record.golden_file is None else prefix + record.golden_file,
+    )
 
 
 def _published_run(report_dir: Path) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
 """Display helpers shared by the markdown and HTML renderers (formatting only, no verdicts)."""
+
 from __future__ import annotations
 
 import math
@@ -7,14 +8,23 @@ from collections.abc import Iterable, Mapping
 from harness.report.model import STATUSES, CaseRecord, Report
 from harness.sweep import PRECISIONS
 
-DISPLAY_ORDER = ("error", "fail", "xpass", "xfail", "skip", "pass")   # failing cases first
+DISPLAY_ORDER = ("error", "fail", "xpass", "xfail", "skip", "pass")  # failing cases first
 LEGEND = (
-    ("status", "the test outcome: pass, fail, error (could not run), xfail (expected failure, failed), "
-               "xpass (expected failure, passed), skip"),
-    ("worst error", "largest |obtained - golden| divided by the largest |golden| of the same output, over all "
-                    "outputs (the y axis of the plot); inf for overflow or NaN"),
-    ("worst max_rel", "largest element-wise |obtained - golden| / |golden|; large when a golden value is near "
-                      "zero, which is why the tolerance also has an absolute part"),
+    (
+        "status",
+        "the test outcome: pass, fail, error (could not run), xfail (expected failure, failed), "
+        "xpass (expected failure, passed), skip",
+    ),
+    (
+        "worst error",
+        "largest |obtained - golden| divided by the largest |golden| of the same output, over all "
+        "outputs (the y axis of the plot); inf for overflow or NaN",
+    ),
+    (
+        "worst max_rel",
+        "largest element-wise |obtained - golden| / |golden|; large when a golden value is near "
+        "zero, which is why the tolerance also has an absolute part",
+    ),
     ("lowp FLOP share", "share of the model's FLOPs that run in fp16/bf16 after conversion"),
     ("casts", "Cast nodes in the converted model"),
     ("first divergent", "for failing cases, the first tensor in graph order beyond tolerance: name (op) max_rel"),
@@ -41,10 +51,27 @@ def shard_rows(report: Report) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for shard in report.shards:
         prov = shard.provenance
-        where = ("–",) * 6 if prov is None else (prov.hostname, prov.gpu or "none", prov.python, prov.onnxruntime,
-                                                 prov.castguard, (prov.git_commit or "–")[:12])
-        rows.append((f"{shard.index}/{shard.count}", shard.state + (f": {shard.note}" if shard.note else ""),
-                     f"{shard.cases} of {shard.assigned}" if prov is not None else "–", *where, shard.folder or "–"))
+        where = (
+            ("–",) * 6
+            if prov is None
+            else (
+                prov.hostname,
+                prov.gpu or "none",
+                prov.python,
+                prov.onnxruntime,
+                prov.castguard,
+                (prov.git_commit or "–")[:12],
+            )
+        )
+        rows.append(
+            (
+                f"{shard.index}/{shard.count}",
+                shard.state + (f": {shard.note}" if shard.note else ""),
+                f"{shard.cases} of {shard.assigned}" if prov is not None else "–",
+                *where,
+                shard.folder or "–",
+            )
+        )
     return rows
 
 
@@ -54,14 +81,25 @@ def shard_line(report: Report) -> str:
         return ""
     part = report.shard.part
     models = f"{len(part.work)} of {len(part.models)} models, {part.case_count} of {part.total_cases} cases"
-    return (f"Shard {part.shard.text} of a sharded sweep: {models}. Merge the shards' report folders with "
-            "`castguard merge SHARD_DIR... --out DIR` for the night's report and verdict.")
+    return (
+        f"Shard {part.shard.text} of a sharded sweep: {models}. Merge the shards' report folders with "
+        "`castguard merge SHARD_DIR... --out DIR` for the night's report and verdict."
+    )
 
 
 def display_sorted(cases: Iterable[CaseRecord]) -> list[CaseRecord]:
     """Failing cases first (error, fail, xpass, xfail, skip, pass), then by settings (data_max numerically)."""
-    return sorted(cases, key=lambda c: (DISPLAY_ORDER.index(c.status), PRECISIONS.index(c.case.precision),
-                                        c.case.data_max, c.case.init_max, c.case_id, c.inputs_id))
+    return sorted(
+        cases,
+        key=lambda c: (
+            DISPLAY_ORDER.index(c.status),
+            PRECISIONS.index(c.case.precision),
+            c.case.data_max,
+            c.case.init_max,
+            c.case_id,
+            c.inputs_id,
+        ),
+    )
 
 
 def accuracy_ok(status: str) -> bool | None:
@@ -116,8 +154,10 @@ def case_notes(case: CaseRecord) -> tuple[str, ...]:
     if case.same_plan_as is not None:
         facts.append(f"same precision plan as {case.same_plan_as}")
     if case.cpu_float_nodes:
-        facts.append(f"{len(case.cpu_float_nodes)} float node(s) ran on the CPU EP, not the GPU: "
-                     + ", ".join(case.cpu_float_nodes[:8]))
+        facts.append(
+            f"{len(case.cpu_float_nodes)} float node(s) ran on the CPU EP, not the GPU: "
+            + ", ".join(case.cpu_float_nodes[:8])
+        )
     return (*case.notes, *facts)
 
 
@@ -142,8 +182,9 @@ def grouped_notes(cases: Iterable[CaseRecord]) -> list[tuple[str, list[str]]]:
         for note in case_notes(case):
             groups.setdefault(note, []).append(case_label(case, with_inputs=multi))
         if case.lowp_share_bound:
-            groups.setdefault(f"lowp FLOP share is an upper bound: {case.lowp_share_bound}",
-                              []).append(case_label(case, with_inputs=multi))
+            groups.setdefault(f"lowp FLOP share is an upper bound: {case.lowp_share_bound}", []).append(
+                case_label(case, with_inputs=multi)
+            )
     return list(groups.items())
 
 
@@ -153,7 +194,9 @@ def tuned_plan_lines(cases: Iterable[CaseRecord]) -> list[tuple[CaseRecord, str,
     for case in cases:
         if not case.case.tuned:
             continue
-        head = (f"{len(case.kept_fp32)} node(s) kept FP32 by the search, {fmt_share(case.lowp_flop_share, case.lowp_share_bound)} of FLOPs "
-                f"in {case.case.precision}, worst error {fmt_error(case.worst_error)} ({case.status})")
+        head = (
+            f"{len(case.kept_fp32)} node(s) kept FP32 by the search, {fmt_share(case.lowp_flop_share, case.lowp_share_bound)} of FLOPs "
+            f"in {case.case.precision}, worst error {fmt_error(case.worst_error)} ({case.status})"
+        )
         found.append((case, head, list(case.kept_fp32)))
     return found

@@ -10,6 +10,7 @@ Every file is written atomically (temporary file in the same folder, then ``os.r
 archives hold keys ``"<iteration>/<output name>"``; fp16/bf16 arrays are stored widened to float32,
 which is exact. They are read back with ``allow_pickle=False`` and only from inside the report folder.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,12 +27,17 @@ from harness.files import atomic_write, atomic_write_all, safe_component
 from harness.report.model import Provenance, Report, ShardInfo
 from harness.report.render_html import render_html
 from harness.report.render_md import render_markdown
+from harness.report.serde import (
+    READABLE_VERSIONS,
+    ReportFormatError,
+    report_from_dict,
+    report_to_dict,
+    shard_marker_from_dict,
+    shard_marker_to_dict,
+)
 from harness.report.view import ReportView, report_view
-from harness.report.serde import (READABLE_VERSIONS, ReportFormatError, report_from_dict, report_to_dict,
-                                  shard_marker_from_dict, shard_marker_to_dict)
 
-SHARD_FILE = "shard.json"   # a shard's start marker in its run folder
-
+SHARD_FILE = "shard.json"  # a shard's start marker in its run folder
 
 
 @dataclass(frozen=True)
@@ -54,15 +60,20 @@ class RenderedReport:
     html: str
 
 
-def render_report(view: ReportView, *, extra_md: Sequence[str] = (),
-                  extra_html: Sequence[str] = ()) -> RenderedReport:
+def render_report(view: ReportView, *, extra_md: Sequence[str] = (), extra_html: Sequence[str] = ()) -> RenderedReport:
     """Both pages of a report, from its one view (:func:`harness.report.view.report_view`); ``extra_*``: sections
     after the header."""
     return RenderedReport(markdown=render_markdown(view, extra=extra_md), html=render_html(view, extra=extra_html))
 
 
-def write_report(report: Report, out_dir: Path, *, extra_md: Sequence[str] = (), extra_html: Sequence[str] = (),
-                 rendered: RenderedReport | None = None) -> ReportPaths:
+def write_report(
+    report: Report,
+    out_dir: Path,
+    *,
+    extra_md: Sequence[str] = (),
+    extra_html: Sequence[str] = (),
+    rendered: RenderedReport | None = None,
+) -> ReportPaths:
     """Write the three report files into ``out_dir`` (created if needed); ``extra_*``: sections after the header.
     ``rendered``: the pages already rendered from this report (or from one that differs only in its saved-output
     paths, which the pages do not show), so that a report written twice is drawn once."""
@@ -70,8 +81,9 @@ def write_report(report: Report, out_dir: Path, *, extra_md: Sequence[str] = (),
     paths = report_paths(out_dir)
     text = json.dumps(report_to_dict(report), indent=1, allow_nan=False) + "\n"
     pages = rendered or render_report(report_view(report), extra_md=extra_md, extra_html=extra_html)
-    atomic_write_all({paths.json: text.encode(), paths.markdown: pages.markdown.encode(),
-                      paths.html: pages.html.encode()})    # all three or none
+    atomic_write_all(
+        {paths.json: text.encode(), paths.markdown: pages.markdown.encode(), paths.html: pages.html.encode()}
+    )  # all three or none
     return paths
 
 
@@ -82,18 +94,25 @@ def read_report(path: Path) -> Report:
     except FileNotFoundError:
         raise UserError(where=path, problem="report not found", fix="check the path (a report.json file)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise UserError(where=path, problem=f"not a readable report (corrupt or truncated JSON: {err})",
-                        fix="re-run the sweep to write a fresh report") from err
+        raise UserError(
+            where=path,
+            problem=f"not a readable report (corrupt or truncated JSON: {err})",
+            fix="re-run the sweep to write a fresh report",
+        ) from err
     version = data.get("schema_version") if isinstance(data, dict) else None
     if version not in READABLE_VERSIONS or isinstance(version, bool):
-        raise UserError(where=path, problem=f"report schema_version {version!r} is not supported (this castguard "
-                        f"reads versions {', '.join(map(str, READABLE_VERSIONS))})",
-                        fix="read it with the castguard that wrote it, or re-run")
+        raise UserError(
+            where=path,
+            problem=f"report schema_version {version!r} is not supported (this castguard "
+            f"reads versions {', '.join(map(str, READABLE_VERSIONS))})",
+            fix="read it with the castguard that wrote it, or re-run",
+        )
     try:
         return report_from_dict(data)
     except ReportFormatError as err:
-        raise UserError(where=path, problem=f"not a valid report: {err}",
-                        fix="re-run the sweep to write a fresh report") from err
+        raise UserError(
+            where=path, problem=f"not a valid report: {err}", fix="re-run the sweep to write a fresh report"
+        ) from err
 
 
 def write_shard_marker(run_folder: Path, shard: ShardInfo, *, provenance: Provenance) -> Path:
@@ -108,8 +127,11 @@ def read_shard_marker(path: Path) -> tuple[ShardInfo, Provenance]:
     try:
         return shard_marker_from_dict(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, ReportFormatError) as err:
-        raise UserError(where=path, problem=f"not a readable shard marker ({err})",
-                        fix="re-run that shard (pytest --shard K/N) to write a fresh one") from err
+        raise UserError(
+            where=path,
+            problem=f"not a readable shard marker ({err})",
+            fix="re-run that shard (pytest --shard K/N) to write a fresh one",
+        ) from err
 
 
 def outputs_relpath(model: str, inputs_id: str, case_id: str) -> str:
@@ -158,8 +180,9 @@ def _inside(report_dir: Path, relpath: str) -> Path:
     root = report_dir.resolve()
     path = (root / relpath).resolve()
     if Path(relpath).is_absolute() or not path.is_relative_to(root):
-        raise UserError(where=relpath, problem=f"the path leaves the report folder {report_dir}",
-                        fix="use paths relative to and inside the report folder")
+        raise UserError(
+            where=relpath,
+            problem=f"the path leaves the report folder {report_dir}",
+            fix="use paths relative to and inside the report folder",
+        )
     return path
-
-

@@ -6,6 +6,7 @@ report dict into a schema-2 dict once, at the door, so that history files and ni
 keep working; no other module reads facts out of notes. The note texts below are frozen: they are what
 schema 1 wrote, not what castguard writes now (that is :func:`harness.report.format.case_notes`).
 """
+
 from __future__ import annotations
 
 import copy
@@ -46,14 +47,14 @@ def _fact(note: str, case: dict[str, Any]) -> bool:
     if note == V1_CACHE_HIT:
         case["conversion_cached"] = True
     elif note.startswith(V1_SAME_MODEL):
-        rest = note[len(V1_SAME_MODEL):]
+        rest = note[len(V1_SAME_MODEL) :]
         plan = rest.endswith(V1_PLAN_MATCH)
         case["reused_from"] = rest[: -len(V1_PLAN_MATCH)] if plan else rest
         case["reuse_kind"] = "plan" if plan else "graph"
     elif note.startswith(V1_SAME_PLAN):
-        case["same_plan_as"] = note[len(V1_SAME_PLAN):]
+        case["same_plan_as"] = note[len(V1_SAME_PLAN) :]
     elif note.startswith(V1_BUILD_SKIPPED):
-        case["trt_build_skipped"] = note[len(V1_BUILD_SKIPPED):]
+        case["trt_build_skipped"] = note[len(V1_BUILD_SKIPPED) :]
     elif V1_CPU_FALLBACK in note and note.split(" ", 1)[0].isdigit():
         case["cpu_float_nodes"] = note.split(V1_CPU_FALLBACK, 1)[1].split(", ")
     else:

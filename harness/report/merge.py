@@ -15,6 +15,7 @@ claimed), and the run is never a baseline. Shards that disagree on the castguard
 sweep settings or a golden are refused (:class:`UserError` naming both folders and the difference); other
 version differences (onnx, onnxruntime, Python, numpy, TensorRT, the git commit) are kept as notes. No pytest.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,7 +31,7 @@ from harness.report.io import SHARD_FILE, read_report, read_shard_marker
 from harness.report.model import CaseRecord, Provenance, Report, ShardInfo, ShardRun
 from harness.report.runs import is_active, run_folders
 
-FLAGGED = ("onnx", "onnxruntime", "numpy", "python", "tensorrt", "git_commit")   # differences noted, not refused
+FLAGGED = ("onnx", "onnxruntime", "numpy", "python", "tensorrt", "git_commit")  # differences noted, not refused
 _SHOWN = 160
 
 
@@ -38,13 +39,13 @@ _SHOWN = 160
 class ShardFolder:
     """One shard's run as found on disk."""
 
-    folder: Path                          # as given to castguard merge
+    folder: Path  # as given to castguard merge
     run_dir: Path
-    info: ShardInfo                       # from its report when it finished, else from its start marker
+    info: ShardInfo  # from its report when it finished, else from its start marker
     provenance: Provenance
-    report: Report | None                 # None: no report.json (killed)
+    report: Report | None  # None: no report.json (killed)
     records: tuple[CaseRecord, ...]
-    torn: int = 0                         # damaged last lines dropped from its case files
+    torn: int = 0  # damaged last lines dropped from its case files
 
     @property
     def name(self) -> str:
@@ -70,27 +71,44 @@ class ShardFolder:
 def read_shard(folder: Path) -> ShardFolder:
     """The newest shard run in a report folder; UserError when it has none or it is still running."""
     if not folder.is_dir():
-        raise UserError(where=folder, problem="shard folder not found",
-                        fix="give the --report-dir of each pytest --shard K/N run (a CI artifact)")
+        raise UserError(
+            where=folder,
+            problem="shard folder not found",
+            fix="give the --report-dir of each pytest --shard K/N run (a CI artifact)",
+        )
     runs = [run for run in run_folders(folder) if (run / SHARD_FILE).is_file()]
     if not runs:
-        raise UserError(where=folder, problem="holds no shard run (no runs/<id>/shard.json)",
-                        fix="give the --report-dir of a pytest --shard K/N run")
+        raise UserError(
+            where=folder,
+            problem="holds no shard run (no runs/<id>/shard.json)",
+            fix="give the --report-dir of a pytest --shard K/N run",
+        )
     run = runs[-1]
     if is_active(run):
-        raise UserError(where=run, problem="this shard is still running",
-                        fix="wait for it to end (or stop it), then merge")
+        raise UserError(
+            where=run, problem="this shard is still running", fix="wait for it to end (or stop it), then merge"
+        )
     info, provenance = read_shard_marker(run / SHARD_FILE)
     if (run / "report.json").is_file():
         report = read_report(run / "report.json")
         if report.shard is None:
-            raise UserError(where=run / "report.json", problem="is not a shard's report (no shard record)",
-                            fix="re-run that shard with pytest --shard K/N")
-        return ShardFolder(folder=folder, run_dir=run, info=report.shard, provenance=report.provenance,
-                           report=report, records=report.cases)
+            raise UserError(
+                where=run / "report.json",
+                problem="is not a shard's report (no shard record)",
+                fix="re-run that shard with pytest --shard K/N",
+            )
+        return ShardFolder(
+            folder=folder,
+            run_dir=run,
+            info=report.shard,
+            provenance=report.provenance,
+            report=report,
+            records=report.cases,
+        )
     records, torn = collect_records(run, torn_tail_ok=True)
-    return ShardFolder(folder=folder, run_dir=run, info=info, provenance=provenance, report=None,
-                       records=tuple(records), torn=torn)
+    return ShardFolder(
+        folder=folder, run_dir=run, info=info, provenance=provenance, report=None, records=tuple(records), torn=torn
+    )
 
 
 def _short(text: str) -> str:
@@ -104,23 +122,29 @@ def check_agreement(shards: Sequence[ShardFolder]) -> tuple[str, ...]:
     for shard in shards:
         if shard.info.index in seen:
             same = seen[shard.info.index].run_dir == shard.run_dir
-            raise UserError(where=f"{seen[shard.info.index].folder} and {shard.folder}",
-                            problem=f"both hold shard {shard.info.text}" + (" (the same run)" if same else ""),
-                            fix="give each shard's folder once; a folder's newest shard run is the one merged, so "
-                                "shards that share one --report-dir hide each other: give each its own")
+            raise UserError(
+                where=f"{seen[shard.info.index].folder} and {shard.folder}",
+                problem=f"both hold shard {shard.info.text}" + (" (the same run)" if same else ""),
+                fix="give each shard's folder once; a folder's newest shard run is the one merged, so "
+                "shards that share one --report-dir hide each other: give each its own",
+            )
         seen[shard.info.index] = shard
         for what, mine, theirs in _differences(first, shard):
-            raise UserError(where=f"{first.folder} and {shard.folder}",
-                            problem=f"the shards disagree on {what}: {first.name} has {_short(mine)}, "
-                                    f"{shard.name} has {_short(theirs)}",
-                            fix="merge only the shards of one night: the same castguard, models, sweep and goldens "
-                                "(re-run the odd shard)")
+            raise UserError(
+                where=f"{first.folder} and {shard.folder}",
+                problem=f"the shards disagree on {what}: {first.name} has {_short(mine)}, "
+                f"{shard.name} has {_short(theirs)}",
+                fix="merge only the shards of one night: the same castguard, models, sweep and goldens "
+                "(re-run the odd shard)",
+            )
     notes = []
     for field in FLAGGED:
         values = {getattr(s.provenance, field) for s in shards}
         if len(values) > 1:
-            notes.append(f"the shards ran with different {field}: " + "; ".join(
-                f"shard {s.info.text}: {getattr(s.provenance, field)}" for s in shards))
+            notes.append(
+                f"the shards ran with different {field}: "
+                + "; ".join(f"shard {s.info.text}: {getattr(s.provenance, field)}" for s in shards)
+            )
     return tuple(notes)
 
 
@@ -131,9 +155,17 @@ def _differences(a: ShardFolder, b: ShardFolder) -> list[tuple[str, str, str]]:
     if a.provenance.castguard != b.provenance.castguard:
         found.append(("the castguard version", a.provenance.castguard, b.provenance.castguard))
     if sorted(a.info.part.models) != sorted(b.info.part.models):
-        only_a, only_b = sorted(set(a.info.part.models) - set(b.info.part.models)), sorted(set(b.info.part.models) - set(a.info.part.models))
-        found.append(("the models", f"{len(a.info.part.models)} (only here: {', '.join(only_a) or '–'})",
-                      f"{len(b.info.part.models)} (only here: {', '.join(only_b) or '–'})"))
+        only_a, only_b = (
+            sorted(set(a.info.part.models) - set(b.info.part.models)),
+            sorted(set(b.info.part.models) - set(a.info.part.models)),
+        )
+        found.append(
+            (
+                "the models",
+                f"{len(a.info.part.models)} (only here: {', '.join(only_a) or '–'})",
+                f"{len(b.info.part.models)} (only here: {', '.join(only_b) or '–'})",
+            )
+        )
     settings_a, settings_b = dict(a.info.settings), dict(b.info.settings)
     for key in sorted(set(settings_a) | set(settings_b)):
         if settings_a.get(key) != settings_b.get(key):
@@ -154,7 +186,7 @@ class Merged:
     planned_cases: int
     provenance: Provenance
     notes: tuple[str, ...]
-    failed_tests: tuple[str, ...]         # failed tests that are not sweep cases (e.g. a golden check), per shard
+    failed_tests: tuple[str, ...]  # failed tests that are not sweep cases (e.g. a golden check), per shard
     sources: tuple[ShardFolder, ...]
 
     @property
@@ -179,17 +211,36 @@ def merge_shards(folders: Sequence[Path]) -> Merged:
             continue
         for record in shard.records:
             if not shard.info.part.runs(record.model, record.case_id):
-                raise UserError(where=shard.run_dir, problem=f"has a case it was not assigned: {record.model} / "
-                                f"{record.case_id}", fix="re-run that shard with this castguard")
+                raise UserError(
+                    where=shard.run_dir,
+                    problem=f"has a case it was not assigned: {record.model} / {record.case_id}",
+                    fix="re-run that shard with this castguard",
+                )
             records[record.key] = record
         state, why = shard.state()
-        runs.append(ShardRun(index=index, count=count, state=state, folder=str(shard.folder),
-                             run_id=shard.run_dir.name, cases=len(shard.records), assigned=shard.info.part.case_count,
-                             provenance=shard.provenance, note=why))
+        runs.append(
+            ShardRun(
+                index=index,
+                count=count,
+                state=state,
+                folder=str(shard.folder),
+                run_id=shard.run_dir.name,
+                cases=len(shard.records),
+                assigned=shard.info.part.case_count,
+                provenance=shard.provenance,
+                note=why,
+            )
+        )
     failed = tuple(f"shard {s.info.text}: {test}" for s in shards for test in s.info.failed_tests)
-    return Merged(records=tuple(records.values()), shards=tuple(runs), planned_cases=shards[0].info.part.total_cases,
-                  provenance=merged_provenance([s.provenance for s in shards]), notes=notes, failed_tests=failed,
-                  sources=tuple(shards))
+    return Merged(
+        records=tuple(records.values()),
+        shards=tuple(runs),
+        planned_cases=shards[0].info.part.total_cases,
+        provenance=merged_provenance([s.provenance for s in shards]),
+        notes=notes,
+        failed_tests=failed,
+        sources=tuple(shards),
+    )
 
 
 def _missing_note(folders: Sequence[Path], index: int, count: int) -> str:
@@ -201,8 +252,10 @@ def _missing_note(folders: Sequence[Path], index: int, count: int) -> str:
             except UserError:
                 continue
             if (info.index, info.count) == (index, count):
-                return (f"no folder given holds it as its newest shard run, but {folder} holds an older run of it "
-                        f"({run.name}): shards that share one --report-dir hide each other; give each its own")
+                return (
+                    f"no folder given holds it as its newest shard run, but {folder} holds an older run of it "
+                    f"({run.name}): shards that share one --report-dir hide each other; give each its own"
+                )
     return "no folder given holds this shard (its job did not run, or uploaded nothing)"
 
 

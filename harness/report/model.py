@@ -5,6 +5,7 @@ derived from the settings (:class:`harness.sweep.Case`), so baselines can match 
 that were not measured (a skipped case has no FLOP share) are ``None``. Nothing here decides pass/fail:
 ``status`` is the outcome the test run recorded; renderers only display it.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,17 +15,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.judge.compare import CompareResult, ErrorFigures, OutputComparison
-from harness.sweep import Case
-from harness.sweep.shards import ShardWork
 from harness.diagnose.facts import Diagnosis
 from harness.diagnose.facts import Divergence as Divergence
+from harness.judge.compare import CompareResult, ErrorFigures, OutputComparison
 from harness.judge.tolerances import golden_scale
 from harness.runners.tensorrt.typed_build import TrtBuild
+from harness.sweep import Case
+from harness.sweep.shards import ShardWork
 
 SCHEMA_VERSION = 2
 STATUSES = ("pass", "fail", "xfail", "xpass", "skip", "error")
-REUSE_KINDS = ("", "graph", "plan")   # not reused / identical converted graph / identical precision plan
+REUSE_KINDS = ("", "graph", "plan")  # not reused / identical converted graph / identical precision plan
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class OutputStats(ErrorFigures):
     quantile: float
     required_atol: float
     required_rtol: float
-    golden_absmax: float                   # largest finite |golden| of this output (0 when none)
+    golden_absmax: float  # largest finite |golden| of this output (0 when none)
     top_k_agreement: float | None = None
 
     @property
@@ -65,14 +66,29 @@ class OutputStats(ErrorFigures):
     def from_comparison(cls, comparison: OutputComparison, *, golden_absmax: float) -> OutputStats:
         """Copy the statistics of a :class:`harness.judge.compare.OutputComparison` as plain Python numbers."""
         c, tol = comparison, comparison.tolerance
-        return cls(name=c.name, passed=bool(c.passed), reason=c.reason, golden_absmax=float(golden_absmax),
-                   max_abs=float(c.max_abs), mean_abs=float(c.mean_abs), median_abs=float(c.median_abs),
-                   quantile_abs=float(c.quantile_abs), max_rel=float(c.max_rel), mean_rel=float(c.mean_rel),
-                   median_rel=float(c.median_rel), quantile_rel=float(c.quantile_rel),
-                   n_over=int(c.n_over), n_total=int(c.n_total), atol=float(tol.atol), rtol=float(tol.rtol),
-                   mode=str(tol.mode), quantile=float(tol.quantile), required_atol=float(c.required_atol),
-                   required_rtol=float(c.required_rtol),
-                   top_k_agreement=None if c.top_k_agreement is None else float(c.top_k_agreement))
+        return cls(
+            name=c.name,
+            passed=bool(c.passed),
+            reason=c.reason,
+            golden_absmax=float(golden_absmax),
+            max_abs=float(c.max_abs),
+            mean_abs=float(c.mean_abs),
+            median_abs=float(c.median_abs),
+            quantile_abs=float(c.quantile_abs),
+            max_rel=float(c.max_rel),
+            mean_rel=float(c.mean_rel),
+            median_rel=float(c.median_rel),
+            quantile_rel=float(c.quantile_rel),
+            n_over=int(c.n_over),
+            n_total=int(c.n_total),
+            atol=float(tol.atol),
+            rtol=float(tol.rtol),
+            mode=str(tol.mode),
+            quantile=float(tol.quantile),
+            required_atol=float(c.required_atol),
+            required_rtol=float(c.required_rtol),
+            top_k_agreement=None if c.top_k_agreement is None else float(c.top_k_agreement),
+        )
 
 
 @dataclass(frozen=True)
@@ -85,22 +101,33 @@ class Timings:
 
     magnitudes_s: float = 0.0
     convert_s: float = 0.0
-    infer_s: float = 0.0                   # inference of the converted model only
+    infer_s: float = 0.0  # inference of the converted model only
     compare_s: float = 0.0
     total_s: float = 0.0
-    build_check_s: float = 0.0             # the TensorRT build check (--trt-build-check)
-    dedup_s: float = 0.0                   # looking for an earlier case with the same converted model
-    setup_s: float = 0.0                   # creating the runner's session (and preparing the feeds)
-    diagnose_s: float = 0.0                # a failing case: the first-divergence search and its message
-    speed_s: float = 0.0                   # latency measurement (GPU runners)
-    record_s: float = 0.0                  # saving the outputs and assembling the record
-    tune_s: float = 0.0                    # a tuned case: the tune, or the stored plan's check (pytest --tune)
+    build_check_s: float = 0.0  # the TensorRT build check (--trt-build-check)
+    dedup_s: float = 0.0  # looking for an earlier case with the same converted model
+    setup_s: float = 0.0  # creating the runner's session (and preparing the feeds)
+    diagnose_s: float = 0.0  # a failing case: the first-divergence search and its message
+    speed_s: float = 0.0  # latency measurement (GPU runners)
+    record_s: float = 0.0  # saving the outputs and assembling the record
+    tune_s: float = 0.0  # a tuned case: the tune, or the stored plan's check (pytest --tune)
 
     @property
     def parts_s(self) -> float:
         """The named parts together (everything but ``total_s``)."""
-        return (self.magnitudes_s + self.convert_s + self.infer_s + self.compare_s + self.build_check_s
-                + self.dedup_s + self.setup_s + self.diagnose_s + self.speed_s + self.record_s + self.tune_s)
+        return (
+            self.magnitudes_s
+            + self.convert_s
+            + self.infer_s
+            + self.compare_s
+            + self.build_check_s
+            + self.dedup_s
+            + self.setup_s
+            + self.diagnose_s
+            + self.speed_s
+            + self.record_s
+            + self.tune_s
+        )
 
 
 @dataclass(frozen=True)
@@ -111,13 +138,13 @@ class CaseRecord:
     model_sha256: str
     case: Case
     status: str
-    runner: str = ""                       # the producer string, e.g. "emulate" or "ort[CPUExecutionProvider]"
+    runner: str = ""  # the producer string, e.g. "emulate" or "ort[CPUExecutionProvider]"
     rounds_low_precision: bool = False
     inputs_id: str = ""
     message: str = ""
     outputs: tuple[OutputStats, ...] = ()
-    lowp_flop_share: float | None = None   # 0..1
-    lowp_share_bound: str | None = None    # why lowp_flop_share is only an upper bound (a run-time trip count)
+    lowp_flop_share: float | None = None  # 0..1
+    lowp_share_bound: str | None = None  # why lowp_flop_share is only an upper bound (a run-time trip count)
     cast_count: int | None = None
     low_nodes: int | None = None
     high_nodes: int | None = None
@@ -125,21 +152,21 @@ class CaseRecord:
     first_divergent: Divergence | None = None
     outputs_file: str | None = None
     golden_file: str | None = None
-    notes: tuple[str, ...] = ()            # e.g. provenance drift of the goldens
-    latency_ms: float | None = None        # measured on a GPU runner only (harness.runners.timing)
-    fp32_latency_ms: float | None = None   # the FP32 model on the same runner and provider, interleaved
-    speedup: float | None = None           # fp32_latency_ms / latency_ms
-    speed_note: str = ""                   # why no speed was measured (CPU runners claim none)
-    kept_fp32: tuple[tuple[str, str], ...] = ()   # tuned cases: (node, why) for each node the plan keeps FP32
-    trt_build: TrtBuild | None = None      # the TensorRT build check of the converted model (None: not checked)
-    diagnosis: Diagnosis | None = None     # failing cases: the cause and the fix that was run (harness.diagnose)
+    notes: tuple[str, ...] = ()  # e.g. provenance drift of the goldens
+    latency_ms: float | None = None  # measured on a GPU runner only (harness.runners.timing)
+    fp32_latency_ms: float | None = None  # the FP32 model on the same runner and provider, interleaved
+    speedup: float | None = None  # fp32_latency_ms / latency_ms
+    speed_note: str = ""  # why no speed was measured (CPU runners claim none)
+    kept_fp32: tuple[tuple[str, str], ...] = ()  # tuned cases: (node, why) for each node the plan keeps FP32
+    trt_build: TrtBuild | None = None  # the TensorRT build check of the converted model (None: not checked)
+    diagnosis: Diagnosis | None = None  # failing cases: the cause and the fix that was run (harness.diagnose)
     # schema 2: facts that schema 1 kept in ``notes`` (display text is rendered from them: report.format.case_notes)
-    conversion_cached: bool = False        # the converted model came from the content cache
-    reused_from: str | None = None         # the case id whose result this case reuses (converted to the same model)
-    reuse_kind: str = ""                   # how it matched (REUSE_KINDS): "graph" or "plan"; "" when not reused
-    same_plan_as: str | None = None        # ran anyway, though an earlier case (this id) has the same precision plan
+    conversion_cached: bool = False  # the converted model came from the content cache
+    reused_from: str | None = None  # the case id whose result this case reuses (converted to the same model)
+    reuse_kind: str = ""  # how it matched (REUSE_KINDS): "graph" or "plan"; "" when not reused
+    same_plan_as: str | None = None  # ran anyway, though an earlier case (this id) has the same precision plan
     cpu_float_nodes: tuple[str, ...] = ()  # ort-cuda: float nodes ("name (op)") the CUDA EP left to the CPU EP
-    trt_build_skipped: str = ""            # why the requested TensorRT build check has no result
+    trt_build_skipped: str = ""  # why the requested TensorRT build check has no result
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -147,8 +174,10 @@ class CaseRecord:
         if self.lowp_flop_share is not None and not 0.0 <= self.lowp_flop_share <= 1.0:
             raise ValueError(f"CaseRecord.lowp_flop_share must be in [0, 1], got {self.lowp_flop_share!r}")
         if self.reuse_kind not in REUSE_KINDS or (self.reuse_kind == "") != (self.reused_from is None):
-            raise ValueError(f"CaseRecord.reuse_kind must be one of {REUSE_KINDS[1:]} exactly when reused_from is "
-                             f"set, got {self.reuse_kind!r} with reused_from={self.reused_from!r}")
+            raise ValueError(
+                f"CaseRecord.reuse_kind must be one of {REUSE_KINDS[1:]} exactly when reused_from is "
+                f"set, got {self.reuse_kind!r} with reused_from={self.reused_from!r}"
+            )
         names = [o.name for o in self.outputs]
         if len(set(names)) != len(names):
             raise ValueError(f"CaseRecord.outputs repeats an output name: {names}")
@@ -188,14 +217,21 @@ class Provenance:
     runners: tuple[str, ...] = ()
     git_commit: str | None = None
     tensorrt: str | None = None
-    gpu: str | None = None                 # ``nvidia-smi -L`` names, e.g. "1x NVIDIA H100 80GB HBM3"; None: none
-    runner_sources: tuple[tuple[str, str, str], ...] = ()   # (runner, distribution, version): castguard.runners
+    gpu: str | None = None  # ``nvidia-smi -L`` names, e.g. "1x NVIDIA H100 80GB HBM3"; None: none
+    runner_sources: tuple[tuple[str, str, str], ...] = ()  # (runner, distribution, version): castguard.runners
 
     def runners_text(self) -> str:
         """``emulate, echo (castguard-echo-runner 0.1.0)``: a plugin runner with the package it came from."""
         sources = {name: (dist, version) for name, dist, version in self.runner_sources}
-        return ", ".join(name if sources.get(name, ("castguard",))[0] == "castguard"
-                         else f"{name} ({sources[name][0]} {sources[name][1]})" for name in self.runners) or "–"
+        return (
+            ", ".join(
+                name
+                if sources.get(name, ("castguard",))[0] == "castguard"
+                else f"{name} ({sources[name][0]} {sources[name][1]})"
+                for name in self.runners
+            )
+            or "–"
+        )
 
 
 SHARD_STATES = ("complete", "interrupted", "killed", "failed", "missing")
@@ -213,7 +249,7 @@ class ShardInfo:
 
     part: ShardWork
     settings: tuple[tuple[str, str], ...] = ()
-    goldens: tuple[tuple[str, str], ...] = ()      # (golden .npz relative to the goldens folder, its sha256)
+    goldens: tuple[tuple[str, str], ...] = ()  # (golden .npz relative to the goldens folder, its sha256)
     started: str = ""
     exit_status: int | None = None
     failed_tests: tuple[str, ...] = ()
@@ -237,13 +273,13 @@ class ShardRun:
 
     index: int
     count: int
-    state: str                             # one of SHARD_STATES
-    folder: str = ""                       # the shard folder given to castguard merge ("" when missing)
+    state: str  # one of SHARD_STATES
+    folder: str = ""  # the shard folder given to castguard merge ("" when missing)
     run_id: str = ""
-    cases: int = 0                         # case records it contributed
-    assigned: int = 0                      # cases it was assigned
+    cases: int = 0  # case records it contributed
+    assigned: int = 0  # cases it was assigned
     provenance: Provenance | None = None
-    note: str = ""                         # why it is not complete, or other shards it disagrees with
+    note: str = ""  # why it is not complete, or other shards it disagrees with
 
     def __post_init__(self) -> None:
         if self.state not in SHARD_STATES:
@@ -254,15 +290,15 @@ class ShardRun:
 class Report:
     """Every case of one run, sorted by (model, case_id, inputs_id); build it with :meth:`build`."""
 
-    created: str                           # ISO 8601; the only field that varies between identical runs
+    created: str  # ISO 8601; the only field that varies between identical runs
     provenance: Provenance
     cases: tuple[CaseRecord, ...] = ()
     schema_version: int = SCHEMA_VERSION
-    run_id: str = ""                       # the run's working folder: runs/<run_id>/ in the report folder
-    interrupted: bool = False              # Ctrl-C / a cancelled job: only ``len(cases)`` of ``planned_cases`` ran
-    planned_cases: int | None = None       # sweep cases this run selected (None: not known)
-    shard: ShardInfo | None = None         # a shard's report (pytest --shard K/N)
-    shards: tuple[ShardRun, ...] = ()      # a merged report (castguard merge): every shard of the assignment
+    run_id: str = ""  # the run's working folder: runs/<run_id>/ in the report folder
+    interrupted: bool = False  # Ctrl-C / a cancelled job: only ``len(cases)`` of ``planned_cases`` ran
+    planned_cases: int | None = None  # sweep cases this run selected (None: not known)
+    shard: ShardInfo | None = None  # a shard's report (pytest --shard K/N)
+    shards: tuple[ShardRun, ...] = ()  # a merged report (castguard merge): every shard of the assignment
 
     def __post_init__(self) -> None:
         if self.schema_version != SCHEMA_VERSION:
@@ -275,11 +311,28 @@ class Report:
             raise ValueError("Report.cases must be sorted by (model, case_id, inputs_id); use Report.build()")
 
     @classmethod
-    def build(cls, cases: Iterable[CaseRecord], *, created: str, provenance: Provenance, run_id: str = "",
-              interrupted: bool = False, planned_cases: int | None = None, shard: ShardInfo | None = None,
-              shards: tuple[ShardRun, ...] = ()) -> Report:
-        return cls(created=created, provenance=provenance, cases=tuple(sorted(cases, key=lambda c: c.key)),
-                   run_id=run_id, interrupted=interrupted, planned_cases=planned_cases, shard=shard, shards=shards)
+    def build(
+        cls,
+        cases: Iterable[CaseRecord],
+        *,
+        created: str,
+        provenance: Provenance,
+        run_id: str = "",
+        interrupted: bool = False,
+        planned_cases: int | None = None,
+        shard: ShardInfo | None = None,
+        shards: tuple[ShardRun, ...] = (),
+    ) -> Report:
+        return cls(
+            created=created,
+            provenance=provenance,
+            cases=tuple(sorted(cases, key=lambda c: c.key)),
+            run_id=run_id,
+            interrupted=interrupted,
+            planned_cases=planned_cases,
+            shard=shard,
+            shards=shards,
+        )
 
     @property
     def complete(self) -> bool:
@@ -310,6 +363,7 @@ def _worst(values: Iterable[float]) -> float | None:
 
 def output_stats(result: CompareResult, goldens: Sequence[Mapping[str, np.ndarray]]) -> tuple[OutputStats, ...]:
     """The per-output statistics of a comparison, each with its golden's scale (over every iteration)."""
-    scales = {o.name: max((golden_scale(it[o.name]) for it in goldens if o.name in it), default=0.0)
-              for o in result.outputs}
+    scales = {
+        o.name: max((golden_scale(it[o.name]) for it in goldens if o.name in it), default=0.0) for o in result.outputs
+    }
     return tuple(OutputStats.from_comparison(o, golden_absmax=scales[o.name]) for o in result.outputs)

@@ -1,6 +1,7 @@
 """The Pareto front of a sweep: passing cases for which no other passing case has a larger low-precision FLOP
 share at an error that is no larger (NaN errors count as inf). Failing cases are drawn, never on the front: a
 numbered point is one a user can pick."""
+
 from __future__ import annotations
 
 import math
@@ -19,8 +20,9 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
     points are all kept. The result is ordered by share, largest first.
     """
     clean = [(share, math.inf if math.isnan(error) else error) for share, error in points]
-    front = [i for i, (s, e) in enumerate(clean)
-             if not any((s2 >= s and e2 <= e) and (s2 > s or e2 < e) for s2, e2 in clean)]
+    front = [
+        i for i, (s, e) in enumerate(clean) if not any((s2 >= s and e2 <= e) and (s2 > s or e2 < e) for s2, e2 in clean)
+    ]
     return sorted(front, key=lambda i: (-clean[i][0], clean[i][1], i))
 
 
@@ -39,8 +41,10 @@ def front_points(cases: Sequence[CaseRecord]) -> list[list[CaseRecord]]:
     """The front grouped by identical (share, error) points, largest share first: one group per marked point."""
     groups: list[list[CaseRecord]] = []
     for case in front_cases(cases):
-        if groups and (groups[-1][0].lowp_flop_share, groups[-1][0].worst_error) == (case.lowp_flop_share,
-                                                                                     case.worst_error):
+        if groups and (groups[-1][0].lowp_flop_share, groups[-1][0].worst_error) == (
+            case.lowp_flop_share,
+            case.worst_error,
+        ):
             groups[-1].append(case)
         else:
             groups.append([case])

@@ -3,6 +3,7 @@
 Uses matplotlib's object API with an Agg canvas (``Figure`` + ``FigureCanvasAgg``), never pyplot, so
 no global backend or figure state is touched.
 """
+
 from __future__ import annotations
 
 import io
@@ -75,8 +76,9 @@ def error_vs_share_figure(cases: Sequence[CaseRecord], *, title: str) -> Figure:
     if not points:
         ax = fig.add_subplot()
         ax.set_title(_plain(title), fontsize=11)
-        ax.text(0.5, 0.5, "no case has both a FLOP share and an error", ha="center", va="center",
-                transform=ax.transAxes)
+        ax.text(
+            0.5, 0.5, "no case has both a FLOP share and an error", ha="center", va="center", transform=ax.transAxes
+        )
         ax.set_axis_off()
         return fig
     errors = [c.worst_error for c in points]
@@ -94,8 +96,14 @@ def error_vs_share_figure(cases: Sequence[CaseRecord], *, title: str) -> Figure:
     ax.set_yscale("log")
     ax.set_ylim(min([floor / 2, *(v / 2 for v in levels.values())]), max([high * 4, *(v * 2 for v in levels.values())]))
     for precision, level in sorted(levels.items()):
-        ax.axhline(level, color=precision_colour(precision), linestyle="-.", linewidth=1, zorder=1,
-                   gid=f"tolerance-{precision}")
+        ax.axhline(
+            level,
+            color=precision_colour(precision),
+            linestyle="-.",
+            linewidth=1,
+            zorder=1,
+            gid=f"tolerance-{precision}",
+        )
     ax.set_xlim(*share_limits([c.lowp_flop_share for c in points]))  # type: ignore[misc]
 
     def where(case: CaseRecord) -> tuple[object, float]:
@@ -110,9 +118,17 @@ def error_vs_share_figure(cases: Sequence[CaseRecord], *, title: str) -> Figure:
             group = [c for c in points if c.case.precision == precision and c.status == status]
             for target in {id(where(c)[0]): where(c)[0] for c in group}.values():
                 mine = [c for c in group if where(c)[0] is target]
-                target.scatter([100 * c.lowp_flop_share for c in mine], [where(c)[1] for c in mine],  # type: ignore
-                               c=precision_colour(precision), marker=marker, s=46, alpha=0.8,
-                               edgecolors="white", linewidths=0.5, zorder=3)
+                target.scatter(  # type: ignore[attr-defined]
+                    [100 * c.lowp_flop_share for c in mine],  # type: ignore[operator]
+                    [where(c)[1] for c in mine],
+                    c=precision_colour(precision),
+                    marker=marker,
+                    s=46,
+                    alpha=0.8,
+                    edgecolors="white",
+                    linewidths=0.5,
+                    zorder=3,
+                )
     if band is not None:
         band.set_ylim(0, 1)
         band.set_yticks([0.5], ["inf / NaN"], fontsize=8)
@@ -122,10 +138,24 @@ def error_vs_share_figure(cases: Sequence[CaseRecord], *, title: str) -> Figure:
     for case in (c for c in points if c.case.tuned):
         target, y = where(case)
         x = 100 * case.lowp_flop_share  # type: ignore[operator]
-        target.scatter([x], [y], marker="*", s=260, facecolors="none",  # type: ignore[attr-defined]
-                       edgecolors=precision_colour(case.case.precision), linewidths=1.4, zorder=5)
-        target.annotate(f"tuned {case.case.precision}", (x, y), xytext=(0, -16),  # type: ignore[attr-defined]
-                        textcoords="offset points", fontsize=8, ha="center")
+        target.scatter(  # type: ignore[attr-defined]
+            [x],
+            [y],
+            marker="*",
+            s=260,
+            facecolors="none",
+            edgecolors=precision_colour(case.case.precision),
+            linewidths=1.4,
+            zorder=5,
+        )
+        target.annotate(  # type: ignore[attr-defined]
+            f"tuned {case.case.precision}",
+            (x, y),
+            xytext=(0, -16),
+            textcoords="offset points",
+            fontsize=8,
+            ha="center",
+        )
     front = [group[0] for group in front_points(points)]
     for target in (ax, band):
         mine = [c for c in front if where(c)[0] is target]
@@ -140,32 +170,54 @@ def error_vs_share_figure(cases: Sequence[CaseRecord], *, title: str) -> Figure:
     ax.set_xlabel("low-precision FLOP share (%)")
     ax.set_ylabel("worst error: max |obtained − golden| / max |golden|", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
-    _legends(ax, sorted({c.case.precision for c in points}), sorted({c.status for c in points}),
-             tuned=any(c.case.tuned for c in points), tolerances=sorted(levels))
+    _legends(
+        ax,
+        sorted({c.case.precision for c in points}),
+        sorted({c.status for c in points}),
+        tuned=any(c.case.tuned for c in points),
+        tolerances=sorted(levels),
+    )
     left_out = len(cases) - len(points)
     if left_out:
-        ax.text(0.99, 0.02, f"{left_out} case(s) without a share or error not shown", transform=ax.transAxes,
-                ha="right", va="bottom", fontsize=8, color="dimgrey")
-    fig.subplots_adjust(left=0.12, right=0.87, bottom=0.11, top=0.93, hspace=0.05)   # fixed: labels placed in pixels
-    _number_front(fig, [(where(c)[0], 100 * c.lowp_flop_share, where(c)[1]) for c in front],  # type: ignore
-                  others=[(where(c)[0], 100 * c.lowp_flop_share, where(c)[1]) for c in points])  # type: ignore
+        ax.text(
+            0.99,
+            0.02,
+            f"{left_out} case(s) without a share or error not shown",
+            transform=ax.transAxes,
+            ha="right",
+            va="bottom",
+            fontsize=8,
+            color="dimgrey",
+        )
+    fig.subplots_adjust(left=0.12, right=0.87, bottom=0.11, top=0.93, hspace=0.05)  # fixed: labels placed in pixels
+    _number_front(
+        fig,
+        [(where(c)[0], 100 * c.lowp_flop_share, where(c)[1]) for c in front],  # type: ignore
+        others=[(where(c)[0], 100 * c.lowp_flop_share, where(c)[1]) for c in points],  # type: ignore[operator]
+    )
     return fig
 
 
-_OFFSETS = [(dx * r, dy * r) for r in (11, 19, 28, 38) for dx, dy in
-            ((1, 1), (-1, 1), (1, -1), (-1, -1), (0, 1.3), (0, -1.3), (1.4, 0), (-1.4, 0))]
+_OFFSETS = [
+    (dx * r, dy * r)
+    for r in (11, 19, 28, 38)
+    for dx, dy in ((1, 1), (-1, 1), (1, -1), (-1, -1), (0, 1.3), (0, -1.3), (1.4, 0), (-1.4, 0))
+]
 
 
-def _number_front(fig: Figure, front: Sequence[tuple[object, float, float]],
-                  *, others: Sequence[tuple[object, float, float]]) -> None:
+def _number_front(
+    fig: Figure, front: Sequence[tuple[object, float, float]], *, others: Sequence[tuple[object, float, float]]
+) -> None:
     """Number the front's points 1..n, each label at the first nearby spot (in pixels) that overlaps no other
     label and no point; a label moved away from its point gets a thin leader line."""
+
     def pixel(target: object, x: float, y: float) -> tuple[float, float]:
         px, py = target.transData.transform((x, y))  # type: ignore[attr-defined]
         return float(px), float(py)
 
-    taken: list[tuple[float, float, float, float]] = [(px - 5, py - 5, px + 5, py + 5)
-                                                     for px, py in (pixel(t, x, y) for t, x, y in others)]
+    taken: list[tuple[float, float, float, float]] = [
+        (px - 5, py - 5, px + 5, py + 5) for px, py in (pixel(t, x, y) for t, x, y in others)
+    ]
     width, height = fig.bbox.width, fig.bbox.height
     for rank, (target, x, y) in enumerate(front, start=1):
         px, py = pixel(target, x, y)
@@ -180,9 +232,18 @@ def _number_front(fig: Figure, front: Sequence[tuple[object, float, float]],
         dx, dy = choice
         taken.append((px + dx - w / 2, py + dy - h / 2, px + dx + w / 2, py + dy + h / 2))
         far = abs(dx) > 12 or abs(dy) > 14
-        target.annotate(str(rank), (x, y), xytext=(dx, dy), textcoords="offset pixels",  # type: ignore
-                        fontsize=9, weight="bold", ha="center", va="center", zorder=5,
-                        arrowprops={"arrowstyle": "-", "color": "dimgrey", "linewidth": 0.6} if far else None)
+        target.annotate(  # type: ignore[attr-defined]
+            str(rank),
+            (x, y),
+            xytext=(dx, dy),
+            textcoords="offset pixels",
+            fontsize=9,
+            weight="bold",
+            ha="center",
+            va="center",
+            zorder=5,
+            arrowprops={"arrowstyle": "-", "color": "dimgrey", "linewidth": 0.6} if far else None,
+        )
 
 
 def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
@@ -198,11 +259,13 @@ def error_vs_speedup_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     ax.set_title(_plain(title), fontsize=11)
-    points = [c for c in timed(cases) if c.worst_error is not None and math.isfinite(c.worst_error)
-              and c.worst_error > 0]
+    points = [
+        c for c in timed(cases) if c.worst_error is not None and math.isfinite(c.worst_error) and c.worst_error > 0
+    ]
     if not points:
-        ax.text(0.5, 0.5, "no timed case with a finite, non-zero error", ha="center", va="center",
-                transform=ax.transAxes)
+        ax.text(
+            0.5, 0.5, "no timed case with a finite, non-zero error", ha="center", va="center", transform=ax.transAxes
+        )
         ax.set_axis_off()
         return _png(fig)
     ax.set_yscale("log")
@@ -210,9 +273,17 @@ def error_vs_speedup_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
         for status, marker in STATUS_MARKERS.items():
             group = [c for c in points if c.case.precision == precision and c.status == status]
             if group:
-                ax.scatter([_num(c.speedup) for c in group], [_num(c.worst_error) for c in group],
-                           c=precision_colour(precision), marker=marker, s=46, alpha=0.8,
-                           edgecolors="white", linewidths=0.5, zorder=3)
+                ax.scatter(
+                    [_num(c.speedup) for c in group],
+                    [_num(c.worst_error) for c in group],
+                    c=precision_colour(precision),
+                    marker=marker,
+                    s=46,
+                    alpha=0.8,
+                    edgecolors="white",
+                    linewidths=0.5,
+                    zorder=3,
+                )
     front = speed_front(points)
     xs, ys = [_num(c.speedup) for c in front], [_num(c.worst_error) for c in front]
     ax.plot(xs, ys, color="black", linewidth=1, linestyle="--", zorder=2)
@@ -233,7 +304,7 @@ def error_vs_speedup_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
 
 def pass_by_data_max_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     """Plot 2: a precision x data_max grid; each cell shows passed/judged cases, coloured by pass rate."""
-    cases = [c for c in cases if not c.case.tuned]   # a tuned plan is not a point of the data_max grid
+    cases = [c for c in cases if not c.case.tuned]  # a tuned plan is not a point of the data_max grid
     precisions = [p for p in PRECISIONS if any(c.case.precision == p for c in cases)]
     limits = sorted({c.case.data_max for c in cases})
     fig = Figure(figsize=(max(3.6, 1.25 * len(limits) + 1.4), 0.8 * max(len(precisions), 1) + 1.3), dpi=100)
@@ -265,19 +336,49 @@ def pass_by_data_max_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     return _png(fig)
 
 
-def _legends(ax: object, precisions: list[str], statuses: list[str], *, loc: str = "upper left",
-             tuned: bool = False, tolerances: Sequence[str] = ()) -> None:
-    colour = [Line2D([], [], color=precision_colour(p), marker="o", linestyle="", label=p)
-              for p in precisions]
-    shape = [Line2D([], [], color="dimgrey", marker=STATUS_MARKERS.get(s, "o"), linestyle="", label=s)
-             for s in statuses]
-    ring = [Line2D([], [], marker="o", markersize=11, markerfacecolor="none", markeredgecolor="black",
-                   linestyle="--", color="black", label="Pareto front")]
+def _legends(
+    ax: object,
+    precisions: list[str],
+    statuses: list[str],
+    *,
+    loc: str = "upper left",
+    tuned: bool = False,
+    tolerances: Sequence[str] = (),
+) -> None:
+    colour = [Line2D([], [], color=precision_colour(p), marker="o", linestyle="", label=p) for p in precisions]
+    shape = [
+        Line2D([], [], color="dimgrey", marker=STATUS_MARKERS.get(s, "o"), linestyle="", label=s) for s in statuses
+    ]
+    ring = [
+        Line2D(
+            [],
+            [],
+            marker="o",
+            markersize=11,
+            markerfacecolor="none",
+            markeredgecolor="black",
+            linestyle="--",
+            color="black",
+            label="Pareto front",
+        )
+    ]
     if tuned:
-        ring.append(Line2D([], [], marker="*", markersize=12, markerfacecolor="none", markeredgecolor="black",
-                           linestyle="", label="tuned plan"))
-    ring += [Line2D([], [], color=precision_colour(p), linestyle="-.", linewidth=1, label=f"{p} tolerance")
-             for p in tolerances]
+        ring.append(
+            Line2D(
+                [],
+                [],
+                marker="*",
+                markersize=12,
+                markerfacecolor="none",
+                markeredgecolor="black",
+                linestyle="",
+                label="tuned plan",
+            )
+        )
+    ring += [
+        Line2D([], [], color=precision_colour(p), linestyle="-.", linewidth=1, label=f"{p} tolerance")
+        for p in tolerances
+    ]
     ax.legend(handles=colour + shape + ring, loc=loc, fontsize=8, framealpha=0.85)  # type: ignore[attr-defined]
 
 

@@ -3,6 +3,7 @@
 Versions come from installed package metadata (nothing heavy is imported); the git commit is that of
 the project under test, when its folder is a git work tree.
 """
+
 from __future__ import annotations
 
 import platform
@@ -38,8 +39,13 @@ def package_version(name: str) -> str | None:
 def git_commit(project_dir: Path) -> str | None:
     """HEAD of the git work tree holding ``project_dir``; None when it is not in one or git is absent."""
     try:
-        done = subprocess.run(["git", "-C", str(project_dir), "rev-parse", "HEAD"], capture_output=True,
-                              text=True, timeout=10, check=False)
+        done = subprocess.run(
+            ["git", "-C", str(project_dir), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
     except FileNotFoundError:
         return None
     return done.stdout.strip() if done.returncode == 0 else None
@@ -55,8 +61,9 @@ def gpu_names() -> tuple[str, ...]:
     except (OSError, subprocess.TimeoutExpired):
         return ()
     lines = done.stdout.splitlines() if done.returncode == 0 else []
-    return tuple(line.split(":", 1)[1].split("(UUID", 1)[0].strip() for line in lines
-                 if line.startswith("GPU ") and ":" in line)
+    return tuple(
+        line.split(":", 1)[1].split("(UUID", 1)[0].strip() for line in lines if line.startswith("GPU ") and ":" in line
+    )
 
 
 def gpu_summary(names: Sequence[str]) -> str | None:
@@ -70,12 +77,14 @@ def with_case_runners(provenance: Provenance, runners: Sequence[str]) -> Provena
     new = tuple(n for n in dict.fromkeys(runners) if n not in provenance.runners)
     if not new:
         return provenance
-    return replace(provenance, runners=(*provenance.runners, *new),
-                   runner_sources=(*provenance.runner_sources, *runner_sources(new)))
+    return replace(
+        provenance,
+        runners=(*provenance.runners, *new),
+        runner_sources=(*provenance.runner_sources, *runner_sources(new)),
+    )
 
 
-def collect_provenance(*, hypothesis_profile: str, runners: Sequence[str],
-                       project_dir: Path | None) -> Provenance:
+def collect_provenance(*, hypothesis_profile: str, runners: Sequence[str], project_dir: Path | None) -> Provenance:
     """Describe this machine and its packages; ``project_dir`` is where the models under test live."""
     return Provenance(
         castguard=package_version("castguard") or "not installed",

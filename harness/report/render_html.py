@@ -3,6 +3,7 @@ the report's :class:`~harness.report.view.ReportView` (and draws its plots) and 
 
 Every piece of text from a model or a message goes through :func:`html.escape`.
 """
+
 from __future__ import annotations
 
 import base64
@@ -10,8 +11,19 @@ from collections.abc import Sequence
 from html import escape
 
 from harness.report.diagnosis import diagnosis_html
-from harness.report.format import (LEGEND, SHARD_COLUMNS, case_label, completion_text, counts_text, fmt_divergence,
-                                   fmt_error, fmt_int, fmt_share, shard_line, shard_rows)
+from harness.report.format import (
+    LEGEND,
+    SHARD_COLUMNS,
+    case_label,
+    completion_text,
+    counts_text,
+    fmt_divergence,
+    fmt_error,
+    fmt_int,
+    fmt_share,
+    shard_line,
+    shard_rows,
+)
 from harness.report.model import STATUSES, CaseRecord, Report
 from harness.report.trt_view import plan_mark, trt_cell
 from harness.report.view import ModelView, ReportView
@@ -41,60 +53,93 @@ def render_html(view: ReportView, *, extra: Sequence[str] = ()) -> str:
     """The whole ``report.html``; ``extra`` sections (e.g. the baseline comparison, trends) follow the summary."""
     report = view.report
     prov = report.provenance
-    body = [f"<h1>castguard sweep report</h1><p class=\"meta\">{escape(counts_text(report.counts()))} over "
-            f"{len(report.models)} model(s) &middot; created {escape(report.created)} &middot; "
-            f"runners {escape(prov.runners_text())}</p>", *_interrupted(report), *_shards(report),
-            _summary(view), *extra]
+    body = [
+        f'<h1>castguard sweep report</h1><p class="meta">{escape(counts_text(report.counts()))} over '
+        f"{len(report.models)} model(s) &middot; created {escape(report.created)} &middot; "
+        f"runners {escape(prov.runners_text())}</p>",
+        *_interrupted(report),
+        *_shards(report),
+        _summary(view),
+        *extra,
+    ]
     body += [_model_section(index, model) for index, model in enumerate(view.models)]
     body.append(_provenance(report))
-    body.append("<section><h2>Legend</h2><dl class=\"legend\">" + "".join(
-        f"<dt>{escape(name)}</dt><dd>{escape(text)}</dd>" for name, text in LEGEND) + "</dl></section>")
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>castguard sweep report</title><style>{_CSS}</style></head>\n<body><main>\n"
-            + "\n".join(body) + "\n</main></body></html>\n")
+    body.append(
+        '<section><h2>Legend</h2><dl class="legend">'
+        + "".join(f"<dt>{escape(name)}</dt><dd>{escape(text)}</dd>" for name, text in LEGEND)
+        + "</dl></section>"
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>castguard sweep report</title><style>{_CSS}</style></head>\n<body><main>\n"
+        + "\n".join(body)
+        + "\n</main></body></html>\n"
+    )
 
 
 def _interrupted(report: Report) -> list[str]:
     if not report.interrupted:
         return []
-    return [f"<p class=\"failure\"><strong>{escape(completion_text(report).capitalize())}.</strong> This report is "
-            "partial: the cases that did not run are missing, and it was not published over the previous complete "
-            "report.</p>"]
+    return [
+        f'<p class="failure"><strong>{escape(completion_text(report).capitalize())}.</strong> This report is '
+        "partial: the cases that did not run are missing, and it was not published over the previous complete "
+        "report.</p>"
+    ]
 
 
 def _shards(report: Report) -> list[str]:
     """A shard's part of the sweep, or a merged report's shards (how each ended, where it ran)."""
     if report.shard is not None:
-        return [f"<p class=\"meta\">{escape(shard_line(report))}</p>"]
+        return [f'<p class="meta">{escape(shard_line(report))}</p>']
     if not report.shards:
         return []
     head = "".join(f"<th>{escape(c)}</th>" for c in SHARD_COLUMNS)
     rows = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in shard_rows(report))
-    return [f"<section id=\"shards\"><h2>Shards</h2><table><tr>{head}</tr>{rows}</table></section>"]
+    return [f'<section id="shards"><h2>Shards</h2><table><tr>{head}</tr>{rows}</table></section>']
 
 
 def _summary(view: ReportView) -> str:
-    head = "".join(f"<th>{s}</th>" for s in ("model", "cases", *STATUSES, "best passing case (fastest measured, else largest lowp share)"))
+    head = "".join(
+        f"<th>{s}</th>"
+        for s in ("model", "cases", *STATUSES, "best passing case (fastest measured, else largest lowp share)")
+    )
     rows = []
     for index, model in enumerate(view.models):
         counts, cases, best = model.counts, model.cases, model.best
-        best_text = "none" if best is None else (f"<code class=\"id\">{escape(best.case_id)}</code> "
-                                                 f"({fmt_share(best.lowp_flop_share, best.lowp_share_bound)}, {fmt_error(best.worst_error)})")
-        rows.append(f"<tr><td><a href=\"#model-{index}\">{escape(model.name)}</a></td><td class=\"num\">{len(cases)}</td>"
-                    + "".join(f"<td class=\"num\">{counts[s] or ''}</td>" for s in STATUSES)
-                    + f"<td>{best_text}</td></tr>")
+        best_text = (
+            "none"
+            if best is None
+            else (
+                f'<code class="id">{escape(best.case_id)}</code> '
+                f"({fmt_share(best.lowp_flop_share, best.lowp_share_bound)}, {fmt_error(best.worst_error)})"
+            )
+        )
+        rows.append(
+            f'<tr><td><a href="#model-{index}">{escape(model.name)}</a></td><td class="num">{len(cases)}</td>'
+            + "".join(f'<td class="num">{counts[s] or ""}</td>' for s in STATUSES)
+            + f"<td>{best_text}</td></tr>"
+        )
     return f"<section><h2>Summary</h2><table><tr>{head}</tr>{''.join(rows)}</table></section>"
 
 
 def _provenance(report: Report) -> str:
     prov = report.provenance
-    items = [("castguard", prov.castguard), ("onnx", prov.onnx), ("onnxruntime", prov.onnxruntime),
-             ("numpy", prov.numpy), ("TensorRT", prov.tensorrt or "not installed"), ("python", prov.python),
-             ("platform", prov.platform), ("hostname", prov.hostname), ("hypothesis profile", prov.hypothesis_profile),
-             ("runners", prov.runners_text()), ("GPU", prov.gpu or "none"),
-             ("git commit", prov.git_commit or "none"),
-             ("schema version", str(report.schema_version))]
+    items = [
+        ("castguard", prov.castguard),
+        ("onnx", prov.onnx),
+        ("onnxruntime", prov.onnxruntime),
+        ("numpy", prov.numpy),
+        ("TensorRT", prov.tensorrt or "not installed"),
+        ("python", prov.python),
+        ("platform", prov.platform),
+        ("hostname", prov.hostname),
+        ("hypothesis profile", prov.hypothesis_profile),
+        ("runners", prov.runners_text()),
+        ("GPU", prov.gpu or "none"),
+        ("git commit", prov.git_commit or "none"),
+        ("schema version", str(report.schema_version)),
+    ]
     rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in items)
     return f"<section><h2>Provenance</h2><table>{rows}</table></section>"
 
@@ -103,25 +148,37 @@ def _model_section(index: int, view: ModelView) -> str:
     from harness.report.plots import error_vs_share_png, pass_by_data_max_png  # matplotlib: import when drawing
 
     model, cases, inputs, multi = view.name, view.cases, view.inputs, view.multi_inputs
-    plot1 = _img(error_vs_share_png(cases, title=f"{model}: error vs low-precision FLOP share"),
-                 alt=f"error vs low-precision FLOP share for {model}")
-    plot2 = _img(pass_by_data_max_png(cases, title=f"{model}: pass/fail by data_max"),
-                 alt=f"pass/fail by data_max per precision for {model}")
-    parts = [f"<section id=\"model-{index}\"><h2>{escape(model)}</h2>",
-             f"<p class=\"meta\">{escape(counts_text(view.counts))} &middot; sha256 "
-             f"<code>{escape(cases[0].model_sha256[:16])}</code> &middot; inputs "
-             + ", ".join(f"<code>{escape(i)}</code>" for i in inputs) + "</p>",
-             "<div class=\"plots\"><figure>" + plot1 + "<figcaption>One point per case: colour = precision, marker ="
-             " status. Ringed and numbered: the Pareto front of the passing cases (no other passing case has a larger"
-             " low-precision share at an error that is no larger), listed below; failing cases are drawn, never"
-             " numbered. Cases without a share or an error (error, skip) are not"
-             " drawn.</figcaption></figure><figure>" + plot2
-             + "<figcaption>Cases whose comparison passed, per precision and data_max (error/skip cases are"
-             " counted apart).</figcaption></figure></div>",
-             _front_table(view), _speed_section(view),
-             "<h3>Cases (failing first)</h3>" + _case_table(cases, multi=multi),
-             _failures(view), _tuned(view), _trt_section(view), _notes(view),
-             "</section>"]
+    plot1 = _img(
+        error_vs_share_png(cases, title=f"{model}: error vs low-precision FLOP share"),
+        alt=f"error vs low-precision FLOP share for {model}",
+    )
+    plot2 = _img(
+        pass_by_data_max_png(cases, title=f"{model}: pass/fail by data_max"),
+        alt=f"pass/fail by data_max per precision for {model}",
+    )
+    parts = [
+        f'<section id="model-{index}"><h2>{escape(model)}</h2>',
+        f'<p class="meta">{escape(counts_text(view.counts))} &middot; sha256 '
+        f"<code>{escape(cases[0].model_sha256[:16])}</code> &middot; inputs "
+        + ", ".join(f"<code>{escape(i)}</code>" for i in inputs)
+        + "</p>",
+        '<div class="plots"><figure>' + plot1 + "<figcaption>One point per case: colour = precision, marker ="
+        " status. Ringed and numbered: the Pareto front of the passing cases (no other passing case has a larger"
+        " low-precision share at an error that is no larger), listed below; failing cases are drawn, never"
+        " numbered. Cases without a share or an error (error, skip) are not"
+        " drawn.</figcaption></figure><figure>"
+        + plot2
+        + "<figcaption>Cases whose comparison passed, per precision and data_max (error/skip cases are"
+        " counted apart).</figcaption></figure></div>",
+        _front_table(view),
+        _speed_section(view),
+        "<h3>Cases (failing first)</h3>" + _case_table(cases, multi=multi),
+        _failures(view),
+        _tuned(view),
+        _trt_section(view),
+        _notes(view),
+        "</section>",
+    ]
     return "\n".join(parts)
 
 
@@ -129,11 +186,16 @@ def _front_table(view: ModelView) -> str:
     groups, multi = view.front, view.multi_inputs
     if not groups:
         return "<h3>Pareto front</h3><p>No passing case has both a FLOP share and an error.</p>"
-    rows = "".join(f"<tr><td class=\"num\">{rank}</td><td>{_case_ids(group, multi=multi)}</td>"
-                   f"<td class=\"num\">{fmt_share(group[0].lowp_flop_share, group[0].lowp_share_bound)}</td>"
-                   f"<td class=\"num\">{fmt_error(group[0].worst_error)}</td></tr>" for rank, group in enumerate(groups, 1))
-    return ("<h3>Pareto front</h3><table><tr><th>#</th><th>cases (identical results share a row)</th>"
-            f"<th>lowp FLOP share</th><th>worst error</th></tr>{rows}</table>")
+    rows = "".join(
+        f'<tr><td class="num">{rank}</td><td>{_case_ids(group, multi=multi)}</td>'
+        f'<td class="num">{fmt_share(group[0].lowp_flop_share, group[0].lowp_share_bound)}</td>'
+        f'<td class="num">{fmt_error(group[0].worst_error)}</td></tr>'
+        for rank, group in enumerate(groups, 1)
+    )
+    return (
+        "<h3>Pareto front</h3><table><tr><th>#</th><th>cases (identical results share a row)</th>"
+        f"<th>lowp FLOP share</th><th>worst error</th></tr>{rows}</table>"
+    )
 
 
 def _speed_section(view: ModelView) -> str:
@@ -143,18 +205,23 @@ def _speed_section(view: ModelView) -> str:
     notes = "".join(f"<p>No speed claimed: {escape(note)}.</p>" for note in view.speed_notes)
     if not rows:
         return f"<h3>Speed</h3>{notes or '<p>No case was timed.</p>'}"
-    plot = _img(error_vs_speedup_png(cases, title=f"{model}: error vs measured speedup"),
-                alt=f"error vs measured speedup for {model}")
+    plot = _img(
+        error_vs_speedup_png(cases, title=f"{model}: error vs measured speedup"),
+        alt=f"error vs measured speedup for {model}",
+    )
     body = "".join(
-        f"<tr><td><code class=\"id\">{escape(case_label(c, with_inputs=multi))}</code> {_status(c.status)}</td>"
-        f"<td class=\"num\">{ms}</td><td class=\"num\">{fp32}</td><td class=\"num\">{up}</td>"
-        f"<td class=\"num\">{err}</td><td>{'front' if front else ''}</td></tr>"
-        for c, ms, fp32, up, err, front in rows)
-    return ("<h3>Speed</h3><div class=\"plots\"><figure>" + plot + "<figcaption>Timed cases only (GPU runners): "
-            "ringed, the Pareto front of the passing cases (no other passing case is faster at an error that is no "
-            "larger).</figcaption></figure>"
-            "</div><table><tr><th>case</th><th>latency (ms)</th><th>FP32 (ms)</th><th>speedup</th><th>worst error</th>"
-            f"<th></th></tr>{body}</table>{notes}")
+        f'<tr><td><code class="id">{escape(case_label(c, with_inputs=multi))}</code> {_status(c.status)}</td>'
+        f'<td class="num">{ms}</td><td class="num">{fp32}</td><td class="num">{up}</td>'
+        f'<td class="num">{err}</td><td>{"front" if front else ""}</td></tr>'
+        for c, ms, fp32, up, err, front in rows
+    )
+    return (
+        '<h3>Speed</h3><div class="plots"><figure>' + plot + "<figcaption>Timed cases only (GPU runners): "
+        "ringed, the Pareto front of the passing cases (no other passing case is faster at an error that is no "
+        "larger).</figcaption></figure>"
+        "</div><table><tr><th>case</th><th>latency (ms)</th><th>FP32 (ms)</th><th>speedup</th><th>worst error</th>"
+        f"<th></th></tr>{body}</table>{notes}"
+    )
 
 
 def _bound_title(case: CaseRecord) -> str:
@@ -165,17 +232,22 @@ def _bound_title(case: CaseRecord) -> str:
 def _case_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
     trt = any(c.trt_build is not None for c in cases)
     rows = "".join(
-        f"<tr><td><code class=\"id\">{escape(case_label(c, with_inputs=multi))}</code>{_same(c)}</td>"
+        f'<tr><td><code class="id">{escape(case_label(c, with_inputs=multi))}</code>{_same(c)}</td>'
         f"<td>{_status(c.status)}</td>"
-        f"<td>{escape(c.runner or '–')}</td><td class=\"num\">{fmt_error(c.worst_error)}</td>"
-        f"<td class=\"num\">{fmt_error(c.worst_max_rel)}</td>"
-        f"<td class=\"num\"{_bound_title(c)}>{fmt_share(c.lowp_flop_share, c.lowp_share_bound)}</td><td class=\"num\">{fmt_int(c.cast_count)}</td>"
-        f"<td class=\"num\">{c.timings.total_s:.2f}</td><td>{escape(fmt_divergence(c))}</td>"
-        + (f"<td>{escape(trt_cell(c))}</td>" if trt else "") + "</tr>" for c in cases)
-    return ("<table><tr><th>case</th><th>status</th><th>runner</th><th>worst error</th><th>worst max_rel</th>"
-            "<th>lowp FLOP share</th>"
-            f"<th>casts</th><th>time (s)</th><th>first divergent tensor</th>{'<th>TensorRT</th>' if trt else ''}"
-            f"</tr>{rows}</table>")
+        f'<td>{escape(c.runner or "–")}</td><td class="num">{fmt_error(c.worst_error)}</td>'
+        f'<td class="num">{fmt_error(c.worst_max_rel)}</td>'
+        f'<td class="num"{_bound_title(c)}>{fmt_share(c.lowp_flop_share, c.lowp_share_bound)}</td><td class="num">{fmt_int(c.cast_count)}</td>'
+        f'<td class="num">{c.timings.total_s:.2f}</td><td>{escape(fmt_divergence(c))}</td>'
+        + (f"<td>{escape(trt_cell(c))}</td>" if trt else "")
+        + "</tr>"
+        for c in cases
+    )
+    return (
+        "<table><tr><th>case</th><th>status</th><th>runner</th><th>worst error</th><th>worst max_rel</th>"
+        "<th>lowp FLOP share</th>"
+        f"<th>casts</th><th>time (s)</th><th>first divergent tensor</th>{'<th>TensorRT</th>' if trt else ''}"
+        f"</tr>{rows}</table>"
+    )
 
 
 def _trt_section(view: ModelView) -> str:
@@ -184,18 +256,29 @@ def _trt_section(view: ModelView) -> str:
     head = view.trt_headline
     if head is None:
         return ""
-    items = "".join(f"<li><pre>{escape(said)}</pre>" + ", ".join(f"<code class=\"id\">{escape(c)}</code>" for c in labels)
-                    + "</li>" for said, labels in view.trt_findings)
+    items = "".join(
+        f"<li><pre>{escape(said)}</pre>" + ", ".join(f'<code class="id">{escape(c)}</code>' for c in labels) + "</li>"
+        for said, labels in view.trt_findings
+    )
     tables = []
     for ids, build in view.trt_tables:
-        rows = "".join(f"<tr><td><code>{escape(r.node)}</code></td><td>{escape(r.op)}</td><td>{escape(r.onnx)}</td>"
-                       f"<td>{escape(r.tensorrt or '–')}</td><td>{plan_mark(r)}</td></tr>" for r in build.nodes)
-        tables.append(f"<details><summary>Types per ONNX node, converted model vs {escape(build.backend)} "
-                      f"({len(ids)} case(s): " + ", ".join(f"<code class=\"id\">{escape(i)}</code>" for i in ids)
-                      + ")</summary><table><tr><th>node</th><th>op</th><th>ONNX type</th><th>TensorRT type</th><th></th>"
-                      f"</tr>{rows}</table></details>")
-    return (f"<h3>TensorRT build check</h3><p>{escape(head)}.</p>" + (f"<ul>{items}</ul>" if items else "")
-            + "".join(tables))
+        rows = "".join(
+            f"<tr><td><code>{escape(r.node)}</code></td><td>{escape(r.op)}</td><td>{escape(r.onnx)}</td>"
+            f"<td>{escape(r.tensorrt or '–')}</td><td>{plan_mark(r)}</td></tr>"
+            for r in build.nodes
+        )
+        tables.append(
+            f"<details><summary>Types per ONNX node, converted model vs {escape(build.backend)} "
+            f"({len(ids)} case(s): "
+            + ", ".join(f'<code class="id">{escape(i)}</code>' for i in ids)
+            + ")</summary><table><tr><th>node</th><th>op</th><th>ONNX type</th><th>TensorRT type</th><th></th>"
+            f"</tr>{rows}</table></details>"
+        )
+    return (
+        f"<h3>TensorRT build check</h3><p>{escape(head)}.</p>"
+        + (f"<ul>{items}</ul>" if items else "")
+        + "".join(tables)
+    )
 
 
 def _failures(view: ModelView) -> str:
@@ -204,13 +287,17 @@ def _failures(view: ModelView) -> str:
         return ""
     blocks = []
     for case in failing:
-        block = [f"<div class=\"failure\"><h4><code class=\"id\">{escape(case_label(case, with_inputs=multi))}</code> "
-                 f"{_status(case.status)}</h4><pre>{escape(case.message or '(no message)')}</pre>"]
+        block = [
+            f'<div class="failure"><h4><code class="id">{escape(case_label(case, with_inputs=multi))}</code> '
+            f"{_status(case.status)}</h4><pre>{escape(case.message or '(no message)')}</pre>"
+        ]
         d = case.first_divergent
         if d is not None:
-            block.append(f"<p>Cause: <code>{escape(d.tensor)}</code> from node "
-                         f"<code>{escape(d.node)}</code> ({escape(d.op)}), max_abs {fmt_error(d.max_abs)}, "
-                         f"max_rel {fmt_error(d.max_rel)}</p>")
+            block.append(
+                f"<p>Cause: <code>{escape(d.tensor)}</code> from node "
+                f"<code>{escape(d.node)}</code> ({escape(d.op)}), max_abs {fmt_error(d.max_abs)}, "
+                f"max_rel {fmt_error(d.max_rel)}</p>"
+            )
         if case.diagnosis is not None:
             block.append(diagnosis_html(case.diagnosis))
         if case.outputs:
@@ -222,17 +309,22 @@ def _failures(view: ModelView) -> str:
 def _output_table(case: CaseRecord) -> str:
     rows = "".join(
         f"<tr><td><code>{escape(o.name)}</code></td><td>{'ok' if o.passed else 'FAIL'}</td>"
-        f"<td class=\"num\">{fmt_error(o.max_abs)}</td><td class=\"num\">{fmt_error(o.max_rel)}</td>"
-        f"<td class=\"num\">{o.n_over}/{o.n_total}</td><td>atol {o.atol:.3g}, rtol {o.rtol:.3g}, {escape(o.mode)}</td>"
-        f"<td>atol {fmt_error(o.required_atol)} or rtol {fmt_error(o.required_rtol)}</td></tr>" for o in case.outputs)
-    return ("<table><tr><th>output</th><th></th><th>max_abs</th><th>max_rel</th><th>over</th><th>tolerance</th>"
-            f"<th>would pass with</th></tr>{rows}</table>")
+        f'<td class="num">{fmt_error(o.max_abs)}</td><td class="num">{fmt_error(o.max_rel)}</td>'
+        f'<td class="num">{o.n_over}/{o.n_total}</td><td>atol {o.atol:.3g}, rtol {o.rtol:.3g}, {escape(o.mode)}</td>'
+        f"<td>atol {fmt_error(o.required_atol)} or rtol {fmt_error(o.required_rtol)}</td></tr>"
+        for o in case.outputs
+    )
+    return (
+        "<table><tr><th>output</th><th></th><th>max_abs</th><th>max_rel</th><th>over</th><th>tolerance</th>"
+        f"<th>would pass with</th></tr>{rows}</table>"
+    )
 
 
 def _case_ids(group: Sequence[CaseRecord], *, multi: bool) -> str:
     """The ids of the cases that share one Pareto point, one per line, with their status."""
-    return "<br>".join(f"<code class=\"id\">{escape(case_label(c, with_inputs=multi))}</code> {_status(c.status)}"
-                       for c in group)
+    return "<br>".join(
+        f'<code class="id">{escape(case_label(c, with_inputs=multi))}</code> {_status(c.status)}' for c in group
+    )
 
 
 def _tuned(view: ModelView) -> str:
@@ -242,29 +334,47 @@ def _tuned(view: ModelView) -> str:
     items = "".join(
         f"<li><code>{escape(case_label(case, with_inputs=multi))}</code>: {escape(head)}<ul>"
         + "".join(f"<li><code>{escape(node)}</code>: {escape(why or 'kept')}</li>" for node, why in kept)
-        + "</ul></li>" for case, head, kept in tuned)
-    return ("<h3>Tuned plans</h3><p>castguard tune: the fewest FP32 nodes within the max-error bound (the star on the "
-            "plot); nodes the magnitude rules keep FP32 are not listed.</p><ul>" + items + "</ul>")
+        + "</ul></li>"
+        for case, head, kept in tuned
+    )
+    return (
+        "<h3>Tuned plans</h3><p>castguard tune: the fewest FP32 nodes within the max-error bound (the star on the "
+        "plot); nodes the magnitude rules keep FP32 are not listed.</p><ul>" + items + "</ul>"
+    )
 
 
 def _notes(view: ModelView) -> str:
     notes, cases = view.notes, view.cases
     if not notes:
         return ""
-    return "<h3>Notes</h3><ul>" + "".join(f"<li>{escape(note)} (" + ("every case" if len(ids) == len(cases) else (
-        f"{len(ids)} case(s): " + ", ".join(f"<code class=\"id\">{escape(i)}</code>" for i in ids))) + ")</li>"
-        for note, ids in notes) + "</ul>"
+    return (
+        "<h3>Notes</h3><ul>"
+        + "".join(
+            f"<li>{escape(note)} ("
+            + (
+                "every case"
+                if len(ids) == len(cases)
+                else (f"{len(ids)} case(s): " + ", ".join(f'<code class="id">{escape(i)}</code>' for i in ids))
+            )
+            + ")</li>"
+            for note, ids in notes
+        )
+        + "</ul>"
+    )
 
 
 def _same(case: CaseRecord) -> str:
     same = case.reused_from
-    return "" if same is None else (f"<br><small>same model as <code class=\"id\">{escape(same)}</code> "
-                                    "(not run again)</small>")
+    return (
+        ""
+        if same is None
+        else (f'<br><small>same model as <code class="id">{escape(same)}</code> (not run again)</small>')
+    )
 
 
 def _status(status: str) -> str:
-    return f"<span class=\"st st-{escape(status)}\">{escape(status)}</span>"
+    return f'<span class="st st-{escape(status)}">{escape(status)}</span>'
 
 
 def _img(png: bytes, *, alt: str) -> str:
-    return f"<img alt=\"{escape(alt)}\" src=\"data:image/png;base64,{base64.b64encode(png).decode('ascii')}\">"
+    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">'

@@ -4,20 +4,35 @@ report's :class:`~harness.report.view.ReportView` and computes nothing of its ow
 Names from models (tensors, messages) are put in code spans with table pipes escaped, so markdown
 and HTML in them are shown, never interpreted.
 """
+
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
 from harness.report.diagnosis import diagnosis_md
-from harness.report.format import (LEGEND, SHARD_COLUMNS, case_label, completion_text, counts_text, first_line,
-                                   fmt_divergence, fmt_error, fmt_int, fmt_share, shard_line, shard_rows)
+from harness.report.format import (
+    LEGEND,
+    SHARD_COLUMNS,
+    case_label,
+    completion_text,
+    counts_text,
+    first_line,
+    fmt_divergence,
+    fmt_error,
+    fmt_int,
+    fmt_share,
+    shard_line,
+    shard_rows,
+)
 from harness.report.model import Report
 from harness.report.trt_view import plan_mark, trt_cell
 from harness.report.view import ModelView, ReportView
 
-_HEADER = ("| case | status | runner | worst error | worst max_rel | lowp FLOP share | casts | first divergent tensor |\n"
-           "|---|---|---|---:|---:|---:|---:|---|")
+_HEADER = (
+    "| case | status | runner | worst error | worst max_rel | lowp FLOP share | casts | first divergent tensor |\n"
+    "|---|---|---|---:|---:|---:|---:|---|"
+)
 
 
 def md_code(text: str, *, in_table: bool) -> str:
@@ -34,10 +49,18 @@ def _speed_lines(view: ModelView) -> list[str]:
     rows, multi = view.speed_rows, view.multi_inputs
     lines: list[str] = []
     if rows:
-        lines += ["", "Speed (measured; front = Pareto front of speedup vs error among passing cases):", "",
-                  "| case | status | latency ms | FP32 ms | speedup | worst error | |", "|---|---|---:|---:|---:|---:|---|"]
-        lines += [f"| {md_code(case_label(c, with_inputs=multi), in_table=True)} | {c.status} | {ms} | {fp32} | {up} | "
-                  f"{err} | {'front' if front else ''} |" for c, ms, fp32, up, err, front in rows]
+        lines += [
+            "",
+            "Speed (measured; front = Pareto front of speedup vs error among passing cases):",
+            "",
+            "| case | status | latency ms | FP32 ms | speedup | worst error | |",
+            "|---|---|---:|---:|---:|---:|---|",
+        ]
+        lines += [
+            f"| {md_code(case_label(c, with_inputs=multi), in_table=True)} | {c.status} | {ms} | {fp32} | {up} | "
+            f"{err} | {'front' if front else ''} |"
+            for c, ms, fp32, up, err, front in rows
+        ]
     for note in view.speed_notes:
         lines += ["", f"No speed claimed: {note}."]
     return lines
@@ -49,14 +72,31 @@ def _trt_lines(view: ModelView) -> list[str]:
     if head is None:
         return []
     lines = ["", f"{head}."]
-    lines += ["", *(f"- {md_code(said, in_table=False)} ({', '.join(md_code(c, in_table=False) for c in labels)})"
-              for said, labels in view.trt_findings)] if view.trt_findings else []
+    lines += (
+        [
+            "",
+            *(
+                f"- {md_code(said, in_table=False)} ({', '.join(md_code(c, in_table=False) for c in labels)})"
+                for said, labels in view.trt_findings
+            ),
+        ]
+        if view.trt_findings
+        else []
+    )
     for ids, build in view.trt_tables_md:
-        lines += ["", f"Types per ONNX node, converted model vs {build.backend} ({len(ids)} case(s): "
-                  + ", ".join(md_code(i, in_table=False) for i in ids) + "):", "",
-                  "| node | op | ONNX type | TensorRT type | |", "|---|---|---|---|---|"]
-        lines += [f"| {md_code(r.node, in_table=True)} | {r.op} | {r.onnx} | {r.tensorrt or '–'} | {plan_mark(r)} |"
-                  for r in build.nodes]
+        lines += [
+            "",
+            f"Types per ONNX node, converted model vs {build.backend} ({len(ids)} case(s): "
+            + ", ".join(md_code(i, in_table=False) for i in ids)
+            + "):",
+            "",
+            "| node | op | ONNX type | TensorRT type | |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {md_code(r.node, in_table=True)} | {r.op} | {r.onnx} | {r.tensorrt or '–'} | {plan_mark(r)} |"
+            for r in build.nodes
+        ]
     return lines
 
 
@@ -64,14 +104,22 @@ def render_markdown(view: ReportView, *, extra: Sequence[str] = ()) -> str:
     """The whole ``report.md``; ``extra`` sections (e.g. the baseline comparison) follow the header."""
     report = view.report
     prov = report.provenance
-    lines = ["# castguard sweep report", "",
-             f"{counts_text(report.counts())} over {len(report.models)} model(s). Created {report.created}; "
-             f"castguard {prov.castguard}, onnx {prov.onnx}, onnxruntime {prov.onnxruntime}; "
-             f"runners: {prov.runners_text()}; hypothesis profile: {prov.hypothesis_profile}"
-             + (f"; commit {prov.git_commit[:12]}" if prov.git_commit else "") + ".", ""]
+    lines = [
+        "# castguard sweep report",
+        "",
+        f"{counts_text(report.counts())} over {len(report.models)} model(s). Created {report.created}; "
+        f"castguard {prov.castguard}, onnx {prov.onnx}, onnxruntime {prov.onnxruntime}; "
+        f"runners: {prov.runners_text()}; hypothesis profile: {prov.hypothesis_profile}"
+        + (f"; commit {prov.git_commit[:12]}" if prov.git_commit else "")
+        + ".",
+        "",
+    ]
     if report.interrupted:
-        lines += [f"**{completion_text(report).capitalize()}.** This report is partial: the cases that did not run "
-                  "are missing, and it was not published over the previous complete report.", ""]
+        lines += [
+            f"**{completion_text(report).capitalize()}.** This report is partial: the cases that did not run "
+            "are missing, and it was not published over the previous complete report.",
+            "",
+        ]
     lines += [shard_line(report), ""] if report.shard is not None else []
     lines += _shards_lines(report)
     lines += [section for section in extra if section]
@@ -86,51 +134,82 @@ def _shards_lines(report: Report) -> list[str]:
     if not report.shards:
         return []
     lines = ["## Shards", "", "| " + " | ".join(SHARD_COLUMNS) + " |", "|" + "---|" * len(SHARD_COLUMNS)]
-    lines += ["| " + " | ".join(md_code(cell, in_table=True) if i == len(row) - 1 else cell.replace("|", "\\|")
-                                for i, cell in enumerate(row)) + " |" for row in shard_rows(report)]
+    lines += [
+        "| "
+        + " | ".join(
+            md_code(cell, in_table=True) if i == len(row) - 1 else cell.replace("|", "\\|")
+            for i, cell in enumerate(row)
+        )
+        + " |"
+        for row in shard_rows(report)
+    ]
     return lines + [""]
 
 
 def _model_section(view: ModelView) -> list[str]:
     cases, multi = view.cases, view.multi_inputs
-    meta = (f"model sha256 {md_code(cases[0].model_sha256[:16], in_table=False)}, inputs "
-            + ", ".join(md_code(i, in_table=False) for i in view.inputs))
+    meta = f"model sha256 {md_code(cases[0].model_sha256[:16], in_table=False)}, inputs " + ", ".join(
+        md_code(i, in_table=False) for i in view.inputs
+    )
     best = view.best
     if best is not None:
-        meta += (f"; best passing case: {md_code(best.case_id, in_table=False)} ({fmt_share(best.lowp_flop_share, best.lowp_share_bound)}"
-                 f" low-precision FLOPs, worst error {fmt_error(best.worst_error)}"
-                 + (f", {best.speedup:.2f}× FP32 speed" if best.speedup is not None else "") + ")")
+        meta += (
+            f"; best passing case: {md_code(best.case_id, in_table=False)} ({fmt_share(best.lowp_flop_share, best.lowp_share_bound)}"
+            f" low-precision FLOPs, worst error {fmt_error(best.worst_error)}"
+            + (f", {best.speedup:.2f}× FP32 speed" if best.speedup is not None else "")
+            + ")"
+        )
     trt = view.build_checked
-    header = _HEADER.replace(" first divergent tensor |\n", " first divergent tensor | TensorRT |\n") + "---|" \
-        if trt else _HEADER
+    header = (
+        _HEADER.replace(" first divergent tensor |\n", " first divergent tensor | TensorRT |\n") + "---|"
+        if trt
+        else _HEADER
+    )
     lines = [f"## {md_code(view.name, in_table=False)}: {counts_text(view.counts)}", "", meta, "", header]
     for case in cases:
         status = case.status.upper() if case.status in ("fail", "error", "xpass") else case.status
         divergent = "–" if case.first_divergent is None else md_code(fmt_divergence(case), in_table=True)
         same = case.reused_from
         label = md_code(case_label(case, with_inputs=multi), in_table=True) + (
-            f" (same model as {md_code(same, in_table=True)})" if same else "")
-        lines.append(f"| {label} | {status} | "
-                     f"{md_code(case.runner or '–', in_table=True)} | {fmt_error(case.worst_error)} | "
-                     f"{fmt_error(case.worst_max_rel)} | "
-                     f"{fmt_share(case.lowp_flop_share, case.lowp_share_bound)} | {fmt_int(case.cast_count)} | {divergent} |"
-                     + (f" {trt_cell(case)} |" if trt else ""))
+            f" (same model as {md_code(same, in_table=True)})" if same else ""
+        )
+        lines.append(
+            f"| {label} | {status} | "
+            f"{md_code(case.runner or '–', in_table=True)} | {fmt_error(case.worst_error)} | "
+            f"{fmt_error(case.worst_max_rel)} | "
+            f"{fmt_share(case.lowp_flop_share, case.lowp_share_bound)} | {fmt_int(case.cast_count)} | {divergent} |"
+            + (f" {trt_cell(case)} |" if trt else "")
+        )
     failing = [c for c in view.failing if c.status in ("fail", "error", "xpass") and c.message]
     if failing:
         lines += ["", "Failures:", ""]
         for c in failing:
-            lines.append(f"- {md_code(case_label(c, with_inputs=multi), in_table=False)}: "
-                         f"{md_code(first_line(c.message), in_table=False)}")
+            lines.append(
+                f"- {md_code(case_label(c, with_inputs=multi), in_table=False)}: "
+                f"{md_code(first_line(c.message), in_table=False)}"
+            )
             lines += [f"  - {md_code(line.strip(), in_table=False)}" for line in diagnosis_md(c.diagnosis)]
     if view.tuned:
-        lines += ["", "Tuned plans (castguard tune: the fewest FP32 nodes within the max-error bound; the nodes the "
-                  "magnitude rules keep FP32 are not listed):", ""]
+        lines += [
+            "",
+            "Tuned plans (castguard tune: the fewest FP32 nodes within the max-error bound; the nodes the "
+            "magnitude rules keep FP32 are not listed):",
+            "",
+        ]
         for case, head, kept in view.tuned:
             lines.append(f"- {md_code(case_label(case, with_inputs=multi), in_table=False)}: {head}")
             lines += [f"  - {md_code(node, in_table=False)}: {why or 'kept'}" for node, why in kept]
     lines += _speed_lines(view) + _trt_lines(view)
     if view.notes:
         lines += ["", "Notes:", ""]
-        lines += [f"- {note} (" + ("every case" if len(ids) == len(cases) else f"{len(ids)} case(s): " + ", ".join(
-            md_code(i, in_table=False) for i in ids)) + ")" for note, ids in view.notes]
+        lines += [
+            f"- {note} ("
+            + (
+                "every case"
+                if len(ids) == len(cases)
+                else f"{len(ids)} case(s): " + ", ".join(md_code(i, in_table=False) for i in ids)
+            )
+            + ")"
+            for note, ids in view.notes
+        ]
     return lines + [""]

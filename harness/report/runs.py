@@ -15,6 +15,7 @@ the previous complete report stays where it was. :func:`prune_runs` removes the 
 beyond ``keep``, never one that is running (its ``.active`` lock is held) or that the published report uses.
 No pytest here.
 """
+
 from __future__ import annotations
 
 import html
@@ -27,15 +28,14 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.locks import HeldLock, held, is_held
-
 from harness.files import atomic_write
+from harness.locks import HeldLock, held, is_held
 
 RUNS_DIR = "runs"
 ACTIVE = ".active"
 PUBLISH_LOCK = ".castguard.lock"
 DEFAULT_KEEP_RUNS = 3
-_RUN_ID = re.compile(r"\d{8}T\d{6}(\d{6})?Z-\d+-[0-9a-f]{4}\Z")   # older ids have no microseconds
+_RUN_ID = re.compile(r"\d{8}T\d{6}(\d{6})?Z-\d+-[0-9a-f]{4}\Z")  # older ids have no microseconds
 
 
 def new_run_id(*, now: datetime | None = None) -> str:
@@ -90,17 +90,20 @@ def mark_superseded(report_dir: Path, *, run_id: str, created: str, why: str, ow
     published yet. A later banner replaces an earlier one; the next published report has none."""
     own = f"{RUNS_DIR}/{run_id}/report.md"
     where = f"its own report is [{own}]({own})" if own_report else "it wrote no report (see its terminal output)"
-    text = (f"**Not the latest run.** The latest run, `{run_id}` (created {created}), {why}; {where}. What follows "
-            "is the last complete run.")
+    text = (
+        f"**Not the latest run.** The latest run, `{run_id}` (created {created}), {why}; {where}. What follows "
+        "is the last complete run."
+    )
     done = False
-    for name, banner in (("report.md", f"{SUPERSEDED}\n> {text}\n{SUPERSEDED}\n\n"),
-                         ("report.html", f"{SUPERSEDED}<p class=\"superseded\"><strong>{html.escape(text)}</strong>"
-                                         f"</p>{SUPERSEDED}\n")):
+    for name, banner in (
+        ("report.md", f"{SUPERSEDED}\n> {text}\n{SUPERSEDED}\n\n"),
+        ("report.html", f'{SUPERSEDED}<p class="superseded"><strong>{html.escape(text)}</strong></p>{SUPERSEDED}\n'),
+    ):
         path = report_dir / name
         if not path.is_file():
             continue
         old = path.read_text(encoding="utf-8")
-        if old.count(SUPERSEDED) >= 2:      # an earlier banner: replaced
+        if old.count(SUPERSEDED) >= 2:  # an earlier banner: replaced
             head, _, rest = old.partition(SUPERSEDED)
             old = head + rest.partition(SUPERSEDED)[2].lstrip("\n")
         at = old.find("<main>\n") + len("<main>\n") if name.endswith(".html") and "<main>\n" in old else 0

@@ -6,6 +6,7 @@ written for readers of the file and checked on the way back: a ``case_id`` that 
 settings means the file was edited or made by another id scheme. Decoding errors raise
 :class:`ReportFormatError` naming the JSON path; :mod:`harness.report.io` turns it into a UserError.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,7 +20,7 @@ from harness.report.legacy import upgrade_v1
 from harness.report.model import SCHEMA_VERSION, CaseRecord, Provenance, Report, ShardInfo
 
 T = TypeVar("T")
-READABLE_VERSIONS = (1, SCHEMA_VERSION)   # schema 1 is upgraded on reading (harness.report.legacy)
+READABLE_VERSIONS = (1, SCHEMA_VERSION)  # schema 1 is upgraded on reading (harness.report.legacy)
 _SPECIAL = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _DERIVED: dict[type, tuple[str, ...]] = {CaseRecord: ("case_id", "worst_error", "worst_max_rel"), Report: ("summary",)}
 
@@ -29,26 +30,37 @@ class ReportFormatError(ValueError):
 
 
 def report_to_dict(report: Report) -> dict[str, Any]:
-    return {"schema_version": report.schema_version, "created": report.created,
-            "provenance": _encode(report.provenance), "summary": report.counts(), "run_id": report.run_id,
-            "interrupted": report.interrupted, "planned_cases": report.planned_cases,
-            **({"shard": _encode(report.shard)} if report.shard is not None else {}),
-            **({"shards": _encode(report.shards)} if report.shards else {}),
-            "cases": [record_to_dict(case) for case in report.cases]}
+    return {
+        "schema_version": report.schema_version,
+        "created": report.created,
+        "provenance": _encode(report.provenance),
+        "summary": report.counts(),
+        "run_id": report.run_id,
+        "interrupted": report.interrupted,
+        "planned_cases": report.planned_cases,
+        **({"shard": _encode(report.shard)} if report.shard is not None else {}),
+        **({"shards": _encode(report.shards)} if report.shards else {}),
+        "cases": [record_to_dict(case) for case in report.cases],
+    }
 
 
 def record_to_dict(record: CaseRecord) -> dict[str, Any]:
     """One case as JSON-compatible data (also how xdist workers can hand records to the controller)."""
-    return {"case_id": record.case_id, **_encode(record), "worst_error": _number(record.worst_error),
-            "worst_max_rel": _number(record.worst_max_rel)}
+    return {
+        "case_id": record.case_id,
+        **_encode(record),
+        "worst_error": _number(record.worst_error),
+        "worst_max_rel": _number(record.worst_max_rel),
+    }
 
 
 def record_from_dict(data: Any, *, path: str = "$") -> CaseRecord:
     """The inverse of :func:`record_to_dict`; raises ReportFormatError naming the bad key."""
     record: CaseRecord = _decode(CaseRecord, data, path)
     if data.get("case_id") != record.case_id:
-        raise ReportFormatError(f"{path}.case_id: {data.get('case_id')!r} does not match its settings "
-                                f"({record.case_id!r})")
+        raise ReportFormatError(
+            f"{path}.case_id: {data.get('case_id')!r} does not match its settings ({record.case_id!r})"
+        )
     return record
 
 
@@ -62,11 +74,11 @@ def report_from_dict(data: Any) -> Report:
         data = upgrade_v1(data)
     report: Report = _decode(Report, data, "$")
     for index, raw in enumerate(data["cases"]):
-        record_from_dict(raw, path=f"$.cases[{index}]")     # checks each stored case_id against its settings
+        record_from_dict(raw, path=f"$.cases[{index}]")  # checks each stored case_id against its settings
     return report
 
 
-SHARD_MARKER = 1   # the schema of runs/<id>/shard.json
+SHARD_MARKER = 1  # the schema of runs/<id>/shard.json
 
 
 def shard_marker_to_dict(shard: ShardInfo, *, provenance: Provenance) -> dict[str, Any]:
@@ -78,8 +90,7 @@ def shard_marker_from_dict(data: Any) -> tuple[ShardInfo, Provenance]:
     """The inverse of :func:`shard_marker_to_dict`; raises ReportFormatError naming the bad key."""
     if not isinstance(data, dict) or data.get("castguard_shard") != SHARD_MARKER:
         raise ReportFormatError(f"$: not a castguard shard marker of schema {SHARD_MARKER}")
-    return _decode(ShardInfo, data.get("shard"), "$.shard"), _decode(Provenance, data.get("provenance"),
-                                                                        "$.provenance")
+    return _decode(ShardInfo, data.get("shard"), "$.shard"), _decode(Provenance, data.get("provenance"), "$.provenance")
 
 
 def _number(value: float | None) -> float | str | None:

@@ -4,6 +4,7 @@ speed table rows the renderers show. Pure data; no drawing (see :func:`harness.r
 Only cases run on a GPU runner carry ``speedup`` (``harness.runners.timing.speed_claim``); the others carry a
 ``speed_note`` saying why they claim none, which the report prints instead of a number.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -52,5 +53,14 @@ def speed_rows(cases: Sequence[CaseRecord]) -> list[tuple[CaseRecord, str, str, 
     """(case, latency, FP32 latency, speedup, worst error, on the front) for every timed case, fastest first."""
     front = {id(c) for c in speed_front(cases)}
     rows = sorted(timed(cases), key=lambda c: (-(c.speedup or 0.0), c.case_id))
-    return [(c, fmt_ms(c.latency_ms), fmt_ms(c.fp32_latency_ms), fmt_speedup(c.speedup), fmt_error(c.worst_error),
-             id(c) in front) for c in rows]
+    return [
+        (
+            c,
+            fmt_ms(c.latency_ms),
+            fmt_ms(c.fp32_latency_ms),
+            fmt_speedup(c.speedup),
+            fmt_error(c.worst_error),
+            id(c) in front,
+        )
+        for c in rows
+    ]

@@ -3,19 +3,19 @@
 Each case may carry a :class:`~harness.runners.tensorrt.typed_build.TrtBuild` (``CaseRecord.trt_build``). Cases whose
 converted models are identical share one build (the cache), so findings are grouped by what TensorRT said.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
-
 from typing import TYPE_CHECKING
 
 from harness.report.model import CaseRecord
 from harness.runners.tensorrt.typed_build import NodeTypes, TrtBuild
 
-if TYPE_CHECKING:     # view.py builds on this module's helpers
+if TYPE_CHECKING:  # view.py builds on this module's helpers
     from harness.report.view import ReportView
 
-MD_NODE_ROWS = 30         # report.md shows per-node types for models up to this many nodes (report.html: all kept)
+MD_NODE_ROWS = 30  # report.md shows per-node types for models up to this many nodes (report.html: all kept)
 
 
 def trt_cell(case: CaseRecord) -> str:
@@ -32,8 +32,11 @@ def trt_cell(case: CaseRecord) -> str:
         return f"DOES NOT BUILD: {first.op}" + (f" ({first.dtype})" if first.dtype else "")
     if build.outcome == "build" and build.build_culprits:
         culprit = build.build_culprits[0]
-        return (f"DOES NOT BUILD: {culprit.op}" + (f" ({culprit.dtype})" if culprit.dtype else "")
-                + f" at node {culprit.node}")
+        return (
+            f"DOES NOT BUILD: {culprit.op}"
+            + (f" ({culprit.dtype})" if culprit.dtype else "")
+            + f" at node {culprit.node}"
+        )
     return "DOES NOT BUILD" if build.outcome == "build" else "BUILDER CRASHED"
 
 
@@ -59,12 +62,15 @@ def headline(cases: Sequence[CaseRecord]) -> str | None:
     backends = sorted({c.trt_build.backend for c in done if c.trt_build is not None})
     good = sum(1 for c in done if c.trt_build is not None and c.trt_build.ok)
     bad = len(done) - good
-    seconds = {(c.model, c.model_sha256, c.trt_build.plan_bytes, c.trt_build.seconds) for c in done
-               if c.trt_build is not None}
+    seconds = {
+        (c.model, c.model_sha256, c.trt_build.plan_bytes, c.trt_build.seconds) for c in done if c.trt_build is not None
+    }
     tail = f", {bad} do{'es' if bad == 1 else ''} not build as converted or changed types" if bad else ""
-    return (f"TensorRT build check ({', '.join(backends)}): {good} of {len(done)} checked case(s) build with the "
-            f"converted types{tail}; {len(seconds)} distinct build(s), "
-            f"{sum(s for *_, s in seconds):.1f} s building")
+    return (
+        f"TensorRT build check ({', '.join(backends)}): {good} of {len(done)} checked case(s) build with the "
+        f"converted types{tail}; {len(seconds)} distinct build(s), "
+        f"{sum(s for *_, s in seconds):.1f} s building"
+    )
 
 
 def terminal_lines(view: ReportView) -> list[str]:
@@ -96,5 +102,8 @@ def plan_mark(row: NodeTypes) -> str:
     if not row.tensorrt:
         return "no tensor"
     pairs = zip(row.onnx.split(","), row.tensorrt.split(","))
-    return "CHANGED" if any(o not in ("", "?") and t and o != t and (o, t) != ("int64", "int32") for o, t in pairs) \
+    return (
+        "CHANGED"
+        if any(o not in ("", "?") and t and o != t and (o, t) != ("int64", "int32") for o, t in pairs)
         else "same"
+    )

@@ -7,6 +7,7 @@ TensorRT headline and findings, the tuned plans and the grouped notes, per model
 ``castguard merge`` (which writes through :class:`harness.report.collect.ReportSession`) render this view; none
 of them recomputes it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -19,8 +20,8 @@ from harness.report.speed import speed_notes, speed_rows
 from harness.report.trt_view import MD_NODE_ROWS, findings, headline, node_tables
 from harness.runners.tensorrt.typed_build import NODE_ROWS, TrtBuild
 
-SpeedRow = tuple[CaseRecord, str, str, str, str, bool]      # case, latency, FP32 latency, speedup, error, on front
-NodeTable = tuple[list[str], TrtBuild]                       # case ids sharing one per-node types table, the build
+SpeedRow = tuple[CaseRecord, str, str, str, str, bool]  # case, latency, FP32 latency, speedup, error, on front
+NodeTable = tuple[list[str], TrtBuild]  # case ids sharing one per-node types table, the build
 
 
 @dataclass(frozen=True)
@@ -28,19 +29,19 @@ class ModelView:
     """One model's part of the report, ready to render."""
 
     name: str
-    cases: tuple[CaseRecord, ...]              # display order: failing first (format.DISPLAY_ORDER)
+    cases: tuple[CaseRecord, ...]  # display order: failing first (format.DISPLAY_ORDER)
     counts: Mapping[str, int]
-    inputs: tuple[str, ...]                    # input set ids
-    best: CaseRecord | None                    # the best passing case (fastest measured, else largest share)
+    inputs: tuple[str, ...]  # input set ids
+    best: CaseRecord | None  # the best passing case (fastest measured, else largest share)
     front: tuple[tuple[CaseRecord, ...], ...]  # the Pareto front of share vs error: cases per marked point
     speed_rows: tuple[SpeedRow, ...]
-    speed_notes: tuple[str, ...]               # why cases claim no speed
-    trt_headline: str | None                   # None: no case was build-checked
+    speed_notes: tuple[str, ...]  # why cases claim no speed
+    trt_headline: str | None  # None: no case was build-checked
     trt_findings: tuple[tuple[str, list[str]], ...]
-    trt_tables: tuple[NodeTable, ...]          # per-node types of builds up to NODE_ROWS nodes (report.html)
-    trt_tables_md: tuple[NodeTable, ...]       # ... up to MD_NODE_ROWS nodes (report.md)
+    trt_tables: tuple[NodeTable, ...]  # per-node types of builds up to NODE_ROWS nodes (report.html)
+    trt_tables_md: tuple[NodeTable, ...]  # ... up to MD_NODE_ROWS nodes (report.md)
     tuned: tuple[tuple[CaseRecord, str, list[tuple[str, str]]], ...]
-    notes: tuple[tuple[str, list[str]], ...]   # each distinct note with the labels of the cases carrying it
+    notes: tuple[tuple[str, list[str]], ...]  # each distinct note with the labels of the cases carrying it
 
     @property
     def multi_inputs(self) -> bool:
@@ -63,25 +64,37 @@ class ReportView:
 
     report: Report
     models: tuple[ModelView, ...]
-    reused: int                                # cases that reuse another case's result (not run again)
+    reused: int  # cases that reuse another case's result (not run again)
     trt_headline: str | None
     trt_findings: tuple[tuple[str, list[str]], ...]
 
 
 def model_view(name: str, report: Report) -> ModelView:
     cases = report.cases_of(name)
-    return ModelView(name=name, cases=tuple(display_sorted(cases)), counts=report.counts(name),
-                     inputs=tuple(sorted({c.inputs_id for c in cases})), best=best_passing(cases),
-                     front=tuple(tuple(group) for group in front_points(cases)),
-                     speed_rows=tuple(speed_rows(cases)), speed_notes=tuple(speed_notes(cases)),
-                     trt_headline=headline(cases), trt_findings=tuple(findings(cases)),
-                     trt_tables=tuple(node_tables(cases, max_rows=NODE_ROWS)),
-                     trt_tables_md=tuple(node_tables(cases, max_rows=MD_NODE_ROWS)),
-                     tuned=tuple(tuned_plan_lines(cases)), notes=tuple(grouped_notes(cases)))
+    return ModelView(
+        name=name,
+        cases=tuple(display_sorted(cases)),
+        counts=report.counts(name),
+        inputs=tuple(sorted({c.inputs_id for c in cases})),
+        best=best_passing(cases),
+        front=tuple(tuple(group) for group in front_points(cases)),
+        speed_rows=tuple(speed_rows(cases)),
+        speed_notes=tuple(speed_notes(cases)),
+        trt_headline=headline(cases),
+        trt_findings=tuple(findings(cases)),
+        trt_tables=tuple(node_tables(cases, max_rows=NODE_ROWS)),
+        trt_tables_md=tuple(node_tables(cases, max_rows=MD_NODE_ROWS)),
+        tuned=tuple(tuned_plan_lines(cases)),
+        notes=tuple(grouped_notes(cases)),
+    )
 
 
 def report_view(report: Report) -> ReportView:
     """Build the view of ``report``; see the module docstring."""
-    return ReportView(report=report, models=tuple(model_view(name, report) for name in report.models),
-                      reused=sum(c.reused_from is not None for c in report.cases),
-                      trt_headline=headline(report.cases), trt_findings=tuple(findings(report.cases)))
+    return ReportView(
+        report=report,
+        models=tuple(model_view(name, report) for name in report.models),
+        reused=sum(c.reused_from is not None for c in report.cases),
+        trt_headline=headline(report.cases),
+        trt_findings=tuple(findings(report.cases)),
+    )

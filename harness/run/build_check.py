@@ -13,6 +13,7 @@ Every distinct converted model is built once (:func:`harness.runners.tensorrt.ty
 process); the result is cached under ``trt-build/`` in the content cache, keyed by the converted model's digest,
 the optimization profile, the TensorRT release and castguard's build-check code, so a re-run builds nothing.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,13 +23,19 @@ from typing import Any
 
 import onnx
 
+from harness.data.feeds import input_specs
 from harness.errors import RunnerUnavailable, UserError
 from harness.run.cache import ContentCache, content_key
 from harness.run.dedup import model_digest
-from harness.runners.tensorrt.typed_build import (BUILD_SCRIPT, TrtBuild, build_from_dict, build_to_dict, check_build,
-                                            profile_shapes)
-from harness.data.feeds import input_specs
 from harness.runners.tensorrt.library import INSTALL_LINE, installed_backend, installed_module
+from harness.runners.tensorrt.typed_build import (
+    BUILD_SCRIPT,
+    TrtBuild,
+    build_from_dict,
+    build_to_dict,
+    check_build,
+    profile_shapes,
+)
 
 OPTION = "--trt-build-check"
 Shape = tuple[int, ...]
@@ -40,10 +47,13 @@ def build_check_enabled(setting: bool | None, *, where: str = OPTION) -> bool:
     if setting is None:
         return installed
     if setting and not installed:
-        raise UserError(where=where, problem="the TensorRT build check needs TensorRT, and neither tensorrt nor "
-                        "tensorrt_rtx_bindings is installed",
-                        fix=f"{INSTALL_LINE} (TensorRT-RTX: builds on any machine, no GPU needed), or drop "
-                            f"{OPTION} / set trt_build_check = false")
+        raise UserError(
+            where=where,
+            problem="the TensorRT build check needs TensorRT, and neither tensorrt nor "
+            "tensorrt_rtx_bindings is installed",
+            fix=f"{INSTALL_LINE} (TensorRT-RTX: builds on any machine, no GPU needed), or drop "
+            f"{OPTION} / set trt_build_check = false",
+        )
     return setting
 
 
@@ -54,13 +64,20 @@ def _code_digest() -> str:
     return digest.hexdigest()
 
 
-def cached_build(model: onnx.ModelProto, *, model_dir: Path | None, feed_shapes: Sequence[Mapping[str, Shape]],
-                 cache: ContentCache) -> tuple[TrtBuild | None, str]:
+def cached_build(
+    model: onnx.ModelProto, *, model_dir: Path | None, feed_shapes: Sequence[Mapping[str, Shape]], cache: ContentCache
+) -> tuple[TrtBuild | None, str]:
     """The model's build check (from the cache when it was built before) and ``""``, or why there is no result
     (TensorRT installed but not loadable: ``CaseRecord.trt_build_skipped``). A crashed build is not cached: the next run tries again."""
     profile = profile_shapes(input_specs(model), feed_shapes)
-    key = content_key("trt-build", cache.fingerprint, _code_digest(), installed_backend() or "", model_digest(model),
-                      repr(sorted(profile.items())))
+    key = content_key(
+        "trt-build",
+        cache.fingerprint,
+        _code_digest(),
+        installed_backend() or "",
+        model_digest(model),
+        repr(sorted(profile.items())),
+    )
 
     made: list[TrtBuild] = []
 
@@ -72,10 +89,13 @@ def cached_build(model: onnx.ModelProto, *, model_dir: Path | None, feed_shapes:
         data, _hit = cache.json_entry("trt-build", key, make)
     except RunnerUnavailable as err:
         return None, str(err)
-    if data is None:     # a crash, reported but not kept
+    if data is None:  # a crash, reported but not kept
         return made[0], ""
     try:
         return build_from_dict(data), ""
     except ValueError as err:
-        raise UserError(where=cache.root / "trt-build" / f"{key}.json", problem=f"unreadable cache entry ({err})",
-                        fix=f"delete the cache folder {cache.root}; castguard rebuilds it") from err
+        raise UserError(
+            where=cache.root / "trt-build" / f"{key}.json",
+            problem=f"unreadable cache entry ({err})",
+            fix=f"delete the cache folder {cache.root}; castguard rebuilds it",
+        ) from err

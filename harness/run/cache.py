@@ -21,6 +21,7 @@ Concurrency (pytest-xdist): each entry is produced under an exclusive :mod:`harn
 (the kernel drops it if its holder dies), so two workers never compute the same entry twice; files are written
 to a temporary name in the same folder and renamed into place, so readers never see a partial file.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -32,15 +33,22 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from harness.version import __version__
 from harness.convert import ConversionResult, Magnitudes
-from harness.data.onnxfile import (EXTERNAL_DATA_ABOVE, has_pending_casts, is_lazy, load_model, model_sha256,
-                                   save_model, weights_size)
+from harness.data.onnxfile import (
+    EXTERNAL_DATA_ABOVE,
+    has_pending_casts,
+    is_lazy,
+    load_model,
+    model_sha256,
+    save_model,
+    weights_size,
+)
+from harness.data.recipes import Feed
 from harness.errors import InputDataError, ModelError, UserError
 from harness.files import atomic_write, sha256_file
 from harness.locks import held
-from harness.data.recipes import Feed
 from harness.run.cache_size import touch
+from harness.version import __version__
 
 T = TypeVar("T")
 SCHEMA_VERSION = 1
@@ -84,7 +92,7 @@ class ContentCache:
         path = self.root / "magnitudes" / f"{key}.json"
         with self._locked(path):
             if path.is_file():
-                touch((path,))               # least-recently-used eviction (harness.run.cache_size) reads mtimes
+                touch((path,))  # least-recently-used eviction (harness.run.cache_size) reads mtimes
                 try:
                     return Magnitudes.from_json(path.read_text(encoding="utf-8")), True
                 except (InputDataError, UnicodeDecodeError) as err:
@@ -93,8 +101,9 @@ class ContentCache:
             atomic_write(path, made.to_json().encode())
             return made, False
 
-    def json_entry(self, folder: str, key: str, make: Callable[[], dict[str, Any] | None]) -> tuple[
-            dict[str, Any] | None, bool]:
+    def json_entry(
+        self, folder: str, key: str, make: Callable[[], dict[str, Any] | None]
+    ) -> tuple[dict[str, Any] | None, bool]:
         """The JSON object cached under ``folder/key``, or ``make()`` it and store it (None: nothing to keep, e.g. a
         result that may not repeat); second item: cache hit."""
         path = self.root / folder / f"{key}.json"
@@ -113,8 +122,9 @@ class ContentCache:
                 atomic_write(path, json.dumps(made, sort_keys=True).encode())
             return made, False
 
-    def conversion(self, key: str, make: Callable[[], ConversionResult], *,
-                   weights_dir: Path | None = None) -> tuple[ConversionResult, bool]:
+    def conversion(
+        self, key: str, make: Callable[[], ConversionResult], *, weights_dir: Path | None = None
+    ) -> tuple[ConversionResult, bool]:
         """The cached conversion for ``key``, or ``make()`` it and store it; second item: cache hit.
 
         Lazy models: converted weights are streamed into ``<key>.onnx.data`` and runners read them there. A
@@ -130,19 +140,23 @@ class ContentCache:
             made = make()
             by_reference = made.base_dir is not None and weights_dir is not None and not has_pending_casts(made.model)
             if by_reference:
-                atomic_write(model_path, made.model.SerializeToString())     # the graph; weights stay at the source
+                atomic_write(model_path, made.model.SerializeToString())  # the graph; weights stay at the source
             else:
-                save_model(made.model, model_path, base_dir=made.base_dir)   # lazy: weights streamed, converted
-            meta = {"schema_version": SCHEMA_VERSION, "low_nodes": list(made.low_nodes),
-                    "onnx_sha256": sha256_file(model_path) if by_reference else model_sha256(model_path),
-                    "weights": "source" if by_reference else "entry",
-                    "high_nodes": [list(pair) for pair in made.high_nodes],
-                    "lowp_flop_share": made.lowp_flop_share, "lowp_share_bound": made.lowp_share_bound,
-                    "cast_count": made.cast_count,
-                    "clamped": list(made.clamped)}
+                save_model(made.model, model_path, base_dir=made.base_dir)  # lazy: weights streamed, converted
+            meta = {
+                "schema_version": SCHEMA_VERSION,
+                "low_nodes": list(made.low_nodes),
+                "onnx_sha256": sha256_file(model_path) if by_reference else model_sha256(model_path),
+                "weights": "source" if by_reference else "entry",
+                "high_nodes": [list(pair) for pair in made.high_nodes],
+                "lowp_flop_share": made.lowp_flop_share,
+                "lowp_share_bound": made.lowp_share_bound,
+                "cast_count": made.cast_count,
+                "clamped": list(made.clamped),
+            }
             atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
             if made.base_dir is None and weights_size(made.model) <= EXTERNAL_DATA_ABOVE:
-                return made, False                                         # all in memory and in one file
+                return made, False  # all in memory and in one file
             return self._read_conversion(model_path, meta_path, weights_dir), False
 
     def _read_conversion(self, model_path: Path, meta_path: Path, weights_dir: Path | None) -> ConversionResult:
@@ -157,18 +171,25 @@ class ContentCache:
                 raise ValueError("schema version or model hash does not match")
             data_dir = weights_dir if by_reference else model_path.parent
             model = load_model(model_path, weights="lazy", data_dir=data_dir, check=False)
-            return ConversionResult(model=model, low_nodes=tuple(meta["low_nodes"]),
-                                    high_nodes=tuple((str(a), str(b)) for a, b in meta["high_nodes"]),
-                                    lowp_flop_share=float(meta["lowp_flop_share"]),
-                                    lowp_share_bound=meta.get("lowp_share_bound"),
-                                    cast_count=int(meta["cast_count"]), clamped=tuple(meta["clamped"]),
-                                    base_dir=data_dir if is_lazy(model) else None)
+            return ConversionResult(
+                model=model,
+                low_nodes=tuple(meta["low_nodes"]),
+                high_nodes=tuple((str(a), str(b)) for a, b in meta["high_nodes"]),
+                lowp_flop_share=float(meta["lowp_flop_share"]),
+                lowp_share_bound=meta.get("lowp_share_bound"),
+                cast_count=int(meta["cast_count"]),
+                clamped=tuple(meta["clamped"]),
+                base_dir=data_dir if is_lazy(model) else None,
+            )
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, ModelError) as err:
             raise self._corrupt(meta_path, err) from err
 
     def _corrupt(self, path: Path, err: Exception) -> UserError:
-        return UserError(where=path, problem=f"unreadable cache entry ({err})",
-                         fix=f"delete the cache folder {self.root}; castguard rebuilds it")
+        return UserError(
+            where=path,
+            problem=f"unreadable cache entry ({err})",
+            fix=f"delete the cache folder {self.root}; castguard rebuilds it",
+        )
 
     @contextmanager
     def _locked(self, path: Path) -> Iterator[None]:

@@ -7,6 +7,7 @@ deletes the least recently used entries until the folder fits the cap; an entry 
 written or read by a running case) is skipped, never deleted under a reader. Evicting only costs time: the next
 run recomputes what it misses.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,8 @@ class Entry:
     section: str
     key: str
     files: tuple[Path, ...]
-    size: int                                # bytes on disk (allocated blocks)
-    last_used: float                         # newest mtime of its files (seconds since the epoch)
+    size: int  # bytes on disk (allocated blocks)
+    last_used: float  # newest mtime of its files (seconds since the epoch)
 
 
 @dataclass(frozen=True)
@@ -68,12 +69,19 @@ def usage(root: Path) -> CacheUsage:
         groups: dict[str, list[Path]] = {}
         for path in folder.iterdir():
             if path.is_file() and not path.name.startswith(".") and path.suffix != ".lock":
-                groups.setdefault(path.name.partition(".")[0], []).append(path)   # <key>.onnx.data goes with <key>
+                groups.setdefault(path.name.partition(".")[0], []).append(path)  # <key>.onnx.data goes with <key>
         for key, files in groups.items():
             stats = [f.stat() for f in files if f.exists()]
             if stats:
-                entries.append(Entry(section=section, key=key, files=tuple(sorted(files)),
-                                     size=sum(disk_bytes(s) for s in stats), last_used=max(s.st_mtime for s in stats)))
+                entries.append(
+                    Entry(
+                        section=section,
+                        key=key,
+                        files=tuple(sorted(files)),
+                        size=sum(disk_bytes(s) for s in stats),
+                        last_used=max(s.st_mtime for s in stats),
+                    )
+                )
     return CacheUsage(root=root, entries=tuple(sorted(entries, key=lambda e: (e.last_used, e.section, e.key))))
 
 
@@ -93,20 +101,22 @@ def evict_note(root: Path, *, max_mb: int) -> str:
     gone = evict(root, max_bytes=max_mb * MB)
     if not gone:
         return ""
-    return (f"castguard: cache {root} was over {max_mb} MB: evicted {len(gone)} least recently used entries "
-            f"({_mb(sum(e.size for e in gone))}); `castguard cache` shows it")
+    return (
+        f"castguard: cache {root} was over {max_mb} MB: evicted {len(gone)} least recently used entries "
+        f"({_mb(sum(e.size for e in gone))}); `castguard cache` shows it"
+    )
 
 
 def evict(root: Path, *, max_bytes: int) -> tuple[Entry, ...]:
     """Delete least recently used entries until the cache holds at most ``max_bytes``; returns what went."""
     found = usage(root)
     total, gone = found.size, []
-    for entry in found.entries:              # oldest first
+    for entry in found.entries:  # oldest first
         if total <= max_bytes:
             break
         with _unlocked(root / entry.section / f"{entry.key}.lock") as free:
             if not free:
-                continue                     # in use by a running case
+                continue  # in use by a running case
             for path in entry.files:
                 path.unlink(missing_ok=True)
         total -= entry.size

@@ -14,6 +14,7 @@ that was run). Each case's obtained outputs are saved
 into the report folder for a later recheck. Each step's seconds go into the record's
 :class:`~harness.report.Timings`, which add up to the case's ``total_s``.
 """
+
 from __future__ import annotations
 
 import time
@@ -35,12 +36,29 @@ from harness.run.steps.verdict import judge_step
 from harness.runners.ort import CPU
 from harness.sweep import Case
 
-__all__ = ["CaseSettings", "ModelContext", "cannot_judge", "convert_cached", "failure_message", "run_case", "run_tuned",
-           "targets_tensorrt", "tensorrt_verdict"]
+__all__ = [
+    "CaseSettings",
+    "ModelContext",
+    "cannot_judge",
+    "convert_cached",
+    "failure_message",
+    "run_case",
+    "run_tuned",
+    "targets_tensorrt",
+    "tensorrt_verdict",
+]
 
 
-def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: ContentCache,
-             first_of_model: bool = False, same: SameModels | None = None, notes: Sequence[str] = ()) -> CaseRecord:
+def run_case(
+    ctx: ModelContext,
+    case: Case,
+    *,
+    settings: CaseSettings,
+    cache: ContentCache,
+    first_of_model: bool = False,
+    same: SameModels | None = None,
+    notes: Sequence[str] = (),
+) -> CaseRecord:
     """Run one case; see the module docstring. ``first_of_model`` charges the magnitudes time to it; with
     ``same``, a case whose converted model is identical to an earlier case's reuses that record (not run);
     ``notes`` are display notes for the record (its input plan, golden drift)."""
@@ -48,8 +66,16 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
     mags_s = ctx.magnitudes_s if first_of_model else 0.0
     reason = cannot_judge(case, settings)
     if reason is not None:
-        return case_record(ctx, case, status="skip", message=reason, runner=f"ort[{CPU}]", notes=notes,
-                           started=started, magnitudes_s=mags_s)
+        return case_record(
+            ctx,
+            case,
+            status="skip",
+            message=reason,
+            runner=f"ort[{CPU}]",
+            notes=notes,
+            started=started,
+            magnitudes_s=mags_s,
+        )
     providers = case_providers(case, settings)
     converted: Converted | None = None
     built: BuildChecked = NOT_BUILT
@@ -60,26 +86,84 @@ def run_case(ctx: ModelContext, case: Case, *, settings: CaseSettings, cache: Co
         if same is not None:
             duplicate = find_duplicate(ctx, case, converted, same=same, providers=providers)
             if duplicate.first is not None:
-                return tensorrt_verdict(reused_record(
-                    ctx, case, duplicate.first, kind=duplicate.kind, notes=notes, started=started, magnitudes_s=mags_s,
-                    converted=converted, built=built, duplicate=duplicate), case)
+                return tensorrt_verdict(
+                    reused_record(
+                        ctx,
+                        case,
+                        duplicate.first,
+                        kind=duplicate.kind,
+                        notes=notes,
+                        started=started,
+                        magnitudes_s=mags_s,
+                        converted=converted,
+                        built=built,
+                        duplicate=duplicate,
+                    ),
+                    case,
+                )
         executed = execute_step(ctx, case, converted, providers=providers)
     except RunnerUnavailable as err:
-        return tensorrt_verdict(case_record(ctx, case, status="skip", message=str(err), runner=case.runner,
-                                            notes=notes, started=started, magnitudes_s=mags_s, converted=converted,
-                                            built=built, duplicate=duplicate), case)
+        return tensorrt_verdict(
+            case_record(
+                ctx,
+                case,
+                status="skip",
+                message=str(err),
+                runner=case.runner,
+                notes=notes,
+                started=started,
+                magnitudes_s=mags_s,
+                converted=converted,
+                built=built,
+                duplicate=duplicate,
+            ),
+            case,
+        )
     except (UserError, RunnerError) as err:
-        return case_record(ctx, case, status="error", message=f"{ctx.spec.name} [{case.id}] could not run: {err}",
-                           runner=case.runner, notes=notes, started=started, magnitudes_s=mags_s,
-                           converted=converted, built=built, duplicate=duplicate)
+        return case_record(
+            ctx,
+            case,
+            status="error",
+            message=f"{ctx.spec.name} [{case.id}] could not run: {err}",
+            runner=case.runner,
+            notes=notes,
+            started=started,
+            magnitudes_s=mags_s,
+            converted=converted,
+            built=built,
+            duplicate=duplicate,
+        )
     judged = judge_step(ctx, case, executed, policy=settings.tolerances)
-    diagnosed = (diagnose_step(ctx, case, converted, executed, judged.comparison, providers=providers,
-                               policy=settings.tolerances, report_dir=settings.report_dir)
-                 if judged.status == "fail" else None)
+    diagnosed = (
+        diagnose_step(
+            ctx,
+            case,
+            converted,
+            executed,
+            judged.comparison,
+            providers=providers,
+            policy=settings.tolerances,
+            report_dir=settings.report_dir,
+        )
+        if judged.status == "fail"
+        else None
+    )
     timed = time_step(ctx, case, converted, settings=settings, providers=providers)
-    record = record_step(ctx, case, settings=settings, notes=notes, started=started, magnitudes_s=mags_s,
-                         converted=converted, built=built, duplicate=duplicate, executed=executed, judged=judged,
-                         diagnosed=diagnosed, timed=timed)
+    record = record_step(
+        ctx,
+        case,
+        settings=settings,
+        notes=notes,
+        started=started,
+        magnitudes_s=mags_s,
+        converted=converted,
+        built=built,
+        duplicate=duplicate,
+        executed=executed,
+        judged=judged,
+        diagnosed=diagnosed,
+        timed=timed,
+    )
     if same is not None and duplicate is not None:
         same.remember(duplicate.graph, duplicate.plan, record)
     return tensorrt_verdict(record, case)
@@ -92,8 +176,22 @@ def run_tuned(ctx: ModelContext, case: Case, tuned: Tuned, *, settings: CaseSett
     magnitudes collected for it are not counted again)."""
     converted = Converted(conversion=tuned.conversion, cached=False, seconds=0.0)
     executed = execute_step(ctx, case, converted, providers=())
-    judged = replace(judge_step(ctx, case, executed, policy=settings.tolerances), status=tuned.status,
-                     message=tuned.message)      # the bound decides, not the tolerances
-    return record_step(ctx, case, settings=settings, notes=tuned.notes, started=started, magnitudes_s=0.0,
-                       converted=converted, built=NOT_BUILT, duplicate=None, executed=executed, judged=judged,
-                       diagnosed=None, timed=None, tuned=tuned)
+    judged = replace(
+        judge_step(ctx, case, executed, policy=settings.tolerances), status=tuned.status, message=tuned.message
+    )  # the bound decides, not the tolerances
+    return record_step(
+        ctx,
+        case,
+        settings=settings,
+        notes=tuned.notes,
+        started=started,
+        magnitudes_s=0.0,
+        converted=converted,
+        built=NOT_BUILT,
+        duplicate=None,
+        executed=executed,
+        judged=judged,
+        diagnosed=None,
+        timed=None,
+        tuned=tuned,
+    )

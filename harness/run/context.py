@@ -3,6 +3,7 @@
 Work shared by every case of a model (its golden, its magnitudes) arrives in a :class:`ModelContext`, built once
 per process by :class:`harness.run.session.AccuracySession`.
 """
+
 from __future__ import annotations
 
 import time
@@ -28,11 +29,11 @@ class ModelContext:
     model: onnx.ModelProto
     golden: Golden
     golden_path: Path
-    golden_file: str             # the golden's copy in the report folder (relative path)
+    golden_file: str  # the golden's copy in the report folder (relative path)
     inputs_id: str
     magnitudes: Magnitudes
     magnitudes_key: str
-    magnitudes_s: float          # seconds this process spent collecting them (0.0 on a cache hit)
+    magnitudes_s: float  # seconds this process spent collecting them (0.0 on a cache hit)
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class CaseSettings:
     report_dir: Path = Path("castguard-report")
     timing: TimingConfig = TimingConfig()
     clock: Clock = time.perf_counter
-    trt_build_check: bool = False      # build every converted model with TensorRT (harness.run.build_check)
+    trt_build_check: bool = False  # build every converted model with TensorRT (harness.run.build_check)
 
 
 def targets_tensorrt(case: Case) -> bool:
@@ -56,8 +57,10 @@ def targets_tensorrt(case: Case) -> bool:
 def cannot_judge(case: Case, settings: CaseSettings) -> str | None:
     """Why the case's runner cannot run it at all (checked before converting), or None."""
     if case.runner == "ort" and case.precision == "bf16" and settings.ort_providers[0] == CPU:
-        return (f"ort[{CPU}] has no bf16 kernels, so a bf16 model cannot run on it; use --runner emulate "
-                "(or --runner ort with --ort-providers CUDAExecutionProvider on a GPU)")
+        return (
+            f"ort[{CPU}] has no bf16 kernels, so a bf16 model cannot run on it; use --runner emulate "
+            "(or --runner ort with --ort-providers CUDAExecutionProvider on a GPU)"
+        )
     return None
 
 

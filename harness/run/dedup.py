@@ -15,6 +15,7 @@ rounded by the next op anyway (the same values under emulate). Measured on a 6-b
 (random weights): the 12 default cases gave 2 distinct results (one per precision), and 4 of the 12 were
 recognised as duplicates. The memory is per process (under xdist each worker runs its own first case).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,7 +27,7 @@ import onnx
 from harness.convert import ConversionResult
 from harness.report import CaseRecord
 
-PLAN_RUNNERS = frozenset({"emulate", "reference"})   # runners whose values the precision plan decides
+PLAN_RUNNERS = frozenset({"emulate", "reference"})  # runners whose values the precision plan decides
 
 
 def model_digest(model: onnx.ModelProto) -> str:
@@ -41,8 +42,14 @@ def plan_digest(conversion: ConversionResult, *, precision: str, fp32_accumulati
     other values)."""
     graph = conversion.model.graph
     io_types = sorted((v.name, v.type.tensor_type.elem_type) for v in [*graph.input, *graph.output])
-    plan = [precision, sorted(conversion.low_nodes), sorted(list(p) for p in conversion.high_nodes),
-            sorted(conversion.clamped), fp32_accumulation, io_types]
+    plan = [
+        precision,
+        sorted(conversion.low_nodes),
+        sorted(list(p) for p in conversion.high_nodes),
+        sorted(conversion.clamped),
+        fp32_accumulation,
+        io_types,
+    ]
     return hashlib.sha256(json.dumps(plan).encode()).hexdigest()
 
 

@@ -10,6 +10,7 @@ through :func:`harness.runners.make_runner`) on the first iteration with non-fin
 node output marked as a graph output; nodes are visited in graph (topological) order and the first one whose output
 holds a NaN or inf is named. The counting itself is :func:`harness.data.goldens.non_finite`.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,11 +22,11 @@ import numpy as np
 import onnx
 
 from harness.data.goldens import Golden, non_finite, rerun_command
+from harness.data.marked import with_outputs
 from harness.data.models import ModelSpec
 from harness.data.recipes import Feed, InputRecipe
 from harness.dtypes import BFLOAT16
 from harness.errors import GoldenRunFailed, RunnerError, RunnerUnavailable, UserError
-from harness.data.marked import with_outputs
 from harness.runners import make_runner
 
 
@@ -40,8 +41,10 @@ class FirstNonFinite:
     total: int
 
     def describe(self) -> str:
-        return (f"first produced by node {self.node!r} ({self.op}): its output {self.tensor!r} has {self.count} of "
-                f"{self.total} values not finite")
+        return (
+            f"first produced by node {self.node!r} ({self.op}): its output {self.tensor!r} has {self.count} of "
+            f"{self.total} values not finite"
+        )
 
 
 def first_non_finite(model: onnx.ModelProto, feed: Feed, *, model_dir: Path | None) -> FirstNonFinite | str:
@@ -49,7 +52,7 @@ def first_non_finite(model: onnx.ModelProto, feed: Feed, *, model_dir: Path | No
     names = [out for node in model.graph.node for out in node.output if out]
     try:
         outputs = make_runner("ort", with_outputs(model, names), model_dir=model_dir).run([feed]).outputs[0]
-    except (RunnerError, RunnerUnavailable, UserError) as err:   # the runner wraps onnxruntime's errors
+    except (RunnerError, RunnerUnavailable, UserError) as err:  # the runner wraps onnxruntime's errors
         return f"the model with every node output marked did not run on ORT CPU ({str(err).splitlines()[0]})"
     for node in model.graph.node:
         for out in (o for o in node.output if o in outputs):
@@ -58,13 +61,19 @@ def first_non_finite(model: onnx.ModelProto, feed: Feed, *, model_dir: Path | No
                 values = values.astype(np.float32)
             if values.dtype.kind in "fc" and not np.isfinite(values).all():
                 bad = int((~np.isfinite(values)).sum())
-                return FirstNonFinite(node=node.name or f"#{list(model.graph.node).index(node)}", op=node.op_type,
-                                      tensor=out, count=bad, total=int(values.size))
+                return FirstNonFinite(
+                    node=node.name or f"#{list(model.graph.node).index(node)}",
+                    op=node.op_type,
+                    tensor=out,
+                    count=bad,
+                    total=int(values.size),
+                )
     return "no main-graph node output holds them (a subgraph or the inputs do)"
 
 
-def non_finite_note(model: onnx.ModelProto, golden: Golden, *, model_dir: Path | None,
-                    input_lines: Sequence[str], rerun: str) -> str:
+def non_finite_note(
+    model: onnx.ModelProto, golden: Golden, *, model_dir: Path | None, input_lines: Sequence[str], rerun: str
+) -> str:
     """The lines that say a just-written golden holds NaN or inf, where they come from and the likely fix;
     ``""`` when every output is finite."""
     found = non_finite(golden.outputs)
@@ -72,16 +81,18 @@ def non_finite_note(model: onnx.ModelProto, golden: Golden, *, model_dir: Path |
         return ""
     first = first_non_finite(model, golden.feeds[min(f.iteration for f in found)], model_dir=model_dir)
     where = first.describe() if isinstance(first, FirstNonFinite) else f"first node not found: {first}"
-    name = next(iter(golden.feeds[0]), "NAME") if golden.feeds else "NAME"   # the model's first input
-    return "\n".join([
-        "  WARNING: this golden is not finite, so every comparison against it is weak:",
-        *(f"    {f.describe()}" for f in found),
-        f"    {where}",
-        f"    inputs used: {'; '.join(input_lines)}",
-        "  likely fix: the inputs are outside the range the model is defined on (Log, Sqrt, Div, Pow of such "
-        f"values give NaN/inf); give realistic ranges with --val-range and rewrite the golden: "
-        f"{_without_range(rerun, name)} --val-range '{name}:[LO,HI]' --update-goldens",
-    ])
+    name = next(iter(golden.feeds[0]), "NAME") if golden.feeds else "NAME"  # the model's first input
+    return "\n".join(
+        [
+            "  WARNING: this golden is not finite, so every comparison against it is weak:",
+            *(f"    {f.describe()}" for f in found),
+            f"    {where}",
+            f"    inputs used: {'; '.join(input_lines)}",
+            "  likely fix: the inputs are outside the range the model is defined on (Log, Sqrt, Div, Pow of such "
+            f"values give NaN/inf); give realistic ranges with --val-range and rewrite the golden: "
+            f"{_without_range(rerun, name)} --val-range '{name}:[LO,HI]' --update-goldens",
+        ]
+    )
 
 
 def _without_range(command: str, name: str) -> str:
@@ -89,17 +100,23 @@ def _without_range(command: str, name: str) -> str:
     return re.sub(rf"\s--val-range[ =]'?{re.escape(name)}:[^\s]*", "", command)
 
 
-def golden_run_failed(spec: ModelSpec, recipe: InputRecipe, feeds: Sequence[Feed], err: RunnerError, *,
-                      input_lines: Sequence[str]) -> GoldenRunFailed:
+def golden_run_failed(
+    spec: ModelSpec, recipe: InputRecipe, feeds: Sequence[Feed], err: RunnerError, *, input_lines: Sequence[str]
+) -> GoldenRunFailed:
     """onnxruntime's message, the inputs that were used (names, shapes, dtypes, value ranges) and the fix."""
-    used = [f"{n} {a.dtype}[{'x'.join(map(str, a.shape))}]" + (f" values in [{a.min():g}, {a.max():g}]"
-                                                                  if a.size and a.dtype.kind in "fiub" else "")
-            for n, a in (feeds[0].items() if feeds else ())]
+    used = [
+        f"{n} {a.dtype}[{'x'.join(map(str, a.shape))}]"
+        + (f" values in [{a.min():g}, {a.max():g}]" if a.size and a.dtype.kind in "fiub" else "")
+        for n, a in (feeds[0].items() if feeds else ())
+    ]
     return GoldenRunFailed(
-        where=spec.path, problem=f"onnxruntime (CPU, FP32) failed while making the golden of {spec.name!r}: "
+        where=spec.path,
+        problem=f"onnxruntime (CPU, FP32) failed while making the golden of {spec.name!r}: "
         f"{str(err).strip()}\n  inputs used: {'; '.join(used) or 'none'}\n  how they were made: "
         f"{'; '.join(input_lines)}",
-        model=spec.name, runtime_message=str(err),
+        model=spec.name,
+        runtime_message=str(err),
         fix="give inputs this model accepts: --input-shapes NAME:DIMS for its dynamic dimensions (no 0; lengths "
-            "that agree with each other), --val-range NAME:[lo,hi] within what the model indexes (ids below the "
-            f"table's rows), or --inputs FILE with real data, then rerun: {rerun_command(spec, recipe)}")
+        "that agree with each other), --val-range NAME:[lo,hi] within what the model indexes (ids below the "
+        f"table's rows), or --inputs FILE with real data, then rerun: {rerun_command(spec, recipe)}",
+    )

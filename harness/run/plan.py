@@ -4,6 +4,7 @@
 test runs) and returns a :class:`SessionPlan`; :class:`harness.run.session.AccuracySession` holds it and runs the
 cases. Each model is a :class:`LoadedModel`; each test a :class:`SweepCase` (model x :class:`harness.sweep.Case`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -32,8 +33,8 @@ class LoadedModel:
     model: onnx.ModelProto
     recipe: InputRecipe
     feeds: list[Feed]
-    input_lines: tuple[str, ...] = ()   # how the inputs were made (recipe_lines): terminal summary and report
-    bundled_inputs: bool = False        # a bundled model's own inputs or ranges (a rerun command need not say them)
+    input_lines: tuple[str, ...] = ()  # how the inputs were made (recipe_lines): terminal summary and report
+    bundled_inputs: bool = False  # a bundled model's own inputs or ranges (a rerun command need not say them)
 
     @property
     def inputs_note(self) -> str:
@@ -60,7 +61,7 @@ class SessionPlan:
     cases: tuple[SweepCase, ...] = ()
     tuned_cases: tuple[SweepCase, ...] = ()
     shard_work: ShardWork | None = None
-    trt_build_check: bool = False          # resolved: True only where TensorRT is installed
+    trt_build_check: bool = False  # resolved: True only where TensorRT is installed
 
 
 def plan_session(config: HarnessConfig, *, bundled_dir: Path) -> SessionPlan:
@@ -75,49 +76,67 @@ def plan_session(config: HarnessConfig, *, bundled_dir: Path) -> SessionPlan:
     sweep_cases = expand(config.sweep)
     tuned = [tuned_case(precision) for precision in config.sweep.precisions] if config.tune else []
     # --shard K/N: every shard locates every model (keys only: nothing is hashed or loaded) and keeps its part
-    shard_work = None if config.shard is None else assign(
-        list(located), [c.id for c in (*sweep_cases, *tuned)], config.shard)
+    shard_work = (
+        None if config.shard is None else assign(list(located), [c.id for c in (*sweep_cases, *tuned)], config.shard)
+    )
     models = load_models(config, located, bundled_dir=bundled_dir, shard_work=shard_work)
 
     def mine(model: str, case: Case) -> bool:
         return shard_work is None or shard_work.runs(model, case.id)
 
-    return SessionPlan(models=models, shard_work=shard_work,
-                       cases=tuple(SweepCase(n, c) for n in models for c in sweep_cases if mine(n, c)),
-                       tuned_cases=tuple(SweepCase(n, c) for n in models for c in tuned if mine(n, c)),
-                       trt_build_check=build_check_enabled(config.trt_build_check))
+    return SessionPlan(
+        models=models,
+        shard_work=shard_work,
+        cases=tuple(SweepCase(n, c) for n in models for c in sweep_cases if mine(n, c)),
+        tuned_cases=tuple(SweepCase(n, c) for n in models for c in tuned if mine(n, c)),
+        trt_build_check=build_check_enabled(config.trt_build_check),
+    )
 
 
-def load_models(config: HarnessConfig, located: Mapping[str, LocatedModel], *, bundled_dir: Path,
-                shard_work: ShardWork | None = None) -> dict[str, LoadedModel]:
+def load_models(
+    config: HarnessConfig,
+    located: Mapping[str, LocatedModel],
+    *,
+    bundled_dir: Path,
+    shard_work: ShardWork | None = None,
+) -> dict[str, LoadedModel]:
     """Load the located models (a shard: its assigned ones), each with its input recipe and feeds."""
     models: dict[str, LoadedModel] = {}
-    several = len(located) > 1      # then each model takes the options naming its inputs
+    several = len(located) > 1  # then each model takes the options naming its inputs
     inputs: dict[str, list[str]] = {}
     own_files = dict(config.model_inputs)
     for name, found in located.items():
         if shard_work is not None and name not in shard_work.assigned_models:
             continue
         spec = found.spec()
-        model = load_model(spec.path, weights="lazy")   # big weights stay on disk (model_dir)
+        model = load_model(spec.path, weights="lazy")  # big weights stay on disk (model_dir)
         names = [s.name for s in input_specs(model)]
-        if name not in own_files:        # a model with its own file takes no options
+        if name not in own_files:  # a model with its own file takes no options
             inputs[name] = names
-        recipe, bundled = default_recipe(spec, config, bundled_dir=bundled_dir,
-                                         input_names=names if several else None)
+        recipe, bundled = default_recipe(spec, config, bundled_dir=bundled_dir, input_names=names if several else None)
         recipe = plan_recipe(model, recipe, where=str(spec.path))
         feeds = make_feeds(model, recipe, where=str(spec.path))
-        models[spec.name] = LoadedModel(spec=spec, model=model, recipe=recipe, feeds=feeds,
-                                        input_lines=tuple(recipe_lines(model, recipe)), bundled_inputs=bundled)
+        models[spec.name] = LoadedModel(
+            spec=spec,
+            model=model,
+            recipe=recipe,
+            feeds=feeds,
+            input_lines=tuple(recipe_lines(model, recipe)),
+            bundled_inputs=bundled,
+        )
     if several and config.inputs_file is None:
-        check_every_name_used(InputOptions(val_ranges=config.val_ranges, input_shapes=config.input_shapes),
-                              inputs, more=lambda: _input_names(located, skip=[*models, *own_files]),
-                              own_files=bool(config.model_inputs))
+        check_every_name_used(
+            InputOptions(val_ranges=config.val_ranges, input_shapes=config.input_shapes),
+            inputs,
+            more=lambda: _input_names(located, skip=[*models, *own_files]),
+            own_files=bool(config.model_inputs),
+        )
     return models
 
 
-def default_recipe(spec: ModelSpec, config: HarnessConfig, *, bundled_dir: Path,
-                   input_names: Sequence[str] | None = None) -> tuple[InputRecipe, bool]:
+def default_recipe(
+    spec: ModelSpec, config: HarnessConfig, *, bundled_dir: Path, input_names: Sequence[str] | None = None
+) -> tuple[InputRecipe, bool]:
     """The input recipe for a model: the user's options, else a bundled model's own inputs or ranges; and whether
     it is the latter. ``input_names`` (a run over several models): only the options that name one of these
     inputs, or every input, are this model's (:mod:`harness.data.scoping`)."""
@@ -140,14 +159,15 @@ def default_recipe(spec: ModelSpec, config: HarnessConfig, *, bundled_dir: Path,
             return recipe_for_file(bundled_inputs, seed=config.seed), True
         ranges = tuple((n, lo, hi) for n, (lo, hi) in sorted(test_models.default_val_ranges(spec.name).items()))
         return InputRecipe(seed=config.seed, iterations=config.iterations, val_ranges=ranges), True
-    return InputRecipe(seed=config.seed, iterations=config.iterations, val_ranges=options.val_ranges,
-                       input_shapes=options.input_shapes), False
+    return InputRecipe(
+        seed=config.seed, iterations=config.iterations, val_ranges=options.val_ranges, input_shapes=options.input_shapes
+    ), False
 
 
 def tuned_case(precision: str) -> Case:
     """The ``pytest --tune`` case of one precision: the search starts from the low type's range (data_max)."""
-    from harness.dtypes import LOW_MAX
     from harness.convert.options import LOW_PRECISIONS
+    from harness.dtypes import LOW_MAX
 
     return Case(precision=precision, data_max=LOW_MAX[LOW_PRECISIONS[precision]], tuned=True)
 
@@ -155,20 +175,30 @@ def tuned_case(precision: str) -> Case:
 def _duplicate(ref: str, spec: LocatedModel, other: LocatedModel) -> UserError:
     if spec.path == other.path:
         return UserError(where=f"--model {ref}", problem="model given twice", fix="pass each model once")
-    return UserError(where=f"--model {ref}", problem=f"key {spec.name!r} is also used by {other.path}; goldens "
-                     "are stored by key", fix=f"name one of them: --model OTHERKEY={spec.path}")
+    return UserError(
+        where=f"--model {ref}",
+        problem=f"key {spec.name!r} is also used by {other.path}; goldens are stored by key",
+        fix=f"name one of them: --model OTHERKEY={spec.path}",
+    )
 
 
 def _check_input_keys(config: HarnessConfig, located: Mapping[str, LocatedModel]) -> None:
     """Every ``--inputs KEY=FILE`` names a model of this run."""
     for key, _ in config.model_inputs:
         if key not in located:
-            raise UserError(where=f"--inputs {key}=...", problem=f"no model of this run has the key {key!r}",
-                            fix="use one of the run's model keys: " + ", ".join(sorted(located))
-                                + " (`--model KEY=PATH` names a model)")
+            raise UserError(
+                where=f"--inputs {key}=...",
+                problem=f"no model of this run has the key {key!r}",
+                fix="use one of the run's model keys: "
+                + ", ".join(sorted(located))
+                + " (`--model KEY=PATH` names a model)",
+            )
 
 
 def _input_names(located: Mapping[str, LocatedModel], *, skip: Sequence[str]) -> dict[str, list[str]]:
     """Input names of the located models not loaded here (a shard's unassigned ones): graphs only."""
-    return {name: [s.name for s in input_specs(load_model(found.spec().path, weights="lazy"))]
-            for name, found in located.items() if name not in skip}
+    return {
+        name: [s.name for s in input_specs(load_model(found.spec().path, weights="lazy"))]
+        for name, found in located.items()
+        if name not in skip
+    }

@@ -9,6 +9,7 @@ it loads the golden and collects the magnitudes once (on the golden's feeds, thr
 returns an :class:`Outcome` for the suite to turn into pass/fail/skip; low-precision outcomes carry the
 case's :class:`~harness.report.CaseRecord` for the report.
 """
+
 from __future__ import annotations
 
 import time
@@ -16,23 +17,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, cast
 
+from harness.config import HarnessConfig
+from harness.data.drift import check_golden_provenance, installed_versions
+from harness.data.goldens import Golden, GoldenStore, ensure_golden, rerun_command
+from harness.data.recipes import describe_inputs
+from harness.errors import GoldenRunFailed, RunnerError, UserError
+from harness.judge.compare import CompareResult, Tolerance, compare_iterations
+from harness.report import CaseRecord, golden_relpath, save_outputs
 from harness.run.cache import ContentCache, content_key, feeds_digest
 from harness.run.case import CaseSettings, ModelContext, run_case
 from harness.run.dedup import SameModels
-from harness.run.plan import LoadedModel, SessionPlan, SweepCase, default_recipe, plan_session, tuned_case
 from harness.run.golden_notes import golden_run_failed, non_finite_note
-from harness.judge.compare import CompareResult, Tolerance, compare_iterations
-from harness.config import HarnessConfig
-from harness.data.drift import check_golden_provenance, installed_versions
-from harness.errors import GoldenRunFailed, RunnerError, UserError
-from harness.data.goldens import Golden, GoldenStore, ensure_golden, rerun_command
-from harness.data.recipes import describe_inputs
-from harness.report import CaseRecord, golden_relpath, save_outputs
+from harness.run.plan import LoadedModel, SessionPlan, SweepCase, default_recipe, plan_session, tuned_case
 from harness.runners import make_runner
 from harness.runners.ort import CPU
 
-__all__ = ["AccuracySession", "LoadedModel", "Outcome", "SessionPlan", "Status", "SweepCase", "default_recipe",
-           "plan_session", "produce_golden", "tuned_case"]
+__all__ = [
+    "AccuracySession",
+    "LoadedModel",
+    "Outcome",
+    "SessionPlan",
+    "Status",
+    "SweepCase",
+    "default_recipe",
+    "plan_session",
+    "produce_golden",
+    "tuned_case",
+]
 
 GOLDEN_PRODUCER = f"ort[{CPU}]"
 # FP32 rerun of the golden inputs: only kernel-order noise is allowed (fp32 eps is 1.2e-7).
@@ -54,8 +65,15 @@ class Outcome:
 class AccuracySession:
     """Per-process state of one accuracy run; see the module docstring."""
 
-    def __init__(self, config: HarnessConfig, plan: SessionPlan, *, cache: ContentCache,
-                 strict_provenance: bool = False, output_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        config: HarnessConfig,
+        plan: SessionPlan,
+        *,
+        cache: ContentCache,
+        strict_provenance: bool = False,
+        output_dir: Path | None = None,
+    ) -> None:
         """Hold a planned run (:func:`harness.run.plan.plan_session`); no I/O here: see :meth:`open`."""
         self.config = config
         self.plan = plan
@@ -63,36 +81,52 @@ class AccuracySession:
         self.cases = list(plan.cases)
         self.tuned_cases = list(plan.tuned_cases)
         self.shard_work = plan.shard_work
-        self.output_dir = output_dir or config.report_dir    # this run's folder for saved outputs
-        self.strict_provenance = strict_provenance   # --strict-provenance: golden version drift is an error
+        self.output_dir = output_dir or config.report_dir  # this run's folder for saved outputs
+        self.strict_provenance = strict_provenance  # --strict-provenance: golden version drift is an error
         self.store = GoldenStore(config.goldens_dir)
         self.cache = cache
-        self.settings = CaseSettings(tolerances=config.tolerances, ort_providers=config.ort_providers,
-                                     report_dir=self.output_dir, trt_build_check=plan.trt_build_check)
+        self.settings = CaseSettings(
+            tolerances=config.tolerances,
+            ort_providers=config.ort_providers,
+            report_dir=self.output_dir,
+            trt_build_check=plan.trt_build_check,
+        )
         self._goldens: dict[str, Golden] = {}
         self._contexts: dict[str, ModelContext] = {}
         self._updated: set[str] = set()
-        self.golden_failures: dict[str, GoldenRunFailed] = {}   # models whose golden onnxruntime could not make
-        self.same_models = SameModels()      # identical converted models run once per process
+        self.golden_failures: dict[str, GoldenRunFailed] = {}  # models whose golden onnxruntime could not make
+        self.same_models = SameModels()  # identical converted models run once per process
 
     @classmethod
-    def open(cls, config: HarnessConfig, *, bundled_dir: Path, strict_provenance: bool = False,
-             output_dir: Path | None = None) -> AccuracySession:
+    def open(
+        cls,
+        config: HarnessConfig,
+        *,
+        bundled_dir: Path,
+        strict_provenance: bool = False,
+        output_dir: Path | None = None,
+    ) -> AccuracySession:
         """Plan the run (load its models, make their feeds, list its cases) and hold it."""
-        return cls(config, plan_session(config, bundled_dir=bundled_dir), cache=ContentCache(config.cache_dir),
-                   strict_provenance=strict_provenance, output_dir=output_dir)
+        return cls(
+            config,
+            plan_session(config, bundled_dir=bundled_dir),
+            cache=ContentCache(config.cache_dir),
+            strict_provenance=strict_provenance,
+            output_dir=output_dir,
+        )
 
     def golden(self, name: str, *, allow_update: bool) -> tuple[Golden, Path | None]:
         """The model's golden; writes it when missing (or once per session with --update-goldens)."""
         loaded = self.models[name]
-        if name in self.golden_failures:     # onnxruntime failed on this model once: one error per model
+        if name in self.golden_failures:  # onnxruntime failed on this model once: one error per model
             raise self.golden_failures[name]
         update = allow_update and self.config.update_goldens and name not in self._updated
         if name in self._goldens and not update:
             return self._goldens[name], None
         try:
-            golden, written = ensure_golden(self.store, loaded.spec, loaded.recipe, update=update,
-                                            produce=lambda: produce_golden(loaded))
+            golden, written = ensure_golden(
+                self.store, loaded.spec, loaded.recipe, update=update, produce=lambda: produce_golden(loaded)
+            )
         except GoldenRunFailed as err:
             self.golden_failures[name] = err
             raise
@@ -117,17 +151,26 @@ class AccuracySession:
         if comparison:
             return Outcome("pass", comparison=comparison, runner=result.runner)
         path = self.store.path_for(loaded.spec, loaded.recipe)
-        return Outcome("fail", f"{name}: ORT FP32 no longer reproduces its golden\n{comparison.summary()}\n"
-                               f"  golden: {path} (made by {golden.meta.get('producer')}, "
-                               f"onnxruntime {golden.meta.get('versions', {}).get('onnxruntime')})\n"
-                               f"  fix: if the runtime change is expected, rewrite it: "
-                               f"{self.rerun(loaded, '--update-goldens')}",
-                       comparison=comparison, runner=result.runner)
+        return Outcome(
+            "fail",
+            f"{name}: ORT FP32 no longer reproduces its golden\n{comparison.summary()}\n"
+            f"  golden: {path} (made by {golden.meta.get('producer')}, "
+            f"onnxruntime {golden.meta.get('versions', {}).get('onnxruntime')})\n"
+            f"  fix: if the runtime change is expected, rewrite it: "
+            f"{self.rerun(loaded, '--update-goldens')}",
+            comparison=comparison,
+            runner=result.runner,
+        )
 
     def _written(self, loaded: LoadedModel, written: Path, golden: Golden) -> str:
         """The message of a just-written golden; a golden holding NaN/inf says so (harness.run.golden_notes)."""
-        note = non_finite_note(loaded.model, golden, model_dir=loaded.spec.path.parent, input_lines=loaded.input_lines,
-                               rerun=self.rerun(loaded))
+        note = non_finite_note(
+            loaded.model,
+            golden,
+            model_dir=loaded.spec.path.parent,
+            input_lines=loaded.input_lines,
+            rerun=self.rerun(loaded),
+        )
         head, fix = _written_message(loaded, written, golden, self.rerun(loaded)).rsplit("\n  fix: ", 1)
         return "\n".join([head, *([note] if note else []), f"  fix: {fix}"])
 
@@ -140,15 +183,23 @@ class AccuracySession:
         loaded = self.models[name]
         key = content_key("magnitudes", self.cache.fingerprint, loaded.spec.sha256, feeds_digest(golden.feeds))
         start = time.perf_counter()
-        magnitudes, hit = self.cache.magnitudes(key, lambda: collect_magnitudes(
-            loaded.model, feeds=golden.feeds, base_dir=loaded.spec.path.parent))
+        magnitudes, hit = self.cache.magnitudes(
+            key, lambda: collect_magnitudes(loaded.model, feeds=golden.feeds, base_dir=loaded.spec.path.parent)
+        )
         seconds = 0.0 if hit else time.perf_counter() - start
         golden_file = golden_relpath(name, loaded.recipe.id)
         save_outputs(self.output_dir, golden_file, golden.outputs)
-        self._contexts[name] = ModelContext(spec=loaded.spec, model=loaded.model, golden=golden,
-                                            golden_path=self.store.path_for(loaded.spec, loaded.recipe),
-                                            golden_file=golden_file, inputs_id=loaded.recipe.id,
-                                            magnitudes=magnitudes, magnitudes_key=key, magnitudes_s=seconds)
+        self._contexts[name] = ModelContext(
+            spec=loaded.spec,
+            model=loaded.model,
+            golden=golden,
+            golden_path=self.store.path_for(loaded.spec, loaded.recipe),
+            golden_file=golden_file,
+            inputs_id=loaded.recipe.id,
+            magnitudes=magnitudes,
+            magnitudes_key=key,
+            magnitudes_s=seconds,
+        )
         return self._contexts[name], True
 
     def check_low_precision(self, sweep_case: SweepCase) -> Outcome:
@@ -160,19 +211,45 @@ class AccuracySession:
             if written is not None:
                 return Outcome("fail", self._written(loaded, written, golden))
             ctx, first = self.context(name, golden)
-            drift = check_golden_provenance(golden.meta, current=installed_versions(), strict=self.strict_provenance,
-                                            golden=ctx.golden_path)
-        except GoldenRunFailed as err:      # said once, by test_fp32_golden; each case skips in one line
-            return Outcome("skip", err.skip_reason, record=CaseRecord(
-                model=name, model_sha256=loaded.spec.sha256, case=case, status="skip", runner=case.runner,
-                inputs_id=loaded.recipe.id, message=err.skip_reason, notes=(loaded.inputs_note,)))
+            drift = check_golden_provenance(
+                golden.meta, current=installed_versions(), strict=self.strict_provenance, golden=ctx.golden_path
+            )
+        except GoldenRunFailed as err:  # said once, by test_fp32_golden; each case skips in one line
+            return Outcome(
+                "skip",
+                err.skip_reason,
+                record=CaseRecord(
+                    model=name,
+                    model_sha256=loaded.spec.sha256,
+                    case=case,
+                    status="skip",
+                    runner=case.runner,
+                    inputs_id=loaded.recipe.id,
+                    message=err.skip_reason,
+                    notes=(loaded.inputs_note,),
+                ),
+            )
         except UserError as err:
-            record = CaseRecord(model=name, model_sha256=loaded.spec.sha256, case=case, status="error",
-                                runner=case.runner, inputs_id=loaded.recipe.id, message=str(err),
-                                notes=(loaded.inputs_note,))
+            record = CaseRecord(
+                model=name,
+                model_sha256=loaded.spec.sha256,
+                case=case,
+                status="error",
+                runner=case.runner,
+                inputs_id=loaded.recipe.id,
+                message=str(err),
+                notes=(loaded.inputs_note,),
+            )
             return Outcome("error", str(err), record=record)
-        record = run_case(ctx, case, settings=self.settings, cache=self.cache, first_of_model=first,
-                          same=self.same_models, notes=(loaded.inputs_note, *drift))   # notes on every case
+        record = run_case(
+            ctx,
+            case,
+            settings=self.settings,
+            cache=self.cache,
+            first_of_model=first,
+            same=self.same_models,
+            notes=(loaded.inputs_note, *drift),
+        )  # notes on every case
         return Outcome(cast(Status, record.status), record.message, runner=record.runner, record=record)
 
 
@@ -188,6 +265,8 @@ def produce_golden(loaded: LoadedModel) -> Golden:
 
 
 def _written_message(loaded: LoadedModel, path: Path, golden: Golden, rerun: str) -> str:
-    return (f"{loaded.spec.name}: golden written (it was missing, or --update-goldens): {path}\n"
-            f"  {len(golden.feeds)} iteration(s) from {loaded.recipe.id}, produced by {golden.meta.get('producer')}\n"
-            f"  fix: review it, commit it, and rerun: `{rerun}` then compares against it")
+    return (
+        f"{loaded.spec.name}: golden written (it was missing, or --update-goldens): {path}\n"
+        f"  {len(golden.feeds)} iteration(s) from {loaded.recipe.id}, produced by {golden.meta.get('producer')}\n"
+        f"  fix: review it, commit it, and rerun: `{rerun}` then compares against it"
+    )

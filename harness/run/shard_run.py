@@ -9,6 +9,7 @@ merge knows which shards and cases to expect, this shard's part of it, and what 
 * :func:`golden_digests`: every golden in the goldens folder (its ``.npz`` path and the sha256 its sidecar
   names), read from the small sidecars only.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,15 +25,24 @@ from harness.sweep.shards import ShardWork
 
 def shard_settings(config: HarnessConfig) -> tuple[tuple[str, str], ...]:
     """(name, value) pairs every shard of one night must share (shown side by side when they differ)."""
-    sweep = tuple((f"sweep {field.name}", repr(getattr(config.sweep, field.name)))
-                  for field in dataclasses.fields(config.sweep))
-    inputs = (f"file sha256 {sha256_file(config.inputs_file)}" if config.inputs_file is not None else
-              f"seed {config.seed}, iterations {config.iterations}, val ranges {config.val_ranges!r}, "
-              f"input shapes {config.input_shapes!r}")
+    sweep = tuple(
+        (f"sweep {field.name}", repr(getattr(config.sweep, field.name))) for field in dataclasses.fields(config.sweep)
+    )
+    inputs = (
+        f"file sha256 {sha256_file(config.inputs_file)}"
+        if config.inputs_file is not None
+        else f"seed {config.seed}, iterations {config.iterations}, val ranges {config.val_ranges!r}, "
+        f"input shapes {config.input_shapes!r}"
+    )
     for key, path in config.model_inputs:
         inputs += f"; {key}: file sha256 {sha256_file(path)}"
-    return (*sweep, ("tune", str(config.tune)), ("tolerances", repr(config.tolerances)), ("inputs", inputs),
-            ("ort providers", ",".join(config.ort_providers)))
+    return (
+        *sweep,
+        ("tune", str(config.tune)),
+        ("tolerances", repr(config.tolerances)),
+        ("inputs", inputs),
+        ("ort providers", ",".join(config.ort_providers)),
+    )
 
 
 def golden_digests(goldens_dir: Path) -> tuple[tuple[str, str], ...]:
@@ -43,12 +53,17 @@ def golden_digests(goldens_dir: Path) -> tuple[tuple[str, str], ...]:
             digest = json.loads(sidecar.read_text(encoding="utf-8")).get("npz_sha256")
         except (OSError, ValueError, AttributeError):
             digest = None
-        found.append((sidecar.with_suffix(".npz").relative_to(goldens_dir).as_posix(),
-                      digest if isinstance(digest, str) else "unreadable sidecar"))
+        found.append(
+            (
+                sidecar.with_suffix(".npz").relative_to(goldens_dir).as_posix(),
+                digest if isinstance(digest, str) else "unreadable sidecar",
+            )
+        )
     return tuple(found)
 
 
 def shard_info(config: HarnessConfig, work: ShardWork) -> ShardInfo:
     """The record a shard writes when it starts (its exit status is filled in when it ends)."""
-    return ShardInfo(part=work, settings=shard_settings(config), goldens=golden_digests(config.goldens_dir),
-                     started=utc_now())
+    return ShardInfo(
+        part=work, settings=shard_settings(config), goldens=golden_digests(config.goldens_dir), started=utc_now()
+    )

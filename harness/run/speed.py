@@ -5,6 +5,7 @@ for the others the case records why not, and the report prints that reason inste
 is the runner's inference on the first golden feed, host copies included (the FP32 and the converted model have
 the same I/O types under keep_io_types, so the copies cancel in the ratio).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -30,18 +31,31 @@ class Speed:
     note: str = ""
 
 
-def time_pair(low: Runner, fp32: Runner, low_feed: Feed, fp32_feed: Feed, *, config: TimingConfig,
-              clock: Clock) -> Speed:
+def time_pair(
+    low: Runner, fp32: Runner, low_feed: Feed, fp32_feed: Feed, *, config: TimingConfig, clock: Clock
+) -> Speed:
     """Time two active runners interleaved (see :func:`harness.runners.timing.interleaved`)."""
-    result = interleaved({"low": lambda: low.infer_impl(low_feed), "fp32": lambda: fp32.infer_impl(fp32_feed)},
-                         config=config, clock=clock)
+    result = interleaved(
+        {"low": lambda: low.infer_impl(low_feed), "fp32": lambda: fp32.infer_impl(fp32_feed)},
+        config=config,
+        clock=clock,
+    )
     low_ms, fp32_ms = result["low"].median_ms, result["fp32"].median_ms
     return Speed(latency_ms=low_ms, fp32_latency_ms=fp32_ms, speedup=speedup(fp32_ms, low_ms))
 
 
-def measure_speed(runner: str, low_model: onnx.ModelProto, fp32_model: onnx.ModelProto, feeds: Sequence[Feed], *,
-                  providers: Sequence[str], model_dir: Path | None, config: TimingConfig, clock: Clock,
-                  low_model_dir: Path | None = None) -> Speed:
+def measure_speed(
+    runner: str,
+    low_model: onnx.ModelProto,
+    fp32_model: onnx.ModelProto,
+    feeds: Sequence[Feed],
+    *,
+    providers: Sequence[str],
+    model_dir: Path | None,
+    config: TimingConfig,
+    clock: Clock,
+    low_model_dir: Path | None = None,
+) -> Speed:
     """`model_dir`: the FP32 model's folder; `low_model_dir`: the converted model's (default: the same)."""
     """The case's :class:`Speed`, or a note saying why it claims none (CPU runner, timing failure)."""
     note = speed_claim(runner, providers)
@@ -50,8 +64,10 @@ def measure_speed(runner: str, low_model: onnx.ModelProto, fp32_model: onnx.Mode
     low_feed = cast_feeds(list(feeds[:1]), input_specs(low_model))[0]
     fp32_feed = cast_feeds(list(feeds[:1]), input_specs(fp32_model))[0]
     try:
-        with make_runner(runner, low_model, model_dir=low_model_dir or model_dir, providers=providers) as low, \
-                make_runner(runner, fp32_model, model_dir=model_dir, providers=providers) as fp32:
+        with (
+            make_runner(runner, low_model, model_dir=low_model_dir or model_dir, providers=providers) as low,
+            make_runner(runner, fp32_model, model_dir=model_dir, providers=providers) as fp32,
+        ):
             return time_pair(low, fp32, low_feed, fp32_feed, config=config, clock=clock)
     except (RunnerError, RunnerUnavailable) as err:
         return Speed(note=f"timing failed on {runner}: {err}")

@@ -6,6 +6,7 @@ Backends are imported only when asked for; ``trt`` raises :class:`~harness.error
 TensorRT is absent, and a runner whose declared precisions miss the model's low type raises it too (the case is
 skipped with that reason).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -29,24 +30,30 @@ RUNNER_NAMES = BUILTIN
 __all__ = ["RUNNER_NAMES", "RunResult", "Runner", "RunnerPlugin", "make_runner", "runner_names"]
 
 
-def make_runner(name: str, model: onnx.ModelProto, *, model_dir: Path | None = None,
-                providers: Sequence[str] = ()) -> Runner:
+def make_runner(
+    name: str, model: onnx.ModelProto, *, model_dir: Path | None = None, providers: Sequence[str] = ()
+) -> Runner:
     """A fresh, inactive runner. ``providers`` applies to ``ort`` only (default: CPU)."""
     found = registered()
     if name not in found:
-        raise UserError(where="--runner", problem=f"unknown runner {name!r}",
-                        fix=f"use one of: {', '.join(runner_names())} (or pip install the package that "
-                            f"registers {name!r} under castguard.runners)")
+        raise UserError(
+            where="--runner",
+            problem=f"unknown runner {name!r}",
+            fix=f"use one of: {', '.join(runner_names())} (or pip install the package that "
+            f"registers {name!r} under castguard.runners)",
+        )
     if providers and name != "ort":
         raise ValueError(f"providers apply to the ort runner only, not {name!r}")
     entry = found[name]
     plugin = entry.load()
     missing = sorted(low_types_in(model) - set(plugin.precisions))
     if missing:
-        raise RunnerUnavailable(f"runner {name} ({entry.distribution} {entry.version}) runs "
-                                f"{', '.join(plugin.precisions)} only; this model holds {', '.join(missing)}")
+        raise RunnerUnavailable(
+            f"runner {name} ({entry.distribution} {entry.version}) runs "
+            f"{', '.join(plugin.precisions)} only; this model holds {', '.join(missing)}"
+        )
     if providers:
-        runner: Runner = plugin(model, model_dir=model_dir, providers=providers)   # type: ignore[call-arg]
+        runner: Runner = plugin(model, model_dir=model_dir, providers=providers)  # type: ignore[call-arg]
     else:
         runner = plugin(model, model_dir=model_dir)
     return runner

@@ -9,6 +9,7 @@ Usage::
 Subclasses implement ``activate_impl`` / ``infer_impl`` / ``deactivate_impl`` only. ``infer`` validates the
 feed against the model's declared inputs (names, dtypes, ranks, static dims) before calling ``infer_impl``.
 """
+
 from __future__ import annotations
 
 import time
@@ -20,8 +21,8 @@ from types import TracebackType
 import numpy as np
 import onnx
 
-from harness.errors import RunnerError
 from harness.data.feeds import Feed, input_specs, validate_feeds
+from harness.errors import RunnerError
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,9 @@ class Runner:
     ``rounds_low_precision`` is True only for runners whose fp16/bf16 tensors really hold fp16/bf16 values.
     """
 
-    def __init__(self, model: onnx.ModelProto, *, name: str, rounds_low_precision: bool,
-                 model_dir: Path | None = None) -> None:
+    def __init__(
+        self, model: onnx.ModelProto, *, name: str, rounds_low_precision: bool, model_dir: Path | None = None
+    ) -> None:
         self.model = model
         self.name = name
         self.rounds_low_precision = rounds_low_precision
@@ -72,8 +74,9 @@ class Runner:
         self.activate()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.deactivate()
 
     def run(self, feeds: Sequence[Feed]) -> RunResult:
@@ -83,8 +86,12 @@ class Runner:
                 return self.run(feeds)
         start = time.perf_counter()
         outputs = [self.infer(feed) for feed in feeds]
-        return RunResult(outputs=outputs, runner=self.name, rounds_low_precision=self.rounds_low_precision,
-                         seconds=time.perf_counter() - start)
+        return RunResult(
+            outputs=outputs,
+            runner=self.name,
+            rounds_low_precision=self.rounds_low_precision,
+            seconds=time.perf_counter() - start,
+        )
 
     def activate_impl(self) -> None:
         raise NotImplementedError

@@ -1,6 +1,7 @@
 """castguard's own runners as :class:`~harness.runners.registry.RunnerPlugin` objects, registered in its
 ``pyproject.toml`` under ``castguard.runners`` like any third-party runner. Each backend module is imported only
 when its runner is built, so a missing optional library (tensorrt) costs nothing unless its runner is used."""
+
 from __future__ import annotations
 
 import importlib
@@ -23,8 +24,9 @@ class Builtin:
     rounds_low_precision: bool
     precisions: tuple[str, ...] = ("fp16", "bf16")
 
-    def __call__(self, model: onnx.ModelProto, *, model_dir: Path | None = None,
-                 providers: Sequence[str] = ()) -> Runner:
+    def __call__(
+        self, model: onnx.ModelProto, *, model_dir: Path | None = None, providers: Sequence[str] = ()
+    ) -> Runner:
         try:
             module = importlib.import_module(self.module)
         except ModuleNotFoundError as err:

@@ -21,6 +21,7 @@ fp32 and round once at their output. That is the common GPU behaviour (tensor-co
 accumulation, cuDNN/TensorRT reductions in fp32) and tracks a real H100 within 0.85-1.09x of its error
 (``docs/runtime-facts.md`` §2). A kernel that accumulates in fp16 would show more error than emulate does.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -32,11 +33,11 @@ import onnx.inliner
 from onnx import AttributeProto, GraphProto, NodeProto, TensorProto, helper, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
+from harness.data.feeds import Feed
+from harness.data.names import fresh_name
 from harness.data.onnxfile import set_pending_cast, stub_copy
 from harness.dtypes import LOW_TYPES, np_dtype
-from harness.data.names import fresh_name
 from harness.errors import RunnerError
-from harness.data.feeds import Feed
 from harness.runners.base import Runner
 from harness.runners.ort import CPU, create_session, run_session
 
@@ -89,7 +90,7 @@ def _collect_types(model: onnx.ModelProto) -> dict[str, int]:
 def _widen_tensor(tensor: TensorProto) -> TensorProto:
     if tensor.data_type not in LOW_TYPES:
         return tensor
-    if uses_external_data(tensor):   # a lazy model: widened while its temporary copy is written
+    if uses_external_data(tensor):  # a lazy model: widened while its temporary copy is written
         set_pending_cast(tensor, FLOAT)
         return tensor
     wide = numpy_helper.from_array(numpy_helper.to_array(tensor).astype(np.float32), tensor.name)
@@ -131,13 +132,17 @@ def _rewrite_node(node: NodeProto, types: dict[str, int], namer: _Namer) -> list
     if node.domain not in ("", "ai.onnx"):
         low_out = [o for o in node.output if o and types.get(o) in LOW_TYPES]
         if low_out:
-            raise RunnerError(f"emulate: custom-domain node {node.name!r} ({node.domain}::{node.op_type}) outputs "
-                              f"fp16/bf16 tensor {low_out[0]!r}; emulate only rewrites standard ONNX ops")
+            raise RunnerError(
+                f"emulate: custom-domain node {node.name!r} ({node.domain}::{node.op_type}) outputs "
+                f"fp16/bf16 tensor {low_out[0]!r}; emulate only rewrites standard ONNX ops"
+            )
         return [node]
     for out in node.output:
         if out and out not in types:
-            raise RunnerError(f"emulate: onnx shape inference could not type tensor {out!r} (node {node.name!r}, "
-                              f"{node.op_type}); emulate needs every tensor's type to know what to round")
+            raise RunnerError(
+                f"emulate: onnx shape inference could not type tensor {out!r} (node {node.name!r}, "
+                f"{node.op_type}); emulate needs every tensor's type to know what to round"
+            )
     if node.op_type in ("Cast", "CastLike") and types.get(node.output[0]) in LOW_TYPES:
         low = types[node.output[0]]
         out = node.output[0]
@@ -178,8 +183,9 @@ def emulation_model(model: onnx.ModelProto) -> onnx.ModelProto:
     if work.functions:
         work = onnx.inliner.inline_local_functions(work)
     try:
-        inferred = onnx.shape_inference.infer_shapes(stub_copy(work, "castguard-stub"), check_type=False,
-                                                     strict_mode=False, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(
+            stub_copy(work, "castguard-stub"), check_type=False, strict_mode=False, data_prop=True
+        )
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as err:
         raise RunnerError(f"emulate: onnx shape inference failed, so tensor types are unknown: {err}") from err
     types = _collect_types(inferred)
@@ -193,20 +199,28 @@ class EmulateRunner(Runner):
 
     def __init__(self, model: onnx.ModelProto, *, model_dir: Path | None = None) -> None:
         super().__init__(model, name="emulate", rounds_low_precision=True, model_dir=model_dir)
-        self._out_dtypes = {o.name: np_dtype(o.type.tensor_type.elem_type) for o in model.graph.output
-                            if o.type.tensor_type.elem_type in LOW_TYPES}
+        self._out_dtypes = {
+            o.name: np_dtype(o.type.tensor_type.elem_type)
+            for o in model.graph.output
+            if o.type.tensor_type.elem_type in LOW_TYPES
+        }
         self._session: object = None
 
     def activate_impl(self) -> None:
-        self._session = create_session(emulation_model(self.model), providers=(CPU,), runner=self.name,
-                                       model_dir=self.model_dir, spinning=False)
+        self._session = create_session(
+            emulation_model(self.model), providers=(CPU,), runner=self.name, model_dir=self.model_dir, spinning=False
+        )
 
     def infer_impl(self, feed: Feed) -> dict[str, np.ndarray]:
-        wide = {name: arr.astype(np.float32) if arr.dtype in (np.float16, np_dtype(TensorProto.BFLOAT16)) else arr
-                for name, arr in feed.items()}
+        wide = {
+            name: arr.astype(np.float32) if arr.dtype in (np.float16, np_dtype(TensorProto.BFLOAT16)) else arr
+            for name, arr in feed.items()
+        }
         outputs = run_session(self._session, wide, runner=self.name)
-        return {name: arr.astype(self._out_dtypes[name]) if name in self._out_dtypes else arr
-                for name, arr in outputs.items()}
+        return {
+            name: arr.astype(self._out_dtypes[name]) if name in self._out_dtypes else arr
+            for name, arr in outputs.items()
+        }
 
     def deactivate_impl(self) -> None:
         self._session = None

@@ -5,6 +5,7 @@ ORT's CPU provider computes most fp16 ops in fp32 and merges adjacent fp16 ops i
 its fp16 results are not a low-precision oracle. GPU providers (CUDA, TensorRT, ...) do round.
 bf16 tensors cross the boundary as OrtValues of uint16 bits, both ways.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -17,11 +18,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
+from harness.data.feeds import Feed
 from harness.data.onnxfile import EXTERNAL_DATA_ABOVE, has_pending_casts, is_lazy, save_model, weights_size
 from harness.dtypes import BFLOAT16, bits_to_bf16
 from harness.errors import RunnerError, RunnerUnavailable
-from harness.providers import CPU as CPU   # re-exported: callers of this runner read the name here
-from harness.data.feeds import Feed
+from harness.providers import CPU as CPU  # re-exported: callers of this runner read the name here
 from harness.runners.base import Runner
 
 _NON_ROUNDING_PROVIDERS = frozenset({CPU})
@@ -42,8 +43,9 @@ def is_not_implemented(err: BaseException) -> bool:
     return type(err).__name__ == "NotImplemented" or ("Provider type for" in str(err) and "is not set" in str(err))
 
 
-def session_source(model: onnx.ModelProto, *, model_dir: Path | None, scratch: Path,
-                   options: Any | None) -> str | bytes:
+def session_source(
+    model: onnx.ModelProto, *, model_dir: Path | None, scratch: Path, options: Any | None
+) -> str | bytes:
     """What onnxruntime loads, never a serialized multi-GB proto:
 
     * a model with pending casts (a converted or emulating lazy model), or in-memory weights above
@@ -59,13 +61,21 @@ def session_source(model: onnx.ModelProto, *, model_dir: Path | None, scratch: P
         if model_dir is None:
             raise RunnerError("the model's weights are external (a lazily loaded model) but no model_dir was given")
         if options is not None:
-            options.add_session_config_entry("session.model_external_initializers_file_folder_path",
-                                             str(Path(model_dir).resolve()))
+            options.add_session_config_entry(
+                "session.model_external_initializers_file_folder_path", str(Path(model_dir).resolve())
+            )
     return bytes(model.SerializeToString())
 
 
-def create_session(model: onnx.ModelProto, *, providers: Sequence[str], runner: str,
-                   model_dir: Path | None = None, cpu_fallback: bool = True, spinning: bool = True) -> Any:
+def create_session(
+    model: onnx.ModelProto,
+    *,
+    providers: Sequence[str],
+    runner: str,
+    model_dir: Path | None = None,
+    cpu_fallback: bool = True,
+    spinning: bool = True,
+) -> Any:
     """An ``InferenceSession`` for ``model`` (see :func:`session_source`); RunnerUnavailable for missing
     providers or kernels. With ``cpu_fallback=False`` a node without a kernel on the named providers fails the
     load instead of moving to the CPU EP. With ``spinning=False`` the session's idle intra-op threads sleep instead
@@ -76,9 +86,11 @@ def create_session(model: onnx.ModelProto, *, providers: Sequence[str], runner: 
 
     missing = [p for p in providers if p not in ort.get_available_providers()]
     if missing:
-        raise RunnerUnavailable(f"{runner}: onnxruntime here has no {', '.join(missing)} "
-                                f"(available: {', '.join(ort.get_available_providers())}); "
-                                "for CUDA: pip uninstall -y onnxruntime && pip install onnxruntime-gpu")
+        raise RunnerUnavailable(
+            f"{runner}: onnxruntime here has no {', '.join(missing)} "
+            f"(available: {', '.join(ort.get_available_providers())}); "
+            "for CUDA: pip uninstall -y onnxruntime && pip install onnxruntime-gpu"
+        )
     options = ort.SessionOptions()
     options.log_severity_level = 3
     if not cpu_fallback:
@@ -87,14 +99,18 @@ def create_session(model: onnx.ModelProto, *, providers: Sequence[str], runner: 
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:
-            return ort.InferenceSession(session_source(model, model_dir=model_dir, scratch=Path(tmp),
-                                                       options=options),
-                                        sess_options=options, providers=list(providers))
+            return ort.InferenceSession(
+                session_source(model, model_dir=model_dir, scratch=Path(tmp), options=options),
+                sess_options=options,
+                providers=list(providers),
+            )
     except Exception as err:  # noqa: BLE001 - onnxruntime's error classes live in a private module
         if is_not_implemented(err):
-            raise RunnerUnavailable(f"{runner}: onnxruntime has no kernel for this model here ({err}); "
-                                    "use --runner emulate, which runs fp16/bf16 models on CPU, or convert with "
-                                    "--target ort-cuda, which keeps such ops FP32") from err
+            raise RunnerUnavailable(
+                f"{runner}: onnxruntime has no kernel for this model here ({err}); "
+                "use --runner emulate, which runs fp16/bf16 models on CPU, or convert with "
+                "--target ort-cuda, which keeps such ops FP32"
+            ) from err
         if is_ort_error(err):
             raise RunnerError(f"{runner}: onnxruntime could not load the model: {err}") from err
         raise
@@ -104,8 +120,9 @@ def _to_ort_value(arr: np.ndarray) -> Any:
     import onnxruntime as ort
 
     if arr.dtype == BFLOAT16:
-        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(np.ascontiguousarray(arr).view(np.uint16),
-                                                               TensorProto.BFLOAT16)
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(
+            np.ascontiguousarray(arr).view(np.uint16), TensorProto.BFLOAT16
+        )
     return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(arr))
 
 
@@ -117,8 +134,9 @@ def _from_ort_value(value: Any, *, runner: str, name: str) -> np.ndarray:
         raise RunnerError(f"{runner}: bf16 output {name!r} is on {value.device_name()}, expected cpu")
     bits = np.empty(value.shape(), dtype=np.uint16)
     if bits.nbytes != value.tensor_size_in_bytes():
-        raise RunnerError(f"{runner}: bf16 output {name!r} has {value.tensor_size_in_bytes()} bytes, "
-                          f"expected {bits.nbytes}")
+        raise RunnerError(
+            f"{runner}: bf16 output {name!r} has {value.tensor_size_in_bytes()} bytes, expected {bits.nbytes}"
+        )
     if bits.nbytes:
         ctypes.memmove(bits.ctypes.data, value.data_ptr(), bits.nbytes)
     return bits_to_bf16(bits)
@@ -139,18 +157,22 @@ def run_session(session: Any, feed: Feed, *, runner: str) -> dict[str, np.ndarra
 class OrtRunner(Runner):
     """``ort[<provider>]``: onnxruntime with the given providers (first one named)."""
 
-    def __init__(self, model: onnx.ModelProto, *, model_dir: Path | None = None,
-                 providers: Sequence[str] = (CPU,)) -> None:
+    def __init__(
+        self, model: onnx.ModelProto, *, model_dir: Path | None = None, providers: Sequence[str] = (CPU,)
+    ) -> None:
         if not providers:
             raise ValueError("OrtRunner needs at least one execution provider")
-        super().__init__(model, name=f"ort[{providers[0]}]",
-                         rounds_low_precision=providers[0] not in _NON_ROUNDING_PROVIDERS, model_dir=model_dir)
+        super().__init__(
+            model,
+            name=f"ort[{providers[0]}]",
+            rounds_low_precision=providers[0] not in _NON_ROUNDING_PROVIDERS,
+            model_dir=model_dir,
+        )
         self.providers = tuple(providers)
         self._session: Any = None
 
     def activate_impl(self) -> None:
-        self._session = create_session(self.model, providers=self.providers, runner=self.name,
-                                       model_dir=self.model_dir)
+        self._session = create_session(self.model, providers=self.providers, runner=self.name, model_dir=self.model_dir)
 
     def infer_impl(self, feed: Feed) -> dict[str, np.ndarray]:
         return run_session(self._session, feed, runner=self.name)

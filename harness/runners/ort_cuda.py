@@ -6,6 +6,7 @@ nodes cannot load with the fallback off; the runner then loads it with the fallb
 lists the nodes that ran on the CPU EP (:attr:`OrtCudaRunner.cpu_nodes`). A float compute node among them means
 the GPU numbers are partly CPU numbers; :attr:`OrtCudaRunner.fallback_note` says so in words.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,16 +19,18 @@ from typing import Any
 
 import onnx
 
+from harness.data.feeds import Feed
 from harness.dtypes import FLOAT_TYPES
 from harness.errors import RunnerUnavailable
-from harness.data.feeds import Feed
-from harness.runners.base import Runner
 from harness.ortenv import cuda_provider_problem
 from harness.providers import CPU, CUDA
+from harness.runners.base import Runner
 from harness.runners.ort import create_session, is_ort_error, run_session, session_source
 
-INSTALL_HINT = ("pip uninstall -y onnxruntime && pip install onnxruntime-gpu (a build matching your CUDA; "
-                "the CPU and GPU packages cannot be installed together)")
+INSTALL_HINT = (
+    "pip uninstall -y onnxruntime && pip install onnxruntime-gpu (a build matching your CUDA; "
+    "the CPU and GPU packages cannot be installed together)"
+)
 
 
 def require_cuda(runner: str) -> None:
@@ -37,18 +40,22 @@ def require_cuda(runner: str) -> None:
     except ImportError as err:
         raise RunnerUnavailable(f"{runner}: onnxruntime is not installed; {INSTALL_HINT}") from err
     if CUDA not in ort.get_available_providers():
-        raise RunnerUnavailable(f"{runner}: this onnxruntime ({ort.__version__}) has no {CUDA} "
-                                f"(available: {', '.join(ort.get_available_providers())}); {INSTALL_HINT}")
-    why = cuda_provider_problem()   # a CUDA session in a child process: the library onnxruntime could not load
+        raise RunnerUnavailable(
+            f"{runner}: this onnxruntime ({ort.__version__}) has no {CUDA} "
+            f"(available: {', '.join(ort.get_available_providers())}); {INSTALL_HINT}"
+        )
+    why = cuda_provider_problem()  # a CUDA session in a child process: the library onnxruntime could not load
     if why is not None:
         raise _unusable(runner, why)
 
 
 def _unusable(runner: str, why: str) -> RunnerUnavailable:
-    return RunnerUnavailable(f"{runner}: onnxruntime lists {CUDA} but cannot use it on this machine: {why}. "
-                             "It needs an NVIDIA GPU with its driver and the CUDA 13 and cuDNN 9 libraries "
-                             "(pip install 'onnxruntime-gpu[cuda,cudnn]' brings the libraries); castguard's "
-                             "emulate runner rounds fp16/bf16 on the CPU")
+    return RunnerUnavailable(
+        f"{runner}: onnxruntime lists {CUDA} but cannot use it on this machine: {why}. "
+        "It needs an NVIDIA GPU with its driver and the CUDA 13 and cuDNN 9 libraries "
+        "(pip install 'onnxruntime-gpu[cuda,cudnn]' brings the libraries); castguard's "
+        "emulate runner rounds fp16/bf16 on the CPU"
+    )
 
 
 def require_cuda_session(session: Any, runner: str) -> None:
@@ -78,8 +85,11 @@ def float_fallbacks(cpu_nodes: Sequence[tuple[str, str]], model: onnx.ModelProto
     types: dict[str, tuple[int, tuple[int | None, ...] | None]] = {}
     for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]:
         tensor = vi.type.tensor_type
-        dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim) \
-            if tensor.HasField("shape") else None
+        dims = (
+            tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim)
+            if tensor.HasField("shape")
+            else None
+        )
         types[vi.name] = (tensor.elem_type, dims)
     by_name = {n.name: n for n in model.graph.node}
     result = []
@@ -109,8 +119,9 @@ class OrtCudaRunner(Runner):
     def activate_impl(self) -> None:
         require_cuda(self.name)
         try:
-            self._session = create_session(self.model, providers=(CUDA,), runner=self.name, model_dir=self.model_dir,
-                                           cpu_fallback=False)
+            self._session = create_session(
+                self.model, providers=(CUDA,), runner=self.name, model_dir=self.model_dir, cpu_fallback=False
+            )
             require_cuda_session(self._session, self.name)
             return
         except RunnerUnavailable:
@@ -118,8 +129,7 @@ class OrtCudaRunner(Runner):
         except Exception as err:  # noqa: BLE001 - ORT reports a disabled fallback as a generic failure
             if "fallback to CPU EP has been explicitly disabled" not in str(err):
                 raise
-        self._session = create_session(self.model, providers=(CUDA, CPU), runner=self.name,
-                                       model_dir=self.model_dir)
+        self._session = create_session(self.model, providers=(CUDA, CPU), runner=self.name, model_dir=self.model_dir)
         require_cuda_session(self._session, self.name)
 
     def profile_placement(self, feed: Feed) -> list[str]:
@@ -133,8 +143,7 @@ class OrtCudaRunner(Runner):
             options.profile_file_prefix = os.path.join(tmp, "castguard")
             try:
                 source = session_source(self.model, model_dir=self.model_dir, scratch=Path(tmp), options=options)
-                session = ort.InferenceSession(source, sess_options=options,
-                                               providers=[CUDA, CPU])
+                session = ort.InferenceSession(source, sess_options=options, providers=[CUDA, CPU])
             except Exception as err:  # noqa: BLE001 - see is_ort_error
                 if not is_ort_error(err):
                     raise
@@ -142,8 +151,9 @@ class OrtCudaRunner(Runner):
             run_session(session, feed, runner=self.name)
             self.cpu_nodes = cpu_placed_nodes(Path(session.end_profiling()))
         floats = float_fallbacks(self.cpu_nodes, self.model)
-        self.fallback_note = (f"{len(floats)} float node(s) ran on the CPU EP, not the GPU: {', '.join(floats[:8])}"
-                              if floats else "")
+        self.fallback_note = (
+            f"{len(floats)} float node(s) ran on the CPU EP, not the GPU: {', '.join(floats[:8])}" if floats else ""
+        )
         return floats
 
     def infer_impl(self, feed: Feed) -> dict[str, Any]:

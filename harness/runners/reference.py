@@ -5,6 +5,7 @@ It rounds after every op (numpy fp16, ml_dtypes bf16), but has its own accumulat
 GlobalAveragePool accumulate in low precision; fp16 LayerNormalization of large values gives NaN;
 BatchNormalization below opset 14 is wrong even in fp32. Use it to cross-check ``emulate``, not as the oracle.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,9 +15,9 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from harness.data.feeds import Feed
 from harness.data.onnxfile import external_tensors, tensor_array, tensor_nbytes
 from harness.errors import RunnerError, RunnerUnavailable
-from harness.data.feeds import Feed
 from harness.runners.base import Runner
 
 # What the evaluator raises for a model it cannot run (it has no error hierarchy of its own).
@@ -35,9 +36,11 @@ def in_memory(model: onnx.ModelProto, *, model_dir: Path | None) -> onnx.ModelPr
         return model
     total = sum(tensor_nbytes(t) for t in external)
     if total > MAX_EXTERNAL_BYTES or model_dir is None:
-        raise RunnerUnavailable(f"reference: onnx.reference is not useful for a model with {total / 2**30:.1f} GiB "
-                                "of external weights (it holds them all in numpy and runs every op in Python); "
-                                "use --runner emulate (onnxruntime) for big models")
+        raise RunnerUnavailable(
+            f"reference: onnx.reference is not useful for a model with {total / 2**30:.1f} GiB "
+            "of external weights (it holds them all in numpy and runs every op in Python); "
+            "use --runner emulate (onnxruntime) for big models"
+        )
     loaded = onnx.ModelProto()
     loaded.CopyFrom(model)
     for tensor in external_tensors(loaded):

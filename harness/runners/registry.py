@@ -20,6 +20,7 @@ constructor or ``activate``: the case is skipped with that message. castguard's 
 same way in its ``pyproject.toml`` (:mod:`harness.runners.builtin`). The report's provenance names the
 distribution and version each runner of the run came from (:func:`runner_sources`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -36,7 +37,7 @@ from harness.runners.base import Runner
 
 GROUP = "castguard.runners"
 LOW_PRECISIONS = ("fp16", "bf16")
-BUILTIN = ("ort", "ort-cuda", "emulate", "reference", "trt")   # registered by castguard's own pyproject.toml
+BUILTIN = ("ort", "ort-cuda", "emulate", "reference", "trt")  # registered by castguard's own pyproject.toml
 
 
 @runtime_checkable
@@ -56,7 +57,7 @@ class RegisteredRunner:
     name: str
     distribution: str
     version: str
-    value: str                      # the entry point's target, e.g. "castguard_echo_runner:EchoRunner"
+    value: str  # the entry point's target, e.g. "castguard_echo_runner:EchoRunner"
     entry_point: metadata.EntryPoint
 
     def load(self) -> RunnerPlugin:
@@ -64,8 +65,11 @@ class RegisteredRunner:
         try:
             plugin = self.entry_point.load()
         except Exception as err:  # noqa: BLE001 - a plugin's import error is its own; name it and its package
-            raise UserError(where=where, problem=f"it does not import: {type(err).__name__}: {err}",
-                            fix=f"fix or reinstall {self.distribution}, or drop --runner {self.name}") from None
+            raise UserError(
+                where=where,
+                problem=f"it does not import: {type(err).__name__}: {err}",
+                fix=f"fix or reinstall {self.distribution}, or drop --runner {self.name}",
+            ) from None
         check_plugin(plugin, where=where)
         return cast(RunnerPlugin, plugin)
 
@@ -75,15 +79,23 @@ def check_plugin(plugin: object, *, where: str) -> None:
     precisions = getattr(plugin, "precisions", None)
     rounds = getattr(plugin, "rounds_low_precision", None)
     if not callable(plugin):
-        raise UserError(where=where, problem="it names an object that cannot be called",
-                        fix="name a Runner subclass or a factory: plugin(model, model_dir=...) -> Runner")
+        raise UserError(
+            where=where,
+            problem="it names an object that cannot be called",
+            fix="name a Runner subclass or a factory: plugin(model, model_dir=...) -> Runner",
+        )
     if not isinstance(precisions, tuple) or not precisions or not set(precisions) <= set(LOW_PRECISIONS):
-        raise UserError(where=where, problem=f"precisions is {precisions!r}",
-                        fix=f"declare a non-empty tuple of {', '.join(LOW_PRECISIONS)}: precisions = ('fp16',)")
+        raise UserError(
+            where=where,
+            problem=f"precisions is {precisions!r}",
+            fix=f"declare a non-empty tuple of {', '.join(LOW_PRECISIONS)}: precisions = ('fp16',)",
+        )
     if not isinstance(rounds, bool):
-        raise UserError(where=where, problem=f"rounds_low_precision is {rounds!r}",
-                        fix="declare rounds_low_precision = True or False (whether fp16/bf16 values are really "
-                            "rounded)")
+        raise UserError(
+            where=where,
+            problem=f"rounds_low_precision is {rounds!r}",
+            fix="declare rounds_low_precision = True or False (whether fp16/bf16 values are really rounded)",
+        )
 
 
 @lru_cache(maxsize=1)
@@ -93,21 +105,31 @@ def registered() -> dict[str, RegisteredRunner]:
     found: dict[str, RegisteredRunner] = {}
     for ep in metadata.entry_points(group=GROUP):
         dist = ep.dist
-        entry = RegisteredRunner(name=ep.name, distribution=dist.name if dist else "unknown",
-                                 version=dist.version if dist else "unknown", value=ep.value, entry_point=ep)
+        entry = RegisteredRunner(
+            name=ep.name,
+            distribution=dist.name if dist else "unknown",
+            version=dist.version if dist else "unknown",
+            value=ep.value,
+            entry_point=ep,
+        )
         other = found.get(ep.name)
         if other is not None and (other.distribution, other.value) != (entry.distribution, entry.value):
-            raise UserError(where=f"runner {ep.name!r} (group {GROUP})",
-                            problem=f"registered by both {other.distribution} ({other.value}) and "
-                                    f"{entry.distribution} ({entry.value})",
-                            fix="uninstall the plugin: pip uninstall " + next(
-                                d for d in (entry.distribution, other.distribution) if d != "castguard"))
+            raise UserError(
+                where=f"runner {ep.name!r} (group {GROUP})",
+                problem=f"registered by both {other.distribution} ({other.value}) and "
+                f"{entry.distribution} ({entry.value})",
+                fix="uninstall the plugin: pip uninstall "
+                + next(d for d in (entry.distribution, other.distribution) if d != "castguard"),
+            )
         found[ep.name] = entry
     missing = [name for name in BUILTIN if name not in found]
     if missing:
-        raise UserError(where=f"entry points {GROUP}", problem="castguard's own runners are not registered "
-                        f"({', '.join(missing)}): the installed castguard metadata predates runner plugins",
-                        fix="reinstall castguard: pip install -e . (or pip install castguard)")
+        raise UserError(
+            where=f"entry points {GROUP}",
+            problem="castguard's own runners are not registered "
+            f"({', '.join(missing)}): the installed castguard metadata predates runner plugins",
+            fix="reinstall castguard: pip install -e . (or pip install castguard)",
+        )
     return found
 
 

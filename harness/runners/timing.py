@@ -9,6 +9,7 @@ The clock is a parameter (``time.perf_counter`` by default) so tests drive the l
 Several models are timed *interleaved* (:func:`interleaved`): round after round, each model's repeats in turn,
 and the median of the per-round medians, which cancels the slow drift of a shared, noisy machine.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -54,8 +55,10 @@ def speed_claim(runner: str, providers: Sequence[str] = ()) -> str:
     if runner == "emulate":
         return "emulate computes in fp32 with Cast pairs on the CPU: its time says nothing about fp16/bf16 speed"
     if runner == "ort":
-        return ("ORT's CPU provider computes fp16 in fp32 (and has few bf16 kernels): its time says nothing about "
-                "low-precision speed on a GPU")
+        return (
+            "ORT's CPU provider computes fp16 in fp32 (and has few bf16 kernels): its time says nothing about "
+            "low-precision speed on a GPU"
+        )
     return f"{runner} does not run on low-precision hardware: no speed is claimed"
 
 
@@ -68,8 +71,12 @@ def _round_median(call: Callable[[], object], repeats: int, clock: Clock) -> flo
     return statistics.median(samples)
 
 
-def interleaved(calls: Mapping[str, Callable[[], object]], *, config: TimingConfig = TimingConfig(),
-                clock: Clock = time.perf_counter) -> dict[str, Latency]:
+def interleaved(
+    calls: Mapping[str, Callable[[], object]],
+    *,
+    config: TimingConfig = TimingConfig(),
+    clock: Clock = time.perf_counter,
+) -> dict[str, Latency]:
     """Time every call in `calls` round by round (all of them in each round), after ``warmup`` calls each."""
     for call in calls.values():
         for _ in range(config.warmup):
@@ -78,8 +85,14 @@ def interleaved(calls: Mapping[str, Callable[[], object]], *, config: TimingConf
     for _ in range(config.rounds):
         for name, call in calls.items():
             medians[name].append(_round_median(call, config.repeats, clock))
-    return {name: Latency(median_ms=1e3 * statistics.median(values), spread_ms=1e3 * (max(values) - min(values)),
-                          samples=config.rounds * config.repeats) for name, values in medians.items()}
+    return {
+        name: Latency(
+            median_ms=1e3 * statistics.median(values),
+            spread_ms=1e3 * (max(values) - min(values)),
+            samples=config.rounds * config.repeats,
+        )
+        for name, values in medians.items()
+    }
 
 
 def speedup(fp32_ms: float | None, low_ms: float | None) -> float | None:

@@ -7,6 +7,7 @@ converted model on a rounding runner (``emulate``), and compares with the precis
 shrunk feed (``.npz``, in the FP32 model's dtypes, so ``--inputs`` can take it too) and a ``.json`` sidecar
 with everything a replay needs; ``castguard replay FILE.npz`` reruns it exactly.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,15 +28,15 @@ from hypothesis.errors import NoSuchExample
 from hypothesis.strategies import SearchStrategy
 
 from harness.convert import ConvertOptions, Magnitudes, convert
-from harness.dtypes import BFLOAT16, LOW_TYPES, bf16_to_bits, np_dtype
-from harness.errors import InputDataError
-from harness.files import atomic_write, atomic_write_text
 from harness.data.feeds import Feed, cast_feeds, input_specs, load_feed_file, validate_feeds
 from harness.data.models import model_sha256
 from harness.data.onnxfile import load_model
+from harness.dtypes import BFLOAT16, LOW_TYPES, bf16_to_bits, np_dtype
+from harness.errors import InputDataError
+from harness.files import atomic_write, atomic_write_text
 from harness.judge.paired import Verdict
-from harness.search.pairing import PairedRun
 from harness.judge.tolerances import TolerancePolicy
+from harness.search.pairing import PairedRun
 
 if TYPE_CHECKING:
     from harness.run.session import AccuracySession, SweepCase
@@ -54,8 +55,14 @@ class Outcome:
     verdict: Verdict | None = None
 
 
-def search(judge: PairedRun, feeds: SearchStrategy[Feed], *, profile: settings | None = None,
-           seed: int | None = None, database_key: bytes | None = None) -> Outcome:
+def search(
+    judge: PairedRun,
+    feeds: SearchStrategy[Feed],
+    *,
+    profile: settings | None = None,
+    seed: int | None = None,
+    database_key: bytes | None = None,
+) -> Outcome:
     """The minimal failing feed of ``feeds`` (Hypothesis ``find``: search, target, shrink), or none.
 
     ``profile`` defaults to the loaded Hypothesis profile; ``seed`` makes a run reproducible under a
@@ -73,8 +80,13 @@ def search(judge: PairedRun, feeds: SearchStrategy[Feed], *, profile: settings |
         return verdict.failed
 
     try:
-        found = find(feeds, fails, settings=settings(profile, deadline=None),
-                     random=Random(seed) if seed is not None else None, database_key=database_key)
+        found = find(
+            feeds,
+            fails,
+            settings=settings(profile, deadline=None),
+            random=Random(seed) if seed is not None else None,
+            database_key=database_key,
+        )
     except NoSuchExample:
         return Outcome(examples=tried, best_score=best)
     return Outcome(examples=tried, best_score=best, feed=found, verdict=judge(found))
@@ -91,9 +103,18 @@ class Saved:
     command: str
 
 
-def save_finding(outcome: Outcome, judge: PairedRun, *, directory: Path, stem: str, model_path: Path,
-                 options: ConvertOptions, magnitudes: Magnitudes | None, runner: str = "emulate",
-                 hypothesis_note: str = "") -> Saved:
+def save_finding(
+    outcome: Outcome,
+    judge: PairedRun,
+    *,
+    directory: Path,
+    stem: str,
+    model_path: Path,
+    options: ConvertOptions,
+    magnitudes: Magnitudes | None,
+    runner: str = "emulate",
+    hypothesis_note: str = "",
+) -> Saved:
     """Write ``<directory>/<stem>.npz`` (the feed, widened to the FP32 model's dtypes; bf16 as uint16 bits)
     and ``<stem>.json`` (model, options, magnitudes, verdict); return the replay command."""
     if outcome.feed is None or outcome.verdict is None:
@@ -103,12 +124,20 @@ def save_finding(outcome: Outcome, judge: PairedRun, *, directory: Path, stem: s
     arrays = {k: bf16_to_bits(v) if v.dtype == BFLOAT16 else v for k, v in wide.items()}
     atomic_write(npz, lambda handle: np.savez(handle, allow_pickle=False, **arrays))
     command = f"castguard replay {shlex.quote(str(npz))}"
-    doc = {"schema_version": SCHEMA_VERSION, "model": str(model_path.resolve()),
-           "model_sha256": model_sha256(model_path), "runner": runner,
-           "options": dataclasses.asdict(options), "tolerances": dataclasses.asdict(judge.policy),
-           "magnitudes": json.loads(magnitudes.to_json()) if magnitudes is not None else None,
-           "score": outcome.verdict.score, "examples": outcome.examples, "hypothesis": hypothesis_note,
-           "summary": outcome.verdict.comparison.summary(), "replay": command}
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "model": str(model_path.resolve()),
+        "model_sha256": model_sha256(model_path),
+        "runner": runner,
+        "options": dataclasses.asdict(options),
+        "tolerances": dataclasses.asdict(judge.policy),
+        "magnitudes": json.loads(magnitudes.to_json()) if magnitudes is not None else None,
+        "score": outcome.verdict.score,
+        "examples": outcome.examples,
+        "hypothesis": hypothesis_note,
+        "summary": outcome.verdict.comparison.summary(),
+        "replay": command,
+    }
     atomic_write_text(sidecar, json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return Saved(npz=npz, sidecar=sidecar, command=command)
 
@@ -126,8 +155,9 @@ class CaseSearch:
         return self.outcome.verdict is not None and self.outcome.verdict.failed
 
 
-def cast_limits(converted: onnx.ModelProto, *, given: Sequence[tuple[str, float, float]] = ()
-                ) -> tuple[tuple[str, float, float], ...]:
+def cast_limits(
+    converted: onnx.ModelProto, *, given: Sequence[tuple[str, float, float]] = ()
+) -> tuple[tuple[str, float, float], ...]:
     """Ranges for graph inputs the converted model casts down to fp16/bf16 (keep_io_types): the low type's
     finite range, so that the search does not just overflow the model's first Cast. Inputs covered by a
     ``given`` range (named, or any unnamed one) get none."""
@@ -144,8 +174,9 @@ def cast_limits(converted: onnx.ModelProto, *, given: Sequence[tuple[str, float,
     return tuple((name, -high, high) for name, high in sorted(limits.items()))
 
 
-def search_case(session: AccuracySession, sweep_case: SweepCase, *, profile: settings | None = None,
-                hypothesis_note: str = "") -> CaseSearch:
+def search_case(
+    session: AccuracySession, sweep_case: SweepCase, *, profile: settings | None = None, hypothesis_note: str = ""
+) -> CaseSearch:
     """Search the sweep case's conversion (magnitudes and conversion shared with the sweep) on ``emulate``,
     over ``--val-range``/``--input-shapes`` (no range: everything the converted inputs can hold)."""
     from harness.run.case import convert_cached
@@ -158,17 +189,38 @@ def search_case(session: AccuracySession, sweep_case: SweepCase, *, profile: set
     config = session.config
     val_ranges = (*cast_limits(conversion.model, given=config.val_ranges), *config.val_ranges)
     strategy = feeds(conversion.model, val_ranges=val_ranges, input_shapes=config.input_shapes)
-    domain = ", ".join(f"{n or 'all inputs'}:[{lo:g},{hi:g}]" for n, lo, hi in val_ranges) + \
-        "; other inputs: every value their dtype holds" if val_ranges else "every value the converted inputs hold"
-    with PairedRun(ctx.model, conversion.model, precision=case.precision, policy=config.tolerances,
-               model_dir=ctx.spec.path.parent, converted_dir=conversion.base_dir) as judge:
-        outcome = search(judge, strategy, profile=profile,
-                         database_key=database_key(ctx.spec.sha256, repr(case.convert_options()), domain))
+    domain = (
+        ", ".join(f"{n or 'all inputs'}:[{lo:g},{hi:g}]" for n, lo, hi in val_ranges)
+        + "; other inputs: every value their dtype holds"
+        if val_ranges
+        else "every value the converted inputs hold"
+    )
+    with PairedRun(
+        ctx.model,
+        conversion.model,
+        precision=case.precision,
+        policy=config.tolerances,
+        model_dir=ctx.spec.path.parent,
+        converted_dir=conversion.base_dir,
+    ) as judge:
+        outcome = search(
+            judge,
+            strategy,
+            profile=profile,
+            database_key=database_key(ctx.spec.sha256, repr(case.convert_options()), domain),
+        )
         if outcome.feed is None or not (outcome.verdict and outcome.verdict.failed):
             return CaseSearch(outcome=outcome, domain=domain)
-        saved = save_finding(outcome, judge, directory=config.report_dir / "adversarial" / name, stem=case.id,
-                             model_path=ctx.spec.path, options=case.convert_options(),
-                             magnitudes=ctx.magnitudes, hypothesis_note=hypothesis_note)
+        saved = save_finding(
+            outcome,
+            judge,
+            directory=config.report_dir / "adversarial" / name,
+            stem=case.id,
+            model_path=ctx.spec.path,
+            options=case.convert_options(),
+            magnitudes=ctx.magnitudes,
+            hypothesis_note=hypothesis_note,
+        )
     return CaseSearch(outcome=outcome, domain=domain, saved=saved)
 
 
@@ -176,16 +228,26 @@ def failure_message(sweep_case: SweepCase, found: CaseSearch) -> str:
     """What the suite prints for a found failure: the shrunk input, the comparison, the files, the fixes."""
     outcome, saved = found.outcome, found.saved
     assert outcome.feed is not None and outcome.verdict is not None and saved is not None
-    arrays_text = [f"  {k} ({v.dtype}, shape {list(v.shape)}) = "
-                   + np.array2string(np.asarray(v, dtype=np.float64), threshold=64, separator=", ",
-                                     max_line_width=110).replace("\n", "\n    ") for k, v in outcome.feed.items()]
+    arrays_text = [
+        f"  {k} ({v.dtype}, shape {list(v.shape)}) = "
+        + np.array2string(np.asarray(v, dtype=np.float64), threshold=64, separator=", ", max_line_width=110).replace(
+            "\n", "\n    "
+        )
+        for k, v in outcome.feed.items()
+    ]
     summary = "\n".join("  " + line for line in outcome.verdict.comparison.summary().splitlines())
-    return "\n".join([
-        f"{sweep_case.model} [{sweep_case.case.id}]: Hypothesis found an input on which the converted model "
-        f"misses its FP32 golden on emulate ({outcome.examples} inputs tried; shrunk; search domain: {found.domain}):",
-        *arrays_text, summary, f"  saved: {saved.npz} (+ {saved.sidecar.name})", f"  replay: {saved.command}",
-        "  fix: keep the nodes that break in fp32 (see the sweep case's first divergent tensor), or, if such "
-        "inputs cannot occur, narrow the search with --val-range NAME:[lo,hi]"])
+    return "\n".join(
+        [
+            f"{sweep_case.model} [{sweep_case.case.id}]: Hypothesis found an input on which the converted model "
+            f"misses its FP32 golden on emulate ({outcome.examples} inputs tried; shrunk; search domain: {found.domain}):",
+            *arrays_text,
+            summary,
+            f"  saved: {saved.npz} (+ {saved.sidecar.name})",
+            f"  replay: {saved.command}",
+            "  fix: keep the nodes that break in fp32 (see the sweep case's first divergent tensor), or, if such "
+            "inputs cannot occur, narrow the search with --val-range NAME:[lo,hi]",
+        ]
+    )
 
 
 def _tuples(value: Any) -> Any:
@@ -205,16 +267,28 @@ def replay(npz: Path) -> Verdict:
         policy = TolerancePolicy(**{k: _tuples(v) for k, v in doc["tolerances"].items()})
         mags = Magnitudes.from_json(json.dumps(doc["magnitudes"])) if doc["magnitudes"] is not None else None
     except (OSError, ValueError, KeyError, TypeError) as err:
-        raise InputDataError(where=sidecar, problem=f"cannot read the finding's sidecar: {err}",
-                             fix="keep the .json that save_finding wrote next to the .npz") from err
+        raise InputDataError(
+            where=sidecar,
+            problem=f"cannot read the finding's sidecar: {err}",
+            fix="keep the .json that save_finding wrote next to the .npz",
+        ) from err
     model = load_model(model_path)
     if model_sha256(model_path) != doc["model_sha256"]:
-        raise InputDataError(where=model_path, problem="the model changed since the finding was saved",
-                             fix="rerun the adversarial search on the current model")
+        raise InputDataError(
+            where=model_path,
+            problem="the model changed since the finding was saved",
+            fix="rerun the adversarial search on the current model",
+        )
     converted = convert(model, options=options, magnitudes=mags).model
     feed = validate_feeds(load_feed_file(npz), input_specs(model), where=str(npz))[0]
-    with PairedRun(model, converted, precision=options.low_precision_type, policy=policy, runner=doc["runner"],
-               model_dir=model_path.parent) as judge:
+    with PairedRun(
+        model,
+        converted,
+        precision=options.low_precision_type,
+        policy=policy,
+        runner=doc["runner"],
+        model_dir=model_path.parent,
+    ) as judge:
         return judge(cast_feeds([feed], input_specs(converted))[0])
 
 

@@ -18,6 +18,7 @@ sampling misses the overflow of a plain ``x @ w -> square -> mean`` head. Here:
 
 Nothing here runs a model: the caller passes ``probe`` (a feed to the watched values, flattened) and ``score``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -29,7 +30,7 @@ from harness.data.feeds import Feed
 
 Probe = Callable[[Feed], np.ndarray]
 MAX_PROBES = 256
-_MAX_SLOPE_VALUES = 8_000_000      # blocks x watched elements kept in memory (float32); more: a strided subset
+_MAX_SLOPE_VALUES = 8_000_000  # blocks x watched elements kept in memory (float32); more: a strided subset
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,9 @@ def _moved(feed: Feed, block: Block, value: float) -> Feed:
 @dataclass(frozen=True)
 class Slopes:
     blocks: tuple[Block, ...]
-    centre: np.ndarray                       # watched values at the centre (the kept subset)
-    delta: np.ndarray                        # [blocks, elements]: change when the block moves centre -> hi
-    elements: np.ndarray                     # which watched elements were kept (flat indices)
+    centre: np.ndarray  # watched values at the centre (the kept subset)
+    delta: np.ndarray  # [blocks, elements]: change when the block moves centre -> hi
+    elements: np.ndarray  # which watched elements were kept (flat indices)
 
 
 def slopes(probe: Probe, box: Box, *, max_probes: int = MAX_PROBES) -> Slopes:
@@ -105,7 +106,7 @@ def corner_feeds(probe: Probe, box: Box, *, max_probes: int = MAX_PROBES, top: i
     found = slopes(probe, box, max_probes=max_probes)
     if not found.blocks or found.elements.size == 0:
         return []
-    reach = np.abs(found.delta).astype(np.float64).sum(axis=0)    # moving each block to the bound it points to
+    reach = np.abs(found.delta).astype(np.float64).sum(axis=0)  # moving each block to the bound it points to
     upper, lower = found.centre + reach, found.centre - reach
     peak = np.maximum(np.abs(upper), np.abs(lower))
     centre = box.centre()
@@ -129,8 +130,15 @@ def corner_feeds(probe: Probe, box: Box, *, max_probes: int = MAX_PROBES, top: i
     return corners
 
 
-def ascend(score: Callable[[Feed], float], start: Feed, box: Box, *, max_probes: int = MAX_PROBES,
-           max_evals: int = 32, stop: Callable[[float], bool] | None = None) -> tuple[Feed, float, int]:
+def ascend(
+    score: Callable[[Feed], float],
+    start: Feed,
+    box: Box,
+    *,
+    max_probes: int = MAX_PROBES,
+    max_evals: int = 32,
+    stop: Callable[[float], bool] | None = None,
+) -> tuple[Feed, float, int]:
     """Coordinate ascent: move one block at a time to the opposite bound (a block off the bounds goes to the
     farther one), keep the move when ``score`` grows; at most ``max_evals`` scores, or until ``stop(score)``.
     Returns the best feed, its score and the evaluations spent."""

@@ -7,6 +7,7 @@ the output shape from the op's rule, and adds the output to the pool. Constants 
 :data:`MAGNITUDES` (some past fp16's 65504, some below 1e-7), stored as initializers or Constant nodes.
 Every draw goes through Hypothesis, so a failing graph shrinks toward fewer, simpler nodes.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,10 +23,30 @@ from hypothesis.strategies import DrawFn
 from onnx import TensorProto, helper, numpy_helper
 
 Shape = tuple[int, ...]
-OPS = ("Add", "Sub", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Tanh", "Sqrt", "Exp", "MatMul", "Gemm", "Conv",
-       "Softmax", "LayerNormalization", "ReduceMean", "ReduceSum", "Concat", "Reshape", "Transpose", "Split")
-ANY_TENSOR_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Tanh", "Sqrt", "Exp",
-                            "Reshape"})
+OPS = (
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "Relu",
+    "Sigmoid",
+    "Tanh",
+    "Sqrt",
+    "Exp",
+    "MatMul",
+    "Gemm",
+    "Conv",
+    "Softmax",
+    "LayerNormalization",
+    "ReduceMean",
+    "ReduceSum",
+    "Concat",
+    "Reshape",
+    "Transpose",
+    "Split",
+)
+ANY_TENSOR_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Relu", "Sigmoid", "Tanh", "Sqrt", "Exp", "Reshape"})
 """Ops that apply to every tensor; a graph needs at least one of them so that it can always grow."""
 MAGNITUDES = (1.0, 0.5, 30.0, 1e-3, 1e3, 5e-8, 7e4, 1e-9, 1e6)
 """Constant magnitudes (first = what shrinking prefers): benign, fp16-subnormal/zero, fp16-overflowing."""
@@ -82,8 +103,9 @@ class Build:
         """A node with several outputs (None: that optional output left out, an empty name). The first output is
         returned first; the others join the pool and :attr:`side`."""
         outs = [None if shape is None else Tensor(self.fresh("t"), shape) for shape in shapes]
-        self.nodes.append(helper.make_node(op, list(inputs), [o.name if o else "" for o in outs],
-                                           name=f"{op}_{self.count}", **attrs))
+        self.nodes.append(
+            helper.make_node(op, list(inputs), [o.name if o else "" for o in outs], name=f"{op}_{self.count}", **attrs)
+        )
         made = [o for o in outs if o is not None]
         self.pool.extend(made)
         self.side.extend(made[1:])
@@ -96,14 +118,24 @@ class Build:
             seed = self.draw(st.integers(0, 2**32 - 1), label="constant seed")
             rng = np.random.default_rng(seed)
             kind = self.draw(st.sampled_from(("signed", "positive", "fill")))
-            raw = {"signed": rng.uniform(-1.0, 1.0, shape), "positive": rng.uniform(0.1, 1.0, shape),
-                   "fill": np.ones(shape)}[kind]
+            raw = {
+                "signed": rng.uniform(-1.0, 1.0, shape),
+                "positive": rng.uniform(0.1, 1.0, shape),
+                "fill": np.ones(shape),
+            }[kind]
             values = raw * magnitude
         array = np.asarray(values, dtype=np.float32).reshape(shape)
         name = self.fresh("c")
         if self.draw(st.booleans(), label="as Constant node"):
-            self.nodes.append(helper.make_node("Constant", [], [name], name=f"Constant_{self.count}",
-                                               value=numpy_helper.from_array(array, name + "_value")))
+            self.nodes.append(
+                helper.make_node(
+                    "Constant",
+                    [],
+                    [name],
+                    name=f"Constant_{self.count}",
+                    value=numpy_helper.from_array(array, name + "_value"),
+                )
+            )
         else:
             self.initializers.append(numpy_helper.from_array(array, name))
         return name
@@ -117,17 +149,19 @@ class Build:
 def _broadcast_partner(b: Build, shape: Shape) -> Shape:
     """A shape that broadcasts to ``shape``: a suffix of it with some dims set to 1 (maybe a scalar)."""
     rank = b.draw(st.integers(0, len(shape)))
-    suffix = shape[len(shape) - rank:]
+    suffix = shape[len(shape) - rank :]
     return tuple(1 if b.draw(st.booleans()) else d for d in suffix)
 
 
 def _operand(b: Build, shape: Shape) -> tuple[str, Shape]:
     """A second operand for an elementwise op on ``shape``: a broadcast-compatible pool tensor or a constant."""
+
     def compatible(t: Tensor) -> bool:
         try:
             return b.fits_size(np.broadcast_shapes(shape, t.shape))
         except ValueError:
             return False
+
     if b.draw(st.booleans(), label="tensor operand") and any(compatible(t) for t in b.pool):
         other = b.pick(compatible)
         return other.name, other.shape
@@ -143,6 +177,7 @@ def _elementwise(op: str) -> Callable[[Build, Tensor], Tensor]:
         name, other = _operand(b, x.shape)
         inputs = [name, x.name] if b.draw(st.booleans(), label="swap operands") else [x.name, name]
         return b.node(op, inputs, tuple(np.broadcast_shapes(x.shape, other)))
+
     return build
 
 
@@ -185,8 +220,15 @@ def _conv(b: Build, x: Tensor) -> Tensor:
     inputs = [x.name, b.constant((out_channels, channels // group, *kernel))]
     if b.draw(st.booleans(), label="conv bias"):
         inputs.append(b.constant((out_channels,)))
-    return b.node("Conv", inputs, (batch, out_channels, *out), group=group, kernel_shape=kernel,
-                  pads=[pad] * (2 * len(spatial)), strides=[stride] * len(spatial))
+    return b.node(
+        "Conv",
+        inputs,
+        (batch, out_channels, *out),
+        group=group,
+        kernel_shape=kernel,
+        pads=[pad] * (2 * len(spatial)),
+        strides=[stride] * len(spatial),
+    )
 
 
 def _axis(b: Build, rank: int) -> int:
@@ -216,8 +258,11 @@ def _layer_norm(b: Build, x: Tensor) -> Tensor:
     if stats == "none":
         return b.node("LayerNormalization", inputs, x.shape, axis=axis, epsilon=epsilon)
     reduced = tuple(d if i < axis % len(x.shape) else 1 for i, d in enumerate(x.shape))
-    shapes: dict[str, list[Shape | None]] = {"mean": [x.shape, reduced], "both": [x.shape, reduced, reduced],
-                                             "inv_only": [x.shape, None, reduced]}
+    shapes: dict[str, list[Shape | None]] = {
+        "mean": [x.shape, reduced],
+        "both": [x.shape, reduced, reduced],
+        "inv_only": [x.shape, None, reduced],
+    }
     return b.multi("LayerNormalization", inputs, shapes[stats], axis=axis, epsilon=epsilon)[0]
 
 
@@ -252,6 +297,7 @@ def _reduce(op: str) -> Callable[[Build, Tensor], Tensor]:
             return b.node(op, inputs, shape, keepdims=int(keep))
         attrs: dict[str, Any] = {"axes": signed} if signed else {}
         return b.node(op, [x.name], shape, keepdims=int(keep), **attrs)
+
     return build
 
 
@@ -264,6 +310,7 @@ def _concat(b: Build, x: Tensor) -> Tensor:
 
     def fits(t: Tensor) -> bool:
         return along(t.shape, 0) == along(x.shape, 0) and b.fits_size(along(x.shape, x.shape[pos] + t.shape[pos]))
+
     parts = [x]
     if b.draw(st.booleans(), label="concat constant"):
         size = b.draw(st.integers(1, b.max_dim))
@@ -303,21 +350,23 @@ def _rank(low: int, high: int = 8) -> Callable[[Build, Tensor], bool]:
     return lambda b, t: low <= len(t.shape) <= high
 
 
-RULES: Mapping[str, Rule] = MappingProxyType({
-    **{op: (_rank(0), _elementwise(op)) for op in ("Add", "Sub", "Mul", "Div", "Pow")},
-    **{op: (_rank(0), _unary(op)) for op in ("Relu", "Sigmoid", "Tanh", "Sqrt", "Exp")},
-    "MatMul": (_rank(1), _matmul),
-    "Gemm": (_rank(2, 2), _gemm),
-    "Conv": (_rank(3, 4), _conv),
-    "Softmax": (_rank(1), _softmax),
-    "LayerNormalization": (lambda b, t: bool(t.shape) and bool(_normalizable_axes(t.shape)), _layer_norm),
-    "ReduceMean": (_rank(1), _reduce("ReduceMean")),
-    "ReduceSum": (_rank(1), _reduce("ReduceSum")),
-    "Concat": (lambda b, t: len(t.shape) >= 1 and b.fits_size((2, *t.shape)), _concat),
-    "Reshape": (_rank(0), _reshape),
-    "Transpose": (_rank(2), _transpose),
-    "Split": (lambda b, t: any(d >= 2 for d in t.shape), _split),
-})
+RULES: Mapping[str, Rule] = MappingProxyType(
+    {
+        **{op: (_rank(0), _elementwise(op)) for op in ("Add", "Sub", "Mul", "Div", "Pow")},
+        **{op: (_rank(0), _unary(op)) for op in ("Relu", "Sigmoid", "Tanh", "Sqrt", "Exp")},
+        "MatMul": (_rank(1), _matmul),
+        "Gemm": (_rank(2, 2), _gemm),
+        "Conv": (_rank(3, 4), _conv),
+        "Softmax": (_rank(1), _softmax),
+        "LayerNormalization": (lambda b, t: bool(t.shape) and bool(_normalizable_axes(t.shape)), _layer_norm),
+        "ReduceMean": (_rank(1), _reduce("ReduceMean")),
+        "ReduceSum": (_rank(1), _reduce("ReduceSum")),
+        "Concat": (lambda b, t: len(t.shape) >= 1 and b.fits_size((2, *t.shape)), _concat),
+        "Reshape": (_rank(0), _reshape),
+        "Transpose": (_rank(2), _transpose),
+        "Split": (lambda b, t: any(d >= 2 for d in t.shape), _split),
+    }
+)
 MIN_OPSET = MappingProxyType({"LayerNormalization": 17})
 
 
@@ -340,12 +389,18 @@ def assemble(b: Build, inputs: Sequence[Tensor], outputs: Sequence[Tensor], *, n
     """The checked model (``onnx.checker`` full check); a failure here is a bug in this generator."""
     name_nodes(b.nodes, naming)
     graph = helper.make_graph(
-        b.nodes, "generated",
+        b.nodes,
+        "generated",
         [helper.make_tensor_value_info(t.name, TensorProto.FLOAT, list(t.shape)) for t in inputs],
         [helper.make_tensor_value_info(t.name, TensorProto.FLOAT, list(t.shape)) for t in outputs],
-        b.initializers)
+        b.initializers,
+    )
     opsets = [helper.make_opsetid("", b.opset)]
-    model = helper.make_model(graph, opset_imports=opsets, producer_name="castguard-graphgen",
-                              ir_version=max(8, helper.find_min_ir_version_for(opsets)))
+    model = helper.make_model(
+        graph,
+        opset_imports=opsets,
+        producer_name="castguard-graphgen",
+        ir_version=max(8, helper.find_min_ir_version_for(opsets)),
+    )
     onnx.checker.check_model(model, full_check=True)
     return model

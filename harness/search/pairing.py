@@ -5,6 +5,7 @@ outputs to the pure :func:`harness.judge.paired.judge_feed`. The golden side is 
 producer); the converted side runs on a rounding runner (``emulate`` by default), never on a runner that computes
 low precision in fp32.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,9 +27,17 @@ class PairedRun:
     Feeds are in the converted model's input dtypes; the golden gets them widened exactly to its own.
     """
 
-    def __init__(self, model: onnx.ModelProto, converted: onnx.ModelProto, *, precision: str,
-                 policy: TolerancePolicy = TolerancePolicy(), runner: str = "emulate",
-                 model_dir: Path | None = None, converted_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        converted: onnx.ModelProto,
+        *,
+        precision: str,
+        policy: TolerancePolicy = TolerancePolicy(),
+        runner: str = "emulate",
+        model_dir: Path | None = None,
+        converted_dir: Path | None = None,
+    ) -> None:
         self.precision, self.policy = precision, policy
         self._golden_specs = input_specs(model)
         self._golden: Runner = make_runner("ort", model, model_dir=model_dir)
@@ -43,8 +52,9 @@ class PairedRun:
             raise
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._low.deactivate()
         self._golden.deactivate()
 

@@ -3,13 +3,34 @@
 ``grid`` holds the grid (:class:`SweepSpec`, :class:`Case`, :func:`expand`); ``layers`` builds a spec
 from pyproject, a ``--sweep`` file and command-line options (its docstring has the default table).
 """
+
 from __future__ import annotations
 
-from harness.sweep.grid import (BUILTIN_EXCLUSIONS, NODE_PRECISIONS, PRECISIONS, SENSITIVE_OPS, Case, ExclusionSet,
-                                SweepSpec, expand, format_number)
+from harness.sweep.grid import (
+    BUILTIN_EXCLUSIONS,
+    NODE_PRECISIONS,
+    PRECISIONS,
+    SENSITIVE_OPS,
+    Case,
+    ExclusionSet,
+    SweepSpec,
+    expand,
+    format_number,
+)
 from harness.sweep.sources import SweepOptions, build_sweep_spec, load_sweep_spec, parse_node_precisions
 
 __all__ = [
-    "BUILTIN_EXCLUSIONS", "NODE_PRECISIONS", "PRECISIONS", "SENSITIVE_OPS", "Case", "ExclusionSet", "SweepOptions",
-    "SweepSpec", "build_sweep_spec", "expand", "format_number", "load_sweep_spec", "parse_node_precisions",
+    "BUILTIN_EXCLUSIONS",
+    "NODE_PRECISIONS",
+    "PRECISIONS",
+    "SENSITIVE_OPS",
+    "Case",
+    "ExclusionSet",
+    "SweepOptions",
+    "SweepSpec",
+    "build_sweep_spec",
+    "expand",
+    "format_number",
+    "load_sweep_spec",
+    "parse_node_precisions",
 ]

@@ -3,6 +3,7 @@
 A case id (``fp16-dmax512-imax65504-excl_none-keepio0-emulate``) names goldens, report rows and
 baselines, so it depends only on the case's settings, never on order or time.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,28 +30,33 @@ InstanceNormalization, or as GroupNormalization at opset 18+), softmax's exponen
 norms."""
 
 
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")      # exclusion-set names
-_OP_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")   # ONNX op types
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")  # exclusion-set names
+_OP_TYPE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")  # ONNX op types
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_.]")
 
 
 def check_limit(value: float, *, where: str) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
-        raise UserError(where=where, problem=f"{value!r} is not a non-negative number",
-                        fix="give a magnitude such as 512, or inf to disable the rule")
+        raise UserError(
+            where=where,
+            problem=f"{value!r} is not a non-negative number",
+            fix="give a magnitude such as 512, or inf to disable the rule",
+        )
 
 
 def check_choice(value: object, choices: tuple[str, ...], *, where: str) -> None:
     if value not in choices:
-        raise UserError(where=where, problem=f"{value!r} is not one of {', '.join(choices)}",
-                        fix=f"use {' or '.join(choices)}")
+        raise UserError(
+            where=where, problem=f"{value!r} is not one of {', '.join(choices)}", fix=f"use {' or '.join(choices)}"
+        )
 
 
 def check_runner(value: object, *, where: str) -> None:
     """The one runner-name check (the sweep, ``Case`` and ``--runner`` all use it)."""
     if value not in runner_names():
-        raise UserError(where=where, problem=f"unknown runner {value!r}",
-                        fix=f"use one or more of: {', '.join(runner_names())}")
+        raise UserError(
+            where=where, problem=f"unknown runner {value!r}", fix=f"use one or more of: {', '.join(runner_names())}"
+        )
 
 
 def check_node_precisions(pairs: tuple[tuple[str, str], ...], *, where: str) -> None:
@@ -59,16 +65,20 @@ def check_node_precisions(pairs: tuple[tuple[str, str], ...], *, where: str) -> 
             raise UserError(where=where, problem="an empty node name or op type", fix="name a node or an op type")
         check_choice(prec, NODE_PRECISIONS, where=f"{where} [{key!r}]")
     if list(pairs) != sorted(pairs):
-        raise UserError(where=where, problem="node precisions are not sorted by key",
-                        fix="build them with parse_node_precisions() so ids stay order-independent")
+        raise UserError(
+            where=where,
+            problem="node precisions are not sorted by key",
+            fix="build them with parse_node_precisions() so ids stay order-independent",
+        )
     check_unique([key for key, _ in pairs], where=where)
 
 
 def check_unique(values: Sequence[Hashable], *, where: str) -> None:
     dupes = [value for value, count in Counter(values).items() if count > 1]
     if dupes:
-        raise UserError(where=where, problem=f"repeated value(s): {', '.join(map(repr, dupes))}",
-                        fix="list each value once")
+        raise UserError(
+            where=where, problem=f"repeated value(s): {', '.join(map(repr, dupes))}", fix="list each value once"
+        )
 
 
 @dataclass(frozen=True)
@@ -81,12 +91,18 @@ class ExclusionSet:
     def __post_init__(self) -> None:
         where = f"exclusion set {self.name!r}"
         if not _NAME.match(self.name):
-            raise UserError(where=where, problem="the name is not a plain identifier",
-                            fix="use letters, digits and '_', starting with a letter (it becomes part of case ids)")
+            raise UserError(
+                where=where,
+                problem="the name is not a plain identifier",
+                fix="use letters, digits and '_', starting with a letter (it becomes part of case ids)",
+            )
         for op in self.ops:
             if not _OP_TYPE.match(op):
-                raise UserError(where=where, problem=f"{op!r} is not an ONNX op type",
-                                fix="list op types such as Softmax or LayerNormalization")
+                raise UserError(
+                    where=where,
+                    problem=f"{op!r} is not an ONNX op type",
+                    fix="list op types such as Softmax or LayerNormalization",
+                )
         check_unique(self.ops, where=where)
 
 
@@ -133,8 +149,14 @@ class Case:
         ``any`` appear only when set."""
         if self.tuned:
             return "-".join([self.precision, "tuned", f"keepio{int(self.keep_io_types)}", self.runner])
-        parts = [self.precision, f"dmax{format_number(self.data_max)}", f"imax{format_number(self.init_max)}",
-                 f"excl_{self.exclusion.name}", f"keepio{int(self.keep_io_types)}", self.runner]
+        parts = [
+            self.precision,
+            f"dmax{format_number(self.data_max)}",
+            f"imax{format_number(self.init_max)}",
+            f"excl_{self.exclusion.name}",
+            f"keepio{int(self.keep_io_types)}",
+            self.runner,
+        ]
         if self.node_precisions:
             raw = "+".join(f"{key}.{prec}" for key, prec in self.node_precisions)
             token = "+".join(f"{_ID_UNSAFE.sub('_', key)}.{prec}" for key, prec in self.node_precisions)
@@ -151,10 +173,16 @@ class Case:
         """The converter settings of this case (the runner is not a converter setting)."""
         from harness.convert.options import ConvertOptions
 
-        return ConvertOptions(low_precision_type=self.precision, op_types_to_exclude=self.exclusion.ops,
-                              data_max=self.data_max, init_max=self.init_max, keep_io_types=self.keep_io_types,
-                              node_precisions=self.node_precisions, fp32_accumulation=self.fp32_accumulation,
-                              target=self.target)
+        return ConvertOptions(
+            low_precision_type=self.precision,
+            op_types_to_exclude=self.exclusion.ops,
+            data_max=self.data_max,
+            init_max=self.init_max,
+            keep_io_types=self.keep_io_types,
+            node_precisions=self.node_precisions,
+            fp32_accumulation=self.fp32_accumulation,
+            target=self.target,
+        )
 
 
 @dataclass(frozen=True)
@@ -163,21 +191,22 @@ class SweepSpec:
     is a non-empty tuple without repeats."""
 
     precisions: tuple[str, ...] = PRECISIONS
-    data_max: tuple[float, ...] = (8.0, 512.0, math.inf)   # tight, AutoCast default, rule off
+    data_max: tuple[float, ...] = (8.0, 512.0, math.inf)  # tight, AutoCast default, rule off
     init_max: tuple[float, ...] = (65504.0,)
     exclusions: tuple[ExclusionSet, ...] = BUILTIN_EXCLUSIONS
-    keep_io_types: tuple[bool, ...] = (False,)     # not swept by default: see harness.sweep.sources
+    keep_io_types: tuple[bool, ...] = (False,)  # not swept by default: see harness.sweep.sources
     runners: tuple[str, ...] = ("emulate",)
-    node_precisions: tuple[tuple[str, str], ...] = ()   # applies to every case; sorted by key
+    node_precisions: tuple[tuple[str, str], ...] = ()  # applies to every case; sorted by key
     fp32_accumulation: bool = False
-    target: str = "any"                                 # applies to every case (convert --target)
+    target: str = "any"  # applies to every case (convert --target)
 
     def __post_init__(self) -> None:
         for axis in ("precisions", "data_max", "init_max", "exclusions", "keep_io_types", "runners"):
             values = getattr(self, axis)
             if not isinstance(values, tuple) or not values:
-                raise UserError(where=f"sweep {axis}", problem="the axis is empty or not a tuple",
-                                fix="give at least one value")
+                raise UserError(
+                    where=f"sweep {axis}", problem="the axis is empty or not a tuple", fix="give at least one value"
+                )
         for precision in self.precisions:
             check_choice(precision, PRECISIONS, where="sweep precisions")
         for limit in self.data_max:
@@ -194,15 +223,33 @@ class SweepSpec:
 
     @property
     def size(self) -> int:
-        return (len(self.precisions) * len(self.data_max) * len(self.init_max) * len(self.exclusions)
-                * len(self.keep_io_types) * len(self.runners))
+        return (
+            len(self.precisions)
+            * len(self.data_max)
+            * len(self.init_max)
+            * len(self.exclusions)
+            * len(self.keep_io_types)
+            * len(self.runners)
+        )
 
 
 def expand(spec: SweepSpec) -> list[Case]:
     """Every case of the grid, in the spec's axis order. Raises UserError if two cases share an id."""
-    cases = [Case(precision=p, data_max=d, init_max=i, exclusion=e, keep_io_types=k, runner=r,
-                  node_precisions=spec.node_precisions, fp32_accumulation=spec.fp32_accumulation, target=spec.target)
-             for p, d, i, e, k, r in itertools.product(spec.precisions, spec.data_max, spec.init_max,
-                                                       spec.exclusions, spec.keep_io_types, spec.runners)]
+    cases = [
+        Case(
+            precision=p,
+            data_max=d,
+            init_max=i,
+            exclusion=e,
+            keep_io_types=k,
+            runner=r,
+            node_precisions=spec.node_precisions,
+            fp32_accumulation=spec.fp32_accumulation,
+            target=spec.target,
+        )
+        for p, d, i, e, k, r in itertools.product(
+            spec.precisions, spec.data_max, spec.init_max, spec.exclusions, spec.keep_io_types, spec.runners
+        )
+    ]
     check_unique([case.id for case in cases], where="sweep case ids")
     return cases

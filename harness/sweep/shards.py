@@ -13,6 +13,7 @@ Every shard is given the same models and the same sweep, and each computes the s
 Adding or removing a model can move others to another shard; that costs only cache hits (the cache is keyed
 by content). :func:`assign` returns this shard's :class:`ShardWork`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -45,8 +46,11 @@ def parse_shard(text: object, *, where: str = "--shard") -> Shard:
     """``"2/4"`` -> ``Shard(2, 4)``; anything else (``0/4``, ``5/4``, ``x``) is one UserError naming it."""
     found = _SHARD.match(text) if isinstance(text, str) else None
     if found is None or not 1 <= int(found[1]) <= int(found[2]):
-        raise UserError(where=f"{where} {text!r}", problem="is not a shard K/N with 1 <= K <= N",
-                        fix="write it as K/N, e.g. --shard 2/4 (the second of four shards)")
+        raise UserError(
+            where=f"{where} {text!r}",
+            problem="is not a shard K/N with 1 <= K <= N",
+            fix="write it as K/N, e.g. --shard 2/4 (the second of four shards)",
+        )
     return Shard(int(found[1]), int(found[2]))
 
 
@@ -65,9 +69,9 @@ class ShardWork:
     """What one shard runs: for each of its models (in the given model order), the case ids it runs."""
 
     shard: Shard
-    models: tuple[str, ...]                                  # every model key of the sweep, as given
-    work: tuple[tuple[str, tuple[str, ...]], ...]            # (model, its case ids on this shard)
-    cases_per_model: int                                     # the sweep's cases per model
+    models: tuple[str, ...]  # every model key of the sweep, as given
+    work: tuple[tuple[str, tuple[str, ...]], ...]  # (model, its case ids on this shard)
+    cases_per_model: int  # the sweep's cases per model
 
     @property
     def split(self) -> bool:
@@ -93,12 +97,15 @@ class ShardWork:
         """``shard 2/4: 13 of 50 models, 156 cases`` (what the terminal summary prints)."""
         head = f"shard {self.shard.text}: "
         if not self.work:
-            return (head + f"no work (0 of {len(self.models)} models, 0 of {self.total_cases} cases: more shards "
-                    "than work); nothing to run, the shard passes")
+            return (
+                head + f"no work (0 of {len(self.models)} models, 0 of {self.total_cases} cases: more shards "
+                "than work); nothing to run, the shard passes"
+            )
         models = f"{len(self.work)} of {len(self.models)} models"
         if self.split:
-            models += (f" ({self.case_count} of its {self.cases_per_model}: fewer models than shards, so the "
-                       "cases are split)")
+            models += (
+                f" ({self.case_count} of its {self.cases_per_model}: fewer models than shards, so the cases are split)"
+            )
         return head + f"{models}, {self.case_count} case{'s' if self.case_count != 1 else ''}"
 
 
@@ -113,7 +120,7 @@ def assign(models: Sequence[str], case_ids: Sequence[str], shard: Shard) -> Shar
         work = [(model, tuple(case_ids)) for model in models if model in mine]
     elif order:
         at = position % len(order)
-        positions = list(range(at, count, len(order)))          # this model's shard positions
+        positions = list(range(at, count, len(order)))  # this model's shard positions
         nth, of = positions.index(position), len(positions)
         ids = tuple(case for i, case in enumerate(case_ids) if i % of == nth)
         work = [(order[at], ids)] if ids else []

@@ -29,6 +29,7 @@ that still convert to the same graph run once (:mod:`harness.run.dedup`). A ``--
 holds the same keys at its top level. Every bad value raises a
 :class:`~harness.errors.UserError` naming the file and key (or the option), the problem and the fix.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,8 +40,16 @@ from typing import Any
 
 from harness.errors import UserError
 from harness.files import read_toml
-from harness.sweep.grid import (BUILTIN_EXCLUSIONS, TARGETS, ExclusionSet, SweepSpec, check_choice, check_limit,
-                                check_node_precisions, check_unique)
+from harness.sweep.grid import (
+    BUILTIN_EXCLUSIONS,
+    TARGETS,
+    ExclusionSet,
+    SweepSpec,
+    check_choice,
+    check_limit,
+    check_node_precisions,
+    check_unique,
+)
 
 KEEP_IO_CHOICES = {"both": (False, True), "true": (True,), "false": (False,)}
 
@@ -49,23 +58,34 @@ KEEP_IO_CHOICES = {"both": (False, True), "true": (True,), "false": (False,)}
 class SweepOptions:
     """The command-line sweep options as typed by the user; None means "not given"."""
 
-    precision: str | None = None           # --precision fp16,bf16
-    data_max: str | None = None            # --data-max 64,512,inf
-    init_max: str | None = None            # --init-max 65504
-    exclude_ops: tuple[str, ...] = ()      # --exclude-ops none --exclude-ops attn=Softmax+MatMul (or comma-joined)
-    keep_io_types: str | None = None       # --keep-io-types both|true|false
-    runners: str | None = None             # --runner emulate,reference
-    node_precisions: str | None = None     # --node-precisions Add:fp16,Sub:fp32
+    precision: str | None = None  # --precision fp16,bf16
+    data_max: str | None = None  # --data-max 64,512,inf
+    init_max: str | None = None  # --init-max 65504
+    exclude_ops: tuple[str, ...] = ()  # --exclude-ops none --exclude-ops attn=Softmax+MatMul (or comma-joined)
+    keep_io_types: str | None = None  # --keep-io-types both|true|false
+    runners: str | None = None  # --runner emulate,reference
+    node_precisions: str | None = None  # --node-precisions Add:fp16,Sub:fp32
     fp32_accumulation: bool | None = None  # --fp32-accumulation
-    target: str | None = None              # --target ort-cuda
+    target: str | None = None  # --target ort-cuda
 
 
-TABLE_KEYS = ("precisions", "data_max", "init_max", "exclusions", "exclusion_sets", "keep_io_types", "runners",
-              "node_precisions", "fp32_accumulation", "target")
+TABLE_KEYS = (
+    "precisions",
+    "data_max",
+    "init_max",
+    "exclusions",
+    "exclusion_sets",
+    "keep_io_types",
+    "runners",
+    "node_precisions",
+    "fp32_accumulation",
+    "target",
+)
 
 
-def build_sweep_spec(*, tables: Sequence[tuple[str, Mapping[str, object]]] = (),
-                     options: SweepOptions = SweepOptions()) -> SweepSpec:
+def build_sweep_spec(
+    *, tables: Sequence[tuple[str, Mapping[str, object]]] = (), options: SweepOptions = SweepOptions()
+) -> SweepSpec:
     """Apply TOML sweep tables (``(where, table)``, lowest precedence first), then the command-line options."""
     spec, known = SweepSpec(), {s.name: s for s in BUILTIN_EXCLUSIONS}
     for where, table in tables:
@@ -73,8 +93,9 @@ def build_sweep_spec(*, tables: Sequence[tuple[str, Mapping[str, object]]] = (),
     return _apply_options(spec, known, options)
 
 
-def load_sweep_spec(*, pyproject: Path | None = None, sweep_file: Path | None = None,
-                    options: SweepOptions = SweepOptions()) -> SweepSpec:
+def load_sweep_spec(
+    *, pyproject: Path | None = None, sweep_file: Path | None = None, options: SweepOptions = SweepOptions()
+) -> SweepSpec:
     """Read ``[tool.castguard.sweep]`` from ``pyproject`` and the ``--sweep`` file, then apply the options."""
     tables: list[tuple[str, Mapping[str, object]]] = []
     if pyproject is not None:
@@ -88,44 +109,60 @@ def load_sweep_spec(*, pyproject: Path | None = None, sweep_file: Path | None = 
     return build_sweep_spec(tables=tables, options=options)
 
 
-def _apply_table(spec: SweepSpec, known: dict[str, ExclusionSet], table: Mapping[str, object], *,
-                 where: str) -> tuple[SweepSpec, dict[str, ExclusionSet]]:
+def _apply_table(
+    spec: SweepSpec, known: dict[str, ExclusionSet], table: Mapping[str, object], *, where: str
+) -> tuple[SweepSpec, dict[str, ExclusionSet]]:
     if not isinstance(table, Mapping):
         raise UserError(where=where, problem="the sweep settings are not a TOML table", fix="write key = value lines")
     for key in table:
         if key not in TABLE_KEYS:
             hint = " ([tool.castguard.sweep] belongs in pyproject.toml; a --sweep file has the keys at top level)"
-            raise UserError(where=f"{where} key {key!r}", problem="unknown sweep key" + (hint if key == "tool" else ""),
-                            fix=f"use one of: {', '.join(TABLE_KEYS)}")
+            raise UserError(
+                where=f"{where} key {key!r}",
+                problem="unknown sweep key" + (hint if key == "tool" else ""),
+                fix=f"use one of: {', '.join(TABLE_KEYS)}",
+            )
     known = dict(known)
     sets = table.get("exclusion_sets", {})
     if not isinstance(sets, Mapping):
-        raise UserError(where=f"{where} key 'exclusion_sets'", problem="not a table",
-                        fix='write [..exclusion_sets] with lines like attention = ["Softmax", "MatMul"]')
+        raise UserError(
+            where=f"{where} key 'exclusion_sets'",
+            problem="not a table",
+            fix='write [..exclusion_sets] with lines like attention = ["Softmax", "MatMul"]',
+        )
     for name, ops in sets.items():
-        known[name] = _define_set(name, _strings(ops, where=f"{where} exclusion_sets.{name}"),
-                                  where=f"{where} exclusion_sets.{name}")
-    changes: dict[str, Any] = {}   # SweepSpec field -> checked value
+        known[name] = _define_set(
+            name, _strings(ops, where=f"{where} exclusion_sets.{name}"), where=f"{where} exclusion_sets.{name}"
+        )
+    changes: dict[str, Any] = {}  # SweepSpec field -> checked value
     for key in ("precisions", "runners"):
         if key in table:
             _set(changes, key, _strings(table[key], where=f"{where} key {key!r}"), where=f"{where} key {key!r}")
     for key in ("data_max", "init_max"):
         if key in table:
-            _set(changes, key, tuple(_limit(v, where=f"{where} key {key!r}") for v in _listed(table[key])),
-                 where=f"{where} key {key!r}")
+            _set(
+                changes,
+                key,
+                tuple(_limit(v, where=f"{where} key {key!r}") for v in _listed(table[key])),
+                where=f"{where} key {key!r}",
+            )
     if "exclusions" in table:
         here = f"{where} key 'exclusions'"
         _set(changes, "exclusions", _select(_strings(table["exclusions"], where=here), known, where=here), where=here)
     if "keep_io_types" in table:
         changes["keep_io_types"] = _keep_io(table["keep_io_types"], where=f"{where} key 'keep_io_types'")
     if "node_precisions" in table:
-        changes["node_precisions"] = _node_precision_table(table["node_precisions"],
-                                                           where=f"{where} key 'node_precisions'")
+        changes["node_precisions"] = _node_precision_table(
+            table["node_precisions"], where=f"{where} key 'node_precisions'"
+        )
     if "fp32_accumulation" in table:
         flag = table["fp32_accumulation"]
         if not isinstance(flag, bool):
-            raise UserError(where=f"{where} key 'fp32_accumulation'", problem=f"{flag!r} is not a boolean",
-                            fix="write true or false")
+            raise UserError(
+                where=f"{where} key 'fp32_accumulation'",
+                problem=f"{flag!r} is not a boolean",
+                fix="write true or false",
+            )
         changes["fp32_accumulation"] = flag
     if "target" in table:
         check_choice(table["target"], TARGETS, where=f"{where} key 'target'")
@@ -171,7 +208,7 @@ def parse_node_precisions(text: str, *, where: str) -> tuple[tuple[str, str], ..
     """
     from harness.convert.options import parse_node_precisions as parse_pairs
 
-    _split(text, where=where)   # the sweep's stricter comma rule: no empty items
+    _split(text, where=where)  # the sweep's stricter comma rule: no empty items
     return _node_precision_pairs(list(parse_pairs(text, where=where)), where=where)
 
 
@@ -199,8 +236,9 @@ def _set(changes: dict[str, Any], key: str, value: Any, *, where: str) -> None:
 
 def _define_set(name: str, ops: tuple[str, ...], *, where: str) -> ExclusionSet:
     if name == "none" and ops:
-        raise UserError(where=where, problem="the set 'none' is built in and must stay empty",
-                        fix="give your set another name")
+        raise UserError(
+            where=where, problem="the set 'none' is built in and must stay empty", fix="give your set another name"
+        )
     try:
         return ExclusionSet(name, ops)
     except UserError as err:
@@ -210,8 +248,11 @@ def _define_set(name: str, ops: tuple[str, ...], *, where: str) -> ExclusionSet:
 def _select(names: tuple[str, ...], known: Mapping[str, ExclusionSet], *, where: str) -> tuple[ExclusionSet, ...]:
     for name in names:
         if name not in known:
-            raise UserError(where=where, problem=f"no exclusion set named {name!r} (known: {', '.join(sorted(known))})",
-                            fix="define it, e.g. --exclude-ops NAME=Op1+Op2, or in [tool.castguard.sweep.exclusion_sets]")
+            raise UserError(
+                where=where,
+                problem=f"no exclusion set named {name!r} (known: {', '.join(sorted(known))})",
+                fix="define it, e.g. --exclude-ops NAME=Op1+Op2, or in [tool.castguard.sweep.exclusion_sets]",
+            )
     return tuple(known[name] for name in names)
 
 
@@ -222,8 +263,11 @@ def _keep_io(value: object, *, where: str) -> tuple[bool, ...]:
         return KEEP_IO_CHOICES[value.lower()]
     if isinstance(value, list) and value and all(isinstance(v, bool) for v in value):
         return tuple(value)
-    raise UserError(where=where, problem=f"{value!r} is not a keep_io_types choice",
-                    fix="use both, true or false (in TOML also [false, true])")
+    raise UserError(
+        where=where,
+        problem=f"{value!r} is not a keep_io_types choice",
+        fix="use both, true or false (in TOML also [false, true])",
+    )
 
 
 def _listed(value: object) -> list[object]:
@@ -233,8 +277,11 @@ def _listed(value: object) -> list[object]:
 def _strings(value: object, *, where: str) -> tuple[str, ...]:
     items = _listed(value)
     if not all(isinstance(v, str) and v for v in items):
-        raise UserError(where=where, problem=f"{value!r} is not a string or a list of strings",
-                        fix='write a list such as ["a", "b"]')
+        raise UserError(
+            where=where,
+            problem=f"{value!r} is not a string or a list of strings",
+            fix='write a list such as ["a", "b"]',
+        )
     return tuple(str(v) for v in items)
 
 
@@ -252,11 +299,12 @@ def _limit(value: object, *, where: str) -> float:
         try:
             value = float(value)
         except ValueError:
-            raise UserError(where=where, problem=f"{value!r} is not a number",
-                            fix="give non-negative numbers or inf, e.g. 64,512,inf") from None
+            raise UserError(
+                where=where,
+                problem=f"{value!r} is not a number",
+                fix="give non-negative numbers or inf, e.g. 64,512,inf",
+            ) from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise UserError(where=where, problem=f"{value!r} is not a number", fix="give non-negative numbers or inf")
     check_limit(float(value), where=where)
     return float(value)
-
-

@@ -6,11 +6,21 @@ pruning), ``memo`` (the cache), ``stress`` (the hunt for an input over the bound
 Hypothesis), ``rounds`` (counterexample-guided rounds), ``plan`` (the JSON), ``engine`` (``tune``),
 ``cli`` (``castguard tune``).
 """
+
 from __future__ import annotations
 
 from harness.tune.bound import DEFAULT_MAX_ERROR, Bound, Measurement, measure
 from harness.tune.engine import TuneOutcome, TuneSettings, range_options, tune
 from harness.tune.plan import Plan
 
-__all__ = ["DEFAULT_MAX_ERROR", "Bound", "Measurement", "Plan", "TuneOutcome", "TuneSettings", "measure",
-           "range_options", "tune"]
+__all__ = [
+    "DEFAULT_MAX_ERROR",
+    "Bound",
+    "Measurement",
+    "Plan",
+    "TuneOutcome",
+    "TuneSettings",
+    "measure",
+    "range_options",
+    "tune",
+]

@@ -9,6 +9,7 @@ Defaults: 1e-3 for fp16 (NVIDIA's stated fp16 expectation), 1e-2 for bf16 (about
 value). Two optional extra criteria: the harness's per-output tolerance policy (``harness.judge.tolerances``), and
 top-1 agreement of classifier outputs (argmax over the last axis).
 """
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.judge.compare import Tolerance, compare_iterations
 from harness.errors import UserError
+from harness.judge.compare import Tolerance, compare_iterations
 from harness.judge.tolerances import TolerancePolicy
 
 DEFAULT_MAX_ERROR: dict[str, float] = {"fp16": 1e-3, "bf16": 1e-2}
@@ -26,9 +27,12 @@ Outputs = Sequence[Mapping[str, np.ndarray]]
 
 
 def _bad_bound(value: object, problem: str) -> UserError:
-    return UserError(where="--max_error", problem=f"{problem}: {value!r}",
-                     fix="give a positive finite number (e.g. --max_error 1e-3), or per output "
-                         "NAME=E[,NAME=E] (e.g. --max_error logits=1e-3,boxes=5e-3)")
+    return UserError(
+        where="--max_error",
+        problem=f"{problem}: {value!r}",
+        fix="give a positive finite number (e.g. --max_error 1e-3), or per output "
+        "NAME=E[,NAME=E] (e.g. --max_error logits=1e-3,boxes=5e-3)",
+    )
 
 
 def parse_max_error(text: str | None) -> tuple[float | None, tuple[tuple[str, float], ...]]:
@@ -79,14 +83,18 @@ class Bound:
 
     def __post_init__(self) -> None:
         if self.precision not in DEFAULT_MAX_ERROR:
-            raise UserError(where="--low_precision_type", problem=f"unknown precision {self.precision!r}",
-                            fix="use fp16 or bf16")
+            raise UserError(
+                where="--low_precision_type", problem=f"unknown precision {self.precision!r}", fix="use fp16 or bf16"
+            )
         for value in (self.max_error, *(v for _, v in self.per_output)):
             if value is not None and (not math.isfinite(value) or value <= 0):
                 raise _bad_bound(value, "the bound must be a positive finite number")
         if not 0.0 < self.min_top1 <= 1.0:
-            raise UserError(where="--min_top1", problem=f"{self.min_top1!r} is not a fraction in (0, 1]",
-                            fix="give e.g. --min_top1 0.99 (1.0 = every argmax must agree)")
+            raise UserError(
+                where="--min_top1",
+                problem=f"{self.min_top1!r} is not a fraction in (0, 1]",
+                fix="give e.g. --min_top1 0.99 (1.0 = every argmax must agree)",
+            )
 
     def limit(self, output: str) -> float:
         """The max-error bound of one output."""
@@ -100,15 +108,18 @@ class Bound:
         for option, wanted in (("--max_error", [n for n, _ in self.per_output]), ("--top1_outputs", self.top1_outputs)):
             unknown = sorted(set(wanted) - set(names))
             if unknown:
-                raise UserError(where=option, problem=f"no model output named {unknown}",
-                                fix=f"use output names from {list(names)}")
+                raise UserError(
+                    where=option, problem=f"no model output named {unknown}", fix=f"use output names from {list(names)}"
+                )
 
     def describe(self) -> dict[str, object]:
         """The bound as the plan JSON records it."""
-        doc: dict[str, object] = {"metric": "max|y - gold| / max|gold| per output over all calibration inputs",
-                                  "max_error": self.max_error if self.max_error is not None
-                                  else DEFAULT_MAX_ERROR[self.precision],
-                                  "per_output": dict(self.per_output), "tolerance_policy": self.use_policy}
+        doc: dict[str, object] = {
+            "metric": "max|y - gold| / max|gold| per output over all calibration inputs",
+            "max_error": self.max_error if self.max_error is not None else DEFAULT_MAX_ERROR[self.precision],
+            "per_output": dict(self.per_output),
+            "tolerance_policy": self.use_policy,
+        }
         if self.top1_outputs:
             doc["top1"] = {"outputs": list(self.top1_outputs), "min_agreement": self.min_top1}
         return doc
@@ -149,8 +160,10 @@ def scaled_error(pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> float:
 
 def normalized_errors(obtained: Outputs, goldens: Outputs) -> dict[str, float]:
     """Per output: max |y - gold| / max |gold| over every input (inf when y is non-finite where gold is not)."""
-    return {name: scaled_error((got_it[name], gold_it[name]) for got_it, gold_it in zip(obtained, goldens))
-            for name in goldens[0]}
+    return {
+        name: scaled_error((got_it[name], gold_it[name]) for got_it, gold_it in zip(obtained, goldens))
+        for name in goldens[0]
+    }
 
 
 def top1_agreement(obtained: Outputs, goldens: Outputs, name: str) -> float:
@@ -173,8 +186,12 @@ def measure(obtained: Outputs, goldens: Outputs, bound: Bound) -> Measurement:
         tolerances = bound.policy.tolerances_for(precision=bound.precision, goldens=list(goldens))
         comparison = compare_iterations(list(obtained), list(goldens), tolerances=tolerances, default=Tolerance())
         policy_failures = tuple(o.name for o in comparison.outputs if not o.passed) + comparison.missing
-    passed = (all(errors[n] <= bound.limit(n) for n in errors) and all(a >= bound.min_top1 for _, a in top1)
-              and not policy_failures)
+    passed = (
+        all(errors[n] <= bound.limit(n) for n in errors)
+        and all(a >= bound.min_top1 for _, a in top1)
+        and not policy_failures
+    )
     ratio = max((e / bound.limit(n) for n, e in errors.items()), default=0.0)
-    return Measurement(errors=tuple(errors.items()), top1=top1, policy_failures=policy_failures, passed=passed,
-                       ratio=ratio)
+    return Measurement(
+        errors=tuple(errors.items()), top1=top1, policy_failures=policy_failures, passed=passed, ratio=ratio
+    )

@@ -14,6 +14,7 @@ pipeline: this module is its first step (:class:`harness.run.steps.tuned.Tuned`)
 as for any case (:func:`harness.run.case.run_tuned`), so the record also carries the harness's per-output
 statistics and the report can put the tuned plan on the error-vs-share plot.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,23 +23,25 @@ from pathlib import Path
 from typing import cast
 
 from harness.errors import UserError
+from harness.files import atomic_write_text, safe_component
 from harness.nightly.rules import MOVE_PREFIX
-from harness.files import safe_component
 from harness.run.case import run_tuned
 from harness.run.session import AccuracySession, Outcome, SweepCase
 from harness.run.steps.tuned import Tuned
 from harness.tune.bound import Bound
 from harness.tune.engine import TuneSettings, tune_setup
 from harness.tune.oracle import Oracle, Setup
-from harness.files import atomic_write_text
 
 STRESS_EXAMPLES = 10
 
 
 def plan_path(session: AccuracySession, sweep_case: SweepCase) -> Path:
     loaded = session.models[sweep_case.model]
-    return (session.config.goldens_dir / safe_component(sweep_case.model)
-            / f"{safe_component(loaded.recipe.id)}.tuned-{sweep_case.case.precision}.plan.json")
+    return (
+        session.config.goldens_dir
+        / safe_component(sweep_case.model)
+        / f"{safe_component(loaded.recipe.id)}.tuned-{sweep_case.case.precision}.plan.json"
+    )
 
 
 def _stored(path: Path) -> dict[str, object] | None:
@@ -50,8 +53,11 @@ def _stored(path: Path) -> dict[str, object] | None:
             raise ValueError("no kept_fp32 list")
         return cast(dict[str, object], doc)
     except (OSError, ValueError) as err:
-        raise UserError(where=path, problem=f"unreadable tuned plan ({err})",
-                        fix="rewrite it: pytest --model ... --tune --update-goldens") from None
+        raise UserError(
+            where=path,
+            problem=f"unreadable tuned plan ({err})",
+            fix="rewrite it: pytest --model ... --tune --update-goldens",
+        ) from None
 
 
 def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
@@ -62,28 +68,47 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
     golden, written = session.golden(name, allow_update=False)
     if written is not None:
         return Outcome("fail", f"{name}: golden written ({written}); rerun to tune against it")
-    ctx, _ = session.context(name, golden)   # its magnitudes, if collected now, are in this case's tune_s
+    ctx, _ = session.context(name, golden)  # its magnitudes, if collected now, are in this case's tune_s
     bound = Bound(precision=case.precision)
-    setup = Setup(model=ctx.model, options=case.convert_options(), magnitudes=ctx.magnitudes, feeds=golden.feeds,
-                  goldens=golden.outputs, bound=bound, model_dir=ctx.spec.path.parent)
+    setup = Setup(
+        model=ctx.model,
+        options=case.convert_options(),
+        magnitudes=ctx.magnitudes,
+        feeds=golden.feeds,
+        goldens=golden.outputs,
+        bound=bound,
+        model_dir=ctx.spec.path.parent,
+    )
     path = plan_path(session, sweep_case)
     stored = _stored(path)
     settings = TuneSettings(bound=bound, cache_dir=session.config.cache_dir, stress_examples=STRESS_EXAMPLES)
     notes: list[str] = []
     if stored is None:
-        outcome = tune_setup(setup, model_path=ctx.spec.path, sha256=ctx.spec.sha256, settings=settings,
-                             reference=None)
+        outcome = tune_setup(setup, model_path=ctx.spec.path, sha256=ctx.spec.sha256, settings=settings, reference=None)
         atomic_write_text(path, outcome.plan.to_json())
-        notes.append(f"tuned plan written: {path} ({outcome.plan.evaluations} evaluations, "
-                     f"{outcome.plan.evaluations_cached} from cache); commit it beside the goldens")
+        notes.append(
+            f"tuned plan written: {path} ({outcome.plan.evaluations} evaluations, "
+            f"{outcome.plan.evaluations_cached} from cache); commit it beside the goldens"
+        )
         if outcome.stress is not None and outcome.stress.failing_feed is not None:
-            notes.append(f"adversarial: {outcome.stress.examples} Hypothesis inputs in {outcome.stress.domain} found "
-                         f"one over the bound (error/bound {outcome.stress.worst_ratio:.3g}); the bound holds on the "
-                         "golden inputs only")
+            notes.append(
+                f"adversarial: {outcome.stress.examples} Hypothesis inputs in {outcome.stress.domain} found "
+                f"one over the bound (error/bound {outcome.stress.worst_ratio:.3g}); the bound holds on the "
+                "golden inputs only"
+            )
         kept = tuple((n, outcome.plan.why.get(n, "")) for n in outcome.plan.kept_fp32)
-        return _record(session, sweep_case, Tuned(conversion=outcome.conversion, kept_fp32=kept, status="pass",
-                                                  notes=tuple(notes), seconds=time.perf_counter() - start),
-                       start=start)
+        return _record(
+            session,
+            sweep_case,
+            Tuned(
+                conversion=outcome.conversion,
+                kept_fp32=kept,
+                status="pass",
+                notes=tuple(notes),
+                seconds=time.perf_counter() - start,
+            ),
+            start=start,
+        )
     present = {n.name for n in setup.convert(()).model.graph.node}
     old_kept = [str(n) for n in cast(list[object], stored["kept_fp32"])]
     check = Oracle(setup, budget=1).evaluate([n for n in old_kept if n in present])
@@ -94,9 +119,18 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
         why = cast(dict[str, str], stored.get("why", {}))
         kept = tuple((n, why.get(n, "") or f"kept by the stored plan {path.name}") for n in old_kept if n in present)
         notes.append(f"stored tuned plan {path} still meets its bound")
-        return _record(session, sweep_case, Tuned(conversion=setup.convert([n for n, _ in kept]), kept_fp32=kept,
-                                                  status="pass", notes=tuple(notes),
-                                                  seconds=time.perf_counter() - start), start=start)
+        return _record(
+            session,
+            sweep_case,
+            Tuned(
+                conversion=setup.convert([n for n, _ in kept]),
+                kept_fp32=kept,
+                status="pass",
+                notes=tuple(notes),
+                seconds=time.perf_counter() - start,
+            ),
+            start=start,
+        )
     outcome = tune_setup(setup, model_path=ctx.spec.path, sha256=ctx.spec.sha256, settings=settings, reference=None)
     new_kept = outcome.plan.kept_fp32
     move = [n for n in new_kept if n not in old_kept]
@@ -105,20 +139,35 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
     update = session.config.update_goldens
     if update:
         atomic_write_text(path, outcome.plan.to_json())
-    message = (f"{name} [{case.id}]: the tuned plan {path} (model {str(stored.get('model_sha256', ''))[:12]}) "
-               f"no longer meets its bound on this model version ({loaded.spec.sha256[:12]}): output {worst!r} "
-               f"error {check.measurement.error_of(worst):.3g} > {bound.limit(worst):.3g}\n"
-               f"  move to FP32: {', '.join(move) or '(none: the re-tuned plan keeps other nodes)'}"
-               + (f"\n  may go back to {case.precision}: {', '.join(back)}" if back else "")
-               + f"\n  re-tuned plan: {len(new_kept)} node(s) FP32, error "
-               + ", ".join(f"{k} {v:.3g}" for k, v in outcome.plan.error.items())
-               + (f"\n  rewritten (--update-goldens): {path}; review the moves and commit it" if update else
-                  f"\n  fix: review the moves and accept the new plan: pytest --model {name} --tune --update-goldens "
-                  f"(rewrites {path})"))
+    message = (
+        f"{name} [{case.id}]: the tuned plan {path} (model {str(stored.get('model_sha256', ''))[:12]}) "
+        f"no longer meets its bound on this model version ({loaded.spec.sha256[:12]}): output {worst!r} "
+        f"error {check.measurement.error_of(worst):.3g} > {bound.limit(worst):.3g}\n"
+        f"  move to FP32: {', '.join(move) or '(none: the re-tuned plan keeps other nodes)'}"
+        + (f"\n  may go back to {case.precision}: {', '.join(back)}" if back else "")
+        + f"\n  re-tuned plan: {len(new_kept)} node(s) FP32, error "
+        + ", ".join(f"{k} {v:.3g}" for k, v in outcome.plan.error.items())
+        + (
+            f"\n  rewritten (--update-goldens): {path}; review the moves and commit it"
+            if update
+            else f"\n  fix: review the moves and accept the new plan: pytest --model {name} --tune --update-goldens "
+            f"(rewrites {path})"
+        )
+    )
     kept = tuple((n, (MOVE_PREFIX if n in move else "") + outcome.plan.why.get(n, "")) for n in new_kept)
-    return _record(session, sweep_case, Tuned(conversion=outcome.conversion, kept_fp32=kept, status="fail",
-                                              message=message, notes=tuple(notes), seconds=time.perf_counter() - start),
-                   start=start)
+    return _record(
+        session,
+        sweep_case,
+        Tuned(
+            conversion=outcome.conversion,
+            kept_fp32=kept,
+            status="fail",
+            message=message,
+            notes=tuple(notes),
+            seconds=time.perf_counter() - start,
+        ),
+        start=start,
+    )
 
 
 def _record(session: AccuracySession, sweep_case: SweepCase, tuned: Tuned, *, start: float) -> Outcome:

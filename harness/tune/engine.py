@@ -15,6 +15,7 @@
 
 Nothing is written here except the cache; the caller saves the model and the plan once everything succeeded.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,16 +27,14 @@ from pathlib import Path
 
 import onnx
 
-from harness.version import __version__
 from harness.convert import ConversionResult, ConvertOptions, ReferenceData, collect_magnitudes, convert
 from harness.convert.calibration import WHERE, load_calibration, sized_inputs
-from harness.dtypes import LOW_MAX
-from harness.data.onnxfile import load_model
-from harness.errors import UserError
 from harness.data.feeds import Feed
-from harness.data.onnxfile import model_sha256
+from harness.data.onnxfile import load_model, model_sha256
 from harness.data.recipes import InputRecipe, make_feeds, recipe_lines
 from harness.data.shapes import UnsizedDims
+from harness.dtypes import LOW_MAX
+from harness.errors import UserError
 from harness.tune.bound import Bound
 from harness.tune.memo import TuneCache
 from harness.tune.oracle import Evaluation, Oracle, Setup, exact, fp32_outputs
@@ -44,6 +43,7 @@ from harness.tune.probe import Sensitivity
 from harness.tune.rounds import Rounds, search_rounds
 from harness.tune.search import SearchResult
 from harness.tune.stress import StressOutcome
+from harness.version import __version__
 
 Progress = Callable[[Evaluation, int, "Evaluation | None"], None]
 
@@ -65,16 +65,25 @@ class TuneSettings:
 
     def __post_init__(self) -> None:
         if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1:
-            raise UserError(where="--budget", problem=f"the budget must be a whole number of evaluations >= 1, got "
-                            f"{self.budget!r}", fix="give e.g. --budget 64 (each evaluation converts and runs the "
-                            "model once on emulate over the calibration inputs)")
+            raise UserError(
+                where="--budget",
+                problem=f"the budget must be a whole number of evaluations >= 1, got {self.budget!r}",
+                fix="give e.g. --budget 64 (each evaluation converts and runs the "
+                "model once on emulate over the calibration inputs)",
+            )
         for flag, value, least in (("--rounds", self.rounds, 0), ("--random_inputs", self.random_inputs, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
-                raise UserError(where=flag, problem=f"must be a whole number >= {least}, got {value!r}",
-                                fix=f"give e.g. {flag} {3 if least == 0 else 8}")
+                raise UserError(
+                    where=flag,
+                    problem=f"must be a whole number >= {least}, got {value!r}",
+                    fix=f"give e.g. {flag} {3 if least == 0 else 8}",
+                )
         if isinstance(self.stress_examples, bool) or self.stress_examples < 0:
-            raise UserError(where="--adversarial_examples", problem=f"must be >= 0, got {self.stress_examples!r}",
-                            fix="give e.g. 30, or 0 to skip the Hypothesis search")
+            raise UserError(
+                where="--adversarial_examples",
+                problem=f"must be >= 0, got {self.stress_examples!r}",
+                fix="give e.g. 30, or 0 to skip the Hypothesis search",
+            )
 
 
 @dataclass(frozen=True)
@@ -105,8 +114,10 @@ def load_feeds(model: onnx.ModelProto, reference: ReferenceData, *, random_input
         return load_calibration(reference.calibration_data, model)
     shapes = tuple((name, tuple(int(d) for d in dims)) for name, dims in (reference.input_shapes or {}).items())
     recipe = InputRecipe(seed=reference.seed, iterations=random_inputs, input_shapes=shapes)
-    return (make_feeds(model, recipe, where=WHERE),
-            f"random: {random_inputs} input(s), seed {reference.seed}; " + "; ".join(recipe_lines(model, recipe)))
+    return (
+        make_feeds(model, recipe, where=WHERE),
+        f"random: {random_inputs} input(s), seed {reference.seed}; " + "; ".join(recipe_lines(model, recipe)),
+    )
 
 
 def _refuse_unsized(model: onnx.ModelProto, reference: ReferenceData, *, where: Path) -> None:
@@ -116,40 +127,80 @@ def _refuse_unsized(model: onnx.ModelProto, reference: ReferenceData, *, where: 
     try:
         sized_inputs(model, input_shapes=reference.input_shapes, dynamic_default=None)
     except UnsizedDims as err:
-        raise UnsizedDims(where=where, problem=f"{err.problem}. tune does not guess them, "
-                          "because the error bound it checks is a claim about the sizes you deploy with "
-                          "(castguard convert, which makes no such claim, sizes them with a default and a warning)",
-                          fix=err.fix.replace("--input-shapes", "--input_shapes") + "; or give --calibration_data"
-                          ) from None
+        raise UnsizedDims(
+            where=where,
+            problem=f"{err.problem}. tune does not guess them, "
+            "because the error bound it checks is a claim about the sizes you deploy with "
+            "(castguard convert, which makes no such claim, sizes them with a default and a warning)",
+            fix=err.fix.replace("--input-shapes", "--input_shapes") + "; or give --calibration_data",
+        ) from None
 
 
 def _forced_low(options: ConvertOptions, names: list[str], ops: Mapping[str, str]) -> set[str]:
     """Low nodes the user forced low (include lists, low node_precisions): excluding them would do nothing."""
     include = [re.compile(p) for p in options.nodes_to_include]
     low_keys = {k for k, v in options.node_precisions if v != "fp32"}
-    return {n for n in names if any(p.match(n) for p in include) or ops[n] in options.op_types_to_include
-            or n in low_keys or ops[n] in low_keys}
+    return {
+        n
+        for n in names
+        if any(p.match(n) for p in include)
+        or ops[n] in options.op_types_to_include
+        or n in low_keys
+        or ops[n] in low_keys
+    }
 
 
-def tune(onnx_path: Path, *, options: ConvertOptions, reference: ReferenceData, settings: TuneSettings,
-         progress: Progress | None = None, default_options: ConvertOptions | None = None) -> TuneOutcome:
+def tune(
+    onnx_path: Path,
+    *,
+    options: ConvertOptions,
+    reference: ReferenceData,
+    settings: TuneSettings,
+    progress: Progress | None = None,
+    default_options: ConvertOptions | None = None,
+) -> TuneOutcome:
     """Search the plan; see the module docstring. UserError for bad input, an unreachable bound or a spent budget
     (also when it leaves less in low precision than ``default_options``, castguard convert's own conversion)."""
     start = time.perf_counter()
     model = load_model(onnx_path)
     _refuse_unsized(model, reference, where=onnx_path)
-    magnitudes = collect_magnitudes(model, calibration_data=reference.calibration_data,
-                                    input_shapes=reference.input_shapes, providers=reference.providers,
-                                    seed=reference.seed, trt_plugins=reference.trt_plugins)
+    magnitudes = collect_magnitudes(
+        model,
+        calibration_data=reference.calibration_data,
+        input_shapes=reference.input_shapes,
+        providers=reference.providers,
+        seed=reference.seed,
+        trt_plugins=reference.trt_plugins,
+    )
     feeds, source = load_feeds(model, reference, random_inputs=settings.random_inputs)
-    setup = Setup(model=model, options=options, magnitudes=magnitudes, feeds=feeds, bound=settings.bound,
-                  goldens=fp32_outputs(model, feeds, model_dir=onnx_path.parent), model_dir=onnx_path.parent,
-                  use_magnitudes=not math.isinf(options.data_max))   # as convert_path does
-    floor = None if default_options is None else convert(
-        model, options=default_options, magnitudes=None if math.isinf(default_options.data_max) else magnitudes
-    ).lowp_flop_share
-    return tune_setup(setup, model_path=onnx_path, sha256=model_sha256(onnx_path), settings=settings,
-                      reference=reference, progress=progress, start=start, floor_share=floor, inputs_source=source)
+    setup = Setup(
+        model=model,
+        options=options,
+        magnitudes=magnitudes,
+        feeds=feeds,
+        bound=settings.bound,
+        goldens=fp32_outputs(model, feeds, model_dir=onnx_path.parent),
+        model_dir=onnx_path.parent,
+        use_magnitudes=not math.isinf(options.data_max),
+    )  # as convert_path does
+    floor = (
+        None
+        if default_options is None
+        else convert(
+            model, options=default_options, magnitudes=None if math.isinf(default_options.data_max) else magnitudes
+        ).lowp_flop_share
+    )
+    return tune_setup(
+        setup,
+        model_path=onnx_path,
+        sha256=model_sha256(onnx_path),
+        settings=settings,
+        reference=reference,
+        progress=progress,
+        start=start,
+        floor_share=floor,
+        inputs_source=source,
+    )
 
 
 def candidates_of(setup: Setup) -> tuple[ConversionResult, list[str]]:
@@ -160,43 +211,87 @@ def candidates_of(setup: Setup) -> tuple[ConversionResult, list[str]]:
     return base, [n for n in base.low_nodes if n not in forced]
 
 
-def tune_setup(setup: Setup, *, model_path: Path, sha256: str, settings: TuneSettings,
-               reference: ReferenceData | None, progress: Progress | None = None,
-               start: float | None = None, floor_share: float | None = None, inputs_source: str = "") -> TuneOutcome:
+def tune_setup(
+    setup: Setup,
+    *,
+    model_path: Path,
+    sha256: str,
+    settings: TuneSettings,
+    reference: ReferenceData | None,
+    progress: Progress | None = None,
+    start: float | None = None,
+    floor_share: float | None = None,
+    inputs_source: str = "",
+) -> TuneOutcome:
     """The search on a ready :class:`Setup` (the harness passes its goldens and magnitudes);
     ``reference`` None: no ``castguard convert`` replay line (in-memory data). ``floor_share``: the least
     low-precision share a search cut short by the budget may return (the default conversion's)."""
     start = time.perf_counter() if start is None else start
     options, bound = setup.options, settings.bound
     if bound != setup.bound or bound.precision != options.low_precision_type:
-        raise UserError(where="Bound.precision", problem=f"{bound.precision} bound for a {options.low_precision_type} "
-                        "conversion", fix="build the Bound with the conversion's precision")
+        raise UserError(
+            where="Bound.precision",
+            problem=f"{bound.precision} bound for a {options.low_precision_type} conversion",
+            fix="build the Bound with the conversion's precision",
+        )
     bound.check_outputs(list(setup.goldens[0]))
     base, candidates = candidates_of(setup)
     cache = TuneCache(settings.cache_dir) if settings.cache_dir is not None else None
-    done = search_rounds(setup, candidates, sha256=sha256, budget=settings.budget, extra_rounds=settings.rounds,
-                         stress_examples=settings.stress_examples, seed=settings.seed, cache=cache, progress=progress)
+    done = search_rounds(
+        setup,
+        candidates,
+        sha256=sha256,
+        budget=settings.budget,
+        extra_rounds=settings.rounds,
+        stress_examples=settings.stress_examples,
+        seed=settings.seed,
+        cache=cache,
+        progress=progress,
+    )
     oracle, result, final, found = done.oracle, done.result, done.final, done.stress
     if not result.complete:
         _refuse_short_plan(final, floor_share=floor_share, budget=settings.budget)
     kept = tuple(n for n in candidates if n in result.best.kept)
     excludes = tuple(exact(n) for n in kept)
-    replay = () if reference is None else convert_args(
-        replace(options, nodes_to_exclude=(*options.nodes_to_exclude, *excludes)), reference,
-        onnx_path=str(model_path), output_path=settings.output_path)
+    replay = (
+        ()
+        if reference is None
+        else convert_args(
+            replace(options, nodes_to_exclude=(*options.nodes_to_exclude, *excludes)),
+            reference,
+            onnx_path=str(model_path),
+            output_path=settings.output_path,
+        )
+    )
     plan = Plan(
-        model=str(model_path), model_sha256=sha256, castguard_version=__version__,
-        low_precision_type=options.low_precision_type, bound=bound.describe(), kept_fp32=kept,
+        model=str(model_path),
+        model_sha256=sha256,
+        castguard_version=__version__,
+        low_precision_type=options.low_precision_type,
+        bound=bound.describe(),
+        kept_fp32=kept,
         why={n: _why(n, oracle, result, done.sensitivity) for n in kept},
-        range_fp32={n: reason for n, reason in base.high_nodes}, candidates=len(candidates),
-        evaluations=done.spent, evaluations_cached=done.reused, complete=result.complete,
-        error=dict(result.best.measurement.errors), top1=dict(result.best.measurement.top1),
-        lowp_flop_share=final.lowp_flop_share, all_low_error=dict(result.all_low.measurement.errors),
-        seconds=time.perf_counter() - start, data_source=setup.magnitudes.data_source, convert_args=replay,
-        nodes_to_exclude=excludes, adversarial=found.to_json() if found is not None else {"examples": 0},
-        inputs=_inputs_json(setup, done, inputs_source, reference), rounds=tuple(r.to_json() for r in done.rounds), holds=done.holds)
-    return TuneOutcome(conversion=final, plan=plan, search=result, sensitivity=done.sensitivity, stress=found,
-                       rounds=done)
+        range_fp32={n: reason for n, reason in base.high_nodes},
+        candidates=len(candidates),
+        evaluations=done.spent,
+        evaluations_cached=done.reused,
+        complete=result.complete,
+        error=dict(result.best.measurement.errors),
+        top1=dict(result.best.measurement.top1),
+        lowp_flop_share=final.lowp_flop_share,
+        all_low_error=dict(result.all_low.measurement.errors),
+        seconds=time.perf_counter() - start,
+        data_source=setup.magnitudes.data_source,
+        convert_args=replay,
+        nodes_to_exclude=excludes,
+        adversarial=found.to_json() if found is not None else {"examples": 0},
+        inputs=_inputs_json(setup, done, inputs_source, reference),
+        rounds=tuple(r.to_json() for r in done.rounds),
+        holds=done.holds,
+    )
+    return TuneOutcome(
+        conversion=final, plan=plan, search=result, sensitivity=done.sensitivity, stress=found, rounds=done
+    )
 
 
 def _inputs_json(setup: Setup, done: Rounds, inputs_source: str, reference: ReferenceData | None) -> dict[str, object]:
@@ -204,11 +299,20 @@ def _inputs_json(setup: Setup, done: Rounds, inputs_source: str, reference: Refe
     random feeds) and every counterexample the hunt added, value by value when small."""
     source: dict[str, object] = {}
     if reference is not None:
-        source = ({"calibration_data": str(reference.calibration_data)} if reference.calibration_data is not None
-                  else {"random_seed": reference.seed})
-    return {"tuning": len(setup.feeds), **source, "data": setup.magnitudes.data_source, "feeds": inputs_source,
-            "counterexamples": [c.to_json() for c in done.counterexamples],
-            "total": len(done.setup.feeds), "stopped": done.stopped or None}
+        source = (
+            {"calibration_data": str(reference.calibration_data)}
+            if reference.calibration_data is not None
+            else {"random_seed": reference.seed}
+        )
+    return {
+        "tuning": len(setup.feeds),
+        **source,
+        "data": setup.magnitudes.data_source,
+        "feeds": inputs_source,
+        "counterexamples": [c.to_json() for c in done.counterexamples],
+        "total": len(done.setup.feeds),
+        "stopped": done.stopped or None,
+    }
 
 
 def _refuse_short_plan(final: ConversionResult, *, floor_share: float | None, budget: int) -> None:
@@ -218,13 +322,17 @@ def _refuse_short_plan(final: ConversionResult, *, floor_share: float | None, bu
     if not final.low_nodes or share <= 0:
         problem = "nothing in low precision"
     elif floor_share is not None and share < floor_share:
-        problem = (f"a low-precision share of {100 * share:.1f}%, less than the default conversion's "
-                   f"{100 * floor_share:.1f}%")
+        problem = (
+            f"a low-precision share of {100 * share:.1f}%, less than the default conversion's {100 * floor_share:.1f}%"
+        )
     else:
         return
-    raise UserError(where="--budget", problem=f"the budget of {budget} evaluation(s) ran out before the search "
-                    f"finished, and the best plan it had measured has {problem}; no model was written",
-                    fix="raise --budget (~2*log2(nodes)+10 is typical), or use castguard convert's default")
+    raise UserError(
+        where="--budget",
+        problem=f"the budget of {budget} evaluation(s) ran out before the search "
+        f"finished, and the best plan it had measured has {problem}; no model was written",
+        fix="raise --budget (~2*log2(nodes)+10 is typical), or use castguard convert's default",
+    )
 
 
 def _why(name: str, oracle: Oracle, result: SearchResult, sensitivity: Sensitivity | None) -> str:
@@ -236,6 +344,8 @@ def _why(name: str, oracle: Oracle, result: SearchResult, sensitivity: Sensitivi
     proof = result.evidence.get(name)
     if proof is not None and not proof.passed:
         worst = proof.measurement.worst_output()
-        parts.append(f"in {oracle.setup.bound.precision} (the other kept nodes FP32) the bound fails: {worst} error "
-                     f"{proof.measurement.error_of(worst):.3g} ({proof.measurement.ratio:.3g}x the bound)")
+        parts.append(
+            f"in {oracle.setup.bound.precision} (the other kept nodes FP32) the bound fails: {worst} error "
+            f"{proof.measurement.error_of(worst):.3g} ({proof.measurement.ratio:.3g}x the bound)"
+        )
     return "; ".join(parts)

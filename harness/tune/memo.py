@@ -6,6 +6,7 @@ code fingerprint (version + converter and tune sources), so any change misses, a
 replays its search from the file without a single new evaluation (as AMD Quark caches its sensitivities).
 Written atomically (temp name + rename); an unreadable entry is a UserError naming the file to delete.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -14,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.run.cache import code_fingerprint, content_key, feeds_digest
 from harness.convert import ConvertOptions
+from harness.data.feeds import Feed
 from harness.errors import UserError
 from harness.files import atomic_write_text
-from harness.data.feeds import Feed
+from harness.run.cache import code_fingerprint, content_key, feeds_digest
 from harness.tune.bound import Bound
 from harness.tune.probe import Sensitivity
 
@@ -63,12 +64,17 @@ class TuneCache:
             sens = Sensitivity.from_json(doc["sensitivity"]) if doc.get("sensitivity") else None
             return TuneMemo(sensitivity=sens, evaluations=dict(doc["evaluations"]))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-            raise UserError(where=path, problem=f"unreadable tune cache entry ({err})",
-                            fix=f"delete {path} (or the folder {self.root}); castguard rebuilds it") from None
+            raise UserError(
+                where=path,
+                problem=f"unreadable tune cache entry ({err})",
+                fix=f"delete {path} (or the folder {self.root}); castguard rebuilds it",
+            ) from None
 
     def store(self, key: str, memo: TuneMemo) -> None:
         path = self.path(key)
-        doc = {"schema_version": SCHEMA_VERSION,
-               "sensitivity": memo.sensitivity.to_json() if memo.sensitivity is not None else None,
-               "evaluations": memo.evaluations}
+        doc = {
+            "schema_version": SCHEMA_VERSION,
+            "sensitivity": memo.sensitivity.to_json() if memo.sensitivity is not None else None,
+            "evaluations": memo.evaluations,
+        }
         atomic_write_text(path, json.dumps(doc, sort_keys=True))

@@ -3,6 +3,7 @@
 :class:`Oracle` counts evaluations against the budget, remembers every plan it measured (a plan is the set of
 candidate nodes kept FP32), and takes earlier measurements from a memo (the tune cache), which cost nothing.
 """
+
 from __future__ import annotations
 
 import re
@@ -52,18 +53,33 @@ class Evaluation:
 
     def to_json(self) -> dict[str, object]:
         m = self.measurement
-        return {"errors": dict(m.errors), "top1": dict(m.top1), "policy_failures": list(m.policy_failures),
-                "passed": m.passed, "ratio": m.ratio, "lowp_flop_share": self.lowp_flop_share}
+        return {
+            "errors": dict(m.errors),
+            "top1": dict(m.top1),
+            "policy_failures": list(m.policy_failures),
+            "passed": m.passed,
+            "ratio": m.ratio,
+            "lowp_flop_share": self.lowp_flop_share,
+        }
 
     @classmethod
     def from_json(cls, kept: frozenset[str], doc: Mapping[str, object]) -> Evaluation:
         def pairs(value: object) -> tuple[tuple[str, float], ...]:
             return tuple((str(k), float(v)) for k, v in dict(value).items())  # type: ignore[call-overload]
-        measurement = Measurement(errors=pairs(doc["errors"]), top1=pairs(doc["top1"]),
-                                  policy_failures=tuple(map(str, doc["policy_failures"])),  # type: ignore[call-overload]
-                                  passed=bool(doc["passed"]), ratio=float(doc["ratio"]))  # type: ignore[arg-type]
-        return cls(kept=kept, measurement=measurement, lowp_flop_share=float(doc["lowp_flop_share"]),  # type: ignore[arg-type]
-                   cached=True)
+
+        measurement = Measurement(
+            errors=pairs(doc["errors"]),
+            top1=pairs(doc["top1"]),
+            policy_failures=tuple(map(str, doc["policy_failures"])),  # type: ignore[call-overload]
+            passed=bool(doc["passed"]),
+            ratio=float(doc["ratio"]),  # type: ignore[arg-type]
+        )
+        return cls(
+            kept=kept,
+            measurement=measurement,
+            lowp_flop_share=float(doc["lowp_flop_share"]),  # type: ignore[arg-type]
+            cached=True,
+        )
 
 
 @dataclass(frozen=True)
@@ -81,8 +97,11 @@ class Setup:
     """False when data_max is inf: ``castguard convert`` then skips the reference run, and so do we."""
 
     def convert(self, kept: Iterable[str]) -> ConversionResult:
-        return convert(self.model, options=plan_options(self.options, kept),
-                       magnitudes=self.magnitudes if self.use_magnitudes else None)
+        return convert(
+            self.model,
+            options=plan_options(self.options, kept),
+            magnitudes=self.magnitudes if self.use_magnitudes else None,
+        )
 
     def run(self, converted: onnx.ModelProto) -> Outputs:
         feeds = cast_feeds(self.feeds, input_specs(converted))
@@ -97,8 +116,14 @@ def fp32_outputs(model: onnx.ModelProto, feeds: Sequence[Feed], *, model_dir: Pa
 class Oracle:
     """Measures plans; see the module docstring. ``on_eval`` hears about every new (not memoized) evaluation."""
 
-    def __init__(self, setup: Setup, *, budget: int, memo: dict[str, dict[str, object]] | None = None,
-                 on_eval: Callable[[Evaluation, int], None] | None = None) -> None:
+    def __init__(
+        self,
+        setup: Setup,
+        *,
+        budget: int,
+        memo: dict[str, dict[str, object]] | None = None,
+        on_eval: Callable[[Evaluation, int], None] | None = None,
+    ) -> None:
         self.setup, self.budget = setup, budget
         self.memo = memo if memo is not None else {}
         self.on_eval = on_eval
@@ -120,8 +145,11 @@ class Oracle:
             self.spent += 1
             conversion = self.setup.convert(plan)
             outputs = self.setup.run(conversion.model)
-            result = Evaluation(kept=plan, measurement=measure(outputs, self.setup.goldens, self.setup.bound),
-                                lowp_flop_share=conversion.lowp_flop_share)
+            result = Evaluation(
+                kept=plan,
+                measurement=measure(outputs, self.setup.goldens, self.setup.bound),
+                lowp_flop_share=conversion.lowp_flop_share,
+            )
             self.memo[key] = result.to_json()
             if self.on_eval is not None:
                 self.on_eval(result, self.spent)

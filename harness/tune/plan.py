@@ -4,6 +4,7 @@ Replay: ``castguard convert`` with :meth:`Plan.convert_args` (the tune's own fla
 range limit the tune used, and one exact ``--nodes_to_exclude`` regex per kept node) rebuilds the tuned model
 byte for byte. AutoCast takes the same ``nodes_to_exclude`` list and ``data_max``.
 """
+
 from __future__ import annotations
 
 import json
@@ -61,18 +62,34 @@ class Plan:
 
     def to_json(self) -> str:
         doc = {
-            "castguard_plan": SCHEMA_VERSION, "castguard_version": self.castguard_version, "model": self.model,
-            "model_sha256": self.model_sha256, "low_precision_type": self.low_precision_type, "bound": self.bound,
-            "kept_fp32": list(self.kept_fp32), "why": dict(self.why), "range_fp32": dict(self.range_fp32),
-            "candidates": self.candidates, "evaluations": self.evaluations,
-            "evaluations_cached": self.evaluations_cached, "complete": self.complete,
-            "error": {k: _finite(v) for k, v in self.error.items()}, "top1": dict(self.top1),
+            "castguard_plan": SCHEMA_VERSION,
+            "castguard_version": self.castguard_version,
+            "model": self.model,
+            "model_sha256": self.model_sha256,
+            "low_precision_type": self.low_precision_type,
+            "bound": self.bound,
+            "kept_fp32": list(self.kept_fp32),
+            "why": dict(self.why),
+            "range_fp32": dict(self.range_fp32),
+            "candidates": self.candidates,
+            "evaluations": self.evaluations,
+            "evaluations_cached": self.evaluations_cached,
+            "complete": self.complete,
+            "error": {k: _finite(v) for k, v in self.error.items()},
+            "top1": dict(self.top1),
             "lowp_flop_share": self.lowp_flop_share,
             "all_low_error": {k: _finite(v) for k, v in self.all_low_error.items()},
-            "seconds": round(self.seconds, 3), "data": self.data_source, "adversarial": dict(self.adversarial),
-            "holds": self.holds, "inputs": dict(self.inputs), "rounds": [dict(r) for r in self.rounds],
-            "replay": {"castguard_convert_args": list(self.convert_args),
-                       "nodes_to_exclude": list(self.nodes_to_exclude), "node_precisions": self.node_precisions},
+            "seconds": round(self.seconds, 3),
+            "data": self.data_source,
+            "adversarial": dict(self.adversarial),
+            "holds": self.holds,
+            "inputs": dict(self.inputs),
+            "rounds": [dict(r) for r in self.rounds],
+            "replay": {
+                "castguard_convert_args": list(self.convert_args),
+                "nodes_to_exclude": list(self.nodes_to_exclude),
+                "node_precisions": self.node_precisions,
+            },
         }
         return json.dumps(doc, indent=2, sort_keys=False) + "\n"
 
@@ -83,26 +100,45 @@ def read_plan(path: Path) -> dict[str, object]:
     return doc
 
 
-def convert_args(options: ConvertOptions, reference: ReferenceData, *, onnx_path: str,
-                 output_path: str) -> tuple[str, ...]:
+def convert_args(
+    options: ConvertOptions, reference: ReferenceData, *, onnx_path: str, output_path: str
+) -> tuple[str, ...]:
     """The ``castguard convert`` flags that rebuild a conversion with ``options`` from the same data."""
-    args: list[str] = ["--onnx_path", onnx_path, "--output_path", output_path,
-                       "--low_precision_type", options.low_precision_type,
-                       "--data_max", repr(float(options.data_max)), "--init_max", repr(float(options.init_max))]
-    for flag, values in (("--nodes_to_exclude", options.nodes_to_exclude),
-                         ("--op_types_to_exclude", options.op_types_to_exclude),
-                         ("--nodes_to_include", options.nodes_to_include),
-                         ("--op_types_to_include", options.op_types_to_include),
-                         ("--custom_ops", options.custom_ops), ("--providers", reference.providers),
-                         ("--trt_plugins", reference.trt_plugins)):
+    args: list[str] = [
+        "--onnx_path",
+        onnx_path,
+        "--output_path",
+        output_path,
+        "--low_precision_type",
+        options.low_precision_type,
+        "--data_max",
+        repr(float(options.data_max)),
+        "--init_max",
+        repr(float(options.init_max)),
+    ]
+    for flag, values in (
+        ("--nodes_to_exclude", options.nodes_to_exclude),
+        ("--op_types_to_exclude", options.op_types_to_exclude),
+        ("--nodes_to_include", options.nodes_to_include),
+        ("--op_types_to_include", options.op_types_to_include),
+        ("--custom_ops", options.custom_ops),
+        ("--providers", reference.providers),
+        ("--trt_plugins", reference.trt_plugins),
+    ):
         if values and tuple(values) != ("cpu",):
             args += [flag, *values]
-    for flag, value in (("--init_conversion_max_bytes", options.init_conversion_max_bytes),
-                        ("--max_depth_of_reduction", options.max_depth_of_reduction), ("--opset", options.opset)):
+    for flag, value in (
+        ("--init_conversion_max_bytes", options.init_conversion_max_bytes),
+        ("--max_depth_of_reduction", options.max_depth_of_reduction),
+        ("--opset", options.opset),
+    ):
         if value is not None:
             args += [flag, str(value)]
-    for flag, on in (("--keep_io_types", options.keep_io_types), ("--fp32_accumulation", options.fp32_accumulation),
-                     ("--respect_existing_types", options.respect_existing_types)):
+    for flag, on in (
+        ("--keep_io_types", options.keep_io_types),
+        ("--fp32_accumulation", options.fp32_accumulation),
+        ("--respect_existing_types", options.respect_existing_types),
+    ):
         if on:
             args.append(flag)
     if not options.respect_fp32_casts:

@@ -13,6 +13,7 @@ division by rounded small numbers show up here. A node whose *output* feeds such
 consumer's local error too, because keeping the consumer FP32 does not help while its input is stored rounded
 (the residual ``Add`` before a cancelling ``Sub``): ``sensitivity(n) = max(local(n), local(consumers of n))``.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,26 +47,37 @@ class Sensitivity:
 
     def to_json(self) -> dict[str, object]:
         enc = {k: ("inf" if math.isinf(v) else v) for k, v in self.local.items()}
-        return {"local": enc, "flops": dict(self.flops), "blamed_by": dict(self.blamed_by),
-                "sensitivity": {k: ("inf" if math.isinf(v) else v) for k, v in self.sensitivity.items()}}
+        return {
+            "local": enc,
+            "flops": dict(self.flops),
+            "blamed_by": dict(self.blamed_by),
+            "sensitivity": {k: ("inf" if math.isinf(v) else v) for k, v in self.sensitivity.items()},
+        }
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Mapping[str, object]]) -> Sensitivity:
-        return cls(local={k: float(v) for k, v in doc["local"].items()},  # type: ignore[arg-type]
-                   sensitivity={k: float(v) for k, v in doc["sensitivity"].items()},  # type: ignore[arg-type]
-                   flops={k: int(v) for k, v in doc["flops"].items()},  # type: ignore[call-overload]
-                   blamed_by={k: str(v) for k, v in doc["blamed_by"].items()})
+        return cls(
+            local={k: float(v) for k, v in doc["local"].items()},  # type: ignore[arg-type]
+            sensitivity={k: float(v) for k, v in doc["sensitivity"].items()},  # type: ignore[arg-type]
+            flops={k: int(v) for k, v in doc["flops"].items()},  # type: ignore[call-overload]
+            blamed_by={k: str(v) for k, v in doc["blamed_by"].items()},
+        )
 
 
 def _prepared(model: onnx.ModelProto, options: ConvertOptions) -> onnx.ModelProto:
     work = onnx.ModelProto()
     work.CopyFrom(model)
-    return prepare(work, target=options.target_opset, low_precision_type=options.low_precision_type,
-                   custom_ops=set(options.custom_op_precisions()))
+    return prepare(
+        work,
+        target=options.target_opset,
+        low_precision_type=options.low_precision_type,
+        custom_ops=set(options.custom_op_precisions()),
+    )
 
 
-def probe_model(prepared: onnx.ModelProto, candidates: Sequence[str], types: Mapping[str, int],
-                low: int) -> tuple[onnx.ModelProto, dict[str, list[tuple[str, str]]]]:
+def probe_model(
+    prepared: onnx.ModelProto, candidates: Sequence[str], types: Mapping[str, int], low: int
+) -> tuple[onnx.ModelProto, dict[str, list[tuple[str, str]]]]:
     """The probe model and, per candidate, its (fp32 output, rounded clone output) pairs."""
     probe = onnx.ModelProto()
     probe.CopyFrom(prepared)
@@ -112,12 +124,23 @@ def probe_model(prepared: onnx.ModelProto, candidates: Sequence[str], types: Map
 
 def _local_error(results: Sequence[Mapping[str, np.ndarray]], outs: Sequence[tuple[str, str]]) -> float:
     """The worst scaled error of a node's probe outputs against its exact outputs, over all results."""
-    return max((scaled_error((result[probe_name], result[exact_name]) for result in results)
-                for exact_name, probe_name in outs), default=0.0)
+    return max(
+        (
+            scaled_error((result[probe_name], result[exact_name]) for result in results)
+            for exact_name, probe_name in outs
+        ),
+        default=0.0,
+    )
 
 
-def measure_sensitivity(model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magnitudes,
-                        candidates: Sequence[str], feeds: Sequence[Feed]) -> Sensitivity:
+def measure_sensitivity(
+    model: onnx.ModelProto,
+    *,
+    options: ConvertOptions,
+    magnitudes: Magnitudes,
+    candidates: Sequence[str],
+    feeds: Sequence[Feed],
+) -> Sensitivity:
     """Local errors (one ORT CPU run of the probe model over ``feeds``), blame, and FLOPs per candidate."""
     prepared = _prepared(model, options)
     info = build_info(prepared, observed_types=magnitudes.dtypes)

@@ -9,6 +9,7 @@ low-precision inputs/outputs already cost that much) or the budget runs out in a
 the previous round's plan, which that counterexample breaks. The final plan *holds* when the last hunt found nothing: it then meets the bound on every tuning
 input and on every counterexample found. Otherwise (rounds or budget spent) it does not, and the caller says so.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,26 +29,33 @@ from harness.tune.search import SearchResult, search
 from harness.tune.stress import StressOutcome, stress
 
 Progress = Callable[[Evaluation, int, "Evaluation | None"], None]
-_INLINE_VALUES = 1024                        # a counterexample this small is stored in plan.json value by value
+_INLINE_VALUES = 1024  # a counterexample this small is stored in plan.json value by value
 
 
 @dataclass(frozen=True)
 class Counterexample:
-    round: int                               # the round whose plan it broke (1-based)
+    round: int  # the round whose plan it broke (1-based)
     found_by: str
     error_over_bound: float
     feed: Feed
 
     def to_json(self) -> dict[str, object]:
-        return {"round": self.round, "found_by": self.found_by, "error_over_bound": self.error_over_bound,
-                "inputs": {name: describe_array(value) for name, value in self.feed.items()}}
+        return {
+            "round": self.round,
+            "found_by": self.found_by,
+            "error_over_bound": self.error_over_bound,
+            "inputs": {name: describe_array(value) for name, value in self.feed.items()},
+        }
 
 
 def describe_array(value: np.ndarray) -> dict[str, object]:
     """Small arrays value by value; larger ones by shape, dtype, sha256 of the bytes and their range."""
     array = np.ascontiguousarray(value)
-    doc: dict[str, object] = {"shape": list(array.shape), "dtype": str(array.dtype),
-                              "sha256": hashlib.sha256(array.tobytes()).hexdigest()}
+    doc: dict[str, object] = {
+        "shape": list(array.shape),
+        "dtype": str(array.dtype),
+        "sha256": hashlib.sha256(array.tobytes()).hexdigest(),
+    }
     if array.size <= _INLINE_VALUES:
         doc["values"] = np.asarray(array, dtype=np.float64 if array.dtype.kind == "f" else np.int64).ravel().tolist()
     elif array.size:
@@ -58,20 +66,24 @@ def describe_array(value: np.ndarray) -> dict[str, object]:
 
 @dataclass(frozen=True)
 class Round:
-    inputs: int                              # tuning inputs this round searched on
+    inputs: int  # tuning inputs this round searched on
     kept: tuple[str, ...]
     evaluations: int
     stress: StressOutcome | None
 
     def to_json(self) -> dict[str, object]:
-        return {"inputs": self.inputs, "kept_fp32": sorted(self.kept), "evaluations": self.evaluations,
-                "adversarial": self.stress.to_json() if self.stress is not None else {"examples": 0}}
+        return {
+            "inputs": self.inputs,
+            "kept_fp32": sorted(self.kept),
+            "evaluations": self.evaluations,
+            "adversarial": self.stress.to_json() if self.stress is not None else {"examples": 0},
+        }
 
 
 @dataclass(frozen=True)
 class Rounds:
-    setup: Setup                             # the last round's (tuning inputs + counterexamples)
-    oracle: Oracle                           # the last round's
+    setup: Setup  # the last round's (tuning inputs + counterexamples)
+    oracle: Oracle  # the last round's
     result: SearchResult
     final: ConversionResult
     rounds: tuple[Round, ...]
@@ -98,9 +110,18 @@ def with_input(setup: Setup, feed: Feed) -> Setup:
     return replace(setup, feeds=[*setup.feeds, feed], goldens=[*setup.goldens, *gold])
 
 
-def search_rounds(setup: Setup, candidates: Sequence[str], *, sha256: str, budget: int, extra_rounds: int,
-                  stress_examples: int, seed: int, cache: TuneCache | None,
-                  progress: Progress | None = None) -> Rounds:
+def search_rounds(
+    setup: Setup,
+    candidates: Sequence[str],
+    *,
+    sha256: str,
+    budget: int,
+    extra_rounds: int,
+    stress_examples: int,
+    seed: int,
+    cache: TuneCache | None,
+    progress: Progress | None = None,
+) -> Rounds:
     """See the module docstring. UserError (from the search) for an unreachable bound or a spent budget."""
     rounds: list[Round] = []
     found: list[Counterexample] = []
@@ -109,11 +130,18 @@ def search_rounds(setup: Setup, candidates: Sequence[str], *, sha256: str, budge
     stopped = ""
     while True:
         try:
-            oracle, result, memo = _one_search(current, candidates, sha256=sha256, budget=budget - spent,
-                                               cache=cache, progress=progress, spent_before=spent)
+            oracle, result, memo = _one_search(
+                current,
+                candidates,
+                sha256=sha256,
+                budget=budget - spent,
+                cache=cache,
+                progress=progress,
+                spent_before=spent,
+            )
         except UserError as err:
             if not rounds:
-                raise                        # no plan at all: the caller's error (unreachable, budget)
+                raise  # no plan at all: the caller's error (unreachable, budget)
             stopped = f"round {len(rounds) + 1} with the counterexample found no plan: {err.problem}"
             current = previous
             break
@@ -121,28 +149,68 @@ def search_rounds(setup: Setup, candidates: Sequence[str], *, sha256: str, budge
         final = current.convert(result.best.kept)
         hunt = None
         if stress_examples:
-            hunt = stress(current.model, final.model, bound=current.bound, calibration=current.feeds,
-                          examples=stress_examples, seed=seed + len(rounds), model_dir=current.model_dir,
-                          low_nodes=final.low_nodes, limit=LOW_MAX[current.options.low_elem])
-        rounds.append(Round(inputs=len(current.feeds), kept=tuple(sorted(result.best.kept)),
-                            evaluations=oracle.spent, stress=hunt))
+            hunt = stress(
+                current.model,
+                final.model,
+                bound=current.bound,
+                calibration=current.feeds,
+                examples=stress_examples,
+                seed=seed + len(rounds),
+                model_dir=current.model_dir,
+                low_nodes=final.low_nodes,
+                limit=LOW_MAX[current.options.low_elem],
+            )
+        rounds.append(
+            Round(
+                inputs=len(current.feeds), kept=tuple(sorted(result.best.kept)), evaluations=oracle.spent, stress=hunt
+            )
+        )
         if hunt is None or hunt.failing_feed is None or len(rounds) > extra_rounds or budget - spent < 2:
             break
-        found.append(Counterexample(round=len(rounds), found_by=hunt.found_by,
-                                    error_over_bound=hunt.failing_ratio or hunt.worst_ratio, feed=hunt.failing_feed))
+        found.append(
+            Counterexample(
+                round=len(rounds),
+                found_by=hunt.found_by,
+                error_over_bound=hunt.failing_ratio or hunt.worst_ratio,
+                feed=hunt.failing_feed,
+            )
+        )
         previous, current = current, with_input(current, hunt.failing_feed)
     if not stopped and rounds[-1].stress is not None and rounds[-1].stress.failing_feed is not None:
         last = rounds[-1].stress
         assert last.failing_feed is not None
-        found.append(Counterexample(round=len(rounds), found_by=last.found_by,
-                                    error_over_bound=last.failing_ratio or last.worst_ratio, feed=last.failing_feed))
-    return Rounds(setup=current, oracle=oracle, result=result, final=final, rounds=tuple(rounds),
-                  counterexamples=tuple(found), spent=spent, reused=reused, sensitivity=memo.sensitivity,
-                  stopped=stopped)
+        found.append(
+            Counterexample(
+                round=len(rounds),
+                found_by=last.found_by,
+                error_over_bound=last.failing_ratio or last.worst_ratio,
+                feed=last.failing_feed,
+            )
+        )
+    return Rounds(
+        setup=current,
+        oracle=oracle,
+        result=result,
+        final=final,
+        rounds=tuple(rounds),
+        counterexamples=tuple(found),
+        spent=spent,
+        reused=reused,
+        sensitivity=memo.sensitivity,
+        stopped=stopped,
+    )
 
 
-def _one_search(setup: Setup, candidates: Sequence[str], *, sha256: str, budget: int, cache: TuneCache | None,
-                progress: Progress | None, spent_before: int) -> tuple[Oracle, SearchResult, TuneMemo]:
+def _one_search(
+    setup: Setup,
+    candidates: Sequence[str],
+    *,
+    sha256: str,
+    budget: int,
+    cache: TuneCache | None,
+    progress: Progress | None,
+    spent_before: int,
+) -> tuple[Oracle, SearchResult, TuneMemo]:
     key = tune_key(model_sha256=sha256, options=setup.options, feeds=setup.feeds, bound=setup.bound)
     memo = cache.load(key) if cache is not None else TuneMemo()
     best: list[Evaluation] = []
@@ -155,8 +223,13 @@ def _one_search(setup: Setup, candidates: Sequence[str], *, sha256: str, budget:
 
     def ranking() -> list[str]:
         if memo.sensitivity is None or set(memo.sensitivity.local) != set(candidates):
-            memo.sensitivity = measure_sensitivity(setup.model, options=setup.options, magnitudes=setup.magnitudes,
-                                                   candidates=list(candidates), feeds=setup.feeds)
+            memo.sensitivity = measure_sensitivity(
+                setup.model,
+                options=setup.options,
+                magnitudes=setup.magnitudes,
+                candidates=list(candidates),
+                feeds=setup.feeds,
+            )
         return rank(list(candidates), memo.sensitivity)
 
     oracle = Oracle(setup, budget=budget, memo=memo.evaluations, on_eval=heard)

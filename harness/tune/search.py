@@ -20,6 +20,7 @@ when errors are not monotone, and a spent budget still returns the best passing 
 of C candidates the gaps sum to at most C, so by concavity the cost is at most about
 ``2 log2 C + 3 + K (2 log2 (C / K) + 1)``, within ``2 (K + 1) log2 C + 10``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
@@ -81,24 +82,23 @@ def search(oracle: Oracle, candidates: Sequence[str], ranking: Callable[[], Sequ
     try:
         prefix = _shortest_prefix(oracle, ranked)
         best = oracle.evaluate(ranked[:prefix])
-        needed, rest = [ranked[prefix - 1]], list(ranked[:prefix - 1])
+        needed, rest = [ranked[prefix - 1]], list(ranked[: prefix - 1])
         evidence[needed[0]] = oracle.evaluate(rest)
-        if rest and oracle.evaluate(needed).passed:    # one node is the common case: 1 evaluation, not log2
+        if rest and oracle.evaluate(needed).passed:  # one node is the common case: 1 evaluation, not log2
             best, rest = oracle.evaluate(needed), []
         while rest:
             j = _last_needed(oracle, needed, rest)
             if j == 0:
                 best = oracle.evaluate(needed)
                 break
-            evidence[rest[j - 1]] = oracle.evaluate([*needed, *rest[:j - 1]])
+            evidence[rest[j - 1]] = oracle.evaluate([*needed, *rest[: j - 1]])
             needed.append(rest[j - 1])
-            rest = rest[:j - 1]
+            rest = rest[: j - 1]
             best = oracle.evaluate([*needed, *rest])
         complete = True
     except BudgetExhausted:
         pass
-    return SearchResult(best=best, complete=complete, all_low=all_low, prefix=prefix,
-                        evidence=evidence)
+    return SearchResult(best=best, complete=complete, all_low=all_low, prefix=prefix, evidence=evidence)
 
 
 def _shortest_prefix(oracle: Oracle, ranked: Sequence[str]) -> int:
@@ -128,21 +128,23 @@ def _last_needed(oracle: Oracle, needed: Sequence[str], rest: Sequence[str]) -> 
 
 
 def _no_plan(oracle: Oracle) -> UserError:
-    return UserError(where="--budget", problem=f"the budget of {oracle.budget} evaluation(s) ran out before any "
-                     "plan meeting the bound was measured",
-                     fix="raise --budget (at least 2: all-low, then all candidates FP32; ~2*log2(nodes)+10 "
-                         "is typical)")
+    return UserError(
+        where="--budget",
+        problem=f"the budget of {oracle.budget} evaluation(s) ran out before any plan meeting the bound was measured",
+        fix="raise --budget (at least 2: all-low, then all candidates FP32; ~2*log2(nodes)+10 is typical)",
+    )
 
 
 def _unreachable(oracle: Oracle, all_fp32: Evaluation, candidates: int) -> Unreachable:
     m = all_fp32.measurement
     bound = oracle.setup.bound
-    misses = [f"{name} error {err:.3g} > {bound.limit(name):.3g}" for name, err in m.errors
-              if err > bound.limit(name)]
+    misses = [f"{name} error {err:.3g} > {bound.limit(name):.3g}" for name, err in m.errors if err > bound.limit(name)]
     misses += [f"{name} top-1 agreement {a:.3f} < {bound.min_top1:.3f}" for name, a in m.top1 if a < bound.min_top1]
     misses += [f"{name} fails the tolerance policy" for name in m.policy_failures]
     return Unreachable(
-        where="--max_error", problem=f"the bound is unreachable: even with all {candidates} candidate node(s) in "
+        where="--max_error",
+        problem=f"the bound is unreachable: even with all {candidates} candidate node(s) in "
         f"FP32 the converted model misses it ({'; '.join(misses)}); what remains in low precision (graph "
         "inputs/outputs, nodes forced low) already costs that much",
-        fix="raise --max_error, or keep the graph inputs/outputs in FP32 with --keep_io_types")
+        fix="raise --max_error, or keep the graph inputs/outputs in FP32 with --keep_io_types",
+    )

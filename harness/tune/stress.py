@@ -17,6 +17,7 @@ the largest ``|golden|`` of them all): a counterexample is an input that, added 
 bound. An input whose FP32 output is not finite is never a counterexample. The finding feeds the tune's
 next round (:mod:`harness.tune.rounds`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -49,7 +50,7 @@ class StressOutcome:
     """Largest error/bound ratio seen (capped at 1e6 for non-finite outputs)."""
     domain: str
     failing_feed: Feed | None = None
-    found_by: str = ""                       # "corner search", "coordinate ascent" or "hypothesis"
+    found_by: str = ""  # "corner search", "coordinate ascent" or "hypothesis"
     corners: int = 0
     worst_peak: float = 0.0
     """Largest peak |value| of a low-precision tensor (in the FP32 model) over the type's largest finite value."""
@@ -57,14 +58,21 @@ class StressOutcome:
     """error/bound with the failing feed added to the tuning inputs."""
 
     def to_json(self) -> dict[str, object]:
-        return {"examples": self.examples, "corners": self.corners, "worst_error_over_bound": self.worst_ratio,
-                "worst_peak_over_range": self.worst_peak, "domain": self.domain,
-                "found_failure": self.failing_feed is not None, "found_by": self.found_by or None,
-                "failing_error_over_bound": self.failing_ratio}
+        return {
+            "examples": self.examples,
+            "corners": self.corners,
+            "worst_error_over_bound": self.worst_ratio,
+            "worst_peak_over_range": self.worst_peak,
+            "domain": self.domain,
+            "found_failure": self.failing_feed is not None,
+            "found_by": self.found_by or None,
+            "failing_error_over_bound": self.failing_ratio,
+        }
 
 
-def calibration_domain(feeds: Sequence[Feed]) -> tuple[tuple[tuple[str, float, float], ...],
-                                                       tuple[tuple[str, tuple[int, ...]], ...]]:
+def calibration_domain(
+    feeds: Sequence[Feed],
+) -> tuple[tuple[tuple[str, float, float], ...], tuple[tuple[str, tuple[int, ...]], ...]]:
     """Per float input, [min, max] over the calibration feeds; shapes of the first feed."""
     ranges, shapes = [], []
     for name, first in feeds[0].items():
@@ -87,13 +95,23 @@ def low_tensors(model: onnx.ModelProto, low_nodes: Sequence[str]) -> list[str]:
 class _Trial:
     """Runs one feed through both models and keeps the worst figures seen."""
 
-    def __init__(self, golden: object, low: object, *, tuned: onnx.ModelProto, bound: Bound,
-                 outputs: Sequence[str], watched: Sequence[str], limit: float, tuning: Sequence[Feed]) -> None:
+    def __init__(
+        self,
+        golden: object,
+        low: object,
+        *,
+        tuned: onnx.ModelProto,
+        bound: Bound,
+        outputs: Sequence[str],
+        watched: Sequence[str],
+        limit: float,
+        tuning: Sequence[Feed],
+    ) -> None:
         self.golden, self.low, self.bound = golden, low, bound
         self.outputs, self.watched, self.limit = list(outputs), list(watched), limit
         self.low_specs = input_specs(tuned)
         self.tried, self.worst, self.worst_peak = 0, 0.0, 0.0
-        self.failing_ratio: float | None = None   # error/bound of the first input found over the bound
+        self.failing_ratio: float | None = None  # error/bound of the first input found over the bound
         # the bound is judged over the tuning inputs together (max error / max |golden| over all of them), so a
         # candidate is judged with them: "added to the tuning inputs, it breaks the bound", as the next round sees it
         self.tuning_gold = [{n: self.golden.infer(f)[n] for n in self.outputs} for f in tuning]  # type: ignore[attr-defined]
@@ -101,8 +119,11 @@ class _Trial:
 
     def watched_values(self, feed: Feed) -> np.ndarray:
         got = self.golden.infer(feed)  # type: ignore[attr-defined]
-        parts = [np.asarray(got[n], dtype=np.float64).ravel() for n in (*self.outputs, *self.watched)
-                 if np.asarray(got[n]).dtype.kind == "f"]
+        parts = [
+            np.asarray(got[n], dtype=np.float64).ravel()
+            for n in (*self.outputs, *self.watched)
+            if np.asarray(got[n]).dtype.kind == "f"
+        ]
         return np.concatenate(parts) if parts else np.zeros(0)
 
     def run(self, feed: Feed) -> tuple[float, float, bool]:
@@ -110,8 +131,14 @@ class _Trial:
         self.tried += 1
         everything = self.golden.infer(feed)  # type: ignore[attr-defined]
         gold = {n: everything[n] for n in self.outputs}
-        peak = max((float(np.max(np.abs(np.asarray(everything[n], dtype=np.float64)), initial=0.0))
-                    for n in self.watched if np.asarray(everything[n]).dtype.kind == "f"), default=0.0)
+        peak = max(
+            (
+                float(np.max(np.abs(np.asarray(everything[n], dtype=np.float64)), initial=0.0))
+                for n in self.watched
+                if np.asarray(everything[n]).dtype.kind == "f"
+            ),
+            default=0.0,
+        )
         peak = min(peak / self.limit, _CAP) if np.isfinite(peak) else _CAP
         got = self.low.infer(cast_feeds([feed], self.low_specs)[0])  # type: ignore[attr-defined]
         m = measure([*self.tuning_got, got], [*self.tuning_gold, gold], self.bound)
@@ -124,25 +151,44 @@ class _Trial:
         return ratio, peak, over
 
 
-def stress(model: onnx.ModelProto, tuned: onnx.ModelProto, *, bound: Bound, calibration: Sequence[Feed],
-           examples: int, seed: int = 0, model_dir: Path | None = None, low_nodes: Sequence[str] = (),
-           limit: float = float(np.finfo(np.float16).max), max_probes: int = MAX_PROBES) -> StressOutcome:
+def stress(
+    model: onnx.ModelProto,
+    tuned: onnx.ModelProto,
+    *,
+    bound: Bound,
+    calibration: Sequence[Feed],
+    examples: int,
+    seed: int = 0,
+    model_dir: Path | None = None,
+    low_nodes: Sequence[str] = (),
+    limit: float = float(np.finfo(np.float16).max),
+    max_probes: int = MAX_PROBES,
+) -> StressOutcome:
     """See the module docstring; ``examples`` Hypothesis feeds at most (generate + target phases, no shrinking)."""
     ranges, shapes = calibration_domain(calibration)
     domain = ", ".join(f"{n}:[{lo:.4g},{hi:.4g}]" for n, lo, hi in ranges) or "inputs as declared"
     outputs = [o.name for o in model.graph.output]
     watched = low_tensors(model, low_nodes)
     box = Box(ranges=ranges, base=dict(calibration[0]))
-    with make_runner("ort", with_outputs(model, watched), model_dir=model_dir) as golden, \
-            make_runner("emulate", tuned, model_dir=model_dir) as low:
-        trial = _Trial(golden, low, tuned=tuned, bound=bound, outputs=outputs, watched=watched, limit=limit,
-                       tuning=calibration)
+    with (
+        make_runner("ort", with_outputs(model, watched), model_dir=model_dir) as golden,
+        make_runner("emulate", tuned, model_dir=model_dir) as low,
+    ):
+        trial = _Trial(
+            golden, low, tuned=tuned, bound=bound, outputs=outputs, watched=watched, limit=limit, tuning=calibration
+        )
 
         def result(feed: Feed | None, how: str, corners: int) -> StressOutcome:
-            return StressOutcome(examples=trial.tried, worst_ratio=trial.worst, domain=domain, failing_feed=feed,
-                                 found_by=how if feed is not None else "", corners=corners,
-                                 worst_peak=trial.worst_peak, failing_ratio=trial.failing_ratio if feed is not None
-                                 else None)
+            return StressOutcome(
+                examples=trial.tried,
+                worst_ratio=trial.worst,
+                domain=domain,
+                failing_feed=feed,
+                found_by=how if feed is not None else "",
+                corners=corners,
+                worst_peak=trial.worst_peak,
+                failing_ratio=trial.failing_ratio if feed is not None else None,
+            )
 
         corners = corner_feeds(trial.watched_values, box, max_probes=max_probes, top=CORNERS) if ranges else []
         best: tuple[float, Feed] | None = None
@@ -160,8 +206,8 @@ def stress(model: onnx.ModelProto, tuned: onnx.ModelProto, *, bound: Bound, cali
                 if over and not failing:
                     failing.append(feed)
                 return ratio + peak
-            ascend(score, best[1], box, max_probes=max_probes, max_evals=ASCENT_EVALS,
-                   stop=lambda _: bool(failing))
+
+            ascend(score, best[1], box, max_probes=max_probes, max_evals=ASCENT_EVALS, stop=lambda _: bool(failing))
             if failing:
                 return result(failing[0], "coordinate ascent", len(corners))
         if not examples:
@@ -174,8 +220,13 @@ def stress(model: onnx.ModelProto, tuned: onnx.ModelProto, *, bound: Bound, cali
             return over
 
         strategy = feed_strategy(model, val_ranges=ranges, input_shapes=shapes)
-        profile = settings(max_examples=examples, deadline=None, database=None, phases=(Phase.generate, Phase.target),
-                           suppress_health_check=list(HealthCheck))
+        profile = settings(
+            max_examples=examples,
+            deadline=None,
+            database=None,
+            phases=(Phase.generate, Phase.target),
+            suppress_health_check=list(HealthCheck),
+        )
         try:
             found: Feed | None = find(strategy, fails, settings=profile, random=Random(seed))
         except NoSuchExample:

@@ -3,6 +3,7 @@
 ``from autocast_shim import convert_to_mixed_precision, main, get_parser, get_opset_version`` stands in for
 ``modelopt.onnx.autocast`` / ``modelopt.onnx.autocast.__main__`` / ``modelopt.onnx.utils.get_opset_version``.
 """
+
 from __future__ import annotations
 
 import onnx

@@ -1,4 +1,5 @@
 """Small real ONNX graphs for the converter tests, built with onnx.helper (no files, no downloads)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -19,9 +20,16 @@ def init(name: str, array: np.ndarray) -> onnx.TensorProto:
     return numpy_helper.from_array(np.asarray(array), name)
 
 
-def model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto], outputs: list[onnx.ValueInfoProto],
-          initializers: Sequence[onnx.TensorProto] = (), *, opset: int = 17, ir: int = IR,
-          extra_opsets: Sequence[tuple[str, int]] = ()) -> onnx.ModelProto:
+def model(
+    nodes: list[onnx.NodeProto],
+    inputs: list[onnx.ValueInfoProto],
+    outputs: list[onnx.ValueInfoProto],
+    initializers: Sequence[onnx.TensorProto] = (),
+    *,
+    opset: int = 17,
+    ir: int = IR,
+    extra_opsets: Sequence[tuple[str, int]] = (),
+) -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
     opsets = [helper.make_opsetid("", opset), *(helper.make_opsetid(d, v) for d, v in extra_opsets)]
     built = helper.make_model(graph, opset_imports=opsets, producer_name="castguard-tests")
@@ -34,10 +42,12 @@ def mlp(*, k: int = 16, n: int = 8, scale: float = 1.0, seed: int = 0) -> onnx.M
     rng = np.random.default_rng(seed)
     w = (rng.standard_normal((k, n)) * scale).astype(np.float32)
     b = rng.standard_normal(n).astype(np.float32)
-    nodes = [helper.make_node("MatMul", ["x", "W"], ["mm"], name="matmul"),
-             helper.make_node("Add", ["mm", "B"], ["add"], name="add"),
-             helper.make_node("Relu", ["add"], ["relu"], name="relu"),
-             helper.make_node("Softmax", ["relu"], ["y"], name="softmax", axis=-1)]
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["mm"], name="matmul"),
+        helper.make_node("Add", ["mm", "B"], ["add"], name="add"),
+        helper.make_node("Relu", ["add"], ["relu"], name="relu"),
+        helper.make_node("Softmax", ["relu"], ["y"], name="softmax", axis=-1),
+    ]
     return model(nodes, [vi("x", F32, ["batch", k])], [vi("y", F32, ["batch", n])], [init("W", w), init("B", b)])
 
 
@@ -55,8 +65,10 @@ def node(op: str, inputs: Sequence[str], outputs: Sequence[str], name: str, **at
 def elem_types(converted: onnx.ModelProto) -> dict[str, int]:
     """Element type of every top-level tensor of a converted model (after strict inference)."""
     inferred = onnx.shape_inference.infer_shapes(converted, strict_mode=True)
-    types = {vi.name: vi.type.tensor_type.elem_type
-             for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]}
+    types = {
+        vi.name: vi.type.tensor_type.elem_type
+        for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]
+    }
     types.update({i.name: i.data_type for i in converted.graph.initializer})
     return types
 

@@ -1,4 +1,5 @@
 """Run a diagnosis on a model built in code, and run its printed commands (not a test module)."""
+
 from __future__ import annotations
 
 import math
@@ -26,19 +27,31 @@ REPO = Path(__file__).resolve().parents[2]
 Feeds = list[dict[str, np.ndarray]]
 
 
-def diagnose(model: onnx.ModelProto, feeds: Feeds, options: ConvertOptions, folder: Path, *,
-             budget: int = 8) -> tuple[Diagnosis, Path, Feeds]:
+def diagnose(
+    model: onnx.ModelProto, feeds: Feeds, options: ConvertOptions, folder: Path, *, budget: int = 8
+) -> tuple[Diagnosis, Path, Feeds]:
     """Save ``model`` in ``folder``, convert it, check the case fails on emulate, diagnose it; returns the
     diagnosis, the model path and the goldens."""
     path = save(model, folder / "model.onnx")
-    magnitudes = collect_magnitudes(model, feeds=feeds)      # as the session does, on the golden's feeds
+    magnitudes = collect_magnitudes(model, feeds=feeds)  # as the session does, on the golden's feeds
     conversion = convert(model, options=options, magnitudes=magnitudes)
     goldens = make_runner("ort", model).run(feeds).outputs
     obtained = make_runner("emulate", conversion.model).run(cast_feeds(feeds, input_specs(conversion.model))).outputs
     assert not judge_outputs(obtained, goldens, precision=options.low_precision_type, policy=TolerancePolicy())
-    found = diagnose_failure(reference=model, model_path=path, conversion=conversion, options=options,
-                             magnitudes=magnitudes, feeds=feeds, goldens=goldens, obtained=obtained, runner="emulate",
-                             policy=TolerancePolicy(), work_dir=folder / "diagnosis", budget=budget)
+    found = diagnose_failure(
+        reference=model,
+        model_path=path,
+        conversion=conversion,
+        options=options,
+        magnitudes=magnitudes,
+        feeds=feeds,
+        goldens=goldens,
+        obtained=obtained,
+        runner="emulate",
+        policy=TolerancePolicy(),
+        work_dir=folder / "diagnosis",
+        budget=budget,
+    )
     return found, path, goldens
 
 
@@ -47,8 +60,15 @@ def run_printed(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     words = shlex.split(command)
     assert words[0] == "castguard"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "harness", *words[1:]], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *words[1:]],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def output_path_of(command: str) -> Path:
@@ -59,8 +79,10 @@ def output_path_of(command: str) -> Path:
 def fp32_nodes(model: onnx.ModelProto, names: Sequence[str]) -> dict[str, bool]:
     """Per node name: whether every float output of that node is FLOAT in the (shape-inferred) model."""
     inferred = onnx.shape_inference.infer_shapes(model)
-    types = {v.name: v.type.tensor_type.elem_type for v in
-             [*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input]}
+    types = {
+        v.name: v.type.tensor_type.elem_type
+        for v in [*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input]
+    }
     by_name = {n.name: n for n in model.graph.node}
     return {name: all(types.get(o) == onnx.TensorProto.FLOAT for o in by_name[name].output) for name in names}
 
@@ -74,8 +96,7 @@ def graph_of(model: onnx.ModelProto) -> list[tuple[str, str, list[str], list[str
     return [(n.name, n.op_type, list(n.input), list(n.output)) for n in model.graph.node]
 
 
-def verified_model(model: onnx.ModelProto, options: ConvertOptions, found: Diagnosis,
-                   feeds: Feeds) -> onnx.ModelProto:
+def verified_model(model: onnx.ModelProto, options: ConvertOptions, found: Diagnosis, feeds: Feeds) -> onnx.ModelProto:
     """The conversion the diagnosis verified, rebuilt: the case's options plus the fix (magnitudes from the
     golden's feeds when data_max is finite, as ``castguard convert --calibration_data`` collects them)."""
     fixed = replace(options, op_types_to_exclude=(*options.op_types_to_exclude, *found.fix_ops))

@@ -2,6 +2,7 @@
 causal-mask fill (Constant + Where + Add, as torch exports it), Softmax, an MLP, and a final RMSNorm whose x**2
 overflows fp16 (the issue 23 case: at data_max inf the fp16 conversion fails because of the RMSNorm, not the
 mask fill, which Softmax absorbs)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,15 +22,20 @@ def llama_model(*, seed: int = 0, up_scale: float = 150.0) -> onnx.ModelProto:
     def weight(name: str, shape: tuple[int, ...], scale: float) -> onnx.TensorProto:
         return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
 
-    inits = [weight("embed", (VOCAB, DIM), 0.5), weight("wq", (DIM, DIM), DIM ** -0.5),
-             weight("wk", (DIM, DIM), DIM ** -0.5), weight("wv", (DIM, DIM), DIM ** -0.5),
-             weight("wo", (DIM, DIM), DIM ** -0.5), weight("w_up", (DIM, DIM), up_scale * DIM ** -0.5),
-             weight("w_lm", (DIM, VOCAB), DIM ** -0.5),
-             numpy_helper.from_array(np.full(DIM, 1.0, np.float32), "gamma"),
-             numpy_helper.from_array(np.array(DIM ** -0.5, np.float32), "inv_sqrt_d"),
-             numpy_helper.from_array(np.array(2.0, np.float32), "two"),
-             numpy_helper.from_array(np.array(1e-6, np.float32), "eps"),
-             numpy_helper.from_array(np.array(1.0, np.float32), "one")]
+    inits = [
+        weight("embed", (VOCAB, DIM), 0.5),
+        weight("wq", (DIM, DIM), DIM**-0.5),
+        weight("wk", (DIM, DIM), DIM**-0.5),
+        weight("wv", (DIM, DIM), DIM**-0.5),
+        weight("wo", (DIM, DIM), DIM**-0.5),
+        weight("w_up", (DIM, DIM), up_scale * DIM**-0.5),
+        weight("w_lm", (DIM, VOCAB), DIM**-0.5),
+        numpy_helper.from_array(np.full(DIM, 1.0, np.float32), "gamma"),
+        numpy_helper.from_array(np.array(DIM**-0.5, np.float32), "inv_sqrt_d"),
+        numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+        numpy_helper.from_array(np.array(1e-6, np.float32), "eps"),
+        numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+    ]
     causal = np.tril(np.ones((SEQ, SEQ), dtype=bool))
     flt_min = float(np.finfo(np.float32).min)
     node = helper.make_node
@@ -41,12 +47,21 @@ def llama_model(*, seed: int = 0, up_scale: float = 150.0) -> onnx.ModelProto:
         node("Transpose", ["k"], ["kt"], name="/m/attn/Transpose", perm=[0, 2, 1]),
         node("MatMul", ["q", "kt"], ["scores"], name="/m/attn/MatMul"),
         node("Mul", ["scores", "inv_sqrt_d"], ["scaled"], name="/m/attn/Mul"),
-        node("Constant", [], ["/m/model/Constant_28_output_0"], name=MASK_FILL,
-             value=helper.make_tensor("fill", TensorProto.FLOAT, [], [flt_min])),
-        node("Constant", [], ["zero_out"], name="/m/model/Constant_29",
-             value=helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])),
-        node("Constant", [], ["causal"], name="/m/model/Constant_30",
-             value=numpy_helper.from_array(causal, "causal")),
+        node(
+            "Constant",
+            [],
+            ["/m/model/Constant_28_output_0"],
+            name=MASK_FILL,
+            value=helper.make_tensor("fill", TensorProto.FLOAT, [], [flt_min]),
+        ),
+        node(
+            "Constant",
+            [],
+            ["zero_out"],
+            name="/m/model/Constant_29",
+            value=helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]),
+        ),
+        node("Constant", [], ["causal"], name="/m/model/Constant_30", value=numpy_helper.from_array(causal, "causal")),
         node("Where", ["causal", "zero_out", "/m/model/Constant_28_output_0"], ["mask"], name="/m/model/Where"),
         node("Add", ["scaled", "mask"], ["masked"], name="/m/attn/Add"),
         node("Softmax", ["masked"], ["probs"], name="/m/attn/Softmax", axis=-1),
@@ -63,8 +78,12 @@ def llama_model(*, seed: int = 0, up_scale: float = 150.0) -> onnx.ModelProto:
         node("Mul", ["normed", "gamma"], ["scaled_norm"], name="/m/norm/Mul_1"),
         node("MatMul", ["scaled_norm", "w_lm"], ["logits"], name="/m/lm_head/MatMul"),
     ]
-    return make_model(nodes, [("input_ids", TensorProto.INT64, [1, SEQ])], [("logits", TensorProto.FLOAT, [1, SEQ, VOCAB])],
-                      initializers=inits)
+    return make_model(
+        nodes,
+        [("input_ids", TensorProto.INT64, [1, SEQ])],
+        [("logits", TensorProto.FLOAT, [1, SEQ, VOCAB])],
+        initializers=inits,
+    )
 
 
 def llama_feeds(seed: int = 0) -> list[dict[str, np.ndarray]]:

@@ -5,14 +5,17 @@ and onnxruntime's CPU provider loads the model, unless it lacks a kernel (most b
 expansion of ``Attention`` fails in bf16 ("Type parameter (T) of Optype (MatMul) bound to different types"; the
 fp16 conversion loads), or it cannot load the input model either (e.g. StringNormalizer without a locale).
 """
+
 from __future__ import annotations
 
 import onnx
 
 
 def _io(model: onnx.ModelProto) -> list[tuple[str, tuple[str, ...]]]:
-    return [(v.name, tuple(d.dim_param or str(d.dim_value) for d in v.type.tensor_type.shape.dim))
-            for v in [*model.graph.input, *model.graph.output]]
+    return [
+        (v.name, tuple(d.dim_param or str(d.dim_value) for d in v.type.tensor_type.shape.dim))
+        for v in [*model.graph.input, *model.graph.output]
+    ]
 
 
 def _ort_error(model: onnx.ModelProto) -> str | None:
@@ -37,8 +40,9 @@ def validity_problem(source: onnx.ModelProto, converted: onnx.ModelProto, *, low
     if text is None:
         return None
     lacks_kernel = "NOT_IMPLEMENTED" in text or "Could not find an implementation" in text
-    bf16_expansion = low == "bf16" and "bound to different types" in text \
-        and {n.op_type for n in source.graph.node} == {"Attention"}
+    bf16_expansion = (
+        low == "bf16" and "bound to different types" in text and {n.op_type for n in source.graph.node} == {"Attention"}
+    )
     if lacks_kernel or bf16_expansion or _ort_error(source) is not None:
         return None
     return f"onnxruntime rejects it: {text[:300]}"

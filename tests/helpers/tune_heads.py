@@ -1,4 +1,5 @@
 """A linear head whose worst input is a corner of the input box (the hunt's test model, built in code)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,12 +13,18 @@ def square_head(n: int = 256, m: int = 16, peak: float = 400.0, seed: int = 0) -
     rng = np.random.default_rng(seed)
     w = rng.uniform(0.5, 1.0, (n, m)) * rng.choice([-1.0, 1.0], (n, m))
     w *= peak / np.abs(w).sum(axis=0).max()
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="proj"),
-             helper.make_node("Mul", ["h", "h"], ["sq"], name="square"),
-             helper.make_node("ReduceMean", ["sq"], ["y"], name="mean", axes=[1], keepdims=1)]
-    graph = helper.make_graph(nodes, "square_head", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1])],
-                              initializer=[numpy_helper.from_array(w.astype(np.float32), "w")])
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="proj"),
+        helper.make_node("Mul", ["h", "h"], ["sq"], name="square"),
+        helper.make_node("ReduceMean", ["sq"], ["y"], name="mean", axes=[1], keepdims=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "square_head",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, n])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1])],
+        initializer=[numpy_helper.from_array(w.astype(np.float32), "w")],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="castguard-tests")
     model.ir_version = 8
     onnx.checker.check_model(model)

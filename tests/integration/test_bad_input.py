@@ -1,4 +1,5 @@
 """Bad input from the issue's list: one clear message (file, problem, fix), non-zero exit, no traceback."""
+
 from __future__ import annotations
 
 import subprocess
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from tests.helpers.graphs import mlp_model, save
 
 pytest_plugins = ["pytester"]
@@ -79,7 +81,20 @@ def test_golden_for_a_different_model_fails_with_the_fix(pytester: pytest.Pytest
 
 def test_cli_user_error_exits_2_without_traceback(tmp_path: Path) -> None:
     (tmp_path / "junk.onnx").write_text("garbage")
-    proc = subprocess.run([sys.executable, "-m", "harness", "goldens", "--model", str(tmp_path / "junk.onnx"),
-                           "--rootdir", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "goldens",
+            "--model",
+            str(tmp_path / "junk.onnx"),
+            "--rootdir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert "junk.onnx" in proc.stderr and "fix:" in proc.stderr and "Traceback" not in proc.stderr

@@ -5,6 +5,7 @@
 * A run stopped with a real SIGINT says "interrupted after K of N cases" in the terminal, report.md and
   report.json, keeps the previous complete report in place, and is never a nightly baseline.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,10 +17,9 @@ import sys
 import time
 from pathlib import Path
 
-from tests.helpers.graphs import mlp_model, save
-
 from harness.nightly.history import read_history
 from harness.nightly.run import load_baseline
+from tests.helpers.graphs import mlp_model, save
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
@@ -27,8 +27,9 @@ COMMAND = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--model", 
 
 
 def _start(folder: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([*COMMAND, *args], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=ENV)
+    return subprocess.Popen(
+        [*COMMAND, *args], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV
+    )
 
 
 def test_two_concurrent_runs_each_report_exactly_their_own_cases(tmp_path: Path) -> None:
@@ -36,10 +37,10 @@ def test_two_concurrent_runs_each_report_exactly_their_own_cases(tmp_path: Path)
     folder.mkdir()
     save(mlp_model(), folder / "mlp.onnx")
     report_dir = folder / "castguard-report"
-    fp16 = _start(folder, "--precision", "fp16", "--keep-io-types", "both")          # 12 cases
-    bf16 = _start(folder, "--precision", "bf16", "--data-max", "8,512")              # 4 cases
+    fp16 = _start(folder, "--precision", "fp16", "--keep-io-types", "both")  # 12 cases
+    bf16 = _start(folder, "--precision", "bf16", "--data-max", "8,512")  # 4 cases
     outputs = {name: proc.communicate(timeout=300)[0] for name, proc in (("fp16", fp16), ("bf16", bf16))}
-    assert "golden written" in outputs["fp16"] + outputs["bf16"]    # both wrote it (atomically), each failed once
+    assert "golden written" in outputs["fp16"] + outputs["bf16"]  # both wrote it (atomically), each failed once
     assert re.search(r"castguard: 12 cases: 12 pass( \(.*\))?; report: castguard-report/report\.md", outputs["fp16"])
     assert re.search(r"castguard: 4 cases: 4 pass( \(.*\))?; report: castguard-report/report\.md", outputs["bf16"])
     runs = {}
@@ -47,14 +48,14 @@ def test_two_concurrent_runs_each_report_exactly_their_own_cases(tmp_path: Path)
         data = json.loads(path.read_text())
         runs[data["run_id"]] = data
     mine = {rid: {c["case"]["precision"] for c in r["cases"]} for rid, r in runs.items()}
-    assert sorted(map(sorted, mine.values())) == [["bf16"], ["fp16"]]                 # never mixed
+    assert sorted(map(sorted, mine.values())) == [["bf16"], ["fp16"]]  # never mixed
     assert sorted(len(runs[rid]["cases"]) for rid in mine) == [4, 12]
-    started = sorted(rid[:16] for rid in mine)                       # the two runs overlapped in time
+    started = sorted(rid[:16] for rid in mine)  # the two runs overlapped in time
     finished = sorted(runs[rid]["created"].replace("-", "").replace(":", "")[:15] + "Z" for rid in mine)
     assert started[1] <= finished[0], (started, finished)
     published = json.loads((report_dir / "report.json").read_text())
     assert published["run_id"] in mine and len({c["case"]["precision"] for c in published["cases"]}) == 1
-    assert not list(report_dir.glob("runs/*/cases"))                                   # merged and removed
+    assert not list(report_dir.glob("runs/*/cases"))  # merged and removed
 
 
 def _wait_for_cases(report_dir: Path, count: int, proc: subprocess.Popen[str]) -> None:
@@ -71,28 +72,32 @@ def test_a_sigint_run_says_so_keeps_the_last_complete_report_and_is_never_a_base
     folder = tmp_path / "project"
     folder.mkdir()
     save(mlp_model(), folder / "mlp.onnx")
-    history = ["--history=history", "--baseline=history", "--keep-io-types", "both"]     # 24 cases
-    complete = subprocess.run([*COMMAND, *history], cwd=folder, capture_output=True, text=True, timeout=300,
-                              check=False, env=ENV)                  # writes the golden (fails once), 24 cases
-    assert "castguard: 24 cases: 24 pass" in complete.stdout, complete.stdout[-3000:]   # (some share a model)
+    history = ["--history=history", "--baseline=history", "--keep-io-types", "both"]  # 24 cases
+    complete = subprocess.run(
+        [*COMMAND, *history], cwd=folder, capture_output=True, text=True, timeout=300, check=False, env=ENV
+    )  # writes the golden (fails once), 24 cases
+    assert "castguard: 24 cases: 24 pass" in complete.stdout, complete.stdout[-3000:]  # (some share a model)
     report_dir = folder / "castguard-report"
     before = (report_dir / "report.json").read_bytes()
     proc = _start(folder, *history)
     _wait_for_cases(report_dir, 2, proc)
     os.kill(proc.pid, signal.SIGINT)
     out = proc.communicate(timeout=120)[0]
-    assert proc.returncode == 2, out[-3000:]                                        # pytest's "interrupted"
-    found = re.search(r"castguard: interrupted after (\d+) of 24 cases \(\1 cases: \1 pass\); partial report: "
-                      r"castguard-report/runs/(\S+)/report\.md; the previous complete report \(if any\) is kept", out)
+    assert proc.returncode == 2, out[-3000:]  # pytest's "interrupted"
+    found = re.search(
+        r"castguard: interrupted after (\d+) of 24 cases \(\1 cases: \1 pass\); partial report: "
+        r"castguard-report/runs/(\S+)/report\.md; the previous complete report \(if any\) is kept",
+        out,
+    )
     assert found is not None, out[-3000:]
     done, run_id = int(found[1]), found[2]
     assert 2 <= done < 24
-    assert (report_dir / "report.json").read_bytes() == before                       # the last complete report
+    assert (report_dir / "report.json").read_bytes() == before  # the last complete report
     partial = json.loads((report_dir / "runs" / run_id / "report.json").read_text())
     assert partial["interrupted"] is True and partial["planned_cases"] == 24 and len(partial["cases"]) == done
     assert f"**Interrupted after {done} of 24 cases.**" in (report_dir / "runs" / run_id / "report.md").read_text()
     assert "never used as a baseline" in out
     runs = read_history(folder / "history").runs
-    assert [run.report.interrupted for run in runs] == [False, True]                 # stored, marked
+    assert [run.report.interrupted for run in runs] == [False, True]  # stored, marked
     baseline, note = load_baseline(folder / "history")
-    assert baseline is not None and baseline.source == str(runs[0].path), note     # the complete run
+    assert baseline is not None and baseline.source == str(runs[0].path), note  # the complete run

@@ -1,5 +1,6 @@
 """issue 23, item 1 end to end: a failing case run by the plugin names the real cause, prints a fix it has run,
 the printed command works as printed from another folder, and report.html draws the divergence profile."""
+
 from __future__ import annotations
 
 import json

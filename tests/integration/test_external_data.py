@@ -1,5 +1,6 @@
 """``pytest --model`` on a model with external data (a few MB): golden, magnitudes, cached conversion and every
 runner work with the weights left on disk; goldens hold inputs and outputs only."""
+
 from __future__ import annotations
 
 import json
@@ -17,13 +18,13 @@ def test_pytest_model_with_external_data_end_to_end(pytester: pytest.Pytester) -
     model = save_external(matmul_stack(), pytester.path / "models" / "stack.onnx")
     args = ("-p", "no:cacheprovider", "-rs", *ONE_CASE, "--runner", "emulate", "--runner=reference")
     first = pytester.runpytest(*args, "--model", "models/stack.onnx")
-    first.assert_outcomes(passed=2, failed=1)            # the golden is written once and fails once, by design
+    first.assert_outcomes(passed=2, failed=1)  # the golden is written once and fails once, by design
     second = pytester.runpytest(*args, "--model=models/stack.onnx", "-v")
     second.assert_outcomes(passed=3)
-    golden_dir = pytester.path / "goldens" / "models.stack"       # the key of models/stack.onnx (issue 9)
-    assert sorted(p.suffix for p in golden_dir.iterdir()) == [".json", ".npz"]   # no copy of the model
+    golden_dir = pytester.path / "goldens" / "models.stack"  # the key of models/stack.onnx (issue 9)
+    assert sorted(p.suffix for p in golden_dir.iterdir()) == [".json", ".npz"]  # no copy of the model
     meta = json.loads(next(golden_dir.glob("*.json")).read_text())
-    assert meta["model_sha256"] == model_sha256(model)                            # covers weights.bin
+    assert meta["model_sha256"] == model_sha256(model)  # covers weights.bin
     entries = sorted((pytester.path / ".castguard-cache" / "convert").glob("*.onnx"))
     assert len(entries) == 1 and entries[0].with_name(entries[0].name + ".data").is_file()
     converted = load_model(entries[0], weights="lazy")

@@ -4,6 +4,7 @@ The project has its own pyproject.toml ([tool.castguard]), conftest.py (its cali
 test file parametrized over two precisions. Its cases go into the report and the nightly history; a conversion
 that breaks accuracy fails the user's test with castguard's message.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ from tests.helpers.plugin_dist import PACKAGE, install_into
 
 pytest_plugins = ["pytester"]
 
-CONFTEST = '''
+CONFTEST = """
 import numpy as np
 import pytest
 
@@ -30,9 +31,9 @@ import pytest
 def my_batches():
     rng = np.random.default_rng(1)
     return [{"x": rng.normal(size=(1, 8)).astype(np.float32)} for _ in range(3)]
-'''
+"""
 
-USER_TESTS = '''
+USER_TESTS = """
 import pytest
 
 
@@ -41,21 +42,23 @@ def test_mlp(castguard, my_batches, precision):
     result = castguard.check("models/mlp.onnx", precision=precision, data_max=512, inputs=my_batches,
                              runner="emulate")
     assert result.passed, result.explain()
-'''
+"""
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     save(mlp_model(), pytester.path / "models" / "mlp.onnx")
     save(cancellation_model(), pytester.path / "models" / "cancel.onnx")
-    pytester.makepyprojecttoml('[project]\nname = "user-project"\nversion = "0"\n\n'
-                               '[tool.castguard]\ngoldens_dir = "gold"\nreport_dir = "rep"\n')
+    pytester.makepyprojecttoml(
+        '[project]\nname = "user-project"\nversion = "0"\n\n'
+        '[tool.castguard]\ngoldens_dir = "gold"\nreport_dir = "rep"\n'
+    )
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_cg_user=USER_TESTS)
     return pytester
 
 
-def _report(project: pytest.Pytester) -> dict:   # type: ignore[type-arg]
+def _report(project: pytest.Pytester) -> dict:  # type: ignore[type-arg]
     return json.loads((project.path / "rep" / "report.json").read_text())
 
 
@@ -64,43 +67,57 @@ def _run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def test_user_tests_over_two_precisions_write_the_golden_once_then_pass_into_report_and_history(
-        project: pytest.Pytester, tmp_path: Path) -> None:
+    project: pytest.Pytester, tmp_path: Path
+) -> None:
     first = _run(project, "-v")
-    first.assert_outcomes(passed=1, failed=1)       # the check that wrote the golden fails once
-    first.stdout.fnmatch_lines(["*test_mlp?fp16? FAILED*", "*test_mlp?bf16? PASSED*",
-                                "*golden written*gold/models.mlp/file-*.npz*"])
+    first.assert_outcomes(passed=1, failed=1)  # the check that wrote the golden fails once
+    first.stdout.fnmatch_lines(
+        ["*test_mlp?fp16? FAILED*", "*test_mlp?bf16? PASSED*", "*golden written*gold/models.mlp/file-*.npz*"]
+    )
     assert "Traceback" not in first.stdout.str()
     history = tmp_path / "history"
     second = _run(project, "-v", f"--history={history}")
     second.assert_outcomes(passed=2)
     second.stdout.fnmatch_lines(["*castguard sweep report*", "*castguard: 2 cases: 2 pass*rep/report.md*"])
     cases = {(c["model"], c["case_id"], c["status"]) for c in _report(project)["cases"]}
-    assert cases == {("models.mlp", "fp16-dmax512-imax65504-excl_none-keepio0-emulate", "pass"),
-                     ("models.mlp", "bf16-dmax512-imax65504-excl_none-keepio0-emulate", "pass")}
+    assert cases == {
+        ("models.mlp", "fp16-dmax512-imax65504-excl_none-keepio0-emulate", "pass"),
+        ("models.mlp", "bf16-dmax512-imax65504-excl_none-keepio0-emulate", "pass"),
+    }
     night = read_history(history).runs
     assert len(night) == 1
     assert {(c.model, c.case_id, c.status) for c in night[0].report.cases} == cases
 
 
 def test_a_broken_conversion_fails_the_users_test_with_castguards_message(project: pytest.Pytester) -> None:
-    project.makepyfile(test_cg_cancel='''
+    project.makepyfile(
+        test_cg_cancel="""
 def test_cancel(castguard):
     result = castguard.check("models/cancel.onnx", precision="fp16", data_max=512, runner="emulate")
     assert result.status == "fail" and result.first_divergence is not None
     assert result.passed, result.explain()
-''')
-    _run(project, "test_cg_cancel.py")            # writes the golden
+"""
+    )
+    _run(project, "test_cg_cancel.py")  # writes the golden
     result = _run(project, "test_cg_cancel.py")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([("*castguard models.cancel [[]fp16-dmax512-*-emulate[]]: fail; on emulate; worst "
-                                  "output 'y': max abs error 0.1*; first divergence at y (Sub node sub*"),
-                                 "*does not match its FP32 golden on emulate*", "*fix:*"])
+    result.stdout.fnmatch_lines(
+        [
+            (
+                "*castguard models.cancel [[]fp16-dmax512-*-emulate[]]: fail; on emulate; worst "
+                "output 'y': max abs error 0.1*; first divergence at y (Sub node sub*"
+            ),
+            "*does not match its FP32 golden on emulate*",
+            "*fix:*",
+        ]
+    )
     (case,) = _report(project)["cases"]
     assert case["status"] == "fail" and case["model"] == "models.cancel"
 
 
 def test_sweep_returns_every_case_with_typed_figures(project: pytest.Pytester) -> None:
-    project.makepyfile(test_cg_sweep='''
+    project.makepyfile(
+        test_cg_sweep="""
 from harness.report import OutputStats
 
 
@@ -116,13 +133,15 @@ def test_sweep(castguard, my_batches):
         assert 0 <= r.outputs[0].max_abs < r.outputs[0].atol + r.outputs[0].rtol * 100
         assert 0 < r.lowp_flop_share <= 1 and r.worst_error is not None and r.first_divergence is None
         assert r.explain().startswith(f"castguard models.mlp [{r.case_id}]: pass; on emulate")
-''')
+"""
+    )
     _run(project, "test_cg_sweep.py").assert_outcomes(passed=1)
     assert len(_report(project)["cases"]) == 4
 
 
 def test_bad_input_fails_the_test_with_one_message(project: pytest.Pytester) -> None:
-    project.makepyfile(test_cg_bad='''
+    project.makepyfile(
+        test_cg_bad="""
 import numpy as np
 
 
@@ -132,32 +151,42 @@ def test_missing(castguard):
 
 def test_wrong_inputs(castguard):
     castguard.check("models/mlp.onnx", inputs=[{"x": np.zeros((3, 3), np.float32)}])
-''')
+"""
+    )
     result = _run(project, "test_cg_bad.py")
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
     assert "Traceback" not in out and "harness/check.py" not in out
     assert "During handling" not in out
-    result.stdout.fnmatch_lines(["*models/nope.onnx: no such file*", "*fix: pass a path to an .onnx file*",
-                                 ("*inputs= of check('models/mlp.onnx') (your feeds, saved as *.json): iteration 0: "
-                                  "input 'x' has shape [[]3, 3[]], the model declares [[]1,8[]]*"),
-                                 "*fix: give feeds that match the model's inputs*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*models/nope.onnx: no such file*",
+            "*fix: pass a path to an .onnx file*",
+            (
+                "*inputs= of check('models/mlp.onnx') (your feeds, saved as *.json): iteration 0: "
+                "input 'x' has shape [[]3, 3[]], the model declares [[]1,8[]]*"
+            ),
+            "*fix: give feeds that match the model's inputs*",
+        ]
+    )
 
 
 def test_under_xdist_every_workers_cases_reach_the_report(project: pytest.Pytester) -> None:
-    _run(project)                                   # goldens
+    _run(project)  # goldens
     result = _run(project, "-n", "2")
     result.assert_outcomes(passed=2)
     assert len(_report(project)["cases"]) == 2
     assert sorted(c["case_id"][:4] for c in _report(project)["cases"]) == ["bf16", "fp16"]
 
 
-def test_a_plugin_runner_through_the_fixture_is_named_in_provenance(project: pytest.Pytester, tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_plugin_runner_through_the_fixture_is_named_in_provenance(
+    project: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     registered.cache_clear()
     monkeypatch.syspath_prepend(str(install_into(tmp_path / "site")))
     monkeypatch.delitem(sys.modules, PACKAGE, raising=False)
-    project.makepyfile(test_cg_plugin='''
+    project.makepyfile(
+        test_cg_plugin="""
 import pytest
 
 
@@ -169,7 +198,8 @@ def test_onnxref(castguard, my_batches, precision):
         assert result.status == "skip" and "runs fp16 only" in result.message
     else:
         assert result.passed and result.runner == "onnxref", result.explain()
-''')
+"""
+    )
     try:
         _run(project, "test_cg_plugin.py").assert_outcomes(passed=2)
         report = _report(project)
@@ -177,12 +207,15 @@ def test_onnxref(castguard, my_batches, precision):
         registered.cache_clear()
     assert ["onnxref", "castguard-onnxref-runner", "0.1.0"] in report["provenance"]["runner_sources"]
     statuses = {c["case_id"]: c["status"] for c in report["cases"] if c["case_id"].endswith("onnxref")}
-    assert statuses == {"fp16-dmax512-imax65504-excl_none-keepio0-onnxref": "pass",
-                        "bf16-dmax512-imax65504-excl_none-keepio0-onnxref": "skip"}
+    assert statuses == {
+        "fp16-dmax512-imax65504-excl_none-keepio0-onnxref": "pass",
+        "bf16-dmax512-imax65504-excl_none-keepio0-onnxref": "skip",
+    }
 
 
 def test_an_xfail_user_test_records_its_cases_as_xfail(project: pytest.Pytester) -> None:
-    project.makepyfile(test_cg_xfail='''
+    project.makepyfile(
+        test_cg_xfail="""
 import pytest
 
 
@@ -190,8 +223,9 @@ import pytest
 def test_cancel(castguard):
     result = castguard.check("models/cancel.onnx", precision="fp16", runner="emulate")
     assert result.passed, result.explain()
-''')
-    _run(project, "test_cg_xfail.py")                  # writes the golden (that check fails: xfailed too)
+"""
+    )
+    _run(project, "test_cg_xfail.py")  # writes the golden (that check fails: xfailed too)
     _run(project, "test_cg_xfail.py").assert_outcomes(xfailed=1)
     assert [c["status"] for c in _report(project)["cases"]] == ["xfail"]
 

@@ -4,6 +4,7 @@ and the fix, nothing half-written (no temporary file, the previous file kept), a
 The fault is injected where every castguard file is written: the temporary file of :func:`harness.files.
 atomic_write` raises ``OSError(ENOSPC)`` once a few bytes have gone into it, for files under a chosen folder.
 """
+
 from __future__ import annotations
 
 import errno
@@ -15,8 +16,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tests.helpers.graphs import mlp_model, save
-from tests.helpers.report_samples import sample_report
 
 import harness.files
 from harness.data.goldens import Golden, GoldenStore
@@ -26,6 +25,8 @@ from harness.errors import DiskFull, UserError
 from harness.files import atomic_write
 from harness.report.collect import ReportSession
 from harness.run.cache import ContentCache
+from tests.helpers.graphs import mlp_model, save
+from tests.helpers.report_samples import sample_report
 
 pytest_plugins = ["pytester"]
 RECIPE = InputRecipe(seed=1, iterations=1)
@@ -86,6 +87,7 @@ def test_atomic_write_keeps_the_old_file_and_says_where(tmp_path: Path, monkeypa
 def test_other_write_errors_are_not_called_a_full_disk(tmp_path: Path) -> None:
     def broken(handle: Any) -> None:
         raise OSError(errno.EIO, "I/O error")
+
     with pytest.raises(OSError) as err:
         atomic_write(tmp_path / "b.bin", broken)
     assert not isinstance(err.value, DiskFull) and err.value.errno == errno.EIO and leftovers(tmp_path) == []
@@ -93,13 +95,16 @@ def test_other_write_errors_are_not_called_a_full_disk(tmp_path: Path) -> None:
 
 def test_a_golden_on_a_full_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = resolve_model(str(save(mlp_model(), tmp_path / "models" / "mlp.onnx")), search_dir=tmp_path)
-    golden = Golden(feeds=[{"x": np.ones((1, 8), np.float32)}], outputs=[{"y": np.ones((1, 4), np.float32)}],
-                    meta={"producer": "ort[CPUExecutionProvider]"})
+    golden = Golden(
+        feeds=[{"x": np.ones((1, 8), np.float32)}],
+        outputs=[{"y": np.ones((1, 4), np.float32)}],
+        meta={"producer": "ort[CPUExecutionProvider]"},
+    )
     fill_disk(monkeypatch, tmp_path / "goldens")
     with pytest.raises(DiskFull, match="no space left on the device while writing") as err:
         GoldenStore(tmp_path / "goldens").write(spec, RECIPE, golden)
     assert err.value.folder == tmp_path / "goldens" / "mlp"
-    assert sorted(p.name for p in (tmp_path / "goldens" / "mlp").iterdir()) == []     # no npz, tmp or lock
+    assert sorted(p.name for p in (tmp_path / "goldens" / "mlp").iterdir()) == []  # no npz, tmp or lock
 
 
 def test_a_cache_entry_on_a_full_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,7 +123,7 @@ def test_a_report_on_a_full_disk_is_all_or_nothing(tmp_path: Path, monkeypatch: 
     session = ReportSession(report_dir=report_dir)
     session.start()
     report = replace(sample_report(), run_id=session.run_id)
-    fill_disk(monkeypatch, report_dir, room=4096)       # a smaller file fits, a larger one does not: none may change
+    fill_disk(monkeypatch, report_dir, room=4096)  # a smaller file fits, a larger one does not: none may change
     finished = session.write(report)
     assert isinstance(finished.error, DiskFull) and finished.published is None
     line = finished.summary_line()
@@ -130,29 +135,51 @@ def test_a_report_on_a_full_disk_is_all_or_nothing(tmp_path: Path, monkeypatch: 
 
 def test_the_plugin_prints_its_summary_and_fails_when_the_report_cannot_be_written(pytester: pytest.Pytester) -> None:
     save(mlp_model(), pytester.path / "models" / "mlp.onnx")
-    args = ("-p", "no:cacheprovider", "--model", "models/mlp.onnx", "--precision", "fp16", "--data-max", "512",
-            "--exclude-ops", "none", "--keep-io-types", "false")
-    pytester.runpytest(*args).assert_outcomes(passed=1, failed=1)        # the golden is written
+    args = (
+        "-p",
+        "no:cacheprovider",
+        "--model",
+        "models/mlp.onnx",
+        "--precision",
+        "fp16",
+        "--data-max",
+        "512",
+        "--exclude-ops",
+        "none",
+        "--keep-io-types",
+        "false",
+    )
+    pytester.runpytest(*args).assert_outcomes(passed=1, failed=1)  # the golden is written
     with pytest.MonkeyPatch.context() as patch:
         fill_disk(patch, pytester.path / "castguard-report")
         result = pytester.runpytest(*args)
-    result.assert_outcomes(passed=1, failed=1)            # the case's saved outputs go to the report folder too
+    result.assert_outcomes(passed=1, failed=1)  # the case's saved outputs go to the report folder too
     assert result.ret != 0
     out = result.stdout.str()
     assert "INTERNALERROR" not in out and "Traceback" not in out
-    result.stdout.fnmatch_lines(["*no space left on the device while writing golden.npz*",
-                                 "*castguard sweep report*", "castguard: 1 case: 1 error; the report was not written: "
-                                 "*castguard-report/runs/*: no space left on the device while writing report.*",
-                                 "*fix: free space*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*no space left on the device while writing golden.npz*",
+            "*castguard sweep report*",
+            "castguard: 1 case: 1 error; the report was not written: "
+            "*castguard-report/runs/*: no space left on the device while writing report.*",
+            "*fix: free space*",
+        ]
+    )
     first_report = (pytester.path / "castguard-report" / "report.json").read_text()
 
     with pytest.MonkeyPatch.context() as patch:
-        fill_disk(patch, pytester.path / "castguard-report", named=".report.")   # only the report's own files
+        fill_disk(patch, pytester.path / "castguard-report", named=".report.")  # only the report's own files
         result = pytester.runpytest(*args)
     result.assert_outcomes(passed=2)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED     # every test passed, but there is no report
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # every test passed, but there is no report
     assert "INTERNALERROR" not in result.stdout.str() and "Traceback" not in result.stdout.str()
-    result.stdout.fnmatch_lines(["castguard: 1 case: 1 pass; the report was not written: *castguard-report/runs/*: "
-                                 "no space left on the device while writing report.json*", "*fix: free space*"])
+    result.stdout.fnmatch_lines(
+        [
+            "castguard: 1 case: 1 pass; the report was not written: *castguard-report/runs/*: "
+            "no space left on the device while writing report.json*",
+            "*fix: free space*",
+        ]
+    )
     assert (pytester.path / "castguard-report" / "report.json").read_text() == first_report
     assert json.loads(first_report)["summary"]["pass"] == 1

@@ -1,5 +1,6 @@
 """Goldens keyed by a stable unique model key, and the rerun command of a written golden (issue 9, section 4);
 a BERT-like export with dynamic batch and sequence, from an empty folder (section 2)."""
+
 from __future__ import annotations
 
 import json
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from tests.helpers.graphs import bert_like_model, mlp_model, save
 from tests.integration.test_any_folder import ONE_CASE, pytest_in
 
@@ -22,26 +24,45 @@ def test_two_models_named_model_onnx_get_their_own_goldens(pytester: pytest.Pyte
     save(mlp_model(seed=1), pytester.path / "a" / "model.onnx")
     save(mlp_model(seed=2), pytester.path / "b" / "model.onnx")
     outside = save(mlp_model(seed=3), tmp_path / "elsewhere" / "model.onnx")
-    _run(pytester, "--model", "a/model.onnx", "--model", "b/model.onnx", "--model", str(outside),
-         "--model", f"mine={outside}").assert_outcomes(passed=4, failed=4)      # four goldens written
+    _run(
+        pytester,
+        "--model",
+        "a/model.onnx",
+        "--model",
+        "b/model.onnx",
+        "--model",
+        str(outside),
+        "--model",
+        f"mine={outside}",
+    ).assert_outcomes(passed=4, failed=4)  # four goldens written
     keys = {p.name for p in (pytester.path / "goldens").iterdir()}
-    hashed = [k for k in keys if k.startswith("model-")]           # outside the project: stem + path hash
+    hashed = [k for k in keys if k.startswith("model-")]  # outside the project: stem + path hash
     assert keys - set(hashed) == {"a.model", "b.model", "mine"} and len(hashed) == 1 and len(hashed[0]) == 14
-    _run(pytester, "--model", "a/model.onnx", "--model", "b/model.onnx", "--model", str(outside),
-         "--model", f"mine={outside}").assert_outcomes(passed=8)                  # nothing overwrote another
+    _run(
+        pytester,
+        "--model",
+        "a/model.onnx",
+        "--model",
+        "b/model.onnx",
+        "--model",
+        str(outside),
+        "--model",
+        f"mine={outside}",
+    ).assert_outcomes(passed=8)  # nothing overwrote another
     clash = _run(pytester, "--model", "a/model.onnx", "--model", f"a.model={outside}")
     assert clash.ret == pytest.ExitCode.USAGE_ERROR and "OTHERKEY=" in clash.stderr.str()
 
 
 def test_the_golden_written_message_prints_a_rerun_command_that_keeps_the_input_options(
-        pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
     model = save(mlp_model(), tmp_path / "models" / "mlp.onnx")
     first = _run(pytester, "--model", str(model), "--val-range", "x:[0,2]", "--seed", "3")
     first.assert_outcomes(passed=1, failed=1)
     line = next(line for line in first.stdout.lines if "fix: review it, commit it, and rerun:" in line)
     command = shlex.split(line.split("`")[1])
     assert command[:3] == ["pytest", "--model", str(model)] and "x:[0,2]" in command and "3" in command
-    _run(pytester, *command[1:]).assert_outcomes(passed=2)                      # the command finds that golden
+    _run(pytester, *command[1:]).assert_outcomes(passed=2)  # the command finds that golden
 
 
 def test_a_bert_export_with_dynamic_batch_and_sequence_from_an_empty_folder(tmp_path: Path) -> None:
@@ -56,7 +77,7 @@ def test_a_bert_export_with_dynamic_batch_and_sequence_from_an_empty_folder(tmp_
     shapes = ["--input-shapes", "input_ids:[2,64]"]
     first = pytest_in(empty, "--model", str(model), *shapes, *ONE_CASE)
     assert "1 failed, 1 passed" in first.stdout, first.stdout[-3000:] + first.stderr[-3000:]
-    assert "input_ids int64[2x64]: ids uniform in [0, 30522)" in first.stdout     # the terminal summary
+    assert "input_ids int64[2x64]: ids uniform in [0, 30522)" in first.stdout  # the terminal summary
     second = pytest_in(empty, "--model", str(model), *shapes, *ONE_CASE)
     assert "2 passed" in second.stdout, second.stdout[-3000:]
     report_md = (empty / "castguard-report" / "report.md").read_text()

@@ -1,6 +1,7 @@
 """One ``load_model`` (harness/data/onnxfile.py), one decision about validation: ``castguard convert`` and
 ``pytest --model`` refuse the same model with the same error. Before, ``pytest --model`` ran onnx's checker
 (harness/data/models.py's load_model) and ``castguard convert`` did not (harness/data/onnxfile.py's)."""
+
 from __future__ import annotations
 
 import os
@@ -16,9 +17,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _parses_but_is_invalid(path: Path) -> Path:
     """A well-formed protobuf with a graph and an opset, whose node reads a tensor that nothing defines."""
-    graph = helper.make_graph([helper.make_node("Relu", ["nowhere"], ["y"], name="relu")], "g",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["nowhere"], ["y"], name="relu")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(model.SerializeToString())
@@ -28,8 +32,9 @@ def _parses_but_is_invalid(path: Path) -> Path:
 def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("PYTEST_ADDOPTS", None)
-    return subprocess.run([sys.executable, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=120,
-                          check=False)
+    return subprocess.run(
+        [sys.executable, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def test_convert_and_the_plugin_refuse_the_same_model_the_same_way(tmp_path: Path) -> None:
@@ -61,15 +66,19 @@ def test_the_checker_sees_lazy_graphs_and_leaves_unknown_ops_to_the_converter(tm
 
     weight = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
     nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"), helper.make_node("MyPlugin", ["h"], ["y"])]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [weight])
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [weight],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     (tmp_path / "m").mkdir()
-    onnx.save(model, str(tmp_path / "m" / "model.onnx"), save_as_external_data=True, location="w.bin",
-              size_threshold=0)
+    onnx.save(model, str(tmp_path / "m" / "model.onnx"), save_as_external_data=True, location="w.bin", size_threshold=0)
     lazy = load_model(tmp_path / "m" / "model.onnx", weights="lazy", lazy_above=0)
     assert [n.op_type for n in lazy.graph.node] == ["MatMul", "MyPlugin"] and lazy.graph.node[1].domain == ""
-    assert len(lazy.graph.initializer) == 1 and not lazy.graph.initializer[0].raw_data     # still on disk
+    assert len(lazy.graph.initializer) == 1 and not lazy.graph.initializer[0].raw_data  # still on disk
 
     broken = onnx.load(str(tmp_path / "m" / "model.onnx"), load_external_data=False)
     broken.graph.node[0].input[0] = "nowhere"

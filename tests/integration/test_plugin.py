@@ -1,9 +1,11 @@
 """The pytest plugin end to end, with pytester: collection, goldens lifecycle, config precedence, usage errors."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
 from tests.helpers.graphs import cancellation_model, mlp_model, save
 
 pytest_plugins = ["pytester"]
@@ -33,7 +35,9 @@ def test_model_runs_the_suite_and_writes_the_golden_once(project: pytest.Pyteste
     assert list((project.path / "goldens" / "models.mlp").glob("*.json"))
     second = _run(project, "--model", "models/mlp.onnx", "-v")
     second.assert_outcomes(passed=2)
-    second.stdout.fnmatch_lines(["*test_fp32_golden?models.mlp? PASSED*", f"*test_low_precision?models.mlp-{CASE}-emulate? PASSED*"])
+    second.stdout.fnmatch_lines(
+        ["*test_fp32_golden?models.mlp? PASSED*", f"*test_low_precision?models.mlp-{CASE}-emulate? PASSED*"]
+    )
 
 
 def test_plain_pytest_runs_the_projects_own_tests(project: pytest.Pytester) -> None:
@@ -61,15 +65,20 @@ def test_pyproject_defaults_and_cli_override(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines([f"*mlp-{CASE}-reference*", f"*mlp-{CASE}-emulate*"])
     override = _run(project, "--model", "models/mlp.onnx", "--runner", "ort")
     override.assert_outcomes(failed=1, skipped=1)
-    override.stdout.fnmatch_lines(["*gold/models.mlp/seed7-it1-*", "*computes fp16 in fp32; not a low-precision oracle*"])
+    override.stdout.fnmatch_lines(
+        ["*gold/models.mlp/seed7-it1-*", "*computes fp16 in fp32; not a low-precision oracle*"]
+    )
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--model", "mnst"], "did you mean 'mnist'"),
-    (["--model", "models/mlp.onnx", "--runner", "gpu"], "unknown runner"),
-    (["--model", "models/mlp.onnx", "--val-range", "z:[0,1]"], "no input named 'z'"),
-    (["--model", "models/mlp.onnx", "--val-range", "x:[2,1"], "cannot parse"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--model", "mnst"], "did you mean 'mnist'"),
+        (["--model", "models/mlp.onnx", "--runner", "gpu"], "unknown runner"),
+        (["--model", "models/mlp.onnx", "--val-range", "z:[0,1]"], "no input named 'z'"),
+        (["--model", "models/mlp.onnx", "--val-range", "x:[2,1"], "cannot parse"),
+    ],
+)
 def test_usage_errors_are_one_message(project: pytest.Pytester, args: list[str], message: str) -> None:
     result = _run(project, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -85,8 +94,21 @@ def test_bundled_model_by_name_uses_its_default_inputs(pytester: pytest.Pytester
 
 def test_xdist_workers_share_goldens_safely(project: pytest.Pytester) -> None:
     save(mlp_model(seed=3), project.path / "models" / "other.onnx")
-    args = ["--model", "models/mlp.onnx", "--model", "models/other.onnx", "--runner", "emulate",
-            "--runner", "reference", "-n", "2", "-p", "no:cacheprovider", *ONE_CASE]
+    args = [
+        "--model",
+        "models/mlp.onnx",
+        "--model",
+        "models/other.onnx",
+        "--runner",
+        "emulate",
+        "--runner",
+        "reference",
+        "-n",
+        "2",
+        "-p",
+        "no:cacheprovider",
+        *ONE_CASE,
+    ]
     first = project.runpytest_subprocess(*args)
     outcomes = first.parseoutcomes()
     assert outcomes.get("failed", 0) >= 2 and not outcomes.get("error")
@@ -101,15 +123,17 @@ def test_low_precision_failure_message_and_ort_cpu_is_not_an_oracle(pytester: py
     _run(pytester, *args)
     result = _run(pytester, *args)
     result.assert_outcomes(passed=1, failed=1, skipped=1)
-    result.stdout.fnmatch_lines([
-        f"*cancel [[]{CASE}-emulate[]] does not match its FP32 golden on emulate: output 'y' max_rel 1.00e+00, "
-        "diverges first at 'y' (Sub)",
-        "  output 'y' FAIL: * element(s) over tolerance",
-        "*/16 (*%) elements outside atol=* rtol=* [[]elemwise[]]*would pass with atol>=*",
-        "*golden: *goldens/cancel/seed0-it1-*.npz",
-        "*conversion: low_precision_type='fp16', data_max=512, *; 2 node(s) in fp16*",
-        "*cause: tensor 'y' from node 'sub' (Sub)*",
-        "*verified: with 'sub', 'add' in FP32 this case passes*",
-        "*fix: castguard convert --onnx_path /*cancel.onnx --output_path /*",
-        "*SKIPPED*ort[[]CPUExecutionProvider[]] computes fp16 in fp32; not a low-precision oracle*would pass*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            f"*cancel [[]{CASE}-emulate[]] does not match its FP32 golden on emulate: output 'y' max_rel 1.00e+00, "
+            "diverges first at 'y' (Sub)",
+            "  output 'y' FAIL: * element(s) over tolerance",
+            "*/16 (*%) elements outside atol=* rtol=* [[]elemwise[]]*would pass with atol>=*",
+            "*golden: *goldens/cancel/seed0-it1-*.npz",
+            "*conversion: low_precision_type='fp16', data_max=512, *; 2 node(s) in fp16*",
+            "*cause: tensor 'y' from node 'sub' (Sub)*",
+            "*verified: with 'sub', 'add' in FP32 this case passes*",
+            "*fix: castguard convert --onnx_path /*cancel.onnx --output_path /*",
+            "*SKIPPED*ort[[]CPUExecutionProvider[]] computes fp16 in fp32; not a low-precision oracle*would pass*",
+        ]
+    )

@@ -5,6 +5,7 @@ unimportable (``sys.modules[name] = None``), and a static check finds no module-
 ``harness``. Before harness/locks.py, ``harness.report.runs`` and ``harness.run.cache`` imported fcntl at module
 level, so the quick start stopped at start-up.
 """
+
 from __future__ import annotations
 
 import ast
@@ -18,8 +19,7 @@ import onnx
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO / "harness"
 POSIX_ONLY = ("fcntl", "resource", "pwd", "grp", "termios", "tty", "pty")
-BLOCK = ("import sys\nfor _name in {names!r}:\n    sys.modules[_name] = None   # import _name -> ImportError\n"
-         .format(names=POSIX_ONLY))
+BLOCK = f"import sys\nfor _name in {POSIX_ONLY!r}:\n    sys.modules[_name] = None   # import _name -> ImportError\n"
 ONE_CASE = ("--precision", "fp16", "--data-max", "512", "--exclude-ops", "none", "--keep-io-types", "true")
 
 
@@ -29,8 +29,9 @@ def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     (site / "sitecustomize.py").write_text(BLOCK)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
     env.pop("PYTEST_ADDOPTS", None)
-    return subprocess.run([sys.executable, *args], cwd=folder, env=env, capture_output=True, text=True,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def test_the_blocker_really_blocks(tmp_path: Path) -> None:
@@ -43,7 +44,7 @@ def test_quick_start_and_convert_without_posix_only_modules(tmp_path: Path) -> N
     work = tmp_path / "work"
     work.mkdir()
     first = _run(work, "-m", "pytest", "-p", "no:cacheprovider", "--model", "mnist", *ONE_CASE)
-    assert first.returncode == 1, first.stdout[-3000:] + first.stderr[-3000:]      # the golden is written once
+    assert first.returncode == 1, first.stdout[-3000:] + first.stderr[-3000:]  # the golden is written once
     assert "golden written" in first.stdout and "1 failed, 1 passed" in first.stdout
     second = _run(work, "-m", "pytest", "-p", "no:cacheprovider", "--model", "mnist", *ONE_CASE)
     assert second.returncode == 0 and "2 passed" in second.stdout, second.stdout[-3000:] + second.stderr[-3000:]
@@ -62,7 +63,12 @@ def test_no_module_level_import_of_a_posix_only_module() -> None:
     for path in sorted(HARNESS.rglob("*.py")):
         tree = ast.parse(path.read_text(), filename=str(path))
         for node in tree.body:
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             found += [f"{path.relative_to(REPO)}:{node.lineno}: {n}" for n in names if n.split(".")[0] in POSIX_ONLY]
     assert found == []

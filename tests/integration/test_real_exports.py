@@ -7,6 +7,7 @@ valid (onnx's full check; then it runs, in emulation, at sizes other than the re
 FP32, and a warning must name the dynamic dims it had to size. ``pytest --model PATH --input-shapes ...`` runs
 from an empty folder outside the repository on a reduced sweep.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,10 +35,9 @@ from tests.helpers.convert_builders import node_types
 REPO = Path(__file__).resolve().parents[2]
 REAL = [name for name in test_models.names() if test_models.MODELS[name].made_by == "test_models.make_real_exports"]
 TEXT = [name for name in REAL if test_models.MODELS[name].inputs_file is not None]
-MODES: dict[str, dict[str, object]] = {"fp16": {}, "bf16-keepio": {"low_precision_type": "bf16",
-                                                                     "keep_io_types": True}}
+MODES: dict[str, dict[str, object]] = {"fp16": {}, "bf16-keepio": {"low_precision_type": "bf16", "keep_io_types": True}}
 FLAGS = {"fp16": [], "bf16-keepio": ["--low_precision_type", "bf16", "--keep_io_types"]}
-BOUND = {"fp16": 1e-2, "bf16-keepio": 5e-2}   # worst |error| / max |FP32| over the outputs; measured <= 1.8e-3, 1.5e-2
+BOUND = {"fp16": 1e-2, "bf16-keepio": 5e-2}  # worst |error| / max |FP32| over the outputs; measured <= 1.8e-3, 1.5e-2
 VOCAB = 512
 
 
@@ -51,7 +51,7 @@ def feed(name: str, *, batch: int, sequence: int) -> dict[str, np.ndarray]:
     if name not in TEXT:
         return {"input": rng.uniform(-1, 1, (batch, 3, 224, 224)).astype(np.float32)}
     mask = np.ones((batch, sequence), dtype=np.int64)
-    mask[-1, sequence // 2:] = 0
+    mask[-1, sequence // 2 :] = 0
     return {"input_ids": rng.integers(0, VOCAB, (batch, sequence), dtype=np.int64), "attention_mask": mask}
 
 
@@ -82,7 +82,7 @@ def check_converted(name: str, converted: onnx.ModelProto, mode: str, *, batch: 
     """Valid (full check), dynamic dims kept, close to FP32 at a size other than the reference data's."""
     onnx.checker.check_model(converted, full_check=True)
     assert dim_names(converted) == dim_names(onnx.load(str(path(name))))
-    if mode == "fp16":   # onnxruntime's CPU provider loads fp16 graphs (it has no bf16 kernels)
+    if mode == "fp16":  # onnxruntime's CPU provider loads fp16 graphs (it has no bf16 kernels)
         ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
     error = emulated_error(name, converted, feed(name, batch=batch, sequence=sequence))
     assert error < BOUND[mode], f"{name} {mode} at {batch}x{sequence}: error {error:.3g}"
@@ -91,11 +91,14 @@ def check_converted(name: str, converted: onnx.ModelProto, mode: str, *, batch: 
 def check_dynamic_dims_named(name: str, records: list[logging.LogRecord]) -> None:
     """One warning names every dynamic dim castguard sized (the sequence of the text models, the batch of all)
     and how to give real sizes."""
-    warnings = [r.getMessage() for r in records
-                if r.levelno == logging.WARNING and r.getMessage().startswith("dynamic dims without a size")]
+    warnings = [
+        r.getMessage()
+        for r in records
+        if r.levelno == logging.WARNING and r.getMessage().startswith("dynamic dims without a size")
+    ]
     assert len(warnings) == 1, warnings
     assert "('batch') = 1" in warnings[0]
-    assert ("input_shapes" in warnings[0] and "calibration_data" in warnings[0])
+    assert "input_shapes" in warnings[0] and "calibration_data" in warnings[0]
     if name in TEXT:
         assert "input_ids" in warnings[0] and "('sequence') = " in warnings[0]
 
@@ -106,10 +109,12 @@ def test_the_real_exports_are_registered() -> None:
 
 # ---------------------------------------------------------------- castguard convert, no shape options
 
+
 @pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("name", REAL)
-def test_castguard_convert_without_shape_options(name: str, mode: str, tmp_path: Path,
-                                                 caplog: pytest.LogCaptureFixture) -> None:
+def test_castguard_convert_without_shape_options(
+    name: str, mode: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     target = tmp_path / "out dir" / f"{name}.onnx"
     target.parent.mkdir()
     with caplog.at_level(logging.INFO, logger="harness.convert"):
@@ -122,9 +127,27 @@ def test_castguard_convert_without_shape_options(name: str, mode: str, tmp_path:
 def test_the_console_script_warns_on_stderr_and_exits_0(tmp_path: Path) -> None:
     """The real process, from an empty folder: the warning is one line of stderr, the exit status 0."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-m", "harness", "convert", "--onnx_path", str(path("llama_tiny")),
-                           "--output_path", "llama bf16.onnx", "--low_precision_type", "bf16", "--keep_io_types"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "convert",
+            "--onnx_path",
+            str(path("llama_tiny")),
+            "--output_path",
+            "llama bf16.onnx",
+            "--low_precision_type",
+            "bf16",
+            "--keep_io_types",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [line for line in proc.stderr.splitlines() if "WARNING" in line and "sequence" in line]
     assert len(lines) == 1 and "input_ids" in lines[0], proc.stderr[-3000:]
@@ -133,6 +156,7 @@ def test_the_console_script_warns_on_stderr_and_exits_0(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- the Python API, no shape options
+
 
 @pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("name", REAL)
@@ -145,13 +169,19 @@ def test_python_api_without_shape_options(name: str, mode: str, caplog: pytest.L
 
 # ---------------------------------------------------------------- the author's FP32 upcasts (LLaMA)
 
+
 def identity_upcasts(model: onnx.ModelProto) -> list[onnx.NodeProto]:
     """``Cast(to=FLOAT)`` nodes whose input is already FP32: the export's trace of ``x.to(torch.float32)`` and
     ``softmax(..., dtype=torch.float32)``."""
     inferred = onnx.shape_inference.infer_shapes(model)
     types = {v.name: v.type.tensor_type.elem_type for v in [*inferred.graph.value_info, *inferred.graph.input]}
-    return [n for n in model.graph.node if n.op_type == "Cast" and types.get(n.input[0]) == TensorProto.FLOAT
-            and any(a.name == "to" and a.i == TensorProto.FLOAT for a in n.attribute)]
+    return [
+        n
+        for n in model.graph.node
+        if n.op_type == "Cast"
+        and types.get(n.input[0]) == TensorProto.FLOAT
+        and any(a.name == "to" and a.i == TensorProto.FLOAT for a in n.attribute)
+    ]
 
 
 def readers(model: onnx.ModelProto, tensor: str) -> list[str]:
@@ -167,8 +197,9 @@ def test_llama_export_holds_the_readers_of_its_fp32_upcasts_in_fp32() -> None:
     converted = convert_to_mixed_precision(onnx_path=str(path("llama_tiny")))
     types = node_types(converted)
     held = [(c.name, r) for c in upcasts for r in readers(original, c.output[0]) if r in types]
-    assert held and all(types[r] == TensorProto.FLOAT for _, r in held), \
-        [(c, r) for c, r in held if types[r] != TensorProto.FLOAT]
+    assert held and all(types[r] == TensorProto.FLOAT for _, r in held), [
+        (c, r) for c, r in held if types[r] != TensorProto.FLOAT
+    ]
     ignored = convert_to_mixed_precision(onnx_path=str(path("llama_tiny")), respect_fp32_casts=False)
     count = sum(1 for n in converted.graph.node if n.op_type == "Cast")
     assert sum(1 for n in ignored.graph.node if n.op_type == "Cast") < count
@@ -176,23 +207,33 @@ def test_llama_export_holds_the_readers_of_its_fp32_upcasts_in_fp32() -> None:
 
 # ---------------------------------------------------------------- pytest --model, from an empty folder
 
+
 def pytest_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("PYTEST_ADDOPTS", None)
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
-@pytest.mark.parametrize(("names", "shapes"), [(TEXT, "input_ids:2x64"), (["timm_mobilenetv3"], "input:2x3x224x224")],
-                         ids=["text", "cnn"])
+@pytest.mark.parametrize(
+    ("names", "shapes"), [(TEXT, "input_ids:2x64"), (["timm_mobilenetv3"], "input:2x3x224x224")], ids=["text", "cnn"]
+)
 def test_pytest_model_from_an_empty_folder(names: list[str], shapes: str, tmp_path: Path) -> None:
     """First run: every case passes against the FP32 golden it writes into the empty folder (the golden test
     fails once, by design, asking to review it); the emulated error stays below the fp16 bound."""
     empty = tmp_path / "empty folder"
     empty.mkdir()
     models = [arg for name in names for arg in ("--model", str(path(name)))]
-    done = pytest_in(empty, *models, f"--input-shapes={shapes}", "--precision", "fp16", "--data-max", "512",
-                     "--exclude-ops", "none")
+    done = pytest_in(
+        empty, *models, f"--input-shapes={shapes}", "--precision", "fp16", "--data-max", "512", "--exclude-ops", "none"
+    )
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"{len(names)} failed, {len(names)} passed" in done.stdout, done.stdout[-3000:]
     # one "golden written" per model (pytest repeats it untruncated in the short summary when CI is set)

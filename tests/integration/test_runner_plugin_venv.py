@@ -1,6 +1,7 @@
 """The example runner plugin (examples/runner_plugin) pip-installed with castguard into a fresh venv (issue 24.2):
 discovered, selectable with ``--runner onnxref`` and ``runner="onnxref"`` in the fixture, run, in the report with
 its package and version. Slow: the install takes about a minute (pip's local cache, no network)."""
+
 from __future__ import annotations
 
 import json
@@ -13,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-USER_TEST = '''
+USER_TEST = """
 import pytest
 
 
@@ -24,7 +25,7 @@ def test_mnist_on_onnxref(castguard, precision):
         assert result.status == "skip", result.explain()
     else:
         assert result.passed and result.runner == "onnxref", result.explain()
-'''
+"""
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -43,15 +44,35 @@ def test_example_plugin_installed_in_a_fresh_venv_runs_and_is_reported(tmp_path:
     (project / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n\n[tool.castguard]\n')
     (project / "test_mine.py").write_text(USER_TEST)
 
-    suite = _run([python, "-m", "pytest", "-p", "no:cacheprovider", "-rs", "--model", "mnist", "--runner", "onnxref",
-                  "--precision", "fp16,bf16", "--data-max", "512", "--exclude-ops", "none"], project)
-    assert suite.returncode == 1, suite.stdout[-3000:]          # the golden test fails once: it wrote the golden
+    suite = _run(
+        [
+            python,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-rs",
+            "--model",
+            "mnist",
+            "--runner",
+            "onnxref",
+            "--precision",
+            "fp16,bf16",
+            "--data-max",
+            "512",
+            "--exclude-ops",
+            "none",
+        ],
+        project,
+    )
+    assert suite.returncode == 1, suite.stdout[-3000:]  # the golden test fails once: it wrote the golden
     assert "golden written" in suite.stdout
     assert "runner onnxref (castguard-onnxref-runner 0.1.0) runs fp16 only; this model holds bf16" in suite.stdout
     report = json.loads((project / "castguard-report" / "report.json").read_text())
     assert {c["case_id"]: c["status"] for c in report["cases"]} == {
         "fp16-dmax512-imax65504-excl_none-keepio0-onnxref": "pass",
-        "bf16-dmax512-imax65504-excl_none-keepio0-onnxref": "skip"}
+        "bf16-dmax512-imax65504-excl_none-keepio0-onnxref": "skip",
+    }
     assert ["onnxref", "castguard-onnxref-runner", "0.1.0"] in report["provenance"]["runner_sources"]
     assert "onnxref (castguard-onnxref-runner 0.1.0)" in (project / "castguard-report" / "report.md").read_text()
 
@@ -60,5 +81,6 @@ def test_example_plugin_installed_in_a_fresh_venv_runs_and_is_reported(tmp_path:
     report = json.loads((project / "castguard-report" / "report.json").read_text())
     assert {c["case_id"]: c["status"] for c in report["cases"]} == {
         "fp16-dmax512-imax65504-excl_none-keepio0-onnxref": "pass",
-        "bf16-dmax512-imax65504-excl_none-keepio0-onnxref": "skip"}
+        "bf16-dmax512-imax65504-excl_none-keepio0-onnxref": "skip",
+    }
     assert ["onnxref", "castguard-onnxref-runner", "0.1.0"] in report["provenance"]["runner_sources"]

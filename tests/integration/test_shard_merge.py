@@ -9,6 +9,7 @@ folder and a cold cache, against the committed goldens:
 * a shard killed (SIGKILL, by a plugin at its second case) leaves an incomplete merged night: the finished cases
   are all there, the unfinished ones are absent, the exit status is 1, and the history never uses it as a baseline.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,9 +26,9 @@ from harness.nightly.run import load_baseline
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS = ["--model", "mnist", "--model", "needs_constraints", "--model", "transformer_block"]
-SWEEP = ["--precision", "fp16", "--data-max", "512,inf"]          # x (none, sensitive): 4 cases per model
+SWEEP = ["--precision", "fp16", "--data-max", "512,inf"]  # x (none, sensitive): 4 cases per model
 RULES = "status,error:+25%,lowp_share:-2pp"
-KILLER = '''
+KILLER = """
 import os, signal
 _seen = []
 def pytest_runtest_logreport(report):
@@ -35,21 +36,33 @@ def pytest_runtest_logreport(report):
         _seen.append(report.nodeid)
         if len(_seen) == 2:              # its record is written (makereport) before this hook
             os.kill(os.getpid(), signal.SIGKILL)
-'''
+"""
 UNSTABLE = ("timings", "outputs_file", "golden_file", "conversion_cached")
 
 
-def pytest_run(folder: Path, name: str, *args: str, env: dict[str, str] | None = None
-               ) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *MODELS, *SWEEP,
-               f"--goldens-dir={REPO / 'goldens'}", f"--report-dir={folder / name}",
-               f"--cache-dir={folder / f'cache-{name}'}", *args]
+def pytest_run(
+    folder: Path, name: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        *MODELS,
+        *SWEEP,
+        f"--goldens-dir={REPO / 'goldens'}",
+        f"--report-dir={folder / name}",
+        f"--cache-dir={folder / f'cache-{name}'}",
+        *args,
+    ]
     return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300, check=False, env=env)
 
 
 def castguard(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=folder, capture_output=True, text=True,
-                          timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], cwd=folder, capture_output=True, text=True, timeout=300, check=False
+    )
 
 
 def comparable(report: dict) -> list[dict]:
@@ -58,7 +71,7 @@ def comparable(report: dict) -> list[dict]:
     for case in report["cases"]:
         kept = {k: v for k, v in case.items() if k not in UNSTABLE}
         kept = json.loads(re.sub(r"[^\s'\"]*/runs/[^/]+/diagnose/", "RUN/diagnose/", json.dumps(kept)))  # fix's path
-        if kept.get("trt_build"):        # the TensorRT build check's time (when TensorRT is installed)
+        if kept.get("trt_build"):  # the TensorRT build check's time (when TensorRT is installed)
             kept["trt_build"] = {k: v for k, v in kept["trt_build"].items() if k != "seconds"}
         cases.append(kept)
     return cases
@@ -78,9 +91,9 @@ def night(tmp_path_factory: pytest.TempPathFactory) -> Path:
         done = pytest_run(folder, f"shard{k}", f"--shard={k}/3")
         assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
         assert f"castguard shard {k}/3: 1 of 3 models, 4 cases" in done.stdout
-    baseline = json.loads((folder / "shard3" / "report.json").read_text())    # needs_constraints' 4 cases
-    assert [c["status"] for c in baseline["cases"]].count("fail") == 2          # it overflows at data_max inf
-    for case in baseline["cases"]:             # the stored baseline: those cases passed "last night"
+    baseline = json.loads((folder / "shard3" / "report.json").read_text())  # needs_constraints' 4 cases
+    assert [c["status"] for c in baseline["cases"]].count("fail") == 2  # it overflows at data_max inf
+    for case in baseline["cases"]:  # the stored baseline: those cases passed "last night"
         case["status"] = "pass"
     (folder / "baseline.json").write_text(json.dumps(baseline))
     return folder
@@ -92,18 +105,19 @@ def test_three_shards_merged_are_the_whole_run_with_the_same_verdict(night: Path
     shard = pytest_run(night, "shard2", "--shard", "2/3")
     assert shard.returncode == 0 and "castguard shard 2/3: 1 of 3 models, 4 cases" in shard.stdout, shard.stdout
     merged = castguard(night, "merge", "shard1", "shard2", "shard3", "--out", "merged", *gate)
-    assert merged.returncode == whole.returncode == 1, merged.stdout + merged.stderr      # 2 regressions each
+    assert merged.returncode == whole.returncode == 1, merged.stdout + merged.stderr  # 2 regressions each
     assert "castguard merge: 3 of 3 shards complete" in merged.stdout
     ours, theirs = (json.loads((night / d / "report.json").read_text()) for d in ("merged", "judged"))
     assert len(ours["cases"]) == 12 and ours["planned_cases"] == theirs["planned_cases"] == 12
-    assert comparable(ours) == comparable(theirs)                # cases, statuses, figures, notes
-    assert ours["summary"] == theirs["summary"] == {"pass": 10, "fail": 2, "xfail": 0, "xpass": 0, "skip": 0,
-                                                    "error": 0}
+    assert comparable(ours) == comparable(theirs)  # cases, statuses, figures, notes
+    assert (
+        ours["summary"] == theirs["summary"] == {"pass": 10, "fail": 2, "xfail": 0, "xpass": 0, "skip": 0, "error": 0}
+    )
     assert [s["state"] for s in ours["shards"]] == ["complete"] * 3 and not ours["interrupted"]
     assert all(s["provenance"]["hostname"] for s in ours["shards"])
     verdicts = [section((night / d / "report.md").read_text(), "Baseline comparison") for d in ("merged", "judged")]
     assert verdicts[0] == verdicts[1] and "2 regression(s)" in verdicts[0] and "New cases" in verdicts[0]
-    for case in ours["cases"]:                                   # every shard's outputs came along
+    for case in ours["cases"]:  # every shard's outputs came along
         assert (night / "merged" / case["outputs_file"]).is_file()
     recheck = castguard(night, "recheck", "merged")
     assert "12 of 12 case(s) rechecked" in recheck.stdout and recheck.returncode == 1, recheck.stdout + recheck.stderr
@@ -124,15 +138,16 @@ def test_a_killed_shard_makes_an_incomplete_night_that_is_never_a_baseline(night
     run = next((night / "incomplete" / "runs").iterdir())
     report = json.loads((run / "report.json").read_text())
     assert report["interrupted"] is True and report["planned_cases"] == 12
-    assert not (night / "incomplete" / "report.json").exists()             # never published as the latest report
-    by_model = {m: [c for c in report["cases"] if c["model"] == m] for m in ("mnist", "needs_constraints",
-                                                                            "transformer_block")}
-    assert [len(cases) for cases in by_model.values()] == [4, 4, 2]         # nothing lost, nothing claimed
+    assert not (night / "incomplete" / "report.json").exists()  # never published as the latest report
+    by_model = {
+        m: [c for c in report["cases"] if c["model"] == m] for m in ("mnist", "needs_constraints", "transformer_block")
+    }
+    assert [len(cases) for cases in by_model.values()] == [4, 4, 2]  # nothing lost, nothing claimed
     assert "**Incomplete: 10 of 12 cases (shard 2/3 killed).**" in (run / "report.md").read_text()
     assert "| 2/3 | killed: no report.json" in (run / "report.md").read_text()
     runs = read_history(night / "history").runs
     assert [r.unclean_reason for r in runs] == ["incomplete"]
     baseline, note = load_baseline(night / "history")
     assert baseline is None and "1 incomplete" in note, note
-    missing = castguard(night, "merge", "shard1", "shard3", "--out", "two")        # shard 2 not given at all
+    missing = castguard(night, "merge", "shard1", "shard3", "--out", "two")  # shard 2 not given at all
     assert missing.returncode == 1 and "shard 2/3: missing" in missing.stdout

@@ -1,10 +1,12 @@
 """The sweep through the pytest plugin (pytester): ids, layered settings, the report, the cache, xdist, usage errors."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
+
 from tests.helpers.graphs import mlp_model, save
 
 pytest_plugins = ["pytester"]
@@ -28,10 +30,15 @@ def _report(pytester: pytest.Pytester, folder: str = "castguard-report") -> dict
 
 def test_the_default_sweep_runs_12_cases_and_writes_the_report_then_reuses_the_cache(project: pytest.Pytester) -> None:
     first = _run(project)
-    first.assert_outcomes(passed=12, failed=1)              # the golden is written once (and fails once)
-    first.stdout.fnmatch_lines(["*castguard sweep report*", "castguard: 12 cases: 12 pass (* share another case's "
-                                "converted model, not run again); report: castguard-report/report.md, report.html, "
-                                "report.json"])
+    first.assert_outcomes(passed=12, failed=1)  # the golden is written once (and fails once)
+    first.stdout.fnmatch_lines(
+        [
+            "*castguard sweep report*",
+            "castguard: 12 cases: 12 pass (* share another case's "
+            "converted model, not run again); report: castguard-report/report.md, report.html, "
+            "report.json",
+        ]
+    )
     report = _report(project)
     assert report["summary"]["pass"] == 12 and len(report["cases"]) == 12
     ids = {c["case_id"] for c in report["cases"]}
@@ -39,7 +46,12 @@ def test_the_default_sweep_runs_12_cases_and_writes_the_report_then_reuses_the_c
     assert "bf16-dmaxinf-imax65504-excl_sensitive-keepio0-emulate" in ids
     assert all(c["runner"] == "emulate" and c["outputs_file"] for c in report["cases"])
     assert {p.name for p in (project.path / "castguard-report").iterdir()} == {
-        "report.json", "report.md", "report.html", "runs", ".castguard.lock"}
+        "report.json",
+        "report.md",
+        "report.html",
+        "runs",
+        ".castguard.lock",
+    }
     (run,) = (project.path / "castguard-report" / "runs").iterdir()
     assert {p.name for p in run.iterdir()} == {"report.json", "report.md", "report.html", "outputs"}
     assert all(c["outputs_file"].startswith(f"runs/{run.name}/outputs/") for c in report["cases"])
@@ -51,21 +63,35 @@ def test_the_default_sweep_runs_12_cases_and_writes_the_report_then_reuses_the_c
 
 
 def test_settings_layer_pyproject_then_sweep_file_then_options(project: pytest.Pytester) -> None:
-    project.makepyprojecttoml('[tool.castguard.sweep]\nprecisions = ["bf16"]\ndata_max = [64]\n'
-                              'runners = ["emulate"]\n')
+    project.makepyprojecttoml('[tool.castguard.sweep]\nprecisions = ["bf16"]\ndata_max = [64]\nrunners = ["emulate"]\n')
     (project.path / "sweep.toml").write_text("data_max = [16, 32]\n")
     result = _run(project, "--sweep", "sweep.toml", "--keep-io-types", "true", "--collect-only", "-q")
     ids = [line.split("[", 1)[1].rstrip("]") for line in result.stdout.lines if "test_low_precision[" in line]
-    assert ids == ["mlp-bf16-dmax16-imax65504-excl_none-keepio1-emulate",
-                   "mlp-bf16-dmax16-imax65504-excl_sensitive-keepio1-emulate",
-                   "mlp-bf16-dmax32-imax65504-excl_none-keepio1-emulate",
-                   "mlp-bf16-dmax32-imax65504-excl_sensitive-keepio1-emulate"]
+    assert ids == [
+        "mlp-bf16-dmax16-imax65504-excl_none-keepio1-emulate",
+        "mlp-bf16-dmax16-imax65504-excl_sensitive-keepio1-emulate",
+        "mlp-bf16-dmax32-imax65504-excl_none-keepio1-emulate",
+        "mlp-bf16-dmax32-imax65504-excl_sensitive-keepio1-emulate",
+    ]
 
 
 def test_exclusion_sets_node_precisions_and_fp32_accumulation_show_in_ids(project: pytest.Pytester) -> None:
-    result = _run(project, "--precision", "fp16", "--data-max", "inf", "--keep-io-types", "false",
-                  "--exclude-ops", "gemms=Gemm", "--node-precisions", "relu:fp32", "--fp32-accumulation",
-                  "--report-dir", "out")
+    result = _run(
+        project,
+        "--precision",
+        "fp16",
+        "--data-max",
+        "inf",
+        "--keep-io-types",
+        "false",
+        "--exclude-ops",
+        "gemms=Gemm",
+        "--node-precisions",
+        "relu:fp32",
+        "--fp32-accumulation",
+        "--report-dir",
+        "out",
+    )
     result.assert_outcomes(passed=1, failed=1)
     (case,) = _report(project, "out")["cases"]
     assert case["case_id"] == "fp16-dmaxinf-imax65504-excl_gemms-keepio0-emulate-np_relu.fp32-acc32"
@@ -80,16 +106,23 @@ def test_bf16_on_ort_cpu_is_skipped_with_the_reason(project: pytest.Pytester) ->
     assert case["status"] == "skip" and case["runner"] == "ort[CPUExecutionProvider]"
 
 
-@pytest.mark.parametrize(("args", "pyproject", "message"), [
-    (("--data-max", "64,abc"), "", "--data-max: 'abc' is not a number"),
-    (("--sweep", "missing.toml"), "", "sweep file not found"),
-    (("--exclude-ops", "attention"), "", "no exclusion set named 'attention'"),
-    ((), '[tool.castguard]\nrunners = ["emulate"]\n[tool.castguard.sweep]\nrunners = ["ort"]\n',
-     "runners are also set in [tool.castguard.sweep]"),
-    ((), '[tool.castguard.tolerances]\nfp16 = { atol = "big" }\n', "has the wrong type"),
-])
-def test_bad_sweep_settings_are_one_usage_error(project: pytest.Pytester, args: tuple[str, ...], pyproject: str,
-                                                message: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "pyproject", "message"),
+    [
+        (("--data-max", "64,abc"), "", "--data-max: 'abc' is not a number"),
+        (("--sweep", "missing.toml"), "", "sweep file not found"),
+        (("--exclude-ops", "attention"), "", "no exclusion set named 'attention'"),
+        (
+            (),
+            '[tool.castguard]\nrunners = ["emulate"]\n[tool.castguard.sweep]\nrunners = ["ort"]\n',
+            "runners are also set in [tool.castguard.sweep]",
+        ),
+        ((), '[tool.castguard.tolerances]\nfp16 = { atol = "big" }\n', "has the wrong type"),
+    ],
+)
+def test_bad_sweep_settings_are_one_usage_error(
+    project: pytest.Pytester, args: tuple[str, ...], pyproject: str, message: str
+) -> None:
     if pyproject:
         project.makepyprojecttoml(pyproject)
     result = _run(project, *args)

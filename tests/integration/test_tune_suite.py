@@ -1,9 +1,9 @@
 """``pytest --model X --tune`` through the plugin (pytester): the tuned case, its stored plan, the report, and a
 new model version whose stored plan stops meeting its bound (a regression naming the nodes to move)."""
+
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import onnx
 import pytest
@@ -26,7 +26,7 @@ def _cases(pytester: pytest.Pytester) -> dict[str, dict]:
 def test_tuned_case_plan_report_and_new_model_version(pytester: pytest.Pytester) -> None:
     onnx.save(tune_models.residual_cancel(), pytester.path / "rc.onnx")
     first = _run(pytester)
-    first.assert_outcomes(passed=1, failed=2)            # golden written once; the default grid case misses
+    first.assert_outcomes(passed=1, failed=2)  # golden written once; the default grid case misses
     cases = _cases(pytester)
     grid, tuned = cases["fp16-dmax512-imax65504-excl_none-keepio0-emulate"], cases["fp16-tuned-keepio0-emulate"]
     assert grid["status"] == "fail" and tuned["status"] == "pass"
@@ -34,10 +34,10 @@ def test_tuned_case_plan_report_and_new_model_version(pytester: pytest.Pytester)
     kept = [k for k, _ in tuned["kept_fp32"]]
     assert kept[:2] == ["residual_add", "cancel_sub"]
     assert tuned["lowp_flop_share"] > 0.8 and tuned["case"]["tuned"] is True
-    timings = tuned["timings"]          # the tuned case runs the same pipeline: timed steps that add up
+    timings = tuned["timings"]  # the tuned case runs the same pipeline: timed steps that add up
     assert timings["tune_s"] > 0 and timings["infer_s"] > 0
     assert abs(timings["total_s"] - sum(v for k, v in timings.items() if k != "total_s")) < 0.005
-    assert (pytester.path / "castguard-report" / tuned["outputs_file"]).is_file()   # saved in its run, like any case
+    assert (pytester.path / "castguard-report" / tuned["outputs_file"]).is_file()  # saved in its run, like any case
     (plan_file,) = (pytester.path / "goldens" / "rc").glob("*.tuned-fp16.plan.json")
     plan = json.loads(plan_file.read_text())
     assert plan["kept_fp32"] == kept and plan["holds"] is True
@@ -46,16 +46,22 @@ def test_tuned_case_plan_report_and_new_model_version(pytester: pytest.Pytester)
     assert "Tuned plans" in md and "`cancel_sub`: local error" in md
     assert "Tuned plans" in (pytester.path / "castguard-report" / "report.html").read_text()
 
-    _run(pytester).assert_outcomes(passed=2, failed=1)   # the stored plan still meets its bound
+    _run(pytester).assert_outcomes(passed=2, failed=1)  # the stored plan still meets its bound
     assert "still meets its bound" in _cases(pytester)["fp16-tuned-keepio0-emulate"]["notes"][0]
 
-    onnx.save(tune_models.residual_cancel(second_cancel=True), pytester.path / "rc.onnx")   # a new version
+    onnx.save(tune_models.residual_cancel(second_cancel=True), pytester.path / "rc.onnx")  # a new version
     renewed = _run(pytester, "--update-goldens")
     renewed.assert_outcomes(failed=3)
-    renewed.stdout.fnmatch_lines(["*the tuned plan*no longer meets its bound on this model version*",
-                                  "*move to FP32: *shift_add, unshift_sub", "*rewritten (--update-goldens)*"])
+    renewed.stdout.fnmatch_lines(
+        [
+            "*the tuned plan*no longer meets its bound on this model version*",
+            "*move to FP32: *shift_add, unshift_sub",
+            "*rewritten (--update-goldens)*",
+        ]
+    )
     assert {"residual_add", "cancel_sub", "shift_add", "unshift_sub"} <= set(
-        json.loads(plan_file.read_text())["kept_fp32"])
+        json.loads(plan_file.read_text())["kept_fp32"]
+    )
     _run(pytester).assert_outcomes(passed=2, failed=1)
 
 

@@ -3,6 +3,7 @@
 Requirement: with Add and Sub forced to fp16 and no val-range, the search finds a failing input by itself within
 the ``ci`` profile's budget; the default conversion survives the same search.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,15 +18,15 @@ import pytest
 from hypothesis import settings
 from onnx import TensorProto, helper, numpy_helper
 
-from harness.run.session import AccuracySession, SweepCase
 from harness.cli import main as cli_main
-from harness.judge.paired import score
-from harness.search.pairing import PairedRun as Judge
-from harness.search.adversarial import cast_limits, failure_message, replay, search, search_case
-from harness.judge.compare import Tolerance, compare_outputs
 from harness.config import HarnessConfig
-from harness.errors import InputDataError
 from harness.data.models import bundled_models_dir
+from harness.errors import InputDataError
+from harness.judge.compare import Tolerance, compare_outputs
+from harness.judge.paired import score
+from harness.run.session import AccuracySession, SweepCase
+from harness.search.adversarial import cast_limits, failure_message, replay, search, search_case
+from harness.search.pairing import PairedRun as Judge
 from harness.search.strategies import feeds
 from harness.sweep import Case
 
@@ -37,25 +38,28 @@ CI = settings.get_profile("ci")
 
 @pytest.fixture
 def session(tmp_path: Path) -> AccuracySession:
-    config = HarnessConfig(models=(MODEL,), goldens_dir=tmp_path / "goldens", report_dir=tmp_path / "report",
-                           cache_dir=tmp_path / "cache")
+    config = HarnessConfig(
+        models=(MODEL,), goldens_dir=tmp_path / "goldens", report_dir=tmp_path / "report", cache_dir=tmp_path / "cache"
+    )
     return AccuracySession.open(config, bundled_dir=bundled_models_dir())
 
 
 def test_forced_fp16_add_sub_fails_within_the_ci_budget_without_a_val_range(session: AccuracySession) -> None:
     found = search_case(session, SweepCase(MODEL, FORCED), profile=CI, hypothesis_note="ci")
     assert found.failed, f"no failure in {found.outcome.examples} inputs (best score {found.outcome.best_score})"
-    assert found.outcome.examples <= CI.max_examples + 500    # search + shrinking, bounded by the ci profile
+    assert found.outcome.examples <= CI.max_examples + 500  # search + shrinking, bounded by the ci profile
     x = found.outcome.feed["x"] if found.outcome.feed is not None else None
-    assert x is not None and x.dtype == np.float16 and np.isfinite(x).all()   # the converted model's fp16 input
+    assert x is not None and x.dtype == np.float16 and np.isfinite(x).all()  # the converted model's fp16 input
     assert found.domain == "every value the converted inputs hold"
     saved = found.saved
     assert saved is not None and saved.npz.parent == session.config.report_dir / "adversarial" / MODEL
     with np.load(saved.npz, allow_pickle=False) as data:
         assert data["x"].dtype == np.float32 and np.array_equal(data["x"], x.astype(np.float32))
     sidecar = json.loads(saved.sidecar.read_text())
-    assert sidecar["replay"] == saved.command and sidecar["options"]["node_precisions"] == [["Add", "fp16"],
-                                                                                             ["Sub", "fp16"]]
+    assert sidecar["replay"] == saved.command and sidecar["options"]["node_precisions"] == [
+        ["Add", "fp16"],
+        ["Sub", "fp16"],
+    ]
     message = failure_message(SweepCase(MODEL, FORCED), found)
     assert "Hypothesis found an input" in message and f"replay: {saved.command}" in message
     assert replay(saved.npz).failed
@@ -77,11 +81,16 @@ def test_the_ci_search_is_reproducible(session: AccuracySession) -> None:
 
 
 def test_a_val_range_narrows_the_search(tmp_path: Path) -> None:
-    config = HarnessConfig(models=(MODEL,), goldens_dir=tmp_path / "g", report_dir=tmp_path / "r",
-                           cache_dir=tmp_path / "c", val_ranges=(("x", 0.0, 0.0),))
+    config = HarnessConfig(
+        models=(MODEL,),
+        goldens_dir=tmp_path / "g",
+        report_dir=tmp_path / "r",
+        cache_dir=tmp_path / "c",
+        val_ranges=(("x", 0.0, 0.0),),
+    )
     narrow = AccuracySession.open(config, bundled_dir=bundled_models_dir())
     found = search_case(narrow, SweepCase(MODEL, FORCED), profile=CI)
-    assert not found.failed and found.domain.startswith("x:[0,0]")   # x = 0 cannot overflow Add/Sub
+    assert not found.failed and found.domain.startswith("x:[0,0]")  # x = 0 cannot overflow Add/Sub
 
 
 def test_cast_limits_bound_fp32_inputs_the_model_casts_down(session: AccuracySession) -> None:
@@ -97,10 +106,13 @@ def test_cast_limits_bound_fp32_inputs_the_model_casts_down(session: AccuracySes
 
 
 def _scaled(scale: float) -> onnx.ModelProto:
-    graph = helper.make_graph([helper.make_node("Mul", ["x", "s"], ["y"])], "g",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
-                              [numpy_helper.from_array(np.array(scale, np.float32), "s")])
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "s"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        [numpy_helper.from_array(np.array(scale, np.float32), "s")],
+    )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
@@ -138,29 +150,47 @@ def test_replay_refuses_a_changed_model(session: AccuracySession, tmp_path: Path
     with pytest.raises(InputDataError, match="the model changed"):
         replay(found.saved.npz)
     assert cli_main(["replay", str(found.saved.npz)]) == 2
-    old = subprocess.run([sys.executable, "-m", "harness.adversarial", "replay", str(found.saved.npz)],
-                         capture_output=True, text=True, timeout=120)
-    assert old.returncode == 2 and "the model changed" in old.stderr   # findings saved with the old command
+    old = subprocess.run(
+        [sys.executable, "-m", "harness.adversarial", "replay", str(found.saved.npz)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert old.returncode == 2 and "the model changed" in old.stderr  # findings saved with the old command
 
 
 def test_the_suite_selects_the_search_with_the_marker(pytester: pytest.Pytester) -> None:
     narrow = ("--precision", "fp16", "--data-max", "512", "--exclude-ops", "none", "--keep-io-types", "false")
     plain = pytester.runpytest("-p", "no:cacheprovider", "--model", MODEL, *narrow)
-    plain.assert_outcomes(passed=1, failed=1)                  # golden written once; no adversarial test
-    forced = pytester.runpytest("-p", "no:cacheprovider", "--model", MODEL, "-m", "adversarial", *narrow,
-                                "--node-precisions", "Add:fp16,Sub:fp16")
+    plain.assert_outcomes(passed=1, failed=1)  # golden written once; no adversarial test
+    forced = pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "--model",
+        MODEL,
+        "-m",
+        "adversarial",
+        *narrow,
+        "--node-precisions",
+        "Add:fp16,Sub:fp16",
+    )
     forced.assert_outcomes(failed=1, deselected=2)
-    forced.stdout.fnmatch_lines(["*test_adversarial[[]needs_constraints-fp16-dmax512-*-np_Add.fp16+Sub.fp16[]]*",
-                                 "*Hypothesis found an input on which the converted model misses its FP32 golden*",
-                                 "*replay: castguard replay *.npz"])
+    forced.stdout.fnmatch_lines(
+        [
+            "*test_adversarial[[]needs_constraints-fp16-dmax512-*-np_Add.fp16+Sub.fp16[]]*",
+            "*Hypothesis found an input on which the converted model misses its FP32 golden*",
+            "*replay: castguard replay *.npz",
+        ]
+    )
     default = pytester.runpytest("-p", "no:cacheprovider", "--model", MODEL, "-m", "adversarial", *narrow)
     default.assert_outcomes(passed=1, deselected=2)
 
 
 def test_the_hypothesis_seed_is_recorded_in_the_report(pytester: pytest.Pytester) -> None:
     narrow = ("--precision", "fp16", "--data-max", "512", "--exclude-ops", "none", "--keep-io-types", "false")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--model", MODEL, *narrow,
-                                           "--hypothesis-seed", "4242")
-    result.assert_outcomes(passed=1, failed=1)                 # the golden is written once
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--model", MODEL, *narrow, "--hypothesis-seed", "4242"
+    )
+    result.assert_outcomes(passed=1, failed=1)  # the golden is written once
     report = json.loads((pytester.path / "castguard-report" / "report.json").read_text())
     assert report["provenance"]["hypothesis_profile"].endswith("(seed 4242)")

@@ -6,6 +6,7 @@ strongly typed engine's layer precisions must match them. ``fp32_accumulation`` 
 as Cast -> fp32 MatMul -> Cast (what strongly typed TensorRT fuses into an fp16 GEMM with fp32 accumulation):
 checked for structure, and for accuracy on ``emulate`` against the committed FP32 golden.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,12 +16,24 @@ import onnx
 import pytest
 
 import test_models
+from harness import (
+    ConvertOptions,
+    GoldenStore,
+    TolerancePolicy,
+    bundled_models_dir,
+    cast_feeds,
+    collect_magnitudes,
+    convert_model,
+    declared_precisions,
+    input_specs,
+    judge_outputs,
+    make_runner,
+    recipe_for_file,
+    resolve_model,
+)
 from harness.errors import RunnerUnavailable
-from harness.runners.tensorrt.typed_build import check_build
 from harness.runners.tensorrt.library import installed_module
-from harness import (ConvertOptions, GoldenStore, TolerancePolicy, bundled_models_dir, cast_feeds, collect_magnitudes,
-                     convert_model, declared_precisions, input_specs, judge_outputs, make_runner, recipe_for_file,
-                     resolve_model)
+from harness.runners.tensorrt.typed_build import check_build
 
 BUNDLED = Path(test_models.bundled_dir())
 GOLDENS = Path(__file__).resolve().parents[2] / "goldens"
@@ -58,9 +71,10 @@ def test_respect_existing_types_keeps_exactly_the_users_types() -> None:
     assert kept.cast_count == 0
 
 
-@pytest.mark.skipif(installed_module() is None,
-                    reason='no TensorRT module is installed (neither tensorrt nor tensorrt_rtx_bindings): pip install '
-                           '"castguard[trt]"')
+@pytest.mark.skipif(
+    installed_module() is None,
+    reason='no TensorRT module is installed (neither tensorrt nor tensorrt_rtx_bindings): pip install "castguard[trt]"',
+)
 def test_the_tensorrt_layer_precisions_match_the_onnx_types() -> None:
     """The network TensorRT parses keeps the user's fp16 linear2 (built on any machine); the engine's realized
     per-layer precisions are checked too where a supported GPU can run it."""
@@ -74,13 +88,14 @@ def test_the_tensorrt_layer_precisions_match_the_onnx_types() -> None:
         runner.run([{"x": np.random.default_rng(0).uniform(-1, 1, (1, 10)).astype(np.float32)}])
     except RunnerUnavailable as err:
         pytest.skip(f"the engine builds with the user's types; running it: {err}")
-    assert runner.check_precisions() == []     # type: ignore[attr-defined]
+    assert runner.check_precisions() == []  # type: ignore[attr-defined]
 
 
 def test_fp32_accumulation_wraps_the_users_fp16_linear2() -> None:
     model = _load("explicit_typing")
-    wrapped = convert_model(model, options=ConvertOptions(respect_existing_types=True, fp32_accumulation=True),
-                      magnitudes=None).model
+    wrapped = convert_model(
+        model, options=ConvertOptions(respect_existing_types=True, fp32_accumulation=True), magnitudes=None
+    ).model
     _assert_wrapped(wrapped, "/linear2/MatMul")
     assert declared_precisions(wrapped)["/linear2/Add_output_0"] == "fp16"
 

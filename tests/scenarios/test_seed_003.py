@@ -4,6 +4,7 @@ x -> MatMul(flip) -> Add(65504) -> Sub(65504) -> MatMul(flip): forcing Add to fp
 strong typing needs it spelled out) overflows and fails on ``emulate``: a strict expected failure. The default
 conversion keeps the overflowing nodes in fp32 (data_max) and passes. The report shows both.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,7 @@ GOLDENS = Path(__file__).resolve().parents[2] / "goldens"
 MODEL = "needs_constraints"
 FORCED = Case(keep_io_types=True, node_precisions=(("Add", "fp16"), ("Sub", "fp32")))
 DEFAULT = Case(keep_io_types=True)
-SCENARIO = '''
+SCENARIO = """
 import pytest
 from harness import Case, SweepCase
 
@@ -39,7 +40,7 @@ def test_default(castguard_session, castguard_record):
 def test_forced(castguard_session, castguard_record):
     _check(castguard_session, castguard_record,
            Case(keep_io_types=True, node_precisions=(("Add", "fp16"), ("Sub", "fp32"))))
-'''
+"""
 
 
 def _copy_goldens(into: Path) -> Path:
@@ -50,8 +51,9 @@ def _copy_goldens(into: Path) -> Path:
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> AccuracySession:
     tmp = tmp_path_factory.mktemp("seed003")
-    config = HarnessConfig(models=(MODEL,), goldens_dir=_copy_goldens(tmp / "goldens"), report_dir=tmp / "report",
-                           cache_dir=tmp / "cache")
+    config = HarnessConfig(
+        models=(MODEL,), goldens_dir=_copy_goldens(tmp / "goldens"), report_dir=tmp / "report", cache_dir=tmp / "cache"
+    )
     return AccuracySession.open(config, bundled_dir=bundled_models_dir())
 
 
@@ -83,8 +85,9 @@ def test_the_forced_case_is_a_real_accuracy_failure_at_sub(session: AccuracySess
 def test_the_report_shows_the_passing_default_and_the_expected_failure(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_scenario=SCENARIO)
     goldens = _copy_goldens(pytester.path / "goldens")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--model", MODEL, "--goldens-dir", str(goldens),
-                                "test_scenario.py")
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "--model", MODEL, "--goldens-dir", str(goldens), "test_scenario.py"
+    )
     result.assert_outcomes(passed=1, xfailed=1)
     report = json.loads((pytester.path / "castguard-report" / "report.json").read_text())
     by_id = {c["case_id"]: c for c in report["cases"]}
@@ -102,28 +105,64 @@ def test_the_suite_option_forces_every_case_and_names_the_divergence(pytester: p
     goldens = _copy_goldens(pytester.path / "goldens")
 
     def suite(node_precisions: str) -> pytest.RunResult:
-        return pytester.runpytest("-p", "no:cacheprovider", "--model", MODEL, "--goldens-dir", str(goldens),
-                                  "--node-precisions", node_precisions, "--precision", "fp16", "--data-max", "512",
-                                  "--exclude-ops", "none", "--keep-io-types", "true")
+        return pytester.runpytest(
+            "-p",
+            "no:cacheprovider",
+            "--model",
+            MODEL,
+            "--goldens-dir",
+            str(goldens),
+            "--node-precisions",
+            node_precisions,
+            "--precision",
+            "fp16",
+            "--data-max",
+            "512",
+            "--exclude-ops",
+            "none",
+            "--keep-io-types",
+            "true",
+        )
 
     forced = suite("Add:fp16,Sub:fp32")
     forced.assert_outcomes(passed=1, failed=1)
-    forced.stdout.fnmatch_lines(["*test_low_precision[[]needs_constraints-*-np_Add.fp16+Sub.fp32[]]*",
-                                 "*cause: tensor 'subbed' from node 'Sub' (Sub)*"])
+    forced.stdout.fnmatch_lines(
+        [
+            "*test_low_precision[[]needs_constraints-*-np_Add.fp16+Sub.fp32[]]*",
+            "*cause: tensor 'subbed' from node 'Sub' (Sub)*",
+        ]
+    )
     unknown = suite("Mul:fp16")
     unknown.assert_outcomes(passed=1, failed=1)
     unknown.stdout.fnmatch_lines(["*keys [[]'Mul'[]] match no node name or op type in the model*"])
 
 
 @pytest.mark.trt_build
-@pytest.mark.skipif(installed_module() is None, reason='no TensorRT module is installed (neither tensorrt nor '
-                    'tensorrt_rtx_bindings): pip install "castguard[trt]"')
+@pytest.mark.skipif(
+    installed_module() is None,
+    reason='no TensorRT module is installed (neither tensorrt nor tensorrt_rtx_bindings): pip install "castguard[trt]"',
+)
 def test_the_forced_model_builds_in_tensorrt_and_the_report_shows_its_types_per_node(pytester: pytest.Pytester) -> None:
     """Strong typing keeps the forced plan: Add in fp16, Sub in fp32, as the seed's constrained network asks."""
     goldens = _copy_goldens(pytester.path / "goldens")
-    pytester.runpytest("-p", "no:cacheprovider", "--model", MODEL, "--goldens-dir", str(goldens), "--node-precisions",
-                       "Add:fp16,Sub:fp32", "--precision", "fp16", "--data-max", "512", "--exclude-ops", "none",
-                       "--keep-io-types", "true").assert_outcomes(passed=1, failed=1)
+    pytester.runpytest(
+        "-p",
+        "no:cacheprovider",
+        "--model",
+        MODEL,
+        "--goldens-dir",
+        str(goldens),
+        "--node-precisions",
+        "Add:fp16,Sub:fp32",
+        "--precision",
+        "fp16",
+        "--data-max",
+        "512",
+        "--exclude-ops",
+        "none",
+        "--keep-io-types",
+        "true",
+    ).assert_outcomes(passed=1, failed=1)
     case = json.loads((pytester.path / "castguard-report" / "report.json").read_text())["cases"][0]
     build = case["trt_build"]
     assert case["case_id"] == FORCED.id and build["outcome"] == "ok" and build["plan_bytes"] > 0

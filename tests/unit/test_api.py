@@ -1,4 +1,5 @@
 """The declared public API (``harness.__all__``): every name resolves, lazily, to its home module's object."""
+
 from __future__ import annotations
 
 import subprocess
@@ -17,8 +18,10 @@ def test_every_public_name_resolves_to_its_home_object() -> None:
 
 
 def test_import_harness_is_cheap_and_unknown_names_fail() -> None:
-    code = ("import sys, harness; heavy = [m for m in ('onnxruntime', 'hypothesis', 'onnx') if m in sys.modules];"
-            " print(heavy); harness.nope")
+    code = (
+        "import sys, harness; heavy = [m for m in ('onnxruntime', 'hypothesis', 'onnx') if m in sys.modules];"
+        " print(heavy); harness.nope"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "[]"
     assert "module 'harness' has no attribute 'nope'" in proc.stderr

@@ -5,6 +5,7 @@ The map is the first fenced block after the ``## Module map`` heading; a row is 
 ends in ``.py`` (a path relative to ``harness/``); indented lines continue the row above. The layer-order line starts with ``Layer order:``; ``→`` separates the
 steps and each step lists its units in backticks, separated by commas.
 """
+
 from __future__ import annotations
 
 import re
@@ -34,7 +35,7 @@ def module_map(text: str) -> list[str]:
     fences = [i for i in range(start + 1, len(lines)) if lines[i].startswith("```")]
     if len(fences) < 2:
         raise DocFormatError("the module map has no fenced block")
-    rows = [line.split()[0] for line in lines[fences[0] + 1:fences[1]] if line.strip() and not line[0].isspace()]
+    rows = [line.split()[0] for line in lines[fences[0] + 1 : fences[1]] if line.strip() and not line[0].isspace()]
     return [row for row in rows if row.endswith(".py")]
 
 

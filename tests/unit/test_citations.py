@@ -5,6 +5,7 @@ now live in ``docs/runtime-facts.md``. A citation that leaves the repository is 
 path that climbs out (``../``) to a document or script (``.md``, ``.py``, ``.json``, ...). Other uses of ``../`` are
 not citations: ``.../harness`` (an ellipsis) or a refused location such as ``../secret.bin`` in an error example.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -48,15 +49,19 @@ def test_the_docs_that_docstrings_cite_exist() -> None:
 
 
 def test_the_check_catches_the_old_citations() -> None:
-    old = ("measured in ``shared/reference/ort_lowprecision.md`` §1.2\n"
-           "Style: `../shared/reference/style.md`\n"
-           "The script `../tools/probe_ops.py OUT` reruns them\n")
+    old = (
+        "measured in ``shared/reference/ort_lowprecision.md`` §1.2\n"
+        "Style: `../shared/reference/style.md`\n"
+        "The script `../tools/probe_ops.py OUT` reruns them\n"
+    )
     assert outside_citations(old) == ["shared/", "../shared/reference/style.md", "../tools/probe_ops.py"]
 
 
 def test_the_check_leaves_non_citations_alone() -> None:
-    fine = ("``python .../harness/convert/refrun.py``; a location such as ``../secret.bin`` is refused;\n"
-            "see ``docs/runtime-facts.md`` §2 and harness/runners/shared_state.py\n")
+    fine = (
+        "``python .../harness/convert/refrun.py``; a location such as ``../secret.bin`` is refused;\n"
+        "see ``docs/runtime-facts.md`` §2 and harness/runners/shared_state.py\n"
+    )
     assert outside_citations(fine) == []
 
 
@@ -73,15 +78,17 @@ def is_module(dotted: str) -> bool:
     """Whether ``dotted`` names an importable module (its parent must be a package for that)."""
     try:
         return importlib.util.find_spec(dotted) is not None
-    except ModuleNotFoundError:   # the parent is a plain module: the name is an attribute, if anything
+    except ModuleNotFoundError:  # the parent is a plain module: the name is an attribute, if anything
         return False
 
 
 def unresolved_references(files: list[Path], *, harness: Path = ROOT / "harness") -> list[str]:
     """``file:line: name`` for each dotted ``harness.x.y`` name in ``files`` that names no module of ``harness``, or no
     attribute of the longest module it starts with (a docstring citing a module that was renamed or never was)."""
-    modules = {".".join(p.relative_to(harness.parent).with_suffix("").parts).removesuffix(".__init__")
-               for p in harness.rglob("*.py")}
+    modules = {
+        ".".join(p.relative_to(harness.parent).with_suffix("").parts).removesuffix(".__init__")
+        for p in harness.rglob("*.py")
+    }
     bad = []
     for path in files:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -90,8 +97,8 @@ def unresolved_references(files: list[Path], *, harness: Path = ROOT / "harness"
                 known = max((k for k in range(1, len(parts) + 1) if ".".join(parts[:k]) in modules), default=0)
                 if known == len(parts):
                     continue
-                if known and is_module(".".join(parts[:known + 1])):
-                    continue   # a module found outside harness/: harness.bundled_models is test_models/
+                if known and is_module(".".join(parts[: known + 1])):
+                    continue  # a module found outside harness/: harness.bundled_models is test_models/
                 if known == 0 or not hasattr(importlib.import_module(".".join(parts[:known])), parts[known]):
                     where = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
                     bad.append(f"{where}:{number}: {name}")
@@ -105,6 +112,8 @@ def test_dotted_harness_names_in_harness_resolve() -> None:
 
 def test_a_renamed_module_in_a_docstring_is_reported(tmp_path: Path) -> None:
     doc = tmp_path / "m.py"
-    doc.write_text('"""Each step of :mod:`harness.run.pipeline` fills ``harness.judge.tolerances.TolerancePolicy``;\n'
-                   'the policy (``harness.tolerances``); :class:`harness.report.CaseRecord`; harness.bundled_models."""\n')
+    doc.write_text(
+        '"""Each step of :mod:`harness.run.pipeline` fills ``harness.judge.tolerances.TolerancePolicy``;\n'
+        'the policy (``harness.tolerances``); :class:`harness.report.CaseRecord`; harness.bundled_models."""\n'
+    )
     assert unresolved_references([doc]) == ["m.py:1: harness.run.pipeline", "m.py:2: harness.tolerances"]

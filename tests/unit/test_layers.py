@@ -4,6 +4,7 @@ A module may import its own folder, or a unit on an earlier line of :data:`LAYER
 peers and may not import each other (``convert`` and ``runners`` are independent stages). The check reads the
 source with :mod:`ast`, so imports inside functions count too.
 """
+
 from __future__ import annotations
 
 import ast
@@ -15,7 +16,10 @@ import pytest
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("version",), ("errors", "bundled_models"), ("dtypes", "providers", "child"), ("files", "ortenv", "locks"),  # bundled_models: test_models/, installed in harness
+    ("version",),
+    ("errors", "bundled_models"),
+    ("dtypes", "providers", "child"),
+    ("files", "ortenv", "locks"),  # bundled_models: test_models/, installed in harness
     ("data",),
     ("convert", "runners"),
     ("sweep",),
@@ -23,13 +27,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tune-kernel",),  # KERNELS below: tune's measuring and search, which diagnose reuses
     ("diagnose",),
     ("report",),
-    ("options",), ("config",),
+    ("options",),
+    ("config",),
     ("run",),
-    ("check",),   # the castguard fixture's domain half (harness/check.py): runs cases through run/session
+    ("check",),  # the castguard fixture's domain half (harness/check.py): runs cases through run/session
     ("nightly",),
     ("search",),
     ("tune",),
-    ("conductor",),   # one run's state object (harness.conductor), used by the plugin and the CLI
+    ("conductor",),  # one run's state object (harness.conductor), used by the plugin and the CLI
     ("plugin", "cli"),
     ("adversarial",),  # compatibility shim for old findings' ``python -m harness.adversarial``: calls cli
 )
@@ -83,8 +88,11 @@ def violations() -> list[str]:
 
 
 def test_every_unit_is_placed_in_a_layer() -> None:
-    units = {p.stem if p.is_file() else p.name for p in HARNESS.iterdir()
-             if (p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists()))}
+    units = {
+        p.stem if p.is_file() else p.name
+        for p in HARNESS.iterdir()
+        if (p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists()))
+    }
     assert sorted(units - set(RANK) - EXEMPT) == []
 
 
@@ -100,8 +108,10 @@ def test_the_check_catches_an_upward_import(tmp_path: Path) -> None:
 
 def import_cycles(prefix: str) -> list[list[str]]:
     """Cycles among the modules under ``prefix`` (imports inside functions count, as everywhere in this file)."""
-    modules = {".".join(p.relative_to(HARNESS.parent).with_suffix("").parts).removesuffix(".__init__"): p
-               for p in HARNESS.rglob("*.py")}
+    modules = {
+        ".".join(p.relative_to(HARNESS.parent).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in HARNESS.rglob("*.py")
+    }
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         if name.startswith(prefix):
@@ -121,7 +131,7 @@ def import_cycles(prefix: str) -> list[list[str]]:
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycles.append([*stack[stack.index(nxt):], nxt])
+                cycles.append([*stack[stack.index(nxt) :], nxt])
             elif nxt not in state:
                 visit(nxt)
         stack.pop()
@@ -162,8 +172,11 @@ def judge_runner_imports(judge_dir: Path, *, allowed: set[str]) -> list[str]:
         rel = path.relative_to(HARNESS.parent).as_posix()
         if rel in allowed:
             continue
-        bad += [f"{rel}:{line} imports {target}" for line, target in harness_imports(path)
-                if any(target == m or target.startswith(m + ".") for m in RUNS_MODELS)]
+        bad += [
+            f"{rel}:{line} imports {target}"
+            for line, target in harness_imports(path)
+            if any(target == m or target.startswith(m + ".") for m in RUNS_MODELS)
+        ]
     return bad
 
 
@@ -174,6 +187,8 @@ def test_the_judge_imports_no_runner() -> None:
 def test_the_judge_rule_catches_a_runner_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     judge = tmp_path / "harness" / "judge"
     judge.mkdir(parents=True)
-    (judge / "x.py").write_text("from harness.runners import make_runner\nfrom harness.judge.compare import Tolerance\n")
+    (judge / "x.py").write_text(
+        "from harness.runners import make_runner\nfrom harness.judge.compare import Tolerance\n"
+    )
     monkeypatch.setattr(sys.modules[__name__], "HARNESS", tmp_path / "harness")
     assert judge_runner_imports(judge, allowed=set()) == ["harness/judge/x.py:1 imports harness.runners"]

@@ -5,6 +5,7 @@ real run (a golden, a cache entry, the report folder's publish lock, a run's ``.
 waits; the test kills it with SIGKILL and takes the same lock with a short time-out. The old golden lock (an
 ``O_EXCL`` file) stayed behind its killed holder, so the next run waited 300 s and failed.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,7 +18,6 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
-from tests.helpers.graphs import mlp_model, save
 
 from harness.data.goldens import GoldenStore
 from harness.data.models import resolve_model
@@ -25,6 +25,7 @@ from harness.data.recipes import InputRecipe
 from harness.locks import LockTimeout, held, is_held, try_held
 from harness.report.runs import ActiveRun, is_active, publish_lock
 from harness.run.cache import ContentCache
+from tests.helpers.graphs import mlp_model, save
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = InputRecipe(seed=1, iterations=2)
@@ -61,7 +62,7 @@ def _golden_lock(root: Path, timeout_s: float) -> AbstractContextManager[None]:
 
 
 def _active_lock(root: Path, timeout_s: float) -> AbstractContextManager[None]:
-    if is_active(root / "report" / "runs" / "r"):       # what prune_runs asks before deleting a run folder
+    if is_active(root / "report" / "runs" / "r"):  # what prune_runs asks before deleting a run folder
         raise LockTimeout(where=root, problem="run is active", fix="-")
     return held(root / "report" / "runs" / "r" / ".active", timeout_s=timeout_s)
 
@@ -76,15 +77,19 @@ NEXT_RUN: dict[str, Callable[[Path, float], AbstractContextManager[None]]] = {
 
 
 def _child(root: Path, what: str) -> subprocess.Popen[str]:
-    script = textwrap.dedent("""
+    script = (
+        textwrap.dedent("""
         import sys, time
         from pathlib import Path
         root = Path(sys.argv[1])
-    """) + textwrap.dedent(HOLDERS[what]) + textwrap.dedent("""
+    """)
+        + textwrap.dedent(HOLDERS[what])
+        + textwrap.dedent("""
         with hold:
             print("held", flush=True)
             time.sleep(600)
     """)
+    )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen([sys.executable, "-c", script, str(root)], stdout=subprocess.PIPE, text=True, env=env)
 
@@ -101,7 +106,7 @@ def test_a_killed_holder_frees_the_lock_at_once(root: Path, what: str) -> None:
     child = _child(root, what)
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "held"
-        with pytest.raises(LockTimeout):             # while the holder lives, the lock really is held
+        with pytest.raises(LockTimeout):  # while the holder lives, the lock really is held
             with NEXT_RUN[what](root, 0.3):
                 pass
         os.kill(child.pid, signal.SIGKILL)
@@ -110,13 +115,13 @@ def test_a_killed_holder_frees_the_lock_at_once(root: Path, what: str) -> None:
         if child.poll() is None:
             child.kill()
             child.wait()
-    with NEXT_RUN[what](root, 5.0):                # the old golden lock waited 300 s here, then failed
+    with NEXT_RUN[what](root, 5.0):  # the old golden lock waited 300 s here, then failed
         pass
 
 
 def test_try_held_and_is_held_see_another_holder(tmp_path: Path) -> None:
     lock = tmp_path / "x.lock"
-    assert not is_held(lock) and not lock.exists()    # asking creates nothing
+    assert not is_held(lock) and not lock.exists()  # asking creates nothing
     with held(lock):
         assert is_held(lock)
         with try_held(lock) as free:

@@ -1,4 +1,5 @@
 """Every domain module of ``harness`` imports with pytest blocked (only ``harness.plugin`` may use pytest)."""
+
 from __future__ import annotations
 
 import subprocess

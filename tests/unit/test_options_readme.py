@@ -6,6 +6,7 @@ new option needs a README row and nothing here. Checked, per option: it exists o
 is the help text's ``(default X``, and, where the code holds the default, the code's. The nightly rules table lists
 every rule, and ``--fail-on-regression``'s help names every rule.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,7 +25,7 @@ from harness.sweep import SweepSpec, format_number
 README = Path(__file__).resolve().parents[2] / "README.md"
 OPTIONS = {o.flag: o for o in (*MODEL_OPTIONS, *SWEEP_OPTIONS, *RUN_OPTIONS, *NIGHTLY_OPTIONS, *VERDICT_OPTIONS)}
 _KEEP_IO = {(False,): "false", (True,): "true"}
-CODE_DEFAULTS: dict[str, Callable[[], str]] = {   # where the code holds a default: the value it really uses
+CODE_DEFAULTS: dict[str, Callable[[], str]] = {  # where the code holds a default: the value it really uses
     "--runner": lambda: ",".join(SweepSpec().runners),
     "--precision": lambda: ",".join(SweepSpec().precisions),
     "--data-max": lambda: ",".join(format_number(v) for v in SweepSpec().data_max),
@@ -40,8 +41,8 @@ CODE_DEFAULTS: dict[str, Callable[[], str]] = {   # where the code holds a defau
     "--keep-runs": lambda: str(HarnessConfig().keep_runs),
     "--cache-max-mb": lambda: str(HarnessConfig().cache_max_mb),
 }
-PLUGIN = "PLUGIN"   # the metavar's placeholder for an installed runner plugin's name
-KNOWN_CHOICES = {"--runner": RUNNER_NAMES, "--target": TARGETS}   # registries the choices must equal
+PLUGIN = "PLUGIN"  # the metavar's placeholder for an installed runner plugin's name
+KNOWN_CHOICES = {"--runner": RUNNER_NAMES, "--target": TARGETS}  # registries the choices must equal
 
 
 def _cells(line: str) -> list[str]:
@@ -95,9 +96,9 @@ def test_choices_agree(flag: str) -> None:
     written = set(metavar.split("|")) if "|" in metavar and not any(c in metavar for c in "[]=") else None
     assert written == ours, f"{flag}: README says {metavar!r}, options.py {option.metavar or option.choices!r}"
     if flag in KNOWN_CHOICES:
-        named = ours - {PLUGIN}                       # PLUGIN: any installed runner plugin's name
+        named = ours - {PLUGIN}  # PLUGIN: any installed runner plugin's name
         assert named == set(KNOWN_CHOICES[flag]), f"{flag}: the choices are not the registry's {KNOWN_CHOICES[flag]}"
-    if option.metavar and not ours:                    # same metavar on both sides
+    if option.metavar and not ours:  # same metavar on both sides
         assert metavar == option.metavar, f"{flag}: README {metavar!r}, --help {option.metavar!r}"
 
 
@@ -116,8 +117,9 @@ def test_defaults_agree_with_the_help_and_the_code(flag: str) -> None:
     readme, help_text = _readme_default(flag), _help_default(flag)
     assert readme == help_text, f"{flag}: README default {readme!r}, --help default {help_text!r}"
     if flag in CODE_DEFAULTS:
-        assert readme == CODE_DEFAULTS[flag](), f"{flag}: documented default {readme!r}, the code's " \
-                                                f"{CODE_DEFAULTS[flag]()!r}"
+        assert readme == CODE_DEFAULTS[flag](), (
+            f"{flag}: documented default {readme!r}, the code's {CODE_DEFAULTS[flag]()!r}"
+        )
 
 
 def test_every_nightly_rule_is_in_the_readme_table_and_the_help() -> None:
@@ -125,6 +127,7 @@ def test_every_nightly_rule_is_in_the_readme_table_and_the_help() -> None:
     table = text.split("| rule | regression when |", 1)[1].split("\n\n", 1)[0]
     documented = set(re.findall(r"`([a-z_]+)(?::[^`]*)?`", table))
     assert documented == set(METRIC_NAMES)
-    help_rules = set(re.findall(r"\b([a-z_]+)(?::[-+][0-9.]+(?:%%|pp)?)?(?=,|$| \()", HELP["--fail-on-regression"]
-                                .split(":", 1)[1]))
+    help_rules = set(
+        re.findall(r"\b([a-z_]+)(?::[-+][0-9.]+(?:%%|pp)?)?(?=,|$| \()", HELP["--fail-on-regression"].split(":", 1)[1])
+    )
     assert set(METRIC_NAMES) <= help_rules, f"--help lacks {sorted(set(METRIC_NAMES) - help_rules)}"

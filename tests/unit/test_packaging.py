@@ -4,6 +4,7 @@
 ``packages.find`` cannot express), so a test checks that the list names every package under ``harness/``; another
 builds the real wheel and reads its file list.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -42,8 +43,12 @@ def test_the_bundled_models_import_under_harness() -> None:
 
 @pytest.mark.slow
 def test_the_wheel_has_one_top_level_package(tmp_path: Path) -> None:
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path),
-                            str(ROOT)], capture_output=True, text=True, timeout=600)
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if built.returncode != 0 and "No matching distribution" in built.stderr:
         pytest.skip(f"the build backend could not be installed here: {built.stderr.strip()[-300:]}")
     assert built.returncode == 0, built.stderr
@@ -59,12 +64,20 @@ def test_the_wheel_has_one_top_level_package(tmp_path: Path) -> None:
 def test_a_checkout_on_pythonpath_finds_its_bundled_models(tmp_path: Path) -> None:
     """A source checkout used from PYTHONPATH, not installed (how benchmarks/gpu_smoke.sh runs on the GPU machine):
     no package mapping exists, and the registry loads test_models/ under the installed name."""
-    code = ("import sys\n"
-            "sys.meta_path[:] = [f for f in sys.meta_path if 'ditable' not in repr(f)]  # no install's mapping\n"
-            "from harness.data.models import bundled_models_dir\n"
-            "print(bundled_models_dir())\n"
-            "from harness.bundled_models.artifacts import read_pgm  # its modules, under the installed name\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    code = (
+        "import sys\n"
+        "sys.meta_path[:] = [f for f in sys.meta_path if 'ditable' not in repr(f)]  # no install's mapping\n"
+        "from harness.data.models import bundled_models_dir\n"
+        "print(bundled_models_dir())\n"
+        "from harness.bundled_models.artifacts import read_pgm  # its modules, under the installed name\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert Path(done.stdout.strip()) == ROOT / "test_models"

@@ -4,6 +4,7 @@ castguard finds it through the ``castguard.runners`` entry point in this package
 declares what castguard must know before it builds one: the low types it runs (fp16 only: numpy has no bf16
 arithmetic, so castguard skips bf16 cases with the reason) and that its fp16 tensors really hold fp16 values.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,12 +21,11 @@ __version__ = "0.1.0"
 class OnnxRefRunner(Runner):
     """``onnxref``: onnx.reference.ReferenceEvaluator, one op at a time in numpy."""
 
-    precisions = ("fp16",)            # the low types this runner can run
-    rounds_low_precision = True       # numpy stores every fp16 result as fp16
+    precisions = ("fp16",)  # the low types this runner can run
+    rounds_low_precision = True  # numpy stores every fp16 result as fp16
 
     def __init__(self, model: onnx.ModelProto, *, model_dir: Path | None = None) -> None:
-        super().__init__(model, name="onnxref", rounds_low_precision=self.rounds_low_precision,
-                         model_dir=model_dir)
+        super().__init__(model, name="onnxref", rounds_low_precision=self.rounds_low_precision, model_dir=model_dir)
         self._evaluator: ReferenceEvaluator | None = None
 
     def activate_impl(self) -> None:

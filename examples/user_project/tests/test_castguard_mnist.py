@@ -3,6 +3,7 @@
 Run with `pytest` from this folder (add `-n 2` for xdist). The first run writes each model's FP32 golden and the
 checks that wrote one fail once ("golden written ... review it, commit it, and rerun"); later runs compare.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,10 +20,9 @@ def calibration_batches() -> list[dict[str, np.ndarray]]:
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_mnist_low_precision(castguard, calibration_batches, precision):
     # "mnist" is castguard's bundled model; give your own as a path relative to this project: "models/x.onnx"
-    result = castguard.check("mnist", precision=precision, data_max=512, inputs=calibration_batches,
-                             runner="emulate")
+    result = castguard.check("mnist", precision=precision, data_max=512, inputs=calibration_batches, runner="emulate")
     assert result.passed, result.explain()
-    assert result.lowp_flop_share is not None and result.lowp_flop_share > 0.5   # most of the model runs low
+    assert result.lowp_flop_share is not None and result.lowp_flop_share > 0.5  # most of the model runs low
 
 
 def test_mnist_sweep(castguard, calibration_batches):

@@ -7,28 +7,32 @@ golden, climbing on error/tolerance and shrinking what it finds. The search doma
 shrunk input and the replay command; the input is saved under ``<report-dir>/adversarial/<model>/``.
 The work is :func:`harness.search.adversarial.search_case`; this file only reports it.
 """
+
 from __future__ import annotations
 
 import pytest
 from hypothesis import settings
 
+from harness.errors import UserError
 from harness.run.session import AccuracySession, SweepCase
 from harness.search.adversarial import failure_message, search_case
-from harness.errors import UserError
 
 pytestmark = pytest.mark.adversarial
 
 
-def test_adversarial(castguard_case: SweepCase, castguard_session: AccuracySession,
-                     request: pytest.FixtureRequest) -> None:
+def test_adversarial(
+    castguard_case: SweepCase, castguard_session: AccuracySession, request: pytest.FixtureRequest
+) -> None:
     case = castguard_case.case
     first_runner = castguard_session.config.sweep.runners[0]
     if case.runner != first_runner:
         pytest.skip(f"the adversarial search runs on emulate once per conversion (see the {first_runner} case)")
     seed = request.config.getoption("hypothesis_seed", None)
-    current = settings()      # the loaded profile
-    note = f"profile {settings.get_current_profile_name()}, derandomize={current.derandomize}, " \
-           f"max_examples={current.max_examples}, seed={seed}"
+    current = settings()  # the loaded profile
+    note = (
+        f"profile {settings.get_current_profile_name()}, derandomize={current.derandomize}, "
+        f"max_examples={current.max_examples}, seed={seed}"
+    )
     try:
         found = search_case(castguard_session, castguard_case, hypothesis_note=note)
     except UserError as err:

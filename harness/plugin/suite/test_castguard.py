@@ -6,21 +6,22 @@ low-precision oracle skip with the reason; a golden onnxruntime could not make f
 full, and every other test of that model skips in one line. Each sweep case hands its record to the report
 (``castguard_record``), whatever its outcome.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import pytest
 
-from harness.run.session import AccuracySession, Outcome, SweepCase
 from harness.errors import GoldenRunFailed, RunnerUnavailable, UserError
 from harness.report import CaseRecord
+from harness.run.session import AccuracySession, Outcome, SweepCase
 
 
 def _run(check: Callable[[], Outcome], *, skip_no_golden: bool = True) -> Outcome:
     try:
         return check()
-    except GoldenRunFailed as err:      # said in full once, by test_fp32_golden; other tests skip in one line
+    except GoldenRunFailed as err:  # said in full once, by test_fp32_golden; other tests skip in one line
         return Outcome("skip", err.skip_reason) if skip_no_golden else Outcome("error", str(err))
     except UserError as err:
         return Outcome("error", str(err))
@@ -40,8 +41,9 @@ def test_fp32_golden(castguard_model: str, castguard_session: AccuracySession) -
     _report(_run(lambda: castguard_session.check_fp32_golden(castguard_model), skip_no_golden=False))
 
 
-def test_low_precision(castguard_case: SweepCase, castguard_session: AccuracySession,
-                       castguard_record: Callable[[CaseRecord], None]) -> None:
+def test_low_precision(
+    castguard_case: SweepCase, castguard_session: AccuracySession, castguard_record: Callable[[CaseRecord], None]
+) -> None:
     outcome = _run(lambda: castguard_session.check_low_precision(castguard_case))
     if outcome.record is not None:
         castguard_record(outcome.record)

@@ -3,6 +3,7 @@
 The work is :func:`harness.tune.case.check_tuned`: tune on the golden's inputs (or check the stored plan), record
 the case for the report, fail naming the nodes to move when a stored plan no longer meets its bound.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -13,8 +14,9 @@ from harness.run.session import AccuracySession, SweepCase
 from harness.tune.case import check_tuned
 
 
-def test_tuned(castguard_tuned_case: SweepCase, castguard_session: AccuracySession,
-               castguard_record: Callable[[CaseRecord], None]) -> None:
+def test_tuned(
+    castguard_tuned_case: SweepCase, castguard_session: AccuracySession, castguard_record: Callable[[CaseRecord], None]
+) -> None:
     outcome = _run(lambda: check_tuned(castguard_session, castguard_tuned_case))
     if outcome.record is not None:
         castguard_record(outcome.record)

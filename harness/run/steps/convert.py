@@ -1,4 +1,5 @@
 """The convert and build-check steps: the case's converted model (cached), and whether TensorRT builds it."""
+
 from __future__ import annotations
 
 import time
@@ -40,9 +41,11 @@ def convert_cached(ctx: ModelContext, case: Case, cache: ContentCache) -> tuple[
     options = case.convert_options()
     key = content_key("convert", cache.fingerprint, ctx.spec.sha256, ctx.magnitudes_key, repr(options))
     start = time.perf_counter()
-    result, hit = cache.conversion(key, lambda: convert(ctx.model, options=options, magnitudes=ctx.magnitudes,
-                                                        base_dir=ctx.spec.path.parent),
-                                   weights_dir=ctx.spec.path.parent)
+    result, hit = cache.conversion(
+        key,
+        lambda: convert(ctx.model, options=options, magnitudes=ctx.magnitudes, base_dir=ctx.spec.path.parent),
+        weights_dir=ctx.spec.path.parent,
+    )
     return result, time.perf_counter() - start, hit
 
 
@@ -56,7 +59,10 @@ def build_check_step(ctx: ModelContext, converted: Converted, *, enabled: bool, 
     if not enabled:
         return BuildChecked()
     start = time.perf_counter()
-    build, skipped = cached_build(converted.conversion.model, model_dir=converted.model_dir(ctx),
-                                  feed_shapes=[{k: a.shape for k, a in f.items()} for f in ctx.golden.feeds],
-                                  cache=cache)
+    build, skipped = cached_build(
+        converted.conversion.model,
+        model_dir=converted.model_dir(ctx),
+        feed_shapes=[{k: a.shape for k, a in f.items()} for f in ctx.golden.feeds],
+        cache=cache,
+    )
     return BuildChecked(build=build, skipped=skipped, seconds=time.perf_counter() - start)

@@ -3,6 +3,7 @@
 The content is :func:`harness.diagnose.diagnose_failure` (the cause that reaches the output, the verified fix, the
 commands); this module places it in the pipeline, times it, and words the message (:func:`failure_message`).
 """
+
 from __future__ import annotations
 
 import time
@@ -32,41 +33,70 @@ class Diagnosed:
     seconds: float = 0.0
 
 
-def diagnose_step(ctx: ModelContext, case: Case, converted: Converted, executed: Executed,
-                  comparison: CompareResult, *, providers: tuple[str, ...], policy: TolerancePolicy,
-                  report_dir: Path) -> Diagnosed:
+def diagnose_step(
+    ctx: ModelContext,
+    case: Case,
+    converted: Converted,
+    executed: Executed,
+    comparison: CompareResult,
+    *,
+    providers: tuple[str, ...],
+    policy: TolerancePolicy,
+    report_dir: Path,
+) -> Diagnosed:
     start = time.perf_counter()
     conversion = converted.conversion
     relpath = outputs_relpath(ctx.spec.name, ctx.inputs_id, case.id)
     diagnosis = diagnose_failure(
-        reference=ctx.model, model_path=ctx.spec.path, conversion=conversion, options=case.convert_options(),
-        magnitudes=ctx.magnitudes, feeds=ctx.golden.feeds, goldens=ctx.golden.outputs, obtained=executed.outputs,
-        runner=case.runner, providers=providers, policy=policy,
-        work_dir=report_dir.resolve() / "diagnose" / Path(relpath).relative_to("outputs").with_suffix(""))
+        reference=ctx.model,
+        model_path=ctx.spec.path,
+        conversion=conversion,
+        options=case.convert_options(),
+        magnitudes=ctx.magnitudes,
+        feeds=ctx.golden.feeds,
+        goldens=ctx.golden.outputs,
+        obtained=executed.outputs,
+        runner=case.runner,
+        providers=providers,
+        policy=policy,
+        work_dir=report_dir.resolve() / "diagnose" / Path(relpath).relative_to("outputs").with_suffix(""),
+    )
     message = failure_message(ctx, case, comparison, conversion, executed.runner, diagnosis)
     return Diagnosed(diagnosis=diagnosis, message=message, seconds=time.perf_counter() - start)
 
 
-def failure_message(ctx: ModelContext, case: Case, comparison: CompareResult, conversion: ConversionResult,
-                    runner: str, diagnosis: Diagnosis) -> str:
+def failure_message(
+    ctx: ModelContext,
+    case: Case,
+    comparison: CompareResult,
+    conversion: ConversionResult,
+    runner: str,
+    diagnosis: Diagnosis,
+) -> str:
     """What failed, by how much, where it started, and the fix castguard ran (:mod:`harness.report.diagnosis`)."""
     low, high, share = conversion.low_nodes, conversion.high_nodes, conversion.lowp_flop_share
     summary = "\n".join("  " + line for line in comparison.summary().splitlines())
     options = case.convert_options()
-    settings = (f"low_precision_type={options.low_precision_type!r}, data_max={options.data_max:g}, "
-                f"init_max={options.init_max:g}, op_types_to_exclude={list(options.op_types_to_exclude)}, "
-                f"keep_io_types={options.keep_io_types}"
-                + (f", node_precisions={dict(options.node_precisions)}" if options.node_precisions else "")
-                + (", fp32_accumulation=True" if options.fp32_accumulation else ""))
+    settings = (
+        f"low_precision_type={options.low_precision_type!r}, data_max={options.data_max:g}, "
+        f"init_max={options.init_max:g}, op_types_to_exclude={list(options.op_types_to_exclude)}, "
+        f"keep_io_types={options.keep_io_types}"
+        + (f", node_precisions={dict(options.node_precisions)}" if options.node_precisions else "")
+        + (", fp32_accumulation=True" if options.fp32_accumulation else "")
+    )
     worst = max((o for o in comparison.outputs if not o.passed), key=lambda o: o.max_rel, default=None)
     head = f"{ctx.spec.name} [{case.id}] does not match its FP32 golden on {runner}:"
     if worst is not None:
         head += f" output {worst.name!r} max_rel {fmt_error(worst.max_rel)}"
     if diagnosis.cause is not None:
         head += f", diverges first at {diagnosis.cause.tensor!r} ({diagnosis.cause.op})"
-    lines = [head, summary,
-             f"  golden: {ctx.golden_path}",
-             f"  conversion: {settings}; {len(low)} node(s) in {case.precision}, {len(high)} kept in fp32, "
-             f"{'<= ' if conversion.lowp_share_bound else ''}{share:.0%} of FLOPs in {case.precision}"]
-    return "\n".join([*lines, *diagnosis_lines(diagnosis, precision=case.precision,
-                                                node_precisions=options.node_precisions)])
+    lines = [
+        head,
+        summary,
+        f"  golden: {ctx.golden_path}",
+        f"  conversion: {settings}; {len(low)} node(s) in {case.precision}, {len(high)} kept in fp32, "
+        f"{'<= ' if conversion.lowp_share_bound else ''}{share:.0%} of FLOPs in {case.precision}",
+    ]
+    return "\n".join(
+        [*lines, *diagnosis_lines(diagnosis, precision=case.precision, node_precisions=options.node_precisions)]
+    )

@@ -1,4 +1,5 @@
 """The find-duplicate step: an earlier case of this process whose result this case can reuse (:mod:`harness.run.dedup`)."""
+
 from __future__ import annotations
 
 import time
@@ -24,8 +25,9 @@ class Duplicate:
     seconds: float = 0.0
 
 
-def find_duplicate(ctx: ModelContext, case: Case, converted: Converted, *, same: SameModels,
-                   providers: tuple[str, ...]) -> Duplicate:
+def find_duplicate(
+    ctx: ModelContext, case: Case, converted: Converted, *, same: SameModels, providers: tuple[str, ...]
+) -> Duplicate:
     start = time.perf_counter()
     conversion = converted.conversion
     where = (ctx.spec.name, ctx.inputs_id, case.runner, *providers, str(conversion.base_dir or ""))
@@ -34,5 +36,4 @@ def find_duplicate(ctx: ModelContext, case: Case, converted: Converted, *, same:
     found = same.first(graph, plan, by_plan=case.runner in PLAN_RUNNERS)
     if found is not None:
         return Duplicate(graph=graph, plan=plan, first=found[0], kind=found[1], seconds=time.perf_counter() - start)
-    return Duplicate(graph=graph, plan=plan, same_plan_as=same.first_of_plan(plan),
-                     seconds=time.perf_counter() - start)
+    return Duplicate(graph=graph, plan=plan, same_plan_as=same.first_of_plan(plan), seconds=time.perf_counter() - start)

@@ -1,4 +1,5 @@
 """The execute and time steps: the converted model on the case's runner, and its measured speed (GPU runners)."""
+
 from __future__ import annotations
 
 import time
@@ -21,7 +22,7 @@ class Executed:
     outputs: list[Feed]
     runner: str
     rounds_low_precision: bool
-    cpu_float_nodes: tuple[str, ...] = ()    # ort-cuda: float nodes its CUDA EP left to the CPU EP
+    cpu_float_nodes: tuple[str, ...] = ()  # ort-cuda: float nodes its CUDA EP left to the CPU EP
     setup_s: float = 0.0
     infer_s: float = 0.0
 
@@ -34,9 +35,14 @@ def execute_step(ctx: ModelContext, case: Case, converted: Converted, *, provide
     feeds = cast_feeds(ctx.golden.feeds, input_specs(model))
     result = runner.run(feeds)
     floats = tuple(runner.profile_placement(feeds[0])) if isinstance(runner, OrtCudaRunner) else ()
-    return Executed(outputs=result.outputs, runner=result.runner, rounds_low_precision=result.rounds_low_precision,
-                    cpu_float_nodes=floats, setup_s=time.perf_counter() - start - result.seconds,
-                    infer_s=result.seconds)
+    return Executed(
+        outputs=result.outputs,
+        runner=result.runner,
+        rounds_low_precision=result.rounds_low_precision,
+        cpu_float_nodes=floats,
+        setup_s=time.perf_counter() - start - result.seconds,
+        infer_s=result.seconds,
+    )
 
 
 @dataclass(frozen=True)
@@ -47,10 +53,19 @@ class Timed:
     seconds: float = 0.0
 
 
-def time_step(ctx: ModelContext, case: Case, converted: Converted, *, settings: CaseSettings,
-              providers: tuple[str, ...]) -> Timed:
+def time_step(
+    ctx: ModelContext, case: Case, converted: Converted, *, settings: CaseSettings, providers: tuple[str, ...]
+) -> Timed:
     start = time.perf_counter()
-    speed = measure_speed(case.runner, converted.conversion.model, ctx.model, ctx.golden.feeds, providers=providers,
-                          model_dir=ctx.spec.path.parent, config=settings.timing, clock=settings.clock,
-                          low_model_dir=converted.conversion.base_dir)
+    speed = measure_speed(
+        case.runner,
+        converted.conversion.model,
+        ctx.model,
+        ctx.golden.feeds,
+        providers=providers,
+        model_dir=ctx.spec.path.parent,
+        config=settings.timing,
+        clock=settings.clock,
+        low_model_dir=converted.conversion.base_dir,
+    )
     return Timed(speed=speed, seconds=time.perf_counter() - start)

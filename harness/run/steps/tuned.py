@@ -4,6 +4,7 @@ The tuned case (``pytest --tune``) is a variant of the same pipeline: its first 
 (or checks the stored plan) and decides the verdict by the tune's bound; then execute -> judge -> record run as for
 any case (:func:`harness.run.case.run_tuned`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,4 +22,4 @@ class Tuned:
     status: Literal["pass", "fail"]
     message: str = ""
     notes: tuple[str, ...] = ()
-    seconds: float = 0.0          # the tune (or the stored plan's check), with the golden and the model's context
+    seconds: float = 0.0  # the tune (or the stored plan's check), with the golden and the model's context

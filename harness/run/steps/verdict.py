@@ -1,4 +1,5 @@
 """The judge step: the case's outputs against the golden (pure; it runs nothing: :mod:`harness.judge.paired`)."""
+
 from __future__ import annotations
 
 import time
@@ -28,7 +29,9 @@ def judge_step(ctx: ModelContext, case: Case, executed: Executed, *, policy: Tol
     start = time.perf_counter()
     comparison = judge_outputs(executed.outputs, ctx.golden.outputs, precision=case.precision, policy=policy)
     if not executed.rounds_low_precision:
-        message = (f"{executed.runner} computes {case.precision} in fp32; not a low-precision oracle - use --runner "
-                   f"emulate (recorded: {'would pass' if comparison else 'would fail'})")
+        message = (
+            f"{executed.runner} computes {case.precision} in fp32; not a low-precision oracle - use --runner "
+            f"emulate (recorded: {'would pass' if comparison else 'would fail'})"
+        )
         return Judged(comparison=comparison, status="skip", message=message, seconds=time.perf_counter() - start)
     return Judged(comparison=comparison, status="pass" if comparison else "fail", seconds=time.perf_counter() - start)

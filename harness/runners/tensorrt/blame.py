@@ -12,6 +12,7 @@ tensor names, so the node is found in the text, in this order of evidence:
 
 Nothing found: an empty tuple (the caller keeps TensorRT's text, as before).
 """
+
 from __future__ import annotations
 
 import re
@@ -23,8 +24,13 @@ import onnx
 
 from harness.runners.tensorrt.precision_diff import declared_precisions
 
-MYELIN_OPS = {"deconv": ("ConvTranspose",), "conv": ("Conv",), "convolution": ("Conv",),
-              "gemm": ("Gemm", "MatMul"), "matmul": ("MatMul", "Gemm")}
+MYELIN_OPS = {
+    "deconv": ("ConvTranspose",),
+    "conv": ("Conv",),
+    "convolution": ("Conv",),
+    "gemm": ("Gemm", "MatMul"),
+    "matmul": ("MatMul", "Gemm"),
+}
 """Myelin operation kinds (``NN: kind:`` in its messages) -> the ONNX ops they come from."""
 _MYELIN_KIND = re.compile(r"for operation:\s*\d+:\s*([A-Za-z_]+):")
 _WORD_EDGE = r"[\w./:-]"
@@ -36,8 +42,8 @@ class BuildCulprit:
 
     node: str
     op: str
-    dtype: str       # the precision of the node's first typed input ("" when unknown)
-    evidence: str    # how it was found, e.g. "layer 'up' is named in the builder's error"
+    dtype: str  # the precision of the node's first typed input ("" when unknown)
+    evidence: str  # how it was found, e.g. "layer 'up' is named in the builder's error"
 
 
 def _named(text: str, name: str) -> bool:
@@ -45,8 +51,9 @@ def _named(text: str, name: str) -> bool:
     return bool(name) and re.search(rf"(?<!{_WORD_EDGE}){re.escape(name)}(?!{_WORD_EDGE}|\w)", text) is not None
 
 
-def blame_build_error(model: onnx.ModelProto, error: str, *, layers: Sequence[Sequence[Any]] = ()) -> tuple[
-        BuildCulprit, ...]:
+def blame_build_error(
+    model: onnx.ModelProto, error: str, *, layers: Sequence[Sequence[Any]] = ()
+) -> tuple[BuildCulprit, ...]:
     """The nodes of `model` that the builder's `error` text is about (strongest evidence first; see the module).
 
     `layers` is the parser's layer list as :func:`harness.runners.tensorrt.plan.build_plan` returns it
@@ -61,7 +68,7 @@ def blame_build_error(model: onnx.ModelProto, error: str, *, layers: Sequence[Se
 
     found: dict[str, BuildCulprit] = {}
     layer_names = [str(layer[0]) for layer in layers if layer] + list(nodes)
-    for name in sorted(set(layer_names), key=len, reverse=True):       # longest first: "up/conv" before "up"
+    for name in sorted(set(layer_names), key=len, reverse=True):  # longest first: "up/conv" before "up"
         node = nodes.get(name) or _owner(name, nodes)
         if node is not None and node.name not in found and _named(error, name):
             kind = "node" if name == node.name else f"layer {name!r} of node"
@@ -78,8 +85,11 @@ def blame_build_error(model: onnx.ModelProto, error: str, *, layers: Sequence[Se
     kind = match.group(1) if match else ""
     matches = [n for n in model.graph.node if n.op_type in MYELIN_OPS.get(kind.lower(), ()) and n.name]
     if len(matches) == 1:
-        return (culprit(matches[0], f"the only {matches[0].op_type} node, and the error is about a Myelin "
-                                    f"{kind!r} operation"),)
+        return (
+            culprit(
+                matches[0], f"the only {matches[0].op_type} node, and the error is about a Myelin {kind!r} operation"
+            ),
+        )
     return ()
 
 

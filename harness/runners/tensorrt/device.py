@@ -6,6 +6,7 @@ cannot run becomes a skip naming both. :func:`open_device` takes cuda-python whe
 (``pip install "castguard[trt-run]"``), else pycuda; both use the device's primary context, the one TensorRT,
 onnxruntime-gpu and torch share. Unit tests pass a fake device instead (tests/unit/runners/test_trt_run_path.py).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -23,7 +24,7 @@ class Device(Protocol):
 
     name: str
     compute_capability: tuple[int, int]
-    stream: int                                  # the handle execute_async_v3 takes
+    stream: int  # the handle execute_async_v3 takes
 
     def host(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray: ...
     def alloc(self, nbytes: int) -> int: ...
@@ -39,7 +40,7 @@ class CudaPythonDevice:
 
     def __init__(self, cudart: Any) -> None:
         self._rt = cudart
-        self._check(cudart.cudaFree(0), "initialising CUDA", unavailable=True)   # creates the primary context
+        self._check(cudart.cudaFree(0), "initialising CUDA", unavailable=True)  # creates the primary context
         device = self._check(cudart.cudaGetDevice(), "cudaGetDevice", unavailable=True)
         props = self._check(cudart.cudaGetDeviceProperties(device), "cudaGetDeviceProperties", unavailable=True)
         raw = props.name
@@ -53,8 +54,11 @@ class CudaPythonDevice:
         if err != self._rt.cudaError_t.cudaSuccess:
             text = self._rt.cudaGetErrorString(err)[1]
             message = f"{what} failed: {text.decode() if isinstance(text, bytes) else text}"
-            raise (RunnerUnavailable(f"no usable CUDA device for TensorRT: {message}") if unavailable
-                   else RunnerError(f"trt: {message}"))
+            raise (
+                RunnerUnavailable(f"no usable CUDA device for TensorRT: {message}")
+                if unavailable
+                else RunnerError(f"trt: {message}")
+            )
         return values[0] if len(values) == 1 else tuple(values)
 
     def host(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -68,13 +72,17 @@ class CudaPythonDevice:
 
     def upload(self, address: int, host: np.ndarray) -> None:
         kind = self._rt.cudaMemcpyKind.cudaMemcpyHostToDevice
-        self._check(self._rt.cudaMemcpyAsync(address, host.ctypes.data, host.nbytes, kind, self._stream),
-                    "cudaMemcpyAsync (host to device)")
+        self._check(
+            self._rt.cudaMemcpyAsync(address, host.ctypes.data, host.nbytes, kind, self._stream),
+            "cudaMemcpyAsync (host to device)",
+        )
 
     def download(self, host: np.ndarray, address: int) -> None:
         kind = self._rt.cudaMemcpyKind.cudaMemcpyDeviceToHost
-        self._check(self._rt.cudaMemcpyAsync(host.ctypes.data, address, host.nbytes, kind, self._stream),
-                    "cudaMemcpyAsync (device to host)")
+        self._check(
+            self._rt.cudaMemcpyAsync(host.ctypes.data, address, host.nbytes, kind, self._stream),
+            "cudaMemcpyAsync (device to host)",
+        )
 
     def synchronize(self) -> None:
         self._check(self._rt.cudaStreamSynchronize(self._stream), "cudaStreamSynchronize")
@@ -132,7 +140,7 @@ def open_device() -> Device:
             api = importlib.import_module(module)
         except ModuleNotFoundError:
             continue
-        except (ImportError, OSError) as err:    # installed, but libcuda or its own library is missing
+        except (ImportError, OSError) as err:  # installed, but libcuda or its own library is missing
             raise RunnerUnavailable(f"{module} is installed but cannot be loaded: {err}") from err
         device: Device = make(api)
         return device

@@ -7,25 +7,27 @@ build the plan in this process, ask the runtime whether the plan is valid on thi
 :class:`~harness.errors.RunnerUnavailable` naming it; a plan this GPU cannot run names the GPU, its compute
 capability and the compute capabilities the plan runs on (:func:`unsupported_gpu`).
 """
+
 from __future__ import annotations
 
 import re
 import tempfile
-from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import onnx
 
+from harness.data.feeds import input_specs
 from harness.errors import RunnerError, RunnerUnavailable, UserError
 from harness.files import atomic_write
 from harness.runners.ort import session_source
-from harness.runners.tensorrt.plan import Unsupported, build_plan, capturing_logger
-from harness.data.feeds import input_specs
-from harness.runners.tensorrt.typed_build import Shape, profile_shapes
 from harness.runners.tensorrt.device import Device, open_device
 from harness.runners.tensorrt.library import TrtModule, import_tensorrt
+from harness.runners.tensorrt.plan import Unsupported, build_plan, capturing_logger
+from harness.runners.tensorrt.typed_build import Shape, profile_shapes
+
 
 @dataclass(frozen=True)
 class TrtOptions:
@@ -37,7 +39,7 @@ class TrtOptions:
     tf32: bool = False
     plugins: tuple[Path, ...] = ()
     input_shapes: tuple[tuple[str, Shape], ...] = ()
-    runtime_cache: Path | None = None    # TensorRT-RTX: kernels compiled at first run, kept in this file
+    runtime_cache: Path | None = None  # TensorRT-RTX: kernels compiled at first run, kept in this file
 
     def __post_init__(self) -> None:
         if not 0 <= self.optimization_level <= 5:
@@ -51,9 +53,8 @@ class NetworkLayer:
     """A layer of the parsed network before building: the types strong typing gave its outputs."""
 
     name: str
-    layer_type: str      # TensorRT LayerType name, e.g. "MATRIX_MULTIPLY"
+    layer_type: str  # TensorRT LayerType name, e.g. "MATRIX_MULTIPLY"
     output_types: tuple[str, ...]  # TensorRT DataType names, e.g. ("HALF",)
-
 
 
 @dataclass
@@ -62,18 +63,18 @@ class LiveEngine:
     context (TensorRT's Python objects, or fakes with the same methods), the device, and how to inspect and free
     them. :func:`harness.runners.tensorrt.engine.open_engine` makes the real one."""
 
-    engine: Any                      # ICudaEngine: get_tensor_profile_shape
-    context: Any                     # IExecutionContext: set_input_shape, infer_shapes, get_tensor_shape,
-                                     # set_tensor_address, execute_async_v3
+    engine: Any  # ICudaEngine: get_tensor_profile_shape
+    context: Any  # IExecutionContext: set_input_shape, infer_shapes, get_tensor_shape,
+    # set_tensor_address, execute_async_v3
     device: Device
-    io_dtypes: dict[str, str]        # every I/O tensor -> TensorRT DataType name
+    io_dtypes: dict[str, str]  # every I/O tensor -> TensorRT DataType name
     inputs: tuple[str, ...]
-    runner_name: str                 # "trt-10.13" / "trt-rtx-1.7"
-    backend: str                     # "TensorRT 10.13.0.35" / "TensorRT-RTX 1.7.1.116"
+    runner_name: str  # "trt-10.13" / "trt-rtx-1.7"
+    backend: str  # "TensorRT 10.13.0.35" / "TensorRT-RTX 1.7.1.116"
     plan: bytes = b""
     network_layers: tuple[NetworkLayer, ...] = ()
-    inspect: Callable[[], str] = lambda: ""          # the engine inspector's JSON (after an inference)
-    release: Callable[[], None] = lambda: None       # frees context, engine and runtime, in that order
+    inspect: Callable[[], str] = lambda: ""  # the engine inspector's JSON (after an inference)
+    release: Callable[[], None] = lambda: None  # frees context, engine and runtime, in that order
 
 
 class EngineSource(Protocol):
@@ -90,7 +91,7 @@ class EngineSource(Protocol):
     def feed_shapes(self) -> list[dict[str, Shape]]: ...
 
 
-_SM = re.compile(r"^SM(\d+)(\d)$")     # ComputeCapability.SM86 -> (8, 6); SM120 -> (12, 0)
+_SM = re.compile(r"^SM(\d+)(\d)$")  # ComputeCapability.SM86 -> (8, 6); SM120 -> (12, 0)
 
 
 def rtx_targets(members: list[str]) -> tuple[tuple[int, int], ...]:
@@ -100,13 +101,17 @@ def rtx_targets(members: list[str]) -> tuple[tuple[int, int], ...]:
     return tuple(sorted(cc for cc in found if cc >= (8, 0)))
 
 
-def unsupported_gpu(backend: str, *, gpu: str, capability: tuple[int, int],
-                    supported: tuple[tuple[int, int], ...], detail: str = "") -> str:
+def unsupported_gpu(
+    backend: str, *, gpu: str, capability: tuple[int, int], supported: tuple[tuple[int, int], ...], detail: str = ""
+) -> str:
     """The skip reason for a plan this GPU cannot run."""
     listed = ", ".join(f"{a}.{b}" for a, b in supported) or "(not reported)"
-    return (f"{backend} cannot run its engine on this GPU: {gpu} (compute capability {capability[0]}.{capability[1]});"
-            f" its engines run on compute capability {listed}" + (f" ({detail})" if detail else "")
-            + ". The build itself works on any machine: the TensorRT build check covers it")
+    return (
+        f"{backend} cannot run its engine on this GPU: {gpu} (compute capability {capability[0]}.{capability[1]});"
+        f" its engines run on compute capability {listed}"
+        + (f" ({detail})" if detail else "")
+        + ". The build itself works on any machine: the TensorRT build check covers it"
+    )
 
 
 def _build(trt_module: TrtModule, runner: EngineSource, logger: Any) -> dict[str, Any]:
@@ -114,17 +119,28 @@ def _build(trt_module: TrtModule, runner: EngineSource, logger: Any) -> dict[str
     registry = trt.get_plugin_registry()
     for plugin in runner.options.plugins:
         if not Path(plugin).is_file():
-            raise UserError(where=plugin, problem="TensorRT plugin library not found",
-                            fix="pass the path of an existing plugin .so, or drop it from plugins")
+            raise UserError(
+                where=plugin,
+                problem="TensorRT plugin library not found",
+                fix="pass the path of an existing plugin .so, or drop it from plugins",
+            )
         registry.load_library(str(plugin))
     profile = profile_shapes(input_specs(runner.model), runner.feed_shapes)
     with tempfile.TemporaryDirectory(prefix="castguard-trt-") as tmp:
         source = session_source(runner.model, model_dir=runner.model_dir, scratch=Path(tmp), options=None)
         hint = str(Path(runner.model_dir) / "model.onnx") if runner.model_dir and not isinstance(source, str) else None
         try:
-            built = build_plan(trt, source, path_hint=hint, rtx=trt_module.rtx, logger=logger, profile=profile,
-                               workspace_bytes=runner.options.workspace_bytes,
-                               optimization_level=runner.options.optimization_level, tf32=runner.options.tf32)
+            built = build_plan(
+                trt,
+                source,
+                path_hint=hint,
+                rtx=trt_module.rtx,
+                logger=logger,
+                profile=profile,
+                workspace_bytes=runner.options.workspace_bytes,
+                optimization_level=runner.options.optimization_level,
+                tf32=runner.options.tf32,
+            )
         except Unsupported as err:
             raise RunnerUnavailable(str(err)) from err
     if built["stage"] == "parse":
@@ -140,7 +156,7 @@ def _check_validity(trt_module: TrtModule, runtime: Any, plan: bytes, device: De
     """RunnerUnavailable when the runtime says this GPU cannot run the plan (before deserializing it)."""
     trt = trt_module.module
     if not hasattr(runtime, "get_engine_validity"):
-        return                                   # full TensorRT without the API: deserialization decides
+        return  # full TensorRT without the API: deserialization decides
     validity, diagnostics = runtime.get_engine_validity(plan)
     if str(validity).rsplit(".", 1)[-1] == "VALID":
         return
@@ -148,11 +164,19 @@ def _check_validity(trt_module: TrtModule, runtime: Any, plan: bytes, device: De
     reasons = [name for name, bit in bits.items() if int(diagnostics) & bit]
     said = next((text for _, text in reversed(logger.lines) if "compute capabilit" in text.lower()), "")
     if "UNSUPPORTED_CC" in reasons or said or device.compute_capability not in _supported(trt_module):
-        raise RunnerUnavailable(unsupported_gpu(trt_module.backend, gpu=device.name,
-                                                capability=device.compute_capability,
-                                                supported=_supported(trt_module), detail=said))
-    raise RunnerUnavailable(f"{trt_module.backend} says its engine is not valid on this machine "
-                            f"({', '.join(reasons) or 'no diagnostic'}); GPU {device.name}")
+        raise RunnerUnavailable(
+            unsupported_gpu(
+                trt_module.backend,
+                gpu=device.name,
+                capability=device.compute_capability,
+                supported=_supported(trt_module),
+                detail=said,
+            )
+        )
+    raise RunnerUnavailable(
+        f"{trt_module.backend} says its engine is not valid on this machine "
+        f"({', '.join(reasons) or 'no diagnostic'}); GPU {device.name}"
+    )
 
 
 def _supported(trt_module: TrtModule) -> tuple[tuple[int, int], ...]:
@@ -174,12 +198,18 @@ def open_engine(runner: EngineSource) -> LiveEngine:
     if engine is None:
         said = next((text for _, text in reversed(logger.lines) if "compute capabilit" in text.lower()), "")
         if said:
-            raise RunnerUnavailable(unsupported_gpu(trt_module.backend, gpu=device.name,
-                                                    capability=device.compute_capability,
-                                                    supported=_supported(trt_module), detail=said))
+            raise RunnerUnavailable(
+                unsupported_gpu(
+                    trt_module.backend,
+                    gpu=device.name,
+                    capability=device.compute_capability,
+                    supported=_supported(trt_module),
+                    detail=said,
+                )
+            )
         raise RunnerError("trt: the built plan could not be deserialized (see the TensorRT log above)")
     cache, cache_file = None, runner.options.runtime_cache
-    if hasattr(engine, "create_runtime_config"):            # TensorRT-RTX: kernels are compiled at first run
+    if hasattr(engine, "create_runtime_config"):  # TensorRT-RTX: kernels are compiled at first run
         config = engine.create_runtime_config()
         cache = config.create_runtime_cache()
         if cache_file is not None and Path(cache_file).is_file():
@@ -203,7 +233,16 @@ def open_engine(runner: EngineSource) -> LiveEngine:
         del context, engine, runtime
 
     layers = tuple(NetworkLayer(name, kind, tuple(types)) for name, kind, types in built["layers"])
-    return LiveEngine(engine=engine, context=context, device=device, inputs=inputs,
-                      io_dtypes={n: str(engine.get_tensor_dtype(n)).rsplit(".", 1)[-1] for n in names},
-                      runner_name=trt_module.runner_name, backend=trt_module.backend, plan=plan,
-                      network_layers=layers, inspect=inspect, release=release)
+    return LiveEngine(
+        engine=engine,
+        context=context,
+        device=device,
+        inputs=inputs,
+        io_dtypes={n: str(engine.get_tensor_dtype(n)).rsplit(".", 1)[-1] for n in names},
+        runner_name=trt_module.runner_name,
+        backend=trt_module.backend,
+        plan=plan,
+        network_layers=layers,
+        inspect=inspect,
+        release=release,
+    )

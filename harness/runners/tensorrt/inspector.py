@@ -13,6 +13,7 @@ Two schemas exist (``docs/runtime-facts.md`` §3.2):
 A layer maps back to ONNX nodes through its ``Metadata`` (``"[ONNX Layer: name]"``, several joined by
 U+001E for fused layers) or, failing that, through its ``Name`` split on ``" + "``.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,17 +49,17 @@ class TensorInfo:
     name: str
     dims: tuple[int, ...] | None
     precision: str | None  # "fp32", "fp16", "bf16", "int8", ... or None when the text names no type
-    text: str              # the raw datatype/format description
+    text: str  # the raw datatype/format description
 
 
 @dataclass(frozen=True)
 class LayerInfo:
     name: str
-    layer_type: str                 # "" with LAYER_NAMES_ONLY
+    layer_type: str  # "" with LAYER_NAMES_ONLY
     kind: LayerKind
     inputs: tuple[TensorInfo, ...]
     outputs: tuple[TensorInfo, ...]
-    onnx_nodes: tuple[str, ...]     # from Metadata, else from Name split on " + "
+    onnx_nodes: tuple[str, ...]  # from Metadata, else from Name split on " + "
     node_range: tuple[str, str] | None  # Myelin "{ForeignNode[first...last]}"
     tactic: str
 
@@ -107,16 +108,26 @@ class PrecisionReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema": self.schema, "detailed": self.detailed, "histogram": self.histogram(),
+            "schema": self.schema,
+            "detailed": self.detailed,
+            "histogram": self.histogram(),
             "low_precision_share": self.low_precision_share(),
-            "layers": [{"name": layer.name, "type": layer.layer_type, "kind": layer.kind,
-                        "precision": layer.precision, "onnx_nodes": list(layer.onnx_nodes)}
-                       for layer in self.layers],
+            "layers": [
+                {
+                    "name": layer.name,
+                    "type": layer.layer_type,
+                    "kind": layer.kind,
+                    "precision": layer.precision,
+                    "onnx_nodes": list(layer.onnx_nodes),
+                }
+                for layer in self.layers
+            ],
             "io_tensors": [{"name": t.name, "mode": t.mode, "precision": t.precision} for t in self.io_tensors],
         }
 
 
 # ---------------------------------------------------------------- parsing
+
 
 def _dims(value: Any) -> tuple[int, ...] | None:
     if isinstance(value, list) and all(isinstance(d, int) for d in value):
@@ -137,8 +148,9 @@ def _tensor(obj: Any, *, where: str) -> TensorInfo:
         precision = precision_from_text(str(dtype)) if dtype is not None else None
         if precision is None and fmt is not None:
             precision = precision_from_text(str(fmt))
-    return TensorInfo(name=str(_get(obj, "Name") or ""), dims=_dims(_get(obj, "Dimensions")),
-                      precision=precision, text=text)
+    return TensorInfo(
+        name=str(_get(obj, "Name") or ""), dims=_dims(_get(obj, "Dimensions")), precision=precision, text=text
+    )
 
 
 def _layer_kind(name: str, layer_type: str, origin: str) -> LayerKind:
@@ -166,19 +178,33 @@ def onnx_nodes_of(name: str, metadata: str) -> tuple[str, ...]:
 def _layer(obj: Any, *, index: int) -> LayerInfo:
     where = f"inspector layer {index}"
     if isinstance(obj, str):  # LAYER_NAMES_ONLY
-        return LayerInfo(name=obj, layer_type="", kind=_layer_kind(obj, "", ""), inputs=(), outputs=(),
-                         onnx_nodes=onnx_nodes_of(obj, ""), node_range=_foreign_range(obj), tactic="")
+        return LayerInfo(
+            name=obj,
+            layer_type="",
+            kind=_layer_kind(obj, "", ""),
+            inputs=(),
+            outputs=(),
+            onnx_nodes=onnx_nodes_of(obj, ""),
+            node_range=_foreign_range(obj),
+            tactic="",
+        )
     if not isinstance(obj, Mapping):
         raise RunnerError(f"{where}: expected a layer object or name, got {type(obj).__name__}")
     name = str(_get(obj, "Name") or "")
     layer_type = str(_get(obj, "LayerType") or "")
-    tensors = {key: tuple(_tensor(t, where=f"{where} ({name}) {key}") for t in (_get(obj, key) or []))
-               for key in ("Inputs", "Outputs")}
+    tensors = {
+        key: tuple(_tensor(t, where=f"{where} ({name}) {key}") for t in (_get(obj, key) or []))
+        for key in ("Inputs", "Outputs")
+    }
     tactic = _get(obj, "TacticName", "TacticValue")
     return LayerInfo(
-        name=name, layer_type=layer_type, kind=_layer_kind(name, layer_type, str(_get(obj, "Origin") or "")),
-        inputs=tensors["Inputs"], outputs=tensors["Outputs"],
-        onnx_nodes=onnx_nodes_of(name, str(_get(obj, "Metadata") or "")), node_range=_foreign_range(name),
+        name=name,
+        layer_type=layer_type,
+        kind=_layer_kind(name, layer_type, str(_get(obj, "Origin") or "")),
+        inputs=tensors["Inputs"],
+        outputs=tensors["Outputs"],
+        onnx_nodes=onnx_nodes_of(name, str(_get(obj, "Metadata") or "")),
+        node_range=_foreign_range(name),
         tactic="" if tactic is None else str(tactic),
     )
 
@@ -196,7 +222,8 @@ def _io_from_bindings(names: Sequence[Any], layers: Sequence[LayerInfo]) -> tupl
     for raw in names:
         name = str(raw)
         mode: Literal["input", "output", "unknown"] = (
-            "output" if name in produced else "input" if name in consumed else "unknown")
+            "output" if name in produced else "input" if name in consumed else "unknown"
+        )
         result.append(IOTensor(name=name, mode=mode, precision=None, dims=None))
     return tuple(result)
 
@@ -208,11 +235,17 @@ def _io_from_objects(objs: Sequence[Any]) -> tuple[IOTensor, ...]:
             raise RunnerError(f"inspector 'I/O Tensors': expected objects, got {type(obj).__name__}")
         raw_mode = str(_get(obj, "IOMode") or "").casefold()
         mode: Literal["input", "output", "unknown"] = (
-            "input" if raw_mode == "input" else "output" if raw_mode == "output" else "unknown")
+            "input" if raw_mode == "input" else "output" if raw_mode == "output" else "unknown"
+        )
         dtype = _get(obj, "DataType", "Datatype")
-        result.append(IOTensor(name=str(_get(obj, "Name") or ""), mode=mode,
-                               precision=precision_from_text(str(dtype)) if dtype is not None else None,
-                               dims=_dims(_get(obj, "Dimensions"))))
+        result.append(
+            IOTensor(
+                name=str(_get(obj, "Name") or ""),
+                mode=mode,
+                precision=precision_from_text(str(dtype)) if dtype is not None else None,
+                dims=_dims(_get(obj, "Dimensions")),
+            )
+        )
     return tuple(result)
 
 
@@ -224,8 +257,10 @@ def parse_inspector_json(data: str | bytes | Mapping[str, Any]) -> PrecisionRepo
         except json.JSONDecodeError as err:
             raise RunnerError(f"engine inspector output is not JSON: {err}") from err
     if not isinstance(data, Mapping) or not isinstance(_get(data, "Layers"), list):
-        raise RunnerError("engine inspector JSON has no 'Layers' list; was the engine built with "
-                          "profiling_verbosity DETAILED (or LAYER_NAMES_ONLY)?")
+        raise RunnerError(
+            "engine inspector JSON has no 'Layers' list; was the engine built with "
+            "profiling_verbosity DETAILED (or LAYER_NAMES_ONLY)?"
+        )
     layers = tuple(_layer(obj, index=i) for i, obj in enumerate(_get(data, "Layers")))
     io_objects = _get(data, "I/O Tensors", "IOTensors")
     bindings = _get(data, "Bindings")
@@ -233,9 +268,13 @@ def parse_inspector_json(data: str | bytes | Mapping[str, Any]) -> PrecisionRepo
         schema: Literal["10.x", "11.x"] = "11.x"
         io = _io_from_objects(io_objects)
     else:
-        split_keys = any(_get(raw, "Format/Datatype") is None and _get(raw, "Datatype") is not None
-                         for obj in _get(data, "Layers") if isinstance(obj, Mapping)
-                         for raw in (_get(obj, "Outputs") or []) if isinstance(raw, Mapping))
+        split_keys = any(
+            _get(raw, "Format/Datatype") is None and _get(raw, "Datatype") is not None
+            for obj in _get(data, "Layers")
+            if isinstance(obj, Mapping)
+            for raw in (_get(obj, "Outputs") or [])
+            if isinstance(raw, Mapping)
+        )
         schema = "11.x" if split_keys else "10.x"
         io = _io_from_bindings(bindings if isinstance(bindings, list) else [], layers)
     detailed = any(not isinstance(obj, str) for obj in _get(data, "Layers"))
@@ -248,6 +287,9 @@ def load_inspector_json(path: Path) -> PrecisionReport:
         text = Path(path).read_text(encoding="utf-8")
         return parse_inspector_json(text)
     except (OSError, UnicodeDecodeError, RunnerError) as err:
-        raise InputDataError(where=path, problem=f"cannot read the engine layer information: {err}",
-                             fix="pass the JSON written by IEngineInspector or trtexec --exportLayerInfo "
-                                 "with --profilingVerbosity=detailed") from err
+        raise InputDataError(
+            where=path,
+            problem=f"cannot read the engine layer information: {err}",
+            fix="pass the JSON written by IEngineInspector or trtexec --exportLayerInfo "
+            "with --profilingVerbosity=detailed",
+        ) from err

@@ -7,6 +7,7 @@ compute capability 8.0, 8.6, 8.9 and 12.x (not Hopper's 9.0); ``pip install "cas
 :func:`installed_backend` answers from package metadata without importing anything (for the report's provenance
 and the build check's opt-in); :func:`import_tensorrt` imports the module.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -19,11 +20,13 @@ from harness.errors import RunnerUnavailable
 
 FULL_MODULE = "tensorrt"
 RTX_MODULE = "tensorrt_rtx_bindings"
-MODULES = (FULL_MODULE, RTX_MODULE)                  # the import order
+MODULES = (FULL_MODULE, RTX_MODULE)  # the import order
 RTX_DISTRIBUTIONS = ("tensorrt-rtx-cu13-bindings", "tensorrt-rtx-cu12-bindings")
-INSTALL_LINE = 'pip install "castguard[trt]"'         # the TensorRT-RTX wheels: builds anywhere, no GPU needed
-INSTALL_HINT = (f"{INSTALL_LINE} (TensorRT-RTX, builds on any machine), or install full TensorRT 10/11 on a "
-                "machine with an NVIDIA GPU")
+INSTALL_LINE = 'pip install "castguard[trt]"'  # the TensorRT-RTX wheels: builds anywhere, no GPU needed
+INSTALL_HINT = (
+    f"{INSTALL_LINE} (TensorRT-RTX, builds on any machine), or install full TensorRT 10/11 on a "
+    "machine with an NVIDIA GPU"
+)
 
 
 @dataclass(frozen=True)
@@ -31,8 +34,8 @@ class TrtModule:
     """An imported TensorRT module and what it is."""
 
     module: ModuleType
-    name: str        # "tensorrt" or "tensorrt_rtx_bindings"
-    version: str     # its __version__, e.g. "1.7.1.116"
+    name: str  # "tensorrt" or "tensorrt_rtx_bindings"
+    version: str  # its __version__, e.g. "1.7.1.116"
 
     @property
     def rtx(self) -> bool:
@@ -82,6 +85,6 @@ def import_tensorrt() -> TrtModule:
         raise RunnerUnavailable(f"no TensorRT is installed (neither {FULL_MODULE} nor {RTX_MODULE}): {INSTALL_HINT}")
     try:
         module = importlib.import_module(name)
-    except (ImportError, OSError) as err:   # a missing libnvinfer / libtensorrt_rtx
+    except (ImportError, OSError) as err:  # a missing libnvinfer / libtensorrt_rtx
         raise RunnerUnavailable(f"{name} is installed but cannot be loaded: {err}") from err
     return TrtModule(module=module, name=name, version=str(module.__version__))

@@ -15,6 +15,7 @@ both query a GPU and fail on a CPU-only machine (cudaError 35). TensorRT-RTX's d
 capability 8.0, 8.6, 8.9, 12.x) are kept. Besides the plan, the answer holds the TensorRT type of every ONNX node
 output (``OnnxParser.get_layer_output_tensor``), every parser error and every error line of the build log.
 """
+
 from __future__ import annotations
 
 import re
@@ -26,8 +27,8 @@ from typing import Any
 from harness.child import read_request, write_answer
 
 Shape = tuple[int, ...]
-MIN_VERSION = (10, 0)        # strongly typed networks with execute_async_v3 and named I/O tensors
-RTX_MIN_VERSION = (1, 0)     # TensorRT-RTX: every network is strongly typed
+MIN_VERSION = (10, 0)  # strongly typed networks with execute_async_v3 and named I/O tensors
+RTX_MIN_VERSION = (1, 0)  # TensorRT-RTX: every network is strongly typed
 
 
 class Unsupported(Exception):
@@ -53,12 +54,16 @@ def network_creation_flags(version: str, flag_values: Mapping[str, int], *, rtx:
     found = trt_version(version)
     if rtx:
         if found < RTX_MIN_VERSION:
-            raise Unsupported(f"TensorRT-RTX {version} is not supported: castguard needs TensorRT-RTX >= "
-                              f"{RTX_MIN_VERSION[0]}.{RTX_MIN_VERSION[1]}")
+            raise Unsupported(
+                f"TensorRT-RTX {version} is not supported: castguard needs TensorRT-RTX >= "
+                f"{RTX_MIN_VERSION[0]}.{RTX_MIN_VERSION[1]}"
+            )
         return 0
     if found < MIN_VERSION:
-        raise Unsupported(f"TensorRT {version} is too old: castguard builds strongly typed engines and "
-                          f"needs TensorRT >= {MIN_VERSION[0]}.{MIN_VERSION[1]}")
+        raise Unsupported(
+            f"TensorRT {version} is too old: castguard builds strongly typed engines and "
+            f"needs TensorRT >= {MIN_VERSION[0]}.{MIN_VERSION[1]}"
+        )
     if found[0] >= 11:
         return 0
     if "STRONGLY_TYPED" not in flag_values:
@@ -78,7 +83,8 @@ def members(enum: Any) -> dict[str, int]:
 def capturing_logger(trt: Any, *, echo: bool) -> Any:
     """A ``trt.ILogger`` that keeps every WARNING-or-worse line (``.lines``: ``(severity, text)``); with ``echo`` it
     also prints them to stderr, as ``trt.Logger`` would."""
-    class Logger(trt.ILogger):   # type: ignore[misc]
+
+    class Logger(trt.ILogger):  # type: ignore[misc]
         def __init__(self) -> None:
             trt.ILogger.__init__(self)
             self.lines: list[tuple[str, str]] = []
@@ -89,23 +95,41 @@ def capturing_logger(trt: Any, *, echo: bool) -> Any:
                 self.lines.append((name, str(msg)))
                 if echo:
                     print(f"[TensorRT] {name}: {msg}", file=sys.stderr)
+
     return Logger()
 
 
 def _parse_error(error: Any) -> dict[str, str]:
     """One ``ParserError`` as plain strings (node name, op, description, and TensorRT's full text)."""
+
     def text(method: str) -> str:
         try:
             return str(getattr(error, method)())
         except (AttributeError, TypeError, ValueError, RuntimeError):
             return ""
-    return {"node": text("node_name"), "op": text("node_operator"), "desc": text("desc"),
-            "code": text("code").rsplit(".", 1)[-1], "text": str(error)}
+
+    return {
+        "node": text("node_name"),
+        "op": text("node_operator"),
+        "desc": text("desc"),
+        "code": text("code").rsplit(".", 1)[-1],
+        "text": str(error),
+    }
 
 
-def build_plan(trt: Any, source: str | bytes, *, path_hint: str | None, rtx: bool, logger: Any,
-               profile: Mapping[str, tuple[Shape, Shape, Shape]], nodes: Sequence[tuple[str, int]] = (),
-               workspace_bytes: int = 1 << 30, optimization_level: int = 3, tf32: bool = False) -> dict[str, Any]:
+def build_plan(
+    trt: Any,
+    source: str | bytes,
+    *,
+    path_hint: str | None,
+    rtx: bool,
+    logger: Any,
+    profile: Mapping[str, tuple[Shape, Shape, Shape]],
+    nodes: Sequence[tuple[str, int]] = (),
+    workspace_bytes: int = 1 << 30,
+    optimization_level: int = 3,
+    tf32: bool = False,
+) -> dict[str, Any]:
     """Parse ``source`` (a file path, or the model's bytes with ``path_hint`` for its external data) and build.
 
     Returns ``{"stage": "ok" | "parse" | "build", "plan": bytes | None, "parse_errors": [...], "log": [...],
@@ -122,9 +146,15 @@ def build_plan(trt: Any, source: str | bytes, *, path_hint: str | None, rtx: boo
         parsed = parser.parse_from_file(source)
     else:
         parsed = parser.parse(source, path_hint) if path_hint else parser.parse(source)
-    answer: dict[str, Any] = {"stage": "parse", "plan": None, "parse_s": time.perf_counter() - start,
-                              "build_s": 0.0, "node_types": {}, "layers": [],
-                              "parse_errors": [_parse_error(parser.get_error(i)) for i in range(parser.num_errors)]}
+    answer: dict[str, Any] = {
+        "stage": "parse",
+        "plan": None,
+        "parse_s": time.perf_counter() - start,
+        "build_s": 0.0,
+        "node_types": {},
+        "layers": [],
+        "parse_errors": [_parse_error(parser.get_error(i)) for i in range(parser.num_errors)],
+    }
     if not parsed:
         return answer
     node_types: dict[str, list[str | None]] = {}
@@ -135,9 +165,14 @@ def build_plan(trt: Any, source: str | bytes, *, path_hint: str | None, rtx: boo
             found.append(None if tensor is None else str(tensor.dtype).rsplit(".", 1)[-1])
         node_types[name] = found
     answer["node_types"] = node_types
-    answer["layers"] = [[layer.name, str(layer.type).rsplit(".", 1)[-1],
-                         [str(layer.get_output(j).dtype).rsplit(".", 1)[-1] for j in range(layer.num_outputs)]]
-                        for layer in (network.get_layer(i) for i in range(network.num_layers))]
+    answer["layers"] = [
+        [
+            layer.name,
+            str(layer.type).rsplit(".", 1)[-1],
+            [str(layer.get_output(j).dtype).rsplit(".", 1)[-1] for j in range(layer.num_outputs)],
+        ]
+        for layer in (network.get_layer(i) for i in range(network.num_layers))
+    ]
     config = builder.create_builder_config()
     config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, workspace_bytes)
     config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
@@ -172,15 +207,22 @@ def main() -> int:
         return 0
     logger = capturing_logger(trt, echo=False)
     profile: dict[str, tuple[Shape, Shape, Shape]] = {
-        name: (tuple(low), tuple(opt), tuple(high)) for name, (low, opt, high) in request["profile"].items()}
+        name: (tuple(low), tuple(opt), tuple(high)) for name, (low, opt, high) in request["profile"].items()
+    }
     source: str | bytes = request["source"]
-    if request.get("path_hint"):              # a graph whose external weights are read relative to path_hint
+    if request.get("path_hint"):  # a graph whose external weights are read relative to path_hint
         with open(request["source"], "rb") as handle:
             source = handle.read()
     try:
-        answer = build_plan(trt, source, path_hint=request.get("path_hint"),
-                            rtx=request["module"] == "tensorrt_rtx_bindings", logger=logger, profile=profile,
-                            nodes=[(str(n), int(k)) for n, k in request["nodes"]])
+        answer = build_plan(
+            trt,
+            source,
+            path_hint=request.get("path_hint"),
+            rtx=request["module"] == "tensorrt_rtx_bindings",
+            logger=logger,
+            profile=profile,
+            nodes=[(str(n), int(k)) for n, k in request["nodes"]],
+        )
     except Unsupported as err:
         write_answer({"stage": "unavailable", "error": str(err)})
         return 0
@@ -197,5 +239,5 @@ def main() -> int:
 
 if __name__ == "__main__":
     if sys.path and sys.path[0] and __file__.startswith(sys.path[0]):
-        del sys.path[0]          # run as a script: import nothing from this folder by a bare name
+        del sys.path[0]  # run as a script: import nothing from this folder by a bare name
     sys.exit(main())

@@ -4,6 +4,7 @@ Under strong typing the engine must keep every type the ONNX model declares; a d
 parser or type-inference problem, a weakly typed build, or an engine that silently dropped precision
 (roboflow/rf-detr#1453 in ``docs/runtime-facts.md`` §3.5). Pure code, no tensorrt import.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -13,8 +14,8 @@ from typing import Literal
 import onnx
 
 from harness.errors import RunnerError
-from harness.runners.tensorrt.inspector import LayerInfo, PrecisionReport
 from harness.runners.tensorrt.datatypes import ELEM_TO_PRECISION, FLOAT_PRECISIONS, LOW_PRECISIONS
+from harness.runners.tensorrt.inspector import LayerInfo, PrecisionReport
 
 
 @dataclass(frozen=True)
@@ -22,9 +23,9 @@ class Mismatch:
     """One place where the engine's realized precision differs from the ONNX model's declared type."""
 
     kind: Literal["io", "tensor", "node", "engine"]
-    subject: str    # tensor name, ONNX node names, or "" for the engine as a whole
-    expected: str   # declared by the ONNX model
-    realized: str   # found in the engine
+    subject: str  # tensor name, ONNX node names, or "" for the engine as a whole
+    expected: str  # declared by the ONNX model
+    realized: str  # found in the engine
     layer: str = ""
 
     def __str__(self) -> str:
@@ -38,8 +39,13 @@ def declared_precisions(model: onnx.ModelProto) -> dict[str, str]:
     inferred = onnx.shape_inference.infer_shapes(model)
     graph = inferred.graph
     types = {t.name: t.data_type for t in graph.initializer}
-    types.update({v.name: v.type.tensor_type.elem_type
-                  for v in (*graph.input, *graph.value_info, *graph.output) if v.type.HasField("tensor_type")})
+    types.update(
+        {
+            v.name: v.type.tensor_type.elem_type
+            for v in (*graph.input, *graph.value_info, *graph.output)
+            if v.type.HasField("tensor_type")
+        }
+    )
     return {name: ELEM_TO_PRECISION[elem] for name, elem in types.items() if elem in ELEM_TO_PRECISION}
 
 
@@ -47,7 +53,7 @@ def _layer_nodes(layer: LayerInfo, order: Sequence[str]) -> list[str]:
     known = set(order)
     if layer.node_range and layer.node_range[0] in known and layer.node_range[1] in known:
         first, last = order.index(layer.node_range[0]), order.index(layer.node_range[1])
-        return list(order[first:last + 1])
+        return list(order[first : last + 1])
     return [n for n in layer.onnx_nodes if n in known]
 
 
@@ -57,8 +63,12 @@ def _exit_precisions(nodes: Sequence[str], graph: onnx.GraphProto, declared: Map
     by_name = {n.name: n for n in graph.node}
     used_outside = {i for n in graph.node if n.name not in group for i in n.input}
     used_outside |= {o.name for o in graph.output}
-    return {declared[o] for name in nodes for o in by_name[name].output
-            if o in used_outside and declared.get(o) in FLOAT_PRECISIONS}
+    return {
+        declared[o]
+        for name in nodes
+        for o in by_name[name].output
+        if o in used_outside and declared.get(o) in FLOAT_PRECISIONS
+    }
 
 
 def check_against_onnx(report: PrecisionReport, model: onnx.ModelProto) -> list[Mismatch]:
@@ -71,8 +81,10 @@ def check_against_onnx(report: PrecisionReport, model: onnx.ModelProto) -> list[
     types are compared: TensorRT may legitimately store int64 shape tensors as int32.
     """
     if not report.detailed:
-        raise RunnerError("the engine inspector dump has layer names only; build the engine with "
-                          "profiling_verbosity = ProfilingVerbosity.DETAILED to check precisions")
+        raise RunnerError(
+            "the engine inspector dump has layer names only; build the engine with "
+            "profiling_verbosity = ProfilingVerbosity.DETAILED to check precisions"
+        )
     declared = declared_precisions(model)
     graph = model.graph
     found: list[Mismatch] = []
@@ -89,8 +101,7 @@ def check_against_onnx(report: PrecisionReport, model: onnx.ModelProto) -> list[
         for tensor in (*layer.inputs, *layer.outputs):
             if tensor.name not in reported and differs(tensor.name, tensor.precision):
                 reported.add(tensor.name)
-                found.append(Mismatch("tensor", tensor.name, declared[tensor.name], str(tensor.precision),
-                                      layer.name))
+                found.append(Mismatch("tensor", tensor.name, declared[tensor.name], str(tensor.precision), layer.name))
     order = [n.name for n in graph.node]
     for layer in report.compute_layers():
         nodes = _layer_nodes(layer, order)
@@ -99,11 +110,25 @@ def check_against_onnx(report: PrecisionReport, model: onnx.ModelProto) -> list[
         expected = _exit_precisions(nodes, graph, declared)
         realized = {t.precision for t in layer.outputs if t.precision in FLOAT_PRECISIONS}
         if expected and realized and expected != realized:
-            found.append(Mismatch("node", ", ".join(nodes), "+".join(sorted(expected)),
-                                  "+".join(sorted(str(p) for p in realized)), layer.name))
-    low_nodes = [n.name for n in graph.node if n.op_type != "Cast"
-                 and any(declared.get(o) in LOW_PRECISIONS for o in n.output)]
+            found.append(
+                Mismatch(
+                    "node",
+                    ", ".join(nodes),
+                    "+".join(sorted(expected)),
+                    "+".join(sorted(str(p) for p in realized)),
+                    layer.name,
+                )
+            )
+    low_nodes = [
+        n.name for n in graph.node if n.op_type != "Cast" and any(declared.get(o) in LOW_PRECISIONS for o in n.output)
+    ]
     if low_nodes and report.compute_layers() and report.low_precision_share() == 0.0:
-        found.append(Mismatch("engine", "", f"{len(low_nodes)} low-precision nodes (e.g. {low_nodes[0]!r})",
-                              f"no fp16/bf16 compute layer ({report.histogram()})"))
+        found.append(
+            Mismatch(
+                "engine",
+                "",
+                f"{len(low_nodes)} low-precision nodes (e.g. {low_nodes[0]!r})",
+                f"no fp16/bf16 compute layer ({report.histogram()})",
+            )
+        )
     return found

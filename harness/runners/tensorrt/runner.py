@@ -18,6 +18,7 @@ with the ONNX types. TensorRT-RTX compiles kernels at first run; ``TrtOptions(ru
 The run path goes through :class:`LiveEngine` (engine, context, device), which :func:`open_engine` makes; unit
 tests inject a fake one (``TrtRunner(..., open_engine=...)``). All GPU work stays on the activating thread.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -26,16 +27,16 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from harness.errors import RunnerError
 from harness.data.feeds import Feed
+from harness.errors import RunnerError
 from harness.runners.base import Runner, RunResult
-from harness.runners.tensorrt.typed_build import ProfileShapes, Shape, profile_shapes
-from harness.runners.tensorrt.precision_diff import Mismatch, check_against_onnx
+from harness.runners.tensorrt.datatypes import from_engine_array, host_dtype, to_engine_array
 from harness.runners.tensorrt.device import Device
 from harness.runners.tensorrt.engine import LiveEngine, NetworkLayer, TrtOptions
 from harness.runners.tensorrt.inspector import PrecisionReport, parse_inspector_json
 from harness.runners.tensorrt.library import INSTALL_HINT
-from harness.runners.tensorrt.datatypes import from_engine_array, host_dtype, to_engine_array
+from harness.runners.tensorrt.precision_diff import Mismatch, check_against_onnx
+from harness.runners.tensorrt.typed_build import ProfileShapes, Shape, profile_shapes
 
 __all__ = ["INSTALL_HINT", "LiveEngine", "NetworkLayer", "ProfileShapes", "TrtOptions", "TrtRunner", "profile_shapes"]
 
@@ -69,8 +70,14 @@ class TrtRunner(Runner):
     """``trt``: a TensorRT strongly typed engine. ``name`` becomes ``trt-<major>.<minor>`` (full TensorRT) or
     ``trt-rtx-<major>.<minor>`` (TensorRT-RTX) once activated; ``backend`` says which built it."""
 
-    def __init__(self, model: onnx.ModelProto, *, model_dir: Path | None = None,
-                 options: TrtOptions = TrtOptions(), open_engine: Opener | None = None) -> None:
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        *,
+        model_dir: Path | None = None,
+        options: TrtOptions = TrtOptions(),
+        open_engine: Opener | None = None,
+    ) -> None:
         super().__init__(model, name="trt", rounds_low_precision=True, model_dir=model_dir)
         self.options = options
         self.backend = ""
@@ -96,12 +103,16 @@ class TrtRunner(Runner):
 
     def activate_impl(self) -> None:
         if self._open is None:
-            from harness.runners.tensorrt.engine import open_engine     # imports TensorRT when called
+            from harness.runners.tensorrt.engine import open_engine  # imports TensorRT when called
 
             self._open = open_engine
         live = self._open(self)
-        self.name, self.backend, self.plan, self.network_layers = (live.runner_name, live.backend, live.plan,
-                                                                   live.network_layers)
+        self.name, self.backend, self.plan, self.network_layers = (
+            live.runner_name,
+            live.backend,
+            live.plan,
+            live.network_layers,
+        )
         self._live, self._buffers = live, _Buffers(live.device)
 
     def infer_impl(self, feed: Feed) -> dict[str, np.ndarray]:
@@ -111,8 +122,10 @@ class TrtRunner(Runner):
         staged = {n: to_engine_array(feed[n], live.io_dtypes[n], tensor=n) for n in live.inputs}
         for n, arr in staged.items():
             if not context.set_input_shape(n, arr.shape):
-                raise RunnerError(f"trt: input {n!r} shape {arr.shape} is outside the engine's optimization "
-                                  f"profile {live.engine.get_tensor_profile_shape(n, 0)}")
+                raise RunnerError(
+                    f"trt: input {n!r} shape {arr.shape} is outside the engine's optimization "
+                    f"profile {live.engine.get_tensor_profile_shape(n, 0)}"
+                )
         unresolved = context.infer_shapes()
         if unresolved:
             raise RunnerError(f"trt: cannot infer the shapes of {', '.join(unresolved)}")
@@ -139,7 +152,7 @@ class TrtRunner(Runner):
         live, buffers = self._live, self._buffers
         self._live = self._buffers = None
         if live is not None:
-            live.release()                   # drops its own references (a runtime cache is written first)
+            live.release()  # drops its own references (a runtime cache is written first)
             live.context = None
             live.engine = None
             if buffers is not None:

@@ -7,6 +7,7 @@ nor a CUDA library: TensorRT-RTX builds ahead of time on a CPU-only machine. The
 :class:`TrtBuild`: it builds (plan size, seconds), or the parser refused a node (op, dtype, node, TensorRT's
 message), or the builder failed (its error lines), or TensorRT changed a type, or the builder process crashed.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,17 +25,17 @@ from harness.data.feeds import InputSpec, input_specs
 from harness.errors import RunnerError, RunnerUnavailable
 from harness.runners.ort import session_source
 from harness.runners.tensorrt.blame import BuildCulprit, blame_build_error
-from harness.runners.tensorrt.precision_diff import declared_precisions
-from harness.runners.tensorrt.library import backend_label, installed_module
 from harness.runners.tensorrt.datatypes import precision_of_trt_dtype
+from harness.runners.tensorrt.library import backend_label, installed_module
+from harness.runners.tensorrt.precision_diff import declared_precisions
 
 BUILD_SCRIPT = Path(__file__).resolve().with_name("plan.py")
 OUTCOMES = ("ok", "parse", "build", "types", "crash")
-NODE_ROWS = 300          # per-node type rows kept in a result (the report shows them); larger models keep the changes
+NODE_ROWS = 300  # per-node type rows kept in a result (the report shows them); larger models keep the changes
 TIMEOUT_S = 900.0
 Shape = tuple[int, ...]
 ProfileShapes = dict[str, tuple[Shape, Shape, Shape]]  # input -> (min, opt, max)
-_SAME = frozenset({("int64", "int32")})                  # (ONNX, TensorRT) pairs that are not a change
+_SAME = frozenset({("int64", "int32")})  # (ONNX, TensorRT) pairs that are not a change
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,8 @@ class ParseFailure:
 
     node: str
     op: str
-    dtype: str       # the precision of the node's first typed input, e.g. "bf16" ("" when unknown)
-    message: str     # TensorRT's description, e.g. "Assertion failed: ... The current type = BF16."
+    dtype: str  # the precision of the node's first typed input, e.g. "bf16" ("" when unknown)
+    message: str  # TensorRT's description, e.g. "Assertion failed: ... The current type = BF16."
 
 
 @dataclass(frozen=True)
@@ -53,26 +54,26 @@ class NodeTypes:
 
     node: str
     op: str
-    onnx: str        # "fp16", or "fp16,int64" for several outputs ("?" where the model declares none)
-    tensorrt: str    # the same for TensorRT's tensors; "" when the parser made no tensor (e.g. a Constant)
+    onnx: str  # "fp16", or "fp16,int64" for several outputs ("?" where the model declares none)
+    tensorrt: str  # the same for TensorRT's tensors; "" when the parser made no tensor (e.g. a Constant)
 
 
 @dataclass(frozen=True)
 class TrtBuild:
     """The build check of one converted model (see the module docstring)."""
 
-    backend: str                           # "TensorRT-RTX 1.7.1.116" or "TensorRT 10.13.0.35"
-    outcome: str                           # one of OUTCOMES
-    seconds: float = 0.0                   # parse + build in the builder process
+    backend: str  # "TensorRT-RTX 1.7.1.116" or "TensorRT 10.13.0.35"
+    outcome: str  # one of OUTCOMES
+    seconds: float = 0.0  # parse + build in the builder process
     plan_bytes: int | None = None
     parse_failures: tuple[ParseFailure, ...] = ()
-    build_error: str = ""                  # the builder's error lines, or the crashed process's last words
+    build_error: str = ""  # the builder's error lines, or the crashed process's last words
     type_changes: tuple[NodeTypes, ...] = ()
-    checked: int = 0                       # node outputs whose types were compared
-    unmapped: tuple[str, ...] = ()         # nodes (other than Constant) with no TensorRT tensor
-    nodes: tuple[NodeTypes, ...] = ()      # every node's types, for models of up to NODE_ROWS nodes
+    checked: int = 0  # node outputs whose types were compared
+    unmapped: tuple[str, ...] = ()  # nodes (other than Constant) with no TensorRT tensor
+    nodes: tuple[NodeTypes, ...] = ()  # every node's types, for models of up to NODE_ROWS nodes
     nodes_total: int = 0
-    build_culprits: tuple[BuildCulprit, ...] = ()   # outcome "build": the ONNX nodes the builder's error names
+    build_culprits: tuple[BuildCulprit, ...] = ()  # outcome "build": the ONNX nodes the builder's error names
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -92,20 +93,26 @@ class TrtBuild:
         if self.outcome == "ok":
             return f"builds in {self.backend}: ok, plan {_mb(self.plan_bytes)}, {self.seconds:.2f} s"
         if self.outcome == "types":
-            changes = "; ".join(f"{c.node} ({c.op}): ONNX {c.onnx}, TensorRT {c.tensorrt}" for c in self.type_changes[:3])
+            changes = "; ".join(
+                f"{c.node} ({c.op}): ONNX {c.onnx}, TensorRT {c.tensorrt}" for c in self.type_changes[:3]
+            )
             more = f" and {len(self.type_changes) - 3} more" if len(self.type_changes) > 3 else ""
             return f"{self.backend} changed types: {changes}{more}"
         if self.outcome == "parse" and self.parse_failures:
             first = self.parse_failures[0]
             more = f" (and {len(self.parse_failures) - 1} more node(s))" if len(self.parse_failures) > 1 else ""
             dtype = f" ({first.dtype})" if first.dtype else ""
-            return (f"does not build in {self.backend}: {first.op or '?'}{dtype} at node {first.node or '?'}: "
-                    f"{first.message}{more}")
+            return (
+                f"does not build in {self.backend}: {first.op or '?'}{dtype} at node {first.node or '?'}: "
+                f"{first.message}{more}"
+            )
         if self.outcome == "build" and self.build_culprits:
             culprit = self.build_culprits[0]
             dtype = f", {culprit.dtype}" if culprit.dtype else ""
-            return (f"does not build in {self.backend}: the builder failed at node {culprit.node} ({culprit.op}"
-                    f"{dtype}; {culprit.evidence}): {self.build_error}")
+            return (
+                f"does not build in {self.backend}: the builder failed at node {culprit.node} ({culprit.op}"
+                f"{dtype}; {culprit.evidence}): {self.build_error}"
+            )
         if self.outcome == "crash":
             return f"does not build in {self.backend}: the builder process crashed: {self.build_error}"
         return f"does not build in {self.backend}: {self.build_error or 'the ONNX parser failed (no message)'}"
@@ -120,8 +127,10 @@ def profile_shapes(specs: Sequence[InputSpec], shapes: Sequence[Mapping[str, Sha
     dynamic = [s for s in specs if s.dims is None or any(d is None for d in s.dims)]
     if dynamic and not shapes:
         names = ", ".join(s.name for s in dynamic)
-        raise RunnerError(f"trt: inputs {names} have dynamic dims; pass TrtOptions(input_shapes=...) "
-                          "or use runner.run(feeds), which sizes the optimization profile from the feeds")
+        raise RunnerError(
+            f"trt: inputs {names} have dynamic dims; pass TrtOptions(input_shapes=...) "
+            "or use runner.run(feeds), which sizes the optimization profile from the feeds"
+        )
     profile: ProfileShapes = {}
     for spec in dynamic:
         seen = []
@@ -132,13 +141,17 @@ def profile_shapes(specs: Sequence[InputSpec], shapes: Sequence[Mapping[str, Sha
         if len({len(s) for s in seen}) != 1 or (spec.dims is not None and len(seen[0]) != len(spec.dims)):
             raise RunnerError(f"trt: input {spec.name!r} is fed with shapes of different ranks {sorted(set(seen))}")
         stacked = np.array(seen)
-        profile[spec.name] = (tuple(int(d) for d in stacked.min(axis=0)), seen[0],
-                              tuple(int(d) for d in stacked.max(axis=0)))
+        profile[spec.name] = (
+            tuple(int(d) for d in stacked.min(axis=0)),
+            seen[0],
+            tuple(int(d) for d in stacked.max(axis=0)),
+        )
     return profile
 
 
-def compare_types(model: onnx.ModelProto, node_types: Mapping[str, Sequence[str | None]]) -> tuple[
-        tuple[NodeTypes, ...], tuple[NodeTypes, ...], tuple[str, ...], int]:
+def compare_types(
+    model: onnx.ModelProto, node_types: Mapping[str, Sequence[str | None]]
+) -> tuple[tuple[NodeTypes, ...], tuple[NodeTypes, ...], tuple[str, ...], int]:
     """Every node's ONNX vs TensorRT output types; returns (all rows, changed rows, unmapped nodes, compared)."""
     declared = declared_precisions(model)
     rows, changed, unmapped, compared = [], [], [], 0
@@ -169,23 +182,42 @@ def interpret(model: onnx.ModelProto, answer: Mapping[str, Any], *, backend: str
     """A :class:`TrtBuild` from :func:`harness.runners.tensorrt.plan.build_plan`'s answer (as the child prints it)."""
     seconds = float(answer.get("parse_s", 0.0)) + float(answer.get("build_s", 0.0))
     errors = [text for severity, text in answer.get("log", ()) if severity in ("ERROR", "INTERNAL_ERROR")]
-    base = TrtBuild(backend=backend, outcome="parse", seconds=seconds, plan_bytes=answer.get("plan_bytes"),
-                    nodes_total=len(model.graph.node))
+    base = TrtBuild(
+        backend=backend,
+        outcome="parse",
+        seconds=seconds,
+        plan_bytes=answer.get("plan_bytes"),
+        nodes_total=len(model.graph.node),
+    )
     if answer["stage"] == "parse":
-        failures = tuple(ParseFailure(node=e["node"], op=e["op"], dtype=_input_precision(model, e["node"]),
-                                      message=e["desc"] or e["text"]) for e in answer["parse_errors"])
+        failures = tuple(
+            ParseFailure(
+                node=e["node"], op=e["op"], dtype=_input_precision(model, e["node"]), message=e["desc"] or e["text"]
+            )
+            for e in answer["parse_errors"]
+        )
         return replace(base, parse_failures=failures)
     rows, changed, unmapped, compared = compare_types(model, answer["node_types"])
     base = replace(base, checked=compared, unmapped=unmapped, nodes=rows if len(rows) <= NODE_ROWS else changed)
     if answer["stage"] == "build":
         error = "; ".join(errors) or "the engine build failed (no message)"
-        return replace(base, outcome="build", build_error=error,
-                       build_culprits=blame_build_error(model, error, layers=answer.get("layers", ())))
+        return replace(
+            base,
+            outcome="build",
+            build_error=error,
+            build_culprits=blame_build_error(model, error, layers=answer.get("layers", ())),
+        )
     return replace(base, outcome="types" if changed else "ok", type_changes=changed)
 
 
-def check_build(model: onnx.ModelProto, *, model_dir: Path | None, feed_shapes: Sequence[Mapping[str, Shape]] = (),
-                timeout_s: float = TIMEOUT_S, plan_out: Path | None = None) -> TrtBuild:
+def check_build(
+    model: onnx.ModelProto,
+    *,
+    model_dir: Path | None,
+    feed_shapes: Sequence[Mapping[str, Shape]] = (),
+    timeout_s: float = TIMEOUT_S,
+    plan_out: Path | None = None,
+) -> TrtBuild:
     """Build ``model`` in a child process and check its types; RunnerUnavailable when no TensorRT can be loaded.
 
     ``feed_shapes`` size the optimization profile of dynamic inputs; ``plan_out`` keeps the plan in a file.
@@ -202,17 +234,25 @@ def check_build(model: onnx.ModelProto, *, model_dir: Path | None, feed_shapes: 
         path_hint = None
         if not isinstance(source, str):
             (scratch / "graph.onnx").write_bytes(source)
-            path_hint = str((model_dir or scratch) / "model.onnx")   # external data is read relative to it
+            path_hint = str((model_dir or scratch) / "model.onnx")  # external data is read relative to it
             source = str(scratch / "graph.onnx")
-        request = {"module": module, "source": source, "path_hint": path_hint,
-                   "profile": {k: [list(s) for s in v] for k, v in profile.items()},
-                   "nodes": [[n.name, len(n.output)] for n in model.graph.node],
-                   "plan_out": str(plan_out) if plan_out is not None else None}
+        request = {
+            "module": module,
+            "source": source,
+            "path_hint": path_hint,
+            "profile": {k: [list(s) for s in v] for k, v in profile.items()},
+            "nodes": [[n.name, len(n.output)] for n in model.graph.node],
+            "plan_out": str(plan_out) if plan_out is not None else None,
+        }
         try:
             answer = run_child(BUILD_SCRIPT, request, what="TensorRT build", timeout_s=timeout_s, cwd=scratch).answer
-        except ChildFailed as failed:           # a time-out, a crash of the native library, no answer
-            return TrtBuild(backend=backend_label(module, "?"), outcome="crash", build_error=failed.reason,
-                            nodes_total=len(model.graph.node))
+        except ChildFailed as failed:  # a time-out, a crash of the native library, no answer
+            return TrtBuild(
+                backend=backend_label(module, "?"),
+                outcome="crash",
+                build_error=failed.reason,
+                nodes_total=len(model.graph.node),
+            )
     if answer["stage"] == "unavailable":
         raise RunnerUnavailable(str(answer["error"]))
     return interpret(model, answer, backend=backend_label(module, str(answer["version"])))
@@ -226,10 +266,15 @@ def build_to_dict(build: TrtBuild) -> dict[str, Any]:
 def build_from_dict(data: Mapping[str, Any]) -> TrtBuild:
     """The inverse of :func:`build_to_dict`; ValueError for data of another shape."""
     try:
-        return TrtBuild(**{**data, "parse_failures": tuple(ParseFailure(**f) for f in data["parse_failures"]),
-                           "type_changes": tuple(NodeTypes(**r) for r in data["type_changes"]),
-                           "unmapped": tuple(str(u) for u in data["unmapped"]),
-                           "nodes": tuple(NodeTypes(**r) for r in data["nodes"]),
-                           "build_culprits": tuple(BuildCulprit(**c) for c in data.get("build_culprits", ()))})
+        return TrtBuild(
+            **{
+                **data,
+                "parse_failures": tuple(ParseFailure(**f) for f in data["parse_failures"]),
+                "type_changes": tuple(NodeTypes(**r) for r in data["type_changes"]),
+                "unmapped": tuple(str(u) for u in data["unmapped"]),
+                "nodes": tuple(NodeTypes(**r) for r in data["nodes"]),
+                "build_culprits": tuple(BuildCulprit(**c) for c in data.get("build_culprits", ())),
+            }
+        )
     except (KeyError, TypeError) as err:
         raise ValueError(f"not a TensorRT build check result: {err}") from err

@@ -5,6 +5,7 @@ Model-Optimizer) or one gap found running them: written here from their behaviou
 The documented differences (a user's Cast to DOUBLE is kept; a crop Resize's ``roi`` stays FP32) are asserted
 as castguard behaviour in test_convert_casts.py / test_convert_classify.py and listed in the README.
 """
+
 from __future__ import annotations
 
 import logging
@@ -13,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from onnx import TensorProto
+
 from tests.helpers.autocast_shim import convert_to_mixed_precision, get_opset_version, get_parser, main
 from tests.helpers.convert_builders import F32, init, model, node, vi
-from onnx import TensorProto
 
 F16 = TensorProto.FLOAT16
 
@@ -23,13 +25,22 @@ F16 = TensorProto.FLOAT16
 def simple(opset: int = 20) -> onnx.ModelProto:
     """AutoCast's `simple_model` fixture: Gemm -> Add -> Relu, X[1,5] -> Y[1,3], opset 20, IR 10."""
     rng = np.random.default_rng(0)
-    return model([node("Gemm", ["X", "gemm_weight", "gemm_bias"], ["gemm_out"], "gemm_node"),
-                  node("Add", ["gemm_out", "add_const"], ["add_out"], "add_node"),
-                  node("Relu", ["add_out"], ["Y"], "relu_node")],
-                 [vi("X", F32, [1, 5])], [vi("Y", F32, [1, 3])],
-                 [init("gemm_weight", rng.standard_normal((5, 3)).astype(np.float32)),
-                  init("gemm_bias", rng.standard_normal(3).astype(np.float32)),
-                  init("add_const", rng.standard_normal((1, 3)).astype(np.float32))], opset=opset, ir=10)
+    return model(
+        [
+            node("Gemm", ["X", "gemm_weight", "gemm_bias"], ["gemm_out"], "gemm_node"),
+            node("Add", ["gemm_out", "add_const"], ["add_out"], "add_node"),
+            node("Relu", ["add_out"], ["Y"], "relu_node"),
+        ],
+        [vi("X", F32, [1, 5])],
+        [vi("Y", F32, [1, 3])],
+        [
+            init("gemm_weight", rng.standard_normal((5, 3)).astype(np.float32)),
+            init("gemm_bias", rng.standard_normal(3).astype(np.float32)),
+            init("add_const", rng.standard_normal((1, 3)).astype(np.float32)),
+        ],
+        opset=opset,
+        ir=10,
+    )
 
 
 @pytest.fixture
@@ -80,13 +91,17 @@ def test_opset_parameter(model_path: str, target_opset: int) -> None:
     onnx.checker.check_model(converted)
 
 
-@pytest.mark.parametrize(("low", "opset", "words"), [
-    ("fp16", 11, ["limited FP16 support", "Recommended minimum opset is 13"]),
-    ("bf16", 13, ["limited BF16 support", "Recommended minimum opset is 22"]),
-    ("fp16", 13, ["lower than the original model's opset"]),
-])
-def test_opset_warnings_in_autocast_words(model_path: str, caplog: pytest.LogCaptureFixture, low: str, opset: int,
-                                          words: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("low", "opset", "words"),
+    [
+        ("fp16", 11, ["limited FP16 support", "Recommended minimum opset is 13"]),
+        ("bf16", 13, ["limited BF16 support", "Recommended minimum opset is 22"]),
+        ("fp16", 13, ["lower than the original model's opset"]),
+    ],
+)
+def test_opset_warnings_in_autocast_words(
+    model_path: str, caplog: pytest.LogCaptureFixture, low: str, opset: int, words: list[str]
+) -> None:
     with caplog.at_level(logging.WARNING, logger="harness.convert"):
         converted = convert_to_mixed_precision(onnx_path=model_path, low_precision_type=low, opset=opset)
     assert all(w in caplog.text for w in words), caplog.text
@@ -95,8 +110,9 @@ def test_opset_warnings_in_autocast_words(model_path: str, caplog: pytest.LogCap
 
 def test_main_returns_the_model_and_saves_it(model_path: str, tmp_path: Path) -> None:
     out = tmp_path / "test_output.onnx"
-    result = main(["--onnx_path", model_path, "--output_path", str(out), "--opset", "21",
-                   "--low_precision_type", "fp16"])
+    result = main(
+        ["--onnx_path", model_path, "--output_path", str(out), "--opset", "21", "--low_precision_type", "fp16"]
+    )
     assert isinstance(result, onnx.ModelProto) and get_opset_version(result) >= 21
     saved = onnx.load(out)
     onnx.checker.check_model(saved)
@@ -111,8 +127,12 @@ def test_parser_opset_argument() -> None:
 
 def test_none_thresholds_mean_no_limit(tmp_path: Path) -> None:
     """data_max=None / init_max=None: no limit (a 1e6 weight and 1e4 activations would otherwise keep nodes)."""
-    big = model([node("MatMul", ["x", "W"], ["m"], "mm"), node("Relu", ["m"], ["y"], "relu")],
-                [vi("x", F32, [1, 4])], [vi("y", F32, [1, 4])], [init("W", np.full((4, 4), 1e3, np.float32))])
+    big = model(
+        [node("MatMul", ["x", "W"], ["m"], "mm"), node("Relu", ["m"], ["y"], "relu")],
+        [vi("x", F32, [1, 4])],
+        [vi("y", F32, [1, 4])],
+        [init("W", np.full((4, 4), 1e3, np.float32))],
+    )
     path = tmp_path / "big.onnx"
     onnx.save(big, path)
     limited = convert_to_mixed_precision(str(path), keep_io_types=True, init_max=500)
@@ -125,8 +145,11 @@ def test_none_thresholds_mean_no_limit(tmp_path: Path) -> None:
 def test_stale_declared_shape_on_input_is_reinferred(tmp_path: Path) -> None:
     """A model whose value_info declares a wrong shape (left over by an earlier edit) runs in onnxruntime and
     converts in AutoCast; castguard drops the stale entry instead of failing its strict final check."""
-    stale = model([node("Relu", ["x"], ["r"], "relu"), node("Neg", ["r"], ["y"], "neg")],
-                  [vi("x", F32, [2, 4])], [vi("y", F32, [2, 4])])
+    stale = model(
+        [node("Relu", ["x"], ["r"], "relu"), node("Neg", ["r"], ["y"], "neg")],
+        [vi("x", F32, [2, 4])],
+        [vi("y", F32, [2, 4])],
+    )
     stale.graph.value_info.append(vi("r", F32, [3, 7]))
     path = tmp_path / "stale.onnx"
     onnx.save(stale, path)
@@ -137,31 +160,41 @@ def test_stale_declared_shape_on_input_is_reinferred(tmp_path: Path) -> None:
 
 def test_unmatched_exclusions_are_named_in_a_warning(model_path: str, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="harness.convert"):
-        convert_to_mixed_precision(model_path, nodes_to_exclude=["gemm", "nothing_here"],
-                                   op_types_to_exclude=["Relu", "Conv"])
+        convert_to_mixed_precision(
+            model_path, nodes_to_exclude=["gemm", "nothing_here"], op_types_to_exclude=["Relu", "Conv"]
+        )
     assert "'nothing_here' matches no node name" in caplog.text and "'Conv' matches no node" in caplog.text
     assert "'gemm'" not in caplog.text and "'Relu'" not in caplog.text
 
 
 def test_info_log_is_a_summary_and_debug_lists_every_node(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """40 nodes kept FP32 by one rule: INFO prints one line for them (count + first names), DEBUG one each."""
-    nodes = [node("Relu", ["x" if i == 0 else f"t{i}"], [f"t{i + 1}" if i < 39 else "y"], f"relu{i}")
-             for i in range(40)]
+    nodes = [
+        node("Relu", ["x" if i == 0 else f"t{i}"], [f"t{i + 1}" if i < 39 else "y"], f"relu{i}") for i in range(40)
+    ]
     path = tmp_path / "chain.onnx"
     onnx.save(model(nodes, [vi("x", F32, [2])], [vi("y", F32, [2])]), path)
     with caplog.at_level(logging.INFO, logger="harness.convert"):
         convert_to_mixed_precision(str(path), op_types_to_exclude=["Relu"])
-    kept = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO and "op_types_to_exclude" in r.getMessage()]
+    kept = [
+        r.getMessage() for r in caplog.records if r.levelno == logging.INFO and "op_types_to_exclude" in r.getMessage()
+    ]
     assert kept == ["40 node(s) kept out of fp16: op_types_to_exclude (relu0, relu1, relu2, ...)"]
     caplog.clear()
     with caplog.at_level(logging.DEBUG, logger="harness.convert"):
         convert_to_mixed_precision(str(path), op_types_to_exclude=["Relu"])
-    assert sum(r.levelno == logging.DEBUG and "op_types_to_exclude: Relu" in r.getMessage()
-               and not r.getMessage().startswith("FP32 island") for r in caplog.records) == 40
+    assert (
+        sum(
+            r.levelno == logging.DEBUG
+            and "op_types_to_exclude: Relu" in r.getMessage()
+            and not r.getMessage().startswith("FP32 island")
+            for r in caplog.records
+        )
+        == 40
+    )
 
 
-def test_bf16_model_gets_a_note_when_ort_cpu_cannot_load_it(model_path: str,
-                                                            caplog: pytest.LogCaptureFixture) -> None:
+def test_bf16_model_gets_a_note_when_ort_cpu_cannot_load_it(model_path: str, caplog: pytest.LogCaptureFixture) -> None:
     import onnxruntime as ort
 
     with caplog.at_level(logging.WARNING, logger="harness.convert"):

@@ -4,6 +4,7 @@
 files); AutoCast's own defaults are numpy scalars (``init_max=np.finfo(np.float16).max``), so code written against
 AutoCast passes numpy values: castguard must take every real number type, numpy bools, ints and strings.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -65,26 +66,50 @@ def test_every_autocast_flag_is_accepted_with_its_default() -> None:
 
 def _gemm(tmp_path: Path) -> str:
     rng = np.random.default_rng(0)
-    built = model([node("Gemm", ["X", "w", "b"], ["g"], "gemm"), node("Relu", ["g"], ["Y"], "relu")],
-                  [vi("X", F32, [2, 5])], [vi("Y", F32, [2, 3])],
-                  [init("w", rng.standard_normal((5, 3)).astype(np.float32)),
-                   init("b", rng.standard_normal(3).astype(np.float32))], opset=17)
+    built = model(
+        [node("Gemm", ["X", "w", "b"], ["g"], "gemm"), node("Relu", ["g"], ["Y"], "relu")],
+        [vi("X", F32, [2, 5])],
+        [vi("Y", F32, [2, 3])],
+        [
+            init("w", rng.standard_normal((5, 3)).astype(np.float32)),
+            init("b", rng.standard_normal(3).astype(np.float32)),
+        ],
+        opset=17,
+    )
     path = tmp_path / "gemm.onnx"
     onnx.save(built, path)
     return str(path)
 
 
 def test_autocast_s_numpy_defaults_are_taken(tmp_path: Path) -> None:
-    converted = convert_to_mixed_precision(onnx_path=_gemm(tmp_path), init_max=np.finfo(np.float16).max,
-                                           data_max=np.float32(512))
+    converted = convert_to_mixed_precision(
+        onnx_path=_gemm(tmp_path), init_max=np.finfo(np.float16).max, data_max=np.float32(512)
+    )
     assert converted.graph.input[0].type.tensor_type.elem_type == TensorProto.FLOAT16
 
 
 def test_a_positional_call_in_autocast_s_order_works(tmp_path: Path) -> None:
-    converted = convert_to_mixed_precision(_gemm(tmp_path), "bf16", None, None, None, None, np.float64(512),
-                                           np.finfo(np.float16).max, np.bool_(True), None, None, None, ["cpu"], [],
-                                           [], None, np.int64(22), False)
-    assert converted.graph.input[0].type.tensor_type.elem_type == TensorProto.FLOAT   # keep_io_types
+    converted = convert_to_mixed_precision(
+        _gemm(tmp_path),
+        "bf16",
+        None,
+        None,
+        None,
+        None,
+        np.float64(512),
+        np.finfo(np.float16).max,
+        np.bool_(True),
+        None,
+        None,
+        None,
+        ["cpu"],
+        [],
+        [],
+        None,
+        np.int64(22),
+        False,
+    )
+    assert converted.graph.input[0].type.tensor_type.elem_type == TensorProto.FLOAT  # keep_io_types
     assert any(n.op_type == "Gemm" for n in converted.graph.node)
 
 
@@ -95,8 +120,12 @@ def test_thresholds_take_any_real_number_type(value: object) -> None:
 
 
 def test_numpy_bools_ints_and_strings_become_python_s() -> None:
-    options = ConvertOptions(low_precision_type=np.str_("bf16"), keep_io_types=np.bool_(True),  # type: ignore[arg-type]
-                             opset=np.int64(22), op_types_to_exclude=(np.str_("Softmax"),))  # type: ignore[arg-type]
+    options = ConvertOptions(
+        low_precision_type=np.str_("bf16"),
+        keep_io_types=np.bool_(True),  # type: ignore[arg-type]
+        opset=np.int64(22),
+        op_types_to_exclude=(np.str_("Softmax"),),
+    )  # type: ignore[arg-type]
     assert (options.low_precision_type, options.keep_io_types, options.opset) == ("bf16", True, 22)
     assert type(options.keep_io_types) is bool and type(options.opset) is int
     assert options.op_types_to_exclude == ("Softmax",) and type(options.op_types_to_exclude[0]) is str
@@ -110,6 +139,16 @@ def test_non_numbers_and_negative_thresholds_are_still_refused(bad: object) -> N
 
 def test_main_takes_autocast_s_flags_with_empty_lists(tmp_path: Path) -> None:
     out = tmp_path / "out.onnx"
-    converted = main(["--onnx_path", _gemm(tmp_path), "--output_path", str(out), "--nodes_to_exclude",
-                      "--op_types_to_exclude", "-t", "fp16"])
+    converted = main(
+        [
+            "--onnx_path",
+            _gemm(tmp_path),
+            "--output_path",
+            str(out),
+            "--nodes_to_exclude",
+            "--op_types_to_exclude",
+            "-t",
+            "fp16",
+        ]
+    )
     assert out.is_file() and converted.graph.input[0].type.tensor_type.elem_type == TensorProto.FLOAT16

@@ -1,4 +1,5 @@
 """Command line and files: AutoCast flags, bad input (message, exit 2, no partial output), external data."""
+
 from __future__ import annotations
 
 import subprocess
@@ -8,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from tests.helpers.convert_builders import F32, init, mlp, model, node, node_types, vi
 
 from harness.convert import convert_to_mixed_precision
 from harness.convert.cli import console, get_parser
 from harness.data.onnxfile import load_model, save_model
 from harness.errors import ModelError
+from tests.helpers.convert_builders import F32, init, mlp, model, node, node_types, vi
 
 F16 = onnx.TensorProto.FLOAT16
 
@@ -30,9 +31,25 @@ def outputs(folder: Path) -> list[str]:
 
 
 def test_python_dash_m_converts_with_autocast_flags(mlp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "harness.convert", "--onnx_path", str(mlp_path), "-t", "bf16",
-                           "--keep_io_types", "-ope", "Softmax", "--data_max", "inf"],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.convert",
+            "--onnx_path",
+            str(mlp_path),
+            "-t",
+            "bf16",
+            "--keep_io_types",
+            "-ope",
+            "Softmax",
+            "--data_max",
+            "inf",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Converted 3/4 nodes" in proc.stderr
     converted = onnx.load(mlp_path.with_name("m.bf16.onnx"))
@@ -41,19 +58,39 @@ def test_python_dash_m_converts_with_autocast_flags(mlp_path: Path) -> None:
 
 def test_help_explains_every_autocast_flag() -> None:
     text = get_parser().format_help()
-    for flag in ("--onnx_path", "--output_path", "--low_precision_type", "--calibration_data", "--nodes_to_exclude",
-                 "--op_types_to_exclude", "--nodes_to_include", "--op_types_to_include", "--data_max", "--init_max",
-                 "--init_conversion_max_bytes", "--max_depth_of_reduction", "--keep_io_types", "--log_level",
-                 "--providers", "--trt_plugins", "--trt_plugins_precision", "--opset",
-                 "--use_standalone_type_inference", "--node_precisions", "--fp32_accumulation",
-                 "--respect_existing_types"):
+    for flag in (
+        "--onnx_path",
+        "--output_path",
+        "--low_precision_type",
+        "--calibration_data",
+        "--nodes_to_exclude",
+        "--op_types_to_exclude",
+        "--nodes_to_include",
+        "--op_types_to_include",
+        "--data_max",
+        "--init_max",
+        "--init_conversion_max_bytes",
+        "--max_depth_of_reduction",
+        "--keep_io_types",
+        "--log_level",
+        "--providers",
+        "--trt_plugins",
+        "--trt_plugins_precision",
+        "--opset",
+        "--use_standalone_type_inference",
+        "--node_precisions",
+        "--fp32_accumulation",
+        "--respect_existing_types",
+    ):
         assert flag in text
 
 
 def test_node_precisions_flag(tmp_path: Path, mlp_path: Path) -> None:
     out = tmp_path / "np.onnx"
-    assert console(["--onnx_path", str(mlp_path), "--output_path", str(out), "--node_precisions",
-                 "Add:fp32,relu:fp16"]) == 0
+    assert (
+        console(["--onnx_path", str(mlp_path), "--output_path", str(out), "--node_precisions", "Add:fp32,relu:fp16"])
+        == 0
+    )
     types = node_types(onnx.load(out))
     assert (types["matmul"], types["add"], types["relu"]) == (F16, F32, F16)
 
@@ -64,9 +101,14 @@ def bad_cases(tmp_path: Path, mlp_path: Path) -> dict[str, tuple[list[str], str]
     onnx.save(unknown, tmp_path / "unknown.onnx")
     np.savez(tmp_path / "names.npz", nope=np.zeros((1, 16), np.float32))
     np.savez(tmp_path / "shape.npz", x=np.zeros((1, 15), np.float32))
-    old = model([node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], "bn", spatial=0)],
-                [vi("x", F32, [1, 2, 2]), *(vi(n, F32, [2, 2]) for n in "sbmv")], [vi("y", F32, [1, 2, 2])],
-                [init(n, np.ones((2, 2), np.float32)) for n in "sbmv"], opset=7, ir=3)
+    old = model(
+        [node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], "bn", spatial=0)],
+        [vi("x", F32, [1, 2, 2]), *(vi(n, F32, [2, 2]) for n in "sbmv")],
+        [vi("y", F32, [1, 2, 2])],
+        [init(n, np.ones((2, 2), np.float32)) for n in "sbmv"],
+        opset=7,
+        ir=3,
+    )
     onnx.save(old, tmp_path / "old.onnx")
     m = str(mlp_path)
     return {
@@ -76,19 +118,34 @@ def bad_cases(tmp_path: Path, mlp_path: Path) -> dict[str, tuple[list[str], str]
         "calibration names": (["--onnx_path", m, "-d", str(tmp_path / "names.npz")], "do not match the model"),
         "calibration shape": (["--onnx_path", m, "-d", str(tmp_path / "shape.npz")], "the model declares"),
         "negative threshold": (["--onnx_path", m, "--data_max", "-1"], "non-negative"),
-        "bf16 opset": (["--onnx_path", str(tmp_path / "old.onnx"), "-t", "bf16", "--data_max", "inf"],
-                       "from opset 7 to 22"),
+        "bf16 opset": (
+            ["--onnx_path", str(tmp_path / "old.onnx"), "-t", "bf16", "--data_max", "inf"],
+            "from opset 7 to 22",
+        ),
         "output is input": (["--onnx_path", m, "--output_path", m], "equals the input model path"),
         "bad node precision": (["--onnx_path", m, "--node_precisions", "Add=fp16"], "bad node precision"),
         "node precision matches nothing": (["--onnx_path", m, "--node_precisions", "Nope:fp16"], "match no node"),
     }
 
 
-@pytest.mark.parametrize("case", ["not onnx", "unknown op", "invalid regex", "calibration names",
-                                  "calibration shape", "negative threshold", "bf16 opset", "output is input",
-                                  "bad node precision", "node precision matches nothing"])
-def test_bad_input_exits_2_with_message_and_no_output(case: str, tmp_path: Path, mlp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "case",
+    [
+        "not onnx",
+        "unknown op",
+        "invalid regex",
+        "calibration names",
+        "calibration shape",
+        "negative threshold",
+        "bf16 opset",
+        "output is input",
+        "bad node precision",
+        "node precision matches nothing",
+    ],
+)
+def test_bad_input_exits_2_with_message_and_no_output(
+    case: str, tmp_path: Path, mlp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     argv, message = bad_cases(tmp_path, mlp_path)[case]
     before = outputs(tmp_path)
     assert console(argv) == 2
@@ -105,8 +162,9 @@ def test_force_allows_overwriting_the_input(mlp_path: Path) -> None:
 
 def test_external_data_roundtrip_and_refusal(tmp_path: Path) -> None:
     big = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096
-    graph = model([node("MatMul", ["x", "W"], ["y"], "mm")], [vi("x", F32, [1, 64])], [vi("y", F32, [1, 64])],
-                  [init("W", big)])
+    graph = model(
+        [node("MatMul", ["x", "W"], ["y"], "mm")], [vi("x", F32, [1, 64])], [vi("y", F32, [1, 64])], [init("W", big)]
+    )
     out = tmp_path / "ext" / "model.onnx"
     save_model(graph, out, external_above=1000)
     assert (out.parent / "model.onnx.data").stat().st_size == big.nbytes

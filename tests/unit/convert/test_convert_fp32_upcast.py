@@ -5,6 +5,7 @@ It is what a PyTorch export writes for ``softmax(x, dtype=torch.float32)`` (Hugg
 default its readers stay FP32 whatever their size (``respect_fp32_casts``); ``--ignore_fp32_casts`` /
 ``respect_fp32_casts=False`` trades that for fewer casts (the Cast becomes an Identity between low nodes).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,13 +22,20 @@ from tests.helpers.convert_builders import F32, casts, init, model, node, node_t
 
 def attention_like(n: int) -> onnx.ModelProto:
     rng = np.random.default_rng(0)
-    return model([node("MatMul", ["x", "w1"], ["s"], "mm1"),
-                  node("Cast", ["s"], ["s32"], "upcast", to=TensorProto.FLOAT),
-                  node("Softmax", ["s32"], ["p"], "softmax", axis=-1),
-                  node("MatMul", ["p", "w2"], ["y"], "mm2")],
-                 [vi("x", F32, [2, n])], [vi("y", F32, [2, n])],
-                 [init("w1", (rng.standard_normal((n, n)) * 0.05).astype(np.float32)),
-                  init("w2", (rng.standard_normal((n, n)) * 0.05).astype(np.float32))])
+    return model(
+        [
+            node("MatMul", ["x", "w1"], ["s"], "mm1"),
+            node("Cast", ["s"], ["s32"], "upcast", to=TensorProto.FLOAT),
+            node("Softmax", ["s32"], ["p"], "softmax", axis=-1),
+            node("MatMul", ["p", "w2"], ["y"], "mm2"),
+        ],
+        [vi("x", F32, [2, n])],
+        [vi("y", F32, [2, n])],
+        [
+            init("w1", (rng.standard_normal((n, n)) * 0.05).astype(np.float32)),
+            init("w2", (rng.standard_normal((n, n)) * 0.05).astype(np.float32)),
+        ],
+    )
 
 
 @pytest.mark.parametrize("n", [8, 256, 2048])

@@ -1,4 +1,5 @@
 """The expensive step: reference data (random, calibration files), abs-max folding, errors and crashes."""
+
 from __future__ import annotations
 
 import base64
@@ -9,24 +10,30 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.helpers.convert_builders import F32, init, mlp, model, node, vi
 from onnx import TensorProto
 
 from harness.convert import Magnitudes, collect_magnitudes
 from harness.errors import ConversionError, InputDataError, UserError
+from tests.helpers.convert_builders import F32, init, mlp, model, node, vi
 
 
 def scale_model() -> object:
     """x[batch,4] -> Mul(3) -> y; static batch 2."""
-    return model([node("Mul", ["x", "k"], ["y"], "mul")], [vi("x", F32, [2, 4])], [vi("y", F32, [2, 4])],
-                 [init("k", np.array(3.0, np.float32))])
+    return model(
+        [node("Mul", ["x", "k"], ["y"], "mul")],
+        [vi("x", F32, [2, 4])],
+        [vi("y", F32, [2, 4])],
+        [init("k", np.array(3.0, np.float32))],
+    )
 
 
 def test_random_data_is_described_by_its_input_plan() -> None:
     data = collect_magnitudes(mlp(), seed=3)
-    assert data.data_source == ("random: seed 3, 1 iteration(s); x float32[1x16]: uniform in [-1, 1] (default; "
-                                "--val-range to change); x dim 0 ('batch') is dynamic: set to 1 (castguard's batch "
-                                "default; --input-shapes to change)")
+    assert data.data_source == (
+        "random: seed 3, 1 iteration(s); x float32[1x16]: uniform in [-1, 1] (default; "
+        "--val-range to change); x dim 0 ('batch') is dynamic: set to 1 (castguard's batch "
+        "default; --input-shapes to change)"
+    )
     assert data.shapes["x"] == (1, 16) and data.shapes["mm"] == (1, 8)
     assert 0 < data.absmax["x"] <= 1 and data.dtypes["y"] == TensorProto.FLOAT
     wide = collect_magnitudes(mlp(), input_shapes={"x": (5, 16)})
@@ -64,12 +71,15 @@ def test_folder_of_npz_and_polygraphy_json(tmp_path: Path) -> None:
     assert data.batches == 2 and data.absmax["y"] == 12.0
 
 
-@pytest.mark.parametrize(("arrays", "message"), [
-    ({"z": np.zeros((2, 4), np.float32)}, "input names do not match the model"),
-    ({"x": np.zeros((2, 5), np.float32)}, "has shape \\[2, 5\\], the model declares \\[2,4\\]"),
-    ({"x": np.zeros((3, 4), np.float32)}, "has shape \\[3, 4\\], the model declares \\[2,4\\] \\(dim 0 differs\\)"),
-    ({"x": np.zeros((2, 4, 1), np.float32)}, "rank 3"),
-])
+@pytest.mark.parametrize(
+    ("arrays", "message"),
+    [
+        ({"z": np.zeros((2, 4), np.float32)}, "input names do not match the model"),
+        ({"x": np.zeros((2, 5), np.float32)}, "has shape \\[2, 5\\], the model declares \\[2,4\\]"),
+        ({"x": np.zeros((3, 4), np.float32)}, "has shape \\[3, 4\\], the model declares \\[2,4\\] \\(dim 0 differs\\)"),
+        ({"x": np.zeros((2, 4, 1), np.float32)}, "rank 3"),
+    ],
+)
 def test_calibration_mismatch_is_a_clear_error(tmp_path: Path, arrays: dict, message: str) -> None:
     np.savez(tmp_path / "bad.npz", **arrays)
     with pytest.raises(InputDataError, match=message):
@@ -83,25 +93,30 @@ def test_pickled_npz_is_refused(tmp_path: Path) -> None:
 
 
 def test_json_roundtrip_keeps_inf() -> None:
-    data = Magnitudes(absmax={"a": math.inf, "b": 2.5}, shapes={"a": (1, 2)}, dtypes={"a": 1}, data_source="s",
-                      batches=4)
+    data = Magnitudes(
+        absmax={"a": math.inf, "b": 2.5}, shapes={"a": (1, 2)}, dtypes={"a": 1}, data_source="s", batches=4
+    )
     assert Magnitudes.from_json(data.to_json()) == data
     with pytest.raises(InputDataError, match="cannot read cached magnitudes"):
         Magnitudes.from_json('{"schema_version": 99}')
 
 
 def test_ort_failure_names_the_node_and_suggests_calibration_data() -> None:
-    graph = model([node("Reshape", ["x", "shape"], ["r"], "reshape_3rows"), node("Relu", ["r"], ["y"], "relu")],
-                  [vi("x", F32, ["n", 4])], [vi("y", F32, [3, None])],
-                  [init("shape", np.array([3, -1], np.int64))])
+    graph = model(
+        [node("Reshape", ["x", "shape"], ["r"], "reshape_3rows"), node("Relu", ["r"], ["y"], "relu")],
+        [vi("x", F32, ["n", 4])],
+        [vi("y", F32, [3, None])],
+        [init("shape", np.array([3, -1], np.int64))],
+    )
     with pytest.raises(ConversionError, match="calibration data") as err:
         collect_magnitudes(graph)
     assert err.value.node == "reshape_3rows" and err.value.step == "reference run"
 
 
 @pytest.mark.parametrize("signal_name", ["SIGFPE", "SIGSEGV"])
-def test_native_crash_in_onnxruntime_does_not_kill_the_caller(signal_name: str,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_native_crash_in_onnxruntime_does_not_kill_the_caller(
+    signal_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The reference child dies of a native signal (the test-only hook of refrun.py sends it where onnxruntime
     runs the model, deterministically); the caller survives and gets a ConversionError naming the signal."""
     from harness.convert.refrun import TEST_SIGNAL_VARIABLE

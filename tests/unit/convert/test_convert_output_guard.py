@@ -1,22 +1,31 @@
 """The graph-output Cast guard: an output whose FP32 values the low type cannot hold is refused, naming the
 output and suggesting keep_io_types, even when the node producing it was correctly kept FP32 (the zoo
 SqueezeNet case: a last node kept FP32 by data_max, then the output Cast to fp16 made it inf)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.helpers.convert_builders import F32, init, model, node, vi
 from onnx import TensorProto
 
 from harness.convert import ConvertOptions, collect_magnitudes, convert
 from harness.errors import ConversionError
+from tests.helpers.convert_builders import F32, init, model, node, vi
 
 
 def squeezenet_tail() -> object:
     """x -> Conv-like scale-up (Mul by 3e4, twice) -> GlobalAveragePool -> Flatten: output reaches ~1e9."""
-    return model([node("Mul", ["x", "k"], ["a"], "scale1"), node("Mul", ["a", "k"], ["b"], "scale2"),
-                  node("GlobalAveragePool", ["b"], ["g"], "gap"), node("Flatten", ["g"], ["y"], "flatten")],
-                 [vi("x", F32, [1, 2, 4, 4])], [vi("y", F32, [1, 2])], [init("k", np.full((1,), 3e4, np.float32))])
+    return model(
+        [
+            node("Mul", ["x", "k"], ["a"], "scale1"),
+            node("Mul", ["a", "k"], ["b"], "scale2"),
+            node("GlobalAveragePool", ["b"], ["g"], "gap"),
+            node("Flatten", ["g"], ["y"], "flatten"),
+        ],
+        [vi("x", F32, [1, 2, 4, 4])],
+        [vi("y", F32, [1, 2])],
+        [init("k", np.full((1,), 3e4, np.float32))],
+    )
 
 
 def test_output_beyond_the_low_max_is_refused_with_its_name_and_the_fix() -> None:

@@ -1,4 +1,5 @@
 """``--target``: the probed ORT CUDA table keeps ops without a low-precision kernel in FP32, with the reason."""
+
 from __future__ import annotations
 
 import json
@@ -25,20 +26,39 @@ def test_probe_table_is_dated_and_names_its_onnxruntime_gpu() -> None:
     assert {"MaxPool", "GlobalAveragePool"} <= set(data["no_kernel"]["bf16"])
     table = load_target("ort-cuda")
     assert table is not None and table.problem("Conv", "bf16") is None
-    assert "runs it on its CPU EP" in (table.problem("MaxPool", "bf16") or "")          # none at opset 22 at all
-    assert "CPU EP" not in (table.problem("GlobalAveragePool", "bf16") or "CPU EP")     # fp32 runs on the GPU
+    assert "runs it on its CPU EP" in (table.problem("MaxPool", "bf16") or "")  # none at opset 22 at all
+    assert "CPU EP" not in (table.problem("GlobalAveragePool", "bf16") or "CPU EP")  # fp32 runs on the GPU
 
 
 @pytest.mark.parametrize("form", ["split", "equals"])
 def test_cli_target_keeps_bf16_maxpool_fp32_from_an_empty_folder(tmp_path: Path, form: str) -> None:
     args = ["--target", "ort-cuda"] if form == "split" else ["--target=ort-cuda"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-m", "harness.convert", "--onnx_path", str(MNIST), "--output_path",
-                           "out.onnx", "-t", "bf16", "--keep_io_types", "--log_level", "DEBUG", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.convert",
+            "--onnx_path",
+            str(MNIST),
+            "--output_path",
+            "out.onnx",
+            "-t",
+            "bf16",
+            "--keep_io_types",
+            "--log_level",
+            "DEBUG",
+            *args,
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
-    assert "kept out of bf16: target ort-cuda (Pooling66, Pooling160)" in proc.stderr     # the INFO summary
-    assert "target ort-cuda: no bf16 kernel for MaxPool" in proc.stderr                    # DEBUG: each node
+    assert "kept out of bf16: target ort-cuda (Pooling66, Pooling160)" in proc.stderr  # the INFO summary
+    assert "target ort-cuda: no bf16 kernel for MaxPool" in proc.stderr  # DEBUG: each node
     assert pool_types(onnx.load(tmp_path / "out.onnx")) == {onnx.TensorProto.FLOAT}
 
 
@@ -52,8 +72,9 @@ def test_any_is_todays_behaviour_and_the_api_takes_target() -> None:
     model = onnx.load(MNIST)
     plain = convert(model, options=ConvertOptions(low_precision_type="bf16", keep_io_types=True), magnitudes=None)
     assert not any("target" in reason for _, reason in plain.high_nodes)
-    api = convert_to_mixed_precision(str(MNIST), low_precision_type="bf16", keep_io_types=True, data_max=float("inf"),
-                                     target="ort-cuda")
+    api = convert_to_mixed_precision(
+        str(MNIST), low_precision_type="bf16", keep_io_types=True, data_max=float("inf"), target="ort-cuda"
+    )
     assert pool_types(api) == {onnx.TensorProto.FLOAT}
     assert pool_types(plain.model) == {onnx.TensorProto.BFLOAT16}
     with pytest.raises(ConversionError, match="unknown target 'gpu'"):

@@ -10,6 +10,7 @@ and every stored model of the kept sample, modes alternating, the fixed ones in 
 
 Valid means what :func:`tests.helpers.node_validity.validity_problem` checks.
 """
+
 from __future__ import annotations
 
 import functools
@@ -29,26 +30,25 @@ from harness.convert.magnitudes import ReferenceRunError
 from harness.errors import ConversionError
 from tests.helpers.node_validity import validity_problem
 
-MODES: dict[str, dict[str, object]] = {"fp16": {}, "bf16-keepio": {"low_precision_type": "bf16",
-                                                                     "keep_io_types": True}}
+MODES: dict[str, dict[str, object]] = {"fp16": {}, "bf16-keepio": {"low_precision_type": "bf16", "keep_io_types": True}}
 REGRESSIONS = (
-    "test_layer_normalization_2d_axis0",            # a later output (Mean) is a graph output
-    "test_split_equal_parts_1d_opset18",            # Split: every part a graph output
-    "test_lstm_with_initial_bias",                  # Y_h / Y_c
-    "test_batchnorm_epsilon_training_mode",         # running mean/var outputs
-    "test_attention_3d_with_past_and_present",      # present_key / present_value
-    "test_scan9_sum",                               # Scan outputs
-    "test_rms_normalization_2d_axis0",              # bf16: Y tied to X by onnx's inference
-    "test_mvn",                                     # onnx's function body fails strict inference at opset 13
-    "test_scan_sum",                                # opset 8: the version converter would change the inputs
-    "test_bitcast_float32_to_int32",                # bit width must match
-    "test_split_to_sequence_1",                     # sequence output typed by its input
-    "test_reduce_sum_empty_axes_input_noop",        # zero-size axes input
-    "test_onehot_with_axis",                        # ORT loads it but random data cannot run it
-    "test_cast_FLOAT8E4M3FN_to_FLOAT",              # float8 input: no random data
-    "test_optional_get_element_sequence",           # non-tensor input
-    "test_regex_full_match_basic",                  # string input
-    "test_ai_onnx_ml_label_encoder_string_int",     # no default-domain opset
+    "test_layer_normalization_2d_axis0",  # a later output (Mean) is a graph output
+    "test_split_equal_parts_1d_opset18",  # Split: every part a graph output
+    "test_lstm_with_initial_bias",  # Y_h / Y_c
+    "test_batchnorm_epsilon_training_mode",  # running mean/var outputs
+    "test_attention_3d_with_past_and_present",  # present_key / present_value
+    "test_scan9_sum",  # Scan outputs
+    "test_rms_normalization_2d_axis0",  # bf16: Y tied to X by onnx's inference
+    "test_mvn",  # onnx's function body fails strict inference at opset 13
+    "test_scan_sum",  # opset 8: the version converter would change the inputs
+    "test_bitcast_float32_to_int32",  # bit width must match
+    "test_split_to_sequence_1",  # sequence output typed by its input
+    "test_reduce_sum_empty_axes_input_noop",  # zero-size axes input
+    "test_onehot_with_axis",  # ORT loads it but random data cannot run it
+    "test_cast_FLOAT8E4M3FN_to_FLOAT",  # float8 input: no random data
+    "test_optional_get_element_sequence",  # non-tensor input
+    "test_regex_full_match_basic",  # string input
+    "test_ai_onnx_ml_label_encoder_string_int",  # no default-domain opset
 )
 
 
@@ -96,14 +96,19 @@ def test_the_committed_sample_is_current() -> None:
     sampled = {n.op_type for name, _ in SAMPLE if name in cases for n in cases[name].graph.node}
     assert len(ops) > 150 and all(name in cases for name in REGRESSIONS)
     missing = ops - sampled
-    assert not missing, (f"onnx {onnx.__version__} has node tests of op types the committed sample lacks: "
-                         f"{sorted(missing)}; regenerate it from the repository root: python -m tests.unit.convert.test_onnx_node_tests --write-sample")
+    assert not missing, (
+        f"onnx {onnx.__version__} has node tests of op types the committed sample lacks: "
+        f"{sorted(missing)}; regenerate it from the repository root: python -m tests.unit.convert.test_onnx_node_tests --write-sample"
+    )
 
 
 STORED = Path(__file__).resolve().parents[2] / "data" / "onnx_node_data"
-STORED_SAMPLE = sorted({*((path.parent.name, list(MODES)[index % 2])
-                           for index, path in enumerate(sorted(STORED.glob("*/model.onnx")))),
-                         *((name, mode) for name in ("test_mvn", "test_scan_sum", "test_scan9_sum") for mode in MODES)})
+STORED_SAMPLE = sorted(
+    {
+        *((path.parent.name, list(MODES)[index % 2]) for index, path in enumerate(sorted(STORED.glob("*/model.onnx")))),
+        *((name, mode) for name in ("test_mvn", "test_scan_sum", "test_scan9_sum") for mode in MODES),
+    }
+)
 
 
 def _convert_and_check(source: onnx.ModelProto, mode: str, tmp_path: Path) -> None:
@@ -143,5 +148,5 @@ def test_stored_node_test_converts_or_is_refused_cleanly(name: str, mode: str, t
     _convert_and_check(onnx.load(STORED / name / "model.onnx"), mode, tmp_path)
 
 
-if __name__ == "__main__" and sys.argv[1:] == ["--write-sample"]:   # regenerate the committed sample
+if __name__ == "__main__" and sys.argv[1:] == ["--write-sample"]:  # regenerate the committed sample
     SAMPLE_FILE.write_text(json.dumps(sorted(set(_sample(_cases()))), indent=0) + "\n")

@@ -1,4 +1,5 @@
 """Golden store: layout, round trip, missing/stale/corrupt, atomic and concurrent writes."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,13 +10,13 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from tests.helpers.graphs import mlp_model, save
 
+from harness.data.goldens import Golden, GoldenStore, ensure_golden
+from harness.data.models import ModelSpec, resolve_model
+from harness.data.recipes import InputRecipe
 from harness.errors import GoldenCorrupt, GoldenMissing, GoldenStale, UserError
 from harness.locks import LockTimeout, held
-from harness.data.goldens import Golden, GoldenStore, ensure_golden
-from harness.data.recipes import InputRecipe
-from harness.data.models import ModelSpec, resolve_model
+from tests.helpers.graphs import mlp_model, save
 
 RECIPE = InputRecipe(seed=1, iterations=2)
 
@@ -23,8 +24,7 @@ RECIPE = InputRecipe(seed=1, iterations=2)
 def _golden(scale: float = 1.0) -> Golden:
     feeds = [{"x": np.full((1, 8), i * scale, np.float32)} for i in range(2)]
     outputs = [{"y": np.full((1, 4), i + 0.5, np.float32), "h": np.arange(3, dtype=np.float32)} for i in range(2)]
-    return Golden(feeds=feeds, outputs=outputs, meta={"producer": "ort[CPUExecutionProvider]",
-                                                      "inputs": {"seed": 1}})
+    return Golden(feeds=feeds, outputs=outputs, meta={"producer": "ort[CPUExecutionProvider]", "inputs": {"seed": 1}})
 
 
 @pytest.fixture
@@ -64,7 +64,7 @@ def test_bf16_arrays_survive(tmp_path: Path, spec: ModelSpec) -> None:
 
 
 def test_missing(tmp_path: Path, spec: ModelSpec) -> None:
-    with pytest.raises(GoldenMissing) as err:                   # the command selects this model and recipe again
+    with pytest.raises(GoldenMissing) as err:  # the command selects this model and recipe again
         GoldenStore(tmp_path).load(spec, RECIPE)
     assert f"pytest --model {spec.path} --seed 1 --iterations 2" in err.value.fix
 
@@ -162,11 +162,23 @@ def test_the_rerun_command_keeps_the_key_and_the_input_options(tmp_path: Path, s
     from harness.data.goldens import rerun_command
     from harness.data.models import ModelSpec as Spec
 
-    named = Spec(name="bert", path=spec.path, sha256=spec.sha256)            # --model bert=PATH: rerun by KEY=PATH
+    named = Spec(name="bert", path=spec.path, sha256=spec.sha256)  # --model bert=PATH: rerun by KEY=PATH
     recipe = InputRecipe(seed=2, val_ranges=(("x", 0.0, 2.5), ("", -1.0, 1.0)), input_shapes=(("x", (1, 8)),))
     words = shlex.split(rerun_command(named, recipe, "--update-goldens"))
-    assert words == ["pytest", "--model", f"bert={spec.path}", "--val-range", "x:[0,2.5]", "--val-range", "[-1,1]",
-                     "--input-shapes", "x:1x8", "--seed", "2", "--update-goldens"]
-    assert "'x:[0,2.5]'" in rerun_command(named, recipe)                      # quoted: [..] is a shell pattern
+    assert words == [
+        "pytest",
+        "--model",
+        f"bert={spec.path}",
+        "--val-range",
+        "x:[0,2.5]",
+        "--val-range",
+        "[-1,1]",
+        "--input-shapes",
+        "x:1x8",
+        "--seed",
+        "2",
+        "--update-goldens",
+    ]
+    assert "'x:[0,2.5]'" in rerun_command(named, recipe)  # quoted: [..] is a shell pattern
     bundled = Spec(name="mnist", path=spec.path, sha256=spec.sha256, rerun="mnist")
     assert rerun_command(bundled, recipe, input_options=False) == "pytest --model mnist --input-shapes x:1x8 --seed 2"

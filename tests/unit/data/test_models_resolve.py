@@ -1,4 +1,5 @@
 """--model resolution (paths, bundled names, did-you-mean) and safe loading (garbage, truncation, external data)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,12 +7,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from tests.helpers.graphs import mlp_model, save
 from onnx import numpy_helper
 
-from harness.errors import ModelError
 from harness.data.models import bundled_model_names, bundled_models_dir, model_sha256, resolve_model
 from harness.data.onnxfile import load_model
+from harness.errors import ModelError
+from tests.helpers.graphs import mlp_model, save
 
 
 @pytest.fixture
@@ -73,8 +74,14 @@ def _external(tmp_path: Path, location: str) -> Path:
     model = mlp_model()
     folder = tmp_path / "m"
     folder.mkdir()
-    onnx.save(model, str(folder / "model.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
-              location="weights.bin", size_threshold=0)
+    onnx.save(
+        model,
+        str(folder / "model.onnx"),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location="weights.bin",
+        size_threshold=0,
+    )
     proto = onnx.load(str(folder / "model.onnx"), load_external_data=False)
     for tensor in proto.graph.initializer:
         for entry in tensor.external_data:
@@ -87,8 +94,9 @@ def _external(tmp_path: Path, location: str) -> Path:
 def test_external_data_inside_the_folder_loads_and_is_hashed(tmp_path: Path) -> None:
     path = _external(tmp_path, "weights.bin")
     model = load_model(path)
-    np.testing.assert_array_equal(numpy_helper.to_array(model.graph.initializer[0]),
-                                  numpy_helper.to_array(mlp_model().graph.initializer[0]))
+    np.testing.assert_array_equal(
+        numpy_helper.to_array(model.graph.initializer[0]), numpy_helper.to_array(mlp_model().graph.initializer[0])
+    )
     before = model_sha256(path)
     (path.parent / "weights.bin").write_bytes((path.parent / "weights.bin").read_bytes()[::-1])
     assert model_sha256(path) != before

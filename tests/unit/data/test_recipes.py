@@ -1,4 +1,5 @@
 """Input recipes: option parsing, seeded generation, .npz / Polygraphy JSON loading, batch splitting, validation."""
+
 from __future__ import annotations
 
 import base64
@@ -9,25 +10,39 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from tests.helpers.graphs import make_model
 from onnx import TensorProto, helper
 
+from harness.data.recipes import (
+    InputRecipe,
+    describe_inputs,
+    make_feeds,
+    parse_input_shape,
+    parse_val_range,
+    recipe_for_file,
+)
 from harness.errors import InputDataError, UserError
-from harness.data.recipes import (InputRecipe, describe_inputs, make_feeds, parse_input_shape, parse_val_range,
-                            recipe_for_file)
+from tests.helpers.graphs import make_model
 
 F32, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
 
 def _model(batch: int | str = 1):
-    nodes = [helper.make_node("Identity", ["x"], ["y"]), helper.make_node("Identity", ["idx"], ["j"]),
-             helper.make_node("Identity", ["mask"], ["m"])]
-    return make_model(nodes, [("x", F32, [batch, 3]), ("idx", I64, [batch, 2]), ("mask", BOOL, [batch])],
-                      [("y", F32, [batch, 3]), ("j", I64, [batch, 2]), ("m", BOOL, [batch])])
+    nodes = [
+        helper.make_node("Identity", ["x"], ["y"]),
+        helper.make_node("Identity", ["idx"], ["j"]),
+        helper.make_node("Identity", ["mask"], ["m"]),
+    ]
+    return make_model(
+        nodes,
+        [("x", F32, [batch, 3]), ("idx", I64, [batch, 2]), ("mask", BOOL, [batch])],
+        [("y", F32, [batch, 3]), ("j", I64, [batch, 2]), ("m", BOOL, [batch])],
+    )
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("x:[1,2]", ("x", 1.0, 2.0)), ("[0,1]", ("", 0.0, 1.0)), ("input:0:[-1e3, 5]", ("input:0", -1000.0, 5.0))])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("x:[1,2]", ("x", 1.0, 2.0)), ("[0,1]", ("", 0.0, 1.0)), ("input:0:[-1e3, 5]", ("input:0", -1000.0, 5.0))],
+)
 def test_parse_val_range(text: str, expected: tuple[str, float, float]) -> None:
     assert parse_val_range(text) == expected
 
@@ -72,7 +87,7 @@ def test_a_dynamic_batch_defaults_to_one_and_the_plan_says_so() -> None:
     model = _model(batch="N")
     recipe = InputRecipe()
     feeds = make_feeds(model, recipe, where="m.onnx")
-    assert feeds[0]["x"].shape == (1, 3) and feeds[0]["mask"].shape == (1,)    # mask shares 'N' with x
+    assert feeds[0]["x"].shape == (1, 3) and feeds[0]["mask"].shape == (1,)  # mask shares 'N' with x
     info = describe_inputs(model, recipe, feeds)
     assert any("x dim 0 ('N') is dynamic: set to 1" in line for line in info["plan"])
     shaped = InputRecipe(input_shapes=(("x", (4, 3)), ("idx", (4, 2)), ("mask", (4,))))
@@ -89,8 +104,9 @@ def test_unknown_names_and_bad_shapes_are_user_errors() -> None:
 
 def test_npz_splits_into_iterations_like_autocast(tmp_path: Path) -> None:
     path = tmp_path / "stack.npz"
-    np.savez(path, x=np.arange(30, dtype=np.float32).reshape(10, 3), idx=np.zeros((10, 2), np.int64),
-             mask=np.ones(10, bool))
+    np.savez(
+        path, x=np.arange(30, dtype=np.float32).reshape(10, 3), idx=np.zeros((10, 2), np.int64), mask=np.ones(10, bool)
+    )
     feeds = make_feeds(_model(), recipe_for_file(path), where="m.onnx")
     assert len(feeds) == 10
     np.testing.assert_array_equal(feeds[4]["x"], [[12, 13, 14]])
@@ -101,13 +117,16 @@ def _polygraphy_json(path: Path, feeds: list[dict[str, np.ndarray]]) -> Path:
         buf = io.BytesIO()
         np.save(buf, arr, allow_pickle=False)
         return {"array": base64.b64encode(buf.getvalue()).decode(), "polygraphy_class": "ndarray"}
+
     path.write_text(json.dumps([{k: encode(v) for k, v in feed.items()} for feed in feeds]))
     return path
 
 
 def test_polygraphy_json_round_trip(tmp_path: Path) -> None:
-    feeds = [{"x": np.full((1, 3), i, np.float32), "idx": np.zeros((1, 2), np.int64), "mask": np.ones(1, bool)}
-             for i in range(3)]
+    feeds = [
+        {"x": np.full((1, 3), i, np.float32), "idx": np.zeros((1, 2), np.int64), "mask": np.ones(1, bool)}
+        for i in range(3)
+    ]
     path = _polygraphy_json(tmp_path / "inputs.json", feeds)
     loaded = make_feeds(_model(), recipe_for_file(path), where="m.onnx")
     assert len(loaded) == 3 and loaded[2]["x"][0, 0] == 2
@@ -130,12 +149,15 @@ def test_pickled_json_payload_is_refused(tmp_path: Path) -> None:
         make_feeds(_model(), recipe_for_file(path), where="m.onnx")
 
 
-@pytest.mark.parametrize(("arrays", "message"), [
-    ({"x": np.zeros((1, 3), np.float32), "idx": np.zeros((1, 2), np.int64)}, "names do not match"),
-    ({"x": np.zeros((1, 3)), "idx": np.zeros((1, 2), np.int64), "mask": np.ones(1, bool)}, "dtype float64"),
-    ({"x": np.zeros((1, 4), np.float32), "idx": np.zeros((1, 2), np.int64), "mask": np.ones(1, bool)}, "dim 1"),
-    ({"x": np.zeros(3, np.float32), "idx": np.zeros((1, 2), np.int64), "mask": np.ones(1, bool)}, "rank 1"),
-])
+@pytest.mark.parametrize(
+    ("arrays", "message"),
+    [
+        ({"x": np.zeros((1, 3), np.float32), "idx": np.zeros((1, 2), np.int64)}, "names do not match"),
+        ({"x": np.zeros((1, 3)), "idx": np.zeros((1, 2), np.int64), "mask": np.ones(1, bool)}, "dtype float64"),
+        ({"x": np.zeros((1, 4), np.float32), "idx": np.zeros((1, 2), np.int64), "mask": np.ones(1, bool)}, "dim 1"),
+        ({"x": np.zeros(3, np.float32), "idx": np.zeros((1, 2), np.int64), "mask": np.ones(1, bool)}, "rank 1"),
+    ],
+)
 def test_mismatched_files_get_one_clear_error(tmp_path: Path, arrays: dict[str, np.ndarray], message: str) -> None:
     path = tmp_path / "bad.npz"
     np.savez(path, **arrays)
@@ -175,7 +197,12 @@ def test_bf16_inputs_generated_and_accepted_as_bits() -> None:
 
 def test_stacked_npz_with_an_extra_key_is_reported_not_split(tmp_path: Path) -> None:
     path = tmp_path / "stack.npz"
-    np.savez(path, x=np.zeros((10, 3), np.float32), idx=np.zeros((10, 2), np.int64), mask=np.ones(10, bool),
-             extra=np.zeros(10, np.float32))
+    np.savez(
+        path,
+        x=np.zeros((10, 3), np.float32),
+        idx=np.zeros((10, 2), np.int64),
+        mask=np.ones(10, bool),
+        extra=np.zeros(10, np.float32),
+    )
     with pytest.raises(InputDataError, match="unexpected \\['extra'\\]"):
         make_feeds(_model(), recipe_for_file(path), where="m.onnx")

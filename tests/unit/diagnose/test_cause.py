@@ -1,4 +1,5 @@
 """The cause is a computed tensor whose error reaches a failing output, not a divergence the graph absorbs."""
+
 from __future__ import annotations
 
 import math
@@ -36,16 +37,23 @@ def relu_absorbs_model() -> onnx.ModelProto:
     fp16), is far off there, but Relu(t) is 0 either way; the real failure is the square of s = relu + x, which
     overflows fp16 for x > 256."""
     cond = np.array([[True, False, True, False]])
-    nodes = [helper.make_node("Constant", [], ["fill"], name="fill",
-                              value=helper.make_tensor("v", F32, [], [float(np.finfo(np.float32).min)])),
-             helper.make_node("Constant", [], ["zero"], name="zero", value=helper.make_tensor("z", F32, [], [0.0])),
-             helper.make_node("Constant", [], ["cond"], name="cond", value=numpy_helper.from_array(cond, "c")),
-             helper.make_node("Where", ["cond", "zero", "fill"], ["mask"], name="where"),
-             helper.make_node("Add", ["x", "mask"], ["t"], name="shift"),
-             helper.make_node("Relu", ["t"], ["r"], name="relu"),
-             helper.make_node("Add", ["r", "x"], ["s"], name="add_back"),
-             helper.make_node("Mul", ["s", "s"], ["sq"], name="square"),
-             helper.make_node("Mul", ["sq", "small"], ["y"], name="scale")]
+    nodes = [
+        helper.make_node(
+            "Constant",
+            [],
+            ["fill"],
+            name="fill",
+            value=helper.make_tensor("v", F32, [], [float(np.finfo(np.float32).min)]),
+        ),
+        helper.make_node("Constant", [], ["zero"], name="zero", value=helper.make_tensor("z", F32, [], [0.0])),
+        helper.make_node("Constant", [], ["cond"], name="cond", value=numpy_helper.from_array(cond, "c")),
+        helper.make_node("Where", ["cond", "zero", "fill"], ["mask"], name="where"),
+        helper.make_node("Add", ["x", "mask"], ["t"], name="shift"),
+        helper.make_node("Relu", ["t"], ["r"], name="relu"),
+        helper.make_node("Add", ["r", "x"], ["s"], name="add_back"),
+        helper.make_node("Mul", ["s", "s"], ["sq"], name="square"),
+        helper.make_node("Mul", ["sq", "small"], ["y"], name="scale"),
+    ]
     inits = [numpy_helper.from_array(np.array(1e-3, np.float32), "small")]
     return make_model(nodes, [("x", F32, [1, 4])], [("y", F32, [1, 4])], initializers=inits)
 
@@ -56,7 +64,7 @@ def test_a_computed_divergence_that_relu_absorbs_is_not_the_cause() -> None:
     converted = convert(model, options=ConvertOptions(data_max=math.inf), magnitudes=None).model
     profile = divergence_profile(model, converted, feeds, precision="fp16", policy=TolerancePolicy())
     rows = {r.tensor: r for r in profile.rows}
-    assert not rows["t"].passed and rows["t"].computed and rows["r"].passed    # born and absorbed
+    assert not rows["t"].passed and rows["t"].computed and rows["r"].passed  # born and absorbed
     found = first_divergence(model, converted, feeds, precision="fp16", policy=TolerancePolicy())
     assert found is not None and (found.tensor, found.node, found.op) == ("sq", "square", "Mul")
 
@@ -66,20 +74,30 @@ def test_no_cause_when_every_output_agrees() -> None:
     feeds = [{"x": np.random.default_rng(0).uniform(1, 2, (1, 4)).astype(np.float32)}]
     converted = convert(model, options=ConvertOptions(data_max=math.inf), magnitudes=None).model
     profile = divergence_profile(model, converted, feeds, precision="fp16", policy=TolerancePolicy())
-    assert not profile.row("t").passed                # type: ignore[union-attr]
+    assert not profile.row("t").passed  # type: ignore[union-attr]
     assert first_divergence(model, converted, feeds, precision="fp16", policy=TolerancePolicy()) is None
 
 
 def if_reads_the_square() -> onnx.ModelProto:
     """sq = x * x overflows fp16; an If reads sq only from inside its branches (outer scope), so the path from the
     cause to the output runs through a subgraph."""
+
     def branch(name: str, factor: float) -> onnx.GraphProto:
         k = numpy_helper.from_array(np.array(factor, np.float32), f"{name}_k")
-        return helper.make_graph([helper.make_node("Mul", ["sq", f"{name}_k"], [f"{name}_y"], name=f"{name}_mul")],
-                                 name, [], [helper.make_tensor_value_info(f"{name}_y", F32, [1, 4])], [k])
-    nodes = [helper.make_node("Mul", ["x", "x"], ["sq"], name="square"),
-             helper.make_node("If", ["flag"], ["y"], name="choose", then_branch=branch("then", 1e-3),
-                              else_branch=branch("else", 2e-3))]
+        return helper.make_graph(
+            [helper.make_node("Mul", ["sq", f"{name}_k"], [f"{name}_y"], name=f"{name}_mul")],
+            name,
+            [],
+            [helper.make_tensor_value_info(f"{name}_y", F32, [1, 4])],
+            [k],
+        )
+
+    nodes = [
+        helper.make_node("Mul", ["x", "x"], ["sq"], name="square"),
+        helper.make_node(
+            "If", ["flag"], ["y"], name="choose", then_branch=branch("then", 1e-3), else_branch=branch("else", 2e-3)
+        ),
+    ]
     return make_model(nodes, [("x", F32, [1, 4]), ("flag", TensorProto.BOOL, [])], [("y", F32, [1, 4])])
 
 

@@ -1,4 +1,5 @@
 """The fix is run before it is printed, and the printed commands run as printed from another folder."""
+
 from __future__ import annotations
 
 import math
@@ -26,7 +27,7 @@ F32 = TensorProto.FLOAT
 
 
 def _folder(tmp_path: Path) -> Path:
-    folder = tmp_path / "my models"          # a space: the printed path must be quoted
+    folder = tmp_path / "my models"  # a space: the printed path must be quoted
     folder.mkdir()
     return folder
 
@@ -49,7 +50,7 @@ def test_llama_fix_is_verified_and_the_printed_command_writes_a_passing_model(tm
     fixed = onnx.load(str(output_path_of(found.command)))
     assert graph_of(fixed) == graph_of(verified_model(llama_model(), ConvertOptions(data_max=math.inf), found, feeds))
     assert all(fp32_nodes(fixed, found.fix_nodes).values())
-    assert not fp32_nodes(fixed, ["/m/lm_head/MatMul"])["/m/lm_head/MatMul"]   # the rest stays fp16
+    assert not fp32_nodes(fixed, ["/m/lm_head/MatMul"])["/m/lm_head/MatMul"]  # the rest stays fp16
     assert passes(fixed, feeds, goldens)
 
 
@@ -57,12 +58,19 @@ def test_a_finite_data_max_command_carries_the_golden_feeds_and_every_setting(tm
     folder, elsewhere = _folder(tmp_path), tmp_path / "elsewhere"
     elsewhere.mkdir()
     feeds = [{"x": np.random.default_rng(0).uniform(-0.5, 0.5, (1, 16)).astype(np.float32)}]
-    options = ConvertOptions(data_max=1e4, init_max=60000.0, keep_io_types=True, op_types_to_exclude=("Relu",),
-                             target="ort-cuda")
+    options = ConvertOptions(
+        data_max=1e4, init_max=60000.0, keep_io_types=True, op_types_to_exclude=("Relu",), target="ort-cuda"
+    )
     found, _, goldens = diagnose(cancellation_model(), feeds, options, folder)
     assert found.verified and found.command
-    for flag in ("--data_max 10000.0", "--init_max 60000.0", "--keep_io_types", "--op_types_to_exclude Relu",
-                 "--target ort-cuda", "--calibration_data '"):
+    for flag in (
+        "--data_max 10000.0",
+        "--init_max 60000.0",
+        "--keep_io_types",
+        "--op_types_to_exclude Relu",
+        "--target ort-cuda",
+        "--calibration_data '",
+    ):
         assert flag in found.command
     done = run_printed(found.command, elsewhere)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -89,7 +97,9 @@ def test_no_fix_within_the_budget_says_so_and_prints_a_tune_command_that_runs(tm
     assert not found.verified and found.command == "" and found.evaluations == 1
     lines = "\n".join(diagnosis_lines(found, precision="fp16"))
     assert "fix: not found within 1 evaluations" in lines and "verified" not in lines
-    assert found.tune_command.startswith("castguard tune --onnx_path '") and "--calibration_data '" in found.tune_command
+    assert (
+        found.tune_command.startswith("castguard tune --onnx_path '") and "--calibration_data '" in found.tune_command
+    )
     done = run_printed(found.tune_command + " --no_cache --adversarial_examples 0", elsewhere)
     assert done.returncode == 0, done.stderr[-2000:]
     assert output_path_of(found.tune_command).is_file()
@@ -98,13 +108,17 @@ def test_no_fix_within_the_budget_says_so_and_prints_a_tune_command_that_runs(tm
 def offset_model() -> onnx.ModelProto:
     """y = x - 1000 for x near 1000: an fp16 graph input alone (steps of 0.5 there) ruins y."""
     inits = [numpy_helper.from_array(np.array(1000.0, np.float32), "c")]
-    return make_model([helper.make_node("Sub", ["x", "c"], ["y"], name="sub")], [("x", F32, [1, 8])],
-                      [("y", F32, [1, 8])], initializers=inits)
+    return make_model(
+        [helper.make_node("Sub", ["x", "c"], ["y"], name="sub")],
+        [("x", F32, [1, 8])],
+        [("y", F32, [1, 8])],
+        initializers=inits,
+    )
 
 
 def test_a_case_with_nothing_in_low_precision_gets_no_node_advice(tmp_path: Path) -> None:
     feeds = [{"x": np.random.default_rng(0).uniform(1000, 1001, (1, 8)).astype(np.float32)}]
-    options = ConvertOptions(op_types_to_exclude=("Sub",))     # every node FP32; the graph's I/O is fp16
+    options = ConvertOptions(op_types_to_exclude=("Sub",))  # every node FP32; the graph's I/O is fp16
     found, _, _ = diagnose(offset_model(), feeds, options, _folder(tmp_path))
     assert found.low_nodes == 0 and found.fix_nodes == () and found.command == "" and found.evaluations == 0
     lines = "\n".join(diagnosis_lines(found, precision="fp16"))
@@ -156,8 +170,14 @@ def test_a_fix_that_cannot_run_is_reported_not_raised_and_not_called_verified(tm
 
     model = cancellation_model()
     feeds = [{"x": np.random.default_rng(0).uniform(-0.5, 0.5, (1, 16)).astype(np.float32)}]
-    setup = Broken(model=model, options=ConvertOptions(keep_io_types=True), magnitudes=None,  # type: ignore[arg-type]
-                   feeds=feeds, goldens=feeds, bound=case_bound(precision="fp16", policy=TolerancePolicy()),
-                   use_magnitudes=False)
+    setup = Broken(
+        model=model,
+        options=ConvertOptions(keep_io_types=True),
+        magnitudes=None,  # type: ignore[arg-type]
+        feeds=feeds,
+        goldens=feeds,
+        bound=case_bound(precision="fp16", policy=TolerancePolicy()),
+        use_magnitudes=False,
+    )
     outcome = verify_fix(setup, region=["sub"], more=["add"], budget=8)
     assert not outcome.verified and outcome.evaluations == 1 and "the runner broke" in outcome.problem

@@ -1,4 +1,5 @@
 """harness.judge.compare: Polygraphy-compatible semantics, NaN/inf policy, structure failures, would-pass tolerances."""
+
 from __future__ import annotations
 
 import math
@@ -44,8 +45,9 @@ def test_element_over_both_fails_and_reports_would_pass() -> None:
     assert out.required_atol == pytest.approx(0.1)
     assert out.required_rtol == pytest.approx(0.05)
     assert "would pass with atol>=0.1" in result.summary()
-    assert compare_outputs({"y": obtained}, {"y": expected}, tolerances={},
-                           default=Tolerance(atol=out.required_atol, rtol=0.0))
+    assert compare_outputs(
+        {"y": obtained}, {"y": expected}, tolerances={}, default=Tolerance(atol=out.required_atol, rtol=0.0)
+    )
 
 
 def test_isclose_mode_is_numpy_isclose() -> None:
@@ -73,17 +75,20 @@ def test_quantile_mode_uses_the_quantile() -> None:
     assert q.passed and q.quantile_abs == 0.0
 
 
-@pytest.mark.parametrize(("a", "b", "tol", "passes"), [
-    (np.nan, np.nan, Tolerance(), True),              # NaN where the golden is NaN: equal (issue 23)
-    (np.nan, np.nan, Tolerance(nan_equal=False), False),
-    (np.nan, 0.5, Tolerance(atol=1e9, rtol=1e9), False),   # NaN where the golden is finite: still a failure
-    (0.5, np.nan, Tolerance(atol=1e9, rtol=1e9), False),
-    (np.inf, np.inf, Tolerance(), True),
-    (np.inf, np.inf, Tolerance(inf_equal=False), False),
-    (-np.inf, np.inf, Tolerance(), False),
-    (np.inf, 1.0, Tolerance(atol=1e9, rtol=1e9), False),
-    (np.nan, 1.0, Tolerance(atol=1e9, rtol=1e9), False),
-])
+@pytest.mark.parametrize(
+    ("a", "b", "tol", "passes"),
+    [
+        (np.nan, np.nan, Tolerance(), True),  # NaN where the golden is NaN: equal (issue 23)
+        (np.nan, np.nan, Tolerance(nan_equal=False), False),
+        (np.nan, 0.5, Tolerance(atol=1e9, rtol=1e9), False),  # NaN where the golden is finite: still a failure
+        (0.5, np.nan, Tolerance(atol=1e9, rtol=1e9), False),
+        (np.inf, np.inf, Tolerance(), True),
+        (np.inf, np.inf, Tolerance(inf_equal=False), False),
+        (-np.inf, np.inf, Tolerance(), False),
+        (np.inf, 1.0, Tolerance(atol=1e9, rtol=1e9), False),
+        (np.nan, 1.0, Tolerance(atol=1e9, rtol=1e9), False),
+    ],
+)
 def test_nan_inf_policy(a: float, b: float, tol: Tolerance, passes: bool) -> None:
     _, out = _one(np.array([a, 0.0]), np.array([b, 0.0]), tol)
     assert out.passed is passes
@@ -165,8 +170,10 @@ def test_invalid_tolerance_is_rejected() -> None:
 finite = st.floats(min_value=-1e4, max_value=1e4, allow_nan=False, width=32)
 
 
-@given(hnp.arrays(np.float32, hnp.array_shapes(max_dims=2, max_side=6), elements=finite),
-       hnp.arrays(np.float32, 1, elements=st.floats(min_value=-1, max_value=1, width=32)))
+@given(
+    hnp.arrays(np.float32, hnp.array_shapes(max_dims=2, max_side=6), elements=finite),
+    hnp.arrays(np.float32, 1, elements=st.floats(min_value=-1, max_value=1, width=32)),
+)
 def test_required_tolerances_really_pass(expected: np.ndarray, noise: np.ndarray) -> None:
     obtained = (expected + noise[0]).astype(np.float32)
     _, out = _one(obtained, expected, Tolerance(atol=0.0, rtol=0.0))

@@ -1,4 +1,5 @@
 """Run history: atomic one-file-per-run storage, corrupt files skipped by name, clean baselines, trends."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -7,23 +8,24 @@ import math
 from pathlib import Path
 
 import pytest
-from tests.helpers.report_samples import PROVENANCE, output_stats, record_for, sample_report
 
-from harness.nightly.rules import parse_rules
 from harness.errors import UserError
 from harness.nightly.history import accept_run, read_history, trends, write_run
+from harness.nightly.rules import parse_rules
 from harness.nightly.run import NightlyOptions, NightlyRun, finish, load_baseline, nightly_options
-from harness.report import CaseRecord, Report
 from harness.nightly.trends import trend_png, trend_table_text, trends_html, trends_markdown
+from harness.report import CaseRecord, Report
 from harness.sweep import Case
+from tests.helpers.report_samples import PROVENANCE, output_stats, record_for, sample_report
 
 RULES = parse_rules("error:+25%,status")
 CASE = Case(precision="fp16", data_max=512.0)
 
 
 def _run(day: int, *, max_rel: float = 1e-3, status: str = "pass", commit: str = "c0ffee") -> Report:
-    record = dataclasses.replace(record_for(CASE), status=status,
-                                 outputs=(output_stats("Plus214_Output_0", max_rel, passed=status == "pass"),))
+    record = dataclasses.replace(
+        record_for(CASE), status=status, outputs=(output_stats("Plus214_Output_0", max_rel, passed=status == "pass"),)
+    )
     provenance = dataclasses.replace(PROVENANCE, git_commit=commit * 6)
     return Report.build([record], created=f"2026-11-{day:02d}T02:00:00+00:00", provenance=provenance)
 
@@ -38,21 +40,24 @@ def test_a_run_round_trips_with_its_provenance(tmp_path: Path) -> None:
     report = sample_report()
     path = write_run(tmp_path / "hist", report, comparison=None)
     assert path.name.startswith("20261120T100000Z-") and path.suffix == ".json"
-    assert [p.name for p in (tmp_path / "hist").iterdir()] == [path.name]     # no temporary files left
+    assert [p.name for p in (tmp_path / "hist").iterdir()] == [path.name]  # no temporary files left
     history = read_history(tmp_path / "hist")
     assert [run.report for run in history.runs] == [report]
     assert history.runs[0].report.provenance.git_commit == PROVENANCE.git_commit
     assert history.skipped == () and history.runs[0].verdict is None
 
 
-@pytest.mark.parametrize(("content", "reason"), [
-    ("{\"castguard_history\": 1, \"report\": ", "unreadable history file"),
-    ("[1, 2]", "not a castguard history file"),
-    ("{\"castguard_history\": 99, \"report\": {}}", "castguard_history=99"),
-    ("{\"castguard_history\": 1, \"report\": {\"schema_version\": 1}, \"verdict\": null}", "invalid history file"),
-    ("{\"castguard_history\": 1, \"report\": REPORT, \"verdict\": {\"regressions\": \"3\"}}", "invalid history file"),
-    (b"\xff\xfe\x00garbage", "unreadable history file"),
-])
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ('{"castguard_history": 1, "report": ', "unreadable history file"),
+        ("[1, 2]", "not a castguard history file"),
+        ('{"castguard_history": 99, "report": {}}', "castguard_history=99"),
+        ('{"castguard_history": 1, "report": {"schema_version": 1}, "verdict": null}', "invalid history file"),
+        ('{"castguard_history": 1, "report": REPORT, "verdict": {"regressions": "3"}}', "invalid history file"),
+        (b"\xff\xfe\x00garbage", "unreadable history file"),
+    ],
+)
 def test_corrupt_files_are_skipped_by_name_and_counted(tmp_path: Path, content: str | bytes, reason: str) -> None:
     folder = tmp_path / "hist"
     good = write_run(folder, _run(1), comparison=None)
@@ -61,7 +66,7 @@ def test_corrupt_files_are_skipped_by_name_and_counted(tmp_path: Path, content: 
         bad.write_bytes(content)
     else:
         bad.write_text(content.replace("REPORT", json.dumps(json.loads(good.read_text())["report"])))
-    (folder / ".20261103.json.tmp123").write_text("partial")    # a crashed writer's temporary file: ignored
+    (folder / ".20261103.json.tmp123").write_text("partial")  # a crashed writer's temporary file: ignored
     (folder / "notes.txt").write_text("not a run")
     history = read_history(folder)
     assert [run.path for run in history.runs] == [good]
@@ -70,14 +75,14 @@ def test_corrupt_files_are_skipped_by_name_and_counted(tmp_path: Path, content: 
     baseline, _ = load_baseline(folder)
     assert baseline is not None and baseline.source == str(good)
     outcome = finish(NightlyOptions(history=folder), baseline, _run(2))
-    assert [s.path for s in outcome.skipped] == [bad]                 # counted for the summary, by name
+    assert [s.path for s in outcome.skipped] == [bad]  # counted for the summary, by name
 
 
 def test_the_baseline_of_a_history_is_its_latest_clean_run(tmp_path: Path) -> None:
     folder = tmp_path / "hist"
     first = _store(folder, _run(1))
     assert first is not None
-    regressed = _store(folder, _run(2, max_rel=5e-3))             # +400 %: stored, but not a baseline
+    regressed = _store(folder, _run(2, max_rel=5e-3))  # +400 %: stored, but not a baseline
     assert read_history(folder).runs[-1].verdict.regressions == 1  # type: ignore[union-attr]
     baseline, _ = load_baseline(folder)
     assert baseline is not None and baseline.source == str(first)
@@ -89,15 +94,18 @@ def test_the_baseline_of_a_history_is_its_latest_clean_run(tmp_path: Path) -> No
 
 
 def _cases(day: int, data_max: tuple[float, ...]) -> Report:
-    records = [dataclasses.replace(record_for(Case(precision="fp16", data_max=d, keep_io_types=k)), status="pass")
-               for d in data_max for k in (False, True)]
+    records = [
+        dataclasses.replace(record_for(Case(precision="fp16", data_max=d, keep_io_types=k)), status="pass")
+        for d in data_max
+        for k in (False, True)
+    ]
     return Report.build(records, created=f"2026-11-{day:02d}T02:00:00+00:00", provenance=PROVENANCE)
 
 
 def test_a_partial_run_is_no_baseline_until_accepted(tmp_path: Path) -> None:
     folder = tmp_path / "hist"
-    full = _store(folder, _cases(1, (8.0, 512.0, math.inf)))                  # 6 cases
-    partial = _store(folder, _cases(2, (8.0,)))                               # shares 2 of them
+    full = _store(folder, _cases(1, (8.0, 512.0, math.inf)))  # 6 cases
+    partial = _store(folder, _cases(2, (8.0,)))  # shares 2 of them
     run = read_history(folder).runs[-1]
     assert run.verdict is not None and (run.verdict.baseline_cases, run.verdict.shared) == (6, 2)
     assert run.partial and not run.clean and run.unclean_reason == "partial"
@@ -108,7 +116,7 @@ def test_a_partial_run_is_no_baseline_until_accepted(tmp_path: Path) -> None:
     assert outcome.comparison is not None and outcome.comparison.compared == 6
     assert outcome.comparison.coverage == "baseline 6 cases, this run 6, shared 6"
     assert read_history(folder).runs[-1].clean
-    accept_run(folder, partial.name)                                          # adopting the smaller set: explicit
+    accept_run(folder, partial.name)  # adopting the smaller set: explicit
     assert read_history(folder).runs[1].clean
 
 
@@ -121,14 +129,14 @@ def test_verdicts_stored_before_the_case_counts_still_read(tmp_path: Path) -> No
     del data["verdict"]["baseline_cases"], data["verdict"]["shared"]
     path.write_text(json.dumps(data))
     run = read_history(folder).runs[-1]
-    assert run.verdict is not None and run.verdict.missing == 0 and run.clean   # unknown: as before
+    assert run.verdict is not None and run.verdict.missing == 0 and run.clean  # unknown: as before
 
 
 def test_a_regression_says_since_when(tmp_path: Path) -> None:
     folder = tmp_path / "hist"
     _store(folder, _run(1))
-    _store(folder, _run(2, max_rel=1.1e-3))                       # within the rule
-    _store(folder, _run(3, max_rel=5e-3, commit="bad123"))        # first bad night
+    _store(folder, _run(2, max_rel=1.1e-3))  # within the rule
+    _store(folder, _run(3, max_rel=5e-3, commit="bad123"))  # first bad night
     baseline, _ = load_baseline(folder)
     outcome = finish(NightlyOptions(rules=RULES, history=folder), baseline, _run(4, max_rel=6e-3))
     assert outcome.exit_code == 1
@@ -165,40 +173,64 @@ def test_rules_need_something_to_compare_with(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="nothing to compare with"):
         nightly_options(baseline=None, rules=["status"], history=None, strict_provenance=None, invocation_dir=tmp_path)
     with pytest.raises(UserError, match="unknown metric 'speed'"):
-        nightly_options(baseline="b.json", rules=["speed:+1%"], history=None, strict_provenance=None,
-                        invocation_dir=tmp_path)
-    options = nightly_options(baseline=None, rules=["status"], history="h", strict_provenance=True,
-                              invocation_dir=tmp_path)
+        nightly_options(
+            baseline="b.json", rules=["speed:+1%"], history=None, strict_provenance=None, invocation_dir=tmp_path
+        )
+    options = nightly_options(
+        baseline=None, rules=["status"], history="h", strict_provenance=True, invocation_dir=tmp_path
+    )
     assert options.compare_with == tmp_path / "h" and options.strict_provenance
 
 
 def _family_record(case: Case, *, error: float, share: float, status: str = "pass") -> CaseRecord:
-    return dataclasses.replace(record_for(case), status=status, lowp_flop_share=share,
-                               outputs=(output_stats("y", 4 * error, passed=status == "pass"),))
+    return dataclasses.replace(
+        record_for(case),
+        status=status,
+        lowp_flop_share=share,
+        outputs=(output_stats("y", 4 * error, passed=status == "pass"),),
+    )
 
 
 def test_trends_follow_max_error_and_best_share_per_family() -> None:
     fp16, bf16 = Case(precision="fp16", data_max=8.0), Case(precision="bf16", data_max=8.0)
     fp16_all = Case(precision="fp16", data_max=math.inf)
-    runs = [Report.build([_family_record(fp16, error=1e-3, share=0.5), _family_record(fp16_all, error=2e-3, share=1.0),
-                          _family_record(bf16, error=1e-2, share=0.5)],
-                         created=f"2026-11-0{day}T02:00:00+00:00", provenance=PROVENANCE) for day in (1, 2)]
-    runs.append(Report.build([_family_record(fp16, error=1e-3, share=0.5),
-                              _family_record(fp16_all, error=math.inf, share=1.0, status="fail"),
-                              _family_record(bf16, error=1e-2, share=0.5)],
-                             created="2026-11-03T02:00:00+00:00", provenance=PROVENANCE))
+    runs = [
+        Report.build(
+            [
+                _family_record(fp16, error=1e-3, share=0.5),
+                _family_record(fp16_all, error=2e-3, share=1.0),
+                _family_record(bf16, error=1e-2, share=0.5),
+            ],
+            created=f"2026-11-0{day}T02:00:00+00:00",
+            provenance=PROVENANCE,
+        )
+        for day in (1, 2)
+    ]
+    runs.append(
+        Report.build(
+            [
+                _family_record(fp16, error=1e-3, share=0.5),
+                _family_record(fp16_all, error=math.inf, share=1.0, status="fail"),
+                _family_record(bf16, error=1e-2, share=0.5),
+            ],
+            created="2026-11-03T02:00:00+00:00",
+            provenance=PROVENANCE,
+        )
+    )
     (trend,) = trends(runs, last=2)
     assert trend.model == "mnist" and trend.families == ("bf16-emulate", "fp16-emulate")
     assert [run.created[:10] for run in trend.runs] == ["2026-11-02", "2026-11-03"]
-    assert [run.max_error for run in trend.runs] == [(pytest.approx(1e-2), pytest.approx(2e-3)),
-                                                     (pytest.approx(1e-2), math.inf)]
+    assert [run.max_error for run in trend.runs] == [
+        (pytest.approx(1e-2), pytest.approx(2e-3)),
+        (pytest.approx(1e-2), math.inf),
+    ]
     assert [run.best_share for run in trend.runs] == [(0.5, 1.0), (0.5, 0.5)]
     assert [(run.passed, run.total) for run in trend.runs] == [(3, 3), (2, 3)]
     table = trend_table_text([trend])
     assert "max err fp16-emulate" in table and "best share fp16-emulate" in table and "inf" in table
     assert "2026-11-03 02:00 0123456" in table
     assert trend_png(trend).startswith(b"\x89PNG")
-    assert "<section id=\"trends\">" in trends_html([trend]) and "## Trends" in trends_markdown([trend])
+    assert '<section id="trends">' in trends_html([trend]) and "## Trends" in trends_markdown([trend])
     with pytest.raises(UserError, match="--last"):
         trends(runs, last=0)
 
@@ -208,8 +240,9 @@ def test_a_single_run_draws_no_trend() -> None:
     assert trends_html([trend]) == "" and trends_markdown([trend]) == ""
 
 
-def test_cli_history_prints_the_trend_table_and_counts_skips(tmp_path: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_history_prints_the_trend_table_and_counts_skips(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from harness.cli import main
 
     folder = tmp_path / "hist"
@@ -233,9 +266,9 @@ def test_cli_history_prints_the_trend_table_and_counts_skips(tmp_path: Path,
 def test_the_run_summary_and_report_count_skipped_files(tmp_path: Path) -> None:
     folder = tmp_path / "hist"
     _store(folder, _run(1))
-    (folder / "20261101T030000Z-0badf00d.json").write_text("{\"castguard_history\": 1}")
+    (folder / "20261101T030000Z-0badf00d.json").write_text('{"castguard_history": 1}')
     run = NightlyRun(NightlyOptions(history=folder, baseline=folder, rules=RULES))
-    assert run.sections() == ([], []) and run.terminal_lines() == []     # nothing to render before the verdict
+    assert run.sections() == ([], []) and run.terminal_lines() == []  # nothing to render before the verdict
     outcome = run.decide(_run(2, max_rel=5e-3))
     assert run.exit_code == 1 and outcome.exit_code == 1 and run.outcome is outcome
     markdown, html = run.sections()
@@ -246,7 +279,7 @@ def test_the_run_summary_and_report_count_skipped_files(tmp_path: Path) -> None:
     text = "\n".join(markdown)
     assert "- history: 1 unreadable file(s) skipped" in text and "`20261101T030000Z-0badf00d.json`" in text
     assert "## Baseline comparison" in text and "## Trends" in text
-    assert any("<section id=\"trends\">" in part for part in html)
+    assert any('<section id="trends">' in part for part in html)
 
 
 def _interrupted(day: int) -> Report:
@@ -256,8 +289,8 @@ def _interrupted(day: int) -> Report:
 def test_interrupted_and_failing_runs_are_never_the_baseline(tmp_path: Path) -> None:
     folder = tmp_path / "hist"
     first = _store(folder, _run(1))
-    _store(folder, _run(2, status="fail"))                # a failing case: stored, never a baseline
-    _store(folder, _interrupted(3))                       # Ctrl-C after 1 of 24 cases: stored, never a baseline
+    _store(folder, _run(2, status="fail"))  # a failing case: stored, never a baseline
+    _store(folder, _interrupted(3))  # Ctrl-C after 1 of 24 cases: stored, never a baseline
     runs = read_history(folder).runs
     assert [run.unclean_reason for run in runs] == ["", "failing or erroring cases", "interrupted"]
     baseline, note = load_baseline(folder)
@@ -279,8 +312,10 @@ def test_an_interrupted_run_says_so_in_the_nightly_notes(tmp_path: Path) -> None
     _store(folder, _run(1))
     run = NightlyRun(NightlyOptions(history=folder, baseline=folder, rules=RULES))
     run.decide(_interrupted(2))
-    assert any("interrupted after 1 of 24 cases" in line and "never used as a baseline" in line
-               for line in run.terminal_lines())
+    assert any(
+        "interrupted after 1 of 24 cases" in line and "never used as a baseline" in line
+        for line in run.terminal_lines()
+    )
 
 
 def test_renamed_cases_are_nothing_comparable_not_zero_regressions(tmp_path: Path) -> None:
@@ -288,8 +323,9 @@ def test_renamed_cases_are_nothing_comparable_not_zero_regressions(tmp_path: Pat
 
     folder = tmp_path / "hist"
     _store(folder, _run(1))
-    renamed = dataclasses.replace(record_for(Case(precision="fp16", data_max=8.0)),
-                                  outputs=(output_stats("Plus214_Output_0", 1e-3, passed=True),))
+    renamed = dataclasses.replace(
+        record_for(Case(precision="fp16", data_max=8.0)), outputs=(output_stats("Plus214_Output_0", 1e-3, passed=True),)
+    )
     report = Report.build([renamed], created="2026-11-02T02:00:00+00:00", provenance=PROVENANCE)
     baseline, _ = load_baseline(folder)
     outcome = finish(NightlyOptions(rules=RULES, history=folder), baseline, report)

@@ -4,6 +4,7 @@ The report folder is made for real: the bundled ``needs_constraints`` model conv
 conversion, which keeps the overflowing Add/Sub in FP32, and Add forced to fp16), run on ``emulate`` and
 compared with its ORT FP32 golden, exactly as a sweep would.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,22 +14,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.helpers.report_samples import PROVENANCE
 
 from harness.cli import main
-from harness.judge.compare import Tolerance, compare_iterations
 from harness.convert import collect_magnitudes, convert
-from harness.errors import UserError
 from harness.data.feeds import cast_feeds, input_specs
-from harness.data.recipes import InputRecipe, make_feeds
 from harness.data.models import bundled_models_dir, resolve_model
 from harness.data.onnxfile import load_model
+from harness.data.recipes import InputRecipe, make_feeds
+from harness.errors import UserError
+from harness.judge.compare import Tolerance, compare_iterations
+from harness.judge.tolerances import TolerancePolicy
 from harness.nightly.recheck import RecheckedCase, ToleranceOverride, parse_per_output, recheck
-from harness.report import (CaseRecord, Report, golden_relpath, output_stats, outputs_relpath, save_outputs,
-                            write_report)
+from harness.report import CaseRecord, Report, golden_relpath, output_stats, outputs_relpath, save_outputs, write_report
 from harness.runners import make_runner
 from harness.sweep import Case
-from harness.judge.tolerances import TolerancePolicy
+from tests.helpers.report_samples import PROVENANCE
 
 DEFAULT = Case(precision="fp16", data_max=512.0)
 FORCED = Case(precision="fp16", data_max=512.0, node_precisions=(("Add", "fp16"), ("Sub", "fp32")))
@@ -53,12 +53,31 @@ def report_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         comparison = compare_iterations(outputs, golden, tolerances=tolerances, default=Tolerance())
         relpath = save_outputs(folder, outputs_relpath(spec.name, recipe.id, case.id), outputs).relative_to(folder)
         status = ("xpass" if comparison else "xfail") if expected_failure else ("pass" if comparison else "fail")
-        records.append(CaseRecord(model=spec.name, model_sha256=spec.sha256, case=case, status=status,
-                                  runner="emulate", rounds_low_precision=True, inputs_id=recipe.id,
-                                  outputs=output_stats(comparison, golden), outputs_file=str(relpath),
-                                  golden_file=golden_relpath(spec.name, recipe.id)))
-    records.append(CaseRecord(model=spec.name, model_sha256=spec.sha256, case=Case(precision="bf16"), status="error",
-                              runner="emulate", inputs_id=recipe.id, message="could not run"))
+        records.append(
+            CaseRecord(
+                model=spec.name,
+                model_sha256=spec.sha256,
+                case=case,
+                status=status,
+                runner="emulate",
+                rounds_low_precision=True,
+                inputs_id=recipe.id,
+                outputs=output_stats(comparison, golden),
+                outputs_file=str(relpath),
+                golden_file=golden_relpath(spec.name, recipe.id),
+            )
+        )
+    records.append(
+        CaseRecord(
+            model=spec.name,
+            model_sha256=spec.sha256,
+            case=Case(precision="bf16"),
+            status="error",
+            runner="emulate",
+            inputs_id=recipe.id,
+            message="could not run",
+        )
+    )
     write_report(Report.build(records, created="2026-11-20T10:00:00+00:00", provenance=PROVENANCE), folder)
     return folder
 
@@ -70,7 +89,10 @@ def _statuses(folder: Path, override: ToleranceOverride) -> dict[str, str]:
 def test_recorded_tolerances_reproduce_the_recorded_verdicts(report_dir: Path) -> None:
     result = recheck(report_dir, override=ToleranceOverride())
     assert {c.record.case_id: (c.record.status, c.status) for c in result.cases} == {
-        DEFAULT.id: ("pass", "pass"), FORCED.id: ("xfail", "xfail"), Case(precision="bf16").id: ("error", "error")}
+        DEFAULT.id: ("pass", "pass"),
+        FORCED.id: ("xfail", "xfail"),
+        Case(precision="bf16").id: ("error", "error"),
+    }
     assert result.rechecked == 2 and result.exit_code == 0
     assert not any(c.changed for c in result.cases)
     assert "no saved outputs" in next(c.reason for c in result.cases if c.record.status == "error")
@@ -79,13 +101,13 @@ def test_recorded_tolerances_reproduce_the_recorded_verdicts(report_dir: Path) -
 def test_a_loose_tolerance_flips_the_expected_failure_and_a_tight_one_fails_the_pass(report_dir: Path) -> None:
     loose = ToleranceOverride(atol=(("", 1e6),))
     assert _statuses(report_dir, loose)[FORCED.id] == "xpass"
-    assert recheck(report_dir, override=loose).exit_code == 1          # a strict expected failure that passes
-    tight = ToleranceOverride(atol=(("", 1e-3),))        # the fp16 run's error is ~3.9e-3 (one fp16 step at 2)
+    assert recheck(report_dir, override=loose).exit_code == 1  # a strict expected failure that passes
+    tight = ToleranceOverride(atol=(("", 1e-3),))  # the fp16 run's error is ~3.9e-3 (one fp16 step at 2)
     result = recheck(report_dir, override=tight)
     assert {c.record.case_id: c.status for c in result.cases if c.changed} == {DEFAULT.id: "fail"}
     assert result.exit_code == 1
     median = ToleranceOverride(atol=(("", 1e-3),), mode=(("", "median"),))
-    assert _statuses(report_dir, median)[DEFAULT.id] == "pass"     # few elements move: the median forgives them
+    assert _statuses(report_dir, median)[DEFAULT.id] == "pass"  # few elements move: the median forgives them
 
 
 def test_every_error_statistic_mode_is_available(report_dir: Path) -> None:
@@ -134,8 +156,9 @@ def test_paths_outside_the_report_folder_are_refused(report_dir: Path, tmp_path:
         recheck(copy, override=ToleranceOverride())
 
 
-def test_cli_recheck_prints_changed_cases_and_exits_like_pytest(report_dir: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_recheck_prints_changed_cases_and_exits_like_pytest(
+    report_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["recheck", str(report_dir)]) == 0
     out = capsys.readouterr().out
     assert "2 of 3 case(s) rechecked" in out and "0 changed" in out

@@ -1,4 +1,5 @@
 """The nightly ``trt_build`` rule: a case whose converted model built in TensorRT and no longer does regresses."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,8 +17,14 @@ from harness.sweep import Case
 from tests.helpers.report_samples import PROVENANCE, record_for
 
 BUILDS = TrtBuild(backend="TensorRT-RTX 1.7.1.116", outcome="ok", seconds=0.3, plan_bytes=4_000_000, checked=197)
-REFUSED = TrtBuild(backend="TensorRT-RTX 1.7.1.116", outcome="parse", seconds=0.01, parse_failures=(
-    ParseFailure("/bn1/act/HardSwish", "HardSwish", "bf16", "Only FLOAT, HALF or INT8 input is supported"),))
+REFUSED = TrtBuild(
+    backend="TensorRT-RTX 1.7.1.116",
+    outcome="parse",
+    seconds=0.01,
+    parse_failures=(
+        ParseFailure("/bn1/act/HardSwish", "HardSwish", "bf16", "Only FLOAT, HALF or INT8 input is supported"),
+    ),
+)
 
 
 def _record(build: TrtBuild | None) -> CaseRecord:
@@ -39,7 +46,7 @@ def test_a_model_that_stops_building_regresses_and_one_that_starts_improves() ->
     better = judge(_record(REFUSED), _record(BUILDS), rule)
     assert better is not None and better[0] is False and fmt_change(better[1]) == "better"
     assert judge(_record(BUILDS), _record(BUILDS), rule) is None
-    assert judge(_record(None), _record(REFUSED), rule) is None      # not checked in the baseline: not judged
+    assert judge(_record(None), _record(REFUSED), rule) is None  # not checked in the baseline: not judged
 
 
 def test_the_field_survives_report_json_and_so_the_history() -> None:

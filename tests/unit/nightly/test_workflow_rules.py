@@ -1,5 +1,6 @@
 """The nightly workflow gates on the README's recommended rules (no max_rel: near-zero goldens decide it), and
 sets its number of shards in one place."""
+
 from __future__ import annotations
 
 import re
@@ -24,6 +25,9 @@ def test_the_number_of_shards_is_set_once_and_the_merge_judges_the_night() -> No
     assert '--shard="${{ matrix.shard }}/$SHARDS"' in WORKFLOW
     shard_job = WORKFLOW.split("\n  merge:\n")[0].split("\n  shard:\n")[1]
     commands = [line for line in shard_job.splitlines() if not line.strip().startswith("#")]
-    assert not any("--baseline" in line or "--history" in line for line in commands)   # a shard never compares
-    assert re.search(r"castguard merge .*--out \"\$MERGED_DIR\" \\\n\s+--baseline=\"\$HISTORY_DIR\" "
-                     r"--history=\"\$HISTORY_DIR\" --fail-on-regression=\"\$RULES\"", WORKFLOW)
+    assert not any("--baseline" in line or "--history" in line for line in commands)  # a shard never compares
+    assert re.search(
+        r"castguard merge .*--out \"\$MERGED_DIR\" \\\n\s+--baseline=\"\$HISTORY_DIR\" "
+        r"--history=\"\$HISTORY_DIR\" --fail-on-regression=\"\$RULES\"",
+        WORKFLOW,
+    )

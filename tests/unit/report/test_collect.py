@@ -1,4 +1,5 @@
 """ReportSession: per-worker case files, the merge at the end, settling expected failures."""
+
 from __future__ import annotations
 
 import json
@@ -17,20 +18,30 @@ PROV = Provenance(castguard="0", onnx="0", onnxruntime="0", numpy="0", python="3
 
 
 def _record(precision: str = "fp16", status: str = "pass", model: str = "m") -> CaseRecord:
-    return CaseRecord(model=model, model_sha256="ab" * 32, case=Case(precision=precision), status=status,
-                      runner="emulate", inputs_id="seed0-it1-x", lowp_flop_share=0.5, cast_count=2)
+    return CaseRecord(
+        model=model,
+        model_sha256="ab" * 32,
+        case=Case(precision=precision),
+        status=status,
+        runner="emulate",
+        inputs_id="seed0-it1-x",
+        lowp_flop_share=0.5,
+        cast_count=2,
+    )
 
 
 def _finish(session: ReportSession, **kwargs: object) -> FinishedReport | None:
-    report = session.build(provenance=PROV, **kwargs)   # type: ignore[arg-type]
+    report = session.build(provenance=PROV, **kwargs)  # type: ignore[arg-type]
     return None if report is None else session.write(report)
 
 
 def test_workers_write_their_own_files_and_the_controller_merges_them(tmp_path: Path) -> None:
     controller = ReportSession(report_dir=tmp_path, worker=worker_name(None))
     controller.start()
-    workers = [ReportSession(report_dir=tmp_path, run_id=controller.run_id,
-                             worker=worker_name({"workerid": f"gw{i}"})) for i in range(2)]
+    workers = [
+        ReportSession(report_dir=tmp_path, run_id=controller.run_id, worker=worker_name({"workerid": f"gw{i}"}))
+        for i in range(2)
+    ]
     workers[0].add(_record("fp16"))
     workers[1].add(_record("bf16", "fail"))
     workers[1].add(_record("fp16", model="other"))
@@ -41,13 +52,17 @@ def test_workers_write_their_own_files_and_the_controller_merges_them(tmp_path: 
     assert finished is not None and finished.published is not None
     report = read_report(finished.paths.json)
     assert [(c.model, c.case.precision, c.status) for c in report.cases] == [
-        ("m", "bf16", "fail"), ("m", "fp16", "pass"), ("other", "fp16", "pass")]
+        ("m", "bf16", "fail"),
+        ("m", "fp16", "pass"),
+        ("other", "fp16", "pass"),
+    ]
     assert report.run_id == controller.run_id and report.complete and report.planned_cases == 3
     assert finished.paths.markdown.is_file() and finished.paths.html.is_file()
     assert finished.summary_line(relative_to=tmp_path) == (
-        "castguard: 3 cases: 2 pass, 1 fail; report: report.md, report.html, report.json")
-    assert not cases.exists()                                    # merged, then removed
-    assert read_report(finished.run_paths.json).cases == report.cases   # the run keeps its own copy
+        "castguard: 3 cases: 2 pass, 1 fail; report: report.md, report.html, report.json"
+    )
+    assert not cases.exists()  # merged, then removed
+    assert read_report(finished.run_paths.json).cases == report.cases  # the run keeps its own copy
     assert not is_active(controller.run_dir)
 
 
@@ -61,10 +76,10 @@ def test_two_runs_in_one_report_folder_never_see_each_others_records(tmp_path: P
     second.add(_record("bf16"))
     done_second = _finish(second, planned_cases=1)
     assert done_second is not None and len(done_second.report.cases) == 1
-    assert is_active(first.run_dir)                              # pruning never touches a running run
+    assert is_active(first.run_dir)  # pruning never touches a running run
     done_first = _finish(first, planned_cases=3)
     assert done_first is not None and [c.model for c in done_first.report.cases] == ["a", "b", "c"]
-    assert read_report(tmp_path / "report.json").run_id == first.run_id   # the last complete run is published
+    assert read_report(tmp_path / "report.json").run_id == first.run_id  # the last complete run is published
     assert read_report(done_second.run_paths.json).run_id == second.run_id
 
 
@@ -83,17 +98,18 @@ def test_an_interrupted_run_keeps_the_previous_complete_report(tmp_path: Path) -
     assert (tmp_path / "report.json").read_bytes() == published
     assert finished.summary_line(relative_to=tmp_path) == (
         f"castguard: interrupted after 2 of 24 cases (2 cases: 2 pass); partial report: runs/{cut.run_id}/report.md;"
-        " the previous complete report (if any) is kept, marked as not the latest run")
-    top = (tmp_path / "report.md").read_text()      # the old report never passes for this run's (issue 23)
+        " the previous complete report (if any) is kept, marked as not the latest run"
+    )
+    top = (tmp_path / "report.md").read_text()  # the old report never passes for this run's (issue 23)
     assert top.startswith("<!--") and f"The latest run, `{cut.run_id}`" in top and "did not complete" in top
     assert f"runs/{cut.run_id}/report.md" in top and f"`{cut.run_id}`" in (tmp_path / "report.html").read_text()
-    again = ReportSession(report_dir=tmp_path)      # a second interrupted run replaces the banner
+    again = ReportSession(report_dir=tmp_path)  # a second interrupted run replaces the banner
     again.start()
     again.add(_record("fp16"))
     _finish(again, interrupted=True, planned_cases=24)
     top = (tmp_path / "report.md").read_text()
     assert f"`{again.run_id}`" in top and f"`{cut.run_id}`" not in top and top.count("Not the latest run") == 1
-    nxt = ReportSession(report_dir=tmp_path)        # the next complete run publishes a report without one
+    nxt = ReportSession(report_dir=tmp_path)  # the next complete run publishes a report without one
     nxt.start()
     nxt.add(_record("fp16"))
     _finish(nxt, planned_cases=1)
@@ -130,10 +146,10 @@ def test_old_runs_are_pruned_but_never_the_published_one(tmp_path: Path) -> None
         session = ReportSession(report_dir=tmp_path, run_id=f"20261122T10000{index}Z-1-000{index}", keep_runs=2)
         session.start()
         session.add(_record())
-        _finish(session, interrupted=index == 4)       # the newest run is interrupted: run 3 stays published
+        _finish(session, interrupted=index == 4)  # the newest run is interrupted: run 3 stays published
         ids.append(session.run_id)
     left = [p.name for p in run_folders(tmp_path)]
-    assert left == ids[3:]                 # 2 kept: the published run (3) and this interrupted one (4)
+    assert left == ids[3:]  # 2 kept: the published run (3) and this interrupted one (4)
     assert read_report(tmp_path / "report.json").run_id == ids[3]
 
 
@@ -160,10 +176,17 @@ def test_a_corrupt_case_line_is_a_user_error_naming_the_line(tmp_path: Path) -> 
         session.collect()
 
 
-@pytest.mark.parametrize(("status", "expected", "settled"), [
-    ("pass", False, "pass"), ("fail", False, "fail"), ("fail", True, "xfail"), ("pass", True, "xpass"),
-    ("skip", True, "skip"), ("error", True, "error"),
-])
+@pytest.mark.parametrize(
+    ("status", "expected", "settled"),
+    [
+        ("pass", False, "pass"),
+        ("fail", False, "fail"),
+        ("fail", True, "xfail"),
+        ("pass", True, "xpass"),
+        ("skip", True, "skip"),
+        ("error", True, "error"),
+    ],
+)
 def test_settle_marks_expected_failures(status: str, expected: bool, settled: str) -> None:
     assert settle(_record(status=status), expected_failure=expected).status == settled
 
@@ -178,5 +201,5 @@ def test_same_model_cases_are_named_in_the_summary_and_next_to_the_case(tmp_path
     assert finished is not None
     assert "2 cases: 2 pass (1 share another case's converted model, not run again)" in finished.summary_line()
     assert f"(same model as `{first.case_id}`)" in finished.paths.markdown.read_text()
-    assert "same model as <code class=\"id\">" + first.case_id in finished.paths.html.read_text()
-    assert "Notes:" not in finished.paths.markdown.read_text()      # shown next to the case, not as a note
+    assert 'same model as <code class="id">' + first.case_id in finished.paths.html.read_text()
+    assert "Notes:" not in finished.paths.markdown.read_text()  # shown next to the case, not as a note

@@ -1,5 +1,6 @@
 """Issue 23 item 9: Pareto fronts number passing cases only (failing ones are drawn, never numbered), and the
 error plot draws each precision's tolerance line."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -8,7 +9,6 @@ import re
 
 import numpy as np
 import pytest
-from tests.helpers.report_samples import PROVENANCE, output_stats, record_for
 
 from harness.judge.tolerances import default_tolerance, golden_scale
 from harness.report import Report
@@ -16,18 +16,30 @@ from harness.report.model import CaseRecord
 from harness.report.pareto import best_passing, front_points
 from harness.report.plots import error_vs_share_figure
 from harness.report.render_html import render_html
-from harness.report.view import report_view
 from harness.report.speed import speed_front, speed_rows
+from harness.report.view import report_view
 from harness.sweep import Case
+from tests.helpers.report_samples import PROVENANCE, output_stats, record_for
 
 
-def _case(data_max: float, share: float, error: float, status: str = "pass", speedup: float | None = None,
-          precision: str = "fp16") -> CaseRecord:
+def _case(
+    data_max: float,
+    share: float,
+    error: float,
+    status: str = "pass",
+    speedup: float | None = None,
+    precision: str = "fp16",
+) -> CaseRecord:
     base = record_for(Case(precision=precision, data_max=data_max))
-    return dataclasses.replace(base, status=status, lowp_flop_share=share,
-                               outputs=(output_stats("y", 4 * error, passed=status == "pass"),),
-                               speedup=speedup, latency_ms=None if speedup is None else 1 / speedup,
-                               fp32_latency_ms=None if speedup is None else 1.0)
+    return dataclasses.replace(
+        base,
+        status=status,
+        lowp_flop_share=share,
+        outputs=(output_stats("y", 4 * error, passed=status == "pass"),),
+        speedup=speedup,
+        latency_ms=None if speedup is None else 1 / speedup,
+        fp32_latency_ms=None if speedup is None else 1.0,
+    )
 
 
 # the failing case has the largest share (and is the fastest): on a status-blind front it is point #1
@@ -49,7 +61,7 @@ def test_the_plot_draws_the_failing_case_but_numbers_only_passing_ones() -> None
     assert numbered["1"] == pytest.approx((100 * PASSING[0].lowp_flop_share, PASSING[0].worst_error))
     assert numbered["2"] == pytest.approx((100 * PASSING[1].lowp_flop_share, PASSING[1].worst_error))
     drawn = np.concatenate([c.get_offsets() for ax in fig.axes for c in ax.collections])
-    assert any(abs(x - 100.0) < 1e-9 for x, _ in drawn)            # the failing case is still a point
+    assert any(abs(x - 100.0) < 1e-9 for x, _ in drawn)  # the failing case is still a point
 
 
 def test_the_html_front_table_starts_with_a_passing_case() -> None:
@@ -77,21 +89,26 @@ def test_error_plot_draws_a_tolerance_line_per_precision(scale: float) -> None:
     for precision, error in (("fp16", 1e-3), ("bf16", 1e-2)):
         tol = default_tolerance(precision, golden)
         g = golden_scale(golden)
-        expected[precision] = max(tol.atol, tol.rtol * g) / g       # the largest scaled error an output passes with
-        stats = dataclasses.replace(output_stats("y", 4 * error, passed=True), atol=tol.atol, rtol=tol.rtol,
-                                    golden_absmax=g, max_abs=error * g)
+        expected[precision] = max(tol.atol, tol.rtol * g) / g  # the largest scaled error an output passes with
+        stats = dataclasses.replace(
+            output_stats("y", 4 * error, passed=True), atol=tol.atol, rtol=tol.rtol, golden_absmax=g, max_abs=error * g
+        )
         cases.append(dataclasses.replace(_case(8.0, 0.5, error, precision=precision), outputs=(stats,)))
     assert tolerance_levels(cases) == pytest.approx(expected)
     fig = error_vs_share_figure(cases, title="m")
-    lines = {line.get_gid(): line.get_ydata() for ax in fig.axes for line in ax.get_lines()
-             if (line.get_gid() or "").startswith("tolerance-")}
+    lines = {
+        line.get_gid(): line.get_ydata()
+        for ax in fig.axes
+        for line in ax.get_lines()
+        if (line.get_gid() or "").startswith("tolerance-")
+    }
     assert set(lines) == {"tolerance-fp16", "tolerance-bf16"}
     for precision, level in expected.items():
         assert list(lines[f"tolerance-{precision}"]) == pytest.approx([level, level])
         low, high = fig.axes[0].get_ylim()
-        assert low < level < high                                      # inside the visible range
+        assert low < level < high  # inside the visible range
     # the default is 4-8 eps of the output's largest value: fp16 eps 2^-10, bf16 eps 2^-7
-    assert 4 * 2 ** -10 <= expected["fp16"] <= 8 * 2 ** -10 and 4 * 2 ** -7 <= expected["bf16"] <= 8 * 2 ** -7
+    assert 4 * 2**-10 <= expected["fp16"] <= 8 * 2**-10 and 4 * 2**-7 <= expected["bf16"] <= 8 * 2**-7
 
 
 def test_non_elementwise_outputs_draw_no_tolerance_line() -> None:

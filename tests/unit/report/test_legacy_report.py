@@ -3,6 +3,7 @@
 ``tests/data/report_schema1.json`` was written by the schema-1 code (commit 051cb83: ``pytest --model
 needs_constraints`` run twice, so every conversion came from the cache and 8 cases reused another's result).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,9 +17,9 @@ from harness.report import SCHEMA_VERSION, read_report
 from harness.report.format import case_notes, grouped_notes, reuse_text
 from harness.report.legacy import upgrade_case_v1
 from harness.report.render_html import render_html
-from harness.report.view import report_view
 from harness.report.render_md import render_markdown
 from harness.report.serde import report_from_dict, report_to_dict
+from harness.report.view import report_view
 
 OLD = Path(__file__).resolve().parents[2] / "data" / "report_schema1.json"
 INPUTS = "inputs: seed 0, 1 iteration(s); x float32[1x8]: uniform in [1, 2] (--val-range)"
@@ -39,7 +40,7 @@ def test_a_schema_1_report_reads_with_its_notes_moved_into_fields(tmp_path: Path
     assert report.schema_version == SCHEMA_VERSION and len(report.cases) == 12
     for case in report.cases:
         assert case.notes == (INPUTS,) and case.conversion_cached
-        named = [n[len("same model as "):] for n in raw[case.case_id]["notes"] if n.startswith("same model as ")]
+        named = [n[len("same model as ") :] for n in raw[case.case_id]["notes"] if n.startswith("same model as ")]
         assert case.reused_from == (named[0] if named else None)
         assert case.reuse_kind == ("graph" if named else "")
     reused = [c for c in report.cases if c.reused_from is not None]
@@ -66,28 +67,47 @@ def test_a_schema_1_history_file_and_baseline_keep_working(tmp_path: Path) -> No
     history.write_text(json.dumps({"castguard_history": HISTORY_SCHEMA, "report": old, "verdict": None}))
     baseline = read_run(history).report
     assert all(c.conversion_cached for c in baseline.cases)
-    current = dataclasses.replace(baseline, cases=tuple(dataclasses.replace(c, conversion_cached=False)
-                                                        for c in baseline.cases))
+    current = dataclasses.replace(
+        baseline, cases=tuple(dataclasses.replace(c, conversion_cached=False) for c in baseline.cases)
+    )
     rules = parse_rules(RECOMMENDED_RULES + ",total_time:+50%")
     comparison = compare_reports(current, baseline, rules=rules, source=str(history))
     assert comparison and comparison.compared == 12 and not comparison.regressions
 
 
 def test_every_fact_note_of_schema_1_has_its_field() -> None:
-    case = {"notes": ["inputs: x", "conversion from cache", "TensorRT build check not run: no libnvinfer",
-                      "same model as fp16-a (identical precision plan)", "same precision plan as fp16-b",
-                      "2 float node(s) ran on the CPU EP, not the GPU: n1 (Add), n2 (Mul)", "golden drift: x"]}
+    case = {
+        "notes": [
+            "inputs: x",
+            "conversion from cache",
+            "TensorRT build check not run: no libnvinfer",
+            "same model as fp16-a (identical precision plan)",
+            "same precision plan as fp16-b",
+            "2 float node(s) ran on the CPU EP, not the GPU: n1 (Add), n2 (Mul)",
+            "golden drift: x",
+        ]
+    }
     assert upgrade_case_v1(case) == {
-        "notes": ["inputs: x", "golden drift: x"], "conversion_cached": True, "trt_build_skipped": "no libnvinfer",
-        "reused_from": "fp16-a", "reuse_kind": "plan", "same_plan_as": "fp16-b",
-        "cpu_float_nodes": ["n1 (Add)", "n2 (Mul)"]}
+        "notes": ["inputs: x", "golden drift: x"],
+        "conversion_cached": True,
+        "trt_build_skipped": "no libnvinfer",
+        "reused_from": "fp16-a",
+        "reuse_kind": "plan",
+        "same_plan_as": "fp16-b",
+        "cpu_float_nodes": ["n1 (Add)", "n2 (Mul)"],
+    }
 
 
 def test_the_fields_are_shown_in_the_words_schema_1_wrote() -> None:
     raw = json.loads(OLD.read_text())
     case = raw["cases"][0]
-    notes = [INPUTS, "TensorRT build check not run: no libnvinfer", "same precision plan as fp16-b",
-             "2 float node(s) ran on the CPU EP, not the GPU: n1 (Add), n2 (Mul)", "conversion from cache"]
+    notes = [
+        INPUTS,
+        "TensorRT build check not run: no libnvinfer",
+        "same precision plan as fp16-b",
+        "2 float node(s) ran on the CPU EP, not the GPU: n1 (Add), n2 (Mul)",
+        "conversion from cache",
+    ]
     upgraded = report_from_dict({**raw, "cases": [{**case, "notes": notes}]}).cases[0]
     assert upgraded.notes == (INPUTS,) and upgraded.cpu_float_nodes == ("n1 (Add)", "n2 (Mul)")
     assert sorted(case_notes(upgraded)) == sorted(notes)

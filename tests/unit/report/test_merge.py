@@ -1,5 +1,6 @@
 """Reading and checking shard folders (``harness.report.merge``): refusals name both folders and the difference,
 version differences are flagged, and every way a shard can end has its state."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,25 +23,37 @@ IDS = tuple(c.id for c in CASES)
 MODELS = ("alpha", "beta")
 
 
-def info(index: int, *, count: int = 2, models: tuple[str, ...] = MODELS, exit_status: int | None = 0,
-         **changes: object) -> ShardInfo:
-    base = ShardInfo(part=assign(models, IDS, Shard(index, count)), settings=(("sweep precisions", "('fp16',)"),),
-                     goldens=((f"{MODELS[index - 1]}/seed0.npz", "ab" * 32), ("shared/seed0.npz", "cd" * 32)),
-                     started="2026-11-24T03:17:00+00:00", exit_status=exit_status)
-    return dataclasses.replace(base, **changes)   # type: ignore[arg-type]
+def info(
+    index: int, *, count: int = 2, models: tuple[str, ...] = MODELS, exit_status: int | None = 0, **changes: object
+) -> ShardInfo:
+    base = ShardInfo(
+        part=assign(models, IDS, Shard(index, count)),
+        settings=(("sweep precisions", "('fp16',)"),),
+        goldens=((f"{MODELS[index - 1]}/seed0.npz", "ab" * 32), ("shared/seed0.npz", "cd" * 32)),
+        started="2026-11-24T03:17:00+00:00",
+        exit_status=exit_status,
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
-def shard(folder: Path, shard_info: ShardInfo, *, provenance: Provenance = PROVENANCE, cases: int | None = None,
-          finished: bool = True, interrupted: bool = False) -> Path:
+def shard(
+    folder: Path,
+    shard_info: ShardInfo,
+    *,
+    provenance: Provenance = PROVENANCE,
+    cases: int | None = None,
+    finished: bool = True,
+    interrupted: bool = False,
+) -> Path:
     """A shard's report folder as pytest --shard writes it (finished, or killed after ``cases`` cases)."""
     session = ReportSession(report_dir=folder)
     session.mark_shard(dataclasses.replace(shard_info, exit_status=None), provenance=provenance)
     model = shard_info.part.work[0][0] if shard_info.part.work else "alpha"
-    for case in CASES[:len(CASES) if cases is None else cases]:
+    for case in CASES[: len(CASES) if cases is None else cases]:
         session.add(record_for(case, model=model))
     if finished:
         report = session.build(provenance=provenance, interrupted=interrupted, shard=shard_info)
-        assert report is not None           # only report.json: the merge reads nothing else (no plots drawn)
+        assert report is not None  # only report.json: the merge reads nothing else (no plots drawn)
         (session.run_dir / "report.json").write_text(json.dumps(report_to_dict(report)))
         session.close()
     return folder
@@ -49,8 +62,10 @@ def shard(folder: Path, shard_info: ShardInfo, *, provenance: Provenance = PROVE
 def test_two_complete_shards_merge_into_every_case(tmp_path: Path) -> None:
     merged = merge_shards([shard(tmp_path / "a", info(1)), shard(tmp_path / "b", info(2))])
     assert merged.complete and merged.planned_cases == 4 and len(merged.records) == 4
-    assert [(s.index, s.state, s.cases, s.assigned) for s in merged.shards] == [(1, "complete", 2, 2),
-                                                                                 (2, "complete", 2, 2)]
+    assert [(s.index, s.state, s.cases, s.assigned) for s in merged.shards] == [
+        (1, "complete", 2, 2),
+        (2, "complete", 2, 2),
+    ]
     assert merged.notes == () and merged.provenance.hostname == "ci-runner"
 
 
@@ -76,17 +91,27 @@ def test_a_torn_last_line_of_a_killed_shard_is_dropped_and_counted(tmp_path: Pat
     assert "1 of its 2 cases recovered; 1 damaged last line(s) dropped" in merged.shards[1].note
 
 
-@pytest.mark.parametrize(("changes", "provenance", "difference"), [
-    ({}, dataclasses.replace(PROVENANCE, castguard="0.2.0"), "the castguard version: shard 1/2 (A) has 0.1.0, "
-                                                              "shard 2/2 (B) has 0.2.0"),
-    ({"settings": (("sweep precisions", "('fp16', 'bf16')"),)}, PROVENANCE, "the setting 'sweep precisions'"),
-    ({"goldens": (("shared/seed0.npz", "ef" * 32),)}, PROVENANCE, "the golden shared/seed0.npz: shard 1/2 (A) has "
-                                                                  "sha256 cdcdcdcdcdcd, shard 2/2 (B) has sha256 efef"),
-    ({"models": ("alpha", "beta", "gamma")}, PROVENANCE, "the models"),
-    ({"count": 3}, PROVENANCE, "the number of shards: shard 1/2 (A) has N=2"),
-])
-def test_shards_of_different_nights_are_refused_naming_both(tmp_path: Path, changes: dict[str, object],
-                                                            provenance: Provenance, difference: str) -> None:
+@pytest.mark.parametrize(
+    ("changes", "provenance", "difference"),
+    [
+        (
+            {},
+            dataclasses.replace(PROVENANCE, castguard="0.2.0"),
+            "the castguard version: shard 1/2 (A) has 0.1.0, shard 2/2 (B) has 0.2.0",
+        ),
+        ({"settings": (("sweep precisions", "('fp16', 'bf16')"),)}, PROVENANCE, "the setting 'sweep precisions'"),
+        (
+            {"goldens": (("shared/seed0.npz", "ef" * 32),)},
+            PROVENANCE,
+            "the golden shared/seed0.npz: shard 1/2 (A) has sha256 cdcdcdcdcdcd, shard 2/2 (B) has sha256 efef",
+        ),
+        ({"models": ("alpha", "beta", "gamma")}, PROVENANCE, "the models"),
+        ({"count": 3}, PROVENANCE, "the number of shards: shard 1/2 (A) has N=2"),
+    ],
+)
+def test_shards_of_different_nights_are_refused_naming_both(
+    tmp_path: Path, changes: dict[str, object], provenance: Provenance, difference: str
+) -> None:
     first = shard(tmp_path / "A", info(1))
     second = shard(tmp_path / "B", info(2, **changes), provenance=provenance)
     with pytest.raises(UserError) as caught:
@@ -120,7 +145,7 @@ def test_the_same_shard_twice_or_a_folder_without_shards_is_refused(tmp_path: Pa
 
 def test_shards_sharing_one_report_folder_are_named_as_the_cause(tmp_path: Path) -> None:
     shared = shard(tmp_path / "one", info(1))
-    shard(shared, info(2))                              # the second shard's run is now the folder's newest
+    shard(shared, info(2))  # the second shard's run is now the folder's newest
     merged = merge_shards([shared])
     assert [s.state for s in merged.shards] == ["missing", "complete"]
     note = merged.shards[0].note

@@ -1,4 +1,5 @@
 """Golden provenance drift: notes on every affected case, an error under --strict-provenance."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -6,36 +7,39 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.helpers.report_samples import PROVENANCE, record_for
 
 from harness.data.drift import GoldenProvenanceError, check_golden_provenance, drift_notes, installed_versions
 from harness.errors import GoldenError
 from harness.report import Report
 from harness.report.render_html import render_html
-from harness.report.view import report_view
 from harness.report.render_md import render_markdown
+from harness.report.view import report_view
 from harness.sweep import SweepSpec, expand
+from tests.helpers.report_samples import PROVENANCE, record_for
 
 GOLDEN = Path(__file__).resolve().parents[3] / "goldens" / "mnist" / "file-7da33369.json"
 CURRENT = {"onnx": "1.23.2", "onnxruntime": "1.31.1"}
 
 
 def test_same_versions_drift_nothing() -> None:
-    meta = {"versions": {"onnx": "1.23.2", "onnxruntime": "1.31.1", "numpy": "1.0"}}   # numpy does not count
+    meta = {"versions": {"onnx": "1.23.2", "onnxruntime": "1.31.1", "numpy": "1.0"}}  # numpy does not count
     assert drift_notes(meta, current=CURRENT) == ()
 
 
 def test_each_drifted_package_gets_a_note() -> None:
     meta = {"versions": {"onnx": "1.17.0", "onnxruntime": "1.20.1"}}
-    assert drift_notes(meta, current=CURRENT) == ("golden made with onnx 1.17.0, this run uses 1.23.2",
-                                                  "golden made with onnxruntime 1.20.1, this run uses 1.31.1")
+    assert drift_notes(meta, current=CURRENT) == (
+        "golden made with onnx 1.17.0, this run uses 1.23.2",
+        "golden made with onnxruntime 1.20.1, this run uses 1.31.1",
+    )
     assert drift_notes({}, current=CURRENT)[1] == "golden made with onnxruntime unrecorded, this run uses 1.31.1"
 
 
 def test_strict_provenance_makes_drift_a_golden_error_naming_the_file_and_fix() -> None:
     meta = {"model": "mnist", "versions": {"onnx": "1.23.2", "onnxruntime": "1.20.1"}}
     assert check_golden_provenance(meta, current=CURRENT, strict=False, golden="g.npz") == (
-        "golden made with onnxruntime 1.20.1, this run uses 1.31.1",)
+        "golden made with onnxruntime 1.20.1, this run uses 1.31.1",
+    )
     with pytest.raises(GoldenProvenanceError) as caught:
         check_golden_provenance(meta, current=CURRENT, strict=True, golden="goldens/mnist/x.npz")
     assert isinstance(caught.value, GoldenError)
@@ -46,8 +50,10 @@ def test_strict_provenance_makes_drift_a_golden_error_naming_the_file_and_fix() 
 
 def test_the_committed_golden_sidecar_is_read_as_recorded() -> None:
     meta = json.loads(GOLDEN.read_text())
-    assert drift_notes(meta, current={"onnx": meta["versions"]["onnx"],
-                                      "onnxruntime": meta["versions"]["onnxruntime"]}) == ()
+    assert (
+        drift_notes(meta, current={"onnx": meta["versions"]["onnx"], "onnxruntime": meta["versions"]["onnxruntime"]})
+        == ()
+    )
     assert len(drift_notes(meta, current={"onnx": "0.0", "onnxruntime": "0.0"})) == 2
 
 
@@ -69,12 +75,14 @@ def test_the_report_names_every_affected_case() -> None:
     assert f"({len(fp16)} case(s): " in line and all(f"`{i}`" in line for i in fp16)
     assert "bf16-" not in line
     html = render_html(report_view(report))
-    assert "<h3>Notes</h3>" in html and all(f"<code class=\"id\">{i}</code>" in html for i in fp16)
+    assert "<h3>Notes</h3>" in html and all(f'<code class="id">{i}</code>' in html for i in fp16)
 
 
 def test_a_note_on_every_case_is_not_listed_case_by_case() -> None:
     note = "golden made with onnx 1.17.0, this run uses 1.23.2"
-    cases = [dataclasses.replace(record_for(case), notes=(note,)) for case in expand(SweepSpec(keep_io_types=(False, True)))]
+    cases = [
+        dataclasses.replace(record_for(case), notes=(note,)) for case in expand(SweepSpec(keep_io_types=(False, True)))
+    ]
     report = Report.build(cases, created="2026-11-20T10:00:00+00:00", provenance=PROVENANCE)
     assert f"- {note} (every case)" in render_markdown(report_view(report))
     assert f"<li>{note} (every case)</li>" in render_html(report_view(report))

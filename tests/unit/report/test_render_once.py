@@ -1,4 +1,5 @@
 """A finished run's report is drawn once and written twice (its run folder, the published copy): same pages."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,8 +14,9 @@ from harness.sweep import Case
 PROV = Provenance(castguard="0", onnx="0", onnxruntime="0", numpy="0", python="3", platform="p", hostname="h")
 
 
-def test_the_run_copy_and_the_published_copy_share_one_rendering(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_run_copy_and_the_published_copy_share_one_rendering(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     drawn: list[int] = []
     real = report_io.render_html
 
@@ -25,8 +27,19 @@ def test_the_run_copy_and_the_published_copy_share_one_rendering(tmp_path: Path,
     monkeypatch.setattr(report_io, "render_html", counting)
     session = ReportSession(report_dir=tmp_path)
     session.start()
-    session.add(CaseRecord(model="m", model_sha256="ab" * 32, case=Case(), status="pass", runner="emulate",
-                           inputs_id="seed0-it1-x", lowp_flop_share=0.5, cast_count=2, outputs_file="outputs/a.npz"))
+    session.add(
+        CaseRecord(
+            model="m",
+            model_sha256="ab" * 32,
+            case=Case(),
+            status="pass",
+            runner="emulate",
+            inputs_id="seed0-it1-x",
+            lowp_flop_share=0.5,
+            cast_count=2,
+            outputs_file="outputs/a.npz",
+        )
+    )
     report = session.build(provenance=PROV)
     assert report is not None
     finished = session.write(report)

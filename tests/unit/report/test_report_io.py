@@ -1,4 +1,5 @@
 """report.json round trips, refusals, saved outputs, provenance."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -9,17 +10,27 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.helpers.report_samples import PROVENANCE, hostile_report, sample_report
-from tests.helpers.report_samples import output_stats as made_up_stats
 
-from harness.judge.compare import Tolerance, compare_outputs
 from harness.dtypes import BFLOAT16
 from harness.errors import UserError
-from harness.report import (CaseRecord, OutputStats, Report, collect_provenance, golden_relpath, load_outputs,
-                            outputs_relpath, read_report, save_outputs, write_report)
+from harness.judge.compare import Tolerance, compare_outputs
+from harness.report import (
+    CaseRecord,
+    OutputStats,
+    Report,
+    collect_provenance,
+    golden_relpath,
+    load_outputs,
+    outputs_relpath,
+    read_report,
+    save_outputs,
+    write_report,
+)
 from harness.report.model import output_stats
 from harness.report.serde import record_from_dict, record_to_dict, report_from_dict, report_to_dict
 from harness.sweep import Case
+from tests.helpers.report_samples import PROVENANCE, hostile_report, sample_report
+from tests.helpers.report_samples import output_stats as made_up_stats
 
 
 @pytest.fixture(scope="module")
@@ -66,15 +77,18 @@ def test_unknown_schema_version_is_refused_naming_the_file(tmp_path: Path, sampl
     assert str(path) in str(err.value)
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda text: text[: len(text) // 2],                                   # truncated
-    lambda text: "\x00\xff garbage",
-    lambda text: text.replace('"status": "pass"', '"status": "great"', 1),
-    lambda text: text.replace('"case_id": "bf16-', '"case_id": "bf32-', 1),  # id no longer matches its settings
-    lambda text: text.replace('"n_total": 100', '"n_total": 100.5', 1),
-    lambda text: text.replace('"inputs_id"', '"surprise": 1, "inputs_id"', 1),
-    lambda text: "[]",
-])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda text: text[: len(text) // 2],  # truncated
+        lambda text: "\x00\xff garbage",
+        lambda text: text.replace('"status": "pass"', '"status": "great"', 1),
+        lambda text: text.replace('"case_id": "bf16-', '"case_id": "bf32-', 1),  # id no longer matches its settings
+        lambda text: text.replace('"n_total": 100', '"n_total": 100.5', 1),
+        lambda text: text.replace('"inputs_id"', '"surprise": 1, "inputs_id"', 1),
+        lambda text: "[]",
+    ],
+)
 def test_corrupt_reports_are_user_errors_naming_the_file(tmp_path: Path, sample_json: str, mutate) -> None:
     path = tmp_path / "report.json"
     path.write_text(mutate(sample_json))
@@ -107,8 +121,10 @@ def test_output_stats_copy_a_real_comparison() -> None:
     assert all(type(getattr(stats, f.name)) is not np.float64 for f in dataclasses.fields(stats))
 
 
-@pytest.mark.parametrize(("max_abs", "absmax", "scaled"), [(0.5, 4.0, 0.125), (0.0, 0.0, 0.0), (1e-3, 0.0, math.inf),
-                                                          (math.inf, 2.0, math.inf)])
+@pytest.mark.parametrize(
+    ("max_abs", "absmax", "scaled"),
+    [(0.5, 4.0, 0.125), (0.0, 0.0, 0.0), (1e-3, 0.0, math.inf), (math.inf, 2.0, math.inf)],
+)
 def test_scaled_error_relates_the_error_to_the_outputs_scale(max_abs: float, absmax: float, scaled: float) -> None:
     stats = dataclasses.replace(made_up_stats("y", 0.1, passed=True), max_abs=max_abs, golden_absmax=absmax)
     assert stats.scaled_error == scaled
@@ -117,8 +133,10 @@ def test_scaled_error_relates_the_error_to_the_outputs_scale(max_abs: float, abs
 
 
 def test_outputs_npz_round_trip_and_stays_inside_the_folder(tmp_path: Path) -> None:
-    runs = [{"logits": np.array([1.5, -2.0], np.float16), "idx": np.array([3], np.int64)},
-            {"logits": np.array([0.5, 7.0], BFLOAT16), "idx": np.array([1], np.int64)}]
+    runs = [
+        {"logits": np.array([1.5, -2.0], np.float16), "idx": np.array([3], np.int64)},
+        {"logits": np.array([0.5, 7.0], BFLOAT16), "idx": np.array([1], np.int64)},
+    ]
     rel = outputs_relpath("mnist", "seed0-it2-abc", "fp16-dmax512-imax65504-excl_none-keepio0-emulate")
     save_outputs(tmp_path, rel, runs)
     back = load_outputs(tmp_path, rel)
@@ -154,8 +172,9 @@ def test_collect_provenance_reads_installed_versions(tmp_path: Path) -> None:
 
 
 def _record(stats: OutputStats) -> CaseRecord:
-    return CaseRecord(model="m", model_sha256="0" * 64, case=Case(), status="fail", outputs=(stats,),
-                      lowp_flop_share=0.5)
+    return CaseRecord(
+        model="m", model_sha256="0" * 64, case=Case(), status="fail", outputs=(stats,), lowp_flop_share=0.5
+    )
 
 
 def _report(*records: CaseRecord) -> Report:

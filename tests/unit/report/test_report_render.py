@@ -1,4 +1,5 @@
 """report.md and report.html: every case shown, failing first, hostile text escaped, edge cases drawn."""
+
 from __future__ import annotations
 
 import base64
@@ -7,13 +8,13 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from tests.helpers.report_samples import HOSTILE, PROVENANCE, SHA, hostile_report, output_stats, sample_report
 
 from harness.report import CaseRecord, Report
 from harness.report.render_html import render_html
-from harness.report.view import report_view
 from harness.report.render_md import md_code, render_markdown
+from harness.report.view import report_view
 from harness.sweep import Case
+from tests.helpers.report_samples import HOSTILE, PROVENANCE, SHA, hostile_report, output_stats, sample_report
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,7 @@ def test_markdown_lists_every_case_with_failing_first(sample: Report) -> None:
 def test_markdown_never_lets_names_break_the_table(sample: Report) -> None:
     text = render_markdown(report_view(hostile_report()))
     row = next(line for line in text.splitlines() if line.startswith("| `fp16"))
-    assert len(re.split(r"(?<!\\)\|", row)) == 10    # 8 cells: every pipe from the hostile names is escaped
+    assert len(re.split(r"(?<!\\)\|", row)) == 10  # 8 cells: every pipe from the hostile names is escaped
     assert "<script>" not in row.replace("``<script>", "")
     assert md_code("a`b|c\nd", in_table=True) == "``a`b\\|c d``"
     assert md_code("x|y", in_table=False) == "`x|y`"
@@ -78,9 +79,9 @@ def test_html_is_self_contained_with_every_case_and_both_plots(sample: Report, s
     for src in page.images:
         assert src.startswith("data:image/png;base64,")
         assert base64.b64decode(src.split(",", 1)[1]).startswith(b"\x89PNG\r\n\x1a\n")
-    assert not re.search(r"""(src|href)=["'](?!data:|#)""", sample_html)      # nothing fetched from outside
+    assert not re.search(r"""(src|href)=["'](?!data:|#)""", sample_html)  # nothing fetched from outside
     assert "Pareto front" in text and "Provenance" in text and "Failing cases" in text
-    assert "ConversionError: step validate" in text                              # failing-case details
+    assert "ConversionError: step validate" in text  # failing-case details
 
 
 def test_html_escapes_hostile_text() -> None:
@@ -92,10 +93,20 @@ def test_html_escapes_hostile_text() -> None:
 
 
 def test_single_case_with_nan_error_and_unmeasured_case_render() -> None:
-    nan_case = CaseRecord(model="tiny", model_sha256=SHA, case=Case(), status="fail", message="NaN everywhere",
-                          outputs=(output_stats("y", math.nan, passed=False),), lowp_flop_share=1.0, cast_count=0)
-    for record in (nan_case, CaseRecord(model="tiny", model_sha256=SHA, case=Case(), status="skip",
-                                        message="runner trt unavailable")):
+    nan_case = CaseRecord(
+        model="tiny",
+        model_sha256=SHA,
+        case=Case(),
+        status="fail",
+        message="NaN everywhere",
+        outputs=(output_stats("y", math.nan, passed=False),),
+        lowp_flop_share=1.0,
+        cast_count=0,
+    )
+    for record in (
+        nan_case,
+        CaseRecord(model="tiny", model_sha256=SHA, case=Case(), status="skip", message="runner trt unavailable"),
+    ):
         report = Report.build([record], created="2026-01-01T00:00:00+00:00", provenance=PROVENANCE)
         text = "".join(_parse(render_html(report_view(report))).text)
         assert record.case_id in text and "1 case" in text

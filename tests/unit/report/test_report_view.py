@@ -1,15 +1,15 @@
 """One view per report: the markdown and HTML pages render what the view says and recompute none of it."""
+
 from __future__ import annotations
 
 import dataclasses
-
-from tests.helpers.report_samples import sample_report
 
 from harness.report.format import display_sorted, grouped_notes
 from harness.report.pareto import best_passing, front_points
 from harness.report.render_html import render_html
 from harness.report.render_md import render_markdown
 from harness.report.view import report_view
+from tests.helpers.report_samples import sample_report
 
 
 def test_the_view_holds_order_front_best_and_notes_per_model() -> None:
@@ -29,10 +29,15 @@ def test_the_pages_render_the_view_not_their_own_figures() -> None:
     view = report_view(sample_report())
     model = view.models[0]
     other = next(c for c in model.cases if c is not model.best)
-    shifted = dataclasses.replace(view, models=(dataclasses.replace(
-        model, best=other, front=(), notes=(("a note only the view has", [other.case_id]),)), *view.models[1:]))
+    shifted = dataclasses.replace(
+        view,
+        models=(
+            dataclasses.replace(model, best=other, front=(), notes=(("a note only the view has", [other.case_id]),)),
+            *view.models[1:],
+        ),
+    )
     markdown, html = render_markdown(shifted), render_html(shifted)
     assert f"best passing case: `{other.case_id}`" in markdown
     assert "a note only the view has" in markdown and "a note only the view has" in html
-    assert "No passing case has both a FLOP share and an error" in html      # the (emptied) front, not a recomputed one
+    assert "No passing case has both a FLOP share and an error" in html  # the (emptied) front, not a recomputed one
     assert f"best passing case: `{other.case_id}`" not in render_markdown(view)

@@ -1,4 +1,5 @@
 """The shared sample reports are what the report tests assume they are."""
+
 from __future__ import annotations
 
 from tests.helpers.report_samples import hostile_report, sample_report

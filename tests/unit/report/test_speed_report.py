@@ -1,5 +1,6 @@
 """Speed next to accuracy: report fields, the error-vs-speedup front and plot, the fastest passing case, the
 nightly ``speedup`` rule, and the CPU runners' reason for claiming none. Timing runs on CPU with a fake clock."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -9,37 +10,46 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.helpers.graphs import mlp_model, save
-from tests.helpers.report_samples import PROVENANCE, output_stats, record_for
 
 from harness.config import HarnessConfig
-from harness.nightly.rules import SPEEDUP_FLOOR, judge, parse_rule
 from harness.errors import UserError
+from harness.nightly.rules import SPEEDUP_FLOOR, judge, parse_rule
 from harness.report import CaseRecord, Report
 from harness.report.pareto import best_passing
 from harness.report.plots import error_vs_speedup_png
 from harness.report.render_html import render_html
-from harness.report.view import report_view
 from harness.report.render_md import render_markdown
 from harness.report.serde import record_from_dict, record_to_dict
 from harness.report.speed import fastest_passing, speed_front
+from harness.report.view import report_view
 from harness.run.session import AccuracySession, SweepCase
 from harness.run.speed import measure_speed, time_pair
 from harness.runners import make_runner
 from harness.runners.timing import TimingConfig
 from harness.sweep import Case, SweepSpec
+from tests.helpers.graphs import mlp_model, save
+from tests.helpers.report_samples import PROVENANCE, output_stats, record_for
 
 
-def _timed(data_max: float, error: float, speedup: float, status: str = "pass",
-           precision: str = "fp16") -> CaseRecord:
+def _timed(data_max: float, error: float, speedup: float, status: str = "pass", precision: str = "fp16") -> CaseRecord:
     base = record_for(Case(precision=precision, data_max=data_max))
-    return dataclasses.replace(base, status=status, runner="ort-cuda",
-                               outputs=(output_stats("y", error, passed=status == "pass"),),
-                               latency_ms=1.0 / speedup, fp32_latency_ms=1.0, speedup=speedup)
+    return dataclasses.replace(
+        base,
+        status=status,
+        runner="ort-cuda",
+        outputs=(output_stats("y", error, passed=status == "pass"),),
+        latency_ms=1.0 / speedup,
+        fp32_latency_ms=1.0,
+        speedup=speedup,
+    )
 
 
-CASES = (_timed(8.0, 1e-4, 0.95), _timed(512.0, 3e-4, 1.30), _timed(math.inf, 2e-3, 1.25),
-         _timed(512.0, 5e-2, 1.60, status="fail", precision="bf16"))
+CASES = (
+    _timed(8.0, 1e-4, 0.95),
+    _timed(512.0, 3e-4, 1.30),
+    _timed(math.inf, 2e-3, 1.25),
+    _timed(512.0, 5e-2, 1.60, status="fail", precision="bf16"),
+)
 
 
 def test_speed_fields_round_trip_through_report_json() -> None:
@@ -48,19 +58,20 @@ def test_speed_fields_round_trip_through_report_json() -> None:
     assert (data["latency_ms"], data["fp32_latency_ms"], data["speedup"]) == (pytest.approx(1 / 1.3), 1.0, 1.3)
     assert record_from_dict(data) == record
     old = {k: v for k, v in data.items() if k not in ("latency_ms", "fp32_latency_ms", "speedup", "speed_note")}
-    assert record_from_dict(old).speedup is None          # reports written before the fields still load
+    assert record_from_dict(old).speedup is None  # reports written before the fields still load
 
 
 def test_front_and_fastest_passing_case() -> None:
     front = speed_front(CASES)
-    assert [c.speedup for c in front] == [1.30, 0.95]    # 1.25 at 2e-3 is beaten by 1.30 at 3e-4; 1.60 fails
+    assert [c.speedup for c in front] == [1.30, 0.95]  # 1.25 at 2e-3 is beaten by 1.30 at 3e-4; 1.60 fails
     assert fastest_passing(CASES) is CASES[1]
-    assert best_passing(CASES) is CASES[1]                    # the sweep's best case is the fastest that passes
+    assert best_passing(CASES) is CASES[1]  # the sweep's best case is the fastest that passes
 
 
 def test_report_shows_the_speed_table_plot_and_why_cpu_cases_claim_none() -> None:
-    cpu = dataclasses.replace(record_for(Case(precision="fp16", data_max=8.0, keep_io_types=True)),
-                              speed_note="emulate computes in fp32")
+    cpu = dataclasses.replace(
+        record_for(Case(precision="fp16", data_max=8.0, keep_io_types=True)), speed_note="emulate computes in fp32"
+    )
     report = Report.build((*CASES, cpu), created="2026-11-22T00:00:00+00:00", provenance=PROVENANCE)
     md = render_markdown(report_view(report))
     assert "| latency ms | FP32 ms | speedup |" in md and "1.30×" in md and "front" in md
@@ -71,16 +82,22 @@ def test_report_shows_the_speed_table_plot_and_why_cpu_cases_claim_none() -> Non
     assert png.startswith(b"\x89PNG") and len(png) > 5000
 
 
-@pytest.mark.parametrize(("before", "after", "expected"), [
-    (1.30, 1.10, True),                       # -15 %
-    (1.30, 1.20, None),                       # -7.7 %: within the rule
-    (1.30, 1.50, False),                      # an improvement
-    (0.30, 0.26, None),                       # -13 % but below the noise floor
-])
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        (1.30, 1.10, True),  # -15 %
+        (1.30, 1.20, None),  # -7.7 %: within the rule
+        (1.30, 1.50, False),  # an improvement
+        (0.30, 0.26, None),  # -13 % but below the noise floor
+    ],
+)
 def test_nightly_speedup_rule(before: float, after: float, expected: bool | None) -> None:
     assert abs(0.30 - 0.26) < SPEEDUP_FLOOR
-    found = judge(dataclasses.replace(CASES[1], speedup=before), dataclasses.replace(CASES[1], speedup=after),
-                  parse_rule("speedup:-10%"))
+    found = judge(
+        dataclasses.replace(CASES[1], speedup=before),
+        dataclasses.replace(CASES[1], speedup=after),
+        parse_rule("speedup:-10%"),
+    )
     assert (None if found is None else found[0]) is expected
 
 
@@ -94,7 +111,7 @@ class Clock:
         self.now = 0.0
 
     def __call__(self) -> float:
-        self.now += 0.001          # every reading advances 1 ms: each timed call lasts exactly 1 ms
+        self.now += 0.001  # every reading advances 1 ms: each timed call lasts exactly 1 ms
         return self.now
 
 
@@ -110,10 +127,15 @@ def test_time_pair_on_cpu_runners_with_a_fake_clock() -> None:
 
 
 def test_cpu_runners_record_why_they_claim_no_speed(tmp_path: Path) -> None:
-    config = HarnessConfig(models=(str(save(mlp_model(), tmp_path / "mlp.onnx")),), goldens_dir=tmp_path / "g",
-                           report_dir=tmp_path / "r", cache_dir=tmp_path / "c",
-                           sweep=SweepSpec(precisions=("fp16",), data_max=(512.0,),
-                                           exclusions=SweepSpec().exclusions[:1], keep_io_types=(True,)))
+    config = HarnessConfig(
+        models=(str(save(mlp_model(), tmp_path / "mlp.onnx")),),
+        goldens_dir=tmp_path / "g",
+        report_dir=tmp_path / "r",
+        cache_dir=tmp_path / "c",
+        sweep=SweepSpec(
+            precisions=("fp16",), data_max=(512.0,), exclusions=SweepSpec().exclusions[:1], keep_io_types=(True,)
+        ),
+    )
     session = AccuracySession.open(config, bundled_dir=tmp_path / "none")
     name = next(iter(session.models))
     session.check_fp32_golden(name)
@@ -121,5 +143,13 @@ def test_cpu_runners_record_why_they_claim_no_speed(tmp_path: Path) -> None:
     assert outcome.record is not None and outcome.record.speedup is None
     assert outcome.record.speed_note.startswith("emulate computes in fp32")
     model = mlp_model()
-    assert measure_speed("ort", model, model, [], providers=("CPUExecutionProvider",), model_dir=None,
-                         config=TimingConfig(), clock=Clock()).note.startswith("ORT's CPU provider")
+    assert measure_speed(
+        "ort",
+        model,
+        model,
+        [],
+        providers=("CPUExecutionProvider",),
+        model_dir=None,
+        config=TimingConfig(),
+        clock=Clock(),
+    ).note.startswith("ORT's CPU provider")

@@ -1,4 +1,5 @@
 """The content-hash cache: keys, hits and misses, round trips, corrupt entries, concurrent processes."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -7,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.helpers.graphs import mlp_model
 
-from harness.run.cache import ContentCache, code_fingerprint, content_key, feeds_digest
 from harness.convert import ConversionResult, ConvertOptions, Magnitudes, collect_magnitudes, convert
 from harness.errors import UserError
+from harness.run.cache import ContentCache, code_fingerprint, content_key, feeds_digest
+from tests.helpers.graphs import mlp_model
 
 MAGS = Magnitudes(absmax={"x": 1.5, "y": float("inf")}, shapes={"x": (1, 4)}, dtypes={"x": 1}, data_source="test")
 
@@ -49,7 +50,12 @@ def test_conversion_round_trips(tmp_path: Path) -> None:
     read, hit = cache.conversion("k", lambda: pytest.fail("must not convert again"))
     assert hit and read.model.SerializeToString() == made.model.SerializeToString()
     assert (read.low_nodes, read.high_nodes, read.lowp_flop_share, read.cast_count, read.clamped) == (
-        made.low_nodes, made.high_nodes, made.lowp_flop_share, made.cast_count, made.clamped)
+        made.low_nodes,
+        made.high_nodes,
+        made.lowp_flop_share,
+        made.cast_count,
+        made.clamped,
+    )
 
 
 def test_a_corrupt_entry_is_an_error_naming_the_fix(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """Cache entries for lazily loaded models: weights streamed (converted) or hard-linked (unchanged), never read
 whole into memory; a hit runs from the entry's own folder; a damaged data file is an error naming the fix."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,12 +24,14 @@ def ext_path(tmp_path: Path) -> Path:
 
 
 def _lazy_conversion(ext_path: Path, options: ConvertOptions):  # type: ignore[no-untyped-def]
-    return lambda: convert(load_model(ext_path, weights="lazy"), options=options, magnitudes=None,
-                           base_dir=ext_path.parent)
+    return lambda: convert(
+        load_model(ext_path, weights="lazy"), options=options, magnitudes=None, base_dir=ext_path.parent
+    )
 
 
-def test_a_converted_lazy_model_is_stored_as_external_data_and_run_from_the_entry(ext_path: Path,
-                                                                                 tmp_path: Path) -> None:
+def test_a_converted_lazy_model_is_stored_as_external_data_and_run_from_the_entry(
+    ext_path: Path, tmp_path: Path
+) -> None:
     cache = ContentCache(tmp_path / "cache")
     options = ConvertOptions(data_max=float("inf"), keep_io_types=True)
     made, hit = cache.conversion("k", _lazy_conversion(ext_path, options))
@@ -45,13 +48,18 @@ def test_a_converted_lazy_model_is_stored_as_external_data_and_run_from_the_entr
 def test_unchanged_weights_are_read_from_the_source_not_copied(ext_path: Path, tmp_path: Path) -> None:
     options = ConvertOptions(data_max=float("inf"), op_types_to_exclude=("MatMul",), keep_io_types=True)
     folder = ext_path.parent
-    made, hit = ContentCache(tmp_path / "cache").conversion("fp32", _lazy_conversion(ext_path, options),
-                                                            weights_dir=folder)
-    again, hit2 = ContentCache(tmp_path / "cache").conversion("fp32", _lazy_conversion(ext_path, options),
-                                                              weights_dir=folder)
+    made, hit = ContentCache(tmp_path / "cache").conversion(
+        "fp32", _lazy_conversion(ext_path, options), weights_dir=folder
+    )
+    again, hit2 = ContentCache(tmp_path / "cache").conversion(
+        "fp32", _lazy_conversion(ext_path, options), weights_dir=folder
+    )
     assert (hit, hit2) == (False, True) and made.base_dir == again.base_dir == folder
-    assert sorted(p.name for p in (tmp_path / "cache" / "convert").iterdir()) == ["fp32.json", "fp32.lock",
-                                                                                  "fp32.onnx"]   # no data copy
+    assert sorted(p.name for p in (tmp_path / "cache" / "convert").iterdir()) == [
+        "fp32.json",
+        "fp32.lock",
+        "fp32.onnx",
+    ]  # no data copy
     assert (tmp_path / "cache" / "convert" / "fp32.onnx").stat().st_size < 10_000
     got = make_runner("ort", again.model, model_dir=again.base_dir).run([FEED]).outputs[0]["y"]
     want = make_runner("ort", load_model(ext_path)).run([FEED]).outputs[0]["y"]
@@ -80,4 +88,4 @@ def test_the_data_file_belongs_to_its_entry_for_the_size_cap(ext_path: Path, tmp
     assert entry.key == "k" and [p.name for p in entry.files] == ["k.json", "k.onnx", "k.onnx.data"]
     assert entry.size >= (root / "convert" / "k.onnx.data").stat().st_size
     evict(root, max_bytes=0)
-    assert list((root / "convert").iterdir()) == []         # all of it went, together
+    assert list((root / "convert").iterdir()) == []  # all of it went, together

@@ -1,4 +1,5 @@
 """The cache's size cap: least-recently-used eviction, entries in use are never deleted, `castguard cache`."""
+
 from __future__ import annotations
 
 import fcntl
@@ -24,9 +25,9 @@ def _entry(root: Path, section: str, key: str, size: int, used: float) -> None:
 def test_least_recently_used_entries_go_first_until_the_cache_fits(tmp_path: Path) -> None:
     for index, key in enumerate(["old", "mid", "new"]):
         _entry(tmp_path, "convert", key, 1000, used=1_000_000 + index)
-    _entry(tmp_path, "magnitudes", "mags", 100, used=900_000)          # the oldest of all
+    _entry(tmp_path, "magnitudes", "mags", 100, used=900_000)  # the oldest of all
     sizes = {e.key: e.size for e in usage(tmp_path).entries}
-    assert sizes["old"] >= 1000 and usage(tmp_path).size == sum(sizes.values())   # bytes on disk, as du counts
+    assert sizes["old"] >= 1000 and usage(tmp_path).size == sum(sizes.values())  # bytes on disk, as du counts
     gone = evict(tmp_path, max_bytes=sizes["new"])
     assert [e.key for e in gone] == ["mags", "old", "mid"]
     assert sorted(p.name for p in (tmp_path / "convert").iterdir()) == ["new.json", "new.lock", "new.onnx"]
@@ -37,7 +38,7 @@ def test_an_entry_in_use_is_never_evicted(tmp_path: Path) -> None:
     _entry(tmp_path, "convert", "busy", 1000, used=1)
     _entry(tmp_path, "convert", "idle", 1000, used=2)
     with open(tmp_path / "convert" / "busy.lock", "a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)                    # a running case holds it
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # a running case holds it
         gone = evict(tmp_path, max_bytes=0)
     assert [e.key for e in gone] == ["idle"] and (tmp_path / "convert" / "busy.onnx").exists()
 
@@ -57,14 +58,15 @@ def test_a_cache_hit_marks_the_entry_as_used(tmp_path: Path) -> None:
 
 def test_the_end_of_run_note_and_no_cap(tmp_path: Path) -> None:
     _entry(tmp_path, "convert", "a", 2 * MB, used=1)
-    assert evict_note(tmp_path, max_mb=0) == ""                        # 0: no cap
-    assert evict_note(tmp_path, max_mb=4) == ""                        # fits
+    assert evict_note(tmp_path, max_mb=0) == ""  # 0: no cap
+    assert evict_note(tmp_path, max_mb=4) == ""  # fits
     note = evict_note(tmp_path, max_mb=1)
     assert "was over 1 MB: evicted 1 least recently used entries (2.0 MB)" in note
 
 
-def test_castguard_cache_shows_and_prunes(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_castguard_cache_shows_and_prunes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from harness.cli import main
 
     monkeypatch.chdir(tmp_path)

@@ -1,29 +1,34 @@
 """One sweep case through AccuracySession + casework: every status, the record's contents, outputs and cache reuse."""
+
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
 import pytest
-from tests.helpers.graphs import cancellation_model, mlp_model, save
 
-from harness.run.session import AccuracySession, SweepCase
-from harness.run.case import CaseSettings, cannot_judge
 from harness.config import HarnessConfig
-from harness.runners.tensorrt.library import installed_module
 from harness.report import load_outputs
+from harness.run.case import CaseSettings, cannot_judge
+from harness.run.session import AccuracySession, SweepCase
+from harness.runners.tensorrt.library import installed_module
 from harness.sweep import Case, SweepSpec
+from tests.helpers.graphs import cancellation_model, mlp_model, save
 
 ONE = SweepSpec(precisions=("fp16",), data_max=(512.0,), exclusions=SweepSpec().exclusions[:1], keep_io_types=(True,))
 
 
 def _session(tmp_path: Path, model: Path, **config: object) -> AccuracySession:
-    harness_config = HarnessConfig(models=(str(model),), goldens_dir=tmp_path / "goldens",
-                                   report_dir=tmp_path / "report", cache_dir=tmp_path / "cache",
-                                   **config)  # type: ignore[arg-type]
+    harness_config = HarnessConfig(
+        models=(str(model),),
+        goldens_dir=tmp_path / "goldens",
+        report_dir=tmp_path / "report",
+        cache_dir=tmp_path / "cache",
+        **config,
+    )  # type: ignore[arg-type]
     session = AccuracySession.open(harness_config, bundled_dir=tmp_path / "none")
     for name in session.models:
-        session.check_fp32_golden(name)       # writes the golden on first use
+        session.check_fp32_golden(name)  # writes the golden on first use
     return session
 
 
@@ -49,7 +54,7 @@ def test_a_passing_case_records_everything(mlp: AccuracySession, tmp_path: Path)
     saved = load_outputs(tmp_path / "report", record.outputs_file)
     assert list(saved[0]) == ["y"] and load_outputs(tmp_path / "report", record.golden_file)[0]["y"].shape == (1, 4)
     again = mlp.check_low_precision(_case(mlp, precision="bf16")).record
-    assert again is not None and again.timings.magnitudes_s == 0.0      # shared work is charged once
+    assert again is not None and again.timings.magnitudes_s == 0.0  # shared work is charged once
 
 
 def test_a_second_session_reuses_the_cache(mlp: AccuracySession, tmp_path: Path) -> None:
@@ -58,14 +63,15 @@ def test_a_second_session_reuses_the_cache(mlp: AccuracySession, tmp_path: Path)
     second = fresh.check_low_precision(fresh.cases[0]).record
     assert first is not None and second is not None
     inputs = "inputs: seed 0, 1 iteration(s); x float32[1x8]: uniform in [-1, 1] (default; --val-range to change)"
-    assert first.notes == (inputs,)                      # the input plan on every case; a fresh golden: no drift
+    assert first.notes == (inputs,)  # the input plan on every case; a fresh golden: no drift
     assert second.notes == (inputs,) and second.conversion_cached and not first.conversion_cached
     assert second.timings.magnitudes_s == 0.0 and second.outputs == first.outputs
 
 
 def test_a_failing_case_names_its_first_divergent_tensor(tmp_path: Path) -> None:
-    session = _session(tmp_path, save(cancellation_model(), tmp_path / "cancel.onnx"), sweep=ONE,
-                       val_ranges=(("x", -0.5, 0.5),))
+    session = _session(
+        tmp_path, save(cancellation_model(), tmp_path / "cancel.onnx"), sweep=ONE, val_ranges=(("x", -0.5, 0.5),)
+    )
     outcome = session.check_low_precision(session.cases[0])
     record = outcome.record
     assert outcome.status == "fail" and record is not None and record.first_divergent is not None
@@ -106,8 +112,13 @@ def test_an_unavailable_runner_is_a_skip_with_the_reason(mlp: AccuracySession) -
 
 
 def test_a_missing_golden_fails_the_case_once(tmp_path: Path) -> None:
-    config = HarnessConfig(models=(str(save(mlp_model(), tmp_path / "mlp.onnx")),), goldens_dir=tmp_path / "g",
-                           report_dir=tmp_path / "r", cache_dir=tmp_path / "c", sweep=ONE)
+    config = HarnessConfig(
+        models=(str(save(mlp_model(), tmp_path / "mlp.onnx")),),
+        goldens_dir=tmp_path / "g",
+        report_dir=tmp_path / "r",
+        cache_dir=tmp_path / "c",
+        sweep=ONE,
+    )
     session = AccuracySession.open(config, bundled_dir=tmp_path / "none")
     first = session.check_low_precision(session.cases[0])
     assert first.status == "fail" and "golden written" in first.message and first.record is None

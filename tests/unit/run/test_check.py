@@ -1,4 +1,5 @@
 """harness.check.Checker without pytest's plugin: what the castguard fixture wraps (issue 24.1)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,8 +14,12 @@ from tests.helpers.graphs import mlp_model, save
 
 
 def checker(tmp_path: Path, records: list[CaseRecord]) -> Checker:
-    config = HarnessConfig(goldens_dir=tmp_path / "goldens", report_dir=tmp_path / "report",
-                           cache_dir=tmp_path / "cache", project_dir=tmp_path)
+    config = HarnessConfig(
+        goldens_dir=tmp_path / "goldens",
+        report_dir=tmp_path / "report",
+        cache_dir=tmp_path / "cache",
+        project_dir=tmp_path,
+    )
     return Checker(config, output_dir=tmp_path / "out", bundled_dir=bundled_models_dir(), on_record=records.append)
 
 
@@ -26,7 +31,7 @@ def test_golden_written_once_then_cases_recorded(tmp_path: Path) -> None:
     assert first.status == "fail" and first.record is None and not records
     assert "golden written" in first.message and "rerun this test" in first.message
     assert list((tmp_path / "goldens" / "models.mlp").glob("file-*.npz"))
-    again = checker(tmp_path, records)               # a new process: the golden exists now
+    again = checker(tmp_path, records)  # a new process: the golden exists now
     results = again.sweep("models/mlp.onnx", precisions=["fp16", "bf16"], inputs=feeds)
     assert [r.status for r in results] == ["pass", "pass"]
     assert [r.record for r in results] == records and [r.case.precision for r in records] == ["fp16", "bf16"]

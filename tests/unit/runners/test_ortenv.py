@@ -4,16 +4,16 @@ onnxruntime-gpu without the CUDA libraries segfaults on ``_pybind_state.get_all_
 provider library); the CI leg ``.ci/legs/20-onnxruntime-gpu.sh`` runs castguard with that package. These tests
 pin the mechanism on any onnxruntime.
 """
+
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 
 from harness.errors import RunnerUnavailable
-import importlib.util
-
 from harness.ortenv import _ask_child, cpu_bf16_ops, cuda_provider_problem
 from harness.runners.ort_cuda import require_cuda_session
 
@@ -34,8 +34,8 @@ def test_a_child_that_prints_nothing_is_unknown() -> None:
 def test_cpu_bf16_kernels_are_read_in_a_child() -> None:
     ops = cpu_bf16_ops()
     assert ops is not None, "the CPU onnxruntime package answers the kernel probe"
-    assert ("", "Cast") in ops        # every build has a bf16 Cast
-    assert ("", "Conv") not in ops    # and no bf16 Conv on the CPU (why the converter's note exists)
+    assert ("", "Cast") in ops  # every build has a bf16 Cast
+    assert ("", "Conv") not in ops  # and no bf16 Conv on the CPU (why the converter's note exists)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("onnxruntime") is None, reason="onnxruntime is not installed")
@@ -67,8 +67,11 @@ def test_no_private_onnxruntime_name_in_castguard_processes() -> None:
         for path in sorted((ROOT / folder).rglob("*.py")):
             if path.name == "ortenv.py":
                 continue
-            offenders += [f"{path.relative_to(ROOT)}:{n}" for n, line in
-                          enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if private.search(line)]
+            offenders += [
+                f"{path.relative_to(ROOT)}:{n}"
+                for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                if private.search(line)
+            ]
     assert offenders == []
 
 
@@ -82,9 +85,12 @@ def test_a_node_no_provider_placed_is_a_missing_kernel() -> None:
     case is skipped with the reason, not reported as an error."""
     from harness.runners.ort import is_not_implemented, is_ort_error
 
-    placed = _ort_exception("Fail", "[ONNXRuntimeError] : 1 : FAIL : Exception during initialization: "
-                            "transformer_memcpy.cc:253 ... Provider type for MaxPool node with name 'Pooling66' "
-                            "is not set.")
+    placed = _ort_exception(
+        "Fail",
+        "[ONNXRuntimeError] : 1 : FAIL : Exception during initialization: "
+        "transformer_memcpy.cc:253 ... Provider type for MaxPool node with name 'Pooling66' "
+        "is not set.",
+    )
     assert is_ort_error(placed) and is_not_implemented(placed)
     assert is_not_implemented(_ort_exception("NotImplemented", "Could not find an implementation for Conv(22)"))
     assert not is_not_implemented(_ort_exception("InvalidArgument", "Invalid rank for input: x"))

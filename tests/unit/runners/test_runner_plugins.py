@@ -3,6 +3,7 @@
 The plugin is the example package in examples/runner_plugin, "installed" with a real dist-info on sys.path
 (tests/helpers/plugin_dist.py); tests/integration/test_runner_plugin_venv.py pip-installs it into a fresh venv.
 """
+
 from __future__ import annotations
 
 import sys
@@ -29,14 +30,18 @@ def plugin_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     registered.cache_clear()
     folder = install_into(tmp_path / "site")
     monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.delitem(sys.modules, PACKAGE, raising=False)   # this folder's copy, not an earlier test's
+    monkeypatch.delitem(sys.modules, PACKAGE, raising=False)  # this folder's copy, not an earlier test's
     yield folder
     registered.cache_clear()
 
 
 def relu_model() -> onnx.ModelProto:
-    return model([node("Relu", ["x"], ["h"], "relu"), node("Sigmoid", ["h"], ["y"], "sig")],
-                 [vi("x", F32, [2, 3])], [vi("y", F32, [2, 3])], [])
+    return model(
+        [node("Relu", ["x"], ["h"], "relu"), node("Sigmoid", ["h"], ["y"], "sig")],
+        [vi("x", F32, [2, 3])],
+        [vi("y", F32, [2, 3])],
+        [],
+    )
 
 
 def test_builtin_runners_come_from_the_entry_point_group() -> None:
@@ -49,7 +54,7 @@ def test_builtin_runners_come_from_the_entry_point_group() -> None:
 
 def test_an_installed_plugin_is_discovered_and_runs(plugin_path: Path) -> None:
     assert "onnxref" in runner_names()
-    check_runner("onnxref", where="--runner")          # the sweep, Case and --runner all accept it
+    check_runner("onnxref", where="--runner")  # the sweep, Case and --runner all accept it
     low = convert(relu_model(), options=ConvertOptions(), magnitudes=None).model
     feed = {"x": np.array([[-1, 0.5, 2], [3, -4, 1e-3]], np.float16)}
     with make_runner("onnxref", low) as runner:
@@ -61,15 +66,17 @@ def test_an_installed_plugin_is_discovered_and_runs(plugin_path: Path) -> None:
 
 def test_a_plugin_without_the_models_low_type_is_unavailable_with_the_reason(plugin_path: Path) -> None:
     low = convert(relu_model(), options=ConvertOptions(low_precision_type="bf16"), magnitudes=None).model
-    with pytest.raises(RunnerUnavailable, match=r"onnxref \(castguard-onnxref-runner 0\.1\.0\) runs fp16 only; "
-                                                r"this model holds bf16"):
+    with pytest.raises(
+        RunnerUnavailable,
+        match=r"onnxref \(castguard-onnxref-runner 0\.1\.0\) runs fp16 only; "
+        r"this model holds bf16",
+    ):
         make_runner("onnxref", low)
 
 
 def test_provenance_names_the_plugin_with_its_package_and_version(plugin_path: Path) -> None:
     prov = collect_provenance(hypothesis_profile="default", runners=("emulate", "onnxref"), project_dir=None)
-    assert prov.runner_sources == (("emulate", "castguard", "0.1.0"),
-                                   ("onnxref", "castguard-onnxref-runner", "0.1.0"))
+    assert prov.runner_sources == (("emulate", "castguard", "0.1.0"), ("onnxref", "castguard-onnxref-runner", "0.1.0"))
     assert prov.runners_text() == "emulate, onnxref (castguard-onnxref-runner 0.1.0)"
 
 
@@ -80,13 +87,19 @@ def test_unknown_runner_lists_the_plugins_too(plugin_path: Path) -> None:
 
 def test_a_plugin_missing_its_declarations_is_a_user_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     registered.cache_clear()
-    folder = install_into(tmp_path / "site", entry_points="bad = castguard_onnxref_runner:Bad",
-                          extra_source="class Bad(OnnxRefRunner):\n    precisions = ('fp8',)\n")
+    folder = install_into(
+        tmp_path / "site",
+        entry_points="bad = castguard_onnxref_runner:Bad",
+        extra_source="class Bad(OnnxRefRunner):\n    precisions = ('fp8',)\n",
+    )
     monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.delitem(sys.modules, PACKAGE, raising=False)   # this folder's copy, not an earlier test's
+    monkeypatch.delitem(sys.modules, PACKAGE, raising=False)  # this folder's copy, not an earlier test's
     try:
-        with pytest.raises(UserError, match=r"entry point bad = 'castguard_onnxref_runner:Bad' of "
-                                            r"castguard-onnxref-runner 0\.1\.0.*precisions is \('fp8',\)"):
+        with pytest.raises(
+            UserError,
+            match=r"entry point bad = 'castguard_onnxref_runner:Bad' of "
+            r"castguard-onnxref-runner 0\.1\.0.*precisions is \('fp8',\)",
+        ):
             make_runner("bad", relu_model())
     finally:
         registered.cache_clear()
@@ -94,18 +107,30 @@ def test_a_plugin_missing_its_declarations_is_a_user_error(tmp_path: Path, monke
 
 def test_two_packages_claiming_one_name_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     registered.cache_clear()
-    folder = install_into(tmp_path / "site", name="evil-runner",
-                          entry_points="emulate = castguard_onnxref_runner:OnnxRefRunner")
+    folder = install_into(
+        tmp_path / "site", name="evil-runner", entry_points="emulate = castguard_onnxref_runner:OnnxRefRunner"
+    )
     monkeypatch.syspath_prepend(str(folder))
-    monkeypatch.delitem(sys.modules, PACKAGE, raising=False)   # this folder's copy, not an earlier test's
+    monkeypatch.delitem(sys.modules, PACKAGE, raising=False)  # this folder's copy, not an earlier test's
     try:
-        with pytest.raises(UserError, match=r"(?s)runner 'emulate'.*registered by both .*evil-runner.*castguard.*pip uninstall evil-runner"):
+        with pytest.raises(
+            UserError,
+            match=r"(?s)runner 'emulate'.*registered by both .*evil-runner.*castguard.*pip uninstall evil-runner",
+        ):
             runner_names()
     finally:
         registered.cache_clear()
 
 
 def test_old_reports_without_runner_sources_still_read() -> None:
-    prov = Provenance(castguard="0", onnx="1", onnxruntime="1", numpy="1", python="3", platform="p",
-                      hostname="h", runners=("emulate",))
+    prov = Provenance(
+        castguard="0",
+        onnx="1",
+        onnxruntime="1",
+        numpy="1",
+        python="3",
+        platform="p",
+        hostname="h",
+        runners=("emulate",),
+    )
     assert prov.runners_text() == "emulate"

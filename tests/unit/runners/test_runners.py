@@ -1,4 +1,5 @@
 """Runner lifecycle, registry, provenance and bf16 I/O (emulate has its own file)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -6,17 +7,19 @@ import importlib.util
 import ml_dtypes
 import numpy as np
 import pytest
-from tests.helpers.graphs import make_model, mlp_model
 from onnx import TensorProto, helper
 
 from harness.errors import InputDataError, RunnerError, RunnerUnavailable, UserError
 from harness.runners import RUNNER_NAMES, make_runner
+from tests.helpers.graphs import make_model, mlp_model
 
 X = np.linspace(-1, 1, 8, dtype=np.float32).reshape(1, 8)
 
 
-@pytest.mark.parametrize(("name", "label", "rounds"), [
-    ("ort", "ort[CPUExecutionProvider]", False), ("emulate", "emulate", True), ("reference", "reference", True)])
+@pytest.mark.parametrize(
+    ("name", "label", "rounds"),
+    [("ort", "ort[CPUExecutionProvider]", False), ("emulate", "emulate", True), ("reference", "reference", True)],
+)
 def test_run_records_the_producer(name: str, label: str, rounds: bool) -> None:
     result = make_runner(name, mlp_model()).run([{"x": X}, {"x": -X}])
     assert result.runner == label and result.rounds_low_precision is rounds
@@ -71,8 +74,9 @@ def test_trt_without_tensorrt_is_unavailable() -> None:
 
 def test_ort_bf16_io_travels_as_uint16_bits() -> None:
     bf16 = TensorProto.BFLOAT16
-    model = make_model([helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0])], [("x", bf16, [2, 3])],
-                       [("y", bf16, [3, 2])])
+    model = make_model(
+        [helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0])], [("x", bf16, [2, 3])], [("y", bf16, [3, 2])]
+    )
     x = np.array([[1.5, -2.25, 3e38], [0.1, 7.0, -0.0]], dtype=ml_dtypes.bfloat16)
     y = make_runner("ort", model).run([{"x": x}]).outputs[0]["y"]
     assert y.dtype == np.dtype(ml_dtypes.bfloat16)
@@ -80,7 +84,10 @@ def test_ort_bf16_io_travels_as_uint16_bits() -> None:
 
 
 def test_ort_error_while_running_is_a_runner_error() -> None:
-    model = make_model([helper.make_node("Reshape", ["x", "s"], ["y"])],
-                       [("x", TensorProto.FLOAT, [2, 3]), ("s", TensorProto.INT64, [2])], [("y", TensorProto.FLOAT, ["a", "b"])])
+    model = make_model(
+        [helper.make_node("Reshape", ["x", "s"], ["y"])],
+        [("x", TensorProto.FLOAT, [2, 3]), ("s", TensorProto.INT64, [2])],
+        [("y", TensorProto.FLOAT, ["a", "b"])],
+    )
     with pytest.raises(RunnerError, match="onnxruntime failed while running"):
         make_runner("ort", model).run([{"x": np.zeros((2, 3), np.float32), "s": np.array([4, 4], np.int64)}])

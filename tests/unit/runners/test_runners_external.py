@@ -1,5 +1,6 @@
 """Runners on lazily loaded models: onnxruntime reads the weights from the model's folder or a temporary
 external-data file; emulate widens on disk; reference refuses big external weights clearly."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,15 +28,16 @@ def ext_path(tmp_path: Path) -> Path:
 def test_ort_reads_lazy_weights_from_the_model_folder(ext_path: Path, tmp_path: Path) -> None:
     lazy = load_model(ext_path, weights="lazy")
     source = session_source(lazy, model_dir=ext_path.parent, scratch=tmp_path, options=None)
-    assert isinstance(source, bytes) and len(source) < 10_000          # the graph only, not 4 MiB of weights
+    assert isinstance(source, bytes) and len(source) < 10_000  # the graph only, not 4 MiB of weights
     got = make_runner("ort", lazy, model_dir=ext_path.parent).run([FEED]).outputs[0]["y"]
     want = make_runner("ort", load_model(ext_path)).run([FEED]).outputs[0]["y"]
     np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("runner", ["emulate", "reference", "ort"])
-def test_a_lazy_conversion_runs_saved_or_pending_and_matches_in_memory(ext_path: Path, tmp_path: Path,
-                                                                      runner: str) -> None:
+def test_a_lazy_conversion_runs_saved_or_pending_and_matches_in_memory(
+    ext_path: Path, tmp_path: Path, runner: str
+) -> None:
     options = ConvertOptions(data_max=float("inf"), keep_io_types=True)
     eager = convert(load_model(ext_path), options=options, magnitudes=None)
     lazy = convert(load_model(ext_path, weights="lazy"), options=options, magnitudes=None, base_dir=ext_path.parent)
@@ -51,15 +53,19 @@ def test_a_lazy_conversion_runs_saved_or_pending_and_matches_in_memory(ext_path:
 
 
 def test_reference_refuses_big_external_weights(ext_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(reference_runner, "MAX_EXTERNAL_BYTES", 1 << 20)    # the test setting: 1 MiB
+    monkeypatch.setattr(reference_runner, "MAX_EXTERNAL_BYTES", 1 << 20)  # the test setting: 1 MiB
     runner = make_runner("reference", load_model(ext_path, weights="lazy"), model_dir=ext_path.parent)
     with pytest.raises(RunnerUnavailable, match=r"onnx.reference is not useful .* use --runner emulate"):
         runner.run([FEED])
 
 
 def test_emulate_widens_a_lazy_fp16_model_on_disk(ext_path: Path, tmp_path: Path) -> None:
-    fp16 = convert(load_model(ext_path, weights="lazy"), options=ConvertOptions(data_max=float("inf")),
-                   magnitudes=None, base_dir=ext_path.parent)
+    fp16 = convert(
+        load_model(ext_path, weights="lazy"),
+        options=ConvertOptions(data_max=float("inf")),
+        magnitudes=None,
+        base_dir=ext_path.parent,
+    )
     save_model(fp16.model, tmp_path / "f" / "h.onnx", base_dir=fp16.base_dir)
     lazy = load_model(tmp_path / "f" / "h.onnx", weights="lazy")
     assert [t.data_type for t in external_tensors(lazy)] == [onnx.TensorProto.FLOAT16] * 4

@@ -1,4 +1,5 @@
 """Latency measurement (fake clock), speed claims, and the ort-cuda runner's CPU-only paths."""
+
 from __future__ import annotations
 
 import itertools
@@ -28,12 +29,13 @@ class FakeClock:
     def cost(self, seconds: float) -> object:
         def call() -> None:
             self.now += seconds
+
         return call
 
 
 def test_interleaved_takes_the_median_of_round_medians_with_a_fake_clock() -> None:
     clock = FakeClock()
-    slow_rounds = itertools.cycle([0.004, 0.004, 0.010])   # one noisy repeat in three
+    slow_rounds = itertools.cycle([0.004, 0.004, 0.010])  # one noisy repeat in three
     calls = {"fp32": clock.cost(0.002), "fp16": lambda: setattr(clock, "now", clock.now + next(slow_rounds))}
     result = interleaved(calls, config=TimingConfig(warmup=2, repeats=3, rounds=4), clock=clock)
     assert result["fp32"].median_ms == pytest.approx(2.0)
@@ -55,9 +57,18 @@ def test_timing_config_rejects_nonsense() -> None:
         TimingConfig(repeats=0)
 
 
-@pytest.mark.parametrize(("runner", "providers", "claims"), [
-    ("ort-cuda", (), True), ("trt", (), True), ("ort", ("CUDAExecutionProvider",), True),
-    ("emulate", (), False), ("ort", (), False), ("ort", ("CPUExecutionProvider",), False), ("reference", (), False)])
+@pytest.mark.parametrize(
+    ("runner", "providers", "claims"),
+    [
+        ("ort-cuda", (), True),
+        ("trt", (), True),
+        ("ort", ("CUDAExecutionProvider",), True),
+        ("emulate", (), False),
+        ("ort", (), False),
+        ("ort", ("CPUExecutionProvider",), False),
+        ("reference", (), False),
+    ],
+)
 def test_only_gpu_runners_claim_speed(runner: str, providers: tuple[str, ...], claims: bool) -> None:
     reason = speed_claim(runner, providers)
     assert (reason == "") is claims
@@ -70,11 +81,16 @@ def test_speedup_is_none_when_a_latency_is_missing() -> None:
 
 
 def _shape_and_float_model() -> onnx.ModelProto:
-    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"),
-             helper.make_node("Relu", ["x"], ["y"], name="relu")]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 3])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 3]),
-                               helper.make_tensor_value_info("s", TensorProto.INT64, [2])])
+    nodes = [helper.make_node("Shape", ["x"], ["s"], name="shape"), helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 3])],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 3]),
+            helper.make_tensor_value_info("s", TensorProto.INT64, [2]),
+        ],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model

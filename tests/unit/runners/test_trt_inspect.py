@@ -6,6 +6,7 @@ model built strongly typed (Myelin fuses each linear with the cast after it), th
 typed (everything fp32, what Torch-TensorRT logged without explicit typing), an 11.x dump, a 10.x dump of a
 conv net with reformat layers, and a LAYER_NAMES_ONLY dump.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,9 @@ import pytest
 
 import test_models
 from harness.errors import InputDataError, RunnerError
-from harness.runners.tensorrt.precision_diff import Mismatch, check_against_onnx, declared_precisions
-from harness.runners.tensorrt.inspector import load_inspector_json, onnx_nodes_of, parse_inspector_json
 from harness.runners.tensorrt.datatypes import precision_from_text
+from harness.runners.tensorrt.inspector import load_inspector_json, onnx_nodes_of, parse_inspector_json
+from harness.runners.tensorrt.precision_diff import Mismatch, check_against_onnx, declared_precisions
 
 EXPLICIT_10X_STRONG = r"""
 {"Layers": [
@@ -113,11 +114,17 @@ MNIST_10X_FP16 = r"""
 "Bindings": ["Input3", "Plus214_Output_0"]}
 """
 
-NAMES_ONLY_10X = json.dumps({
-    "Layers": ["Reformatting CopyNode for Input Tensor 0 to Convolution28 + Plus30 + ReLU32",
-               "Convolution28 + Plus30 + ReLU32", "{ForeignNode[/linear1/MatMul.../Cast]}", "__myl_Mul_myl0_0"],
-    "Bindings": ["Input3", "Plus214_Output_0"],
-})
+NAMES_ONLY_10X = json.dumps(
+    {
+        "Layers": [
+            "Reformatting CopyNode for Input Tensor 0 to Convolution28 + Plus30 + ReLU32",
+            "Convolution28 + Plus30 + ReLU32",
+            "{ForeignNode[/linear1/MatMul.../Cast]}",
+            "__myl_Mul_myl0_0",
+        ],
+        "Bindings": ["Input3", "Plus214_Output_0"],
+    }
+)
 
 
 @pytest.fixture(scope="module")
@@ -127,16 +134,35 @@ def explicit_typing() -> onnx.ModelProto:
 
 # ---------------------------------------------------------------- dtype strings
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("Row major linear FP32", "fp32"), ("Row major linear FP32 format (kLINEAR)", "fp32"),
-    ("Row major linear FP16 format", "fp16"), ("Channel major FP16 format where channel % 8 == 0", "fp16"),
-    ("Channel major FP32 format where channel % 4 == 0", "fp32"), ("Float", "fp32"), ("Half", "fp16"),
-    ("BFloat16", "bf16"), ("BFLOAT16", "bf16"), ("Row major linear BF16 format", "bf16"),
-    ("Row major Int8 format", "int8"), ("Thirty-two wide channel vectorized row major Int8 format", "int8"),
-    ("UInt8", "uint8"), ("Int32", "int32"), ("Int64", "int64"), ("Bool", "bool"), ("FP8", "fp8"),
-    ("Float8E4M3FN", "fp8"), ("Int4", "int4"), ("FP4", "fp4"), ("Float16", "fp16"),
-    ("kLINEAR", None), ("", None),
-])
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Row major linear FP32", "fp32"),
+        ("Row major linear FP32 format (kLINEAR)", "fp32"),
+        ("Row major linear FP16 format", "fp16"),
+        ("Channel major FP16 format where channel % 8 == 0", "fp16"),
+        ("Channel major FP32 format where channel % 4 == 0", "fp32"),
+        ("Float", "fp32"),
+        ("Half", "fp16"),
+        ("BFloat16", "bf16"),
+        ("BFLOAT16", "bf16"),
+        ("Row major linear BF16 format", "bf16"),
+        ("Row major Int8 format", "int8"),
+        ("Thirty-two wide channel vectorized row major Int8 format", "int8"),
+        ("UInt8", "uint8"),
+        ("Int32", "int32"),
+        ("Int64", "int64"),
+        ("Bool", "bool"),
+        ("FP8", "fp8"),
+        ("Float8E4M3FN", "fp8"),
+        ("Int4", "int4"),
+        ("FP4", "fp4"),
+        ("Float16", "fp16"),
+        ("kLINEAR", None),
+        ("", None),
+    ],
+)
 def test_precision_from_text(text: str, expected: str | None) -> None:
     assert precision_from_text(text) == expected
 
@@ -149,14 +175,17 @@ def test_bfloat16_is_not_read_as_float() -> None:
 
 # ---------------------------------------------------------------- 10.x
 
+
 def test_10x_detailed_dump_of_strongly_typed_explicit_typing(explicit_typing: onnx.ModelProto) -> None:
     report = parse_inspector_json(EXPLICIT_10X_STRONG)
     assert (report.schema, report.detailed) == ("10.x", True)
     assert [layer.precision for layer in report.layers] == ["fp16", "fp32", "fp32"]
     assert report.layers[0].onnx_nodes == ("/linear1/MatMul", "/linear1/Add", "/Cast")
     assert report.layers[0].tactic.startswith("__myl_MulSumAddCas")
-    assert [(io.name, io.mode, io.precision) for io in report.io_tensors] == [("x", "input", None),
-                                                                              ("y", "output", None)]
+    assert [(io.name, io.mode, io.precision) for io in report.io_tensors] == [
+        ("x", "input", None),
+        ("y", "output", None),
+    ]
     assert report.histogram() == {"fp16": 1, "fp32": 2}
     assert report.low_precision_share() == pytest.approx(1 / 3)
     assert check_against_onnx(report, explicit_typing) == []
@@ -166,7 +195,8 @@ def test_weakly_typed_engine_is_caught(explicit_typing: onnx.ModelProto) -> None
     mismatches = check_against_onnx(parse_inspector_json(EXPLICIT_10X_WEAK), explicit_typing)
     node = [m for m in mismatches if m.kind == "node"]
     assert [(m.subject, m.expected, m.realized, m.layer) for m in node] == [
-        ("/linear1/MatMul, /linear1/Add, /Cast", "fp16", "fp32", "__myl_MulSumAddCas_myl0_0")]
+        ("/linear1/MatMul, /linear1/Add, /Cast", "fp16", "fp32", "__myl_MulSumAddCas_myl0_0")
+    ]
     (engine,) = [m for m in mismatches if m.kind == "engine"]
     assert "no fp16/bf16 compute layer" in engine.realized
     # linear2's fp16 bias is an ONNX initializer seen as a layer input: its type is checked by name
@@ -201,11 +231,14 @@ def test_layer_names_only_dump_maps_names_but_cannot_be_checked(explicit_typing:
 
 # ---------------------------------------------------------------- 11.x
 
+
 def test_11x_dump_with_io_tensors_and_split_datatype(explicit_typing: onnx.ModelProto) -> None:
     report = parse_inspector_json(EXPLICIT_11X_STRONG)
     assert (report.schema, report.detailed) == ("11.x", True)
     assert [(io.name, io.mode, io.precision, io.dims) for io in report.io_tensors] == [
-        ("x", "input", "fp32", (1, 10)), ("y", "output", "fp32", (1, 40))]
+        ("x", "input", "fp32", (1, 10)),
+        ("y", "output", "fp32", (1, 40)),
+    ]
     assert [layer.precision for layer in report.layers] == ["fp16", "fp32", "fp32"]
     assert report.layers[2].onnx_nodes == ("/linear3/MatMul", "/linear3/Add")  # from Name: no Metadata
     assert report.layers[0].inputs[0].text == "Float | Row major linear FP32 format (kLINEAR)"
@@ -213,8 +246,12 @@ def test_11x_dump_with_io_tensors_and_split_datatype(explicit_typing: onnx.Model
 
 
 def test_11x_keys_are_case_insensitive() -> None:
-    shouty = EXPLICIT_11X_STRONG.replace('"Datatype"', '"DATATYPE"').replace('"IOMode"', '"ioMode"') \
-        .replace('"Layers"', '"layers"').replace('"I/O Tensors"', '"I/O tensors"')
+    shouty = (
+        EXPLICIT_11X_STRONG.replace('"Datatype"', '"DATATYPE"')
+        .replace('"IOMode"', '"ioMode"')
+        .replace('"Layers"', '"layers"')
+        .replace('"I/O Tensors"', '"I/O tensors"')
+    )
     assert parse_inspector_json(shouty) == parse_inspector_json(EXPLICIT_11X_STRONG)
 
 
@@ -231,7 +268,11 @@ def test_foreign_node_range_is_expanded_for_the_check(explicit_typing: onnx.Mode
     data["Layers"][1]["Inputs"][0]["Datatype"] = "Float"
     node, engine = check_against_onnx(parse_inspector_json(data), explicit_typing)
     assert (node.kind, node.subject, node.expected, node.realized) == (
-        "node", "/linear1/MatMul, /linear1/Add, /Cast", "fp16", "fp32")
+        "node",
+        "/linear1/MatMul, /linear1/Add, /Cast",
+        "fp16",
+        "fp32",
+    )
     assert engine.kind == "engine"  # and no layer is fp16 any more
 
 
@@ -249,14 +290,18 @@ def test_io_and_named_tensor_mismatches(explicit_typing: onnx.ModelProto) -> Non
 
 # ---------------------------------------------------------------- mapping and declared types
 
-@pytest.mark.parametrize(("name", "metadata", "expected"), [
-    ("conv + bn + relu", "", ("conv", "bn", "relu")),
-    ("anything", "[ONNX Layer: conv]\x1e[ONNX Layer: bn]\x1e[ONNX Layer: relu]", ("conv", "bn", "relu")),
-    ("PWN(Add, Sub)", "[ONNX Layer: Add]\x1e[ONNX Layer: Sub]", ("Add", "Sub")),
-    ("node with + in [brackets]", "[ONNX Layer: a + b]", ("a + b",)),
-    ("Reformatting CopyNode for Input Tensor 0 to conv", "", ()),
-    ("__myl_Mul_myl0_0", "", ()),
-])
+
+@pytest.mark.parametrize(
+    ("name", "metadata", "expected"),
+    [
+        ("conv + bn + relu", "", ("conv", "bn", "relu")),
+        ("anything", "[ONNX Layer: conv]\x1e[ONNX Layer: bn]\x1e[ONNX Layer: relu]", ("conv", "bn", "relu")),
+        ("PWN(Add, Sub)", "[ONNX Layer: Add]\x1e[ONNX Layer: Sub]", ("Add", "Sub")),
+        ("node with + in [brackets]", "[ONNX Layer: a + b]", ("a + b",)),
+        ("Reformatting CopyNode for Input Tensor 0 to conv", "", ()),
+        ("__myl_Mul_myl0_0", "", ()),
+    ],
+)
 def test_onnx_nodes_of(name: str, metadata: str, expected: tuple[str, ...]) -> None:
     assert onnx_nodes_of(name, metadata) == expected
 
@@ -275,14 +320,18 @@ def test_report_to_dict_is_json() -> None:
 
 # ---------------------------------------------------------------- malformed dumps
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("{not json", "not JSON"),
-    ('{"Bindings": []}', "no 'Layers' list"),
-    ('["a", "b"]', "no 'Layers' list"),
-    ('{"Layers": [42]}', "layer 0: expected a layer object or name, got int"),
-    ('{"Layers": [{"Name": "l", "Outputs": ["t"]}]}', "expected a tensor object, got str"),
-    ('{"Layers": [], "I/O Tensors": ["x"]}', "'I/O Tensors': expected objects"),
-])
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "not JSON"),
+        ('{"Bindings": []}', "no 'Layers' list"),
+        ('["a", "b"]', "no 'Layers' list"),
+        ('{"Layers": [42]}', "layer 0: expected a layer object or name, got int"),
+        ('{"Layers": [{"Name": "l", "Outputs": ["t"]}]}', "expected a tensor object, got str"),
+        ('{"Layers": [], "I/O Tensors": ["x"]}', "'I/O Tensors': expected objects"),
+    ],
+)
 def test_malformed_dumps_raise_runner_error(text: str, message: str) -> None:
     with pytest.raises(RunnerError, match=message):
         parse_inspector_json(text)

@@ -5,6 +5,7 @@ installed (the main CI legs) the RunnerUnavailable path is exercised against the
 tests need TensorRT (full, or TensorRT-RTX on a GPU of compute capability 8.0/8.6/8.9/12.x), a CUDA library and a
 GPU, and skip saying which is missing.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,13 +20,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import test_models
+from harness.data.feeds import InputSpec
 from harness.dtypes import bf16_to_bits, np_dtype
 from harness.errors import RunnerError, RunnerUnavailable
-from harness.data.feeds import InputSpec
 from harness.runners import make_runner
-from harness.runners.tensorrt.runner import TrtOptions, TrtRunner, profile_shapes
-from harness.runners.tensorrt.device import open_device
-from harness.runners.tensorrt.library import import_tensorrt, installed_module
 from harness.runners.tensorrt.datatypes import (
     ELEM_TO_TRT,
     TRT_TO_ELEM,
@@ -37,6 +35,9 @@ from harness.runners.tensorrt.datatypes import (
     to_engine_array,
     trt_version,
 )
+from harness.runners.tensorrt.device import open_device
+from harness.runners.tensorrt.library import import_tensorrt, installed_module
+from harness.runners.tensorrt.runner import TrtOptions, TrtRunner, profile_shapes
 
 HAS_TENSORRT = installed_module() is not None
 HARNESS = Path(__file__).resolve().parents[3] / "harness" / "runners" / "tensorrt"
@@ -52,6 +53,7 @@ def _model(name: str) -> onnx.ModelProto:
 
 # ---------------------------------------------------------------- tensorrt missing: the real path
 
+
 @pytest.mark.skipif(HAS_TENSORRT, reason="a TensorRT module is installed here; the missing-TensorRT path cannot happen")
 def test_trt_runner_is_unavailable_without_tensorrt() -> None:
     runner = make_runner("trt", _model("explicit_typing"))
@@ -60,19 +62,23 @@ def test_trt_runner_is_unavailable_without_tensorrt() -> None:
     feed = {"x": np.zeros((1, 10), np.float32)}
     with pytest.raises(RunnerUnavailable) as info:
         runner.run([feed])
-    assert str(info.value) == ('no TensorRT is installed (neither tensorrt nor tensorrt_rtx_bindings): pip install '
-                               '"castguard[trt]" (TensorRT-RTX, builds on any machine), or install full TensorRT '
-                               '10/11 on a machine with an NVIDIA GPU')
+    assert str(info.value) == (
+        "no TensorRT is installed (neither tensorrt nor tensorrt_rtx_bindings): pip install "
+        '"castguard[trt]" (TensorRT-RTX, builds on any machine), or install full TensorRT '
+        "10/11 on a machine with an NVIDIA GPU"
+    )
     assert not runner.is_active
     with pytest.raises(RunnerUnavailable, match="no TensorRT is installed"), runner:
         pass
 
 
-def test_a_tensorrt_that_cannot_load_its_library_is_unavailable(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tensorrt_that_cannot_load_its_library_is_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``tensorrt`` is imported first: an installed one whose shared library is missing (no libnvinfer) is unavailable."""
     (tmp_path / "tensorrt.py").write_text(
-        "raise ImportError('libnvinfer.so.10: cannot open shared object file: No such file or directory')\n")
+        "raise ImportError('libnvinfer.so.10: cannot open shared object file: No such file or directory')\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "tensorrt", raising=False)
     with pytest.raises(RunnerUnavailable, match="tensorrt is installed but cannot be loaded: libnvinfer.so.10"):
@@ -82,12 +88,16 @@ def test_a_tensorrt_that_cannot_load_its_library_is_unavailable(tmp_path: Path,
 
 # ---------------------------------------------------------------- version and flag logic
 
-@pytest.mark.parametrize(("version", "members", "flags"), [
-    ("10.16.0.5", FLAGS_10X, 1 << 1),     # opt-in strong typing
-    ("10.12.0.36", FLAGS_10X, 2),
-    ("11.4.0.106", FLAGS_11X, 0),         # always strongly typed; the deprecated flag is not passed
-    ("11.1.0", {}, 0),
-])
+
+@pytest.mark.parametrize(
+    ("version", "members", "flags"),
+    [
+        ("10.16.0.5", FLAGS_10X, 1 << 1),  # opt-in strong typing
+        ("10.12.0.36", FLAGS_10X, 2),
+        ("11.4.0.106", FLAGS_11X, 0),  # always strongly typed; the deprecated flag is not passed
+        ("11.1.0", {}, 0),
+    ],
+)
 def test_network_creation_flags(version: str, members: dict[str, int], flags: int) -> None:
     assert network_creation_flags(version, members) == flags
 
@@ -96,13 +106,16 @@ def test_tensorrt_rtx_1x_passes_the_version_gate_with_no_flag() -> None:
     """TensorRT-RTX 1.7.1's NetworkDefinitionCreationFlag has only STRONGLY_TYPED = 0; every network is strongly typed."""
     assert network_creation_flags("1.7.1.116", {"STRONGLY_TYPED": 0}, rtx=True) == 0
     with pytest.raises(RunnerUnavailable, match="too old"):
-        network_creation_flags("1.7.1.116", {"STRONGLY_TYPED": 0})      # read as full TensorRT 1.7
+        network_creation_flags("1.7.1.116", {"STRONGLY_TYPED": 0})  # read as full TensorRT 1.7
 
 
-@pytest.mark.parametrize(("version", "members", "message"), [
-    ("8.6.1.6", {"EXPLICIT_BATCH": 0}, "too old"),
-    ("10.0.0", {"EXPLICIT_BATCH": 0}, "has no NetworkDefinitionCreationFlag.STRONGLY_TYPED"),
-])
+@pytest.mark.parametrize(
+    ("version", "members", "message"),
+    [
+        ("8.6.1.6", {"EXPLICIT_BATCH": 0}, "too old"),
+        ("10.0.0", {"EXPLICIT_BATCH": 0}, "has no NetworkDefinitionCreationFlag.STRONGLY_TYPED"),
+    ],
+)
 def test_network_creation_flags_refuse_weak_typing(version: str, members: dict[str, int], message: str) -> None:
     with pytest.raises(RunnerUnavailable, match=message):
         network_creation_flags(version, members)
@@ -124,17 +137,31 @@ def test_tf32_is_cleared_unless_asked_for() -> None:
 
 def test_runner_never_sets_weak_typing_apis() -> None:
     """No deprecated/removed precision controls anywhere in the runner code (tensorrt.md §2.1, §2.6)."""
-    source = "\n".join((HARNESS / f).read_text() for f in ("runner.py", "datatypes.py", "plan.py", "engine.py",
-                                                           "device.py", "typed_build.py"))
-    for banned in ("EXPLICIT_BATCH", "BuilderFlag.FP16", "BuilderFlag.BF16", "BuilderFlag.INT8", "BuilderFlag.FP8",
-                   "PRECISION_CONSTRAINTS", "set_output_type", "precision_is_set", "pycuda.autoinit",
-                   "set_timing_cache", "ComputeCapability.CURRENT", "set_compute_capability"):
+    source = "\n".join(
+        (HARNESS / f).read_text()
+        for f in ("runner.py", "datatypes.py", "plan.py", "engine.py", "device.py", "typed_build.py")
+    )
+    for banned in (
+        "EXPLICIT_BATCH",
+        "BuilderFlag.FP16",
+        "BuilderFlag.BF16",
+        "BuilderFlag.INT8",
+        "BuilderFlag.FP8",
+        "PRECISION_CONSTRAINTS",
+        "set_output_type",
+        "precision_is_set",
+        "pycuda.autoinit",
+        "set_timing_cache",
+        "ComputeCapability.CURRENT",
+        "set_compute_capability",
+    ):
         assert banned not in source
     assert not re.search(r"\.precision\s*=", source)
     assert "pycuda.autoprimaryctx" in source and "STRONGLY_TYPED" in source and "DETAILED" in source
 
 
 # ---------------------------------------------------------------- host buffers and dtypes
+
 
 def test_fp32_and_fp16_inputs_pass_through_contiguous() -> None:
     x = np.arange(12, dtype=np.float32).reshape(3, 4).T  # not C-contiguous
@@ -172,10 +199,19 @@ def test_fp8_io_is_refused() -> None:
         from_engine_array(np.zeros(3, np.float32), "BF16", tensor="y")
 
 
-@pytest.mark.parametrize(("trt_name", "dtype"), [
-    ("FLOAT", np.float32), ("HALF", np.float16), ("BF16", np.uint16), ("INT8", np.int8), ("UINT8", np.uint8),
-    ("INT32", np.int32), ("INT64", np.int64), ("BOOL", np.bool_),
-])
+@pytest.mark.parametrize(
+    ("trt_name", "dtype"),
+    [
+        ("FLOAT", np.float32),
+        ("HALF", np.float16),
+        ("BF16", np.uint16),
+        ("INT8", np.int8),
+        ("UINT8", np.uint8),
+        ("INT32", np.int32),
+        ("INT64", np.int64),
+        ("BOOL", np.bool_),
+    ],
+)
 def test_host_dtypes(trt_name: str, dtype: type) -> None:
     assert host_dtype(trt_name, tensor="t") == np.dtype(dtype)
 
@@ -188,8 +224,10 @@ def test_trt_onnx_numpy_type_tables_agree() -> None:
     assert np_dtype(TRT_TO_ELEM["BF16"]) == ml_dtypes.bfloat16
 
 
-@pytest.mark.parametrize(("name", "label"), [("HALF", "fp16"), ("DataType.BF16", "bf16"), ("float", "fp32"),
-                                             ("FP8", "fp8"), ("INT64", "int64")])
+@pytest.mark.parametrize(
+    ("name", "label"),
+    [("HALF", "fp16"), ("DataType.BF16", "bf16"), ("float", "fp32"), ("FP8", "fp8"), ("INT64", "int64")],
+)
 def test_precision_of_trt_dtype(name: str, label: str) -> None:
     assert precision_of_trt_dtype(name) == label
 
@@ -200,6 +238,7 @@ def test_unknown_trt_dtype_is_an_error() -> None:
 
 
 # ---------------------------------------------------------------- optimization profiles
+
 
 def test_static_inputs_need_no_profile() -> None:
     assert profile_shapes([InputSpec("x", TensorProto.FLOAT, (1, 10))], []) == {}
@@ -235,6 +274,7 @@ def test_options_validate_and_seed_the_profile() -> None:
 
 # ---------------------------------------------------------------- with TensorRT (skipped here)
 
+
 @pytest.fixture(scope="module")
 def tensorrt_ready() -> Iterator[None]:
     """TensorRT, a CUDA library and a CUDA device, or a skip that says which one is missing. (An unsupported GPU
@@ -242,7 +282,7 @@ def tensorrt_ready() -> Iterator[None]:
     try:
         import_tensorrt()
         open_device().close()
-        with TrtRunner(_model("explicit_typing")):     # an unsupported GPU: the runner's validity check says so
+        with TrtRunner(_model("explicit_typing")):  # an unsupported GPU: the runner's validity check says so
             pass
     except RunnerUnavailable as err:
         pytest.skip(str(err))
@@ -297,10 +337,12 @@ def test_needs_constraints_in_fp16_loses_x(tensorrt_ready: None) -> None:
 @pytest.mark.trt
 def test_bf16_io_round_trips(tensorrt_ready: None) -> None:
     graph = helper.make_graph(
-        [helper.make_node("Add", ["x", "one"], ["y"], name="add")], "bf16_add",
+        [helper.make_node("Add", ["x", "one"], ["y"], name="add")],
+        "bf16_add",
         [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [2, 4])],
         [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [2, 4])],
-        initializer=[helper.make_tensor("one", TensorProto.BFLOAT16, [], [1.0])])
+        initializer=[helper.make_tensor("one", TensorProto.BFLOAT16, [], [1.0])],
+    )
     model = helper.make_model_gen_version(graph, opset_imports=[helper.make_opsetid("", 17)])
     onnx.checker.check_model(model, full_check=True)
     x = np.linspace(-2, 2, 8, dtype=np.float32).reshape(2, 4).astype(ml_dtypes.bfloat16)

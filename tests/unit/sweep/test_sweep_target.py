@@ -1,4 +1,5 @@
 """``target`` in the sweep: case ids, converter options, pyproject / command-line sources, bad values."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,7 +20,9 @@ def test_target_reaches_the_converter_and_the_id_only_when_set() -> None:
 def test_target_from_pyproject_then_the_command_line() -> None:
     spec = build_sweep_spec(tables=[("pyproject.toml [tool.castguard.sweep]", {"target": "tensorrt"})])
     assert spec.target == "tensorrt"
-    spec = build_sweep_spec(tables=[("pyproject.toml", {"target": "tensorrt"})], options=SweepOptions(target="ort-cuda"))
+    spec = build_sweep_spec(
+        tables=[("pyproject.toml", {"target": "tensorrt"})], options=SweepOptions(target="ort-cuda")
+    )
     assert spec.target == "ort-cuda"
 
 

@@ -1,4 +1,5 @@
 """The bound: parsing --max_error, the normalized max error, top-1 agreement and the tolerance-policy criterion."""
+
 from __future__ import annotations
 
 import math
@@ -46,6 +47,6 @@ def test_top1_and_policy_criteria() -> None:
     bound = Bound(max_error=1.0, top1_outputs=("p",), min_top1=1.0)
     assert not measure(flipped, gold, bound).passed
     assert measure(flipped, gold, Bound(max_error=1.0)).passed
-    strict = Bound(max_error=1.0, use_policy=True)          # the default policy: a few fp16 ulps
+    strict = Bound(max_error=1.0, use_policy=True)  # the default policy: a few fp16 ulps
     result = measure(flipped, gold, strict)
     assert not result.passed and result.policy_failures == ("p",)

@@ -4,6 +4,7 @@
 input is the corner ``x = sign(w[:, j])`` of the column ``j`` with the largest ``sum |w[:, j]|``. The corner search
 (sign-gradient step from the centre of the box) finds it analytically, for any weights and any seed.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,6 +24,7 @@ def test_the_first_corner_is_the_worst_corner_of_a_linear_layer(seed: int, lo: f
     rng = np.random.default_rng(seed)
     w = rng.normal(size=(64, 10))
     box = Box(ranges=(("x", lo, hi),), base={"x": rng.uniform(lo, hi, (1, 64)).astype(np.float32)})
+
     def probe(feed: dict[str, np.ndarray]) -> np.ndarray:
         return (np.asarray(feed["x"], dtype=np.float64) @ w).ravel()
 
@@ -40,11 +42,13 @@ def test_blocks_and_ascent_on_an_input_larger_than_the_probe_budget() -> None:
     rng = np.random.default_rng(7)
     w = rng.normal(size=(4096,))
     box = Box(ranges=(("x", -1.0, 1.0),), base={"x": np.zeros((1, 4096), dtype=np.float32)})
+
     def probe(feed: dict[str, np.ndarray]) -> np.ndarray:
         return np.asarray([float(np.asarray(feed["x"], dtype=np.float64).ravel() @ w)])
 
     (corner,) = corner_feeds(probe, box, max_probes=64)
     assert np.isin(corner["x"], np.float32([-1.0, 1.0])).all()
+
     def score(feed: dict[str, np.ndarray]) -> float:
         return abs(float(probe(feed)[0]))
 
@@ -61,9 +65,16 @@ def test_the_hunt_finds_the_square_head_overflow_for_every_seed(seed: int) -> No
     assert set(all_low.low_nodes) == {"proj", "square", "mean"}
     rng = np.random.default_rng(seed)
     tuning = [{"x": rng.uniform(-1, 1, (1, 256)).astype(np.float32)} for _ in range(8)]
-    found = stress(model, all_low.model, bound=Bound(max_error=1e-2), calibration=tuning, examples=30, seed=seed,
-                   low_nodes=all_low.low_nodes)
+    found = stress(
+        model,
+        all_low.model,
+        bound=Bound(max_error=1e-2),
+        calibration=tuning,
+        examples=30,
+        seed=seed,
+        low_nodes=all_low.low_nodes,
+    )
     assert found.failing_feed is not None and found.found_by == "corner search"
-    assert found.worst_peak > 1.0                          # a low-precision tensor past 65504
+    assert found.worst_peak > 1.0  # a low-precision tensor past 65504
     x = found.failing_feed["x"].astype(np.float64).ravel()
     assert np.max(np.abs(x @ weights(model))) ** 2 > FP16_MAX

@@ -4,6 +4,7 @@ Checks the evaluation bound of the issue (<= 2 (K + 1) log2 C + 10), that the re
 ranking that hides the needed nodes at the end still finds them, and that a spent budget keeps the best
 passing plan (no silent fallback to an unverified one).
 """
+
 from __future__ import annotations
 
 import math
@@ -40,8 +41,11 @@ class FakeOracle:
         missing = len(self.needed - plan)
         ok = missing == 0 and self.reachable
         error = 5e-4 if ok else 1e-3 * (1 + missing)
-        result = Evaluation(kept=plan, measurement=Measurement(errors=(("y", error),), passed=ok, ratio=error / 1e-3),
-                            lowp_flop_share=1 - len(plan) / 1000)
+        result = Evaluation(
+            kept=plan,
+            measurement=Measurement(errors=(("y", error),), passed=ok, ratio=error / 1e-3),
+            lowp_flop_share=1 - len(plan) / 1000,
+        )
         self.seen[plan] = result
         return result
 
@@ -52,8 +56,11 @@ NODES = [f"n{i}" for i in range(200)]
 @pytest.mark.parametrize("needed", [set(), {"n7"}, {"n3", "n150"}, {f"n{i}" for i in range(0, 200, 25)}])
 @pytest.mark.parametrize("order", ["good", "reversed"])
 def test_finds_the_minimal_set_within_the_bound(needed: set[str], order: str) -> None:
-    ranked = sorted(NODES, key=lambda n: (n not in needed, n)) if order == "good" else \
-        sorted(NODES, key=lambda n: (n in needed, n))
+    ranked = (
+        sorted(NODES, key=lambda n: (n not in needed, n))
+        if order == "good"
+        else sorted(NODES, key=lambda n: (n in needed, n))
+    )
     oracle = FakeOracle(needed)
     result = search(oracle, NODES, lambda: ranked)  # type: ignore[arg-type]
     assert result.best.kept == frozenset(needed) and result.complete
@@ -74,7 +81,7 @@ def test_segment_halving_would_spend_more() -> None:
         if not needed & set(segment):
             good.append(segment)
         elif len(segment) > 1:
-            segments += [segment[: len(segment) // 2], segment[len(segment) // 2:]]
+            segments += [segment[: len(segment) // 2], segment[len(segment) // 2 :]]
     assert oracle.spent < count
 
 

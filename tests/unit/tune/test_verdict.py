@@ -1,6 +1,7 @@
 """``castguard tune``'s exit code is a verdict: it tunes on several inputs and says which, feeds the inputs its hunt
 finds over the bound back into the search, exits 0 only when the final plan holds on every input found, and
 refuses a budget that runs out with less in low precision than the default conversion."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,9 @@ from tests.helpers.tune_heads import square_head, weights, worst_corner
 
 
 def _tune(tmp: Path, model: Path, *extra: str) -> tuple[int, dict[str, object]]:
-    code = main(["tune", "--onnx_path", str(model), "--output_path", str(tmp / "out.onnx"), "--quiet", "--no_cache",
-                 *extra])
+    code = main(
+        ["tune", "--onnx_path", str(model), "--output_path", str(tmp / "out.onnx"), "--quiet", "--no_cache", *extra]
+    )
     plan = tmp / "out.plan.json"
     return code, (json.loads(plan.read_text()) if plan.exists() else {})
 
@@ -34,8 +36,9 @@ def _error(fp32: onnx.ModelProto, converted: onnx.ModelProto, feed: dict[str, np
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_the_hunt_finds_the_overflow_and_the_next_round_fixes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                 capsys: pytest.CaptureFixture[str], seed: int) -> None:
+def test_the_hunt_finds_the_overflow_and_the_next_round_fixes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], seed: int
+) -> None:
     monkeypatch.chdir(tmp_path)
     model = square_head(seed=seed)
     path = tmp_path / "head.onnx"
@@ -44,7 +47,7 @@ def test_the_hunt_finds_the_overflow_and_the_next_round_fixes_it(tmp_path: Path,
     out = capsys.readouterr().out
     assert code == 0 and plan["holds"] is True, out
     inputs = plan["inputs"]
-    assert inputs["tuning"] == 8 and "random: 8 input(s)" in inputs["feeds"]   # type: ignore[index,operator]
+    assert inputs["tuning"] == 8 and "random: 8 input(s)" in inputs["feeds"]  # type: ignore[index,operator]
     assert inputs["random_seed"] == seed and inputs["total"] == 9  # type: ignore[index]
     (counterexample,) = inputs["counterexamples"]  # type: ignore[index]
     assert counterexample["found_by"] == "corner search" and len(counterexample["inputs"]["x"]["values"]) == 256
@@ -57,7 +60,8 @@ def test_the_hunt_finds_the_overflow_and_the_next_round_fixes_it(tmp_path: Path,
 
 
 def test_a_plan_that_does_not_hold_exits_1_writes_no_model_and_records_the_input(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.chdir(tmp_path)
     model = square_head()
     path = tmp_path / "head.onnx"
@@ -78,11 +82,12 @@ def test_a_plan_that_does_not_hold_exits_1_writes_no_model_and_records_the_input
     assert _error(model, onnx.load(tmp_path / "replay.onnx"), {"x": x}) > 1e-2
 
 
-@pytest.mark.parametrize(("budget", "problem"), [("2", "nothing in low precision"),
-                                                 ("4", "less than the default conversion's 100.0%")])
+@pytest.mark.parametrize(
+    ("budget", "problem"), [("2", "nothing in low precision"), ("4", "less than the default conversion's 100.0%")]
+)
 def test_a_spent_budget_that_leaves_less_than_the_default_writes_nothing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], budget: str,
-        problem: str) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], budget: str, problem: str
+) -> None:
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "residual_cancel.onnx"
     onnx.save(tune_models.residual_cancel(), path)
