@@ -15,6 +15,7 @@ from harness import ortenv
 from harness.child import ChildFailed, run_child
 from harness.convert.magnitudes import REFRUN
 from harness.runners.tensorrt.typed_build import BUILD_SCRIPT
+from tests.helpers.graphs import IR_VERSION
 
 ECHO = "from harness.child import read_request, write_answer\nprint('noise')\nwrite_answer({'got': read_request()})"
 # what no child may load: the heavy parts of castguard, and onnx where the child never imported it before
@@ -87,7 +88,7 @@ def test_the_reference_run_child_imports_numpy_and_onnxruntime_only(tmp_path: Pa
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=IR_VERSION)
     (tmp_path / "m.onnx").write_bytes(model.SerializeToString())
     np.savez(tmp_path / "b0.npz", x=np.array([[-1, 2, -3, 4]], np.float32))
     answer, modules = ask(
