@@ -46,14 +46,13 @@ def _pytest(folder: Path, *args: str) -> float:
 
 def _session_floor(distinct: int) -> float:
     """``distinct`` x (one ORT CPU session of the FP32 model + one run on the golden feeds), median of rounds."""
-    import test_models
-    from harness.data.models import bundled_models_dir
+    from harness.data.models import bundled_models_dir, bundled_registry
     from harness.data.onnxfile import load_model
     from harness.runners import make_runner
 
     path = bundled_models_dir() / MODEL / f"{MODEL}.onnx"
     model = load_model(path, weights="lazy")
-    inputs = test_models.default_inputs(MODEL)
+    inputs = bundled_registry().default_inputs(MODEL)
     assert inputs is not None
     import numpy as np
 
