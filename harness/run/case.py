@@ -26,11 +26,11 @@ from harness.report import CaseRecord
 from harness.run.cache import ContentCache
 from harness.run.context import CaseSettings, ModelContext, cannot_judge, case_providers, targets_tensorrt
 from harness.run.dedup import SameModels
-from harness.run.steps.convert import BuildChecked, Converted, build_check_step, convert_cached, convert_step
+from harness.run.steps.convert import Converted, build_check_step, convert_cached, convert_step
 from harness.run.steps.diagnose import diagnose_step, failure_message
-from harness.run.steps.duplicate import Duplicate, find_duplicate
+from harness.run.steps.duplicate import find_duplicate
 from harness.run.steps.execute import execute_step, time_step
-from harness.run.steps.record import NOT_BUILT, case_record, record_step, reused_record, tensorrt_verdict
+from harness.run.steps.record import Progress, case_record, record_step, reused_record, tensorrt_verdict
 from harness.run.steps.tuned import Tuned
 from harness.run.steps.verdict import judge_step
 from harness.runners.ort import CPU
@@ -62,80 +62,38 @@ def run_case(
     """Run one case; see the module docstring. ``first_of_model`` charges the magnitudes time to it; with
     ``same``, a case whose converted model is identical to an earlier case's reuses that record (not run);
     ``notes`` are display notes for the record (its input plan, golden drift)."""
-    started = time.perf_counter()
-    mags_s = ctx.magnitudes_s if first_of_model else 0.0
+    progress = Progress(
+        ctx=ctx,
+        case=case,
+        started=time.perf_counter(),
+        notes=tuple(notes),
+        magnitudes_s=ctx.magnitudes_s if first_of_model else 0.0,
+    )
     reason = cannot_judge(case, settings)
     if reason is not None:
-        return case_record(
-            ctx,
-            case,
-            status="skip",
-            message=reason,
-            runner=f"ort[{CPU}]",
-            notes=notes,
-            started=started,
-            magnitudes_s=mags_s,
-        )
+        return case_record(progress, status="skip", message=reason, runner=f"ort[{CPU}]")
     providers = case_providers(case, settings)
-    converted: Converted | None = None
-    built: BuildChecked = NOT_BUILT
-    duplicate: Duplicate | None = None
     try:
         converted = convert_step(ctx, case, cache)
-        built = build_check_step(ctx, converted, enabled=settings.trt_build_check, cache=cache)
+        progress = replace(progress, converted=converted)
+        progress = replace(
+            progress, built=build_check_step(ctx, converted, enabled=settings.trt_build_check, cache=cache)
+        )
         if same is not None:
             duplicate = find_duplicate(ctx, case, converted, same=same, providers=providers)
+            progress = replace(progress, duplicate=duplicate)
             if duplicate.first is not None:
-                return tensorrt_verdict(
-                    reused_record(
-                        ctx,
-                        case,
-                        duplicate.first,
-                        kind=duplicate.kind,
-                        notes=notes,
-                        started=started,
-                        magnitudes_s=mags_s,
-                        converted=converted,
-                        built=built,
-                        duplicate=duplicate,
-                    ),
-                    case,
-                )
+                return tensorrt_verdict(reused_record(progress, duplicate.first, kind=duplicate.kind), case)
         executed = execute_step(ctx, case, converted, providers=providers)
     except RunnerUnavailable as err:
-        return tensorrt_verdict(
-            case_record(
-                ctx,
-                case,
-                status="skip",
-                message=str(err),
-                runner=case.runner,
-                notes=notes,
-                started=started,
-                magnitudes_s=mags_s,
-                converted=converted,
-                built=built,
-                duplicate=duplicate,
-            ),
-            case,
-        )
+        return tensorrt_verdict(case_record(progress, status="skip", message=str(err), runner=case.runner), case)
     except (UserError, RunnerError) as err:
-        return case_record(
-            ctx,
-            case,
-            status="error",
-            message=f"{ctx.spec.name} [{case.id}] could not run: {err}",
-            runner=case.runner,
-            notes=notes,
-            started=started,
-            magnitudes_s=mags_s,
-            converted=converted,
-            built=built,
-            duplicate=duplicate,
-        )
+        message = f"{ctx.spec.name} [{case.id}] could not run: {err}"
+        return case_record(progress, status="error", message=message, runner=case.runner)
     judged = judge_step(ctx, case, executed, policy=settings.tolerances)
-    diagnosed = (
-        diagnose_step(
+    diagnosed = None
+    if judged.status == "fail":
+        diagnosed = diagnose_step(
             ctx,
             case,
             converted,
@@ -145,27 +103,12 @@ def run_case(
             policy=settings.tolerances,
             report_dir=settings.report_dir,
         )
-        if judged.status == "fail"
-        else None
-    )
     timed = time_step(ctx, case, converted, settings=settings, providers=providers)
     record = record_step(
-        ctx,
-        case,
-        settings=settings,
-        notes=notes,
-        started=started,
-        magnitudes_s=mags_s,
-        converted=converted,
-        built=built,
-        duplicate=duplicate,
-        executed=executed,
-        judged=judged,
-        diagnosed=diagnosed,
-        timed=timed,
+        progress, settings=settings, executed=executed, judged=judged, diagnosed=diagnosed, timed=timed
     )
-    if same is not None and duplicate is not None:
-        same.remember(duplicate.graph, duplicate.plan, record)
+    if same is not None and progress.duplicate is not None:
+        same.remember(progress.duplicate.graph, progress.duplicate.plan, record)
     return tensorrt_verdict(record, case)
 
 
@@ -175,23 +118,11 @@ def run_tuned(ctx: ModelContext, case: Case, tuned: Tuned, *, settings: CaseSett
     record, as for any case. ``started``: when the tune step began (its seconds include the model's context, so
     magnitudes collected for it are not counted again)."""
     converted = Converted(conversion=tuned.conversion, cached=False, seconds=0.0)
+    progress = Progress(ctx=ctx, case=case, started=started, notes=tuple(tuned.notes), converted=converted)
     executed = execute_step(ctx, case, converted, providers=())
     judged = replace(
         judge_step(ctx, case, executed, policy=settings.tolerances), status=tuned.status, message=tuned.message
     )  # the bound decides, not the tolerances
     return record_step(
-        ctx,
-        case,
-        settings=settings,
-        notes=tuned.notes,
-        started=started,
-        magnitudes_s=0.0,
-        converted=converted,
-        built=NOT_BUILT,
-        duplicate=None,
-        executed=executed,
-        judged=judged,
-        diagnosed=None,
-        timed=None,
-        tuned=tuned,
+        progress, settings=settings, executed=executed, judged=judged, diagnosed=None, timed=None, tuned=tuned
     )

@@ -7,8 +7,7 @@ own seconds; ``total_s`` is the case's wall time plus its share of the magnitude
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from harness.report import CaseRecord, Timings, output_stats, outputs_relpath, save_outputs
 from harness.run.context import CaseSettings, ModelContext, targets_tensorrt
@@ -38,19 +37,28 @@ def tensorrt_verdict(record: CaseRecord, case: Case) -> CaseRecord:
     return replace(record, status="fail", message="\n".join([head, fix] + ([record.message] if record.message else [])))
 
 
+@dataclass(frozen=True)
+class Progress:
+    """What a case has so far: its model context and settings, when it started, its display notes, and the results
+    of the steps up to find-duplicate (None/NOT_BUILT until a step has run). The later steps' results are passed to
+    the record functions directly."""
+
+    ctx: ModelContext
+    case: Case
+    started: float
+    magnitudes_s: float = 0.0
+    notes: tuple[str, ...] = ()
+    converted: Converted | None = None
+    built: BuildChecked = field(default=NOT_BUILT)
+    duplicate: Duplicate | None = None
+
+
 def case_record(
-    ctx: ModelContext,
-    case: Case,
+    progress: Progress,
     *,
     status: str,
     message: str,
     runner: str,
-    notes: Sequence[str],
-    started: float,
-    magnitudes_s: float,
-    converted: Converted | None = None,
-    built: BuildChecked = NOT_BUILT,
-    duplicate: Duplicate | None = None,
     executed: Executed | None = None,
     judged: Judged | None = None,
     diagnosed: Diagnosed | None = None,
@@ -60,6 +68,14 @@ def case_record(
     record_s: float = 0.0,
 ) -> CaseRecord:
     """The accuracy record of a case that ran (or stopped at some step: the later results are None)."""
+    ctx, case, converted, built, duplicate = (
+        progress.ctx,
+        progress.case,
+        progress.converted,
+        progress.built,
+        progress.duplicate,
+    )
+    magnitudes_s = progress.magnitudes_s
     conversion = None if converted is None else converted.conversion
     speed = None if timed is None else timed.speed
     timings = Timings(
@@ -74,7 +90,7 @@ def case_record(
         speed_s=timed.seconds if timed else 0.0,
         record_s=record_s,
         tune_s=tuned.seconds if tuned else 0.0,
-        total_s=time.perf_counter() - started + magnitudes_s,
+        total_s=time.perf_counter() - progress.started + magnitudes_s,
     )
     return CaseRecord(
         model=ctx.spec.name,
@@ -96,7 +112,7 @@ def case_record(
         diagnosis=diagnosed.diagnosis if diagnosed else None,
         outputs_file=outputs_file,
         golden_file=ctx.golden_file,
-        notes=tuple(notes),
+        notes=progress.notes,
         latency_ms=speed.latency_ms if speed else None,
         fp32_latency_ms=speed.fp32_latency_ms if speed else None,
         speedup=speed.speedup if speed else None,
@@ -111,16 +127,9 @@ def case_record(
 
 
 def record_step(
-    ctx: ModelContext,
-    case: Case,
+    progress: Progress,
     *,
     settings: CaseSettings,
-    notes: Sequence[str],
-    started: float,
-    magnitudes_s: float,
-    converted: Converted,
-    built: BuildChecked,
-    duplicate: Duplicate | None,
     executed: Executed,
     judged: Judged,
     diagnosed: Diagnosed | None,
@@ -129,21 +138,14 @@ def record_step(
 ) -> CaseRecord:
     """Save the case's outputs into the report folder (for a later recheck) and assemble its record."""
     start = time.perf_counter()
-    relpath = outputs_relpath(ctx.spec.name, ctx.inputs_id, case.id)
+    relpath = outputs_relpath(progress.ctx.spec.name, progress.ctx.inputs_id, progress.case.id)
     save_outputs(settings.report_dir, relpath, executed.outputs)
     message = diagnosed.message if diagnosed else judged.message
     return case_record(
-        ctx,
-        case,
+        progress,
         status=judged.status,
         message=message,
         runner=executed.runner,
-        notes=notes,
-        started=started,
-        magnitudes_s=magnitudes_s,
-        converted=converted,
-        built=built,
-        duplicate=duplicate,
         executed=executed,
         judged=judged,
         diagnosed=diagnosed,
@@ -154,20 +156,18 @@ def record_step(
     )
 
 
-def reused_record(
-    ctx: ModelContext,
-    case: Case,
-    first: CaseRecord,
-    *,
-    kind: str,
-    notes: Sequence[str],
-    started: float,
-    magnitudes_s: float,
-    converted: Converted,
-    built: BuildChecked,
-    duplicate: Duplicate,
-) -> CaseRecord:
-    """This case (converted, not run) completed from the equivalent earlier ``first`` record."""
+def reused_record(progress: Progress, first: CaseRecord, *, kind: str) -> CaseRecord:
+    """This case (converted, build-checked and found a duplicate, not run) completed from the equivalent earlier
+    ``first`` record."""
+    ctx, case, converted, built, duplicate = (
+        progress.ctx,
+        progress.case,
+        progress.converted,
+        progress.built,
+        progress.duplicate,
+    )
+    assert converted is not None and duplicate is not None, "a reused case was converted and matched"
+    magnitudes_s = progress.magnitudes_s
     message = first.message
     if message:
         how = "identical precision plan" if kind == "plan" else "identical graph"
@@ -181,14 +181,14 @@ def reused_record(
         convert_s=converted.seconds,
         build_check_s=built.seconds,
         dedup_s=duplicate.seconds,
-        total_s=time.perf_counter() - started + magnitudes_s,
+        total_s=time.perf_counter() - progress.started + magnitudes_s,
     )
     return replace(
         first,
         case=case,
         inputs_id=ctx.inputs_id,
         message=message,
-        notes=tuple(notes),
+        notes=progress.notes,
         lowp_flop_share=conversion.lowp_flop_share,
         lowp_share_bound=conversion.lowp_share_bound,
         cast_count=conversion.cast_count,
