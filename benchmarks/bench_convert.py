@@ -25,7 +25,7 @@ from onnx import TensorProto, helper, numpy_helper
 from harness.convert import ConvertOptions, collect_magnitudes, convert
 from harness.convert.flops import flop_share
 from harness.convert.graphinfo import build_info
-from harness.dtypes import LOW_ELEMS
+from harness.core.dtypes import LOW_ELEMS
 from harness.runners import make_runner
 
 AUTOCAST = Path(os.environ.get("CASTGUARD_AUTOCAST_SCRIPT", "/work/shared/tools/run_modelopt_autocast.sh"))

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 
 from harness.config import HarnessConfig
 from harness.data.models import bundled_models_dir
-from harness.run.session import AccuracySession, SweepCase
+from harness.pipeline.session import AccuracySession, SweepCase
 from harness.search.adversarial import search_case
 from harness.sweep import Case
 

@@ -4,7 +4,7 @@ Run: ``pytest benchmarks/bench_sweep.py -s -p no:xdist`` (figures are printed an
 JSON's ``extra_info``).
 
 * ``test_sweep_vs_one_case``: the default 24-case sweep, cold (empty cache), through the same domain code
-  as the suite (:class:`harness.run.session.AccuracySession`), against one case alone (magnitudes + one
+  as the suite (:class:`harness.pipeline.session.AccuracySession`), against one case alone (magnitudes + one
   conversion + one emulate run + compare). Target: the sweep <= 3x one case, because the magnitudes run
   is shared and conversions are cheap after it.
 * ``test_sweep_warm``: the 24 cases again with nothing changed (every magnitude and conversion from the cache).
@@ -29,7 +29,7 @@ import pytest
 
 from harness.config import HarnessConfig
 from harness.data.models import bundled_models_dir
-from harness.run.session import AccuracySession
+from harness.pipeline.session import AccuracySession
 from harness.sweep import SweepSpec
 
 ROOT = Path(__file__).resolve().parents[1]

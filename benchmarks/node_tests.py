@@ -17,7 +17,7 @@ both through the public ``convert_to_mixed_precision`` with its default random r
 Outcomes per conversion:
 - ``valid``: a model came back and :func:`tests.helpers.node_validity.validity_problem` finds nothing (onnx.checker
   full check, graph I/O names and shapes kept, onnxruntime CPU loads it where it has the kernels);
-- ``refused``: a :class:`~harness.errors.UserError` that is not a validation failure (the reason is counted);
+- ``refused``: a :class:`~harness.core.errors.UserError` that is not a validation failure (the reason is counted);
 - ``invalid``: the converter produced a model that failed its own validation or that check (a converter bug);
 - ``crash``: any other exception (a converter bug).
 """
@@ -39,7 +39,7 @@ import onnx
 from onnx.backend.test.case import node as node_cases
 
 from harness.convert import convert_to_mixed_precision
-from harness.errors import ConversionError, UserError
+from harness.core.errors import ConversionError, UserError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root, for tests.helpers
 from tests.helpers.node_validity import validity_problem  # noqa: E402

@@ -15,15 +15,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from harness.version import __version__
+from harness.core.version import __version__
 
 _API: dict[str, str] = {  # public name -> "module" or "module:attribute"
     # errors
-    "HarnessError": "harness.errors",
-    "UserError": "harness.errors",
-    "InputDataError": "harness.errors",
-    "ConversionError": "harness.errors",
-    "RunnerUnavailable": "harness.errors",
+    "HarnessError": "harness.core.errors",
+    "UserError": "harness.core.errors",
+    "InputDataError": "harness.core.errors",
+    "ConversionError": "harness.core.errors",
+    "RunnerUnavailable": "harness.core.errors",
     # data: models, feeds, goldens
     "resolve_model": "harness.data.models",
     "bundled_models_dir": "harness.data.models",
@@ -61,8 +61,8 @@ _API: dict[str, str] = {  # public name -> "module" or "module:attribute"
     "CaseRecord": "harness.report",
     "read_report": "harness.report",
     "HarnessConfig": "harness.config",
-    "AccuracySession": "harness.run.session",
-    "SweepCase": "harness.run.session",
+    "AccuracySession": "harness.pipeline.session",
+    "SweepCase": "harness.pipeline.session",
     # users' own tests (the castguard fixture's domain half) and runner plugins
     "Checker": "harness.check",
     "CheckResult": "harness.check",
@@ -97,18 +97,18 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
         convert_to_mixed_precision,
     )
     from harness.convert import convert as convert_model
+    from harness.core.errors import ConversionError, HarnessError, InputDataError, RunnerUnavailable, UserError
     from harness.data.feeds import cast_feeds, input_specs
     from harness.data.goldens import GoldenStore
     from harness.data.models import bundled_models_dir, resolve_model
     from harness.data.onnxfile import load_model
     from harness.data.recipes import InputRecipe, make_feeds, recipe_for_file
     from harness.diagnose import first_divergence
-    from harness.errors import ConversionError, HarnessError, InputDataError, RunnerUnavailable, UserError
     from harness.judge.compare import Tolerance, compare_outputs
     from harness.judge.paired import judge_outputs
     from harness.judge.tolerances import TolerancePolicy
+    from harness.pipeline.session import AccuracySession, SweepCase
     from harness.report import CaseRecord, Report, read_report
-    from harness.run.session import AccuracySession, SweepCase
     from harness.runners import RUNNER_NAMES, Runner, RunnerPlugin, RunResult, make_runner, runner_names
     from harness.runners.tensorrt.precision_diff import declared_precisions
     from harness.search.pairing import PairedRun as Judge

@@ -7,11 +7,11 @@ The ``castguard`` pytest fixture (:mod:`harness.plugin.fixture`) hands one out; 
                            runner="emulate")
     assert result.passed, result.explain()
 
-Everything goes through :class:`harness.run.session.AccuracySession` (one per model and inputs), so the golden
+Everything goes through :class:`harness.pipeline.session.AccuracySession` (one per model and inputs), so the golden
 policy (a missing golden is written and the check fails once; stale and corrupt goldens are errors; FP32 must
 still reproduce the golden), tolerances, runners, the cache and the TensorRT build check are the suite's. Each
 low-precision case's :class:`~harness.report.CaseRecord` goes to ``on_record`` (the report). Bad input (a missing
-model, inputs that do not fit it, an unknown runner) raises :class:`~harness.errors.UserError`.
+model, inputs that do not fit it, an unknown runner) raises :class:`~harness.core.errors.UserError`.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from typing import Union
 import numpy as np
 
 from harness.config import HarnessConfig
+from harness.core.errors import RunnerUnavailable, UserError
 from harness.diagnose.facts import Divergence
-from harness.errors import RunnerUnavailable, UserError
+from harness.pipeline.session import AccuracySession, SweepCase
 from harness.report import CaseRecord, OutputStats
-from harness.run.session import AccuracySession, SweepCase
 from harness.runners.tensorrt.typed_build import TrtBuild
 from harness.sweep import Case
 from harness.sweep.grid import BUILTIN_EXCLUSIONS, ExclusionSet

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.nightly.cli import add_history_command, add_merge_command, add_recheck_command
 from harness.options import add_options
 
@@ -59,8 +59,8 @@ def _goldens(args: argparse.Namespace) -> int:
 
 def _cache(args: argparse.Namespace) -> int:
     from harness.config import HarnessConfig, load_table
+    from harness.pipeline.cache_size import MB, evict, usage
     from harness.report.runs import folder_size, prune_runs, run_folders
-    from harness.run.cache_size import MB, evict, usage
 
     rootdir = Path(args.rootdir).resolve()
     cli = {

@@ -4,12 +4,12 @@ The pytest plugin (:mod:`harness.plugin`) keeps one :class:`CastguardRun` in ``c
 call it; ``castguard goldens`` builds the same object. It owns:
 
 * the validated :class:`~harness.config.HarnessConfig` and the project folder it came from;
-* the :class:`~harness.run.session.AccuracySession` (goldens, sweep cases) when models are given;
+* the :class:`~harness.pipeline.session.AccuracySession` (goldens, sweep cases) when models are given;
 * the :class:`~harness.report.collect.ReportSession` (this run's folder, case files, the published report);
 * the :class:`~harness.nightly.run.NightlyRun` (``--baseline``/``--history``/``--fail-on-regression``);
 * the shard (``--shard K/N``): its work, its start record and the non-case tests that failed.
 
-Life cycle: :meth:`CastguardRun.from_options` (usage errors raise :class:`~harness.errors.UserError` before
+Life cycle: :meth:`CastguardRun.from_options` (usage errors raise :class:`~harness.core.errors.UserError` before
 anything runs) -> :meth:`start` -> :meth:`add` per settled case record -> :meth:`finish` (builds, judges and
 writes the report; returns the exit status) -> :meth:`terminal_lines` -> :meth:`close`.
 
@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.config import HarnessConfig, find_project, load_table
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.nightly.run import NightlyOptions, NightlyRun, options_from
 from harness.options import given_options
+from harness.pipeline.session import AccuracySession
 from harness.report import CaseRecord, Provenance, Report
 from harness.report.collect import FinishedReport, ReportSession, settle, worker_name
 from harness.report.model import ShardInfo
-from harness.run.session import AccuracySession
 from harness.sweep.shards import ShardWork
 
 if TYPE_CHECKING:
@@ -234,7 +234,7 @@ class CastguardRun:
             return
         self.report.start()
         if self.session.shard_work is not None:
-            from harness.run.shard_run import shard_info
+            from harness.pipeline.shard_run import shard_info
 
             self.shard = ShardState(self.session.shard_work, shard_info(self.config, self.session.shard_work))
             self.report.mark_shard(self.shard.info, provenance=self.provenance())
@@ -342,7 +342,7 @@ class CastguardRun:
         )
         if self.finished.error is not None and exitstatus == 0:
             exitstatus = TESTS_FAILED  # no report written (a full disk): the summary says why
-        from harness.run.cache_size import evict_note
+        from harness.pipeline.cache_size import evict_note
 
         self.evicted = evict_note(self.config.cache_dir, max_mb=self.config.cache_max_mb)
         return exitstatus

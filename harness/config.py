@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.core.errors import UserError
+from harness.core.files import read_toml
+from harness.core.providers import CPU as CPU_PROVIDER
 from harness.data.recipes import parse_input_shapes, parse_val_range
-from harness.errors import UserError
-from harness.files import read_toml
 from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
 from harness.options import DESTS, SWEEP_DESTS, SWEEP_FILE_DEST
-from harness.providers import CPU as CPU_PROVIDER
 from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec
 from harness.sweep.grid import check_runner
 from harness.sweep.shards import Shard, parse_shard
@@ -67,7 +67,7 @@ class HarnessConfig:
     """``--shard K/N`` / ``[tool.castguard] shard = "K/N"``: run only this shard's part (harness.sweep.shards)."""
     trt_build_check: bool | None = None
     """``--trt-build-check`` / ``--no-trt-build-check`` / ``[tool.castguard] trt_build_check``; None: on when a
-    TensorRT module is installed (:mod:`harness.run.build_check`)."""
+    TensorRT module is installed (:mod:`harness.pipeline.build_check`)."""
 
     @property
     def runners(self) -> tuple[str, ...]:

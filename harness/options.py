@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.providers import CPU, CUDA
+from harness.core.providers import CPU, CUDA
 
 # dest -> [tool.castguard] key; the merge in config.py walks this table.
 DESTS: Mapping[str, str] = {

@@ -22,9 +22,9 @@ from harness.convert.magnitudes import Magnitudes, ReferenceRunError, collect_ma
 from harness.convert.options import ConvertOptions
 from harness.convert.pipeline import ConversionResult, convert
 from harness.convert.refdata import shape_like_inputs, unholdable_inputs
+from harness.core.errors import ConversionError
 from harness.data.onnxfile import load_model
 from harness.data.sizing import DYNAMIC_DEFAULT
-from harness.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
 
@@ -67,7 +67,7 @@ def convert_to_mixed_precision(
     """Convert an FP32 model to mixed FP32/FP16 or FP32/BF16; see `ConvertOptions` for every rule.
 
     ``data_max=None`` / ``init_max=None`` mean no limit, as in AutoCast. A missing model file raises
-    :class:`~harness.errors.ModelNotFound`, which is also a ``FileNotFoundError``.
+    :class:`~harness.core.errors.ModelNotFound`, which is also a ``FileNotFoundError``.
 
     Dynamic dims that neither ``input_shapes`` nor ``calibration_data`` sizes are set for the random reference
     data, with one warning naming each: a batch (leading dim of rank >= 2) to 1, every other dim to 128

@@ -31,9 +31,9 @@ from harness.convert.initializers import apply_storage, choose_storage
 from harness.convert.options import ConvertOptions
 from harness.convert.subgraphs import captured, rename_captures, subgraphs
 from harness.convert.validate import expected_io_type
+from harness.core.dtypes import FLOAT_TYPES
+from harness.core.errors import ConversionError
 from harness.data.names import fresh_name
-from harness.dtypes import FLOAT_TYPES
-from harness.errors import ConversionError
 
 ANY = -1
 ACCUMULATING = frozenset({"MatMul", "Gemm"})

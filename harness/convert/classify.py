@@ -38,8 +38,8 @@ from harness.convert.magnitudes import Magnitudes
 from harness.convert.options import ConvertOptions
 from harness.convert.subgraphs import nested_nodes
 from harness.convert.targets import load_target
-from harness.dtypes import ELEM_NAMES, FLOAT_TYPES, LOW_ELEMS, PRECISION_ELEMS, np_dtype
-from harness.errors import ConversionError
+from harness.core.dtypes import ELEM_NAMES, FLOAT_TYPES, LOW_ELEMS, PRECISION_ELEMS, np_dtype
+from harness.core.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
 CONTROL_FLOW = frozenset({"If", "Loop", "Scan", "SequenceMap"})

@@ -16,9 +16,9 @@ import onnx
 
 from harness.convert.api import DEFAULT_DATA_MAX, DEFAULT_INIT_MAX, ReferenceData, convert_path
 from harness.convert.options import TARGETS, ConvertOptions, parse_node_precisions
+from harness.core.errors import ConversionError, UserError
 from harness.data.onnxfile import is_lazy, load_model, save_model
 from harness.data.recipes import parse_input_shapes
-from harness.errors import ConversionError, UserError
 
 LOG = logging.getLogger("harness.convert")
 
@@ -222,7 +222,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> onnx.ModelProto:
     """AutoCast's ``main(argv)``: convert, save, and return the converted ``ModelProto``. Errors raise (a
-    :class:`~harness.errors.UserError` names the problem and the fix); the console script is :func:`console`."""
+    :class:`~harness.core.errors.UserError` names the problem and the fix); the console script is :func:`console`."""
     model, target = run(_parse(argv))
     # the CLI keeps big weights on disk (a lazy model); the caller gets the saved model whole
     return load_model(target, check=False) if is_lazy(model) else model

@@ -20,7 +20,7 @@ import onnx
 from onnx import numpy_helper
 
 from harness.convert.depth import reduction_depth
-from harness.dtypes import FLOAT_TYPES, LOW_ELEMS
+from harness.core.dtypes import FLOAT_TYPES, LOW_ELEMS
 
 ShapeOf = Callable[[str], tuple[int | None, ...] | None]
 _INPUT_SIZED = (

@@ -30,7 +30,7 @@ from onnx import TensorProto
 
 from harness.convert.classify import Decision
 from harness.convert.graphinfo import GraphInfo, domain_of
-from harness.dtypes import LOW_ELEMS
+from harness.core.dtypes import LOW_ELEMS
 
 LOG = logging.getLogger("harness.convert")
 DATA_MOVEMENT = frozenset(

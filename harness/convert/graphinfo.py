@@ -17,7 +17,7 @@ from onnx import TensorProto, defs, helper
 from onnx.external_data_helper import uses_external_data
 
 from harness.convert.weights import Weights
-from harness.dtypes import FLOAT_TYPES
+from harness.core.dtypes import FLOAT_TYPES
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 _STUB_BYTES = 1024

@@ -24,18 +24,18 @@ from typing import Any, Literal
 import numpy as np
 import onnx
 
-from harness.child import ChildFailed, run_child
 from harness.convert.calibration import Feed, load_calibration, random_feeds
 from harness.convert.childmodel import ChildModel, child_model, scratch_folder
 from harness.convert.outputs import MAX_OUTPUT_BYTES, output_groups, pack, tensor_facts
 from harness.convert.reductions import PREFIX, ReductionPlan, add_reductions, denominators
+from harness.core.child import ChildFailed, run_child
+from harness.core.errors import ConversionError, InputDataError
+from harness.core.providers import CPU, CUDA, DIRECTML, TENSORRT
 from harness.data.onnxfile import is_lazy, load_model
-from harness.errors import ConversionError, InputDataError
-from harness.providers import CPU, CUDA, DIRECTML, TENSORRT
 
 LOG = logging.getLogger("harness.convert")
 SCHEMA_VERSION = 1
-REFRUN = Path(__file__).with_name("refrun.py")  # the child script (harness.child's protocol)
+REFRUN = Path(__file__).with_name("refrun.py")  # the child script (harness.core.child's protocol)
 Reduce = Literal["graph", "copy"]
 RAW_BELOW = 64 << 10
 """Tensors of at most this many bytes (at the first batch's shapes) come out whole on the graph path too: the

@@ -14,8 +14,8 @@ import logging
 import onnx
 from onnx import helper, version_converter
 
-from harness.dtypes import MIN_OPSET
-from harness.errors import ConversionError
+from harness.core.dtypes import MIN_OPSET
+from harness.core.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
 CUSTOM_DOMAIN = "trt.plugins"

@@ -14,8 +14,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from harness.dtypes import MIN_OPSET, PRECISION_ALIASES, PRECISION_ELEMS, PRECISIONS
-from harness.errors import ConversionError
+from harness.core.dtypes import MIN_OPSET, PRECISION_ALIASES, PRECISION_ELEMS, PRECISIONS
+from harness.core.errors import ConversionError
 
 LOW_PRECISIONS: dict[str, int] = {p: PRECISION_ELEMS[p] for p in PRECISIONS}
 TARGETS = ("any", "ort-cuda", "tensorrt")

@@ -2,7 +2,7 @@
 of contrib ops), so most converted bf16 models fail to load there. The converter says so in one line, with
 the runners that can run the model, instead of leaving the user to find out from an ORT load error.
 
-The kernel list comes from onnxruntime's own registry, read in a child process (:mod:`harness.ortenv`): the
+The kernel list comes from onnxruntime's own registry, read in a child process (:mod:`harness.core.ortenv`): the
 call behind it is private and kills the process when onnxruntime-gpu is installed without the CUDA libraries.
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Iterable
 import onnx
 from onnx import TensorProto
 
-from harness.ortenv import cpu_bf16_ops
-from harness.providers import CUDA
+from harness.core.ortenv import cpu_bf16_ops
+from harness.core.providers import CUDA
 
 LOG = logging.getLogger("harness.convert")
 BF16_RUNNERS = f"TensorRT (runner trt), onnxruntime with {CUDA}, castguard's emulate/reference runners"

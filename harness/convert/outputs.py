@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 
 from harness.convert.graphinfo import light_copy
-from harness.dtypes import np_dtype
+from harness.core.dtypes import np_dtype
 
 MAX_OUTPUT_BYTES = 512 << 20
 

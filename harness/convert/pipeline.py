@@ -26,9 +26,9 @@ from harness.convert.ortcpu import note_cpu_bf16
 from harness.convert.predicates import drop_predicate_casts
 from harness.convert.validate import expected_io_type, io_types, strict_error, validate
 from harness.convert.valueinfo import complete_value_info
+from harness.core.dtypes import LOW_ELEMS, LOW_MAX
+from harness.core.errors import ConversionError
 from harness.data.onnxfile import is_lazy
-from harness.dtypes import LOW_ELEMS, LOW_MAX
-from harness.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
 RUNTIME_DOMAINS = ("com.microsoft",)

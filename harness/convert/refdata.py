@@ -12,8 +12,8 @@ from __future__ import annotations
 import onnx
 from onnx import TensorProto
 
+from harness.core.dtypes import np_dtype
 from harness.data.feeds import input_roles
-from harness.dtypes import np_dtype
 
 
 def unholdable_inputs(model: onnx.ModelProto) -> dict[str, str]:

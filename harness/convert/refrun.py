@@ -1,7 +1,7 @@
 """Child process of the reference run: ``python .../harness/convert/refrun.py`` (run as a script, so that only
-numpy, onnxruntime and the standard-library :mod:`harness.child` are imported).
+numpy, onnxruntime and the standard-library :mod:`harness.core.child` are imported).
 
-Reads its request through :mod:`harness.child` (model path, providers, feed files), runs the model once per
+Reads its request through :mod:`harness.core.child` (model path, providers, feed files), runs the model once per
 batch and folds the batches by abs-max, one batch at a time (only running figures are kept), and answers the
 result. With a ``plan`` (:mod:`harness.convert.reductions`) the model returns a few
 reductions per tensor, computed inside onnxruntime; the tensors the plan leaves ``raw`` (and, without a plan,
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.child import read_request, write_answer
+from harness.core.child import read_request, write_answer
 
 
 def _absmax(array: np.ndarray) -> float:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from harness.errors import ConversionError
+from harness.core.errors import ConversionError
 
 _FILES = {"ort-cuda": "ort_cuda.json", "tensorrt": "tensorrt.json"}
 

@@ -16,8 +16,8 @@ import onnx
 from onnx import TensorProto
 
 from harness.convert.graphinfo import STUB_LOCATION, light_copy
-from harness.dtypes import FLOAT_TYPES
-from harness.errors import ConversionError
+from harness.core.dtypes import FLOAT_TYPES
+from harness.core.errors import ConversionError
 
 _NODE_IN_MESSAGE = (
     re.compile(r"Name: (\S+) OpType"),

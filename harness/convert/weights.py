@@ -18,8 +18,8 @@ import numpy as np
 from onnx import TensorProto, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
+from harness.core.dtypes import LOW_MAX
 from harness.data.onnxfile import iter_chunks
-from harness.dtypes import LOW_MAX
 
 
 class Weights:

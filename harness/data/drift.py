@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.errors import GoldenError
+from harness.core.errors import GoldenError
 
 CHECKED = ("onnx", "onnxruntime")  # the packages that decide the FP32 golden's numbers
 

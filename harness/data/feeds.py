@@ -4,7 +4,7 @@ of ``.npz`` or Polygraphy ``--save-inputs`` JSON. The one home of input feeds: t
 
 Nothing here unpickles: ``.npz`` files are opened with ``allow_pickle=False`` and Polygraphy's base64
 ``np.save`` payloads are decoded the same way. Every mismatch with the model (names, dtype, rank, static
-dims) is one :class:`~harness.errors.InputDataError` naming the file, the iteration and the input.
+dims) is one :class:`~harness.core.errors.InputDataError` naming the file, the iteration and the input.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-from harness.dtypes import BFLOAT16, FLOAT_TYPES, np_dtype
-from harness.errors import InputDataError, UserError
+from harness.core.dtypes import BFLOAT16, FLOAT_TYPES, np_dtype
+from harness.core.errors import InputDataError, UserError
 
 Feed = dict[str, np.ndarray]
 Dim = int | None

@@ -6,7 +6,7 @@ stored as their uint16 bits and listed in the sidecar. The sidecar records the s
 sha256, library versions, the input recipe, the producer runner and the ``.npz`` sha256.
 
 Writes are atomic (temp file in the same folder + ``os.replace``). :meth:`GoldenStore.locked` is an exclusive
-:mod:`harness.locks` lock on ``<golden>.lock`` (freed by the system when its holder dies, deleted when released)
+:mod:`harness.core.locks` lock on ``<golden>.lock`` (freed by the system when its holder dies, deleted when released)
 so that pytest-xdist workers do not race: the plugin checks, produces and
 writes under it, and :meth:`GoldenStore.load` reads under it.
 """
@@ -28,12 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from harness.core.dtypes import BFLOAT16, bits_to_bf16
+from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale
+from harness.core.files import atomic_write, sha256_file
+from harness.core.locks import held
 from harness.data.models import ModelSpec
 from harness.data.recipes import Feed, InputRecipe
-from harness.dtypes import BFLOAT16, bits_to_bf16
-from harness.errors import GoldenCorrupt, GoldenMissing, GoldenStale
-from harness.files import atomic_write, sha256_file
-from harness.locks import held
 
 SCHEMA_VERSION = 1
 _KEY_RE = re.compile(r"^(input|output)/(\d+)/(.+)$")
@@ -70,7 +70,7 @@ def _versions() -> dict[str, str]:
     import onnx
     import onnxruntime
 
-    from harness.version import __version__
+    from harness.core.version import __version__
 
     return {
         "castguard": __version__,

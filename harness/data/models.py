@@ -2,7 +2,7 @@
 
 Resolution order: a path that exists is used as is. ``KEY=PATH`` names the model. A bare name is looked up in
 the bundled models folder (``test_models/``): ``NAME``, ``*/NAME``, then the same with ``.onnx`` appended.
-Anything else is a :class:`~harness.errors.ModelError` with a did-you-mean list of the bundled models.
+Anything else is a :class:`~harness.core.errors.ModelError` with a did-you-mean list of the bundled models.
 
 Each model gets a stable key (:attr:`ModelSpec.name`: goldens go to ``goldens/<key>/``, test ids use it), so two
 files both called ``model.onnx`` never share goldens: the user's ``KEY``; a bundled model's name; for a file
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from harness.core.errors import ModelError
 from harness.data.onnxfile import model_sha256
-from harness.errors import ModelError
 
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 __all__ = [

@@ -2,7 +2,7 @@
 
 * :func:`load_model` (the only one) parses the graph with ``load_external_data=False``, refuses external-data
   locations that leave the model's folder, missing data files and data files shorter than an offset + length
-  (one :class:`~harness.errors.ModelError` naming the file and the fix), then loads the weights
+  (one :class:`~harness.core.errors.ModelError` naming the file and the fix), then loads the weights
   (``weights="all"``) or only the small ones (``weights="lazy"``): big tensors stay external, read later one at
   a time; last, onnx's checker (``check=False`` only for castguard's own files read back).
 * A lazy model is only meaningful with its *base folder* (the folder its locations are relative to). A tensor
@@ -30,9 +30,9 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, external_data_helper
 
-from harness.dtypes import np_dtype, saturating_cast
-from harness.errors import ModelError, ModelNotFound, UserError
-from harness.files import atomic_write, disk_full, sha256_files
+from harness.core.dtypes import np_dtype, saturating_cast
+from harness.core.errors import ModelError, ModelNotFound, UserError
+from harness.core.files import atomic_write, disk_full, sha256_files
 
 EXTERNAL_DATA_ABOVE = 1_800_000_000
 """Bytes of in-memory weights above which a saved model gets external data (protobuf's limit is 2 GiB)."""

@@ -28,6 +28,9 @@ from typing import Any
 import numpy as np
 import onnx
 
+from harness.core.dtypes import BFLOAT16
+from harness.core.errors import InputDataError, UserError
+from harness.core.files import sha256_file
 from harness.data.feeds import (
     Feed,
     InputRole,
@@ -40,9 +43,6 @@ from harness.data.feeds import (
     validate_feeds,
 )
 from harness.data.shapes import BATCH_DEFAULT, parse_input_shape, parse_input_shapes, resolve_shapes
-from harness.dtypes import BFLOAT16
-from harness.errors import InputDataError, UserError
-from harness.files import sha256_file
 
 __all__ = [
     "BATCH_DEFAULT",
@@ -132,7 +132,7 @@ class InputRecipe:
 
 
 def file_sha256(path: Path) -> str:
-    """Streamed (harness.files): an inputs file is never read whole just to name its recipe."""
+    """Streamed (harness.core.files): an inputs file is never read whole just to name its recipe."""
     return sha256_file(path)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 __all__ = ["InputOptions", "check_every_name_used"]
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from harness.core.errors import UserError
 from harness.data.feeds import INT_TYPES, InputSpec
 from harness.data.sizing import BATCH_DEFAULT, DYNAMIC_DEFAULT, MAX_DEFAULT_ELEMENTS, DefaultedDim, ShapePlan, Sizer
-from harness.errors import UserError
 
 __all__ = [
     "BATCH_DEFAULT",

@@ -15,8 +15,8 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from harness.core.errors import UserError
 from harness.data.feeds import InputSpec, fmt_dims
-from harness.errors import UserError
 
 __all__ = [
     "BATCH_DEFAULT",

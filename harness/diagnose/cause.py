@@ -25,8 +25,8 @@ from collections.abc import Sequence
 
 import onnx
 
+from harness.core.dtypes import LOW_MAX, PRECISION_ELEMS
 from harness.diagnose.profile import Profile
-from harness.dtypes import LOW_MAX, PRECISION_ELEMS
 
 
 def _body_reads(node: onnx.NodeProto) -> list[str]:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import onnx
 
 from harness.convert import ConversionResult, convert
+from harness.core.errors import RunnerError, RunnerUnavailable, UserError
 from harness.data.feeds import cast_feeds, input_specs
-from harness.errors import RunnerError, RunnerUnavailable, UserError
 from harness.judge.tolerances import TolerancePolicy
 from harness.runners import make_runner
 from harness.tune.bound import Bound, measure

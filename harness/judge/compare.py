@@ -29,7 +29,7 @@ from typing import Literal
 
 import numpy as np
 
-from harness.dtypes import BFLOAT16
+from harness.core.dtypes import BFLOAT16
 
 Mode = Literal["elemwise", "max", "mean", "median", "quantile", "isclose"]
 MODES: tuple[str, ...] = ("elemwise", "max", "mean", "median", "quantile", "isclose")

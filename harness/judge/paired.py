@@ -1,9 +1,9 @@
 """The paired judge: FP32 outputs and the converted model's outputs on the same feeds, compared with the precision
-policy. Pure: data in, verdict out; it runs no model (the callers do: :mod:`harness.run.steps.execute`,
+policy. Pure: data in, verdict out; it runs no model (the callers do: :mod:`harness.pipeline.steps.execute`,
 :class:`harness.search.pairing.PairedRun`).
 
 This is the one place that decides "is the converted model close enough to FP32": the sweep's cases
-(:mod:`harness.run.case`), the divergence profile (:mod:`harness.diagnose.profile`), the adversarial search
+(:mod:`harness.pipeline.case`), the divergence profile (:mod:`harness.diagnose.profile`), the adversarial search
 (:mod:`harness.search.adversarial`) and the tests all judge through :func:`judge_outputs` or :func:`judge_feed`.
 """
 

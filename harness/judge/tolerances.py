@@ -40,8 +40,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from harness.dtypes import BFLOAT16
-from harness.errors import UserError
+from harness.core.dtypes import BFLOAT16
+from harness.core.errors import UserError
 from harness.judge.compare import Tolerance
 
 ABS_ULPS = 8.0

@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.judge.compare import MODES
 from harness.options import NIGHTLY_OPTIONS
 

@@ -27,8 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError
-from harness.files import atomic_write
+from harness.core.errors import UserError
+from harness.core.files import atomic_write
 from harness.nightly.rules import Change, Comparison, judge
 from harness.report.model import CaseRecord, Report
 from harness.report.serde import ReportFormatError, report_from_dict, report_to_dict

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.nightly.run import NightlyRun
 from harness.report import Report, utc_now
 from harness.report.collect import ReportSession

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.judge.compare import MODES, CompareResult, Tolerance, compare_iterations
 from harness.report.io import load_outputs, read_report
 from harness.report.model import CaseRecord, OutputStats

@@ -11,11 +11,11 @@ Rules are written like pytest-benchmark's ``--benchmark-compare-fail``, one per 
     max_abs:+0.01       an absolute change (no unit)
     status              a case that passed (or failed as expected) no longer does
     trt_build           a case whose converted model built in TensorRT with its types (the build check,
-                        :mod:`harness.run.build_check`) no longer does; judged when both runs checked it
+                        :mod:`harness.pipeline.build_check`) no longer does; judged when both runs checked it
 
 The sign says which way is worse and may be left out; a sign that points the wrong way is an error
 (``max_rel:-25%`` would flag improvements). Rules are parsed once, when options are read
-(:func:`parse_rules`); a bad rule raises :class:`~harness.errors.UserError` naming it.
+(:func:`parse_rules`); a bad rule raises :class:`~harness.core.errors.UserError` naming it.
 
 Cases are matched by ``(model, case_id, inputs_id)``. New and missing cases are listed; a case whose model
 file changed (another sha256) is listed as "model changed", never judged: its golden is stale and the run
@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.report.model import CaseRecord, Report
 
 Unit = Literal["%", "pp", "abs", "status"]

@@ -34,8 +34,8 @@ from harness.options import add_nightly_options, add_options
 
 if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin import
     from harness.conductor import CastguardRun, Section
+    from harness.pipeline.session import AccuracySession
     from harness.report import CaseRecord
-    from harness.run.session import AccuracySession
 
 pytest_plugins = ("harness.plugin.fixture",)  # the `castguard` fixture for users' own tests (issue 24.1)
 RUN_KEY: pytest.StashKey[CastguardRun] = pytest.StashKey()  # the one plugin state object (harness.conductor)
@@ -105,7 +105,7 @@ def _start(config: pytest.Config, run: CastguardRun) -> None:
 def _configured_run(config: pytest.Config) -> CastguardRun:
     """The run the options describe (a usage error stops pytest before anything runs); xdist workers pinned."""
     from harness.conductor import CastguardRun
-    from harness.errors import UserError
+    from harness.core.errors import UserError
     from harness.plugin.xdist import apply_pin
     from harness.report.collect import worker_name
 

@@ -100,7 +100,7 @@ class CastguardFixture:
 
     def _guard(self, call: Callable[[], T]) -> T:
         __tracebackhide__ = True
-        from harness.errors import UserError
+        from harness.core.errors import UserError
 
         try:
             return call()

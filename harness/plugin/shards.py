@@ -1,7 +1,7 @@
 """pytest wiring for ``--shard K/N``: registered by :mod:`harness.plugin` when a shard runs. Nothing else.
 
-The assignment is :func:`harness.sweep.shards.assign` (done by :class:`harness.run.session.AccuracySession`);
-what the shard records about itself is :mod:`harness.run.shard_run`, held by the run object
+The assignment is :func:`harness.sweep.shards.assign` (done by :class:`harness.pipeline.session.AccuracySession`);
+what the shard records about itself is :mod:`harness.pipeline.shard_run`, held by the run object
 (:class:`harness.conductor.ShardState`, which also prints ``castguard shard 2/4: 13 of 50 models, 156 cases``).
 Here:
 

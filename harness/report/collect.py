@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness.errors import DiskFull, UserError
-from harness.files import disk_full, safe_component
+from harness.core.errors import DiskFull, UserError
+from harness.core.files import disk_full, safe_component
 from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now, write_report
 from harness.report.format import completion_text, counts_text
 from harness.report.io import render_report, report_paths, write_shard_marker

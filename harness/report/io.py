@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.dtypes import BFLOAT16
-from harness.errors import UserError
-from harness.files import atomic_write, atomic_write_all, safe_component
+from harness.core.dtypes import BFLOAT16
+from harness.core.errors import UserError
+from harness.core.files import atomic_write, atomic_write_all, safe_component
 from harness.report.model import Provenance, Report, ShardInfo
 from harness.report.render_html import render_html
 from harness.report.render_md import render_markdown

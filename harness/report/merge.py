@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.report.collect import collect_records
 from harness.report.io import SHARD_FILE, read_report, read_shard_marker
 from harness.report.model import CaseRecord, Provenance, Report, ShardInfo, ShardRun

@@ -95,7 +95,7 @@ class OutputStats(ErrorFigures):
 class Timings:
     """Seconds spent per step of one case (shared work such as magnitudes is counted where it ran).
 
-    Each step of :mod:`harness.run.steps` fills its own field, so the named parts add up to ``total_s`` (the
+    Each step of :mod:`harness.pipeline.steps` fills its own field, so the named parts add up to ``total_s`` (the
     case's wall time plus its share of the magnitudes) but for the few microseconds between steps.
     """
 

@@ -28,8 +28,8 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.files import atomic_write
-from harness.locks import HeldLock, held, is_held
+from harness.core.files import atomic_write
+from harness.core.locks import HeldLock, held, is_held
 
 RUNS_DIR = "runs"
 ACTIVE = ".active"

@@ -15,7 +15,7 @@ import types
 import typing
 from typing import Any, TypeVar
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.report.legacy import upgrade_v1
 from harness.report.model import SCHEMA_VERSION, CaseRecord, Provenance, Report, ShardInfo
 

@@ -2,7 +2,7 @@
 
 Every runner, castguard's own (:mod:`harness.runners.builtin`) and third-party plugins alike, is found through
 that entry-point group (:mod:`harness.runners.registry`, which documents the :class:`RunnerPlugin` protocol).
-Backends are imported only when asked for; ``trt`` raises :class:`~harness.errors.RunnerUnavailable` when
+Backends are imported only when asked for; ``trt`` raises :class:`~harness.core.errors.RunnerUnavailable` when
 TensorRT is absent, and a runner whose declared precisions miss the model's low type raises it too (the case is
 skipped with that reason).
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import onnx
 
-from harness.errors import RunnerUnavailable, UserError
+from harness.core.errors import RunnerUnavailable, UserError
 from harness.runners.base import Runner, RunResult
 from harness.runners.registry import (
     BUILTIN,

@@ -21,8 +21,8 @@ from types import TracebackType
 import numpy as np
 import onnx
 
+from harness.core.errors import RunnerError
 from harness.data.feeds import Feed, input_specs, validate_feeds
-from harness.errors import RunnerError
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import onnx
 
-from harness.errors import RunnerUnavailable
+from harness.core.errors import RunnerUnavailable
 from harness.runners.base import Runner
 
 

@@ -33,11 +33,11 @@ import onnx.inliner
 from onnx import AttributeProto, GraphProto, NodeProto, TensorProto, helper, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
+from harness.core.dtypes import LOW_TYPES, np_dtype
+from harness.core.errors import RunnerError
 from harness.data.feeds import Feed
 from harness.data.names import fresh_name
 from harness.data.onnxfile import set_pending_cast, stub_copy
-from harness.dtypes import LOW_TYPES, np_dtype
-from harness.errors import RunnerError
 from harness.runners.base import Runner
 from harness.runners.ort import CPU, create_session, run_session
 

@@ -18,11 +18,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
+from harness.core.dtypes import BFLOAT16, bits_to_bf16
+from harness.core.errors import RunnerError, RunnerUnavailable
+from harness.core.providers import CPU as CPU  # re-exported: callers of this runner read the name here
 from harness.data.feeds import Feed
 from harness.data.onnxfile import EXTERNAL_DATA_ABOVE, has_pending_casts, is_lazy, save_model, weights_size
-from harness.dtypes import BFLOAT16, bits_to_bf16
-from harness.errors import RunnerError, RunnerUnavailable
-from harness.providers import CPU as CPU  # re-exported: callers of this runner read the name here
 from harness.runners.base import Runner
 
 _NON_ROUNDING_PROVIDERS = frozenset({CPU})

@@ -19,11 +19,11 @@ from typing import Any
 
 import onnx
 
+from harness.core.dtypes import FLOAT_TYPES
+from harness.core.errors import RunnerUnavailable
+from harness.core.ortenv import cuda_provider_problem
+from harness.core.providers import CPU, CUDA
 from harness.data.feeds import Feed
-from harness.dtypes import FLOAT_TYPES
-from harness.errors import RunnerUnavailable
-from harness.ortenv import cuda_provider_problem
-from harness.providers import CPU, CUDA
 from harness.runners.base import Runner
 from harness.runners.ort import create_session, is_ort_error, run_session, session_source
 

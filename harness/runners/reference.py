@@ -15,9 +15,9 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from harness.core.errors import RunnerError, RunnerUnavailable
 from harness.data.feeds import Feed
 from harness.data.onnxfile import external_tensors, tensor_array, tensor_nbytes
-from harness.errors import RunnerError, RunnerUnavailable
 from harness.runners.base import Runner
 
 # What the evaluator raises for a model it cannot run (it has no error hierarchy of its own).

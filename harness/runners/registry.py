@@ -11,7 +11,7 @@ returns a fresh, inactive :class:`~harness.runners.base.Runner` (subclass ``Runn
 ``activate_impl`` / ``infer_impl`` / ``deactivate_impl``), and it declares, before any model is built:
 
 * ``precisions``: the low types it runs (``("fp16",)``, ``("fp16", "bf16")``); a model holding another low type
-  is skipped with the reason (:class:`~harness.errors.RunnerUnavailable`), as the built-in runners skip;
+  is skipped with the reason (:class:`~harness.core.errors.RunnerUnavailable`), as the built-in runners skip;
 * ``rounds_low_precision``: whether its fp16/bf16 tensors really hold fp16/bf16 values (a runner that computes in
   fp32 cannot judge a case: its cases are skipped with "would pass/fail" recorded).
 
@@ -32,7 +32,7 @@ from typing import Protocol, cast, runtime_checkable
 
 import onnx
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.runners.base import Runner
 
 GROUP = "castguard.runners"

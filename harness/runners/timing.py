@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.providers import CUDA, DIRECTML, MIGRAPHX, ROCM, TENSORRT
+from harness.core.providers import CUDA, DIRECTML, MIGRAPHX, ROCM, TENSORRT
 
 Clock = Callable[[], float]
 SPEED_RUNNERS = ("ort-cuda", "trt")

@@ -28,18 +28,18 @@ from hypothesis.errors import NoSuchExample
 from hypothesis.strategies import SearchStrategy
 
 from harness.convert import ConvertOptions, Magnitudes, convert
+from harness.core.dtypes import BFLOAT16, LOW_TYPES, bf16_to_bits, np_dtype
+from harness.core.errors import InputDataError
+from harness.core.files import atomic_write, atomic_write_text
 from harness.data.feeds import Feed, cast_feeds, input_specs, load_feed_file, validate_feeds
 from harness.data.models import model_sha256
 from harness.data.onnxfile import load_model
-from harness.dtypes import BFLOAT16, LOW_TYPES, bf16_to_bits, np_dtype
-from harness.errors import InputDataError
-from harness.files import atomic_write, atomic_write_text
 from harness.judge.paired import Verdict
 from harness.judge.tolerances import TolerancePolicy
 from harness.search.pairing import PairedRun
 
 if TYPE_CHECKING:
-    from harness.run.session import AccuracySession, SweepCase
+    from harness.pipeline.session import AccuracySession, SweepCase
 
 SCHEMA_VERSION = 1
 TARGET_LABEL = "max error / tolerance"
@@ -179,7 +179,7 @@ def search_case(
 ) -> CaseSearch:
     """Search the sweep case's conversion (magnitudes and conversion shared with the sweep) on ``emulate``,
     over ``--val-range``/``--input-shapes`` (no range: everything the converted inputs can hold)."""
-    from harness.run.case import convert_cached
+    from harness.pipeline.case import convert_cached
     from harness.search.strategies import feeds
 
     name, case = sweep_case.model, sweep_case.case

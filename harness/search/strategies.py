@@ -10,7 +10,7 @@
 * :func:`convert_options`: converter settings to fuzz the converter with.
 
 Every public function takes keyword-only options and checks them when called, raising
-:class:`~harness.errors.UserError` (not later, while drawing).
+:class:`~harness.core.errors.UserError` (not later, while drawing).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from hypothesis.extra import numpy as hnp
 from hypothesis.strategies import DrawFn, SearchStrategy
 
 from harness.convert.options import ConvertOptions
+from harness.core.dtypes import BFLOAT16, FP16_MAX
+from harness.core.errors import UserError
 from harness.data.feeds import Feed, input_specs, spec_dtype
 from harness.data.recipes import range_for
-from harness.dtypes import BFLOAT16, FP16_MAX
-from harness.errors import UserError
 from harness.search import graphgen
 
 __all__ = ["HAZARDS", "arrays", "convert_options", "feeds", "onnx_models", "representable_range"]

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.convert.options import TARGETS as TARGETS
-from harness.dtypes import NODE_PRECISIONS as NODE_PRECISIONS
-from harness.dtypes import PRECISIONS as PRECISIONS
-from harness.errors import UserError
+from harness.core.dtypes import NODE_PRECISIONS as NODE_PRECISIONS
+from harness.core.dtypes import PRECISIONS as PRECISIONS
+from harness.core.errors import UserError
 from harness.runners.registry import runner_names
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*\Z")
 

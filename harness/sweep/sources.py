@@ -25,9 +25,9 @@ second point. Why not keep_io_types by default: it only decides whether the mode
 fp16 at the boundary; the values inside are rounded the same way either way, so on the bundled models the
 24-case grid with it gave 6 (mnist), 10 (transformer_block) and 3 (needs_constraints) distinct results, and the
 12 cases without it give 4, 6 and 3. Sweep it (``--keep-io-types both``) when the deployment feeds fp16. Cases
-that still convert to the same graph run once (:mod:`harness.run.dedup`). A ``--sweep FILE``
+that still convert to the same graph run once (:mod:`harness.pipeline.dedup`). A ``--sweep FILE``
 holds the same keys at its top level. Every bad value raises a
-:class:`~harness.errors.UserError` naming the file and key (or the option), the problem and the fix.
+:class:`~harness.core.errors.UserError` naming the file and key (or the option), the problem and the fix.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.errors import UserError
-from harness.files import read_toml
+from harness.core.errors import UserError
+from harness.core.files import read_toml
 from harness.sweep.grid import (
     BUILTIN_EXCLUSIONS,
     TARGETS,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.judge.compare import Tolerance, compare_iterations
 from harness.judge.tolerances import TolerancePolicy
 

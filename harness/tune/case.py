@@ -10,8 +10,8 @@ The plan of each (model, inputs, precision) is stored beside the goldens
   with ``--update-goldens`` the re-tuned plan replaces the stored one (and the case fails once, like a golden).
 
 The verdict is the bound (normalized max error per output on ``emulate``). The tuned case is a variant of the case
-pipeline: this module is its first step (:class:`harness.run.steps.tuned.Tuned`); execute -> judge -> record follow
-as for any case (:func:`harness.run.case.run_tuned`), so the record also carries the harness's per-output
+pipeline: this module is its first step (:class:`harness.pipeline.steps.tuned.Tuned`); execute -> judge -> record follow
+as for any case (:func:`harness.pipeline.case.run_tuned`), so the record also carries the harness's per-output
 statistics and the report can put the tuned plan on the error-vs-share plot.
 """
 
@@ -22,12 +22,12 @@ import time
 from pathlib import Path
 from typing import cast
 
-from harness.errors import UserError
-from harness.files import atomic_write_text, safe_component
+from harness.core.errors import UserError
+from harness.core.files import atomic_write_text, safe_component
 from harness.nightly.rules import MOVE_PREFIX
-from harness.run.case import run_tuned
-from harness.run.session import AccuracySession, Outcome, SweepCase
-from harness.run.steps.tuned import Tuned
+from harness.pipeline.case import run_tuned
+from harness.pipeline.session import AccuracySession, Outcome, SweepCase
+from harness.pipeline.steps.tuned import Tuned
 from harness.tune.bound import Bound
 from harness.tune.engine import TuneSettings, tune_setup
 from harness.tune.oracle import Oracle, Setup
@@ -171,7 +171,7 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
 
 
 def _record(session: AccuracySession, sweep_case: SweepCase, tuned: Tuned, *, start: float) -> Outcome:
-    """The rest of the pipeline for the tuned case: execute -> judge -> record (:func:`harness.run.case.run_tuned`)."""
+    """The rest of the pipeline for the tuned case: execute -> judge -> record (:func:`harness.pipeline.case.run_tuned`)."""
     ctx = session.context(sweep_case.model, session.golden(sweep_case.model, allow_update=False)[0])[0]
     record = run_tuned(ctx, sweep_case.case, tuned, settings=session.settings, started=start)
     return Outcome(tuned.status, tuned.message, runner=record.runner, record=record)

@@ -19,9 +19,9 @@ from typing import Any
 
 from harness.convert.cli import get_parser as convert_parser
 from harness.convert.cli import options_from_args, output_path, reference_from_args
+from harness.core.errors import UserError
+from harness.core.files import atomic_write_text
 from harness.data.onnxfile import save_model
-from harness.errors import UserError
-from harness.files import atomic_write_text
 from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
 from harness.tune.bound import Bound, parse_max_error
 from harness.tune.engine import TuneOutcome, TuneSettings, range_options, tune

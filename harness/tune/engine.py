@@ -29,12 +29,13 @@ import onnx
 
 from harness.convert import ConversionResult, ConvertOptions, ReferenceData, collect_magnitudes, convert
 from harness.convert.calibration import WHERE, load_calibration, sized_inputs
+from harness.core.dtypes import LOW_MAX
+from harness.core.errors import UserError
+from harness.core.version import __version__
 from harness.data.feeds import Feed
 from harness.data.onnxfile import load_model, model_sha256
 from harness.data.recipes import InputRecipe, make_feeds, recipe_lines
 from harness.data.shapes import UnsizedDims
-from harness.dtypes import LOW_MAX
-from harness.errors import UserError
 from harness.tune.bound import Bound
 from harness.tune.memo import TuneCache
 from harness.tune.oracle import Evaluation, Oracle, Setup, exact, fp32_outputs
@@ -43,7 +44,6 @@ from harness.tune.probe import Sensitivity
 from harness.tune.rounds import Rounds, search_rounds
 from harness.tune.search import SearchResult
 from harness.tune.stress import StressOutcome
-from harness.version import __version__
 
 Progress = Callable[[Evaluation, int, "Evaluation | None"], None]
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.convert import ConvertOptions
+from harness.core.errors import UserError
+from harness.core.files import atomic_write_text
 from harness.data.feeds import Feed
-from harness.errors import UserError
-from harness.files import atomic_write_text
-from harness.run.cache import code_fingerprint, content_key, feeds_digest
+from harness.pipeline.cache import code_fingerprint, content_key, feeds_digest
 from harness.tune.bound import Bound
 from harness.tune.probe import Sensitivity
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from harness.convert import ConversionResult
+from harness.core.dtypes import LOW_MAX
+from harness.core.errors import UserError
 from harness.data.feeds import Feed
-from harness.dtypes import LOW_MAX
-from harness.errors import UserError
 from harness.tune.memo import TuneCache, TuneMemo, tune_key
 from harness.tune.oracle import Evaluation, Oracle, Setup, fp32_outputs
 from harness.tune.probe import Sensitivity, measure_sensitivity, rank

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.tune.oracle import BudgetExhausted, Evaluation, Oracle
 
 

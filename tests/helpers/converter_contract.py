@@ -21,9 +21,9 @@ from onnx import TensorProto
 
 from harness.convert import ConversionResult, ConvertOptions, Magnitudes, collect_magnitudes, convert
 from harness.convert.opset import name_nodes
+from harness.core.dtypes import LOW_MAX, LOW_TYPES, np_dtype
+from harness.core.errors import ConversionError
 from harness.data.feeds import Feed, cast_feeds, input_specs
-from harness.dtypes import LOW_MAX, LOW_TYPES, np_dtype
-from harness.errors import ConversionError
 from harness.runners import make_runner
 from harness.search.strategies import arrays, convert_options, onnx_models
 

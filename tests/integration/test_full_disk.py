@@ -1,7 +1,7 @@
 """A full disk (ENOSPC) while writing a golden, a cache entry or the report: one DiskFull error naming the folder
 and the fix, nothing half-written (no temporary file, the previous file kept), and the summary still printed.
 
-The fault is injected where every castguard file is written: the temporary file of :func:`harness.files.
+The fault is injected where every castguard file is written: the temporary file of :func:`harness.core.files.
 atomic_write` raises ``OSError(ENOSPC)`` once a few bytes have gone into it, for files under a chosen folder.
 """
 
@@ -17,14 +17,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-import harness.files
+import harness.core.files
+from harness.core.errors import DiskFull, UserError
+from harness.core.files import atomic_write
 from harness.data.goldens import Golden, GoldenStore
 from harness.data.models import resolve_model
 from harness.data.recipes import InputRecipe
-from harness.errors import DiskFull, UserError
-from harness.files import atomic_write
+from harness.pipeline.cache import ContentCache
 from harness.report.collect import ReportSession
-from harness.run.cache import ContentCache
 from tests.helpers.graphs import mlp_model, save
 from tests.helpers.report_samples import sample_report
 
@@ -64,7 +64,7 @@ def fill_disk(monkeypatch: pytest.MonkeyPatch, under: Path, *, room: int = 16, n
             handle.file = _Full(handle.file, room)
         return handle
 
-    monkeypatch.setattr(harness.files.tempfile, "NamedTemporaryFile", full)
+    monkeypatch.setattr(harness.core.files.tempfile, "NamedTemporaryFile", full)
 
 
 def leftovers(folder: Path) -> list[Path]:

@@ -30,8 +30,8 @@ from harness.config import HarnessConfig
 from harness.data.models import bundled_models_dir
 from harness.nightly.history import read_history
 from harness.nightly.rules import RECOMMENDED_RULES, compare_reports, parse_rules
+from harness.pipeline.session import AccuracySession, SweepCase
 from harness.report import Report, collect_provenance, utc_now
-from harness.run.session import AccuracySession, SweepCase
 from harness.sweep import Case, SweepSpec, expand
 
 REPO = Path(__file__).resolve().parents[2]

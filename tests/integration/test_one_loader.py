@@ -61,8 +61,8 @@ def test_the_checker_sees_lazy_graphs_and_leaves_unknown_ops_to_the_converter(tm
     import pytest
     from onnx import numpy_helper
 
+    from harness.core.errors import ModelError
     from harness.data.onnxfile import load_model
-    from harness.errors import ModelError
 
     weight = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
     nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"), helper.make_node("MyPlugin", ["h"], ["y"])]

@@ -2,7 +2,7 @@
 
 The quick start and ``castguard convert`` run in a subprocess whose ``sitecustomize`` makes those modules
 unimportable (``sys.modules[name] = None``), and a static check finds no module-level import of them anywhere in
-``harness``. Before harness/locks.py, ``harness.report.runs`` and ``harness.run.cache`` imported fcntl at module
+``harness``. Before harness/core/locks.py, ``harness.report.runs`` and ``harness.pipeline.cache`` imported fcntl at module
 level, so the quick start stopped at start-up.
 """
 

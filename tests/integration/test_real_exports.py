@@ -28,7 +28,7 @@ from onnx import TensorProto
 import test_models
 from harness.cli import main as castguard
 from harness.convert import convert_to_mixed_precision
-from harness.dtypes import np_dtype
+from harness.core.dtypes import np_dtype
 from harness.runners import make_runner
 from tests.helpers.convert_builders import node_types
 

@@ -17,8 +17,8 @@ import pytest
 
 import test_models
 from harness import AccuracySession, Case, HarnessConfig, SweepCase, bundled_models_dir
-from harness.errors import UserError
-from harness.run.build_check import build_check_enabled
+from harness.core.errors import UserError
+from harness.pipeline.build_check import build_check_enabled
 from harness.runners.tensorrt.library import installed_module
 from tests.helpers.graphs import save
 from tests.helpers.trt_models import hardswish_cnn

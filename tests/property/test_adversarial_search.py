@@ -20,11 +20,11 @@ from onnx import TensorProto, helper, numpy_helper
 
 from harness.cli import main as cli_main
 from harness.config import HarnessConfig
+from harness.core.errors import InputDataError
 from harness.data.models import bundled_models_dir
-from harness.errors import InputDataError
 from harness.judge.compare import Tolerance, compare_outputs
 from harness.judge.paired import score
-from harness.run.session import AccuracySession, SweepCase
+from harness.pipeline.session import AccuracySession, SweepCase
 from harness.search.adversarial import cast_limits, failure_message, replay, search, search_case
 from harness.search.pairing import PairedRun as Judge
 from harness.search.strategies import feeds

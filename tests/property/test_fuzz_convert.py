@@ -14,7 +14,7 @@ from hypothesis import example, given
 from onnx import TensorProto, helper, numpy_helper
 
 from harness.convert import ConvertOptions, Magnitudes, collect_magnitudes, convert
-from harness.errors import ConversionError
+from harness.core.errors import ConversionError
 from tests.helpers.converter_contract import Case, cases, check_contract
 
 F32 = TensorProto.FLOAT

@@ -11,8 +11,8 @@ from hypothesis import Phase, find, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from harness.dtypes import BFLOAT16
-from harness.errors import UserError
+from harness.core.dtypes import BFLOAT16
+from harness.core.errors import UserError
 from harness.runners import make_runner
 from harness.search.graphgen import MAGNITUDES, OPS
 from harness.search.strategies import arrays, convert_options, feeds, onnx_models, representable_range

@@ -31,7 +31,7 @@ from harness import (
     recipe_for_file,
     resolve_model,
 )
-from harness.errors import RunnerUnavailable
+from harness.core.errors import RunnerUnavailable
 from harness.runners.tensorrt.library import installed_module
 from harness.runners.tensorrt.typed_build import check_build
 

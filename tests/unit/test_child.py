@@ -1,4 +1,4 @@
-"""The one child-process helper (harness/child.py): JSON in and out, a time-out, a crash as a typed error, and
+"""The one child-process helper (harness/core/child.py): JSON in and out, a time-out, a crash as a typed error, and
 child scripts that import only what they may (PYTHONPROFILEIMPORTTIME lists every import of the child)."""
 
 from __future__ import annotations
@@ -11,24 +11,26 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from harness import ortenv
-from harness.child import ChildFailed, run_child
 from harness.convert.magnitudes import REFRUN
+from harness.core import ortenv
+from harness.core.child import ChildFailed, run_child
 from harness.runners.tensorrt.typed_build import BUILD_SCRIPT
 from tests.helpers.graphs import IR_VERSION
 
-ECHO = "from harness.child import read_request, write_answer\nprint('noise')\nwrite_answer({'got': read_request()})"
+ECHO = (
+    "from harness.core.child import read_request, write_answer\nprint('noise')\nwrite_answer({'got': read_request()})"
+)
 # what no child may load: the heavy parts of castguard, and onnx where the child never imported it before
 HEAVY = (
     "harness.convert",
     "harness.data",
     "harness.runners.tensorrt.runner",
     "harness.runners.ort",
-    "harness.run",
+    "harness.pipeline",
     "harness.report",
     "harness.judge",
     "harness.plugin",
-    "harness.dtypes",
+    "harness.core.dtypes",
     "pytest",
     "hypothesis",
 )
@@ -102,7 +104,7 @@ def test_the_reference_run_child_imports_numpy_and_onnxruntime_only(tmp_path: Pa
         },
     )
     assert isinstance(answer, dict) and answer["absmax"]["y"] == 4.0
-    assert {"numpy", "onnxruntime", "harness.child"} <= modules
+    assert {"numpy", "onnxruntime", "harness.core.child"} <= modules
     assert heavy(modules) == [] and "onnx" not in modules
 
 
@@ -124,7 +126,8 @@ def test_the_tensorrt_build_child_imports_the_standard_library_only() -> None:
     assert not [
         m
         for m in modules
-        if m.startswith("harness.") and m not in ("harness.child", "harness.errors", "harness.version")
+        if m.startswith("harness.")
+        and m not in ("harness.core", "harness.core.child", "harness.core.errors", "harness.core.version")
     ]
 
 

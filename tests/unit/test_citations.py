@@ -113,7 +113,7 @@ def test_dotted_harness_names_in_harness_resolve() -> None:
 def test_a_renamed_module_in_a_docstring_is_reported(tmp_path: Path) -> None:
     doc = tmp_path / "m.py"
     doc.write_text(
-        '"""Each step of :mod:`harness.run.pipeline` fills ``harness.judge.tolerances.TolerancePolicy``;\n'
+        '"""Each step of :mod:`harness.pipeline.pipeline` fills ``harness.judge.tolerances.TolerancePolicy``;\n'
         'the policy (``harness.tolerances``); :class:`harness.report.CaseRecord`; harness.bundled_models."""\n'
     )
-    assert unresolved_references([doc]) == ["m.py:1: harness.run.pipeline", "m.py:2: harness.tolerances"]
+    assert unresolved_references([doc]) == ["m.py:1: harness.pipeline.pipeline", "m.py:2: harness.tolerances"]

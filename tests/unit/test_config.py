@@ -9,7 +9,7 @@ import pytest
 
 from harness.cli import main
 from harness.config import HarnessConfig, find_project, load_table
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.options import add_options, given_options
 from tests.helpers.graphs import mlp_model, save
 

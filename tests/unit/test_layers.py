@@ -16,10 +16,7 @@ import pytest
 HARNESS = Path(__file__).resolve().parents[2] / "harness"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("version",),
-    ("errors", "bundled_models"),
-    ("dtypes", "providers", "child"),
-    ("files", "ortenv", "locks"),  # bundled_models: test_models/, installed in harness
+    ("core", "bundled_models"),  # core: the small mechanisms; bundled_models: test_models/, installed in harness
     ("data",),
     ("convert", "runners"),
     ("sweep",),
@@ -29,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),
     ("options",),
     ("config",),
-    ("run",),
+    ("pipeline",),
     ("check",),  # the castguard fixture's domain half (harness/check.py): runs cases through run/session
     ("nightly",),
     ("search",),
@@ -102,8 +99,8 @@ def test_imports_point_down_the_stages() -> None:
 
 def test_the_check_catches_an_upward_import(tmp_path: Path) -> None:
     upward = tmp_path / "m.py"
-    upward.write_text("from harness import run\nimport harness.report.io\nfrom harness import __version__\n")
-    assert harness_imports(upward) == [(1, "harness.run"), (2, "harness.report.io"), (3, "harness.__version__")]
+    upward.write_text("from harness import pipeline\nimport harness.report.io\nfrom harness import __version__\n")
+    assert harness_imports(upward) == [(1, "harness.pipeline"), (2, "harness.report.io"), (3, "harness.__version__")]
 
 
 def import_cycles(prefix: str) -> list[list[str]]:
@@ -162,7 +159,7 @@ def test_the_cycle_check_finds_a_cycle(tmp_path: Path, monkeypatch: pytest.Monke
 # The judge is pure (data in, verdict out): modules that run models (runners, the conductor) stay out of judge/.
 # The first-divergence search that ran models from judge/ moved to harness/diagnose/: no exception is left.
 JUDGE_MAY_RUN: set[str] = set()
-RUNS_MODELS = ("harness.runners", "harness.run")
+RUNS_MODELS = ("harness.runners", "harness.pipeline")
 
 
 def judge_runner_imports(judge_dir: Path, *, allowed: set[str]) -> list[str]:

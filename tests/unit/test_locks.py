@@ -1,4 +1,4 @@
-"""The one lock (harness/locks.py): a holder killed with SIGKILL frees every castguard lock at once.
+"""The one lock (harness/core/locks.py): a holder killed with SIGKILL frees every castguard lock at once.
 
 Each case starts a child Python process that takes one of castguard's locks through the code that takes it in a
 real run (a golden, a cache entry, the report folder's publish lock, a run's ``.active`` marker), says so, and
@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.locks import LockTimeout, held, is_held, try_held
 from harness.data.goldens import GoldenStore
 from harness.data.models import resolve_model
 from harness.data.recipes import InputRecipe
-from harness.locks import LockTimeout, held, is_held, try_held
+from harness.pipeline.cache import ContentCache
 from harness.report.runs import ActiveRun, is_active, publish_lock
-from harness.run.cache import ContentCache
 from tests.helpers.graphs import mlp_model, save
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,7 +39,7 @@ HOLDERS = {
         hold = GoldenStore(root / "goldens").locked(spec, InputRecipe(seed=1, iterations=2))
     """,
     "cache": """
-        from harness.run.cache import ContentCache
+        from harness.pipeline.cache import ContentCache
         hold = ContentCache(root / "cache")._locked(root / "cache" / "magnitudes" / "k.json")
     """,
     "publish": """

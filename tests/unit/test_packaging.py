@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.files import read_toml
+from harness.core.files import read_toml
 
 ROOT = Path(__file__).resolve().parents[2]
 

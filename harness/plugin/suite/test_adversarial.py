@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
-from harness.errors import UserError
-from harness.run.session import AccuracySession, SweepCase
+from harness.core.errors import UserError
+from harness.pipeline.session import AccuracySession, SweepCase
 from harness.search.adversarial import failure_message, search_case
 
 pytestmark = pytest.mark.adversarial

@@ -1,6 +1,6 @@
 """castguard's accuracy suite: FP32 goldens, then the conversion sweep (model x case) on each runner.
 
-Parametrized by ``harness.plugin.pytest_generate_tests``; every check lives in :mod:`harness.run.session`.
+Parametrized by ``harness.plugin.pytest_generate_tests``; every check lives in :mod:`harness.pipeline.session`.
 User errors fail the test with their message (no traceback); unavailable runners and runners that are not a
 low-precision oracle skip with the reason; a golden onnxruntime could not make fails test_fp32_golden once, in
 full, and every other test of that model skips in one line. Each sweep case hands its record to the report
@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.errors import GoldenRunFailed, RunnerUnavailable, UserError
+from harness.core.errors import GoldenRunFailed, RunnerUnavailable, UserError
+from harness.pipeline.session import AccuracySession, Outcome, SweepCase
 from harness.report import CaseRecord
-from harness.run.session import AccuracySession, Outcome, SweepCase
 
 
 def _run(check: Callable[[], Outcome], *, skip_no_golden: bool = True) -> Outcome:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from harness.pipeline.session import AccuracySession, SweepCase
 from harness.plugin.suite.test_castguard import _report, _run
 from harness.report import CaseRecord
-from harness.run.session import AccuracySession, SweepCase
 from harness.tune.case import check_tuned
 
 

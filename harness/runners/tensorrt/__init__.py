@@ -3,7 +3,7 @@
 * :mod:`.library`: which TensorRT this process uses (full TensorRT first, else TensorRT-RTX) and how it is named;
 * :mod:`.datatypes`: TensorRT data types <-> precisions and host buffers, version-dependent flags (pure);
 * :mod:`.plan`: parse ONNX and build a strongly typed plan (standard library only; also the build child script);
-* :mod:`.typed_build`: the sweep's build check: build in a child (:mod:`harness.child`), compare the types;
+* :mod:`.typed_build`: the sweep's build check: build in a child (:mod:`harness.core.child`), compare the types;
 * :mod:`.inspector`: the engine inspector's JSON -> per-layer precision report;
 * :mod:`.precision_diff`: realized precisions vs the ONNX model's declared types;
 * :mod:`.device`: GPU memory (cuda-python or pycuda);

@@ -13,8 +13,8 @@ from types import MappingProxyType
 import numpy as np
 from onnx import TensorProto
 
-from harness.dtypes import BFLOAT16, PRECISIONS, bf16_to_bits, bits_to_bf16
-from harness.errors import RunnerError, RunnerUnavailable
+from harness.core.dtypes import BFLOAT16, PRECISIONS, bf16_to_bits, bits_to_bf16
+from harness.core.errors import RunnerError, RunnerUnavailable
 from harness.runners.tensorrt.plan import Unsupported
 from harness.runners.tensorrt.plan import builder_flags_to_clear as builder_flags_to_clear
 from harness.runners.tensorrt.plan import network_creation_flags as _creation_flags

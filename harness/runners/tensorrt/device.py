@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from harness.errors import RunnerError, RunnerUnavailable
+from harness.core.errors import RunnerError, RunnerUnavailable
 
 RUN_INSTALL = 'pip install "castguard[trt-run]" (cuda-python), or pycuda'
 

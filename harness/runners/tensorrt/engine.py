@@ -4,7 +4,7 @@ Order: import TensorRT (``tensorrt``, else ``tensorrt_rtx_bindings``), open the 
 build the plan in this process, ask the runtime whether the plan is valid on this GPU
 (``Runtime.get_engine_validity``, where the bindings have it), deserialize, and make the execution context
 (TensorRT-RTX: through a runtime config with a runtime cache). Anything this machine lacks is a
-:class:`~harness.errors.RunnerUnavailable` naming it; a plan this GPU cannot run names the GPU, its compute
+:class:`~harness.core.errors.RunnerUnavailable` naming it; a plan this GPU cannot run names the GPU, its compute
 capability and the compute capabilities the plan runs on (:func:`unsupported_gpu`).
 """
 
@@ -19,9 +19,9 @@ from typing import Any, Protocol
 
 import onnx
 
+from harness.core.errors import RunnerError, RunnerUnavailable, UserError
+from harness.core.files import atomic_write
 from harness.data.feeds import input_specs
-from harness.errors import RunnerError, RunnerUnavailable, UserError
-from harness.files import atomic_write
 from harness.runners.ort import session_source
 from harness.runners.tensorrt.device import Device, open_device
 from harness.runners.tensorrt.library import TrtModule, import_tensorrt

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.errors import InputDataError, RunnerError
+from harness.core.errors import InputDataError, RunnerError
 from harness.runners.tensorrt.datatypes import FLOAT_PRECISIONS, LOW_PRECISIONS, precision_from_text
 
 _ONNX_LAYER = re.compile(r"^\[ONNX Layer: (.*)\]$", re.DOTALL)

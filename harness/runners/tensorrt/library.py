@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from types import ModuleType
 
-from harness.errors import RunnerUnavailable
+from harness.core.errors import RunnerUnavailable
 
 FULL_MODULE = "tensorrt"
 RTX_MODULE = "tensorrt_rtx_bindings"

@@ -1,9 +1,9 @@
 """Parse an ONNX model and build a strongly typed TensorRT plan: no GPU, no CUDA library, no harness imports.
 
-This module imports only the standard library (and :mod:`harness.child`, which does too), so it runs two ways:
+This module imports only the standard library (and :mod:`harness.core.child`, which does too), so it runs two ways:
 
 * in process, from :class:`harness.runners.tensorrt.runner.TrtRunner`, which passes in the imported TensorRT module;
-* as a child process (``python plan.py``, through :mod:`harness.child`: a JSON request in, a JSON answer out), from
+* as a child process (``python plan.py``, through :mod:`harness.core.child`: a JSON request in, a JSON answer out), from
   :mod:`harness.runners.tensorrt.typed_build`, so that a crash of the native library cannot take pytest down and
   TensorRT's log never mixes with pytest's output. The child costs about 0.1 s of start-up (Python plus
   ``import tensorrt_rtx_bindings``) on top of the build itself, measured on this project's 2-core CI machine.
@@ -24,7 +24,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from harness.child import read_request, write_answer
+from harness.core.child import read_request, write_answer
 
 Shape = tuple[int, ...]
 MIN_VERSION = (10, 0)  # strongly typed networks with execute_async_v3 and named I/O tensors

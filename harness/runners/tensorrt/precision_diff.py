@@ -13,7 +13,7 @@ from typing import Literal
 
 import onnx
 
-from harness.errors import RunnerError
+from harness.core.errors import RunnerError
 from harness.runners.tensorrt.datatypes import ELEM_TO_PRECISION, FLOAT_PRECISIONS, LOW_PRECISIONS
 from harness.runners.tensorrt.inspector import LayerInfo, PrecisionReport
 

@@ -6,7 +6,7 @@ runs it on every converted model. Running needs a GPU the engine supports and a 
 (:mod:`harness.runners.tensorrt.device`: cuda-python or pycuda). :meth:`TrtRunner.activate` imports ``tensorrt``, else
 ``tensorrt_rtx_bindings`` (:mod:`harness.runners.tensorrt.library`), opens the device, builds, checks that the engine is
 valid on this GPU (``Runtime.get_engine_validity``; a TensorRT-RTX plan runs on compute capability 8.0, 8.6, 8.9
-and 12.x), and deserializes it; whatever is missing raises :class:`~harness.errors.RunnerUnavailable`, which the
+and 12.x), and deserializes it; whatever is missing raises :class:`~harness.core.errors.RunnerUnavailable`, which the
 suite turns into a skip with the reason (an unsupported GPU is named, with its compute capability and the list).
 
 Strong typing: each tensor keeps the type the ONNX model gives it (Cast nodes, initializer types); no precision
@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from harness.core.errors import RunnerError
 from harness.data.feeds import Feed
-from harness.errors import RunnerError
 from harness.runners.base import Runner, RunResult
 from harness.runners.tensorrt.datatypes import from_engine_array, host_dtype, to_engine_array
 from harness.runners.tensorrt.device import Device

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import onnx
 
-from harness.child import ChildFailed, run_child
+from harness.core.child import ChildFailed, run_child
+from harness.core.errors import RunnerError, RunnerUnavailable
 from harness.data.feeds import InputSpec, input_specs
-from harness.errors import RunnerError, RunnerUnavailable
 from harness.runners.ort import session_source
 from harness.runners.tensorrt.blame import BuildCulprit, blame_build_error
 from harness.runners.tensorrt.datatypes import precision_of_trt_dtype

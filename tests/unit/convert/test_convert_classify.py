@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto
 
 from harness.convert import ConvertOptions, Magnitudes, collect_magnitudes, convert
-from harness.errors import ConversionError, UserError
+from harness.core.errors import ConversionError, UserError
 from tests.helpers.convert_builders import F32, casts, chain, init, mlp, model, node, node_types, vi
 
 F16, BF16 = TensorProto.FLOAT16, TensorProto.BFLOAT16

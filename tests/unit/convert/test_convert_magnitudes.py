@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto
 
 from harness.convert import Magnitudes, collect_magnitudes
-from harness.errors import ConversionError, InputDataError, UserError
+from harness.core.errors import ConversionError, InputDataError, UserError
 from tests.helpers.convert_builders import F32, init, mlp, model, node, vi
 
 

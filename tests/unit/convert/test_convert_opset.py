@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto
 
 from harness.convert import ConvertOptions, collect_magnitudes, convert
-from harness.errors import ConversionError
+from harness.core.errors import ConversionError
 from tests.helpers.convert_builders import F32, init, mlp, model, node, node_types, run_ort, vi
 
 F16, BF16 = TensorProto.FLOAT16, TensorProto.BFLOAT16

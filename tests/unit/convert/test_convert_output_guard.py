@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto
 
 from harness.convert import ConvertOptions, collect_magnitudes, convert
-from harness.errors import ConversionError
+from harness.core.errors import ConversionError
 from tests.helpers.convert_builders import F32, init, model, node, vi
 
 

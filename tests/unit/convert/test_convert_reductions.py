@@ -20,7 +20,7 @@ from onnx import TensorProto, helper
 from harness.convert import ConvertOptions, convert
 from harness.convert.magnitudes import Magnitudes, ReferenceRun, reference_run
 from harness.convert.reductions import denominators
-from harness.errors import ConversionError
+from harness.core.errors import ConversionError
 from test_models import MODELS
 from tests.helpers.convert_builders import F32, init, model, node, vi
 

@@ -76,7 +76,7 @@ def test_shape_input_converts_without_magnitudes_and_says_so(tmp_path: Path, cap
 
 
 def test_calibration_data_that_fails_is_still_an_error(tmp_path: Path) -> None:
-    from harness.errors import ConversionError
+    from harness.core.errors import ConversionError
 
     reshape = model(
         [node("Reshape", ["x", "shape"], ["y"], "reshape")],

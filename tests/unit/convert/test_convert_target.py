@@ -14,7 +14,7 @@ import pytest
 
 from harness.convert import ConvertOptions, convert, convert_to_mixed_precision
 from harness.convert.targets import load_target
-from harness.errors import ConversionError
+from harness.core.errors import ConversionError
 
 REPO = Path(__file__).resolve().parents[3]
 MNIST = REPO / "test_models" / "mnist" / "mnist.onnx"

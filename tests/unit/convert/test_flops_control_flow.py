@@ -15,7 +15,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from harness.convert import ConvertOptions, convert
-from harness.run.cache import ContentCache
+from harness.pipeline.cache import ContentCache
 from tests.helpers.convert_builders import F32, init, model, node, run_ort, vi
 
 F16 = TensorProto.FLOAT16

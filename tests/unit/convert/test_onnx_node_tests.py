@@ -27,7 +27,7 @@ from onnx.backend.test.case import node as node_cases
 
 from harness.convert import convert_to_mixed_precision
 from harness.convert.magnitudes import ReferenceRunError
-from harness.errors import ConversionError
+from harness.core.errors import ConversionError
 from tests.helpers.node_validity import validity_problem
 
 MODES: dict[str, dict[str, object]] = {"fp16": {}, "bf16-keepio": {"low_precision_type": "bf16", "keep_io_types": True}}

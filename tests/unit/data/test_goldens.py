@@ -11,11 +11,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale, UserError
+from harness.core.locks import LockTimeout, held
 from harness.data.goldens import Golden, GoldenStore, ensure_golden
 from harness.data.models import ModelSpec, resolve_model
 from harness.data.recipes import InputRecipe
-from harness.errors import GoldenCorrupt, GoldenMissing, GoldenStale, UserError
-from harness.locks import LockTimeout, held
 from tests.helpers.graphs import mlp_model, save
 
 RECIPE = InputRecipe(seed=1, iterations=2)

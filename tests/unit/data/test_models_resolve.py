@@ -9,9 +9,9 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
+from harness.core.errors import ModelError
 from harness.data.models import bundled_model_names, bundled_models_dir, model_sha256, resolve_model
 from harness.data.onnxfile import load_model
-from harness.errors import ModelError
 from tests.helpers.graphs import mlp_model, save
 
 

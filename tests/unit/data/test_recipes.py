@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
+from harness.core.errors import InputDataError, UserError
 from harness.data.recipes import (
     InputRecipe,
     describe_inputs,
@@ -20,7 +21,6 @@ from harness.data.recipes import (
     parse_val_range,
     recipe_for_file,
 )
-from harness.errors import InputDataError, UserError
 from tests.helpers.graphs import make_model
 
 F32, I64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL

@@ -159,8 +159,8 @@ def test_the_profile_picture_marks_the_cause_and_the_fix(tmp_path: Path) -> None
 def test_a_fix_that_cannot_run_is_reported_not_raised_and_not_called_verified(tmp_path: Path) -> None:
     from dataclasses import dataclass
 
+    from harness.core.errors import RunnerError
     from harness.diagnose.verify import CaseSetup, case_bound, verify_fix
-    from harness.errors import RunnerError
     from harness.judge.tolerances import TolerancePolicy
 
     @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.nightly.history import accept_run, read_history, trends, write_run
 from harness.nightly.rules import parse_rules
 from harness.nightly.run import NightlyOptions, NightlyRun, finish, load_baseline, nightly_options

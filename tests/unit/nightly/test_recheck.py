@@ -17,11 +17,11 @@ import pytest
 
 from harness.cli import main
 from harness.convert import collect_magnitudes, convert
+from harness.core.errors import UserError
 from harness.data.feeds import cast_feeds, input_specs
 from harness.data.models import bundled_models_dir, resolve_model
 from harness.data.onnxfile import load_model
 from harness.data.recipes import InputRecipe, make_feeds
-from harness.errors import UserError
 from harness.judge.compare import Tolerance, compare_iterations
 from harness.judge.tolerances import TolerancePolicy
 from harness.nightly.recheck import RecheckedCase, ToleranceOverride, parse_per_output, recheck

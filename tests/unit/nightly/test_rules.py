@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.nightly.render import comparison_html, comparison_lines, comparison_markdown, fmt_change
 from harness.nightly.rules import TIME_FLOOR_S, Rule, compare_reports, judge, metric, parse_rule, parse_rules
 from harness.report import CaseRecord, Report, Timings

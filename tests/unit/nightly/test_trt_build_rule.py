@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.nightly.render import comparison_markdown, fmt_change
 from harness.nightly.rules import RECOMMENDED_RULES, TRT_BUILDS, compare_reports, judge, parse_rule, parse_rules
 from harness.report import CaseRecord, Report

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.report import CaseRecord, Provenance, read_report
 from harness.report.collect import FinishedReport, ReportSession, settle, worker_name
 from harness.report.runs import is_active, run_folders

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.report.collect import ReportSession
 from harness.report.merge import merge_shards
 from harness.report.model import Provenance, ShardInfo

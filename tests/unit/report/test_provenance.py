@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.core.errors import GoldenError
 from harness.data.drift import GoldenProvenanceError, check_golden_provenance, drift_notes, installed_versions
-from harness.errors import GoldenError
 from harness.report import Report
 from harness.report.render_html import render_html
 from harness.report.render_md import render_markdown

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.dtypes import BFLOAT16
-from harness.errors import UserError
+from harness.core.dtypes import BFLOAT16
+from harness.core.errors import UserError
 from harness.judge.compare import Tolerance, compare_outputs
 from harness.report import (
     CaseRecord,

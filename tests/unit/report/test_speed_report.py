@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 from harness.config import HarnessConfig
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.nightly.rules import SPEEDUP_FLOOR, judge, parse_rule
+from harness.pipeline.session import AccuracySession, SweepCase
+from harness.pipeline.speed import measure_speed, time_pair
 from harness.report import CaseRecord, Report
 from harness.report.pareto import best_passing
 from harness.report.plots import error_vs_speedup_png
@@ -22,8 +24,6 @@ from harness.report.render_md import render_markdown
 from harness.report.serde import record_from_dict, record_to_dict
 from harness.report.speed import fastest_passing, speed_front
 from harness.report.view import report_view
-from harness.run.session import AccuracySession, SweepCase
-from harness.run.speed import measure_speed, time_pair
 from harness.runners import make_runner
 from harness.runners.timing import TimingConfig
 from harness.sweep import Case, SweepSpec

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from harness.convert import ConvertOptions, convert
+from harness.core.errors import UserError
 from harness.data.onnxfile import external_tensors, has_pending_casts, load_model
-from harness.errors import UserError
-from harness.run.cache import ContentCache
+from harness.pipeline.cache import ContentCache
 from harness.runners import make_runner
 from tests.helpers.external import matmul_stack, save_external
 
@@ -79,7 +79,7 @@ def test_a_damaged_entry_data_file_is_an_error_naming_the_fix(ext_path: Path, tm
 
 
 def test_the_data_file_belongs_to_its_entry_for_the_size_cap(ext_path: Path, tmp_path: Path) -> None:
-    from harness.run.cache_size import evict, usage
+    from harness.pipeline.cache_size import evict, usage
 
     root = tmp_path / "cache"
     options = ConvertOptions(data_max=float("inf"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.run.cache_size import MB, evict, evict_note, usage
+from harness.pipeline.cache_size import MB, evict, evict_note, usage
 
 
 def _entry(root: Path, section: str, key: str, size: int, used: float) -> None:
@@ -45,7 +45,7 @@ def test_an_entry_in_use_is_never_evicted(tmp_path: Path) -> None:
 
 def test_a_cache_hit_marks_the_entry_as_used(tmp_path: Path) -> None:
     from harness.convert import Magnitudes
-    from harness.run.cache import ContentCache
+    from harness.pipeline.cache import ContentCache
 
     cache = ContentCache(tmp_path)
     made = Magnitudes(absmax={"x": 1.0}, shapes={"x": (1,)}, dtypes={"x": 1}, data_source="test")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from harness.config import HarnessConfig
+from harness.pipeline.case import CaseSettings, cannot_judge
+from harness.pipeline.session import AccuracySession, SweepCase
 from harness.report import load_outputs
-from harness.run.case import CaseSettings, cannot_judge
-from harness.run.session import AccuracySession, SweepCase
 from harness.runners.tensorrt.library import installed_module
 from harness.sweep import Case, SweepSpec
 from tests.helpers.graphs import cancellation_model, mlp_model, save

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from harness.config import HarnessConfig
 from harness.data.models import bundled_models_dir
-from harness.run.dedup import model_digest, plan_digest
-from harness.run.session import AccuracySession, SweepCase
+from harness.pipeline.dedup import model_digest, plan_digest
+from harness.pipeline.session import AccuracySession, SweepCase
 from harness.sweep import SweepSpec, expand
 
 REPO = Path(__file__).resolve().parents[3]

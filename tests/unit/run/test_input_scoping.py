@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from harness.config import HarnessConfig
+from harness.core.errors import UserError
 from harness.data.models import bundled_models_dir
 from harness.data.scoping import InputOptions, check_every_name_used
-from harness.errors import UserError
-from harness.run.session import AccuracySession
+from harness.pipeline.session import AccuracySession
 from harness.sweep import SweepSpec
 from harness.sweep.shards import Shard, assign
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from harness.config import HarnessConfig
+from harness.pipeline.session import AccuracySession
 from harness.report import CaseRecord, Timings
-from harness.run.session import AccuracySession
 from harness.sweep import SweepSpec
 from tests.helpers.graphs import cancellation_model, mlp_model, save
 

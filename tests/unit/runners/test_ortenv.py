@@ -13,21 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import RunnerUnavailable
-from harness.ortenv import _ask_child, cpu_bf16_ops, cuda_provider_problem
+from harness.core.errors import RunnerUnavailable
+from harness.core.ortenv import _ask_child, cpu_bf16_ops, cuda_provider_problem
 from harness.runners.ort_cuda import require_cuda_session
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_a_child_that_dies_is_unknown_not_a_crash() -> None:
-    """The probe's child dies (harness.child reports it as ChildFailed, kind "signal"): the answer is unknown."""
+    """The probe's child dies (harness.core.child reports it as ChildFailed, kind "signal"): the answer is unknown."""
     assert _ask_child("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)") is None
 
 
 def test_a_child_that_prints_nothing_is_unknown() -> None:
     assert _ask_child("pass") is None
-    answered = _ask_child("from harness.child import write_answer; write_answer([['', 'Cast']])")
+    answered = _ask_child("from harness.core.child import write_answer; write_answer([['', 'Cast']])")
     assert answered is not None and answered.answer == [["", "Cast"]]
 
 
@@ -60,7 +60,7 @@ def test_a_session_that_fell_back_to_the_cpu_is_refused() -> None:
 
 
 def test_no_private_onnxruntime_name_in_castguard_processes() -> None:
-    """Only harness/ortenv.py's child-process code may name onnxruntime's private binding module."""
+    """Only harness/core/ortenv.py's child-process code may name onnxruntime's private binding module."""
     private = re.compile(r"_pybind_state|onnxruntime_pybind11_state|get_all_opkernel_def|onnxruntime\.capi")
     offenders = []
     for folder in ("harness", "benchmarks", "examples"):

@@ -15,7 +15,7 @@ import onnx
 import pytest
 
 from harness.convert import ConvertOptions, convert
-from harness.errors import RunnerUnavailable, UserError
+from harness.core.errors import RunnerUnavailable, UserError
 from harness.report.model import Provenance
 from harness.report.provenance import collect_provenance
 from harness.runners import make_runner, runner_names

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from harness.errors import InputDataError, RunnerError, RunnerUnavailable, UserError
+from harness.core.errors import InputDataError, RunnerError, RunnerUnavailable, UserError
 from harness.runners import RUNNER_NAMES, make_runner
 from tests.helpers.graphs import make_model, mlp_model
 

@@ -10,8 +10,8 @@ import onnx
 import pytest
 
 from harness.convert import ConvertOptions, convert
+from harness.core.errors import RunnerUnavailable
 from harness.data.onnxfile import external_tensors, has_pending_casts, load_model, save_model
-from harness.errors import RunnerUnavailable
 from harness.runners import make_runner
 from harness.runners import reference as reference_runner
 from harness.runners.ort import session_source

@@ -11,7 +11,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
-from harness.errors import RunnerUnavailable
+from harness.core.errors import RunnerUnavailable
 from harness.runners import make_runner
 from harness.runners.ort_cuda import cpu_placed_nodes, float_fallbacks
 from harness.runners.timing import TimingConfig, interleaved, speed_claim, speedup

@@ -16,7 +16,7 @@ import onnx
 import pytest
 
 import test_models
-from harness.errors import InputDataError, RunnerError
+from harness.core.errors import InputDataError, RunnerError
 from harness.runners.tensorrt.datatypes import precision_from_text
 from harness.runners.tensorrt.inspector import load_inspector_json, onnx_nodes_of, parse_inspector_json
 from harness.runners.tensorrt.precision_diff import Mismatch, check_against_onnx, declared_precisions

@@ -18,7 +18,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from harness.errors import RunnerError, RunnerUnavailable
+from harness.core.errors import RunnerError, RunnerUnavailable
 from harness.runners.tensorrt.engine import _check_validity, rtx_targets, unsupported_gpu
 from harness.runners.tensorrt.library import TrtModule
 from harness.runners.tensorrt.runner import LiveEngine, TrtRunner

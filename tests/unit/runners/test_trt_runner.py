@@ -20,9 +20,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import test_models
+from harness.core.dtypes import bf16_to_bits, np_dtype
+from harness.core.errors import RunnerError, RunnerUnavailable
 from harness.data.feeds import InputSpec
-from harness.dtypes import bf16_to_bits, np_dtype
-from harness.errors import RunnerError, RunnerUnavailable
 from harness.runners import make_runner
 from harness.runners.tensorrt.datatypes import (
     ELEM_TO_TRT,

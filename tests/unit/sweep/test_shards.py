@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.sweep.shards import Shard, assign, hash_order, key_digest, parse_shard
 
 CASES = ["fp16-a", "fp16-b", "bf16-a", "bf16-b"]

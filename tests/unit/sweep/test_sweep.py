@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from numpy.lib.stride_tricks import sliding_window_view
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.judge.compare import Tolerance, compare_iterations
 from harness.judge.tolerances import TolerancePolicy, default_tolerance, low_precision_ulp, parse_tolerance_policy
 from harness.sweep import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.sweep import Case, SweepSpec, expand
 from harness.sweep.sources import SweepOptions, build_sweep_spec
 

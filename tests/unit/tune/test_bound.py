@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.tune.bound import Bound, measure, normalized_errors, parse_max_error, top1_agreement
 
 

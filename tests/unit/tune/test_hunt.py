@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from harness.convert import ConvertOptions, collect_magnitudes, convert
-from harness.dtypes import FP16_MAX
+from harness.core.dtypes import FP16_MAX
 from harness.search.corners import Box, ascend, corner_feeds
 from harness.tune.bound import Bound
 from harness.tune.stress import stress

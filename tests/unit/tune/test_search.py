@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 from harness.tune.bound import Bound, Measurement
 from harness.tune.oracle import BudgetExhausted, Evaluation
 from harness.tune.search import Unreachable, search

@@ -1,14 +1,14 @@
-"""The find-duplicate step: an earlier case of this process whose result this case can reuse (:mod:`harness.run.dedup`)."""
+"""The find-duplicate step: an earlier case of this process whose result this case can reuse (:mod:`harness.pipeline.dedup`)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 
+from harness.pipeline.context import ModelContext
+from harness.pipeline.dedup import PLAN_RUNNERS, SameModels, model_digest, plan_digest
+from harness.pipeline.steps.convert import Converted
 from harness.report import CaseRecord
-from harness.run.context import ModelContext
-from harness.run.dedup import PLAN_RUNNERS, SameModels, model_digest, plan_digest
-from harness.run.steps.convert import Converted
 from harness.sweep import Case
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout, UnixFileLock
 
-from harness.errors import UserError
+from harness.core.errors import UserError
 
 __all__ = ["HeldLock", "LockTimeout", "held", "is_held", "try_held"]
 

@@ -31,7 +31,7 @@ class UserError(HarnessError):
 class DiskFull(UserError):
     """No space (or quota) left in a folder castguard writes to: goldens, the cache, the report, a model.
 
-    Raised by :func:`harness.files.atomic_write`, which has removed its temporary file first, so nothing is left
+    Raised by :func:`harness.core.files.atomic_write`, which has removed its temporary file first, so nothing is left
     half-written and the previous file (if any) is untouched. ``folder`` is where the write failed.
     """
 

@@ -1,8 +1,8 @@
-"""One sweep case end to end, as a short sequence of steps (:mod:`harness.run.steps`). No pytest.
+"""One sweep case end to end, as a short sequence of steps (:mod:`harness.pipeline.steps`). No pytest.
 
 convert -> build-check -> find-duplicate -> execute -> judge -> diagnose -> time -> record. Work shared by every
 case of a model (its golden, its magnitudes) arrives in a :class:`ModelContext`, built once per process by
-:class:`harness.run.session.AccuracySession`. The record's ``status`` is the verdict:
+:class:`harness.pipeline.session.AccuracySession`. The record's ``status`` is the verdict:
 
 * ``pass`` / ``fail``: the comparison with the golden, on a runner that really rounds fp16/bf16;
 * ``skip``: the runner cannot judge the case: ORT's CPU provider computes fp16 in fp32 (the comparison is
@@ -21,18 +21,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-from harness.errors import RunnerError, RunnerUnavailable, UserError
+from harness.core.errors import RunnerError, RunnerUnavailable, UserError
+from harness.pipeline.cache import ContentCache
+from harness.pipeline.context import CaseSettings, ModelContext, cannot_judge, case_providers, targets_tensorrt
+from harness.pipeline.dedup import SameModels
+from harness.pipeline.steps.convert import Converted, build_check_step, convert_cached, convert_step
+from harness.pipeline.steps.diagnose import diagnose_step, failure_message
+from harness.pipeline.steps.duplicate import find_duplicate
+from harness.pipeline.steps.execute import execute_step, time_step
+from harness.pipeline.steps.record import Progress, case_record, record_step, reused_record, tensorrt_verdict
+from harness.pipeline.steps.tuned import Tuned
+from harness.pipeline.steps.verdict import judge_step
 from harness.report import CaseRecord
-from harness.run.cache import ContentCache
-from harness.run.context import CaseSettings, ModelContext, cannot_judge, case_providers, targets_tensorrt
-from harness.run.dedup import SameModels
-from harness.run.steps.convert import Converted, build_check_step, convert_cached, convert_step
-from harness.run.steps.diagnose import diagnose_step, failure_message
-from harness.run.steps.duplicate import find_duplicate
-from harness.run.steps.execute import execute_step, time_step
-from harness.run.steps.record import Progress, case_record, record_step, reused_record, tensorrt_verdict
-from harness.run.steps.tuned import Tuned
-from harness.run.steps.verdict import judge_step
 from harness.runners.ort import CPU
 from harness.sweep import Case
 

@@ -5,7 +5,7 @@ for (only the private ``get_all_opkernel_def`` lists kernels) and why the CUDA p
 ``get_available_providers()`` lists cannot be created (onnxruntime only logs the missing library to stderr and
 falls back to the CPU: the child creates a one-node CUDA session and its stderr is read). The private call segfaults when onnxruntime-gpu is installed without the CUDA/TensorRT
 libraries (it loads every provider library), so it never runs in castguard's own process: a child process asks,
-answers through :mod:`harness.child`, and a child that dies (signal, non-zero exit, no answer, time-out) means
+answers through :mod:`harness.core.child`, and a child that dies (signal, non-zero exit, no answer, time-out) means
 "unknown".
 
 Each answer depends only on the interpreter and the onnxruntime installation, so it is remembered per
@@ -17,15 +17,15 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from harness.child import ChildAnswer, ChildFailed, run_child
-from harness.providers import CPU, CUDA
+from harness.core.child import ChildAnswer, ChildFailed, run_child
+from harness.core.providers import CPU, CUDA
 
 PROBE_TIMEOUT_S = 120.0
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 _KERNELS = f"""
 from onnxruntime.capi import _pybind_state as state
-from harness.child import write_answer
+from harness.core.child import write_answer
 pairs = sorted({{("" if k.domain == "ai.onnx" else k.domain, k.op_name) for k in state.get_all_opkernel_def()
                 if k.provider == {CPU!r}
                 and any("tensor(bfloat16)" in t for t in k.type_constraints.values())}})
@@ -35,7 +35,7 @@ write_answer(pairs)
 _CUDA_SESSION = f"""
 import onnxruntime as ort
 from onnx import TensorProto, helper
-from harness.child import write_answer
+from harness.core.child import write_answer
 graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])

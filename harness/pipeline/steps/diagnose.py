@@ -14,12 +14,12 @@ from harness.convert import ConversionResult
 from harness.diagnose import Diagnosis, diagnose_failure
 from harness.judge.compare import CompareResult
 from harness.judge.tolerances import TolerancePolicy
+from harness.pipeline.context import ModelContext
+from harness.pipeline.steps.convert import Converted
+from harness.pipeline.steps.execute import Executed
 from harness.report import outputs_relpath
 from harness.report.diagnosis import diagnosis_lines
 from harness.report.format import fmt_error
-from harness.run.context import ModelContext
-from harness.run.steps.convert import Converted
-from harness.run.steps.execute import Executed
 from harness.sweep import Case
 
 

@@ -6,7 +6,7 @@ Every file castguard leaves behind (goldens, reports, outputs, history runs, cac
 written through :func:`atomic_write`: a temporary file in the destination's folder, then ``os.replace``, so a
 crash, a full disk or Ctrl-C never leaves a partial file under the final name. ``durable=True`` also fsyncs
 before the rename (goldens: a committed artefact); caches skip it, since they need atomicity, not durability.
-A full disk (or quota) is one :class:`~harness.errors.DiskFull` naming the folder (:func:`disk_full`).
+A full disk (or quota) is one :class:`~harness.core.errors.DiskFull` naming the folder (:func:`disk_full`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from harness.errors import DiskFull, UserError
+from harness.core.errors import DiskFull, UserError
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -9,14 +9,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 
+from harness.pipeline.context import CaseSettings, ModelContext, targets_tensorrt
+from harness.pipeline.steps.convert import BuildChecked, Converted
+from harness.pipeline.steps.diagnose import Diagnosed
+from harness.pipeline.steps.duplicate import Duplicate
+from harness.pipeline.steps.execute import Executed, Timed
+from harness.pipeline.steps.tuned import Tuned
+from harness.pipeline.steps.verdict import Judged
 from harness.report import CaseRecord, Timings, output_stats, outputs_relpath, save_outputs
-from harness.run.context import CaseSettings, ModelContext, targets_tensorrt
-from harness.run.steps.convert import BuildChecked, Converted
-from harness.run.steps.diagnose import Diagnosed
-from harness.run.steps.duplicate import Duplicate
-from harness.run.steps.execute import Executed, Timed
-from harness.run.steps.tuned import Tuned
-from harness.run.steps.verdict import Judged
 from harness.sweep import Case
 
 NOT_BUILT = BuildChecked()
@@ -25,7 +25,7 @@ NOT_BUILT = BuildChecked()
 def tensorrt_verdict(record: CaseRecord, case: Case) -> CaseRecord:
     """A case meant for TensorRT (:func:`targets_tensorrt`) whose model does not build there, or whose types
     TensorRT changed, fails (before its accuracy is looked at: the model cannot be deployed as converted). The
-    accuracy record is what :class:`~harness.run.dedup.SameModels` keeps; this is the deployment verdict on it."""
+    accuracy record is what :class:`~harness.pipeline.dedup.SameModels` keeps; this is the deployment verdict on it."""
     build = record.trt_build
     if build is None or build.ok or not targets_tensorrt(case) or record.status not in ("pass", "fail", "skip"):
         return record

@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from harness.core.dtypes import BFLOAT16
+from harness.core.errors import GoldenRunFailed, RunnerError, RunnerUnavailable, UserError
 from harness.data.goldens import Golden, non_finite, rerun_command
 from harness.data.marked import with_outputs
 from harness.data.models import ModelSpec
 from harness.data.recipes import Feed, InputRecipe
-from harness.dtypes import BFLOAT16
-from harness.errors import GoldenRunFailed, RunnerError, RunnerUnavailable, UserError
 from harness.runners import make_runner
 
 

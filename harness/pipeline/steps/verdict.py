@@ -9,8 +9,8 @@ from typing import Literal
 from harness.judge.compare import CompareResult
 from harness.judge.paired import judge_outputs
 from harness.judge.tolerances import TolerancePolicy
-from harness.run.context import ModelContext
-from harness.run.steps.execute import Executed
+from harness.pipeline.context import ModelContext
+from harness.pipeline.steps.execute import Executed
 from harness.sweep import Case
 
 

@@ -1,4 +1,4 @@
-"""The steps of one case, in order (:func:`harness.run.case.run_case` calls them). No pytest.
+"""The steps of one case, in order (:func:`harness.pipeline.case.run_case` calls them). No pytest.
 
 convert -> build-check (:mod:`.convert`) -> find-duplicate (:mod:`.duplicate`) -> execute (:mod:`.execute`) ->
 judge (:mod:`.verdict`, pure) -> diagnose (:mod:`.diagnose`) -> time (:mod:`.execute`) -> record (:mod:`.record`).

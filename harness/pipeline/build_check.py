@@ -23,10 +23,10 @@ from typing import Any
 
 import onnx
 
+from harness.core.errors import RunnerUnavailable, UserError
 from harness.data.feeds import input_specs
-from harness.errors import RunnerUnavailable, UserError
-from harness.run.cache import ContentCache, content_key
-from harness.run.dedup import model_digest
+from harness.pipeline.cache import ContentCache, content_key
+from harness.pipeline.dedup import model_digest
 from harness.runners.tensorrt.library import INSTALL_LINE, installed_backend, installed_module
 from harness.runners.tensorrt.typed_build import (
     BUILD_SCRIPT,

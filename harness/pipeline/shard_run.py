@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from harness.config import HarnessConfig
-from harness.files import sha256_file
+from harness.core.files import sha256_file
 from harness.report.model import ShardInfo
 from harness.report.provenance import utc_now
 from harness.sweep.shards import ShardWork

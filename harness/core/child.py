@@ -2,7 +2,7 @@
 
 Three things run in a child process so that a native crash (SIGSEGV, SIGFPE) or a library's log cannot reach
 castguard's own process: the reference run (harness/convert/refrun.py), the TensorRT build
-(harness/runners/tensorrt/plan.py) and the onnxruntime capability probe (harness/ortenv.py). All three use this
+(harness/runners/tensorrt/plan.py) and the onnxruntime capability probe (harness/core/ortenv.py). All three use this
 module, on both sides:
 
 * parent: :func:`run_child` starts ``python SCRIPT`` (or ``python -c CODE``) with the request as JSON on stdin
@@ -10,7 +10,7 @@ module, on both sides:
   past ``timeout_s``, dies of a signal, exits non-zero or gives no answer is one :class:`ChildFailed` saying which
   (its ``kind``, ``signal``, ``returncode`` and the end of its stderr as fields);
 * child: :func:`read_request` and :func:`write_answer`. This module imports only the standard library, so a
-  child importing it (``from harness.child import ...``) loads no onnx, numpy or other harness module.
+  child importing it (``from harness.core.child import ...``) loads no onnx, numpy or other harness module.
 
 The answer is the last stdout line that starts with :data:`ANSWER_MARK`, so a native library that prints to
 stdout cannot be mistaken for it.
@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 ANSWER_MARK = "castguard-child-answer: "
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])  # the folder holding ``harness``
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding ``harness``
 
 FailureKind = Literal["start", "timeout", "signal", "exit", "no-answer"]
 

@@ -1,7 +1,7 @@
 """What a case runs with: the model's shared :class:`ModelContext` and the run-wide :class:`CaseSettings`. No pytest.
 
 Work shared by every case of a model (its golden, its magnitudes) arrives in a :class:`ModelContext`, built once
-per process by :class:`harness.run.session.AccuracySession`.
+per process by :class:`harness.pipeline.session.AccuracySession`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class CaseSettings:
     report_dir: Path = Path("castguard-report")
     timing: TimingConfig = TimingConfig()
     clock: Clock = time.perf_counter
-    trt_build_check: bool = False  # build every converted model with TensorRT (harness.run.build_check)
+    trt_build_check: bool = False  # build every converted model with TensorRT (harness.pipeline.build_check)
 
 
 def targets_tensorrt(case: Case) -> bool:

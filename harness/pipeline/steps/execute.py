@@ -6,9 +6,9 @@ import time
 from dataclasses import dataclass
 
 from harness.data.feeds import Feed, cast_feeds, input_specs
-from harness.run.context import CaseSettings, ModelContext
-from harness.run.speed import Speed, measure_speed
-from harness.run.steps.convert import Converted
+from harness.pipeline.context import CaseSettings, ModelContext
+from harness.pipeline.speed import Speed, measure_speed
+from harness.pipeline.steps.convert import Converted
 from harness.runners import make_runner
 from harness.runners.ort_cuda import OrtCudaRunner
 from harness.sweep import Case

@@ -2,7 +2,7 @@
 
 The tuned case (``pytest --tune``) is a variant of the same pipeline: its first step tunes on the golden's inputs
 (or checks the stored plan) and decides the verdict by the tune's bound; then execute -> judge -> record run as for
-any case (:func:`harness.run.case.run_tuned`).
+any case (:func:`harness.pipeline.case.run_tuned`).
 """
 
 from __future__ import annotations

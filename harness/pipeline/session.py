@@ -1,11 +1,11 @@
 """The accuracy workflow behind ``pytest --model``: goldens, the sweep's cases, verdicts (no pytest here).
 
 :class:`AccuracySession` is opened once per pytest process from a :class:`HarnessConfig` (:meth:`AccuracySession.open`):
-:func:`harness.run.plan.plan_session` resolves and loads every model and makes its feeds up front (bad models, input
+:func:`harness.pipeline.plan.plan_session` resolves and loads every model and makes its feeds up front (bad models, input
 files or options are user errors before any test runs) and expands the sweep into :class:`SweepCase` objects
 (model x :class:`harness.sweep.Case`); the session holds that plan. Per model
 it loads the golden and collects the magnitudes once (on the golden's feeds, through the on-disk
-:class:`~harness.run.cache.ContentCache`), then :func:`harness.run.case.run_case` runs each case. Every check
+:class:`~harness.pipeline.cache.ContentCache`), then :func:`harness.pipeline.case.run_case` runs each case. Every check
 returns an :class:`Outcome` for the suite to turn into pass/fail/skip; low-precision outcomes carry the
 case's :class:`~harness.report.CaseRecord` for the report.
 """
@@ -18,17 +18,17 @@ from pathlib import Path
 from typing import Literal, cast
 
 from harness.config import HarnessConfig
+from harness.core.errors import GoldenRunFailed, RunnerError, UserError
 from harness.data.drift import check_golden_provenance, installed_versions
 from harness.data.goldens import Golden, GoldenStore, ensure_golden, rerun_command
 from harness.data.recipes import describe_inputs
-from harness.errors import GoldenRunFailed, RunnerError, UserError
 from harness.judge.compare import CompareResult, Tolerance, compare_iterations
+from harness.pipeline.cache import ContentCache, content_key, feeds_digest
+from harness.pipeline.case import CaseSettings, ModelContext, run_case
+from harness.pipeline.dedup import SameModels
+from harness.pipeline.golden_notes import golden_run_failed, non_finite_note
+from harness.pipeline.plan import LoadedModel, SessionPlan, SweepCase, default_recipe, plan_session, tuned_case
 from harness.report import CaseRecord, golden_relpath, save_outputs
-from harness.run.cache import ContentCache, content_key, feeds_digest
-from harness.run.case import CaseSettings, ModelContext, run_case
-from harness.run.dedup import SameModels
-from harness.run.golden_notes import golden_run_failed, non_finite_note
-from harness.run.plan import LoadedModel, SessionPlan, SweepCase, default_recipe, plan_session, tuned_case
 from harness.runners import make_runner
 from harness.runners.ort import CPU
 
@@ -74,7 +74,7 @@ class AccuracySession:
         strict_provenance: bool = False,
         output_dir: Path | None = None,
     ) -> None:
-        """Hold a planned run (:func:`harness.run.plan.plan_session`); no I/O here: see :meth:`open`."""
+        """Hold a planned run (:func:`harness.pipeline.plan.plan_session`); no I/O here: see :meth:`open`."""
         self.config = config
         self.plan = plan
         self.models = plan.models
@@ -163,7 +163,7 @@ class AccuracySession:
         )
 
     def _written(self, loaded: LoadedModel, written: Path, golden: Golden) -> str:
-        """The message of a just-written golden; a golden holding NaN/inf says so (harness.run.golden_notes)."""
+        """The message of a just-written golden; a golden holding NaN/inf says so (harness.pipeline.golden_notes)."""
         note = non_finite_note(
             loaded.model,
             golden,

@@ -1,7 +1,7 @@
 """Planning an accuracy run: locate and load its models, make their feeds, and list its cases (no pytest).
 
 :func:`plan_session` does the I/O of a run's start (bad models, input files or options are user errors before any
-test runs) and returns a :class:`SessionPlan`; :class:`harness.run.session.AccuracySession` holds it and runs the
+test runs) and returns a :class:`SessionPlan`; :class:`harness.pipeline.session.AccuracySession` holds it and runs the
 cases. Each model is a :class:`LoadedModel`; each test a :class:`SweepCase` (model x :class:`harness.sweep.Case`).
 """
 
@@ -14,13 +14,13 @@ from pathlib import Path
 import onnx
 
 from harness.config import HarnessConfig
+from harness.core.errors import UserError
 from harness.data.feeds import input_specs
 from harness.data.models import LocatedModel, ModelSpec, locate_model
 from harness.data.onnxfile import load_model
 from harness.data.recipes import Feed, InputRecipe, make_feeds, plan_recipe, recipe_for_file, recipe_lines
 from harness.data.scoping import InputOptions, check_every_name_used
-from harness.errors import UserError
-from harness.run.build_check import build_check_enabled
+from harness.pipeline.build_check import build_check_enabled
 from harness.sweep import Case, expand
 from harness.sweep.shards import ShardWork, assign
 
@@ -167,7 +167,7 @@ def default_recipe(
 def tuned_case(precision: str) -> Case:
     """The ``pytest --tune`` case of one precision: the search starts from the low type's range (data_max)."""
     from harness.convert.options import LOW_PRECISIONS
-    from harness.dtypes import LOW_MAX
+    from harness.core.dtypes import LOW_MAX
 
     return Case(precision=precision, data_max=LOW_MAX[LOW_PRECISIONS[precision]], tuned=True)
 

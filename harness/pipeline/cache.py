@@ -6,18 +6,18 @@ Layout under the cache root (``.castguard-cache/`` in the rootdir by default; sa
     convert/<key>.onnx               the converted model (+ <key>.onnx.data: its weights, for lazy/big models
                                      whose weights changed; unchanged ones are read from the source's folder)
     convert/<key>.json               the rest of the ConversionResult, with the .onnx file's sha256
-    trt-build/<key>.json             a TensorRT build check (harness.run.build_check), keyed by the converted model
+    trt-build/<key>.json             a TensorRT build check (harness.pipeline.build_check), keyed by the converted model
 
 A key is the sha256 of everything the result depends on (:func:`content_key`): the model's sha256, a
 digest of the feeds (:func:`feeds_digest`), the options, and :func:`code_fingerprint` (castguard's
 version and the converter's source), so a changed model, input set, option or converter never reuses an
 entry, and a re-run with nothing changed skips the work.
 
-Size: every read touches the entry's files, and :func:`harness.run.cache_size.evict` deletes the least recently
+Size: every read touches the entry's files, and :func:`harness.pipeline.cache_size.evict` deletes the least recently
 used entries beyond ``cache_max_mb`` (pyproject, default 2048) at the end of a run; ``castguard cache`` shows and
 prunes it.
 
-Concurrency (pytest-xdist): each entry is produced under an exclusive :mod:`harness.locks` lock on ``<key>.lock``
+Concurrency (pytest-xdist): each entry is produced under an exclusive :mod:`harness.core.locks` lock on ``<key>.lock``
 (the kernel drops it if its holder dies), so two workers never compute the same entry twice; files are written
 to a temporary name in the same folder and renamed into place, so readers never see a partial file.
 """
@@ -34,6 +34,10 @@ from typing import Any, TypeVar
 import numpy as np
 
 from harness.convert import ConversionResult, Magnitudes
+from harness.core.errors import InputDataError, ModelError, UserError
+from harness.core.files import atomic_write, sha256_file
+from harness.core.locks import held
+from harness.core.version import __version__
 from harness.data.onnxfile import (
     EXTERNAL_DATA_ABOVE,
     has_pending_casts,
@@ -44,11 +48,7 @@ from harness.data.onnxfile import (
     weights_size,
 )
 from harness.data.recipes import Feed
-from harness.errors import InputDataError, ModelError, UserError
-from harness.files import atomic_write, sha256_file
-from harness.locks import held
-from harness.run.cache_size import touch
-from harness.version import __version__
+from harness.pipeline.cache_size import touch
 
 T = TypeVar("T")
 SCHEMA_VERSION = 1
@@ -92,7 +92,7 @@ class ContentCache:
         path = self.root / "magnitudes" / f"{key}.json"
         with self._locked(path):
             if path.is_file():
-                touch((path,))  # least-recently-used eviction (harness.run.cache_size) reads mtimes
+                touch((path,))  # least-recently-used eviction (harness.pipeline.cache_size) reads mtimes
                 try:
                     return Magnitudes.from_json(path.read_text(encoding="utf-8")), True
                 except (InputDataError, UnicodeDecodeError) as err:

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.convert import ConversionResult, convert
-from harness.run.build_check import cached_build
-from harness.run.cache import ContentCache, content_key
-from harness.run.context import ModelContext
+from harness.pipeline.build_check import cached_build
+from harness.pipeline.cache import ContentCache, content_key
+from harness.pipeline.context import ModelContext
 from harness.runners.tensorrt.typed_build import TrtBuild
 from harness.sweep import Case
 

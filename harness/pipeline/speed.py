@@ -14,8 +14,8 @@ from pathlib import Path
 
 import onnx
 
+from harness.core.errors import RunnerError, RunnerUnavailable
 from harness.data.feeds import Feed, cast_feeds, input_specs
-from harness.errors import RunnerError, RunnerUnavailable
 from harness.runners import make_runner
 from harness.runners.base import Runner
 from harness.runners.timing import Clock, TimingConfig, interleaved, speed_claim, speedup
