@@ -75,13 +75,18 @@ def create_session(
     model_dir: Path | None = None,
     cpu_fallback: bool = True,
     spinning: bool = True,
+    as_given: bool = False,
 ) -> Any:
     """An ``InferenceSession`` for ``model`` (see :func:`session_source`); RunnerUnavailable for missing
     providers or kernels. With ``cpu_fallback=False`` a node without a kernel on the named providers fails the
     load instead of moving to the CPU EP. With ``spinning=False`` the session's idle intra-op threads sleep instead
     of spinning: the same threads and the same work split (so the same values), but an oracle that runs one
     small model per case stops burning the cores that the next session's creation needs (bert_tiny: 135 ms ->
-    68 ms to create its emulation session on the 2-core workplace; benchmarks/bench_pipeline.py)."""
+    68 ms to create its emulation session on the 2-core workplace; benchmarks/bench_pipeline.py). With
+    ``as_given`` the graph runs as given: no graph optimizations, nodes in the given order where the graph allows
+    (priority-based order): for the diagnosis's side-by-side graph, whose every tensor is read by comparison nodes
+    placed after its producers (so no fusion could apply, and onnxruntime's default order would keep them all
+    alive), and whose size makes the optimizers slow."""
     import onnxruntime as ort
 
     missing = [p for p in providers if p not in ort.get_available_providers()]
@@ -97,6 +102,9 @@ def create_session(
         options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     if not spinning:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if as_given:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        options.execution_order = ort.ExecutionOrder.PRIORITY_BASED
     try:
         with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:
             return ort.InferenceSession(
