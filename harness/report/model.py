@@ -157,6 +157,10 @@ class CaseRecord:
     fp32_latency_ms: float | None = None  # the FP32 model on the same runner and provider, interleaved
     speedup: float | None = None  # fp32_latency_ms / latency_ms
     speed_note: str = ""  # why no speed was measured (CPU runners claim none)
+    speed_basis: str = ""  # how latency_ms/speedup were timed: "device-resident" (IO binding) or "end to end"
+    e2e_latency_ms: float | None = None  # end to end: numpy in and out, host copies included (session.run)
+    e2e_fp32_latency_ms: float | None = None
+    e2e_speedup: float | None = None
     kept_fp32: tuple[tuple[str, str], ...] = ()  # tuned cases: (node, why) for each node the plan keeps FP32
     trt_build: TrtBuild | None = None  # the TensorRT build check of the converted model (None: not checked)
     diagnosis: Diagnosis | None = None  # failing cases: the cause and the fix that was run (harness.diagnose)

@@ -51,15 +51,17 @@ def _speed_lines(view: ModelView) -> list[str]:
     if rows:
         lines += [
             "",
-            "Speed (measured; front = Pareto front of speedup vs error among passing cases):",
+            "Speed (measured; latency, FP32 and speedup are device-resident: inputs bound on the device once, "
+            "outputs left there (IO binding); end to end: numpy in and out, host copies included; front = Pareto "
+            "front of the device-resident speedup vs error among passing cases):",
             "",
-            "| case | status | latency ms | FP32 ms | speedup | worst error | |",
-            "|---|---|---:|---:|---:|---:|---|",
+            "| case | status | latency ms | FP32 ms | speedup | end to end ms (FP32), speedup | worst error | |",
+            "|---|---|---:|---:|---:|---:|---:|---|",
         ]
         lines += [
             f"| {md_code(case_label(c, with_inputs=multi), in_table=True)} | {c.status} | {ms} | {fp32} | {up} | "
-            f"{err} | {'front' if front else ''} |"
-            for c, ms, fp32, up, err, front in rows
+            f"{e2e} | {err} | {'front' if front else ''} |"
+            for c, ms, fp32, up, err, front, e2e in rows
         ]
     for note in view.speed_notes:
         lines += ["", f"No speed claimed: {note}."]
