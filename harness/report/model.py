@@ -45,6 +45,8 @@ class OutputStats(ErrorFigures):
     required_rtol: float
     golden_absmax: float  # largest finite |golden| of this output (0 when none)
     top_k_agreement: float | None = None
+    top1_agreement: float | None = None  # logits (harness.judge.vocab): positions keeping the golden's argmax token
+    kl_mean: float | None = None  # logits: mean KL(softmax(golden) || softmax(obtained)) per position, nats
 
     @property
     def allowed_scaled_error(self) -> float | None:
@@ -88,6 +90,8 @@ class OutputStats(ErrorFigures):
             required_atol=float(c.required_atol),
             required_rtol=float(c.required_rtol),
             top_k_agreement=None if c.top_k_agreement is None else float(c.top_k_agreement),
+            top1_agreement=None if c.top1_agreement is None else float(c.top1_agreement),
+            kl_mean=None if c.kl_mean is None else float(c.kl_mean),
         )
 
 
