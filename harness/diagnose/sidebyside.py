@@ -138,15 +138,21 @@ def _fast_compare(build: GraphBuilder, name: str, elem: int, gate: Gate) -> list
         return build.node("Cast", [tensor], "cast", to=to)
 
     b, a = (build.node("Reshape", [cast(x, elem) if low else x, flat_shape], "flat") for x in (name, LOW + name))
-    d = build.node("Sub", [a, b], "sub")
-    ad, ab = build.node("Abs", [d], "diff"), build.node("Abs", [b], "absb")
+    # nodes in the order that frees each full-size temporary soonest (onnxruntime runs them in this order): at
+    # most three of them alive at once (|d|, the denominator or the mask, rel or the gated values)
+    ad = build.node("Abs", [build.node("Sub", [a, b], "sub")], "diff")
+    max_d, sum_d = build.reduce("ReduceMax", ad, "max"), build.reduce("ReduceSum", ad, "sum")
+    ab = build.node("Abs", [b], "absb")
+    max_b, sum_b = build.reduce("ReduceMax", ab, "max"), build.reduce("ReduceSum", ab, "sum")
     rtol = build.const(np.array(gate.rtol, dtype))
+    excess = ""
+    if gate.isclose:
+        excess = build.reduce("ReduceMax", build.node("Sub", [ad, build.node("Mul", [ab, rtol], "rtolb")], "x"), "max")
     rel = build.node("Div", [ad, build.node("Max", [ab, build.const(np.array(_ZERO_EPS, dtype))], "denom")], "rel")
+    max_rel = build.reduce("ReduceMax", rel, "max")
     gated = build.node("Mul", [ad, cast(build.node("Greater", [rel, rtol], "overrel"), elem)], "gated")
-    figures = [build.reduce("ReduceMax", x, "max") for x in (ab, ad, rel, gated)]
-    excess = build.node("Sub", [ad, build.node("Mul", [ab, rtol], "rtolb")], "excess") if gate.isclose else ""
-    figures += [build.reduce("ReduceMax", excess, "max") if excess else figures[-1]]
-    figures += [build.reduce("ReduceSum", x, "sum") for x in (ad, ab)]
+    max_gated = build.reduce("ReduceMax", gated, "max")
+    figures = [max_b, max_d, max_rel, max_gated, excess or max_gated, sum_d, sum_b]
     size = cast(build.node("Reshape", [build.node("Size", [b], "size"), flat_shape], "size1"), TensorProto.DOUBLE)
     values = cast(build.node("Concat", figures, "figures", axis=0), TensorProto.DOUBLE)
     return [build.node("Concat", [values, size, size], "row", axis=0)]
