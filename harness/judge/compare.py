@@ -182,22 +182,33 @@ def _dtype_kind(dtype: np.dtype) -> str:
     return str(dtype)
 
 
+DIFF_CHUNK = 1 << 20
+"""Elements widened to float64 at a time: the temporaries of a 134 MB logits tensor stay a few MB each."""
+
+
 def _diff(obtained: np.ndarray, expected: np.ndarray, tol: Tolerance) -> _Diff:
-    a = _widen64(obtained).ravel()
-    b = _widen64(expected).ravel()
-    finite = np.isfinite(a) & np.isfinite(b)
-    with np.errstate(invalid="ignore", over="ignore"):
-        abs_err = np.where(finite, np.abs(a - b), 0.0)
-    both_nan = np.isnan(a) & np.isnan(b)
-    same_inf = np.isinf(a) & np.isinf(b) & (a == b)
-    matched_special = (both_nan & tol.nan_equal) | (same_inf & tol.inf_equal)
-    mismatch = ~finite & ~matched_special
-    abs_err = np.where(mismatch, np.inf, abs_err)
-    exp_abs = np.where(np.isfinite(b), np.abs(b), np.inf)
-    denom = np.where(exp_abs == 0.0, _ZERO_EPS, exp_abs)
-    with np.errstate(invalid="ignore"):
-        rel_err = np.where(mismatch, np.inf, np.where(finite, abs_err / denom, 0.0))
-    return _Diff(abs=abs_err, rel=rel_err, expected_abs=np.where(np.isfinite(b), np.abs(b), 0.0), mismatch=mismatch)
+    flat_a, flat_b = np.asarray(obtained).ravel(), np.asarray(expected).ravel()
+    size = flat_b.size
+    abs_out, rel_out, exp_out = np.empty(size), np.empty(size), np.empty(size)
+    mismatch_out = np.empty(size, dtype=bool)
+    for start in range(0, size, DIFF_CHUNK):
+        part = slice(start, start + DIFF_CHUNK)
+        a, b = _widen64(flat_a[part]), _widen64(flat_b[part])
+        finite = np.isfinite(a) & np.isfinite(b)
+        with np.errstate(invalid="ignore", over="ignore"):
+            abs_err = np.where(finite, np.abs(a - b), 0.0)
+        both_nan = np.isnan(a) & np.isnan(b)
+        same_inf = np.isinf(a) & np.isinf(b) & (a == b)
+        matched_special = (both_nan & tol.nan_equal) | (same_inf & tol.inf_equal)
+        mismatch = ~finite & ~matched_special
+        abs_out[part] = np.where(mismatch, np.inf, abs_err)
+        exp_abs = np.where(np.isfinite(b), np.abs(b), np.inf)
+        denom = np.where(exp_abs == 0.0, _ZERO_EPS, exp_abs)
+        with np.errstate(invalid="ignore"):
+            rel_out[part] = np.where(mismatch, np.inf, np.where(finite, abs_out[part] / denom, 0.0))
+        exp_out[part] = np.where(np.isfinite(b), np.abs(b), 0.0)
+        mismatch_out[part] = mismatch
+    return _Diff(abs=abs_out, rel=rel_out, expected_abs=exp_out, mismatch=mismatch_out)
 
 
 def _top_k_hits(obtained: np.ndarray, expected: np.ndarray, k: int) -> tuple[int, int]:
@@ -221,10 +232,15 @@ def _stats(values: np.ndarray, q: float) -> tuple[float, float, float, float]:
         return (float(np.max(values)), float(np.mean(values)), float(np.median(values)), float(np.quantile(values, q)))
 
 
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The iterations' arrays end to end (one iteration's as it is: no copy)."""
+    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
+
+
 def _judge(name: str, diffs: Sequence[_Diff], tol: Tolerance, top_k: tuple[int, int] | None) -> OutputComparison:
-    abs_err = np.concatenate([d.abs for d in diffs]) if diffs else np.zeros(0)
-    rel_err = np.concatenate([d.rel for d in diffs]) if diffs else np.zeros(0)
-    exp_abs = np.concatenate([d.expected_abs for d in diffs]) if diffs else np.zeros(0)
+    abs_err, rel_err, exp_abs = (
+        _joined([getattr(d, field) for d in diffs]) for field in ("abs", "rel", "expected_abs")
+    )
     n_mismatch = int(sum(int(d.mismatch.sum()) for d in diffs))
     max_a, mean_a, med_a, q_a = _stats(abs_err, tol.quantile)
     max_r, mean_r, med_r, q_r = _stats(rel_err, tol.quantile)
