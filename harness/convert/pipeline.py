@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +17,7 @@ from onnx import TensorProto, defs
 from harness.convert.casts import Rewriter
 from harness.convert.classify import Classifier, Decision, existing_elem
 from harness.convert.flops import FlopCount, Scope, flop_share, node_flops
+from harness.convert.flopshapes import FlopShapes, flop_shapes
 from harness.convert.folding import follow_data, identity_casts, merge_small_islands, selections_follow_readers
 from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
 from harness.convert.magnitudes import Magnitudes
@@ -113,7 +114,12 @@ class _Rejected(Exception):
 
 
 def convert(
-    model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magnitudes | None, base_dir: Path | None = None
+    model: onnx.ModelProto,
+    *,
+    options: ConvertOptions,
+    magnitudes: Magnitudes | None,
+    base_dir: Path | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> ConversionResult:
     """Classify every node from `magnitudes` (None = no data rule) and build the mixed-precision model.
 
@@ -121,11 +127,15 @@ def convert(
     loading its weights: they are read one at a time for their figures, and converted when the result is saved.
     A node that onnx's strict type inference rejects in the low type although its schema allows it (a function
     body typed for fp32 only, such as MeanVarianceNormalization's) is kept FP32 with that reason, and the model
-    is built again; a failure on a node already FP32 is a ConversionError."""
+    is built again; a failure on a node already FP32 is a ConversionError.
+
+    `shapes`: concrete tensor shapes for the FLOP share where `magnitudes` (which carry the reference run's) are
+    None: the case's input shapes, or a run's shapes of any tensors (:mod:`harness.convert.flopshapes`)."""
     rejected: dict[str, str] = {}
+    observed = shapes if magnitudes is None else magnitudes.shapes
     while True:
         try:
-            return _convert_once(model, options, magnitudes, rejected, base_dir)
+            return _convert_once(model, options, magnitudes, rejected, (base_dir, observed))
         except _Rejected as err:
             if len(rejected) >= MAX_REJECTED:
                 raise err.error from None
@@ -138,8 +148,9 @@ def _convert_once(
     options: ConvertOptions,
     magnitudes: Magnitudes | None,
     rejected: dict[str, str],
-    base_dir: Path | None,
+    where: tuple[Path | None, Mapping[str, Sequence[int]] | None],
 ) -> ConversionResult:
+    base_dir, observed = where
     original_inputs, original_outputs = io_types(model)
     work = onnx.ModelProto()
     work.CopyFrom(model)
@@ -160,7 +171,8 @@ def _convert_once(
     classifier = Classifier(work, info, options, magnitudes, sig_cache)
     decisions = classifier.run(warn=not rejected)
     nodes = list(work.graph.node)
-    shape_of = _shape_lookup(info, magnitudes)
+    known = flop_shapes(work, shapes=observed)
+    shape_of = _shape_lookup(known)
     _keep_rejected(nodes, info, decisions, rejected)
     _fold(nodes, info, decisions, options, lambda n: node_flops(n, shape_of, info.initializers))
     _keep_rejected(nodes, info, decisions, rejected)  # folding never sends a node onnx rejected back to low
@@ -169,7 +181,7 @@ def _convert_once(
         lambda n: decisions[n.name].is_low,
         shape_of,
         dict(info.initializers),
-        scope=_flop_scope(info, magnitudes),
+        scope=_flop_scope(info, known),
     )
     exact_ints = (
         frozenset()
@@ -267,28 +279,25 @@ def _keep_rejected(
             decisions[node.name] = Decision(high if high not in LOW_ELEMS else TensorProto.FLOAT, rejected[node.name])
 
 
-def _shape_lookup(info: GraphInfo, magnitudes: Magnitudes | None) -> Callable[[str], tuple[int, ...] | None]:
-    """Shapes for FLOP estimates: the reference run's, else inferred ones with dynamic dims taken as 1
-    (as the reference run does; the share is a ratio, so a common batch dim cancels)."""
+def _shape_lookup(known: FlopShapes) -> Callable[[str], tuple[int, ...] | None]:
+    """Shapes for FLOP estimates: a run's, else inferred at concrete input shapes; None while any dim is unknown
+    (the node is then named, not counted at a guessed size)."""
 
     def shape_of(name: str) -> tuple[int, ...] | None:
-        if magnitudes is not None and name in magnitudes.shapes:
-            return tuple(magnitudes.shapes[name])
-        shape = info.shapes.get(name)
-        return None if shape is None else tuple(1 if d is None else d for d in shape)
+        dims = known.dims(name)
+        return None if dims is None or any(d is None for d in dims) else tuple(int(d) for d in dims)  # type: ignore[arg-type]
 
     return shape_of
 
 
-def _flop_scope(info: GraphInfo, magnitudes: Magnitudes | None) -> Scope:
-    """Types, static shapes (the reference run's, else inferred with dynamic dims as None) and constant values
-    of the top-level graph and of the bodies, for FLOPs through control flow."""
+def _flop_scope(info: GraphInfo, known: FlopShapes) -> Scope:
+    """Types, shapes and constant values of the top-level graph and the bodies, for FLOPs through control flow;
+    at castguard's default input sizes, trip counts read the declared dims (a dynamic one stays a bound)."""
 
-    def dims(name: str) -> tuple[int | None, ...] | None:
-        if magnitudes is not None and name in magnitudes.shapes:
-            return tuple(magnitudes.shapes[name])
+    def declared(name: str) -> tuple[int | None, ...] | None:
         return info.shapes.get(name, info.body_shapes.get(name))
 
+    dims = known.dims if known.given else declared
     return Scope(types={**info.body_types, **info.types}, dims=dims, values={**info.initializers, **info.constants})
 
 

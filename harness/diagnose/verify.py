@@ -53,6 +53,7 @@ class CaseSetup(Setup):
             options=plan_options(self.options, kept),
             magnitudes=self.magnitudes if self.use_magnitudes else None,
             base_dir=self.model_dir,
+            shapes=self.magnitudes.shapes,  # the golden's run: real shapes for the FLOP share without data_max
         )
 
     def run(self, converted: onnx.ModelProto) -> Outputs:
