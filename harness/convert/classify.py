@@ -4,6 +4,9 @@ Order (first match wins):
 1. Structure: user Casts, nodes without float tensors, control flow, attribute-typed outputs (Constant,
    ConstantOfShape, Random*), and non-ONNX-domain ops (com.microsoft...) keep their types, unless
    ``custom_ops`` gives a custom op a precision.
+1b. QDQ (:func:`qdq_nodes`): QuantizeLinear/DequantizeLinear, every op reading a DequantizeLinear's output and
+   every op feeding a QuantizeLinear keep FP32 (the quantized pattern DQ -> op -> Q that int8 back ends fuse is
+   never split by Casts); ``node_precisions`` cannot override it.
 2. ``node_precisions`` (node name or op type): explicit, wins over everything below; an impossible
    request (the schema lacks the type) is a ConversionError.
 3. ``respect_existing_types``: nodes already in fp16/bf16 keep it; fp32 nodes stay fp32 unless included.
@@ -25,7 +28,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import ml_dtypes
@@ -117,6 +120,31 @@ def _structural(
     return None
 
 
+QDQ = "qdq"
+"""The reason prefix of nodes kept FP32 because they belong to a quantized DQ -> op -> Q pattern."""
+_QUANT_OPS = ("QuantizeLinear", "DequantizeLinear")
+
+
+def qdq_nodes(nodes: Sequence[onnx.NodeProto]) -> dict[str, str]:
+    """Node name -> why it belongs to a QDQ pattern: the Q/DQ nodes themselves, the ops reading a DequantizeLinear
+    output, the ops feeding a QuantizeLinear. Empty for a model without Q/DQ."""
+    quant = [n for n in nodes if n.op_type in _QUANT_OPS and domain_of(n) in ("", "com.microsoft")]
+    if not quant:
+        return {}
+    dequantized = {o for n in quant if n.op_type == "DequantizeLinear" for o in n.output if o}
+    quantized = {n.input[0] for n in quant if n.op_type == "QuantizeLinear" and n.input}
+    found: dict[str, str] = {}
+    quant_ids = {id(n) for n in quant}
+    for node in nodes:
+        if id(node) in quant_ids:
+            found[node.name] = f"{node.op_type} keeps its quantized/FP32 types"
+        elif any(i in dequantized for i in node.input):
+            found[node.name] = "reads a DequantizeLinear output (DQ -> op -> Q is not split by Casts)"
+        elif any(o in quantized for o in node.output):
+            found[node.name] = "feeds a QuantizeLinear (DQ -> op -> Q is not split by Casts)"
+    return found
+
+
 class Classifier:
     """Applies the rules above to every top-level node of one prepared model."""
 
@@ -134,6 +162,7 @@ class Classifier:
         self.include = [re.compile(p) for p in options.nodes_to_include]
         self.precisions = dict(options.node_precisions)
         self.custom = options.custom_op_precisions()
+        self.qdq = qdq_nodes(model.graph.node)
 
     def run(self, *, warn: bool = True) -> dict[str, Decision]:
         nodes = self.model.graph.node
@@ -243,6 +272,8 @@ class Classifier:
         assert sig is not None
         low = self.options.low_elem
         high = TensorProto.DOUBLE if existing_elem(node, self.info) == TensorProto.DOUBLE else TensorProto.FLOAT
+        if node.name in self.qdq:
+            return Decision(high, f"{QDQ}: {self.qdq[node.name]}")
         key = node.name if node.name in self.precisions else node.op_type
         if key in self.precisions:
             elem = PRECISION_ELEMS[self.precisions[key]]

@@ -115,9 +115,10 @@ def attention_flops(node: onnx.NodeProto, shape_of: ShapeOf) -> int | None:
         past = _input(node, 4, shape_of)
         keys = steps + (past[3] if past is not None and len(past) == 5 else 0)
     else:
-        qk, v, keys = _keys(node, width, heads, steps, shape_of)
-        if keys is None:
+        qk, v, attended = _keys(node, width, heads, steps, shape_of)
+        if attended is None:
             return None
+        keys = attended
     per_head = (qk + v) // heads
     return projection + 2 * batch * heads * steps * keys * per_head + batch * heads * steps * keys
 

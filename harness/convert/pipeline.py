@@ -15,10 +15,16 @@ import onnx
 from onnx import TensorProto, defs
 
 from harness.convert.casts import Rewriter
-from harness.convert.classify import Classifier, Decision, existing_elem
+from harness.convert.classify import QDQ, Classifier, Decision, existing_elem
 from harness.convert.flops import FlopCount, Scope, flop_share, node_flops
 from harness.convert.flopshapes import FlopShapes, flop_shapes
-from harness.convert.folding import follow_data, identity_casts, merge_small_islands, selections_follow_readers
+from harness.convert.folding import (
+    USER_CAST,
+    follow_data,
+    identity_casts,
+    merge_small_islands,
+    selections_follow_readers,
+)
 from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.opset import prepare, warn_requested_opset
@@ -53,6 +59,17 @@ class ConversionResult:
     Such a model may hold pending casts: write it with :func:`harness.data.onnxfile.save_model`."""
     lowp_share_bound: str | None = None
     """Why ``lowp_flop_share`` is only an upper bound (a Loop/Scan trip count known only at run time); None: not."""
+    cast_held_share: float = 0.0
+    """Share of the estimated FLOPs kept FP32 by the model's own Casts to FP32 (their readers, reason
+    ``user cast``: see :func:`cast_held`); 0.0 with ``respect_fp32_casts`` off."""
+
+    def cast_held(self) -> tuple[tuple[str, str], ...]:
+        """(node, reason) of the nodes the model's own FP32 Casts keep FP32 (an exporter's ``x.to(float32)``)."""
+        return tuple((n, r) for n, r in self.high_nodes if r.startswith(USER_CAST))
+
+    def qdq_kept(self) -> tuple[str, ...]:
+        """Nodes kept in their quantized/FP32 types as part of a DQ -> op -> Q pattern (a QDQ model)."""
+        return tuple(n for n, r in self.high_nodes if r.startswith(f"{QDQ}:"))
 
 
 def check_known_ops(model: onnx.ModelProto, options: ConvertOptions) -> None:
@@ -183,6 +200,7 @@ def _convert_once(
         dict(info.initializers),
         scope=_flop_scope(info, known),
     )
+    held = flop_share(nodes, lambda n: decisions[n.name].reason.startswith(USER_CAST), shape_of, info.initializers)
     exact_ints = (
         frozenset()
         if magnitudes is None
@@ -221,6 +239,7 @@ def _convert_once(
         clamped=tuple(state.clamped),
         base_dir=base_dir if is_lazy(work) else None,
         lowp_share_bound=flops.bound,
+        cast_held_share=held.share,
     )
 
 
