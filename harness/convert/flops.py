@@ -21,7 +21,14 @@ import onnx
 from onnx import numpy_helper
 
 from harness.convert.depth import reduction_depth
-from harness.convert.opflops import ATTENTION, RECURRENT, attention_flops, einsum_flops, recurrent_flops
+from harness.convert.opflops import (
+    ATTENTION,
+    RECURRENT,
+    attention_flops,
+    einsum_flops,
+    onnx_attention_flops,
+    recurrent_flops,
+)
 from harness.core.dtypes import FLOAT_TYPES, LOW_ELEMS
 
 ShapeOf = Callable[[str], tuple[int | None, ...] | None]
@@ -66,6 +73,8 @@ def node_flops(node: onnx.NodeProto, shape_of: ShapeOf, initializers: Mapping[st
         return einsum_flops(node, shape_of)
     if op in ATTENTION and node.domain == "com.microsoft":
         return attention_flops(node, shape_of)
+    if op == "Attention" and node.domain in ("", "ai.onnx"):
+        return onnx_attention_flops(node, shape_of)
     if op.startswith(_INPUT_SIZED):
         return _elements(shape_of(node.input[0])) if node.input else None
     return out

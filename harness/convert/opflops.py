@@ -8,8 +8,8 @@ Hand counts (one multiply-add = 2 FLOPs):
   times the number of extra operands, and times 2 when a letter is summed away (each point is a multiply-add).
 * com.microsoft Attention: the QKV projection ``2*B*S*In*(Q+K+V)``, then ``2*B*heads*S*T*(dq+dv)`` for the
   scores and the weighted sum, plus ``B*heads*S*T`` for the softmax (T: past + current keys).
-* com.microsoft MultiHeadAttention / GroupQueryAttention: the same without the projection (their inputs are
-  already projected).
+* com.microsoft MultiHeadAttention / GroupQueryAttention and ONNX Attention (opset 23): the same without the
+  projection (their inputs are already projected).
 
 Every function returns None when a shape it needs is unknown (the caller then names the node).
 """
@@ -121,6 +121,31 @@ def attention_flops(node: onnx.NodeProto, shape_of: ShapeOf) -> int | None:
         keys = attended
     per_head = (qk + v) // heads
     return projection + 2 * batch * heads * steps * keys * per_head + batch * heads * steps * keys
+
+
+def onnx_attention_flops(node: onnx.NodeProto, shape_of: ShapeOf) -> int | None:
+    """ONNX Attention (opset 23): ``2*B*Hq*S*T*(D+Dv) + B*Hq*S*T``, with Q/K/V 4-D or 3-D (heads from attributes)
+    and T the past plus the current keys."""
+    q, k, v = (_input(node, i, shape_of) for i in range(3))
+    if q is None or k is None or v is None:
+        return None
+    q_heads, kv_heads = _attr(node, "q_num_heads", 0), _attr(node, "kv_num_heads", 0)
+    if len(q) == 4:
+        batch, q_heads, steps, head = q
+    elif len(q) == 3 and q_heads > 0:
+        batch, steps, head = q[0], q[1], q[2] // q_heads
+    else:
+        return None
+    keys = k[2] if len(k) == 4 else k[1]
+    if len(v) == 4:
+        v_head = v[3]
+    elif kv_heads > 0:
+        v_head = v[2] // kv_heads
+    else:
+        return None
+    past = _input(node, 4, shape_of)
+    keys += past[2] if past is not None and len(past) == 4 else 0
+    return 2 * batch * q_heads * steps * keys * (head + v_head) + batch * q_heads * steps * keys
 
 
 def _keys(node: onnx.NodeProto, width: int, heads: int, steps: int, shape_of: ShapeOf) -> tuple[int, int, int | None]:

@@ -18,6 +18,7 @@ from harness.convert import ConversionResult
 from harness.core.errors import UserError
 from harness.tune.bound import measure
 from harness.tune.oracle import Setup
+from harness.tune.search import search_cost
 
 
 @dataclass(frozen=True)
@@ -33,11 +34,6 @@ def check_default(setup: Setup, conversion: ConversionResult) -> DefaultCheck:
     """Run the default conversion on emulate over the tuning inputs and measure it against the bound."""
     measured = measure(setup.run(conversion.model), setup.goldens, setup.bound)
     return DefaultCheck(share=conversion.lowp_flop_share, ratio=measured.ratio, holds=measured.passed)
-
-
-def search_cost(candidates: int, kept: int) -> int:
-    """Evaluations one search round needs at most (about) for `kept` nodes of `candidates`."""
-    return 2 * (kept + 1) * math.ceil(math.log2(max(candidates, 2))) + 10
 
 
 def sized_budget(candidates: int, rounds: int) -> int:

@@ -168,3 +168,24 @@ def test_conv_variants_count_real_arithmetic(
         [init("W", np.zeros(weight, np.float32))],
     )
     assert _flops(graph, "conv") == expected
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_onnx_attention_counts_scores_and_weighted_sum(packed: bool) -> None:
+    """ONNX Attention (opset 23), 4-D heads or 3-D with q_num_heads/kv_num_heads, grouped KV heads."""
+    batch, heads, kv_heads, steps, keys, head = 2, 4, 2, 5, 7, 8
+    if packed:
+        shapes = [[batch, steps, heads * head], [batch, keys, kv_heads * head], [batch, keys, kv_heads * head]]
+        attrs: dict[str, object] = {"q_num_heads": heads, "kv_num_heads": kv_heads}
+    else:
+        shapes = [[batch, heads, steps, head], [batch, kv_heads, keys, head], [batch, kv_heads, keys, head]]
+        attrs = {}
+    graph = model(
+        [node("Attention", ["q", "k", "v"], ["y"], "attn", **attrs)],
+        [vi(n, F32, s) for n, s in zip("qkv", shapes)],
+        [vi("y", F32, None)],
+        opset=23,
+        ir=10,
+    )
+    expected = 2 * batch * heads * steps * keys * (2 * head) + batch * heads * steps * keys
+    assert _flops(graph, "attn") == expected

@@ -110,3 +110,15 @@ def test_refusal_only_where_the_default_holds_with_more_and_its_hint_is_true() -
 def test_the_default_budget_grows_with_candidates_and_rounds() -> None:
     assert sized_budget(9, 0) < sized_budget(9, 3) < sized_budget(200, 3)
     assert sized_budget(200, 3) == 4 * (2 * (8 + 1) * 8 + 10)
+
+
+def test_a_budget_spent_before_any_plan_gives_the_searchs_own_figure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path, calib, _ = _files(tmp_path, 1)
+    args = ["--calibration_data", str(calib), "--keep_io_types", "--adversarial_examples", "0", "--no_cache"]
+    code = main(["tune", "--onnx_path", str(path), "--output_path", str(tmp_path / "o.onnx"), "--budget", "1", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and "typical" not in err
+    assert "for 9 candidates a search that keeps K nodes FP32 needs about 2*(K+1)*log2(9)+10: 26 for one" in err
