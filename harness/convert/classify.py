@@ -4,9 +4,9 @@ Order (first match wins):
 1. Structure: user Casts, nodes without float tensors, control flow, attribute-typed outputs (Constant,
    ConstantOfShape, Random*), and non-ONNX-domain ops (com.microsoft...) keep their types, unless
    ``custom_ops`` gives a custom op a precision.
-1b. QDQ (:func:`qdq_nodes`): QuantizeLinear/DequantizeLinear, every op reading a DequantizeLinear's output and
-   every op feeding a QuantizeLinear keep FP32 (the quantized pattern DQ -> op -> Q that int8 back ends fuse is
-   never split by Casts); ``node_precisions`` cannot override it.
+1b. QDQ (:mod:`harness.convert.qdq`): QuantizeLinear/DequantizeLinear, every op reading a DequantizeLinear's
+   output and every op feeding a QuantizeLinear keep FP32 (the quantized pattern DQ -> op -> Q that int8 back
+   ends fuse is never split by Casts); ``node_precisions`` cannot override it.
 2. ``node_precisions`` (node name or op type): explicit, wins over everything below; an impossible
    request (the schema lacks the type) is a ConversionError.
 3. ``respect_existing_types``: nodes already in fp16/bf16 keep it; fp32 nodes stay fp32 unless included.
@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import ml_dtypes
@@ -39,6 +39,7 @@ from harness.convert.depth import reduction_depth
 from harness.convert.graphinfo import GraphInfo, SigCache, Signature, domain_of, signature
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.options import ConvertOptions
+from harness.convert.qdq import QDQ, QUANT_OPS, qdq_nodes
 from harness.convert.subgraphs import nested_nodes
 from harness.convert.targets import load_target
 from harness.core.dtypes import ELEM_NAMES, FLOAT_TYPES, LOW_ELEMS, PRECISION_ELEMS, np_dtype
@@ -120,31 +121,6 @@ def _structural(
     return None
 
 
-QDQ = "qdq"
-"""The reason prefix of nodes kept FP32 because they belong to a quantized DQ -> op -> Q pattern."""
-_QUANT_OPS = ("QuantizeLinear", "DequantizeLinear")
-
-
-def qdq_nodes(nodes: Sequence[onnx.NodeProto]) -> dict[str, str]:
-    """Node name -> why it belongs to a QDQ pattern: the Q/DQ nodes themselves, the ops reading a DequantizeLinear
-    output, the ops feeding a QuantizeLinear. Empty for a model without Q/DQ."""
-    quant = [n for n in nodes if n.op_type in _QUANT_OPS and domain_of(n) in ("", "com.microsoft")]
-    if not quant:
-        return {}
-    dequantized = {o for n in quant if n.op_type == "DequantizeLinear" for o in n.output if o}
-    quantized = {n.input[0] for n in quant if n.op_type == "QuantizeLinear" and n.input}
-    found: dict[str, str] = {}
-    quant_ids = {id(n) for n in quant}
-    for node in nodes:
-        if id(node) in quant_ids:
-            found[node.name] = f"{node.op_type} keeps its quantized/FP32 types"
-        elif any(i in dequantized for i in node.input):
-            found[node.name] = "reads a DequantizeLinear output (DQ -> op -> Q is not split by Casts)"
-        elif any(o in quantized for o in node.output):
-            found[node.name] = "feeds a QuantizeLinear (DQ -> op -> Q is not split by Casts)"
-    return found
-
-
 class Classifier:
     """Applies the rules above to every top-level node of one prepared model."""
 
@@ -177,6 +153,14 @@ class Classifier:
             )
         if warn:
             self.warn_unmatched()
+            if self.qdq:
+                quant = sum(1 for n in nodes if n.op_type in QUANT_OPS)
+                LOG.info(
+                    "QDQ model: %d QuantizeLinear/DequantizeLinear node(s); they and the %d op(s) between them keep "
+                    "their quantized/FP32 types (DQ -> op -> Q is never split by Casts), the rest is converted",
+                    quant,
+                    len(self.qdq) - quant,
+                )
         decisions = {node.name: self.decide(node) for node in nodes}
         self.guard_denominators(decisions)
         return decisions

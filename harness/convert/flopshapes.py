@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import onnx
 
 from harness.convert.calibration import sized_inputs
-from harness.convert.graphinfo import light_copy
+from harness.convert.flops import Scope
+from harness.convert.graphinfo import GraphInfo, light_copy
 from harness.core.errors import UserError
 from harness.data.sizing import DYNAMIC_DEFAULT
 
@@ -37,6 +38,23 @@ class FlopShapes:
         if name in self.observed:
             return tuple(self.observed[name])
         return self.inferred.get(name)
+
+    def lookup(self, name: str) -> tuple[int, ...] | None:
+        """The shape for a FLOP estimate: None while any dim is unknown (the node is then named, not counted at
+        a guessed size)."""
+        dims = self.dims(name)
+        return None if dims is None or any(d is None for d in dims) else tuple(int(d) for d in dims)  # type: ignore[arg-type]
+
+
+def flop_scope(info: GraphInfo, known: FlopShapes) -> Scope:
+    """Types, shapes and constant values of the top-level graph and the bodies, for FLOPs through control flow;
+    at castguard's default input sizes, trip counts read the declared dims (a dynamic one stays a bound)."""
+
+    def declared(name: str) -> tuple[int | None, ...] | None:
+        return info.shapes.get(name, info.body_shapes.get(name))
+
+    dims = known.dims if known.given else declared
+    return Scope(types={**info.body_types, **info.types}, dims=dims, values={**info.initializers, **info.constants})
 
 
 def concrete_inputs(

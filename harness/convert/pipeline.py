@@ -15,9 +15,9 @@ import onnx
 from onnx import TensorProto, defs
 
 from harness.convert.casts import Rewriter
-from harness.convert.classify import QDQ, Classifier, Decision, existing_elem
-from harness.convert.flops import FlopCount, Scope, flop_share, node_flops
-from harness.convert.flopshapes import FlopShapes, flop_shapes
+from harness.convert.classify import Classifier, Decision, existing_elem
+from harness.convert.flops import FlopCount, flop_share, node_flops
+from harness.convert.flopshapes import flop_scope, flop_shapes
 from harness.convert.folding import (
     USER_CAST,
     follow_data,
@@ -31,6 +31,7 @@ from harness.convert.opset import prepare, warn_requested_opset
 from harness.convert.options import ConvertOptions
 from harness.convert.ortcpu import note_cpu_bf16
 from harness.convert.predicates import drop_predicate_casts
+from harness.convert.qdq import QDQ
 from harness.convert.validate import expected_io_type, io_types, strict_error, validate
 from harness.convert.valueinfo import complete_value_info
 from harness.core.dtypes import LOW_ELEMS, LOW_MAX
@@ -189,7 +190,7 @@ def _convert_once(
     decisions = classifier.run(warn=not rejected)
     nodes = list(work.graph.node)
     known = flop_shapes(work, shapes=observed)
-    shape_of = _shape_lookup(known)
+    shape_of = known.lookup
     _keep_rejected(nodes, info, decisions, rejected)
     _fold(nodes, info, decisions, options, lambda n: node_flops(n, shape_of, info.initializers))
     _keep_rejected(nodes, info, decisions, rejected)  # folding never sends a node onnx rejected back to low
@@ -198,7 +199,7 @@ def _convert_once(
         lambda n: decisions[n.name].is_low,
         shape_of,
         dict(info.initializers),
-        scope=_flop_scope(info, known),
+        scope=flop_scope(info, known),
     )
     held = flop_share(nodes, lambda n: decisions[n.name].reason.startswith(USER_CAST), shape_of, info.initializers)
     exact_ints = (
@@ -296,28 +297,6 @@ def _keep_rejected(
         if node.name in rejected and decisions[node.name].is_low:
             high = existing_elem(node, info)
             decisions[node.name] = Decision(high if high not in LOW_ELEMS else TensorProto.FLOAT, rejected[node.name])
-
-
-def _shape_lookup(known: FlopShapes) -> Callable[[str], tuple[int, ...] | None]:
-    """Shapes for FLOP estimates: a run's, else inferred at concrete input shapes; None while any dim is unknown
-    (the node is then named, not counted at a guessed size)."""
-
-    def shape_of(name: str) -> tuple[int, ...] | None:
-        dims = known.dims(name)
-        return None if dims is None or any(d is None for d in dims) else tuple(int(d) for d in dims)  # type: ignore[arg-type]
-
-    return shape_of
-
-
-def _flop_scope(info: GraphInfo, known: FlopShapes) -> Scope:
-    """Types, shapes and constant values of the top-level graph and the bodies, for FLOPs through control flow;
-    at castguard's default input sizes, trip counts read the declared dims (a dynamic one stays a bound)."""
-
-    def declared(name: str) -> tuple[int | None, ...] | None:
-        return info.shapes.get(name, info.body_shapes.get(name))
-
-    dims = known.dims if known.given else declared
-    return Scope(types={**info.body_types, **info.types}, dims=dims, values={**info.initializers, **info.constants})
 
 
 SUMMARY_EXAMPLES = 3

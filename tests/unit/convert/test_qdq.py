@@ -8,7 +8,7 @@ import onnx
 from onnx import TensorProto
 
 from harness.convert import ConvertOptions, convert
-from harness.convert.classify import qdq_nodes
+from harness.convert.qdq import qdq_nodes
 from tests.helpers.convert_builders import F32, init, model, node, vi
 
 SCALE = np.float32(0.02)
