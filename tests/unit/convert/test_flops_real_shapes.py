@@ -18,9 +18,10 @@ from tests.helpers.convert_builders import F32, init, model, node, vi
 C, G, SIDE = 8, 2, 16
 
 
-def group_norm_model() -> onnx.ModelProto:
+def group_norm_model(*, dynamic_sides: bool = False) -> onnx.ModelProto:
     """Conv -> torch's GroupNorm export (Reshape [0, G, -1] -> InstanceNormalization -> Reshape to Shape(x) ->
-    Mul -> Add) -> Relu -> Conv, with a dynamic batch."""
+    Mul -> Add) -> Relu -> Conv, with a dynamic batch (and dynamic image sides, as a VAE decoder exports)."""
+    sides: list[int | str] = ["height", "width"] if dynamic_sides else [SIDE, SIDE]
     rng = np.random.default_rng(0)
     conv_w = [init(f"W{i}", rng.standard_normal((C, C, 3, 3)).astype(np.float32) * 0.1) for i in (1, 2)]
     return model(
@@ -35,8 +36,8 @@ def group_norm_model() -> onnx.ModelProto:
             node("Relu", ["shifted"], ["r"], "relu"),
             node("Conv", ["r", "W2"], ["y"], "conv2", pads=[1, 1, 1, 1]),
         ],
-        [vi("x", F32, ["batch", C, SIDE, SIDE])],
-        [vi("y", F32, ["batch", C, SIDE, SIDE])],
+        [vi("x", F32, ["batch", C, *sides])],
+        [vi("y", F32, ["batch", C, *sides])],
         [
             *conv_w,
             init("grouped", np.array([0, G, -1], np.int64)),
@@ -48,21 +49,21 @@ def group_norm_model() -> onnx.ModelProto:
     )
 
 
-def hand_share(batch: int) -> float:
+def hand_share(batch: int, side: int = SIDE) -> float:
     """conv1 kept FP32, and the Reshape after it (data movement follows its FP32 data); everything else low.
     Conv: 2 * output elements * in-channels * 3*3; Shape: its 4 elements; InstanceNormalization: its input; the
     rest: their outputs."""
-    elements = batch * C * SIDE * SIDE
+    elements = batch * C * side * side
     conv = 2 * elements * C * 9
     low = elements * 5 + 4 + conv  # norm, from_groups, gamma_mul, beta_add, relu; shape; conv2
     return low / (low + conv + elements)
 
 
-@pytest.mark.parametrize("batch", [1, 3])
-def test_group_norm_share_without_magnitudes_is_the_real_one(batch: int) -> None:
-    graph = group_norm_model()
+@pytest.mark.parametrize(("batch", "dynamic_sides"), [(1, False), (3, False), (2, True)])
+def test_group_norm_share_without_magnitudes_is_the_real_one(batch: int, dynamic_sides: bool) -> None:
+    graph = group_norm_model(dynamic_sides=dynamic_sides)
     options = ConvertOptions(nodes_to_exclude=("conv1",), keep_io_types=True)
-    shapes = {"x": (batch, C, SIDE, SIDE)}
+    shapes = {"x": (batch, C, SIDE, SIDE)}  # the case's input shapes
     no_data = convert(graph, options=_unlimited(options), magnitudes=None, shapes=shapes)
     with_data = convert_path(graph, options=options, reference=ReferenceData(input_shapes=shapes))
     assert no_data.lowp_flop_share == pytest.approx(hand_share(batch), abs=1e-9)
@@ -70,8 +71,8 @@ def test_group_norm_share_without_magnitudes_is_the_real_one(batch: int) -> None
     assert no_data.lowp_share_bound is None and with_data.lowp_share_bound is None
     cli_like = convert_path(
         graph, options=_unlimited(options), reference=ReferenceData()
-    )  # castguard convert --data_max inf: no run, the batch sized 1 as its reference data would be
-    assert cli_like.lowp_flop_share == pytest.approx(hand_share(1), abs=1e-9)
+    )  # castguard convert --data_max inf: no run, sized as its reference data would be (batch 1, sides 128)
+    assert cli_like.lowp_flop_share == pytest.approx(hand_share(1, 128 if dynamic_sides else SIDE), abs=1e-9)
 
 
 def test_a_node_with_an_unknown_shape_makes_the_share_a_bound_and_is_named() -> None:
