@@ -29,6 +29,10 @@ class DefaultCheck:
     ratio: float
     holds: bool
 
+    def to_json(self) -> dict[str, object]:
+        """The plan file's ``default_conversion``."""
+        return {"lowp_flop_share": self.share, "error_over_bound": self.ratio, "holds": self.holds}
+
 
 def check_default(setup: Setup, conversion: ConversionResult) -> DefaultCheck:
     """Run the default conversion on emulate over the tuning inputs and measure it against the bound."""

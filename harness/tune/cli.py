@@ -24,6 +24,7 @@ from harness.core.errors import UserError
 from harness.core.files import atomic_write_text
 from harness.data.onnxfile import save_model
 from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
+from harness.tune.baseline import default_note
 from harness.tune.bound import Bound, parse_max_error
 from harness.tune.engine import TuneOutcome, TuneSettings, range_options, tune
 from harness.tune.oracle import Evaluation
@@ -211,8 +212,9 @@ def summary(target: Path, plan_path: Path, outcome: TuneOutcome) -> str:
             else " (budget spent before pruning finished: the plan passes but may keep more FP32 than needed)"
         ),
     ]
-    if outcome.default_note:
-        lines.append(outcome.default_note)
+    note = default_note(outcome.default, outcome.conversion, outcome.holds)
+    if note:
+        lines.append(note)
     for number, round_ in enumerate(outcome.rounds.rounds if outcome.rounds is not None else (), start=1):
         s = round_.stress
         if s is None:

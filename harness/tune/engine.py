@@ -38,7 +38,7 @@ from harness.data.feeds import Feed
 from harness.data.onnxfile import load_model, model_sha256
 from harness.data.recipes import InputRecipe, make_feeds, recipe_lines
 from harness.data.shapes import UnsizedDims
-from harness.tune.baseline import DefaultCheck, Spent, check_default, default_note, refuse_short_plan, sized_budget
+from harness.tune.baseline import DefaultCheck, Spent, check_default, refuse_short_plan, sized_budget
 from harness.tune.bound import Bound
 from harness.tune.memo import TuneCache
 from harness.tune.oracle import Evaluation, Oracle, Setup, exact, fp32_outputs
@@ -101,8 +101,8 @@ class TuneOutcome:
     """None when every candidate in low precision already met the bound (no probe was needed)."""
     stress: StressOutcome | None
     rounds: Rounds | None = None
-    default_note: str = ""
-    """Where castguard convert's default misses the bound and this plan holds: the line that says so."""
+    default: DefaultCheck | None = None
+    """castguard convert's default conversion measured against the bound (None: not measured)."""
 
     @property
     def holds(self) -> bool:
@@ -304,6 +304,7 @@ def tune_setup(
         inputs=_inputs_json(setup, done, inputs_source, reference),
         rounds=tuple(r.to_json() for r in done.rounds),
         holds=done.holds,
+        default_conversion=default.to_json() if default is not None else {},
     )
     return TuneOutcome(
         conversion=final,
@@ -312,7 +313,7 @@ def tune_setup(
         sensitivity=done.sensitivity,
         stress=found,
         rounds=done,
-        default_note=default_note(default, final, done.holds),
+        default=default,
     )
 
 

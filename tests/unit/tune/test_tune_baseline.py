@@ -87,6 +87,8 @@ def test_a_plan_that_holds_is_written_where_the_default_misses(
     plan = json.loads((tmp_path / "out.plan.json").read_text())
     assert sorted(plan["kept_fp32"]) == [f"center{i}" for i in range(inputs)]
     assert _error(model, onnx.load(out), feed) <= 1e-3
+    measured = plan["default_conversion"]
+    assert measured["holds"] is False and measured["error_over_bound"] > 1 and measured["lowp_flop_share"] > 0.99
     share = 100 * plan["lowp_flop_share"]
     assert "the default conversion misses the bound (error/bound " in printed
     assert f"this plan holds at {share:.1f} %" in printed and share > 95
