@@ -4,8 +4,9 @@ Hand counts (one multiply-add = 2 FLOPs):
 
 * LSTM: per time step, batch row and direction ``2*4H*(I+H)`` (gates from X and H) plus ``2*4H`` with a bias
   (``B`` holds Wb and Rb); GRU the same with 3 gates, RNN with 1.
-* Einsum: the iteration space of its equation (the product of every letter's size); with two or more operands,
-  times the number of extra operands, and times 2 when a letter is summed away (each point is a multiply-add).
+* Einsum: the iteration space of its equation (the product of every letter's size) times the multiplies per
+  point (operands - 1, at least 1) plus one add when a letter is summed away over two or more operands: 2*M*N*K
+  for a matrix product, as numpy's ``einsum_path`` counts a naive contraction.
 * com.microsoft Attention: the QKV projection ``2*B*S*In*(Q+K+V)``, then ``2*B*heads*S*T*(dq+dv)`` for the
   scores and the weighted sum, plus ``B*heads*S*T`` for the softmax (T: past + current keys).
 * com.microsoft MultiHeadAttention / GroupQueryAttention and ONNX Attention (opset 23): the same without the
@@ -66,7 +67,7 @@ def _letters(term: str, rank: int, free: str) -> str | None:
 
 
 def einsum_flops(node: onnx.NodeProto, shape_of: ShapeOf) -> int | None:
-    """Einsum: the size of its equation's iteration space, x2 when something is summed away."""
+    """Einsum: its equation's iteration space times the multiplies and the add per point."""
     equation = next((a.s.decode() for a in node.attribute if a.name == "equation"), "").replace(" ", "")
     lhs, arrow, rhs = equation.partition("->")
     shapes = [_known(shape_of(name)) if name else None for name in node.input]
@@ -92,7 +93,7 @@ def einsum_flops(node: onnx.NodeProto, shape_of: ShapeOf) -> int | None:
         out = {c for c, n in counts.items() if n == 1} | spread
     space = math.prod(sizes.values())
     summed = len(shapes) > 1 and any(c not in out for c in sizes)
-    return space * max(len(shapes) - 1, 1) * (2 if summed else 1)
+    return space * (max(len(shapes) - 1, 1) + (1 if summed else 0))
 
 
 def attention_flops(node: onnx.NodeProto, shape_of: ShapeOf) -> int | None:

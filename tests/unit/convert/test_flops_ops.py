@@ -77,6 +77,7 @@ def test_a_tagger_with_its_lstm_excluded_is_mostly_fp32() -> None:
         ("bi,bj->bij", [(2, 3), (2, 5)], 2 * 3 * 5),  # outer product: one multiply per point
         ("ii->i", [(6, 6)], 6),  # a diagonal: one operand, nothing summed
         ("bhqd,bhkd->bhqk", [(1, 4, 8, 16), (1, 4, 8, 16)], 2 * 4 * 8 * 8 * 16),
+        ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)], 3 * 2 * 3 * 4 * 5),  # two multiplies and an add per point
     ],
 )
 def test_einsum_counts_its_equation(equation: str, shapes: list[tuple[int, ...]], expected: int) -> None:
@@ -189,3 +190,26 @@ def test_onnx_attention_counts_scores_and_weighted_sum(packed: bool) -> None:
     )
     expected = 2 * batch * heads * steps * keys * (2 * head) + batch * heads * steps * keys
     assert _flops(graph, "attn") == expected
+
+
+@pytest.mark.parametrize(
+    ("equation", "shapes"),
+    [
+        ("bij,bjk->bik", [(2, 3, 5), (2, 5, 7)]),
+        ("bhqd,bhkd->bhqk", [(1, 4, 8, 16), (1, 4, 8, 16)]),
+        ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+        ("bsh,hd->bsd", [(2, 6, 8), (8, 4)]),
+    ],
+)
+def test_einsum_contractions_agree_with_numpys_naive_count(equation: str, shapes: list[tuple[int, ...]]) -> None:
+    """An independent count: numpy's einsum_path reports the naive FLOP count of the same contraction."""
+    arrays = [np.ones(s, np.float32) for s in shapes]
+    report = np.einsum_path(equation, *arrays, optimize=False)[1]
+    naive = next(int(float(line.split(":")[1])) for line in report.splitlines() if "Naive FLOP count" in line)
+    names = [f"in{i}" for i in range(len(shapes))]
+    graph = model(
+        [node("Einsum", names, ["y"], "ein", equation=equation)],
+        [vi(n, F32, list(s)) for n, s in zip(names, shapes)],
+        [vi("y", F32, None)],
+    )
+    assert _flops(graph, "ein") == naive
