@@ -89,7 +89,7 @@ def flop_shapes(model: onnx.ModelProto, *, shapes: Mapping[str, Sequence[int]] |
             shape.dim.add().dim_value = size
     try:
         inferred = onnx.shape_inference.infer_shapes(light, strict_mode=False, data_prop=True)
-    except (onnx.shape_inference.InferenceError, ValueError):
+    except (onnx.shape_inference.InferenceError, ValueError, RuntimeError):  # data propagation is newer code
         inferred = onnx.shape_inference.infer_shapes(light, strict_mode=False)
     found: dict[str, Shape] = {}
     _collect(inferred.graph, found)

@@ -74,3 +74,29 @@ def test_fp32_casts_is_a_sweep_dimension_off_by_default() -> None:
     with pytest.raises(UserError) as err:
         build_sweep_spec(options=SweepOptions(fp32_casts="respect,drop"))
     assert "--fp32-casts" in str(err.value) and "'drop'" in str(err.value)
+
+
+def test_gemma_style_softmax_in_float32_holds_probs_at_v() -> None:
+    """``softmax(scores, dtype=float32).to(query.dtype)`` in an FP32 export: two FP32 -> FP32 Casts, so the
+    Softmax and the probs @ V MatMul that read them stay FP32 while respected."""
+    heads, steps, head = 2, 8, 4
+    graph = model(
+        [
+            node("MatMul", ["q", "kt"], ["scores"], "qk"),
+            node("Cast", ["scores"], ["scores32"], "softmax_dtype", to=onnx.TensorProto.FLOAT),
+            node("Softmax", ["scores32"], ["probs32"], "softmax", axis=-1),
+            node("Cast", ["probs32"], ["probs"], "to_query_dtype", to=onnx.TensorProto.FLOAT),
+            node("MatMul", ["probs", "v"], ["y"], "pv"),
+        ],
+        [
+            vi("q", F32, [1, heads, steps, head]),
+            vi("kt", F32, [1, heads, head, steps]),
+            vi("v", F32, [1, heads, steps, head]),
+        ],
+        [vi("y", F32, [1, heads, steps, head])],
+    )
+    result = convert(graph, options=ConvertOptions(keep_io_types=True), magnitudes=None)
+    matmul = 2 * heads * steps * steps * head  # qk and pv alike
+    scores = heads * steps * steps  # each Cast's and the Softmax's elements
+    assert sorted(n for n, _ in result.cast_held()) == ["pv", "softmax"]
+    assert result.cast_held_share == pytest.approx((matmul + scores) / (2 * matmul + 3 * scores))
