@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.options import add_nightly_options, add_options
+from harness.plugin.aliases import add_namespaced, add_short_forms, header_line
 
 if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin import
     from harness.conductor import CastguardRun, Section
@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin impor
 
 pytest_plugins = ("harness.plugin.fixture",)  # the `castguard` fixture for users' own tests (issue 24.1)
 RUN_KEY: pytest.StashKey[CastguardRun] = pytest.StashKey()  # the one plugin state object (harness.conductor)
+OWNED_ELSEWHERE_KEY: pytest.StashKey[tuple[str, ...]] = pytest.StashKey()  # short names another plugin owns
 SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
 ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")  # opt-in: -m adversarial (minutes per model)
 TUNED_FILE = SUITE_FILE.with_name("test_tuned.py")  # opt-in: --tune / [tool.castguard] tune
@@ -68,17 +69,27 @@ def suite_arg(arg: str, *, invocation_dir: Path) -> str:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("castguard", "castguard: mixed-precision ONNX accuracy")
-    add_options(group.addoption)
-    add_nightly_options(group.addoption)
+    """``--castguard-NAME`` for every option; the short ``--NAME`` forms come once conftests have had their say."""
+    add_namespaced(parser)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    """``--model PATH`` (space form) must not move pytest's rootdir: see :mod:`harness.plugin.rootdir`."""
-    from harness.plugin.rootdir import correct_rootdir
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> Generator[None, None, None]:
+    """Before the initial conftests: ``--model PATH`` (space form) must not move pytest's rootdir (see
+    :mod:`harness.plugin.rootdir`). After them: the short option names nobody else owns (:mod:`.aliases`)."""
+    from harness.plugin.rootdir import correct_rootdir, drop_option_values
 
+    drop_option_values(early_config, args)
     correct_rootdir(early_config, args)
+    yield
+    early_config.stash[OWNED_ELSEWHERE_KEY] = add_short_forms(parser)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Said once: the short option names castguard left to another plugin or conftest."""
+    return header_line(config.stash.get(OWNED_ELSEWHERE_KEY, ()))
 
 
 def _run(config: pytest.Config) -> CastguardRun | None:

@@ -24,6 +24,20 @@ from typing import Any
 import pytest
 from _pytest.config.findpaths import determine_setup
 
+from harness.plugin.aliases import space_form_values
+
+
+def drop_option_values(config: pytest.Config, args: list[str]) -> None:
+    """Take castguard's ``--opt VALUE`` values out of the early parse's test paths: castguard's short option names
+    are only added after the initial conftests (:mod:`harness.plugin.aliases`), so until then pytest reads
+    ``--model PATH`` as an unknown flag and a test path (and would look for conftests beside the model)."""
+    ns = config.known_args_namespace
+    paths = [str(p) for p in ns.file_or_dir]
+    for value in space_form_values(args):
+        if value in paths:
+            paths.remove(value)
+    ns.file_or_dir = paths
+
 
 def _setup_without_option_values(config: pytest.Config) -> tuple[Path, Path | None, Any, Any]:
     ns = config.known_args_namespace
@@ -85,6 +99,7 @@ def correct_rootdir(config: pytest.Config, args: list[str]) -> Path | None:
     config.pluginmanager.consider_preparse(new_addopts, exclude_only=False)  # -p NAME / -p no:NAME in them
     if args != before:  # the right ini's addopts: parse them as pytest would have
         config.known_args_namespace = ns = config._parser.parse_known_args(args, namespace=copy.copy(config.option))
+        drop_option_values(config, args)
     for path in old_paths:
         if path in sys.path:
             sys.path.remove(path)
