@@ -89,7 +89,8 @@ def pytest_load_initial_conftests(
 
 def pytest_report_header(config: pytest.Config) -> str | None:
     """Said once: the short option names castguard left to another plugin or conftest."""
-    return header_line(config.stash.get(OWNED_ELSEWHERE_KEY, ()))
+    owned_elsewhere: tuple[str, ...] = config.stash.get(OWNED_ELSEWHERE_KEY, ())
+    return header_line(owned_elsewhere)
 
 
 def _run(config: pytest.Config) -> CastguardRun | None:
