@@ -236,6 +236,11 @@ PLUGIN_OPTIONS: tuple[Option, ...] = (*MODEL_OPTIONS, *SWEEP_OPTIONS, *RUN_OPTIO
 conftest owns it, as ``--NAME`` too (:mod:`harness.plugin.aliases`)."""
 
 
+def options_given(namespace: Any) -> bool:
+    """Whether any castguard option was given on a parsed namespace (every default is None: "not given")."""
+    return any(getattr(namespace, option.dest, None) is not None for option in PLUGIN_OPTIONS)
+
+
 def given_options(namespace: Any) -> dict[str, Any]:
     """The castguard options present on a parsed namespace (pytest ``config.option`` or argparse), by dest."""
     return {dest: getattr(namespace, dest, None) for dest in (*DESTS, *SWEEP_DESTS, SWEEP_FILE_DEST)}

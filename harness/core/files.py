@@ -17,9 +17,9 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from harness.core.errors import DiskFull, UserError
 
@@ -142,3 +142,18 @@ def read_toml(path: Path, *, what: str) -> dict[str, object]:
         raise UserError(where=path, problem=f"{what} not found", fix="check the path") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise UserError(where=path, problem=f"{what} is not valid TOML: {err}", fix="fix the TOML syntax") from err
+
+
+def save_npz(file: IO[bytes] | Path, arrays: Mapping[str, Any], *, compressed: bool = False) -> None:
+    """``np.savez`` (``np.savez_compressed``) of plain arrays, on every numpy castguard supports.
+
+    Object arrays (which numpy would pickle) are refused here: ``np.savez`` only takes an ``allow_pickle`` keyword
+    from numpy 2.2; before that it stores the keyword as an array named ``allow_pickle``.
+    """
+    import numpy as np
+
+    for name, value in arrays.items():
+        if np.asarray(value).dtype.hasobject:
+            raise ValueError(f"save_npz: array {name!r} holds Python objects; only numeric arrays are saved")
+    save = np.savez_compressed if compressed else np.savez
+    save(file, **arrays)

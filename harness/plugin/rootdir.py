@@ -67,6 +67,7 @@ def correct_rootdir(config: pytest.Config, args: list[str]) -> Path | None:
 
     Nothing changes when the user chose them (``--rootdir``, ``-c``) or when the option values did not move them.
     """
+    drop_option_values(config, args)
     ns = config.known_args_namespace
     if getattr(ns, "rootdir", None) or getattr(ns, "inifilename", None):
         return None
