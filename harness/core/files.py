@@ -157,3 +157,17 @@ def save_npz(file: IO[bytes] | Path, arrays: Mapping[str, Any], *, compressed: b
             raise ValueError(f"save_npz: array {name!r} holds Python objects; only numeric arrays are saved")
     save = np.savez_compressed if compressed else np.savez
     save(file, **arrays)
+
+
+IGNORE_ALL = b"# created by castguard; nothing in this folder belongs in version control\n*\n"
+
+
+def own_folder(folder: Path) -> Path:
+    """Create castguard's own folder (the cache, the report folder) with a ``*`` ``.gitignore`` in it, as pytest,
+    mypy and ruff do for their caches, so that ``git add .`` never takes it. A folder that already exists is left
+    as it is (the user's own folder given as ``--report-dir`` may be meant for version control)."""
+    if folder.is_dir():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / ".gitignore", IGNORE_ALL)
+    return folder

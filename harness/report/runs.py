@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.core.files import atomic_write
+from harness.core.files import atomic_write, own_folder
 from harness.core.locks import HeldLock, held, is_held
 from harness.core.runid import new_run_id as new_run_id  # one home: harness.core.runid (re-exported)
 
@@ -107,7 +107,7 @@ def mark_superseded(report_dir: Path, *, run_id: str, created: str, why: str, ow
 @contextmanager
 def publish_lock(report_dir: Path) -> Iterator[None]:
     """Exclusive lock on the report folder while the three top-level report files are replaced together."""
-    report_dir.mkdir(parents=True, exist_ok=True)
+    own_folder(report_dir)
     with held(report_dir / PUBLISH_LOCK, what="the report folder's publish lock"):
         yield
 
