@@ -271,12 +271,23 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     run = _run(terminalreporter.config)
-    for section in run.terminal_sections() if run is not None else ():
-        _write(terminalreporter, section)
+    _write(terminalreporter, run.terminal_sections() if run is not None else [])
 
 
-def _write(terminalreporter: pytest.TerminalReporter, section: Section) -> None:
-    if section.title:
-        terminalreporter.write_sep("-", section.title)
-    for line in section.lines:
-        terminalreporter.write_line(line)
+def _write(terminalreporter: pytest.TerminalReporter, sections: list[Section]) -> None:
+    """The sections as pytest prints its own: ``-q`` drops the separators (the lines stay: they say why a run
+    failed), ``-qq`` prints nothing (the exit status and the report files say the rest)."""
+    verbosity = int(terminalreporter.config.option.verbose)
+    if verbosity <= -2:
+        return
+    for section in sections:
+        if section.title and verbosity >= 0:
+            terminalreporter.write_sep("-", section.title)
+        for line in section.lines:
+            terminalreporter.write_line(line)
+        return
+    for section in sections:
+        if section.title:
+            terminalreporter.write_sep("-", section.title)
+        for line in section.lines:
+            terminalreporter.write_line(line)
