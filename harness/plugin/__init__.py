@@ -289,9 +289,3 @@ def _write(terminalreporter: pytest.TerminalReporter, sections: list[Section]) -
             terminalreporter.write_sep("-", section.title)
         for line in section.lines:
             terminalreporter.write_line(line)
-        return
-    for section in sections:
-        if section.title:
-            terminalreporter.write_sep("-", section.title)
-        for line in section.lines:
-            terminalreporter.write_line(line)

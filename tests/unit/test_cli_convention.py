@@ -117,5 +117,7 @@ def test_castguards_pytest_lines_honour_q_and_qq(tmp_path: Path) -> None:
     pytest_lines()  # writes the golden
     normal, quiet, quieter = pytest_lines(), pytest_lines("-q"), pytest_lines("-qq")
     assert "castguard sweep report" in normal and "castguard: 1 case: 1 pass" in normal
+    assert "castguard inputs of mnist" in normal  # every section, not the first only
     assert "castguard sweep report" not in quiet and "castguard: 1 case: 1 pass" in quiet
+    assert "castguard inputs of mnist" in quiet
     assert "castguard" not in quieter
