@@ -150,7 +150,6 @@ class CastguardRun:
         self.evicted = ""
         self.skipped_runners: list[str] = []
         self._pending: dict[str, list[CaseRecord]] = {}  # a test's records until pytest judges it
-        self.reserved_run_id: str | None = None  # xdist controller of a fixture-only run: its workers' run id
         self._checker: Checker | None = None
         self._benchmarks_existed = (invocation_dir / ".benchmarks").exists()
 

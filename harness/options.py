@@ -68,7 +68,16 @@ class Option:
     type: Callable[[str], Any] | None = None
     choices: tuple[str, ...] | None = None
 
-    def register(self, addoption: Callable[..., Any]) -> None:
+    @property
+    def takes_value(self) -> bool:
+        """Whether the option reads the next argument as its value (``--model PATH``), unlike a switch."""
+        return self.action not in ("store_true", "store_false")
+
+    def register(
+        self, addoption: Callable[..., Any], *, flags: tuple[str, ...] | None = None, help: str | None = None
+    ) -> None:
+        """``addoption(*flags, ...)``: the option under ``flags`` (default: its own flag), with ``help`` (default:
+        :data:`HELP`'s text)."""
         extra = {
             k: v
             for k, v in (
@@ -79,7 +88,16 @@ class Option:
             )
             if v is not None
         }
-        addoption(self.flag, dest=self.dest, default=None, help=HELP[self.flag], **extra)
+        text = HELP[self.flag] if help is None else help
+        addoption(*(flags or (self.flag,)), dest=self.dest, default=None, help=text, **extra)
+
+
+PREFIX = "--castguard-"  # every option's namespaced form in pytest (--castguard-model), like --benchmark-*
+
+
+def prefixed(flag: str) -> str:
+    """The namespaced form of a flag: ``--model`` -> ``--castguard-model``."""
+    return PREFIX + flag.removeprefix("--")
 
 
 MODEL_OPTIONS: tuple[Option, ...] = (  # what to check and with which inputs
@@ -90,8 +108,8 @@ MODEL_OPTIONS: tuple[Option, ...] = (  # what to check and with which inputs
     Option("--val-range", "castguard_val_ranges", metavar="NAME:[lo,hi]", action="append"),
     Option("--input-shapes", "castguard_input_shapes", metavar="NAME:1x3x224x224", action="append"),
     Option("--inputs", "castguard_inputs", metavar="[KEY=]FILE", action="append"),
-    Option("--seed", "castguard_seed", type=int),
-    Option("--iterations", "castguard_iterations", type=int),
+    Option("--seed", "castguard_seed", metavar="N", type=int),
+    Option("--iterations", "castguard_iterations", metavar="N", type=int),
     Option("--ort-providers", "castguard_ort_providers", metavar="P1,P2"),
 )
 
@@ -215,6 +233,16 @@ def add_nightly_options(addoption: Callable[..., Any]) -> None:
     --allow-skipped-runner (:mod:`harness.conductor`)."""
     for option in (*NIGHTLY_OPTIONS, *VERDICT_OPTIONS):
         option.register(addoption)
+
+
+PLUGIN_OPTIONS: tuple[Option, ...] = (*MODEL_OPTIONS, *SWEEP_OPTIONS, *RUN_OPTIONS, *NIGHTLY_OPTIONS, *VERDICT_OPTIONS)
+"""Every option of the pytest plugin: each is registered as ``--castguard-NAME`` and, where no other plugin or
+conftest owns it, as ``--NAME`` too (:mod:`harness.plugin.aliases`)."""
+
+
+def options_given(namespace: Any) -> bool:
+    """Whether any castguard option was given on a parsed namespace (every default is None: "not given")."""
+    return any(getattr(namespace, option.dest, None) is not None for option in PLUGIN_OPTIONS)
 
 
 def given_options(namespace: Any) -> dict[str, Any]:

@@ -35,7 +35,7 @@ import numpy as np
 
 from harness.convert import ConversionResult, Magnitudes
 from harness.core.errors import InputDataError, ModelError, UserError
-from harness.core.files import atomic_write, sha256_file
+from harness.core.files import atomic_write, own_folder, sha256_file
 from harness.core.locks import held
 from harness.core.version import __version__
 from harness.data.onnxfile import (
@@ -195,6 +195,7 @@ class ContentCache:
 
     @contextmanager
     def _locked(self, path: Path) -> Iterator[None]:
+        own_folder(self.root)
         path.parent.mkdir(parents=True, exist_ok=True)
         with held(path.with_suffix(".lock"), what="cache entry lock"):
             yield

@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import UserError
+from harness.core.errors import UserError, unknown_key
 from harness.core.files import read_toml
 from harness.sweep.grid import (
     BUILTIN_EXCLUSIONS,
@@ -120,11 +120,8 @@ def _apply_table(
     for key in table:
         if key not in TABLE_KEYS:
             hint = " ([tool.castguard.sweep] belongs in pyproject.toml; a --sweep file has the keys at top level)"
-            raise UserError(
-                where=f"{where} key {key!r}",
-                problem="unknown sweep key" + (hint if key == "tool" else ""),
-                fix=f"use one of: {', '.join(TABLE_KEYS)}",
-            )
+            error = unknown_key(str(key), TABLE_KEYS, where=f"{where} key {key!r}", what="sweep key")
+            raise UserError(where=error.where, problem=error.problem + (hint if key == "tool" else ""), fix=error.fix)
     known = dict(known)
     sets = table.get("exclusion_sets", {})
     if not isinstance(sets, Mapping):
