@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.config import HarnessConfig, find_project, load_table
 from harness.core.errors import UserError
+from harness.core.files import check_folder
 from harness.nightly.run import NightlyOptions, NightlyRun, options_from
 from harness.options import given_options
 from harness.pipeline.session import AccuracySession
@@ -172,6 +173,10 @@ class CastguardRun:
         project = project or find_project(invocation_dir, fallback=rootpath)
         table = load_table(project)
         config = HarnessConfig.from_sources(cli=given, table=table, rootdir=project, invocation_dir=invocation_dir)
+        if config.models:  # a misplaced folder is one error before anything runs (the cache is optional: a warning)
+            check_folder(config.goldens_dir, what="the goldens folder (--goldens-dir)")
+            if with_report:
+                check_folder(config.report_dir, what="the report folder (--report-dir)")
         nightly_options = options_from(option, invocation_dir=invocation_dir)
         run_id = worker_input.get(RUN_ID_KEY) if worker_input else None  # absent when the controller runs no model
         report = (

@@ -6,9 +6,10 @@ stored as their uint16 bits and listed in the sidecar. The sidecar records the s
 sha256, library versions, the input recipe, the producer runner and the ``.npz`` sha256.
 
 Writes are atomic (temp file in the same folder + ``os.replace``). :meth:`GoldenStore.locked` is an exclusive
-:mod:`harness.core.locks` lock on ``<golden>.lock`` (freed by the system when its holder dies, deleted when released)
-so that pytest-xdist workers do not race: the plugin checks, produces and
-writes under it, and :meth:`GoldenStore.load` reads under it.
+:mod:`harness.core.locks` lock for the golden (freed by the system when its holder dies, deleted when released)
+so that pytest-xdist workers do not race: the plugin checks, produces and writes under it, and
+:meth:`GoldenStore.load` reads under it. The lock file lives outside the goldens folder
+(:func:`harness.core.locks.lock_for`), so a read-only checkout's committed goldens are read without writing there.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 from harness.core.dtypes import BFLOAT16, bits_to_bf16
 from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale
 from harness.core.files import atomic_write, sha256_file
-from harness.core.locks import held
+from harness.core.locks import held, lock_for
 from harness.data.models import ModelSpec
 from harness.data.recipes import Feed, InputRecipe
 
@@ -105,8 +106,9 @@ class GoldenStore:
 
     @contextmanager
     def locked(self, spec: ModelSpec, recipe: InputRecipe) -> Iterator[None]:
-        """Exclusive lock for one golden (``<golden>.lock``), shared by processes and xdist workers."""
-        lock = self.path_for(spec, recipe).with_suffix(".lock")
+        """Exclusive lock for one golden, shared by processes and xdist workers; its file is not in the goldens
+        folder (:func:`~harness.core.locks.lock_for`), which may be read-only."""
+        lock = lock_for(self.path_for(spec, recipe))
         with held(lock, timeout_s=self.lock_timeout_s, what="golden lock", remove=True):
             yield
 
