@@ -32,6 +32,7 @@ import numpy as np
 from harness.core.dtypes import BFLOAT16, bits_to_bf16
 from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale
 from harness.core.files import atomic_write, sha256_file
+from harness.core.jsonfile import JsonObject
 from harness.core.locks import held, lock_for
 from harness.data.models import ModelSpec
 from harness.data.recipes import Feed, InputRecipe
@@ -195,22 +196,23 @@ class GoldenStore:
 
     @staticmethod
     def _read_sidecar(side: Path) -> dict[str, Any]:
-        try:
-            meta = json.loads(side.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise GoldenCorrupt(
-                where=side,
-                problem=f"sidecar is not valid JSON: {err}",
-                fix="restore it from version control or rewrite with --update-goldens",
-            ) from err
-        if not isinstance(meta, dict) or meta.get("schema_version") != SCHEMA_VERSION:
-            found = meta.get("schema_version") if isinstance(meta, dict) else None
+        """The sidecar, every field the reader uses checked for its type (:mod:`harness.core.jsonfile`)."""
+        fix = "restore it from version control or rewrite the golden with --update-goldens"
+        doc = JsonObject.read(side, what="golden sidecar", fix=fix, error=GoldenCorrupt)
+        found = doc.data.get("schema_version")
+        if found != SCHEMA_VERSION or isinstance(found, bool):
             raise GoldenCorrupt(
                 where=side,
                 problem=f"unknown sidecar schema_version {found!r} (this castguard reads {SCHEMA_VERSION})",
                 fix="rewrite the golden with --update-goldens",
             )
-        return meta
+        for name in ("model_sha256", "npz_sha256"):
+            doc.get(name, str)
+        doc.object("inputs").get("id", str)
+        doc.get("iterations", int)
+        doc.items("bf16_keys", str, default=[])
+        doc.object("versions", optional=True)
+        return dict(doc.data)
 
     @staticmethod
     def _read_npz(path: Path, meta: dict[str, Any], fix_regen: str) -> tuple[list[Feed], list[dict[str, np.ndarray]]]:

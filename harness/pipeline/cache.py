@@ -41,6 +41,7 @@ import numpy as np
 from harness.convert import ConversionResult, Magnitudes
 from harness.core.errors import InputDataError, ModelError, UserError
 from harness.core.files import atomic_write, check_folder_error, not_writable, sha256_file
+from harness.core.jsonfile import JsonObject
 from harness.core.locks import held
 from harness.core.version import __version__
 from harness.data.onnxfile import (
@@ -212,24 +213,25 @@ class ContentCache:
 
     def _read_conversion(self, model_path: Path, meta_path: Path, weights_dir: Path | None) -> ConversionResult:
         """The entry, its sha256 (streamed, data file included) checked; big weights stay in their file."""
+        fix = f"delete the cache folder {self.root}; castguard rebuilds it"
+        meta = JsonObject.read(meta_path, what="cache entry", fix=fix)
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            by_reference = meta.get("weights") == "source"
+            by_reference = meta.get("weights", str, "entry") == "source"
             if by_reference and weights_dir is None:
                 raise ValueError("the entry reads its weights from the source model's folder, which was not given")
             digest = _sha256_or_none(model_path, graph_only=by_reference)
-            if meta.get("schema_version") != SCHEMA_VERSION or meta["onnx_sha256"] != digest:
+            if meta.get("schema_version", int) != SCHEMA_VERSION or meta.get("onnx_sha256", str) != digest:
                 raise ValueError("schema version or model hash does not match")
             data_dir = weights_dir if by_reference else model_path.parent
             model = load_model(model_path, weights="lazy", data_dir=data_dir, check=False)
             return ConversionResult(
                 model=model,
-                low_nodes=tuple(meta["low_nodes"]),
-                high_nodes=tuple((str(a), str(b)) for a, b in meta["high_nodes"]),
-                lowp_flop_share=float(meta["lowp_flop_share"]),
-                lowp_share_bound=meta.get("lowp_share_bound"),
-                cast_count=int(meta["cast_count"]),
-                clamped=tuple(meta["clamped"]),
+                low_nodes=tuple(meta.items("low_nodes", str)),
+                high_nodes=tuple((str(a), str(b)) for a, b in meta.items("high_nodes", list)),
+                lowp_flop_share=meta.get("lowp_flop_share", float),
+                lowp_share_bound=meta.get("lowp_share_bound", str, None),
+                cast_count=meta.get("cast_count", int),
+                clamped=tuple(meta.items("clamped", str)),
                 base_dir=data_dir if is_lazy(model) else None,
             )
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, ModelError) as err:
