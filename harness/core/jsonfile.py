@@ -76,7 +76,7 @@ class JsonObject:
 
     def fail(self, name: str, problem: str) -> UserError:
         """The error for field ``name`` of this object."""
-        return self.error(where=self.path, problem=f"{self.what}: field {self.at}{name!r} {problem}", fix=self.fix)
+        return self.error(where=self.path, problem=f"{self.what}: field '{self.at}{name}' {problem}", fix=self.fix)
 
     @overload
     def get(self, name: str, kind: type[T]) -> T: ...
