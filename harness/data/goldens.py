@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from harness.core.dtypes import BFLOAT16, bits_to_bf16
-from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale
+from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale, ModelError
 from harness.core.files import atomic_write, sha256_file
 from harness.core.jsonfile import JsonObject
 from harness.core.locks import held, lock_for
@@ -176,6 +176,7 @@ class GoldenStore:
         buffer = io.BytesIO()
         _npz_bytes_to(buffer, arrays)
         data = buffer.getvalue()
+        _check_round_trip(spec, data, arrays)  # before anything is written: --update-goldens too
         atomic_write(path, data, durable=True)
         meta = {
             **golden.meta,
@@ -243,6 +244,26 @@ class GoldenStore:
                 where=path, problem="some iterations have no inputs or no outputs", fix=f"rewrite it: {fix_regen}"
             )
         return feeds, outputs
+
+
+def _check_round_trip(spec: ModelSpec, data: bytes, arrays: Mapping[str, np.ndarray]) -> None:
+    """Every input/output name must come back from the ``.npz`` as it went in (a NUL ends a zip member's name, a
+    newline is not read back); one that would not is refused, naming it, before a golden that could never be read
+    is written."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        stored = set(archive.namelist())
+    bad = sorted(
+        key for key in arrays if key + ".npy" not in stored or (m := _KEY_RE.match(key)) is None or m.group(0) != key
+    )
+    if bad:
+        names = ", ".join(repr(key.split("/", 2)[2]) for key in bad)
+        raise ModelError(
+            where=spec.path,
+            problem=f"tensor name(s) {names} cannot be stored in a golden and read back (a NUL or a line break, "
+            "or a path separator this system rewrites); no golden was written",
+            fix="rename the model's inputs/outputs to printable names (onnx.utils / onnx.compose, or the "
+            "exporter's input_names/output_names) and run again",
+        )
 
 
 def ensure_golden(
