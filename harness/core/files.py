@@ -82,7 +82,7 @@ def atomic_write(
         raise
 
 
-def atomic_write_all(contents: dict[Path, bytes]) -> None:
+def atomic_write_all(contents: dict[Path, bytes], *, durable: bool = False) -> None:
     """Write several files all or none (a report's json, md and html): every temporary file is written first, and
     only when all are complete are they renamed into place. A failure (a full disk: :class:`DiskFull`) leaves
     every old file as it was and no temporary file behind."""
@@ -91,7 +91,7 @@ def atomic_write_all(contents: dict[Path, bytes]) -> None:
         for path, data in contents.items():
             temp = Path(path).with_name(f".{Path(path).name}.all.tmp")
             done.append((temp, Path(path)))
-            atomic_write(temp, data)
+            atomic_write(temp, data, durable=durable)
     except BaseException as err:
         for temp, _path in done:
             temp.unlink(missing_ok=True)

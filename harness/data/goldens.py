@@ -31,7 +31,7 @@ import numpy as np
 
 from harness.core.dtypes import BFLOAT16, bits_to_bf16
 from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale, ModelError
-from harness.core.files import atomic_write, sha256_file
+from harness.core.files import atomic_write_all, sha256_file
 from harness.core.jsonfile import JsonObject
 from harness.core.locks import held, lock_for
 from harness.data.models import ModelSpec
@@ -177,7 +177,6 @@ class GoldenStore:
         _npz_bytes_to(buffer, arrays)
         data = buffer.getvalue()
         _check_round_trip(spec, data, arrays)  # before anything is written: --update-goldens too
-        atomic_write(path, data, durable=True)
         meta = {
             **golden.meta,
             "schema_version": SCHEMA_VERSION,
@@ -192,7 +191,7 @@ class GoldenStore:
             "npz_sha256": hashlib.sha256(data).hexdigest(),
         }
         text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
-        atomic_write(self.sidecar(path), text.encode(), durable=True)
+        atomic_write_all({path: data, self.sidecar(path): text.encode()}, durable=True)  # both or neither
         return path, Golden(feeds=golden.feeds, outputs=golden.outputs, meta=json.loads(text))
 
     @staticmethod
