@@ -187,3 +187,35 @@ def test_the_plugin_prints_its_summary_and_fails_when_the_report_cannot_be_writt
     )
     assert (pytester.path / "castguard-report" / "report.json").read_text() == first_report
     assert json.loads(first_report)["summary"]["pass"] == 1
+
+
+def test_a_golden_npz_is_never_left_without_its_sidecar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33 item 14: only the sidecar's write fails; the .npz must not stay behind on its own."""
+    spec = resolve_model(str(save(mlp_model(), tmp_path / "models" / "mlp.onnx")), search_dir=tmp_path)
+    golden = Golden(
+        feeds=[{"x": np.ones((1, 8), np.float32)}],
+        outputs=[{"y": np.ones((1, 4), np.float32)}],
+        meta={"producer": "ort[CPUExecutionProvider]"},
+    )
+    fill_disk(monkeypatch, tmp_path / "goldens", room=64, named=".json")
+    with pytest.raises(DiskFull, match="nothing was written"):
+        GoldenStore(tmp_path / "goldens").write(spec, RECIPE, golden)
+    assert sorted(p.name for p in (tmp_path / "goldens" / "mlp").iterdir()) == []
+
+
+@pytest.mark.parametrize("fails", ["tuned.onnx", "tuned.plan.json"])
+def test_tune_writes_its_model_and_plan_both_or_neither(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fails: str
+) -> None:
+    """Issue 33 item 14: a full disk while the tuned model is saved leaves no plan that says it was written."""
+    import onnx
+
+    from harness.cli import main
+    from test_models import tune_models
+
+    onnx.save(tune_models.residual_cancel(), tmp_path / "m.onnx")
+    fill_disk(monkeypatch, tmp_path / "out", named=fails)
+    args = ["tune", "--onnx_path", str(tmp_path / "m.onnx"), "--output_path", str(tmp_path / "out" / "tuned.onnx")]
+    code = main([*args, "--quiet", "--adversarial_examples", "0", "--no_cache"])
+    assert code == 2
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == []  # neither the model nor tuned.plan.json
