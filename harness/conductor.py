@@ -338,6 +338,8 @@ class CastguardRun:
             (self.nightly is not None and self.nightly.exit_code) or self.skipped_runners or no_golden
         ):
             exitstatus = TESTS_FAILED  # nightly rules / a requested runner that never ran / a golden not made
+            if self.nightly is not None and self.nightly.exit_code == 2:
+                exitstatus = 2  # --fail-on-regression with a history that cannot be read: as castguard merge says
         extra_md, extra_html = (
             self.nightly.sections() if self.nightly is not None else ([], [])
         )  # ... then its rendering
