@@ -316,6 +316,8 @@ class CastguardRun:
             return exitstatus
         shard = self.shard
         planned = self.planned if self.planned is not None or shard is None else shard.work.case_count
+        if self.session is None:  # only the castguard fixture: its tests record cases as they go, none planned
+            planned = None
         report = self.report.build(
             provenance=self.provenance(),
             interrupted=interrupted,
