@@ -360,6 +360,7 @@ class CastguardRun:
         """What the run prints at the end: the report's place and headline, inputs, nightly verdict."""
         sections: list[Section] = []
         if self.finished is not None:
+            from harness.report.format import degenerate_lines
             from harness.report.trt_view import terminal_lines
 
             finished = self.finished
@@ -367,6 +368,7 @@ class CastguardRun:
             if finished.pruned:
                 lines.append(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
             lines += terminal_lines(finished.view)  # the TensorRT build check (issue 17)
+            lines += degenerate_lines(finished.report)  # every run, not only when the golden was written
             sections.append(Section("castguard sweep report", tuple(lines)))
         tail = [*([self.evicted] if self.evicted else []), *self.skipped_runners]
         if self.session is not None and not self.is_worker:

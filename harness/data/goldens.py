@@ -324,3 +324,43 @@ def non_finite(outputs: Sequence[Mapping[str, np.ndarray]]) -> tuple[NonFinite, 
                 name, old.nan + nan, old.posinf + pos, old.neginf + neg, old.total + int(values.size), first
             )
     return tuple(f for f in found.values() if f.count)
+
+
+DEGENERATE_KINDS = ("not_finite", "constant")
+
+
+@dataclass(frozen=True)
+class Degenerate:
+    """A floating-point golden output against which no error can show: every value NaN or inf (``not_finite``), or
+    one value everywhere, over every iteration (``constant``: the inputs do not exercise the model). A fact of
+    every case of that golden (``CaseRecord.degenerate``), said in every run's summary and report."""
+
+    output: str
+    kind: str
+    values: int  # how many values the output has over every iteration
+    value: float | None = None  # the constant (kind "constant")
+
+    def __post_init__(self) -> None:
+        if self.kind not in DEGENERATE_KINDS:
+            raise ValueError(f"Degenerate.kind must be one of {DEGENERATE_KINDS}, got {self.kind!r}")
+
+    def describe(self) -> str:
+        if self.kind == "not_finite":
+            return f"output {self.output!r} is NaN/inf in all {self.values} values"
+        return f"output {self.output!r} is {self.value:g} in all {self.values} values"
+
+
+def degenerate(outputs: Sequence[Mapping[str, np.ndarray]]) -> tuple[Degenerate, ...]:
+    """The golden's floating-point outputs that are all non-finite, or constant over at least two values."""
+    found = []
+    for name in outputs[0] if outputs else ():
+        arrays = [np.asarray(iteration[name]) for iteration in outputs if name in iteration]
+        if not arrays or (arrays[0].dtype != BFLOAT16 and arrays[0].dtype.kind not in "fc"):
+            continue
+        values = np.concatenate([a.astype(np.float64).ravel() for a in arrays])
+        finite = np.isfinite(values)
+        if values.size and not finite.any():
+            found.append(Degenerate(output=name, kind="not_finite", values=int(values.size)))
+        elif values.size > 1 and finite.all() and np.all(values == values[0]):
+            found.append(Degenerate(output=name, kind="constant", values=int(values.size), value=float(values[0])))
+    return tuple(found)

@@ -20,7 +20,7 @@ from typing import Literal, cast
 from harness.config import HarnessConfig
 from harness.core.errors import DiskFull, GoldenError, GoldenRunFailed, NotWritable, RunnerError, UserError
 from harness.data.drift import check_golden_provenance, installed_versions
-from harness.data.goldens import Golden, GoldenStore, ensure_golden, rerun_command
+from harness.data.goldens import Golden, GoldenStore, degenerate, ensure_golden, rerun_command
 from harness.data.recipes import describe_inputs
 from harness.judge.compare import CompareResult, Tolerance, compare_iterations
 from harness.pipeline.cache import ContentCache, content_key, feeds_digest
@@ -210,6 +210,7 @@ class AccuracySession:
             magnitudes=magnitudes,
             magnitudes_key=key,
             magnitudes_s=seconds,
+            degenerate=degenerate(golden.outputs),
         )
         return self._contexts[name], True
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.data.goldens import Degenerate
 from harness.diagnose.facts import Diagnosis
 from harness.diagnose.facts import Divergence as Divergence
 from harness.judge.compare import CompareResult, ErrorFigures, OutputComparison
@@ -167,6 +168,7 @@ class CaseRecord:
     same_plan_as: str | None = None  # ran anyway, though an earlier case (this id) has the same precision plan
     cpu_float_nodes: tuple[str, ...] = ()  # ort-cuda: float nodes ("name (op)") the CUDA EP left to the CPU EP
     trt_build_skipped: str = ""  # why the requested TensorRT build check has no result
+    degenerate: tuple[Degenerate, ...] = ()  # golden outputs that cannot show an error (all NaN, constant)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

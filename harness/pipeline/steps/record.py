@@ -123,6 +123,7 @@ def case_record(
         cpu_float_nodes=executed.cpu_float_nodes if executed else (),
         trt_build_skipped=built.skipped,
         kept_fp32=tuned.kept_fp32 if tuned else (),
+        degenerate=ctx.degenerate,
     )
 
 
