@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.config import HarnessConfig, find_project, load_table
 from harness.core.errors import UserError
-from harness.core.files import check_folder
+from harness.core.files import check_folder, check_writable
 from harness.nightly.run import NightlyOptions, NightlyRun, options_from
 from harness.options import given_options
 from harness.pipeline.session import AccuracySession
@@ -175,9 +175,11 @@ class CastguardRun:
         config = HarnessConfig.from_sources(cli=given, table=table, rootdir=project, invocation_dir=invocation_dir)
         if config.models:  # a misplaced folder is one error before anything runs (the cache is optional: a warning)
             check_folder(config.goldens_dir, what="the goldens folder (--goldens-dir)")
-            if with_report:
-                check_folder(config.report_dir, what="the report folder (--report-dir)")
+            if with_report and worker_input is None:
+                check_writable(config.report_dir, what="the report folder (--report-dir)")
         nightly_options = options_from(option, invocation_dir=invocation_dir)
+        if config.models and nightly_options.history is not None and worker_input is None:
+            check_writable(nightly_options.history, what="the history folder (--history)")
         run_id = worker_input.get(RUN_ID_KEY) if worker_input else None  # absent when the controller runs no model
         report = (
             ReportSession(

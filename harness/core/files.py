@@ -35,6 +35,7 @@ __all__ = [
     "atomic_write_all",
     "atomic_write_text",
     "check_folder",
+    "check_writable",
     "disk_full",
     "read_toml",
     "safe_component",
@@ -132,6 +133,22 @@ def check_folder(folder: Path, *, what: str) -> None:
     error = check_folder_error(Path(folder), what=what)
     if error is not None:
         raise error
+
+
+def check_writable(folder: Path, *, what: str) -> None:
+    """:func:`check_folder`, then make ``folder`` if needed and write (and remove) a temporary file in it: a folder
+    castguard must write (the report, the history) that is read-only or not permitted is one :class:`NotWritable`
+    naming it before anything runs, not a traceback at the end."""
+    check_folder(folder, what=what)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".castguard-probe.", suffix=".tmp"):
+            pass
+    except OSError as err:
+        refused = not_writable(folder, err)
+        if refused is None:
+            raise
+        raise NotWritable(folder=refused.folder, problem=f"{what}: {refused.problem}", fix=refused.fix) from None
 
 
 def check_folder_error(folder: Path, *, what: str = "the folder") -> NotWritable | None:

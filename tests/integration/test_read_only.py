@@ -148,3 +148,16 @@ def test_a_corrupt_cache_entry_is_rebuilt(tmp_path: Path) -> None:
     with pytest.warns(CacheSkipped, match="unreadable cache entry"):
         assert cache.json_entry("trt-build", "k", lambda: {"a": 2}) == ({"a": 2}, False)
     assert cache.json_entry("trt-build", "k", lambda: {"a": 3}) == ({"a": 2}, True)
+
+
+@pytest.mark.parametrize(("folder", "option"), [("castguard-report", ()), ("hist", ("--history", "hist"))])
+def test_a_read_only_report_or_history_folder_is_one_error_before_anything_runs(
+    pytester: pytest.Pytester, folder: str, option: tuple[str, ...]
+) -> None:
+    save(mlp_model(), pytester.path / "models" / "mlp.onnx")
+    with read_only(pytester.path / folder):
+        result = pytester.runpytest(*ARGS, *option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "INTERNALERROR" not in err + result.stdout.str() and "Traceback" not in err
+    assert err.count(f"{pytester.path / folder}: the ") == 1 and "Read-only file system" in err
