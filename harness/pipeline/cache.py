@@ -203,6 +203,7 @@ class ContentCache:
             "high_nodes": [list(pair) for pair in made.high_nodes],
             "lowp_flop_share": made.lowp_flop_share,
             "lowp_share_bound": made.lowp_share_bound,
+            "cast_held_share": made.cast_held_share,
             "cast_count": made.cast_count,
             "clamped": list(made.clamped),
         }
@@ -230,6 +231,7 @@ class ContentCache:
                 high_nodes=tuple((str(a), str(b)) for a, b in meta.items("high_nodes", list)),
                 lowp_flop_share=meta.get("lowp_flop_share", float),
                 lowp_share_bound=meta.get("lowp_share_bound", str, None),
+                cast_held_share=meta.get("cast_held_share", float, 0.0),
                 cast_count=meta.get("cast_count", int),
                 clamped=tuple(meta.items("clamped", str)),
                 base_dir=data_dir if is_lazy(model) else None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from harness.data.goldens import Degenerate
 from harness.report.model import STATUSES, CaseRecord, Report
@@ -139,11 +139,6 @@ def counts_text(counts: Mapping[str, int]) -> str:
     return f"{total} case{'s' if total != 1 else ''}" + (": " + ", ".join(parts) if parts else "")
 
 
-def first_line(text: str, *, limit: int = 160) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
 def case_notes(case: CaseRecord) -> tuple[str, ...]:
     """The case's notes as shown: its own display notes, then its facts in words (the reuse of another case's
     result is not among them: it is shown next to the case, :attr:`CaseRecord.reused_from`)."""
@@ -155,6 +150,7 @@ def case_notes(case: CaseRecord) -> tuple[str, ...]:
     if case.same_plan_as is not None:
         facts.append(f"same precision plan as {case.same_plan_as}")
     facts += [degenerate_text(d) for d in case.degenerate]
+    facts += conversion_facts(case)
     if case.cpu_float_nodes:
         facts.append(
             f"{len(case.cpu_float_nodes)} float node(s) ran on the CPU EP, not the GPU: "
@@ -181,6 +177,42 @@ def degenerate_lines(report: Report) -> list[str]:
         f"castguard: {model} [{inputs}]: " + "; ".join(degenerate_text(d) for d in found)
         for (model, inputs), found in seen.items()
     ]
+
+
+NAMED = 5
+"""Nodes named in a conversion fact (the report.json fields hold them all)."""
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(names[:NAMED]) + (", ..." if len(names) > NAMED else "")
+
+
+def conversion_facts(case: CaseRecord) -> list[str]:
+    """What the model's own FP32 Casts hold and whether it is a QDQ model, in words (report notes, run summary)."""
+    facts = []
+    held = [] if case.case.tuned else [node for node, _ in case.kept_fp32]
+    if held and case.fp32_cast_share is not None:
+        facts.append(
+            f"the model's own Casts to FP32 keep {len(held)} node(s) FP32, {100 * case.fp32_cast_share:.1f}% of "
+            f'FLOPs ({_names(held)}); sweep fp32_casts = ["respect", "ignore"] to measure converting them'
+        )
+    if case.qdq_kept:
+        facts.append(
+            f"QDQ model: {len(case.qdq_kept)} node(s) kept in their quantized/FP32 types, DQ -> op -> Q never split "
+            f"by Casts ({_names(case.qdq_kept)}); the rest is converted"
+        )
+    return facts
+
+
+def summary_facts(cases: Iterable[CaseRecord]) -> list[str]:
+    """The run summary's lines about conversions: per model, whether it is a QDQ model and what its own FP32
+    Casts hold (from its first case that says so)."""
+    lines: dict[tuple[str, str], str] = {}
+    for case in cases:
+        for fact in conversion_facts(case):
+            kind = fact.partition(":")[0] if fact.startswith("QDQ") else "casts"
+            lines.setdefault((case.model, kind), f"castguard: {case.model}: {fact}")
+    return list(lines.values())
 
 
 def reuse_text(case: CaseRecord) -> str:
