@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.config import HarnessConfig, find_project, load_table
 from harness.core.errors import UserError
+from harness.core.files import check_folder, check_writable
 from harness.nightly.run import NightlyOptions, NightlyRun, options_from
 from harness.options import given_options
 from harness.pipeline.session import AccuracySession
@@ -171,7 +172,13 @@ class CastguardRun:
         project = project or find_project(invocation_dir, fallback=rootpath)
         table = load_table(project)
         config = HarnessConfig.from_sources(cli=given, table=table, rootdir=project, invocation_dir=invocation_dir)
+        if config.models:  # a misplaced folder is one error before anything runs (the cache is optional: a warning)
+            check_folder(config.goldens_dir, what="the goldens folder (--goldens-dir)")
+            if with_report and worker_input is None:
+                check_writable(config.report_dir, what="the report folder (--report-dir)")
         nightly_options = options_from(option, invocation_dir=invocation_dir)
+        if config.models and nightly_options.history is not None and worker_input is None:
+            check_writable(nightly_options.history, what="the history folder (--history)")
         run_id = worker_input.get(RUN_ID_KEY) if worker_input else None  # absent when the controller runs no model
         report = (
             ReportSession(
@@ -310,6 +317,8 @@ class CastguardRun:
             return exitstatus
         shard = self.shard
         planned = self.planned if self.planned is not None or shard is None else shard.work.case_count
+        if self.session is None:  # only the castguard fixture: its tests record cases as they go, none planned
+            planned = None
         report = self.report.build(
             provenance=self.provenance(),
             interrupted=interrupted,
@@ -332,6 +341,8 @@ class CastguardRun:
             (self.nightly is not None and self.nightly.exit_code) or self.skipped_runners or no_golden
         ):
             exitstatus = TESTS_FAILED  # nightly rules / a requested runner that never ran / a golden not made
+            if self.nightly is not None and self.nightly.exit_code == 2:
+                exitstatus = 2  # --fail-on-regression with a history that cannot be read: as castguard merge says
         extra_md, extra_html = (
             self.nightly.sections() if self.nightly is not None else ([], [])
         )  # ... then its rendering
@@ -350,7 +361,7 @@ class CastguardRun:
         """What the run prints at the end: the report's place and headline, inputs, nightly verdict."""
         sections: list[Section] = []
         if self.finished is not None:
-            from harness.report.format import summary_facts
+            from harness.report.format import degenerate_lines, summary_facts
             from harness.report.trt_view import terminal_lines
 
             finished = self.finished
@@ -358,6 +369,7 @@ class CastguardRun:
             if finished.pruned:
                 lines.append(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
             lines += terminal_lines(finished.view)  # the TensorRT build check (issue 17)
+            lines += degenerate_lines(finished.report)  # every run, not only when the golden was written
             lines += summary_facts(finished.view.report.cases)  # QDQ models, the model's own FP32 Casts
             sections.append(Section("castguard sweep report", tuple(lines)))
         tail = [*([self.evicted] if self.evicted else []), *self.skipped_runners]

@@ -49,6 +49,16 @@ class DiskFull(UserError):
         )
 
 
+class NotWritable(UserError):
+    """A folder castguard writes to is read-only, not permitted, or not a folder (a file or a dangling link in its
+    place). Raised by :func:`harness.core.files.atomic_write` (nothing written) and :func:`harness.core.files.
+    check_folder` (before anything runs). ``folder``: the path that is in the way."""
+
+    def __init__(self, *, folder: Path, problem: str, fix: str) -> None:
+        self.folder = folder
+        super().__init__(where=folder, problem=problem, fix=fix)
+
+
 class ModelError(UserError):
     """A model file is missing, unreadable or not ONNX."""
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from harness.core.errors import UserError
 from harness.core.files import atomic_write
+from harness.core.jsonfile import read_json
 from harness.nightly.rules import Change, Comparison, judge
 from harness.report.model import CaseRecord, Report
 from harness.report.serde import ReportFormatError, report_from_dict, report_to_dict
@@ -144,10 +145,7 @@ def read_history(folder: Path) -> History:
 def read_run(path: Path) -> HistoryRun:
     """One history file; any defect is a UserError naming the file."""
     fix = "delete or move the file (castguard skips it meanwhile)"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UserError(where=path, problem=f"unreadable history file: {err}", fix=fix) from err
+    data = read_json(path, what="history file", fix=fix)
     if not isinstance(data, dict) or data.get("castguard_history") != HISTORY_SCHEMA:
         found = data.get("castguard_history") if isinstance(data, dict) else None
         raise UserError(

@@ -75,6 +75,8 @@ def merge_command(
         or (nightly is not None and nightly.exit_code != 0)
         or finished.error is not None
     )
+    if nightly is not None and nightly.exit_code == 2:  # the baseline could not be read: a usage error
+        code = 2
     return lines, code
 
 

@@ -105,6 +105,15 @@ def load_baseline(path: Path) -> tuple[Baseline | None, str]:
         )
     history = read_history(path)
     run = history.latest_clean()
+    if run is None and history.skipped and not history.runs:  # every file unreadable: not "no runs yet"
+        raise UnreadableHistory(
+            where=path,
+            problem=f"every file of the history folder is unreadable ({len(history.skipped)} file(s): "
+            + "; ".join(f"{s.path.name}: {s.reason}" for s in history.skipped[:3])
+            + ("; ..." if len(history.skipped) > 3 else "")
+            + "); there is no baseline to compare with",
+            fix="move the damaged files away (or give --baseline a report.json); an empty folder starts afresh",
+        )
     if run is None:
         why = "has no runs yet" if not history.runs else f"has no clean run ({history.why_not_clean()})"
         skipped = f" ({len(history.skipped)} unreadable file(s) skipped)" if history.skipped else ""
@@ -118,10 +127,15 @@ def load_baseline(path: Path) -> tuple[Baseline | None, str]:
     )
 
 
+class UnreadableHistory(UserError):
+    """The history folder has files, but none can be read: a run compared with nothing must not pass as clean."""
+
+
 @dataclass(frozen=True)
 class NightlyOutcome:
     comparison: Comparison | None
     fail_on_regression: bool
+    baseline_error: UserError | None = None  # the baseline could not be read (--fail-on-regression: exit 2)
     history_file: Path | None = None
     history: History | None = None  # as read after this run was stored (for trends)
     notes: tuple[str, ...] = ()
@@ -132,7 +146,9 @@ class NightlyOutcome:
 
     @property
     def exit_code(self) -> int:
-        """Non-zero only for regressions under --fail-on-regression."""
+        """Non-zero only under --fail-on-regression: 1 for regressions, 2 when the baseline could not be read."""
+        if self.fail_on_regression and self.baseline_error is not None:
+            return 2
         return self.comparison.exit_code if self.fail_on_regression and self.comparison is not None else 0
 
     def trend_reports(self, *, last: int) -> tuple[Report, ...]:
@@ -140,7 +156,12 @@ class NightlyOutcome:
 
 
 def finish(
-    options: NightlyOptions, baseline: Baseline | None, report: Report, *, notes: Sequence[str] = ()
+    options: NightlyOptions,
+    baseline: Baseline | None,
+    report: Report,
+    *,
+    notes: Sequence[str] = (),
+    baseline_error: UserError | None = None,
 ) -> NightlyOutcome:
     """Compare ``report`` with the baseline and store it in the history folder (when one is set)."""
     comparison = None
@@ -160,6 +181,7 @@ def finish(
         history_file=stored,
         history=history,
         notes=tuple(notes),
+        baseline_error=baseline_error,
     )
 
 
@@ -194,7 +216,11 @@ class NightlyRun:
 
     def __init__(self, options: NightlyOptions) -> None:
         self.options = options
-        self.baseline, note = load_baseline(options.compare_with) if options.compare_with else (None, "")
+        self.baseline_error: UserError | None = None
+        try:
+            self.baseline, note = load_baseline(options.compare_with) if options.compare_with else (None, "")
+        except UnreadableHistory as err:  # said in the summary; exit 2 under --fail-on-regression
+            self.baseline, note, self.baseline_error = None, f"no baseline: {err}", err
         self.note = note
         self.outcome: NightlyOutcome | None = None
         self._report: Report | None = None
@@ -202,7 +228,7 @@ class NightlyRun:
     def decide(self, report: Report) -> NightlyOutcome:
         """Compare ``report`` with the baseline and store it in the history folder; the verdict, kept."""
         notes = tuple(n for n in (self.note, _interrupted_note(report)) if n)
-        self.outcome = finish(self.options, self.baseline, report, notes=notes)
+        self.outcome = finish(self.options, self.baseline, report, notes=notes, baseline_error=self.baseline_error)
         self._report = report
         return self.outcome
 

@@ -15,7 +15,7 @@ import onnx
 
 from harness.convert import Magnitudes
 from harness.core.liveline import LiveLine
-from harness.data.goldens import Golden
+from harness.data.goldens import Degenerate, Golden
 from harness.data.models import ModelSpec
 from harness.judge.tolerances import TolerancePolicy
 from harness.runners.ort import CPU
@@ -36,6 +36,7 @@ class ModelContext:
     magnitudes: Magnitudes
     magnitudes_key: str
     magnitudes_s: float  # seconds this process spent collecting them (0.0 on a cache hit)
+    degenerate: tuple[Degenerate, ...] = ()  # golden outputs no error can show in (all NaN, constant): every record
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Literal, cast
 
 from harness.config import HarnessConfig
-from harness.core.errors import GoldenRunFailed, RunnerError, UserError
+from harness.core.errors import DiskFull, GoldenError, GoldenRunFailed, NotWritable, RunnerError, UserError
 from harness.data.drift import check_golden_provenance, installed_versions
-from harness.data.goldens import Golden, GoldenStore, ensure_golden, rerun_command
+from harness.data.goldens import Golden, GoldenStore, degenerate, ensure_golden, rerun_command
 from harness.data.recipes import describe_inputs
 from harness.judge.compare import CompareResult, Tolerance, compare_iterations
 from harness.pipeline.cache import ContentCache, content_key, feeds_digest
@@ -98,6 +98,7 @@ class AccuracySession:
         self._contexts: dict[str, ModelContext] = {}
         self._updated: set[str] = set()
         self.golden_failures: dict[str, GoldenRunFailed] = {}  # models whose golden onnxruntime could not make
+        self._unwritable: dict[str, DiskFull | NotWritable] = {}  # models whose golden could not be written
         self.same_models = SameModels()  # identical converted models run once per process
 
     @classmethod
@@ -123,6 +124,13 @@ class AccuracySession:
         loaded = self.models[name]
         if name in self.golden_failures:  # onnxruntime failed on this model once: one error per model
             raise self.golden_failures[name]
+        if name in self._unwritable:  # its golden could not be written: said in full once, then one line
+            said = self._unwritable[name]
+            raise GoldenError(
+                where=said.where,
+                problem=f"no golden: {said.problem.split(';')[0]} (said in full once)",
+                fix="see the first error of this run",
+            )
         update = allow_update and self.config.update_goldens and name not in self._updated
         if name in self._goldens and not update:
             return self._goldens[name], None
@@ -136,6 +144,9 @@ class AccuracySession:
             )
         except GoldenRunFailed as err:
             self.golden_failures[name] = err
+            raise
+        except (DiskFull, NotWritable) as err:  # the whole paragraph once; then one line per case
+            self._unwritable[name] = err
             raise
         if update:
             self._updated.add(name)
@@ -206,6 +217,7 @@ class AccuracySession:
             magnitudes=magnitudes,
             magnitudes_key=key,
             magnitudes_s=seconds,
+            degenerate=degenerate(golden.outputs),
         )
         return self._contexts[name], True
 

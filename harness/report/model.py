@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.data.goldens import Degenerate
 from harness.diagnose.facts import Diagnosis
 from harness.diagnose.facts import Divergence as Divergence
 from harness.judge.compare import CompareResult, ErrorFigures, OutputComparison
@@ -177,6 +178,7 @@ class CaseRecord:
     same_plan_as: str | None = None  # ran anyway, though an earlier case (this id) has the same precision plan
     cpu_float_nodes: tuple[str, ...] = ()  # ort-cuda: float nodes ("name (op)") the CUDA EP left to the CPU EP
     trt_build_skipped: str = ""  # why the requested TensorRT build check has no result
+    degenerate: tuple[Degenerate, ...] = ()  # golden outputs that cannot show an error (all NaN, constant)
     fp32_cast_share: float | None = None  # share of FLOPs the model's own Casts to FP32 keep FP32 (0..1)
     qdq_kept: tuple[str, ...] = ()  # a QDQ model: Q/DQ nodes and the ops between them, kept in their types
 

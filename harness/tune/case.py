@@ -17,13 +17,12 @@ statistics and the report can put the tuned plan on the error-vs-share plot.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import cast
 
-from harness.core.errors import UserError
 from harness.core.files import atomic_write_text, safe_component
+from harness.core.jsonfile import JsonObject, json_type
 from harness.nightly.rules import MOVE_PREFIX
 from harness.pipeline.case import run_tuned
 from harness.pipeline.session import AccuracySession, Outcome, SweepCase
@@ -44,20 +43,18 @@ def plan_path(session: AccuracySession, sweep_case: SweepCase) -> Path:
     )
 
 
-def _stored(path: Path) -> dict[str, object] | None:
+def _stored(path: Path) -> JsonObject | None:
+    """The stored plan, its fields checked for type (:mod:`harness.core.jsonfile`); None when there is none."""
     if not path.is_file():
         return None
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(doc.get("kept_fp32"), list):
-            raise ValueError("no kept_fp32 list")
-        return cast(dict[str, object], doc)
-    except (OSError, ValueError) as err:
-        raise UserError(
-            where=path,
-            problem=f"unreadable tuned plan ({err})",
-            fix="rewrite it: pytest --model ... --tune --update-goldens",
-        ) from None
+    fix = "rewrite it: pytest --model ... --tune --update-goldens"
+    doc = JsonObject.read(path, what="tuned plan", fix=fix)
+    doc.items("kept_fp32", str)
+    for node, why in doc.object("why", optional=True).data.items():
+        if not isinstance(why, str):
+            raise doc.fail(f"why.{node}", f"is {json_type(why)}, expected a string")
+    doc.get("model_sha256", str, "")
+    return doc
 
 
 def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
@@ -110,13 +107,13 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
             start=start,
         )
     present = {n.name for n in setup.convert(()).model.graph.node}
-    old_kept = [str(n) for n in cast(list[object], stored["kept_fp32"])]
+    old_kept = stored.items("kept_fp32", str)
     check = Oracle(setup, budget=1).evaluate([n for n in old_kept if n in present])
     gone = [n for n in old_kept if n not in present]
     if gone:
         notes.append(f"stored plan names nodes this model no longer has: {', '.join(gone)}")
     if check.passed:
-        why = cast(dict[str, str], stored.get("why", {}))
+        why = cast(dict[str, str], stored.object("why", optional=True).data)
         kept = tuple((n, why.get(n, "") or f"kept by the stored plan {path.name}") for n in old_kept if n in present)
         notes.append(f"stored tuned plan {path} still meets its bound")
         return _record(
@@ -140,7 +137,7 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
     if update:
         atomic_write_text(path, outcome.plan.to_json())
     message = (
-        f"{name} [{case.id}]: the tuned plan {path} (model {str(stored.get('model_sha256', ''))[:12]}) "
+        f"{name} [{case.id}]: the tuned plan {path} (model {stored.get('model_sha256', str, '')[:12]}) "
         f"no longer meets its bound on this model version ({loaded.spec.sha256[:12]}): output {worst!r} "
         f"error {check.measurement.error_of(worst):.3g} > {bound.limit(worst):.3g}\n"
         f"  move to FP32: {', '.join(move) or '(none: the re-tuned plan keeps other nodes)'}"

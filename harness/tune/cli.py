@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -184,10 +185,21 @@ def run(args: argparse.Namespace, *, load_table: TableLoader | None = None) -> t
         progress=_progress(args.quiet, budget),
         default_options=default_options,
     )
-    if outcome.holds:
-        save_model(outcome.conversion.model, target)
-    atomic_write_text(plan_path, outcome.plan.to_json())
+    save_together(outcome, target=target, plan_path=plan_path)
     return target, plan_path, outcome
+
+
+def save_together(outcome: TuneOutcome, *, target: Path, plan_path: Path) -> None:
+    """The tuned model (when the plan holds) and its plan, both or neither: the plan is written to a temporary name
+    first, renamed into place only once the model is saved, and removed when the model cannot be (a full disk)."""
+    pending = plan_path.with_name(f".{plan_path.name}.pending.tmp")
+    atomic_write_text(pending, outcome.plan.to_json())
+    try:
+        if outcome.holds:
+            save_model(outcome.conversion.model, target)
+        os.replace(pending, plan_path)
+    finally:
+        pending.unlink(missing_ok=True)
 
 
 def summary(target: Path, plan_path: Path, outcome: TuneOutcome) -> str:

@@ -129,6 +129,7 @@ def case_record(
         kept_fp32=tuned.kept_fp32 if tuned else (conversion.cast_held() if conversion else ()),
         fp32_cast_share=conversion.cast_held_share if conversion else None,
         qdq_kept=conversion.qdq_kept() if conversion else (),
+        degenerate=ctx.degenerate,
     )
 
 

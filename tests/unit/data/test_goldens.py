@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale, UserError
-from harness.core.locks import LockTimeout, held
+from harness.core.locks import LockTimeout, held, lock_for
 from harness.data.goldens import Golden, GoldenStore, ensure_golden
 from harness.data.models import ModelSpec, resolve_model
 from harness.data.recipes import InputRecipe
@@ -123,8 +123,8 @@ def test_lock_timeout_is_a_clear_error(tmp_path: Path, spec: ModelSpec) -> None:
     """A lock held by a live holder times out with one error naming the lock file; a leftover lock *file* with
     no holder (what a killed run of the old O_EXCL lock left) blocks nothing."""
     store = GoldenStore(tmp_path, lock_timeout_s=0.2)
-    lock = store.path_for(spec, RECIPE).with_suffix(".lock")
-    lock.parent.mkdir(parents=True)
+    lock = lock_for(store.path_for(spec, RECIPE))
+    lock.parent.mkdir(parents=True, exist_ok=True)
     lock.write_text("12345")
     with pytest.raises(GoldenMissing):
         store.load(spec, RECIPE)

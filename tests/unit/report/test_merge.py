@@ -139,7 +139,7 @@ def test_the_same_shard_twice_or_a_folder_without_shards_is_refused(tmp_path: Pa
         merge_shards([tmp_path / "nowhere"])
     marker = next(shard(tmp_path / "c", info(1), finished=False).glob("runs/*/shard.json"))
     marker.write_text(json.dumps({"castguard_shard": 99}))
-    with pytest.raises(UserError, match="not a readable shard marker"):
+    with pytest.raises(UserError, match="shard marker"):
         merge_shards([tmp_path / "c"])
 
 
