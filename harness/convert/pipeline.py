@@ -52,6 +52,8 @@ class ConversionResult:
     Such a model may hold pending casts: write it with :func:`harness.data.onnxfile.save_model`."""
     lowp_share_bound: str | None = None
     """Why ``lowp_flop_share`` is only an upper bound (a Loop/Scan trip count known only at run time); None: not."""
+    notes: tuple[str, ...] = ()
+    """What the converter said about this conversion (another converter's choices, in words for the report)."""
 
 
 def check_known_ops(model: onnx.ModelProto, options: ConvertOptions) -> None:

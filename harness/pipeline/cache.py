@@ -153,6 +153,7 @@ class ContentCache:
                 "lowp_share_bound": made.lowp_share_bound,
                 "cast_count": made.cast_count,
                 "clamped": list(made.clamped),
+                "notes": list(made.notes),
             }
             atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
             if made.base_dir is None and weights_size(made.model) <= EXTERNAL_DATA_ABOVE:
@@ -179,6 +180,7 @@ class ContentCache:
                 lowp_share_bound=meta.get("lowp_share_bound"),
                 cast_count=int(meta["cast_count"]),
                 clamped=tuple(meta["clamped"]),
+                notes=tuple(str(n) for n in meta.get("notes", ())),
                 base_dir=data_dir if is_lazy(model) else None,
             )
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, ModelError) as err:

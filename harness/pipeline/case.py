@@ -75,7 +75,7 @@ def run_case(
     providers = case_providers(case, settings)
     try:
         converted = convert_step(ctx, case, cache)
-        progress = replace(progress, converted=converted)
+        progress = replace(progress, converted=converted, notes=(*progress.notes, *converted.conversion.notes))
         progress = replace(
             progress, built=build_check_step(ctx, converted, enabled=settings.trt_build_check, cache=cache)
         )

@@ -67,6 +67,7 @@ class SweepOptions:
     node_precisions: str | None = None  # --node-precisions Add:fp16,Sub:fp32
     fp32_accumulation: bool | None = None  # --fp32-accumulation
     target: str | None = None  # --target ort-cuda
+    converters: str | None = None  # --converter castguard --converter ort-fp16 (comma-joined)
 
 
 TABLE_KEYS = (
@@ -80,6 +81,7 @@ TABLE_KEYS = (
     "node_precisions",
     "fp32_accumulation",
     "target",
+    "converters",
 )
 
 
@@ -135,7 +137,7 @@ def _apply_table(
             name, _strings(ops, where=f"{where} exclusion_sets.{name}"), where=f"{where} exclusion_sets.{name}"
         )
     changes: dict[str, Any] = {}  # SweepSpec field -> checked value
-    for key in ("precisions", "runners"):
+    for key in ("precisions", "runners", "converters"):
         if key in table:
             _set(changes, key, _strings(table[key], where=f"{where} key {key!r}"), where=f"{where} key {key!r}")
     for key in ("data_max", "init_max"):
@@ -176,6 +178,8 @@ def _apply_options(spec: SweepSpec, known: dict[str, ExclusionSet], options: Swe
         _set(changes, "precisions", _split(options.precision, where="--precision"), where="--precision")
     if options.runners is not None:
         _set(changes, "runners", _split(options.runners, where="--runner"), where="--runner")
+    if options.converters is not None:
+        _set(changes, "converters", _split(options.converters, where="--converter"), where="--converter")
     for attr, flag in (("data_max", "--data-max"), ("init_max", "--init-max")):
         text = getattr(options, attr)
         if text is not None:
