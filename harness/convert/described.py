@@ -132,7 +132,8 @@ def describe_converted(
     types, shapes = _types_and_shapes(model, input_shapes)
     nodes = list(model.graph.node)
     initializers = {t.name: t for t in model.graph.initializer}
-    flops = flop_share(nodes, lambda n: node_is_low(n, types), shapes.get, initializers)
+    work = [n for n in nodes if n.op_type not in _MOVERS]  # casts move values: not counted, as in castguard's plan
+    flops = flop_share(work, lambda n: node_is_low(n, types), shapes.get, initializers)
     low = tuple(n.name for n in nodes if node_is_low(n, types))
     high = tuple(
         (n.name, "its float tensors are fp32 in the converted graph")

@@ -46,20 +46,37 @@ def load_candidate(path: Path, *, input_shapes: Mapping[str, tuple[int, ...]]) -
     return describe_converted(model, input_shapes=input_shapes, base_dir=path.parent, notes=(f"candidate {path}",))
 
 
-def _signature(model: onnx.ModelProto) -> tuple[dict[str, tuple[str, int]], dict[str, tuple[str, int]]]:
-    """Graph inputs (initializers excluded) and outputs: name -> (type kind, rank); float kinds compare equal."""
+_Kind = tuple[str, tuple[int | None, ...]]
 
-    def kind(value: onnx.ValueInfoProto) -> tuple[str, int]:
+
+def _signature(model: onnx.ModelProto) -> tuple[dict[str, _Kind], dict[str, _Kind]]:
+    """Graph inputs (initializers excluded) and outputs: name -> (type kind, dims: None where dynamic); every
+    float type is the kind "float"."""
+
+    def kind(value: onnx.ValueInfoProto) -> _Kind:
         tensor = value.type.tensor_type
         elem = tensor.elem_type
         name = "float" if elem in FLOAT_TYPES else onnx.helper.tensor_dtype_to_np_dtype(elem).name if elem else "?"
-        return name, len(tensor.shape.dim)
+        return name, tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim)
 
     inits = {t.name for t in model.graph.initializer}
     return (
         {v.name: kind(v) for v in model.graph.input if v.name not in inits},
         {v.name: kind(v) for v in model.graph.output},
     )
+
+
+def _same(a: dict[str, _Kind], b: dict[str, _Kind]) -> bool:
+    """Same names, kinds and ranks, and no dim that both fix to different sizes."""
+    if a.keys() != b.keys():
+        return False
+    for name, (kind, dims) in a.items():
+        other_kind, other_dims = b[name]
+        if kind != other_kind or len(dims) != len(other_dims):
+            return False
+        if any(x is not None and y is not None and x != y for x, y in zip(dims, other_dims)):
+            return False
+    return True
 
 
 def _describe(model: onnx.ModelProto) -> str:
@@ -87,13 +104,14 @@ def check_candidate(fp32: onnx.ModelProto, fp32_path: Path, candidate_path: Path
         raise ModelError(
             where=candidate_path, problem=f"the candidate model does not load: {err}", fix="pass a converted .onnx"
         ) from None
-    if _signature(fp32) != _signature(candidate):
+    (fp32_in, fp32_out), (cand_in, cand_out) = _signature(fp32), _signature(candidate)
+    if not (_same(fp32_in, cand_in) and _same(fp32_out, cand_out)):
         raise ModelError(
             where=candidate_path,
             problem=f"its signature {_describe(candidate)} does not match the FP32 model {fp32_path}: "
             f"{_describe(fp32)}",
-            fix="pass the candidate converted from this FP32 model (same input and output names, ranks and "
-            "integer types), or the FP32 model it was converted from",
+            fix="pass the candidate converted from this FP32 model (same input and output names, ranks, sizes and "
+            "integer types; a float may be fp32, fp16 or bf16), or the FP32 model it was converted from",
         )
     elems = {t.data_type for t in candidate.graph.initializer}
     elems |= {v.type.tensor_type.elem_type for v in (*candidate.graph.value_info, *candidate.graph.input)}

@@ -54,8 +54,11 @@ class CastguardFixture:
         runner: str | None = None,
         inputs: Inputs = None,
         key: str | None = None,
+        converter: str = "castguard",
+        candidate: str | os.PathLike[str] | None = None,
     ) -> CheckResult:
-        """One case: convert, run on ``runner``, compare with the FP32 golden (see :meth:`Checker.check`)."""
+        """One case: convert (or take ``candidate``, a model you converted), run on ``runner``, compare with the
+        FP32 golden (see :meth:`Checker.check`)."""
         return self._guard(
             lambda: self._checker.check(
                 model,
@@ -67,6 +70,8 @@ class CastguardFixture:
                 runner=runner,
                 inputs=inputs,
                 key=key,
+                converter=converter,
+                candidate=candidate,
             )
         )
 
