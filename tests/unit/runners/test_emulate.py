@@ -10,7 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from harness.core.errors import RunnerError, RunnerUnavailable
+from harness.core.errors import RunnerUnavailable
 from harness.runners import make_runner
 from harness.runners.emulate import emulation_model
 from tests.helpers.graphs import fp16_max_model, make_model, mixed_fp16_max_model
