@@ -148,8 +148,14 @@ def autocast_arguments(request: ConvertRequest) -> dict[str, object]:
         "nodes_to_exclude": [re.escape(k) + "$" for k in fp32],
         "op_types_to_include": [k for k in low if _is_op_type(k)],
         "nodes_to_include": [re.escape(k) + "$" for k in low],
-        "calibration_data": dict(request.calibration[0]) if request.calibration else None,
+        "calibration_data": _calibration(request),
     }
+
+
+def _calibration(request: ConvertRequest) -> str | dict[str, object] | None:
+    if request.calibration_file is not None:
+        return str(request.calibration_file)
+    return dict(request.calibration[0]) if request.calibration else None
 
 
 castguard = CastguardConverter()

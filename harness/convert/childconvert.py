@@ -95,6 +95,7 @@ def _child_request(data: Mapping[str, Any]) -> ConvertRequest:
         options=options_from_json(data["options"]),
         calibration=calibration,
         converter_options=data["converter_options"],
+        calibration_file=Path(data["calibration"]) if data["calibration"] else None,
     )
 
 

@@ -82,6 +82,8 @@ class ConvertRequest:
     calibration: Sequence[Mapping[str, np.ndarray]] = ()
     magnitudes: Magnitudes | None = None
     converter_options: Mapping[str, str] = field(default_factory=dict)
+    calibration_file: Path | None = None
+    """The calibration feeds as one ``.npz`` (set in a child process; AutoCast reads the file as its CLI does)."""
 
 
 @runtime_checkable
