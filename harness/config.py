@@ -48,7 +48,7 @@ class HarnessConfig:
     """``--inputs KEY=FILE``: one model's own inputs file (model key, file), in a run over several models."""
     candidates: tuple[tuple[str, Path], ...] = ()
     """``--candidate KEY=FILE`` / ``[tool.castguard] candidates = {KEY = FILE}``: a model the user converted, judged
-    against model KEY's FP32 golden (:mod:`harness.pipeline.candidates`)."""
+    against model KEY's FP32 golden (:func:`harness.pipeline.plan.candidate_cases`)."""
     seed: int = 0
     iterations: int = 1
     ort_providers: tuple[str, ...] = (CPU_PROVIDER,)

@@ -115,3 +115,47 @@ def test_emulate_refuses_a_fused_fp16_op_and_says_which() -> None:
 
 def test_candidate_case_ids_are_readable() -> None:
     assert Case(converter="candidate", candidate="/x/m16.onnx", runner="ort").id == "candidate-ort"
+
+
+def test_converters_and_candidates_come_from_options_and_pyproject(tmp_path: Path) -> None:
+    from harness.config import HarnessConfig
+    from harness.core.errors import UserError
+
+    table = {"candidates": {"bert": "bert.fp16.onnx"}, "sweep": {"converters": ["castguard", "ort-fp16"]}}
+    config = HarnessConfig.from_sources(cli={}, table=table, rootdir=tmp_path, invocation_dir=tmp_path)
+    assert config.candidates == (("bert", (tmp_path / "bert.fp16.onnx").resolve()),)
+    assert config.sweep.converters == ("castguard", "ort-fp16")
+    cli = {"castguard_candidates": ["bert=other.onnx"], "castguard_converters": ["autocast"]}
+    config = HarnessConfig.from_sources(cli=cli, table=table, rootdir=tmp_path, invocation_dir=tmp_path / "sub")
+    assert config.candidates == (("bert", (tmp_path / "sub" / "other.onnx").resolve()),)
+    assert config.sweep.converters == ("autocast",)
+    with pytest.raises(UserError, match="unknown converter 'nope'"):
+        HarnessConfig.from_sources(
+            cli={"castguard_converters": ["nope"]}, table={}, rootdir=tmp_path, invocation_dir=tmp_path
+        )
+    with pytest.raises(UserError, match="is not KEY=FILE"):
+        HarnessConfig.from_sources(
+            cli={"castguard_candidates": ["just-a-file.onnx"]}, table={}, rootdir=tmp_path, invocation_dir=tmp_path
+        )
+
+
+def test_nightly_compares_each_converter_with_itself() -> None:
+    from harness.nightly.rules import compare_reports, parse_rules
+    from harness.report.model import Provenance, Report
+
+    prov = Provenance(castguard="0", onnx="0", onnxruntime="0", numpy="0", python="3", platform="p", hostname="h")
+
+    def record(case: Case, status: str) -> CaseRecord:
+        return CaseRecord(model="m", model_sha256="ab" * 32, case=case, status=status, runner="emulate", inputs_id="i")
+
+    ours, theirs = Case(), Case(converter="ort-fp16")
+    baseline = Report.build([record(ours, "pass")], created="2026-01-01T00:00:00Z", provenance=prov)
+    tonight = Report.build(
+        [record(ours, "pass"), record(theirs, "fail")], created="2026-01-02T00:00:00Z", provenance=prov
+    )
+    verdict = compare_reports(tonight, baseline, rules=parse_rules("status"), source="b.json")
+    assert verdict and verdict.new == (("m", theirs.id, "i"),)  # a new converter's case is new, not a regression
+    worse = Report.build([record(ours, "pass"), record(theirs, "pass")], created="x", provenance=prov)
+    now = Report.build([record(ours, "pass"), record(theirs, "fail")], created="y", provenance=prov)
+    regressed = compare_reports(now, worse, rules=parse_rules("status"), source="b.json")
+    assert [c.case_id for c in regressed.regressions] == [theirs.id]
