@@ -139,6 +139,8 @@ class Case:
     """Who converts (``castguard.converters`` entry point), or ``candidate``: the user's own converted file."""
     candidate: str = ""
     """The ``candidate`` case's converted file (not part of the id: a model has at most one candidate)."""
+    converter_options: tuple[tuple[str, str], ...] = ()
+    """The converter's own options (``[tool.castguard.sweep.converter_options.NAME]``), sorted by key."""
 
     def __post_init__(self) -> None:
         check_converter(self.converter, where="Case.converter")
@@ -200,7 +202,8 @@ class Case:
         """Another converter's case: its name, the settings it takes (in the sweep's order), the runner."""
         takes = traits_of(self.converter).takes
         parts = [token for name, token in self.setting_parts().items() if name in takes and token]
-        return "-".join([self.converter, *parts, self.runner])
+        own = [f"{_ID_UNSAFE.sub('_', k)}.{_ID_UNSAFE.sub('_', v)}" for k, v in self.converter_options]
+        return "-".join([self.converter, *parts, *own, self.runner])
 
     def applied_settings(self) -> tuple[str, ...]:
         """The sweep settings this case's converter took (what the report says applied)."""
@@ -238,6 +241,7 @@ class SweepSpec:
     fp32_accumulation: bool = False
     target: str = "any"  # applies to every case (convert --target)
     converters: tuple[str, ...] = ("castguard",)  # settings a converter does not take are not swept for it
+    converter_options: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # (converter, sorted options)
 
     def __post_init__(self) -> None:
         for axis in ("precisions", "data_max", "init_max", "exclusions", "keep_io_types", "runners"):
@@ -285,7 +289,7 @@ def expand(spec: SweepSpec) -> list[Case]:
     cases: dict[str, Case] = {}
     for converter in spec.converters:
         for case in _grid(spec):
-            fitted = _fit(case, converter)
+            fitted = _fit(case, converter, spec.converter_options)
             if fitted is not None:
                 other = cases.setdefault(fitted.id, fitted)
                 if other != fitted:
@@ -297,7 +301,7 @@ def expand(spec: SweepSpec) -> list[Case]:
     return list(cases.values())
 
 
-def _fit(case: Case, converter: str) -> Case | None:
+def _fit(case: Case, converter: str, options: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()) -> Case | None:
     """``case`` for ``converter``: settings it does not take at their defaults; None for a precision it lacks."""
     if converter == "castguard":
         return case
@@ -317,7 +321,7 @@ def _fit(case: Case, converter: str) -> Case | None:
         "target": "target",
     }
     changes = {attr: getattr(default, attr) for setting, attr in held.items() if setting not in traits.takes}
-    return replace(case, converter=converter, **changes)
+    return replace(case, converter=converter, converter_options=dict(options).get(converter, ()), **changes)
 
 
 def _grid(spec: SweepSpec) -> list[Case]:

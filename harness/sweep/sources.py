@@ -82,6 +82,7 @@ TABLE_KEYS = (
     "fp32_accumulation",
     "target",
     "converters",
+    "converter_options",
 )
 
 
@@ -153,6 +154,10 @@ def _apply_table(
         _set(changes, "exclusions", _select(_strings(table["exclusions"], where=here), known, where=here), where=here)
     if "keep_io_types" in table:
         changes["keep_io_types"] = _keep_io(table["keep_io_types"], where=f"{where} key 'keep_io_types'")
+    if "converter_options" in table:
+        changes["converter_options"] = _converter_options(
+            table["converter_options"], where=f"{where} converter_options"
+        )
     if "node_precisions" in table:
         changes["node_precisions"] = _node_precision_table(
             table["node_precisions"], where=f"{where} key 'node_precisions'"
@@ -258,6 +263,25 @@ def _select(names: tuple[str, ...], known: Mapping[str, ExclusionSet], *, where:
                 fix="define it, e.g. --exclude-ops NAME=Op1+Op2, or in [tool.castguard.sweep.exclusion_sets]",
             )
     return tuple(known[name] for name in names)
+
+
+def _converter_options(value: object, *, where: str) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    """``[..converter_options.ort-fp16] model_type = "bert"``: each converter's own options, as strings."""
+    if not isinstance(value, Mapping) or not all(isinstance(v, Mapping) for v in value.values()):
+        raise UserError(
+            where=where, problem="not a table of tables", fix="write [tool.castguard.sweep.converter_options.ort-fp16]"
+        )
+    rows = []
+    for name, options in sorted(value.items()):
+        bad = [k for k, v in options.items() if not isinstance(v, (str, int, float)) or isinstance(v, bool)]
+        if bad:
+            raise UserError(
+                where=f"{where}.{name}",
+                problem=f"{bad[0]!r} is not a string or a number",
+                fix='e.g. model_type = "bert"',
+            )
+        rows.append((str(name), tuple(sorted((str(k), str(v)) for k, v in options.items()))))
+    return tuple(rows)
 
 
 def _keep_io(value: object, *, where: str) -> tuple[bool, ...]:

@@ -51,11 +51,14 @@ def convert_cached(ctx: ModelContext, case: Case, cache: ContentCache) -> tuple[
         make = lambda: convert(ctx.model, options=options, magnitudes=ctx.magnitudes, base_dir=ctx.spec.path.parent)  # noqa: E731
     else:
         request = ConvertRequest(
-            model=ctx.model, model_path=ctx.spec.path, options=options, calibration=ctx.golden.feeds[:1]
+            model=ctx.model,
+            model_path=ctx.spec.path,
+            options=options,
+            calibration=ctx.golden.feeds[:1],
+            converter_options=dict(case.converter_options),
         )
-        key = content_key(
-            "convert", cache.fingerprint, ctx.spec.sha256, repr(converter_sources([case.converter])), repr(options)
-        )
+        source = repr((converter_sources([case.converter]), case.converter_options))
+        key = content_key("convert", cache.fingerprint, ctx.spec.sha256, source, repr(options))
         make = lambda: run_converter(case.converter, request)  # noqa: E731
     result, hit = cache.conversion(key, make, weights_dir=ctx.spec.path.parent)
     return result, time.perf_counter() - start, hit

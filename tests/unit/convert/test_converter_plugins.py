@@ -159,3 +159,21 @@ def test_nightly_compares_each_converter_with_itself() -> None:
     now = Report.build([record(ours, "pass"), record(theirs, "fail")], created="y", provenance=prov)
     regressed = compare_reports(now, worse, rules=parse_rules("status"), source="b.json")
     assert [c.case_id for c in regressed.regressions] == [theirs.id]
+
+
+def test_a_converters_own_options_reach_its_cases_and_ids(tmp_path: Path) -> None:
+    from harness.config import HarnessConfig
+
+    table = {
+        "sweep": {
+            "converters": ["castguard", "ort-fp16"],
+            "converter_options": {"ort-fp16": {"model_type": "bert", "num_heads": 2}},
+        }
+    }
+    config = HarnessConfig.from_sources(cli={}, table=table, rootdir=tmp_path, invocation_dir=tmp_path)
+    ort = [c for c in expand(config.sweep) if c.converter == "ort-fp16"]
+    assert ort and all(c.converter_options == (("model_type", "bert"), ("num_heads", "2")) for c in ort)
+    assert ort[0].id == "ort-fp16-excl_none-keepio0-model_type.bert-num_heads.2-emulate"
+    record = CaseRecord(model="m", model_sha256="ab" * 32, case=ort[0], status="pass", runner="emulate")
+    assert record_from_dict(record_to_dict(record)).case == ort[0]
+    assert all(not c.converter_options for c in expand(config.sweep) if c.converter == "castguard")
