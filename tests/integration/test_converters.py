@@ -52,7 +52,9 @@ def test_three_converters_run_side_by_side_on_the_bundled_bert(tmp_path: Path) -
     sources = {row[0]: row for row in report["provenance"]["converter_sources"]}
     assert "onnxruntime" in sources["ort-fp16"][2] and set(sources) == {"castguard", "ort-fp16", "autocast"}
     md = (folder / "castguard-report" / "report.md").read_text()
-    assert "Converters" in md and "ort-fp16" in md
+    assert "Converters side by side" in md and "| `ort-fp16` |" in md and "| `autocast` |" in md
+    html = (folder / "castguard-report" / "report.html").read_text()
+    assert "<h3>Converters side by side</h3>" in html and "<code>ort-fp16</code>" in html
 
 
 def _emulated_error(candidate: onnx.ModelProto, golden: np.ndarray, x: np.ndarray) -> float:
