@@ -89,7 +89,7 @@ def plan_session(config: HarnessConfig, *, bundled_dir: Path) -> SessionPlan:
         models=models,
         shard_work=shard_work,
         cases=tuple(SweepCase(n, c) for n in models for c in sweep_cases if mine(n, c))
-        + tuple(c for c in candidates if mine(c.model, c.case)),
+        + tuple(c for c in candidates if shard_work is None or mine(c.model, sweep_cases[0])),  # with its first case
         tuned_cases=tuple(SweepCase(n, c) for n in models for c in tuned if mine(n, c)),
         trt_build_check=build_check_enabled(config.trt_build_check),
     )
