@@ -96,13 +96,14 @@ class OrtFp16Converter:
         blocked_ops = sorted({*float16.DEFAULT_OP_BLOCK_LIST, *o.op_types_to_exclude})
         blocked_nodes = [key for key, prec in o.node_precisions if prec == "fp32"]
         blocked_ops += [key for key, prec in o.node_precisions if prec == "fp32" and _is_op_type(key)]
-        # without sympy the optimizer's own value_info (kept from the FP32 export) types the graph
+        blocked = {"op_block_list": sorted(set(blocked_ops)), "node_block_list": blocked_nodes}
+        if symbolic:  # onnxruntime's documented path: its symbolic shape inference types the fused ops
+            optimized.convert_float_to_float16(use_symbolic_shape_infer=True, keep_io_types=o.keep_io_types, **blocked)
+            model: onnx.ModelProto = optimized.model
+            return model
+        # without sympy: the types the optimizer kept from the FP32 export (onnx cannot infer com.microsoft ops)
         converted: onnx.ModelProto = float16.convert_float_to_float16(
-            optimized.model,
-            keep_io_types=o.keep_io_types,
-            op_block_list=sorted(set(blocked_ops)),
-            node_block_list=blocked_nodes,
-            disable_shape_infer=not symbolic,
+            optimized.model, keep_io_types=o.keep_io_types, disable_shape_infer=True, **blocked
         )
         return converted
 
