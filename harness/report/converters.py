@@ -26,6 +26,12 @@ class ConverterRow:
     judged: bool  # the figures come from a runner that really rounds (a verdict), not a CPU "would" run
     settings: tuple[str, ...]  # the sweep settings the converter took
 
+    @property
+    def why(self) -> str:
+        """The first line of the row's case message (a skip's reason, an error's cause); "" when it has none."""
+        lines = self.case.message.strip().splitlines()
+        return lines[0] if lines else ""
+
 
 def _error(case: CaseRecord) -> float:
     error = case.worst_error
