@@ -1,6 +1,7 @@
 """Any converter (issue 30): castguard, ort-fp16 and autocast side by side on the bundled BERT-like export, and a
 model the user converted (--candidate) judged against the FP32 golden. Real ``python -m pytest`` runs from an
-empty folder whose path has a space; the candidates are made by onnxruntime's own fp16 converter."""
+empty folder whose path has a space; the candidates are made by onnxconverter-common's
+``float16.convert_float_to_float16`` (onnxruntime's copy of it where the package is not installed)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx.reference import ReferenceEvaluator
-from onnxruntime.transformers import float16
+
+try:  # onnxconverter-common (the dev extra); onnxruntime ships the same module as onnxruntime.transformers.float16
+    from onnxconverter_common import float16
+except ImportError:
+    from onnxruntime.transformers import float16  # type: ignore[no-redef]
 
 from tests.helpers.graphs import cancellation_model, mlp_model, save
 from tests.integration.test_any_folder import pytest_in
