@@ -51,6 +51,7 @@ SWEEP_DESTS: Mapping[str, str] = {
     "castguard_fp32_accumulation": "fp32_accumulation",
     "castguard_target": "target",
     "castguard_converters": "converters",
+    "castguard_fp32_casts": "fp32_casts",
 }
 SWEEP_FILE_DEST = "castguard_sweep_file"
 
@@ -109,6 +110,7 @@ SWEEP_OPTIONS: tuple[Option, ...] = (  # the sweep's axes ([tool.castguard.sweep
     Option("--fp32-accumulation", "castguard_fp32_accumulation", action="store_true"),
     Option("--target", "castguard_target", choices=("any", "ort-cuda", "tensorrt")),
     Option("--converter", "castguard_converters", metavar="castguard|ort-fp16|autocast|PLUGIN", action="append"),
+    Option("--fp32-casts", "castguard_fp32_casts", metavar="respect,ignore"),
 )
 
 
@@ -180,6 +182,8 @@ HELP: Mapping[str, str] = {  # --flag -> help text (see the tables below)
     "(KEY=FILE, repeatable; [tool.castguard] candidates = {KEY = FILE}); its inputs and outputs must match the FP32 model's",
     "--target": "convert every case for this deployment target (castguard convert --target): ops with no fp16/bf16 "
     "kernel there stay FP32 (default any)",
+    "--fp32-casts": "sweep the model's own Casts to FP32 (an exporter's x.to(float32)): respect (their readers stay "
+    "FP32), ignore (castguard convert --ignore_fp32_casts), or both as respect,ignore (default respect)",
     "--report-dir": "where the sweep report (report.json, report.md, report.html, outputs/) is written at the end of the "
     "run (default: castguard-report/ in the project folder)",
     "--tune": "add a `tuned` case per precision: castguard tune's plan (fewest FP32 nodes within the max-error "
@@ -202,7 +206,7 @@ HELP: Mapping[str, str] = {  # --flag -> help text (see the tables below)
     "--baseline": "compare this run with a previous report.json (or report folder), or with the latest clean run of a "
     "--history folder; regressions, improvements, new and missing cases go into the report",
     "--fail-on-regression": "fail the run when a case regresses past a rule (comma-separated, repeatable): max_rel:+25%%, "
-    "max_abs:+0.01, error:+25%%, over_tol:+25%%, median_rel:+25%%, lowp_share:-2pp, casts:+2, "
+    "max_abs:+0.01, error:+25%%, over_tol:+25%%, median_rel:+25%%, lowp_share:-2pp, top_token:-1pp, kl:+50%%, casts:+2, "
     "speedup:-10%% (GPU runners), convert_time:+50%%, infer_time:+50%%, total_time:+50%%, status, trt_build",
     "--history": "store this run (report + provenance) as one JSON file in DIR; report.html then shows trends over the"
     " last runs (castguard history DIR prints them)",

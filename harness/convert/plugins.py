@@ -46,6 +46,7 @@ SETTINGS = (
     "node_precisions",
     "fp32_accumulation",
     "target",
+    "fp32_casts",
 )
 """The sweep settings a converter may take (the runner is never a converter setting)."""
 

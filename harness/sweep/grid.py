@@ -25,6 +25,8 @@ from harness.runners.registry import runner_names
 if TYPE_CHECKING:
     from harness.convert.options import ConvertOptions
 
+FP32_CASTS = ("respect", "ignore")
+"""What a case does with the model's own Casts to FP32: keep their readers FP32, or convert them anyway."""
 SENSITIVE_OPS = ("Softmax", "LayerNormalization", "GroupNormalization", "InstanceNormalization", "ReduceMean", "Pow")
 """Ops whose accuracy is known to suffer in fp16/bf16: the normalisations' variance (torch exports GroupNorm as
 InstanceNormalization, or as GroupNormalization at opset 18+), softmax's exponent, and the x^2 of hand-written
@@ -132,6 +134,9 @@ class Case:
     node_precisions: tuple[tuple[str, str], ...] = ()
     fp32_accumulation: bool = False
     target: str = "any"
+    fp32_casts: str = "respect"
+    """``respect`` the model's own Casts to FP32 (their readers stay FP32), or ``ignore`` them
+    (``--ignore_fp32_casts``): a sweep dimension, so the trade-off is measured."""
     tuned: bool = False
     """A ``castguard tune`` case (``pytest --tune``): the plan that keeps the fewest nodes FP32 within the bound;
     ``data_max`` is then the low type's range, the start of the search."""
@@ -146,6 +151,7 @@ class Case:
         check_converter(self.converter, where="Case.converter")
         check_choice(self.precision, PRECISIONS, where="Case.precision")
         check_choice(self.target, TARGETS, where="Case.target")
+        check_choice(self.fp32_casts, FP32_CASTS, where="Case.fp32_casts")
         check_limit(self.data_max, where="Case.data_max")
         check_limit(self.init_max, where="Case.init_max")
         check_runner(self.runner, where="Case.runner")
@@ -179,6 +185,8 @@ class Case:
             parts.append("acc32")
         if self.target != "any":
             parts.append(f"tgt_{self.target}")
+        if self.fp32_casts != "respect":
+            parts.append(f"casts_{self.fp32_casts}")
         return "-".join(parts)
 
     def setting_parts(self) -> dict[str, str]:
@@ -192,6 +200,7 @@ class Case:
             "node_precisions": "",
             "fp32_accumulation": "acc32" if self.fp32_accumulation else "",
             "target": f"tgt_{self.target}" if self.target != "any" else "",
+            "fp32_casts": f"casts_{self.fp32_casts}" if self.fp32_casts != "respect" else "",
         }
         if self.node_precisions:
             raw = "+".join(f"{key}.{prec}" for key, prec in self.node_precisions)
@@ -223,6 +232,7 @@ class Case:
             node_precisions=self.node_precisions,
             fp32_accumulation=self.fp32_accumulation,
             target=self.target,
+            respect_fp32_casts=self.fp32_casts == "respect",
         )
 
 
@@ -242,9 +252,10 @@ class SweepSpec:
     target: str = "any"  # applies to every case (convert --target)
     converters: tuple[str, ...] = ("castguard",)  # settings a converter does not take are not swept for it
     converter_options: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # (converter, sorted options)
+    fp32_casts: tuple[str, ...] = ("respect",)  # the model's own FP32 Casts: respect, ignore (not swept by default)
 
     def __post_init__(self) -> None:
-        for axis in ("precisions", "data_max", "init_max", "exclusions", "keep_io_types", "runners"):
+        for axis in ("precisions", "data_max", "init_max", "exclusions", "keep_io_types", "runners", "fp32_casts"):
             values = getattr(self, axis)
             if not isinstance(values, tuple) or not values:
                 raise UserError(
@@ -264,7 +275,9 @@ class SweepSpec:
             )
         for converter in self.converters:
             check_converter(converter, where="sweep converters")
-        for axis in ("precisions", "data_max", "init_max", "keep_io_types", "runners", "converters"):
+        for choice in self.fp32_casts:
+            check_choice(choice, FP32_CASTS, where="sweep fp32_casts")
+        for axis in ("precisions", "data_max", "init_max", "keep_io_types", "runners", "converters", "fp32_casts"):
             check_unique(getattr(self, axis), where=f"sweep {axis}")
         check_unique([s.name for s in self.exclusions], where="sweep exclusions")
         check_node_precisions(self.node_precisions, where="sweep node_precisions")
@@ -279,6 +292,7 @@ class SweepSpec:
             * len(self.exclusions)
             * len(self.keep_io_types)
             * len(self.runners)
+            * len(self.fp32_casts)
         )
 
 
@@ -319,6 +333,7 @@ def _fit(case: Case, converter: str, options: tuple[tuple[str, tuple[tuple[str, 
         "node_precisions": "node_precisions",
         "fp32_accumulation": "fp32_accumulation",
         "target": "target",
+        "fp32_casts": "fp32_casts",
     }
     changes = {attr: getattr(default, attr) for setting, attr in held.items() if setting not in traits.takes}
     return replace(case, converter=converter, converter_options=dict(options).get(converter, ()), **changes)
@@ -336,8 +351,15 @@ def _grid(spec: SweepSpec) -> list[Case]:
             node_precisions=spec.node_precisions,
             fp32_accumulation=spec.fp32_accumulation,
             target=spec.target,
+            fp32_casts=c,
         )
-        for p, d, i, e, k, r in itertools.product(
-            spec.precisions, spec.data_max, spec.init_max, spec.exclusions, spec.keep_io_types, spec.runners
+        for p, d, i, e, k, r, c in itertools.product(
+            spec.precisions,
+            spec.data_max,
+            spec.init_max,
+            spec.exclusions,
+            spec.keep_io_types,
+            spec.runners,
+            spec.fp32_casts,
         )
     ]

@@ -97,6 +97,7 @@ def failure_message(
         f"keep_io_types={options.keep_io_types}"
         + (f", node_precisions={dict(options.node_precisions)}" if options.node_precisions else "")
         + (", fp32_accumulation=True" if options.fp32_accumulation else "")
+        + (", respect_fp32_casts=False" if not options.respect_fp32_casts else "")
     )
     if case.converter != "castguard":
         taken = ", ".join(case.applied_settings()) or "no sweep setting"
