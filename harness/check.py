@@ -155,15 +155,46 @@ class Checker:
         runner: str | None = None,
         inputs: Inputs = None,
         key: str | None = None,
+        converter: str = "castguard",
+        candidate: str | os.PathLike[str] | None = None,
     ) -> CheckResult:
-        """Convert ``model`` with these settings, run it on ``runner`` (default: the project's first sweep runner)
-        and compare with its FP32 golden on ``inputs``."""
+        """Convert ``model`` with these settings (``converter``: any of ``castguard.converters``), run it on
+        ``runner`` (default: the project's first sweep runner) and compare with its FP32 golden on ``inputs``.
+        ``candidate``: judge that converted file instead (the conversion settings do not apply)."""
+        if candidate is not None:
+            return self.check_candidate(model, candidate, runner=runner, inputs=inputs, key=key)
         case = Case(
+            converter=converter,
             precision=precision,
             data_max=float(data_max),
             init_max=float(init_max),
             exclusion=self._exclusion(exclusions),
             keep_io_types=keep_io_types,
+            runner=runner if runner is not None else self.config.runners[0],
+        )
+        return self.run_cases(model, [case], inputs=inputs, key=key)[0]
+
+    def check_candidate(
+        self,
+        model: str | os.PathLike[str],
+        candidate: str | os.PathLike[str],
+        *,
+        runner: str | None = None,
+        inputs: Inputs = None,
+        key: str | None = None,
+    ) -> CheckResult:
+        """Judge ``candidate`` (a model the user converted) against ``model``'s FP32 golden on ``runner``."""
+        from harness.convert.dispatch import check_candidate
+        from harness.convert.plugins import CANDIDATE
+
+        session, name = self._session(model, inputs=inputs, key=key)
+        loaded = session.models[name]
+        path = Path(self._model_ref(candidate)).resolve()
+        precision = check_candidate(loaded.model, loaded.spec.path, path)
+        case = Case(
+            converter=CANDIDATE,
+            candidate=str(path),
+            precision=precision,
             runner=runner if runner is not None else self.config.runners[0],
         )
         return self.run_cases(model, [case], inputs=inputs, key=key)[0]

@@ -50,6 +50,9 @@ class HarnessConfig:
     inputs_file: Path | None = None
     model_inputs: tuple[tuple[str, Path], ...] = ()
     """``--inputs KEY=FILE``: one model's own inputs file (model key, file), in a run over several models."""
+    candidates: tuple[tuple[str, Path], ...] = ()
+    """``--candidate KEY=FILE`` / ``[tool.castguard] candidates = {KEY = FILE}``: a model the user converted, judged
+    against model KEY's FP32 golden (:func:`harness.pipeline.plan.candidate_cases`)."""
     seed: int = 0
     iterations: int = 1
     ort_providers: tuple[str, ...] = (CPU_PROVIDER,)
@@ -167,6 +170,8 @@ def sweep_spec(*, cli: Mapping[str, Any], table: Mapping[str, Any], where: str, 
     given = {field: cli[dest] for dest, field in SWEEP_DESTS.items() if cli.get(dest) is not None}
     if "exclude_ops" in given:
         given["exclude_ops"] = tuple(given["exclude_ops"])
+    if "converters" in given:
+        given["converters"] = ",".join(given["converters"])
     runners = cli.get("castguard_runners")
     options = SweepOptions(**given, runners=",".join(runners) if runners is not None else None)
     return build_sweep_spec(tables=layers, options=options)
@@ -211,10 +216,31 @@ def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
         return {"input_shapes": shapes}
     if key == "inputs":
         return _inputs(_strings(value, where=where), where=where, base=base)
+    if key == "candidates":
+        return {"candidates": _candidates(value, where=where, base=base)}
     if key == "ort_providers":
         names = [n.strip() for v in _strings(value, where=where) for n in v.split(",") if n.strip()]
         return {"ort_providers": tuple(names)}
     return {key: _int(value, where=where)}
+
+
+def _candidates(value: Any, *, where: str, base: Path) -> tuple[tuple[str, Path], ...]:
+    """``KEY=FILE`` strings (command line) or a ``{KEY = FILE}`` table (pyproject): one file per model key."""
+    pairs = (
+        list(value.items())
+        if isinstance(value, Mapping)
+        else [v.partition("=")[::2] for v in _strings(value, where=where)]
+    )
+    found: dict[str, Path] = {}
+    for key, file in pairs:
+        if not key or not isinstance(file, str) or not file:
+            raise UserError(
+                where=where, problem=f"{key!r}={file!r} is not KEY=FILE", fix="e.g. --candidate bert=bert.fp16.onnx"
+            )
+        if key in found:
+            raise UserError(where=where, problem=f"model {key!r} has two candidates", fix="give one per model key")
+        found[key] = (base / file).resolve()
+    return tuple(sorted(found.items()))
 
 
 def _inputs(values: Sequence[str], *, where: str, base: Path) -> dict[str, Any]:

@@ -38,6 +38,7 @@ DESTS: Mapping[str, str] = {
     "castguard_tune": "tune",
     "castguard_shard": "shard",
     "castguard_trt_build_check": "trt_build_check",
+    "castguard_candidates": "candidates",
 }
 # dest -> harness.sweep.SweepOptions field (the pyproject side is [tool.castguard.sweep]).
 SWEEP_DESTS: Mapping[str, str] = {
@@ -49,6 +50,7 @@ SWEEP_DESTS: Mapping[str, str] = {
     "castguard_node_precisions": "node_precisions",
     "castguard_fp32_accumulation": "fp32_accumulation",
     "castguard_target": "target",
+    "castguard_converters": "converters",
     "castguard_fp32_casts": "fp32_casts",
 }
 SWEEP_FILE_DEST = "castguard_sweep_file"
@@ -108,6 +110,7 @@ MODEL_OPTIONS: tuple[Option, ...] = (  # what to check and with which inputs
     Option("--val-range", "castguard_val_ranges", metavar="NAME:[lo,hi]", action="append"),
     Option("--input-shapes", "castguard_input_shapes", metavar="NAME:1x3x224x224", action="append"),
     Option("--inputs", "castguard_inputs", metavar="[KEY=]FILE", action="append"),
+    Option("--candidate", "castguard_candidates", metavar="KEY=FILE", action="append"),
     Option("--seed", "castguard_seed", metavar="N", type=int),
     Option("--iterations", "castguard_iterations", metavar="N", type=int),
     Option("--ort-providers", "castguard_ort_providers", metavar="P1,P2"),
@@ -124,6 +127,7 @@ SWEEP_OPTIONS: tuple[Option, ...] = (  # the sweep's axes ([tool.castguard.sweep
     Option("--node-precisions", "castguard_node_precisions", metavar="Add:fp16,Sub:fp32"),
     Option("--fp32-accumulation", "castguard_fp32_accumulation", action="store_true"),
     Option("--target", "castguard_target", choices=("any", "ort-cuda", "tensorrt")),
+    Option("--converter", "castguard_converters", metavar="castguard|ort-fp16|autocast|PLUGIN", action="append"),
     Option("--fp32-casts", "castguard_fp32_casts", metavar="respect,ignore"),
 )
 
@@ -188,6 +192,12 @@ HELP: Mapping[str, str] = {  # --flag -> help text (see the tables below)
     "--node-precisions": "force nodes (by name or op type) to a precision in every case, like Polygraphy's --layer-precisions;"
     " a key that matches nothing is an error",
     "--fp32-accumulation": "wrap each low-precision MatMul/Gemm as Cast -> fp32 MatMul -> Cast in every case",
+    "--converter": "converter of the sweep (default castguard, or [tool.castguard.sweep] converters; repeatable): "
+    "castguard, ort-fp16 (onnxruntime's transformer optimizer + convert_float_to_float16), autocast (NVIDIA ModelOpt, "
+    'pip install "castguard[autocast]") or an installed converter plugin (entry-point group castguard.converters); '
+    "settings a converter does not take are not swept for it",
+    "--candidate": "a model you converted yourself, judged against --model KEY's FP32 golden on every runner "
+    "(KEY=FILE, repeatable; [tool.castguard] candidates = {KEY = FILE}); its inputs and outputs must match the FP32 model's",
     "--target": "convert every case for this deployment target (castguard convert --target): ops with no fp16/bf16 "
     "kernel there stay FP32 (default any)",
     "--fp32-casts": "sweep the model's own Casts to FP32 (an exporter's x.to(float32)): respect (their readers stay "

@@ -60,6 +60,8 @@ class ConversionResult:
     Such a model may hold pending casts: write it with :func:`harness.data.onnxfile.save_model`."""
     lowp_share_bound: str | None = None
     """Why ``lowp_flop_share`` is only an upper bound (a Loop/Scan trip count known only at run time); None: not."""
+    notes: tuple[str, ...] = ()
+    """What the converter said about this conversion (another converter's choices, in words for the report)."""
     cast_held_share: float = 0.0
     """Share of the estimated FLOPs kept FP32 by the model's own Casts to FP32 (their readers, reason
     ``user cast``: see :func:`cast_held`); 0.0 with ``respect_fp32_casts`` off."""

@@ -206,6 +206,7 @@ class ContentCache:
             "cast_held_share": made.cast_held_share,
             "cast_count": made.cast_count,
             "clamped": list(made.clamped),
+            "notes": list(made.notes),
         }
         atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
         if made.base_dir is None and weights_size(made.model) <= EXTERNAL_DATA_ABOVE:
@@ -234,6 +235,7 @@ class ContentCache:
                 cast_held_share=meta.get("cast_held_share", float, 0.0),
                 cast_count=meta.get("cast_count", int),
                 clamped=tuple(meta.items("clamped", str)),
+                notes=tuple(meta.items("notes", str, default=[])),
                 base_dir=data_dir if is_lazy(model) else None,
             )
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, ModelError) as err:

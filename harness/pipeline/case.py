@@ -77,7 +77,7 @@ def run_case(
     try:
         with settings.step(label, "converting"):
             converted = convert_step(ctx, case, cache)
-        progress = replace(progress, converted=converted)
+        progress = replace(progress, converted=converted, notes=(*progress.notes, *converted.conversion.notes))
         progress = replace(
             progress, built=build_check_step(ctx, converted, enabled=settings.trt_build_check, cache=cache)
         )

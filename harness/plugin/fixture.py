@@ -56,11 +56,14 @@ class CastguardFixture:
         runner: str | None = None,
         inputs: Inputs = None,
         key: str | None = None,
+        converter: str = "castguard",
+        candidate: str | os.PathLike[str] | None = None,
         strict: bool = False,
     ) -> CheckResult:
-        """One case: convert, run on ``runner``, compare with the FP32 golden (see :meth:`Checker.check`).
-        ``strict=True``: a case that does not pass fails the test here, with :meth:`CheckResult.explain` as the
-        message (a skipped case skips it), so no ``assert`` can be forgotten."""
+        """One case: convert (or take ``candidate``, a model you converted), run on ``runner``, compare with the
+        FP32 golden (see :meth:`Checker.check`). ``strict=True``: a case that does not pass fails the test here,
+        with :meth:`CheckResult.explain` as the message (a skipped case skips it), so no ``assert`` can be
+        forgotten."""
         return self._judged(
             strict,
             self._guard(
@@ -74,6 +77,8 @@ class CastguardFixture:
                     runner=runner,
                     inputs=inputs,
                     key=key,
+                    converter=converter,
+                    candidate=candidate,
                 )
             ),
         )[0]

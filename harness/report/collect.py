@@ -29,7 +29,7 @@ from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now,
 from harness.report.format import completion_text, counts_text
 from harness.report.io import render_report, report_paths, write_shard_marker
 from harness.report.model import ShardInfo
-from harness.report.provenance import with_case_runners
+from harness.report.provenance import with_case_converters, with_case_runners
 from harness.report.runs import (
     DEFAULT_KEEP_RUNS,
     RUNS_DIR,
@@ -152,6 +152,7 @@ class ReportSession:
             self.close()
             return None
         provenance = with_case_runners(provenance, [r.case.runner for r in records])
+        provenance = with_case_converters(provenance, [r.case.converter for r in records])
         return Report.build(
             records,
             created=utc_now(),

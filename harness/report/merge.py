@@ -264,7 +264,7 @@ def merged_provenance(provenances: Sequence[Provenance]) -> Provenance:
     values: dict[str, Any] = {}
     for field in dataclasses.fields(Provenance):
         found = [getattr(p, field.name) for p in provenances]
-        if field.name in ("runners", "runner_sources"):
+        if field.name in ("runners", "runner_sources", "converter_sources"):
             values[field.name] = tuple(dict.fromkeys(r for runners in found for r in runners))
         else:
             distinct = [v for v in dict.fromkeys(found) if v is not None]

@@ -233,6 +233,9 @@ class Provenance:
     tensorrt: str | None = None
     gpu: str | None = None  # ``nvidia-smi -L`` names, e.g. "1x NVIDIA H100 80GB HBM3"; None: none
     runner_sources: tuple[tuple[str, str, str], ...] = ()  # (runner, distribution, version): castguard.runners
+    converter_sources: tuple[tuple[str, str, str], ...] = ()
+    """(converter, distribution, version) of each converter the cases used (castguard.converters); a converter that
+    wraps a library names it too: ``0.1.0 (onnxruntime 1.32.0)``."""
 
     def runners_text(self) -> str:
         """``emulate, echo (castguard-echo-runner 0.1.0)``: a plugin runner with the package it came from."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from harness.report.converters import ConverterRow, converter_rows
 from harness.report.format import display_sorted, grouped_notes, tuned_plan_lines
 from harness.report.model import CaseRecord, Report
 from harness.report.pareto import best_passing, front_points
@@ -42,6 +43,7 @@ class ModelView:
     trt_tables_md: tuple[NodeTable, ...]  # ... up to MD_NODE_ROWS nodes (report.md)
     tuned: tuple[tuple[CaseRecord, str, list[tuple[str, str]]], ...]
     notes: tuple[tuple[str, list[str]], ...]  # each distinct note with the labels of the cases carrying it
+    converters: tuple[ConverterRow, ...] = ()  # the converters side by side (empty: one converter)
 
     @property
     def multi_inputs(self) -> bool:
@@ -95,6 +97,7 @@ def model_view(name: str, report: Report) -> ModelView:
         trt_tables_md=tuple(node_tables(cases, max_rows=MD_NODE_ROWS)),
         tuned=tuple(tuned_plan_lines(cases)),
         notes=tuple(grouped_notes(cases)),
+        converters=converter_rows(cases),
     )
 
 

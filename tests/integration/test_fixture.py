@@ -310,3 +310,23 @@ def test_the_example_project_runs_as_printed_in_the_readme(tmp_path: Path) -> No
     assert "3 passed" in second.stdout
     report = json.loads((folder / "castguard-report" / "report.json").read_text())
     assert len(report["cases"]) == 4 and {c["status"] for c in report["cases"]} == {"pass"}
+
+
+def test_a_candidate_is_judged_through_the_fixture(project: pytest.Pytester) -> None:
+    """``castguard.check(model, candidate=path)``: the user's own fp16 file against the FP32 golden (issue 30)."""
+    from onnxruntime.transformers import float16
+
+    save(float16.convert_float_to_float16(cancellation_model(), keep_io_types=True), project.path / "cancel16.onnx")
+    project.makepyfile(
+        test_cg_candidate="""
+def test_candidate(castguard):
+    result = castguard.check("models/cancel.onnx", candidate="cancel16.onnx", runner="emulate")
+    assert result.case_id == "candidate-emulate"
+    assert result.status == "fail" and result.worst_error > 0.01, result.explain()
+"""
+    )
+    _run(project, "test_cg_candidate.py")  # writes the golden
+    result = _run(project, "test_cg_candidate.py")
+    result.assert_outcomes(passed=1)
+    (case,) = _report(project)["cases"]
+    assert case["case"]["converter"] == "candidate" and case["case"]["candidate"].endswith("cancel16.onnx")

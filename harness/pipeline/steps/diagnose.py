@@ -12,6 +12,7 @@ from pathlib import Path
 
 from harness.convert import ConversionResult
 from harness.diagnose import Diagnosis, diagnose_failure
+from harness.diagnose.foreign import diagnose_foreign
 from harness.judge.compare import CompareResult
 from harness.judge.tolerances import TolerancePolicy
 from harness.pipeline.context import ModelContext
@@ -47,6 +48,19 @@ def diagnose_step(
     start = time.perf_counter()
     conversion = converted.conversion
     relpath = outputs_relpath(ctx.spec.name, ctx.inputs_id, case.id)
+    if case.converter != "castguard":  # another converter's output: the search only, said what it could not follow
+        diagnosis = diagnose_foreign(
+            reference=ctx.model,
+            converted=conversion.model,
+            feeds=ctx.golden.feeds,
+            precision=case.precision,
+            policy=policy,
+            model_dir=ctx.spec.path.parent,
+            converted_dir=conversion.base_dir,
+            converter=case.converter,
+        )
+        message = failure_message(ctx, case, comparison, conversion, executed.runner, diagnosis)
+        return Diagnosed(diagnosis=diagnosis, message=message, seconds=time.perf_counter() - start)
     diagnosis = diagnose_failure(
         reference=ctx.model,
         model_path=ctx.spec.path,
@@ -85,6 +99,9 @@ def failure_message(
         + (", fp32_accumulation=True" if options.fp32_accumulation else "")
         + (", respect_fp32_casts=False" if not options.respect_fp32_casts else "")
     )
+    if case.converter != "castguard":
+        taken = ", ".join(case.applied_settings()) or "no sweep setting"
+        settings = f"converter {case.converter} ({taken})" + (f": {case.candidate}" if case.candidate else "")
     worst = max((o for o in comparison.outputs if not o.passed), key=lambda o: o.max_rel, default=None)
     head = f"{ctx.spec.name} [{case.id}] does not match its FP32 golden on {runner}:"
     if worst is not None:
