@@ -87,11 +87,19 @@ def skipped_runner_lines(report: Report, runners: tuple[str, ...]) -> list[str]:
         cases = [c for c in report.cases if c.case.runner == runner]
         if cases and all(c.status == "skip" for c in cases):
             reasons = list(dict.fromkeys(c.message.splitlines()[0] for c in cases if c.message))
+            ran = [c for c in cases if c.outputs and not c.rounds_low_precision]  # it ran, but does not round
+            fix = (
+                f"  fix: {runner} ran, but it computes fp16/bf16 in fp32 (rounds_low_precision = False), so it "
+                "cannot judge a case: add a rounding runner (--runner emulate), or pass --allow-skipped-runner "
+                "to accept its would-pass/would-fail records"
+                if ran
+                else f"  fix: make {runner} available on this machine, drop it from the runners, or pass "
+                "--allow-skipped-runner to accept the skips"
+            )
             lines += [
                 f"castguard: FAILED: every case of the requested runner {runner!r} skipped ({len(cases)} "
                 f"case{'s' if len(cases) > 1 else ''}): " + (" | ".join(reasons[:3]) or "no reason recorded"),
-                f"  fix: make {runner} available on this machine, drop it from the runners, or pass "
-                "--allow-skipped-runner to accept the skips",
+                fix,
             ]
     return lines
 

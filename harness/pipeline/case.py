@@ -84,7 +84,7 @@ def run_case(
             progress = replace(progress, duplicate=duplicate)
             if duplicate.first is not None:
                 return tensorrt_verdict(reused_record(progress, duplicate.first, kind=duplicate.kind), case)
-        executed = execute_step(ctx, case, converted, providers=providers)
+        executed = execute_step(ctx, case, converted, providers=providers, settings=settings)
     except RunnerUnavailable as err:
         return tensorrt_verdict(case_record(progress, status="skip", message=str(err), runner=case.runner), case)
     except (UserError, RunnerError) as err:

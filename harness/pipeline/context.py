@@ -16,6 +16,7 @@ from harness.convert import Magnitudes
 from harness.data.goldens import Golden
 from harness.data.models import ModelSpec
 from harness.judge.tolerances import TolerancePolicy
+from harness.runners.options import RunnerOptionsTable
 from harness.runners.ort import CPU
 from harness.runners.timing import Clock, TimingConfig
 from harness.sweep import Case
@@ -46,6 +47,8 @@ class CaseSettings:
     timing: TimingConfig = TimingConfig()
     clock: Clock = time.perf_counter
     trt_build_check: bool = False  # build every converted model with TensorRT (harness.pipeline.build_check)
+    runner_options: RunnerOptionsTable = ()  # --runner-option NAME:key=value, per runner plugin
+    runner_timeout: float | None = None  # a plugin's child process; None: fitted to the model (runners/isolated.py)
 
 
 def targets_tensorrt(case: Case) -> bool:

@@ -21,7 +21,7 @@ Bad input (a missing model, inputs that do not fit it) fails the test with castg
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import pytest
@@ -54,6 +54,7 @@ class CastguardFixture:
         runner: str | None = None,
         inputs: Inputs = None,
         key: str | None = None,
+        runner_options: Mapping[str, Mapping[str, object]] | None = None,
     ) -> CheckResult:
         """One case: convert, run on ``runner``, compare with the FP32 golden (see :meth:`Checker.check`)."""
         return self._guard(
@@ -67,6 +68,7 @@ class CastguardFixture:
                 runner=runner,
                 inputs=inputs,
                 key=key,
+                runner_options=runner_options,
             )
         )
 
@@ -82,6 +84,7 @@ class CastguardFixture:
         runners: Iterable[str] | None = None,
         inputs: Inputs = None,
         key: str | None = None,
+        runner_options: Mapping[str, Mapping[str, object]] | None = None,
     ) -> list[CheckResult]:
         """Every combination of the settings; one result per case (see :meth:`Checker.sweep`)."""
         return self._guard(
@@ -95,6 +98,7 @@ class CastguardFixture:
                 runners=runners,
                 inputs=inputs,
                 key=key,
+                runner_options=runner_options,
             )
         )
 
