@@ -146,7 +146,7 @@ HELP: Mapping[str, str] = {  # --flag -> help text (see the tables below)
     " fp16/bf16. An installed runner plugin (entry-point group castguard.runners) is chosen by its name.",
     "--runner-option": "an option for runner plugin NAME (repeatable): --runner-option myrunner:device=1; the plugin is "
     "built with options={key: value} ([tool.castguard] runner_options = {NAME = {key = value}})",
-    "--runner-timeout": "seconds a runner plugin run in its child process may take before it counts as hung (default: "
+    "--runner-timeout": "seconds a runner plugin run in its child process may take before it counts as hung (default fitted: "
     "fitted to the model: 60 s + 100 x one measured FP32 forward per feed; [tool.castguard] runner_timeout)",
     "--goldens-dir": "where FP32 goldens live (default: goldens/ in the project folder)",
     "--update-goldens": "rewrite the FP32 goldens of the selected models; each rewritten golden fails its test once",
