@@ -33,6 +33,7 @@ __all__ = [
     "atomic_write_all",
     "atomic_write_text",
     "disk_full",
+    "not_writable",
     "read_toml",
     "safe_component",
     "sha256_file",
@@ -58,7 +59,7 @@ def atomic_write(
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
     except OSError as err:
-        raise (disk_full(path, err) or err) from None
+        raise (disk_full(path, err) or not_writable(path, err) or err) from None
     try:
         with handle:
             if callable(data):
@@ -72,7 +73,7 @@ def atomic_write(
         os.replace(handle.name, path)
     except BaseException as err:
         Path(handle.name).unlink(missing_ok=True)
-        full = disk_full(path, err) if isinstance(err, OSError) else None
+        full = (disk_full(path, err) or not_writable(path, err)) if isinstance(err, OSError) else None
         if full is not None:
             raise full from None
         raise
@@ -108,6 +109,22 @@ def disk_full(path: Path, err: OSError) -> DiskFull | None:
     if err.errno not in _NO_SPACE:
         return None
     return DiskFull(folder=Path(path).parent, name=Path(path).name)
+
+
+_NOT_WRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+def not_writable(path: Path, err: OSError) -> UserError | None:
+    """One error naming the folder for a write refused by the file system (read-only, no permission)."""
+    if err.errno not in _NOT_WRITABLE:
+        return None
+    return UserError(
+        where=Path(path).parent,
+        problem=f"cannot write {Path(path).name} here ({os.strerror(err.errno or 0).lower()}); nothing was written "
+        "(the previous file, if any, is kept)",
+        fix="make the folder writable, or point castguard at another one (--report-dir, --history, --goldens-dir, "
+        "--cache-dir; castguard merge: --out)",
+    )
 
 
 def sha256_file(path: Path) -> str:
