@@ -17,12 +17,12 @@ User errors print one message on stderr and exit 2, without a traceback.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.core.errors import UserError
-from harness.nightly.cli import add_history_command, add_merge_command, add_recheck_command
+from harness.core.errors import INTERRUPTED_EXIT, UserError
 from harness.options import add_options
 
 
@@ -98,6 +98,8 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from harness.nightly.cli import add_history_command, add_merge_command, add_recheck_command
+
     parser = argparse.ArgumentParser(
         prog="castguard",
         description="Mixed-precision ONNX accuracy harness. "
@@ -150,6 +152,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``castguard ...``; Ctrl-C anywhere is one line and exit 130 (every file castguard writes is atomic)."""
+    try:
+        code = _main(argv)
+    except KeyboardInterrupt:
+        print(
+            "castguard: interrupted (Ctrl-C); nothing was left half-written (files already there are whole)",
+            file=sys.stderr,
+        )
+        code = INTERRUPTED_EXIT
+    if argv is None:  # the process's own command: its work is done, a late Ctrl-C must not turn it into a crash
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["convert"]:
         from harness.convert.cli import console

@@ -20,6 +20,7 @@ runners``) whose every case skipped fails the run (exit 1), with the reason prin
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.config import HarnessConfig, find_project, load_table
-from harness.core.errors import UserError
+from harness.core.errors import HarnessError, UserError
 from harness.nightly.run import NightlyOptions, NightlyRun, options_from
 from harness.options import given_options
 from harness.pipeline.session import AccuracySession
@@ -354,6 +355,34 @@ class CastguardRun:
 
         self.evicted = evict_note(self.config.cache_dir, max_mb=self.config.cache_max_mb)
         return exitstatus
+
+    def interrupted_at_end(self) -> str:
+        """Ctrl-C while the run's report was written (issue 33.5): every file castguard writes is atomic, so what
+        is there is whole; unless this run's report was published, the published one (an older run's) is marked
+        as not the latest. The one line the run prints."""
+        if self.report is None or self.is_worker:
+            return "castguard: interrupted (Ctrl-C)"
+        try:
+            published = json.loads((self.config.report_dir / "report.json").read_text(encoding="utf-8"))
+            ours = isinstance(published, dict) and published.get("run_id") == self.report.run_id
+        except (OSError, ValueError):
+            ours = False
+        if ours:
+            return "castguard: interrupted (Ctrl-C) after this run's report was published; it is whole"
+        try:
+            from harness.report import utc_now
+
+            self.report.supersede(
+                created=utc_now(), why="was interrupted (Ctrl-C) while its report was written", own_report=False
+            )
+        except (OSError, HarnessError):
+            pass  # nothing published, or a folder that cannot be written: the line below stays true
+        finally:
+            self.report.close()
+        return (
+            "castguard: interrupted (Ctrl-C) while the report was written: no report for this run (files already "
+            "there are whole; a published report is marked as not the latest run)"
+        )
 
     def terminal_sections(self) -> list[Section]:
         """What the run prints at the end: the report's place and headline, inputs, nightly verdict."""
