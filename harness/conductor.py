@@ -21,6 +21,7 @@ runners``) whose every case skipped fails the run (exit 1), with the reason prin
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.config import HarnessConfig, find_project, load_table
-from harness.core.errors import HarnessError, UserError
+from harness.core.errors import INTERRUPTED_EXIT, HarnessError, UserError
 from harness.nightly.run import NightlyOptions, NightlyRun, options_from
 from harness.options import given_options
 from harness.pipeline.session import AccuracySession
@@ -315,7 +316,15 @@ class CastguardRun:
             self.shard.failed_tests.append(name)
 
     def finish(self, exitstatus: int, *, interrupted: bool = False) -> int:
-        """Build, judge and write this run's report (the owning process); the run's exit status."""
+        """Build, judge and write this run's report (the owning process); the run's exit status. Ctrl-C while
+        the report is written is one line on stderr and exit 130 (issue 33.5: :meth:`interrupted_at_end`)."""
+        try:
+            return self._finish(exitstatus, interrupted=interrupted)
+        except KeyboardInterrupt:
+            sys.stderr.write(self.interrupted_at_end() + "\n")
+            return INTERRUPTED_EXIT
+
+    def _finish(self, exitstatus: int, *, interrupted: bool) -> int:
         if self.report is None or self.is_worker:
             return exitstatus
         shard = self.shard

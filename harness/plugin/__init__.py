@@ -24,14 +24,12 @@ tests); a shard refuses the nightly options (``castguard merge`` judges the whol
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.core.errors import INTERRUPTED_EXIT
 from harness.options import add_nightly_options, add_options
 
 if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin import
@@ -210,12 +208,7 @@ def _settle(item: pytest.Item, report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop or session.shouldfail)
-    run = session.config.stash[RUN_KEY]
-    try:
-        session.exitstatus = run.finish(int(session.exitstatus), interrupted=interrupted)
-    except KeyboardInterrupt:  # Ctrl-C while the report is written: one line, exit 130 (issue 33.5)
-        sys.stderr.write(run.interrupted_at_end() + "\n")
-        session.exitstatus = INTERRUPTED_EXIT
+    session.exitstatus = session.config.stash[RUN_KEY].finish(int(session.exitstatus), interrupted=interrupted)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
