@@ -27,7 +27,7 @@ from harness.data.recipes import parse_input_shapes, parse_val_range
 from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
 from harness.options import DESTS, SWEEP_DESTS, SWEEP_FILE_DEST
 from harness.runners.options import RunnerOptionsTable, parse_runner_options
-from harness.runners.registry import check_clash
+from harness.runners.registry import BUILTIN, check_clash
 from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec
 from harness.sweep.grid import check_runner
 from harness.sweep.shards import Shard, parse_shard
@@ -87,6 +87,12 @@ class HarnessConfig:
             check_clash(runner)  # a name two packages register: one usage error where it is used (issue 33.6)
         for runner, _ in self.runner_options:
             check_runner(runner, where="runner_options")
+            if runner in BUILTIN:
+                raise UserError(
+                    where=f"runner_options {runner}",
+                    problem=f"castguard's own runner {runner!r} takes no runner options",
+                    fix="drop them: runner options are for runner plugins (--runner-option NAME:key=value)",
+                )
         if self.iterations < 1:
             raise UserError(
                 where="--iterations", problem=f"must be >= 1, got {self.iterations}", fix="pass --iterations 1 or more"

@@ -33,7 +33,7 @@ def parse_runner_options(value: Any, *, where: str) -> RunnerOptionsTable:
             key, equals, item = pair.partition("=")
             if not (colon and equals and runner.strip() and key.strip()):
                 raise UserError(where=where, problem=f"cannot parse {text!r}", fix=_FIX)
-            _put(table, runner.strip(), key.strip(), item, where=where)
+            _put(table, runner.strip(), key.strip(), item.strip(), where=where)
     else:
         raise UserError(where=where, problem=f"expected a table of runner options, got {value!r}", fix=_FIX)
     return tuple((r, tuple(sorted(opts.items()))) for r, opts in sorted(table.items()))

@@ -109,3 +109,22 @@ def test_the_default_time_out_grows_with_the_measured_forward() -> None:
     small = fit_timeout(low_model(), [FEED], model_dir=None)
     assert 60 <= small < 120
     assert fit_timeout(low_model(), [FEED] * 50, model_dir=None) > small
+
+
+def test_runner_options_parse_and_are_checked(tmp_path: Path) -> None:
+    from harness.config import HarnessConfig
+    from harness.runners.options import merge_options, options_for, parse_runner_options
+
+    table = parse_runner_options(["readme:scale=2", "readme:device = cuda:1", "other:k=v"], where="--runner-option")
+    assert options_for(table, "readme") == {"scale": "2", "device": "cuda:1"} and options_for(table, "x") == {}
+    toml = parse_runner_options({"readme": {"scale": 3, "fast": True}}, where="[tool.castguard] runner_options")
+    assert options_for(merge_options(table, toml), "readme") == {"scale": 3, "device": "cuda:1", "fast": True}
+    for bad in (["readme"], ["readme:scale"], [":k=v"], {"readme": 3}, {"readme": {"k": [1]}}):
+        with pytest.raises(UserError, match="runner"):
+            parse_runner_options(bad, where="--runner-option")
+    with pytest.raises(UserError, match="castguard's own runner 'emulate' takes no runner options"):
+        HarnessConfig.from_sources(
+            cli={"castguard_runner_options": ["emulate:x=1"]}, table={}, rootdir=tmp_path, invocation_dir=tmp_path
+        )
+    with pytest.raises(UserError, match="expected seconds > 0"):
+        HarnessConfig.from_sources(cli={}, table={"runner_timeout": 0}, rootdir=tmp_path, invocation_dir=tmp_path)
