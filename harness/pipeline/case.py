@@ -102,6 +102,7 @@ def run_case(
             providers=providers,
             policy=settings.tolerances,
             report_dir=settings.report_dir,
+            settings=settings,
         )
     timed = time_step(ctx, case, converted, settings=settings, providers=providers)
     record = record_step(

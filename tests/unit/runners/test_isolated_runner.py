@@ -128,3 +128,31 @@ def test_runner_options_parse_and_are_checked(tmp_path: Path) -> None:
         )
     with pytest.raises(UserError, match="expected seconds > 0"):
         HarnessConfig.from_sources(cli={}, table={"runner_timeout": 0}, rootdir=tmp_path, invocation_dir=tmp_path)
+
+
+def test_the_diagnosis_runs_the_plugin_as_the_case_ran_it(plugins: Path) -> None:
+    """A failing case's fix is verified on its runner with the same runner options and time-out."""
+    from harness.diagnose.verify import CaseSetup, case_bound
+    from harness.judge.tolerances import TolerancePolicy
+
+    feed32 = {"x": FEED["x"].astype(np.float32)}
+    fp32 = model(
+        [node("Relu", ["x"], ["h"], "relu"), node("Sigmoid", ["h"], ["y"], "sig")],
+        [vi("x", F32, [2, 3])],
+        [vi("y", F32, [2, 3])],
+        [],
+    )
+    setup = CaseSetup(
+        model=fp32,
+        options=ConvertOptions(),
+        magnitudes=None,  # type: ignore[arg-type]
+        feeds=[feed32],
+        goldens=[{"y": expected()}],
+        bound=case_bound(precision="fp16", policy=TolerancePolicy()),
+        use_magnitudes=False,
+        runner="readme",
+        runner_options=(("readme", (("scale", "2"),)),),
+        runner_timeout=120,
+    )
+    out = setup.run(low_model())
+    np.testing.assert_allclose(out[0]["y"], expected(2.0), atol=2e-3)
