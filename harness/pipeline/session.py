@@ -29,6 +29,7 @@ from harness.pipeline.dedup import SameModels
 from harness.pipeline.golden_notes import golden_run_failed, non_finite_note
 from harness.pipeline.plan import LoadedModel, SessionPlan, SweepCase, default_recipe, plan_session, tuned_case
 from harness.report import CaseRecord, golden_relpath, save_outputs
+from harness.report.runs import is_run_id
 from harness.runners import make_runner
 from harness.runners.ort import CPU
 
@@ -82,6 +83,8 @@ class AccuracySession:
         self.tuned_cases = list(plan.tuned_cases)
         self.shard_work = plan.shard_work
         self.output_dir = output_dir or config.report_dir  # this run's folder for saved outputs
+        # the run this session belongs to (every xdist worker of one run shares it); stamped on goldens it writes
+        self.run_id = self.output_dir.name if is_run_id(self.output_dir.name) else None
         self.strict_provenance = strict_provenance  # --strict-provenance: golden version drift is an error
         self.store = GoldenStore(config.goldens_dir)
         self.cache = cache
@@ -127,7 +130,11 @@ class AccuracySession:
             return self._goldens[name], None
         try:
             golden, written = ensure_golden(
-                self.store, loaded.spec, loaded.recipe, update=update, produce=lambda: produce_golden(loaded)
+                self.store,
+                loaded.spec,
+                loaded.recipe,
+                update=update,
+                produce=lambda: produce_golden(loaded, run_id=self.run_id),
             )
         except GoldenRunFailed as err:
             self.golden_failures[name] = err
@@ -255,14 +262,17 @@ class AccuracySession:
         return Outcome(cast(Status, record.status), record.message, runner=record.runner, record=record)
 
 
-def produce_golden(loaded: LoadedModel) -> Golden:
+def produce_golden(loaded: LoadedModel, *, run_id: str | None = None) -> Golden:
     """Run the recipe's feeds on ORT CPU FP32; onnxruntime's failure is :class:`GoldenRunFailed` (its message, the
-    inputs used, the fix)."""
+    inputs used, the fix). ``run_id``: the run writing it (sidecar ``written_in_run``), so that every check of that
+    run knows the golden is not reviewed yet."""
     try:
         result = make_runner("ort", loaded.model, model_dir=loaded.spec.path.parent).run(loaded.feeds)
     except RunnerError as err:
         raise golden_run_failed(loaded.spec, loaded.recipe, loaded.feeds, err, input_lines=loaded.input_lines) from None
     meta = {"producer": result.runner, "inputs": describe_inputs(loaded.model, loaded.recipe, loaded.feeds)}
+    if run_id is not None:
+        meta["written_in_run"] = run_id
     return Golden(feeds=loaded.feeds, outputs=result.outputs, meta=meta)
 
 
