@@ -84,9 +84,9 @@ def test_a_plugin_that_declares_isolated_false_runs_in_process(plugins: Path) ->
 
 def test_a_hanging_plugin_times_out_with_its_last_words(plugins: Path) -> None:
     start = time.monotonic()
-    with pytest.raises(RunnerError, match=r"(?s)runner hang .*no answer within 3 s.*never answers.*runner-timeout"):
-        make_runner("hang", low_model(), timeout_s=3).run([FEED])
-    assert time.monotonic() - start < 60  # bounded by the time-out, not by the plugin's sleep(600)
+    with pytest.raises(RunnerError, match=r"(?s)runner hang .*no answer within 20 s.*never answers.*runner-timeout"):
+        make_runner("hang", low_model(), timeout_s=20).run([FEED])  # room for the child's imports on a busy machine
+    assert time.monotonic() - start < 90  # bounded by the time-out, not by the plugin's sleep(600)
 
 
 @pytest.mark.parametrize(
