@@ -122,7 +122,9 @@ def case_record(
         same_plan_as=duplicate.same_plan_as if duplicate else None,
         cpu_float_nodes=executed.cpu_float_nodes if executed else (),
         trt_build_skipped=built.skipped,
-        kept_fp32=tuned.kept_fp32 if tuned else (),
+        kept_fp32=tuned.kept_fp32 if tuned else (conversion.cast_held() if conversion else ()),
+        fp32_cast_share=conversion.cast_held_share if conversion else None,
+        qdq_kept=conversion.qdq_kept() if conversion else (),
     )
 
 
