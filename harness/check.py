@@ -35,6 +35,7 @@ from harness.data.goldens import Golden
 from harness.diagnose.facts import Divergence
 from harness.pipeline.session import AccuracySession, SweepCase
 from harness.report import CaseRecord, OutputStats
+from harness.runners.options import RunnerOptionsTable, merge_options, parse_runner_options
 from harness.runners.tensorrt.typed_build import TrtBuild
 from harness.sweep import Case
 from harness.sweep.grid import BUILTIN_EXCLUSIONS, ExclusionSet
@@ -140,7 +141,7 @@ class Checker:
         self.bundled_dir = bundled_dir
         self.on_record = on_record
         self.strict_provenance = strict_provenance
-        self._sessions: dict[tuple[str, str], AccuracySession] = {}
+        self._sessions: dict[tuple[str, str, RunnerOptionsTable], AccuracySession] = {}
         self._fp32_checked: dict[tuple[str, str], CheckResult | None] = {}
 
     def check(
@@ -157,12 +158,16 @@ class Checker:
         key: str | None = None,
         converter: str = "castguard",
         candidate: str | os.PathLike[str] | None = None,
+        runner_options: Mapping[str, Mapping[str, object]] | None = None,
     ) -> CheckResult:
         """Convert ``model`` with these settings (``converter``: any of ``castguard.converters``), run it on
         ``runner`` (default: the project's first sweep runner) and compare with its FP32 golden on ``inputs``.
-        ``candidate``: judge that converted file instead (the conversion settings do not apply)."""
+        ``candidate``: judge that converted file instead (the conversion settings do not apply).
+        ``runner_options={NAME: {key: value}}`` go to runner plugin NAME, over ``[tool.castguard] runner_options``."""
         if candidate is not None:
-            return self.check_candidate(model, candidate, runner=runner, inputs=inputs, key=key)
+            return self.check_candidate(
+                model, candidate, runner=runner, inputs=inputs, key=key, runner_options=runner_options
+            )
         case = Case(
             converter=converter,
             precision=precision,
@@ -172,7 +177,7 @@ class Checker:
             keep_io_types=keep_io_types,
             runner=runner if runner is not None else self.config.runners[0],
         )
-        return self.run_cases(model, [case], inputs=inputs, key=key)[0]
+        return self.run_cases(model, [case], inputs=inputs, key=key, runner_options=runner_options)[0]
 
     def check_candidate(
         self,
@@ -182,12 +187,13 @@ class Checker:
         runner: str | None = None,
         inputs: Inputs = None,
         key: str | None = None,
+        runner_options: Mapping[str, Mapping[str, object]] | None = None,
     ) -> CheckResult:
         """Judge ``candidate`` (a model the user converted) against ``model``'s FP32 golden on ``runner``."""
         from harness.convert.dispatch import check_candidate
         from harness.convert.plugins import CANDIDATE
 
-        session, name = self._session(model, inputs=inputs, key=key)
+        session, name = self._session(model, inputs=inputs, key=key, runner_options=self._options(runner_options))
         loaded = session.models[name]
         path = Path(self._model_ref(candidate)).resolve()
         precision = check_candidate(loaded.model, loaded.spec.path, path)
@@ -211,6 +217,7 @@ class Checker:
         runners: Iterable[str] | None = None,
         inputs: Inputs = None,
         key: str | None = None,
+        runner_options: Mapping[str, Mapping[str, object]] | None = None,
     ) -> list[CheckResult]:
         """Every combination of the given settings, in order (precision slowest); one result per case."""
         cases = [
@@ -229,12 +236,18 @@ class Checker:
             for k in keep_io_types
             for r in (runners if runners is not None else self.config.runners)
         ]
-        return self.run_cases(model, cases, inputs=inputs, key=key)
+        return self.run_cases(model, cases, inputs=inputs, key=key, runner_options=runner_options)
 
     def run_cases(
-        self, model: str | os.PathLike[str], cases: Sequence[Case], *, inputs: Inputs, key: str | None
+        self,
+        model: str | os.PathLike[str],
+        cases: Sequence[Case],
+        *,
+        inputs: Inputs,
+        key: str | None,
+        runner_options: Mapping[str, Mapping[str, object]] | None = None,
     ) -> list[CheckResult]:
-        session, name = self._session(model, inputs=inputs, key=key)
+        session, name = self._session(model, inputs=inputs, key=key, runner_options=self._options(runner_options))
         blocked = self._fp32(session, name)
         if blocked is not None:
             return [replace(blocked, case=case) for case in cases]
@@ -251,8 +264,15 @@ class Checker:
             )
         return known[name]
 
+    def _options(self, runner_options: Mapping[str, Mapping[str, object]] | None) -> RunnerOptionsTable:
+        """The project's runner options, with those given to this call over them."""
+        table = self.config.runner_options
+        if runner_options:
+            table = merge_options(table, parse_runner_options(runner_options, where="runner_options="))
+        return table
+
     def _session(
-        self, model: str | os.PathLike[str], *, inputs: Inputs, key: str | None
+        self, model: str | os.PathLike[str], *, inputs: Inputs, key: str | None, runner_options: RunnerOptionsTable
     ) -> tuple[AccuracySession, str]:
         ref = self._model_ref(model)
         if key is not None:
@@ -263,9 +283,17 @@ class Checker:
             path = self._inputs_file(inputs)
             options = {"inputs_file": path, "val_ranges": (), "input_shapes": ()}
             inputs_key = str(path)
-        where = (ref, inputs_key)
+        where = (ref, inputs_key, runner_options)
         if where not in self._sessions:
-            config = replace(self.config, models=(ref,), model_inputs=(), shard=None, tune=False, **options)  # type: ignore[arg-type]
+            config = replace(
+                self.config,
+                models=(ref,),
+                model_inputs=(),
+                shard=None,
+                tune=False,
+                runner_options=runner_options,
+                **options,  # type: ignore[arg-type]
+            )
             try:
                 self._sessions[where] = AccuracySession.open(
                     config,

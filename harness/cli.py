@@ -17,14 +17,14 @@ User errors print one message on stderr and exit 2, without a traceback.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from harness.core.argv import ArgumentParser, quiet_pipe, version_action
-from harness.core.errors import UserError
+from harness.core.errors import INTERRUPTED_EXIT, UserError
 from harness.core.version import __version__
-from harness.nightly.cli import add_history_command, add_merge_command, add_recheck_command
 from harness.options import add_options
 
 
@@ -100,6 +100,8 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from harness.nightly.cli import add_history_command, add_merge_command, add_recheck_command
+
     parser = ArgumentParser(
         prog="castguard",
         description="Mixed-precision ONNX accuracy harness. "
@@ -153,8 +155,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The ``castguard`` console script; a closed pipe (``| head``) ends it quietly."""
-    return quiet_pipe(lambda: _main(list(sys.argv[1:] if argv is None else argv)))
+    """The ``castguard`` console script; a closed pipe (``| head``) ends it quietly, and Ctrl-C anywhere is one line
+    and exit 130 (every file castguard writes is atomic)."""
+    try:
+        code = quiet_pipe(lambda: _main(list(sys.argv[1:] if argv is None else argv)))
+    except KeyboardInterrupt:
+        print(
+            "castguard: interrupted (Ctrl-C); nothing was left half-written (files already there are whole)",
+            file=sys.stderr,
+        )
+        code = INTERRUPTED_EXIT
+    if argv is None:  # the process's own command: its work is done, a late Ctrl-C must not turn it into a crash
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return code
 
 
 def _main(args_list: list[str]) -> int:

@@ -20,6 +20,8 @@ runners``) whose every case skipped fails the run (exit 1), with the reason prin
 
 from __future__ import annotations
 
+import json
+import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.config import HarnessConfig, find_project, load_table
-from harness.core.errors import UserError
+from harness.core.errors import INTERRUPTED_EXIT, HarnessError, UserError
 from harness.core.files import check_folder, check_writable
 from harness.nightly.run import NightlyOptions, NightlyRun, options_from
 from harness.options import given_options
@@ -88,11 +90,19 @@ def skipped_runner_lines(report: Report, runners: tuple[str, ...]) -> list[str]:
         cases = [c for c in report.cases if c.case.runner == runner]
         if cases and all(c.status == "skip" for c in cases):
             reasons = list(dict.fromkeys(c.message.splitlines()[0] for c in cases if c.message))
+            ran = [c for c in cases if c.outputs and not c.rounds_low_precision]  # it ran, but does not round
+            fix = (
+                f"  fix: {runner} ran, but it computes fp16/bf16 in fp32 (rounds_low_precision = False), so it "
+                "cannot judge a case: add a rounding runner (--runner emulate), or pass --allow-skipped-runner "
+                "to accept its would-pass/would-fail records"
+                if ran
+                else f"  fix: make {runner} available on this machine, drop it from the runners, or pass "
+                "--allow-skipped-runner to accept the skips"
+            )
             lines += [
                 f"castguard: FAILED: every case of the requested runner {runner!r} skipped ({len(cases)} "
                 f"case{'s' if len(cases) > 1 else ''}): " + (" | ".join(reasons[:3]) or "no reason recorded"),
-                f"  fix: make {runner} available on this machine, drop it from the runners, or pass "
-                "--allow-skipped-runner to accept the skips",
+                fix,
             ]
     return lines
 
@@ -312,7 +322,15 @@ class CastguardRun:
             self.shard.failed_tests.append(name)
 
     def finish(self, exitstatus: int, *, interrupted: bool = False) -> int:
-        """Build, judge and write this run's report (the owning process); the run's exit status."""
+        """Build, judge and write this run's report (the owning process); the run's exit status. Ctrl-C while
+        the report is written is one line on stderr and exit 130 (issue 33.5: :meth:`interrupted_at_end`)."""
+        try:
+            return self._finish(exitstatus, interrupted=interrupted)
+        except KeyboardInterrupt:
+            sys.stderr.write(self.interrupted_at_end() + "\n")
+            return INTERRUPTED_EXIT
+
+    def _finish(self, exitstatus: int, *, interrupted: bool) -> int:
         if self.report is None or self.is_worker:
             return exitstatus
         shard = self.shard
@@ -356,6 +374,34 @@ class CastguardRun:
 
         self.evicted = evict_note(self.config.cache_dir, max_mb=self.config.cache_max_mb)
         return exitstatus
+
+    def interrupted_at_end(self) -> str:
+        """Ctrl-C while the run's report was written (issue 33.5): every file castguard writes is atomic, so what
+        is there is whole; unless this run's report was published, the published one (an older run's) is marked
+        as not the latest. The one line the run prints."""
+        if self.report is None or self.is_worker:
+            return "castguard: interrupted (Ctrl-C)"
+        try:
+            published = json.loads((self.config.report_dir / "report.json").read_text(encoding="utf-8"))
+            ours = isinstance(published, dict) and published.get("run_id") == self.report.run_id
+        except (OSError, ValueError):
+            ours = False
+        if ours:
+            return "castguard: interrupted (Ctrl-C) after this run's report was published; it is whole"
+        try:
+            from harness.report import utc_now
+
+            self.report.supersede(
+                created=utc_now(), why="was interrupted (Ctrl-C) while its report was written", own_report=False
+            )
+        except (OSError, HarnessError):
+            pass  # nothing published, or a folder that cannot be written: the line below stays true
+        finally:
+            self.report.close()
+        return (
+            "castguard: interrupted (Ctrl-C) while the report was written: no report for this run (files already "
+            "there are whole; a published report is marked as not the latest run)"
+        )
 
     def terminal_sections(self) -> list[Section]:
         """What the run prints at the end: the report's place and headline, inputs, nightly verdict."""

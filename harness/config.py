@@ -26,6 +26,8 @@ from harness.core.providers import CPU as CPU_PROVIDER
 from harness.data.recipes import parse_input_shapes, parse_val_range
 from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
 from harness.options import DESTS, SWEEP_DESTS, SWEEP_FILE_DEST
+from harness.runners.options import RunnerOptionsTable, parse_runner_options
+from harness.runners.registry import BUILTIN, check_clash
 from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec
 from harness.sweep.grid import check_runner
 from harness.sweep.shards import Shard, parse_shard
@@ -75,6 +77,11 @@ class HarnessConfig:
     trt_build_check: bool | None = None
     """``--trt-build-check`` / ``--no-trt-build-check`` / ``[tool.castguard] trt_build_check``; None: on when a
     TensorRT module is installed (:mod:`harness.pipeline.build_check`)."""
+    runner_options: RunnerOptionsTable = ()
+    """``--runner-option NAME:key=value`` / ``[tool.castguard] runner_options = {NAME = {key = value}}``."""
+    runner_timeout: float | None = None
+    """``--runner-timeout`` / ``[tool.castguard] runner_timeout``: seconds for a runner plugin's child process;
+    None: fitted to the model (:func:`harness.runners.isolated.fit_timeout`)."""
 
     @property
     def runners(self) -> tuple[str, ...]:
@@ -84,6 +91,15 @@ class HarnessConfig:
     def __post_init__(self) -> None:
         for runner in self.runners:
             check_runner(runner, where="--runner")
+            check_clash(runner)  # a name two packages register: one usage error where it is used (issue 33.6)
+        for runner, _ in self.runner_options:
+            check_runner(runner, where="runner_options")
+            if runner in BUILTIN:
+                raise UserError(
+                    where=f"runner_options {runner}",
+                    problem=f"castguard's own runner {runner!r} takes no runner options",
+                    fix="drop them: runner options are for runner plugins (--runner-option NAME:key=value)",
+                )
         if self.iterations < 1:
             raise UserError(
                 where="--iterations", problem=f"must be >= 1, got {self.iterations}", fix="pass --iterations 1 or more"
@@ -221,6 +237,14 @@ def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
     if key == "ort_providers":
         names = [n.strip() for v in _strings(value, where=where) for n in v.split(",") if n.strip()]
         return {"ort_providers": tuple(names)}
+    if key == "runner_options":
+        return {"runner_options": parse_runner_options(value, where=where)}
+    if key == "runner_timeout":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise UserError(
+                where=where, problem=f"expected seconds > 0, got {value!r}", fix="e.g. runner_timeout = 600"
+            )
+        return {"runner_timeout": float(value)}
     return {key: _int(value, where=where)}
 
 

@@ -39,6 +39,8 @@ DESTS: Mapping[str, str] = {
     "castguard_shard": "shard",
     "castguard_trt_build_check": "trt_build_check",
     "castguard_candidates": "candidates",
+    "castguard_runner_options": "runner_options",
+    "castguard_runner_timeout": "runner_timeout",
 }
 # dest -> harness.sweep.SweepOptions field (the pyproject side is [tool.castguard.sweep]).
 SWEEP_DESTS: Mapping[str, str] = {
@@ -114,6 +116,8 @@ MODEL_OPTIONS: tuple[Option, ...] = (  # what to check and with which inputs
     Option("--seed", "castguard_seed", metavar="N", type=int),
     Option("--iterations", "castguard_iterations", metavar="N", type=int),
     Option("--ort-providers", "castguard_ort_providers", metavar="P1,P2"),
+    Option("--runner-option", "castguard_runner_options", metavar="NAME:key=value", action="append"),
+    Option("--runner-timeout", "castguard_runner_timeout", metavar="SECONDS", type=float),
 )
 
 
@@ -164,6 +168,10 @@ HELP: Mapping[str, str] = {  # --flag -> help text (see the tables below)
     "--runner": "runner for the low-precision model (default emulate, or [tool.castguard.sweep] runners; repeatable "
     "or comma-separated). Only emulate, reference, trt, ort-cuda and GPU ort really round"
     " fp16/bf16. An installed runner plugin (entry-point group castguard.runners) is chosen by its name.",
+    "--runner-option": "an option for runner plugin NAME (repeatable): --runner-option myrunner:device=1; the plugin is "
+    "built with options={key: value} ([tool.castguard] runner_options = {NAME = {key = value}})",
+    "--runner-timeout": "seconds a runner plugin run in its child process may take before it counts as hung (default fitted: "
+    "fitted to the model: 60 s + 100 x one measured FP32 forward per feed; [tool.castguard] runner_timeout)",
     "--goldens-dir": "where FP32 goldens live (default: goldens/ in the project folder)",
     "--update-goldens": "rewrite the FP32 goldens of the selected models; each rewritten golden fails its test once",
     "--val-range": "value range for random inputs, Polygraphy syntax (repeatable); [lo,hi] without a name applies to "

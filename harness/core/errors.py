@@ -11,6 +11,10 @@ import difflib
 from collections.abc import Iterable
 from pathlib import Path
 
+INTERRUPTED_EXIT = 130
+"""Exit status after Ctrl-C (128 + SIGINT, the shell's convention) of ``castguard`` commands and of a pytest run
+interrupted while castguard writes its report; every file castguard writes is atomic, so what is there is whole."""
+
 
 class HarnessError(Exception):
     """Root of every castguard error."""

@@ -37,6 +37,7 @@ __all__ = [
     "check_folder",
     "check_writable",
     "disk_full",
+    "not_writable",
     "read_toml",
     "safe_component",
     "sha256_file",
@@ -77,7 +78,7 @@ def atomic_write(
         os.replace(handle.name, path)
     except BaseException as err:
         Path(handle.name).unlink(missing_ok=True)
-        full = disk_full(path, err) if isinstance(err, OSError) else None
+        full = (disk_full(path, err) or not_writable(path.parent, err)) if isinstance(err, OSError) else None
         if full is not None:
             raise full from None
         raise

@@ -139,6 +139,7 @@ class NightlyOutcome:
     history_file: Path | None = None
     history: History | None = None  # as read after this run was stored (for trends)
     notes: tuple[str, ...] = ()
+    history_error: UserError | None = None  # the history folder could not take this run (full, read-only)
 
     @property
     def skipped(self) -> tuple[Skipped, ...]:
@@ -146,9 +147,12 @@ class NightlyOutcome:
 
     @property
     def exit_code(self) -> int:
-        """Non-zero only under --fail-on-regression: 1 for regressions, 2 when the baseline could not be read."""
+        """Non-zero for regressions under --fail-on-regression (2 when the baseline could not be read), and 1 when
+        the run could not be stored (the history a nightly relies on is missing a run)."""
         if self.fail_on_regression and self.baseline_error is not None:
             return 2
+        if self.history_error is not None:
+            return 1
         return self.comparison.exit_code if self.fail_on_regression and self.comparison is not None else 0
 
     def trend_reports(self, *, last: int) -> tuple[Report, ...]:
@@ -170,11 +174,27 @@ def finish(
         if baseline.history is not None:
             comparison = with_since(comparison, baseline.history, baseline.run)
     stored = history = None
+    error = None
     if options.history is not None:
-        stored = write_run(options.history, report, comparison=comparison)
-        history = read_history(options.history)
+        try:
+            stored = write_run(options.history, report, comparison=comparison)
+            history = read_history(options.history)
+        except UserError as err:  # a full or read-only folder: said once, the run goes on to its report
+            error = UserError(
+                where=options.history,
+                problem=err.problem,
+                fix="free space or make the folder writable, or pass another --history DIR",
+            )
+        except OSError as err:
+            error = UserError(
+                where=options.history,
+                problem=f"the history folder cannot take this run ({err.strerror or err})",
+                fix="make it a writable folder with free space, or pass another --history DIR",
+            )
     elif baseline is not None and baseline.history is not None:
         history = baseline.history
+    if error is not None:
+        notes = (*notes, f"history: this run was NOT stored: {error}")
     return NightlyOutcome(
         comparison=comparison,
         fail_on_regression=bool(options.rules),
@@ -182,6 +202,7 @@ def finish(
         history=history,
         notes=tuple(notes),
         baseline_error=baseline_error,
+        history_error=error,
     )
 
 

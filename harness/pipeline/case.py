@@ -87,7 +87,7 @@ def run_case(
             if duplicate.first is not None:
                 return tensorrt_verdict(reused_record(progress, duplicate.first, kind=duplicate.kind), case)
         with settings.step(label, f"running on {case.runner}"):
-            executed = execute_step(ctx, case, converted, providers=providers)
+            executed = execute_step(ctx, case, converted, providers=providers, settings=settings)
     except RunnerUnavailable as err:
         return tensorrt_verdict(case_record(progress, status="skip", message=str(err), runner=case.runner), case)
     except (UserError, RunnerError) as err:
@@ -107,6 +107,7 @@ def run_case(
                 providers=providers,
                 policy=settings.tolerances,
                 report_dir=settings.report_dir,
+                settings=settings,
             )
     with settings.step(label, "timing"):
         timed = time_step(ctx, case, converted, settings=settings, providers=providers)

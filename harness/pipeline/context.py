@@ -18,6 +18,7 @@ from harness.core.liveline import LiveLine
 from harness.data.goldens import Degenerate, Golden
 from harness.data.models import ModelSpec
 from harness.judge.tolerances import TolerancePolicy
+from harness.runners.options import RunnerOptionsTable
 from harness.runners.ort import CPU
 from harness.runners.timing import Clock, TimingConfig
 from harness.sweep import Case
@@ -49,6 +50,8 @@ class CaseSettings:
     timing: TimingConfig = TimingConfig()
     clock: Clock = time.perf_counter
     trt_build_check: bool = False  # build every converted model with TensorRT (harness.pipeline.build_check)
+    runner_options: RunnerOptionsTable = ()  # --runner-option NAME:key=value, per runner plugin
+    runner_timeout: float | None = None  # a plugin's child process; None: fitted to the model (runners/isolated.py)
     live: LiveLine | None = None  # a live line while a long step runs (None: silent, as under -q)
 
     def step(self, label: str, step: str) -> AbstractContextManager[None]:

@@ -93,6 +93,8 @@ class AccuracySession:
             ort_providers=config.ort_providers,
             report_dir=self.output_dir,
             trt_build_check=plan.trt_build_check,
+            runner_options=config.runner_options,
+            runner_timeout=config.runner_timeout,
         )
         self._goldens: dict[str, Golden] = {}
         self._contexts: dict[str, ModelContext] = {}

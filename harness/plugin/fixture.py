@@ -21,7 +21,7 @@ Bad input (a missing model, inputs that do not fit it) fails the test with castg
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import pytest
@@ -59,6 +59,7 @@ class CastguardFixture:
         converter: str = "castguard",
         candidate: str | os.PathLike[str] | None = None,
         strict: bool = False,
+        runner_options: Mapping[str, Mapping[str, object]] | None = None,
     ) -> CheckResult:
         """One case: convert (or take ``candidate``, a model you converted), run on ``runner``, compare with the
         FP32 golden (see :meth:`Checker.check`). ``strict=True``: a case that does not pass fails the test here,
@@ -79,6 +80,7 @@ class CastguardFixture:
                     key=key,
                     converter=converter,
                     candidate=candidate,
+                    runner_options=runner_options,
                 )
             ),
         )[0]
@@ -96,6 +98,7 @@ class CastguardFixture:
         inputs: Inputs = None,
         key: str | None = None,
         strict: bool = False,
+        runner_options: Mapping[str, Mapping[str, object]] | None = None,
     ) -> list[CheckResult]:
         """Every combination of the settings; one result per case (see :meth:`Checker.sweep`). ``strict=True``:
         after every case ran, the test fails with the explanation of each case that did not pass."""
@@ -112,6 +115,7 @@ class CastguardFixture:
                     runners=runners,
                     inputs=inputs,
                     key=key,
+                    runner_options=runner_options,
                 )
             ),
         )

@@ -132,8 +132,12 @@ def test_a_report_on_a_full_disk_is_all_or_nothing(tmp_path: Path, monkeypatch: 
     assert isinstance(finished.error, DiskFull) and finished.published is None
     line = finished.summary_line()
     assert "the report was not written" in line and "no space left on the device" in line and "fix: free" in line
-    for name in ("report.json", "report.md", "report.html"):
-        assert (report_dir / name).read_text() == f"previous {name}"
+    assert (report_dir / "report.json").read_text() == "previous report.json"
+    for name in ("report.md", "report.html"):  # whole: unchanged, or marked as not the latest run (issue 33.3)
+        text = (report_dir / name).read_text()
+        assert text == f"previous {name}" or (text.endswith(f"previous {name}") and "Not the latest run" in text)
+    assert "report.md, report.html marked as not the latest run" in line  # 4 kB is room for both banners
+    assert not session.run_dir.exists()  # the failed run's half-written folder is gone
     assert [p for p in report_dir.rglob("*") if p.name.endswith(".tmp")] == []
 
 

@@ -15,7 +15,7 @@ from harness.diagnose import Diagnosis, diagnose_failure
 from harness.diagnose.foreign import diagnose_foreign
 from harness.judge.compare import CompareResult
 from harness.judge.tolerances import TolerancePolicy
-from harness.pipeline.context import ModelContext
+from harness.pipeline.context import CaseSettings, ModelContext
 from harness.pipeline.steps.convert import Converted
 from harness.pipeline.steps.execute import Executed
 from harness.report import outputs_relpath
@@ -44,6 +44,7 @@ def diagnose_step(
     providers: tuple[str, ...],
     policy: TolerancePolicy,
     report_dir: Path,
+    settings: CaseSettings = CaseSettings(),
 ) -> Diagnosed:
     start = time.perf_counter()
     conversion = converted.conversion
@@ -74,6 +75,8 @@ def diagnose_step(
         providers=providers,
         policy=policy,
         work_dir=report_dir.resolve() / "diagnose" / Path(relpath).relative_to("outputs").with_suffix(""),
+        runner_options=settings.runner_options,
+        runner_timeout=settings.runner_timeout,
     )
     message = failure_message(ctx, case, comparison, conversion, executed.runner, diagnosis)
     return Diagnosed(diagnosis=diagnosis, message=message, seconds=time.perf_counter() - start)

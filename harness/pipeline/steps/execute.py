@@ -10,6 +10,7 @@ from harness.pipeline.context import CaseSettings, ModelContext
 from harness.pipeline.speed import Speed, measure_speed
 from harness.pipeline.steps.convert import Converted
 from harness.runners import make_runner
+from harness.runners.options import options_for
 from harness.runners.ort_cuda import OrtCudaRunner
 from harness.sweep import Case
 
@@ -27,11 +28,26 @@ class Executed:
     infer_s: float = 0.0
 
 
-def execute_step(ctx: ModelContext, case: Case, converted: Converted, *, providers: tuple[str, ...]) -> Executed:
-    """Run the converted model (raises RunnerUnavailable, RunnerError or UserError, as the runner does)."""
+def execute_step(
+    ctx: ModelContext,
+    case: Case,
+    converted: Converted,
+    *,
+    providers: tuple[str, ...],
+    settings: CaseSettings = CaseSettings(),
+) -> Executed:
+    """Run the converted model (raises RunnerUnavailable, RunnerError or UserError, as the runner does); a runner
+    plugin runs in a child with the settings' time-out, and a hang or crash there is a RunnerError."""
     start = time.perf_counter()
     model = converted.conversion.model
-    runner = make_runner(case.runner, model, model_dir=converted.model_dir(ctx), providers=providers)
+    runner = make_runner(
+        case.runner,
+        model,
+        model_dir=converted.model_dir(ctx),
+        providers=providers,
+        options=options_for(settings.runner_options, case.runner),
+        timeout_s=settings.runner_timeout,
+    )
     feeds = cast_feeds(ctx.golden.feeds, input_specs(model))
     result = runner.run(feeds)
     floats = tuple(runner.profile_placement(feeds[0])) if isinstance(runner, OrtCudaRunner) else ()
