@@ -27,6 +27,7 @@ from harness.data.recipes import parse_input_shapes, parse_val_range
 from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
 from harness.options import DESTS, SWEEP_DESTS, SWEEP_FILE_DEST
 from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec
+from harness.sweep.expected import parse_patterns
 from harness.sweep.grid import check_runner
 from harness.sweep.shards import Shard, parse_shard
 
@@ -68,6 +69,8 @@ class HarnessConfig:
     trt_build_check: bool | None = None
     """``--trt-build-check`` / ``--no-trt-build-check`` / ``[tool.castguard] trt_build_check``; None: on when a
     TensorRT module is installed (:mod:`harness.pipeline.build_check`)."""
+    xfail: tuple[str, ...] = ()
+    """``--xfail PATTERN`` + ``[tool.castguard] xfail``: sweep cases expected to fail (harness.sweep.expected)."""
 
     @property
     def runners(self) -> tuple[str, ...]:
@@ -126,6 +129,9 @@ class HarnessConfig:
         kwargs: dict[str, Any] = {}
         for key, (value, where, base) in raw.items():
             kwargs.update(_convert(key, value, where=where, base=base))
+        if cli.get("castguard_xfail") is not None and "xfail" in table:  # both: the table's and the options'
+            kwargs["xfail"] = _convert("xfail", table["xfail"], where="[tool.castguard] xfail", base=rootdir)["xfail"]
+            kwargs["xfail"] += parse_patterns(cli["castguard_xfail"], where="--xfail")
         kwargs.setdefault("goldens_dir", rootdir / "goldens")
         kwargs.setdefault("report_dir", rootdir / "castguard-report")
         kwargs.setdefault("cache_dir", rootdir / ".castguard-cache")
@@ -197,6 +203,8 @@ def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
         return {key: value}
     if key == "shard":
         return {"shard": parse_shard(value, where=where)}
+    if key == "xfail":
+        return {"xfail": parse_patterns(_strings(value, where=where), where=where)}
     if key == "val_ranges":
         return {"val_ranges": tuple(parse_val_range(v) for v in _strings(value, where=where))}
     if key == "input_shapes":
