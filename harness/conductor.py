@@ -81,6 +81,18 @@ def requested_runners(given: Mapping[str, Any], table: Mapping[str, Any], config
     return config.runners if named else ()
 
 
+def xpass_lines(cases: Sequence[CaseRecord]) -> list[str]:
+    """Cases expected to fail that passed: their xfail mark no longer holds (said, never silent)."""
+    ids = [f"{c.model}-{c.case_id}" for c in cases if c.status == "xpass"]
+    if not ids:
+        return []
+    return [
+        f"castguard: {len(ids)} case(s) expected to fail passed (xpass): " + ", ".join(ids[:5])
+        + (f" and {len(ids) - 5} more" if len(ids) > 5 else ""),
+        "  fix: if the pass is meant, drop them from [tool.castguard] xfail / --xfail",
+    ]
+
+
 def all_skipped(report: Report, runners: tuple[str, ...]) -> tuple[str, ...]:
     """The requested runners whose every case skipped."""
     return tuple(
@@ -376,6 +388,7 @@ class CastguardRun:
             if finished.pruned:
                 lines.append(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
             lines += terminal_lines(finished.view)  # the TensorRT build check (issue 17)
+            lines += xpass_lines(finished.view.report.cases)
             sections.append(Section("castguard sweep report", tuple(lines)))
         tail = [*([self.evicted] if self.evicted else []), *self.skipped_runners]
         if self.session is not None and not self.is_worker:
