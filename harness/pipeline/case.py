@@ -101,7 +101,7 @@ def run_case(
             judged.comparison,
             providers=providers,
             policy=settings.tolerances,
-            report_dir=settings.report_dir,
+            fixes_dir=settings.fixes_dir,
         )
     timed = time_step(ctx, case, converted, settings=settings, providers=providers)
     record = record_step(

@@ -25,6 +25,7 @@ from harness.data.recipes import describe_inputs
 from harness.judge.compare import CompareResult, Tolerance, compare_iterations
 from harness.pipeline.cache import ContentCache, content_key, feeds_digest
 from harness.pipeline.case import CaseSettings, ModelContext, run_case
+from harness.pipeline.context import FIXES_DIR
 from harness.pipeline.dedup import SameModels
 from harness.pipeline.golden_notes import golden_run_failed, non_finite_note
 from harness.pipeline.plan import LoadedModel, SessionPlan, SweepCase, default_recipe, plan_session, tuned_case
@@ -89,6 +90,7 @@ class AccuracySession:
             tolerances=config.tolerances,
             ort_providers=config.ort_providers,
             report_dir=self.output_dir,
+            fixes_dir=config.report_dir / FIXES_DIR,
             trt_build_check=plan.trt_build_check,
         )
         self._goldens: dict[str, Golden] = {}

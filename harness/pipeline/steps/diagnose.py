@@ -42,7 +42,7 @@ def diagnose_step(
     *,
     providers: tuple[str, ...],
     policy: TolerancePolicy,
-    report_dir: Path,
+    fixes_dir: Path,
 ) -> Diagnosed:
     start = time.perf_counter()
     conversion = converted.conversion
@@ -59,7 +59,7 @@ def diagnose_step(
         runner=case.runner,
         providers=providers,
         policy=policy,
-        work_dir=report_dir.resolve() / "diagnose" / Path(relpath).relative_to("outputs").with_suffix(""),
+        work_dir=fixes_dir.resolve() / Path(relpath).relative_to("outputs").with_suffix(""),
     )
     message = failure_message(ctx, case, comparison, conversion, executed.runner, diagnosis)
     return Diagnosed(diagnosis=diagnosis, message=message, seconds=time.perf_counter() - start)
