@@ -87,7 +87,8 @@ def xpass_lines(cases: Sequence[CaseRecord]) -> list[str]:
     if not ids:
         return []
     return [
-        f"castguard: {len(ids)} case(s) expected to fail passed (xpass): " + ", ".join(ids[:5])
+        f"castguard: {len(ids)} case(s) expected to fail passed (xpass): "
+        + ", ".join(ids[:5])
         + (f" and {len(ids) - 5} more" if len(ids) > 5 else ""),
         "  fix: if the pass is meant, drop them from [tool.castguard] xfail / --xfail",
     ]

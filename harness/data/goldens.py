@@ -247,17 +247,28 @@ def ensure_golden(
     """Load the golden, or produce and write it when missing (or when ``update``).
 
     Returns ``(golden, written_path)``; ``written_path`` is set when this call wrote the golden (``golden`` then
-    carries the sidecar's meta as written), in which
-    case the caller must fail once so that a human reviews it. Stale or corrupt goldens raise unless
-    ``update`` is set. Check-produce-write happens under the golden's lock (xdist-safe).
+    carries the sidecar's meta as written), in which case the caller must fail once so that a human reviews it.
+    With ``update``, a produced golden equal to the stored one value for value (same model) is not rewritten and
+    fails nothing. Stale or corrupt goldens raise unless ``update`` is set. Check-produce-write happens under the
+    golden's lock (xdist-safe).
     """
+    from harness.data.golden_usage import same_golden
+
     with store.locked(spec, recipe):
-        if not update:
-            try:
-                return store.load_unlocked(spec, recipe), None
-            except GoldenMissing:
-                pass
-        path, written = store.save_unlocked(spec, recipe, produce())
+        stored = None
+        try:
+            stored = store.load_unlocked(spec, recipe)
+        except GoldenMissing:
+            pass
+        except (GoldenStale, GoldenCorrupt):
+            if not update:
+                raise
+        if stored is not None and not update:
+            return stored, None
+        produced = produce()
+        if stored is not None and same_golden(stored, produced):
+            return stored, None
+        path, written = store.save_unlocked(spec, recipe, produced)
         return written, path
 
 

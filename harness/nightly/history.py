@@ -66,12 +66,7 @@ class HistoryRun:
         are expected, not failing) or a person accepted its known failures, and nothing regressed or a person
         accepted the regressions, and every case of its own baseline present (or a person accepted the smaller
         set). An interrupted run never is (accepting does not change it)."""
-        return (
-            self.report.complete
-            and (self.report.clean or self.accepted)
-            and not self.regressed
-            and not self.partial
-        )
+        return self.report.complete and (self.report.clean or self.accepted) and not self.regressed and not self.partial
 
     @property
     def accepted(self) -> bool:

@@ -20,6 +20,7 @@ from typing import Literal, cast
 from harness.config import HarnessConfig
 from harness.core.errors import GoldenRunFailed, RunnerError, UserError
 from harness.data.drift import check_golden_provenance, installed_versions
+from harness.data.golden_usage import with_usage
 from harness.data.goldens import Golden, GoldenStore, ensure_golden, rerun_command
 from harness.data.recipes import describe_inputs
 from harness.judge.compare import CompareResult, Tolerance, compare_iterations
@@ -127,7 +128,7 @@ class AccuracySession:
             return self._goldens[name], None
         try:
             golden, written = ensure_golden(
-                self.store, loaded.spec, loaded.recipe, update=update, produce=lambda: produce_golden(loaded)
+                self.store, loaded.spec, loaded.recipe, update=update, produce=lambda: self._produce(name)
             )
         except GoldenRunFailed as err:
             self.golden_failures[name] = err
@@ -136,6 +137,14 @@ class AccuracySession:
             self._updated.add(name)
         self._goldens[name] = golden
         return golden, written
+
+    def _produce(self, name: str) -> Golden:
+        """A new golden of model ``name``, its sidecar listing the cases and tests of this run that use it."""
+        cases = [c for c in (*self.cases, *self.tuned_cases) if c.model == name]
+        tests = [f"test_fp32_golden[{name}]"]
+        tests += [f"test_low_precision[{c.id}]" for c in self.cases if c.model == name]
+        tests += [f"test_tuned[{c.id}]" for c in self.tuned_cases if c.model == name]
+        return with_usage(produce_golden(self.models[name]), cases=[c.case.id for c in cases], tests=tests)
 
     def rerun(self, loaded: LoadedModel, *flags: str) -> str:
         """The command that reruns this model with its inputs (a bundled model's own inputs go without saying)."""

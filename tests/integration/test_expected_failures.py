@@ -54,7 +54,6 @@ def pytest_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-
 def night(project: Path, elsewhere: Path, n: int, *extra: str) -> subprocess.CompletedProcess[str]:
     history = project / "nightly history"
     return pytest_in(

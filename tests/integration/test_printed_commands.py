@@ -39,7 +39,9 @@ def test_a_printed_fix_command_works_after_keep_runs_further_runs(tmp_path: Path
     run()  # writes the golden
     first = run()
     assert first.returncode == 1, first.stdout[-3000:]
-    fixes = [line.split("fix: ", 1)[1] for line in first.stdout.splitlines() if line.strip().startswith("fix: castguard")]
+    fixes = [
+        line.split("fix: ", 1)[1] for line in first.stdout.splitlines() if line.strip().startswith("fix: castguard")
+    ]
     assert fixes, first.stdout[-4000:]
     runs = project / "castguard-report" / "runs"
     first_runs = set(runs.iterdir())
