@@ -115,7 +115,10 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric("lowp_share", "share of FLOPs in fp16/bf16", -1, lambda r: r.lowp_flop_share, share=True),
     Metric(
-        "casts", "Cast nodes in the converted model", 1, lambda r: None if r.cast_count is None else float(r.cast_count)
+        "casts",
+        "Casts the conversion inserted (the model's own Casts are not counted)",
+        1,
+        lambda r: None if r.cast_count is None else float(r.cast_count),
     ),
     Metric(
         "speedup",
