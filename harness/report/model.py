@@ -167,6 +167,7 @@ class CaseRecord:
     same_plan_as: str | None = None  # ran anyway, though an earlier case (this id) has the same precision plan
     cpu_float_nodes: tuple[str, ...] = ()  # ort-cuda: float nodes ("name (op)") the CUDA EP left to the CPU EP
     trt_build_skipped: str = ""  # why the requested TensorRT build check has no result
+    converted_digest: str = ""  # sha256 of the converted graph (pipeline.dedup.model_digest); "": not converted
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
