@@ -156,17 +156,20 @@ def is_case(nodeid: str) -> bool:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Sweep cases matching ``[tool.castguard] xfail`` / ``--xfail`` are expected to fail (xfail/xpass)."""
-    run = _run(config)
-    if run is None or not run.config.xfail:
+    for item in items:
+        _mark_expected_failure(item, _run(config))
+
+
+def _mark_expected_failure(item: pytest.Item, run: CastguardRun | None) -> None:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    case = params.get("castguard_case") or params.get("castguard_tuned_case")
+    if run is None or case is None or not run.config.xfail:
         return
     from harness.sweep.expected import expected_failure, xfail_reason
 
-    for item in items:
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        case = params.get("castguard_case") or params.get("castguard_tuned_case")
-        pattern = None if case is None else expected_failure(case.model, case.case.id, run.config.xfail)
-        if pattern is not None:
-            item.add_marker(pytest.mark.xfail(reason=xfail_reason(pattern), strict=False))
+    pattern = expected_failure(case.model, case.case.id, run.config.xfail)
+    if pattern is not None:
+        item.add_marker(pytest.mark.xfail(reason=xfail_reason(pattern), strict=False))
 
 
 class FailedTests:

@@ -15,13 +15,13 @@ from harness.core.errors import RunnerError
 from harness.runners import make_runner
 from tests.helpers.graphs import make_model
 
-T, B, I, H = 12, 1, 4, 8
+T, B, IN, H = 12, 1, 4, 8
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 
 
 def recurrent_model(op: str) -> onnx.ModelProto:
     rng = np.random.default_rng(0)
-    w = (0.5 * rng.normal(size=(1, GATES[op] * H, I))).astype(np.float32)
+    w = (0.5 * rng.normal(size=(1, GATES[op] * H, IN))).astype(np.float32)
     r = (0.5 * rng.normal(size=(1, GATES[op] * H, H))).astype(np.float32)
     nodes = [
         helper.make_node(op, ["x", "W", "R"], ["Y", "Yh"], hidden_size=H, name="recurrent"),
@@ -29,18 +29,18 @@ def recurrent_model(op: str) -> onnx.ModelProto:
     ]
     inits = [numpy_helper.from_array(w, "W"), numpy_helper.from_array(r, "R")]
     return make_model(
-        nodes, [("x", TensorProto.FLOAT, [T, B, I])], [("y", TensorProto.FLOAT, [1, B, H])], initializers=inits
+        nodes, [("x", TensorProto.FLOAT, [T, B, IN])], [("y", TensorProto.FLOAT, [1, B, H])], initializers=inits
     )
 
 
 def converted(op: str, *, exclude: tuple[str, ...] = (), precision: str = "fp16") -> onnx.ModelProto:
     model = recurrent_model(op)
-    feeds = [{"x": np.random.default_rng(1).uniform(-1, 1, (T, B, I)).astype(np.float32)}]
+    feeds = [{"x": np.random.default_rng(1).uniform(-1, 1, (T, B, IN)).astype(np.float32)}]
     options = ConvertOptions(keep_io_types=True, op_types_to_exclude=exclude, low_precision_type=precision)
     return convert(model, options=options, magnitudes=collect_magnitudes(model, feeds=feeds)).model
 
 
-FEEDS = [{"x": np.random.default_rng(2).uniform(-1, 1, (T, B, I)).astype(np.float32)}]
+FEEDS = [{"x": np.random.default_rng(2).uniform(-1, 1, (T, B, IN)).astype(np.float32)}]
 
 
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
