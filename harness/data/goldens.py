@@ -191,6 +191,16 @@ class GoldenStore:
         atomic_write(self.sidecar(path), text.encode(), durable=True)
         return path, Golden(feeds=golden.feeds, outputs=golden.outputs, meta=json.loads(text))
 
+    def refresh_usage_unlocked(self, spec: ModelSpec, recipe: InputRecipe, stored: Golden, used_by: Any) -> Golden:
+        """``stored`` with its sidecar's ``used_by`` set to ``used_by`` (the sidecar alone rewritten, only when it
+        changed; the ``.npz`` is untouched). ``None`` keeps what is there."""
+        if used_by is None or stored.meta.get("used_by") == used_by:
+            return stored
+        meta = {**stored.meta, "used_by": used_by}
+        text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
+        atomic_write(self.sidecar(self.path_for(spec, recipe)), text.encode(), durable=True)
+        return Golden(feeds=stored.feeds, outputs=stored.outputs, meta=meta)
+
     @staticmethod
     def _read_sidecar(side: Path) -> dict[str, Any]:
         try:
@@ -267,7 +277,7 @@ def ensure_golden(
             return stored, None
         produced = produce()
         if stored is not None and same_golden(stored, produced):
-            return stored, None
+            return store.refresh_usage_unlocked(spec, recipe, stored, produced.meta.get("used_by")), None
         path, written = store.save_unlocked(spec, recipe, produced)
         return written, path
 

@@ -18,8 +18,8 @@ The sign says which way is worse and may be left out; a sign that points the wro
 (:func:`parse_rules`); a bad rule raises :class:`~harness.core.errors.UserError` naming it.
 
 Cases are matched by ``(model, case_id, inputs_id)``. New and missing cases are listed; a case whose model
-file changed (another sha256) is listed as "model changed", never judged: its golden is stale and the run
-already fails on that. A change past a rule's threshold in the good direction is an improvement. Nothing
+file changed (another sha256) is listed as "model changed", never judged (until --update-goldens its golden is
+stale and the run already fails on that; after it, the next clean run on the new model becomes the baseline). A change past a rule's threshold in the good direction is an improvement. Nothing
 here renders (see :mod:`harness.nightly.render`).
 """
 

@@ -66,6 +66,10 @@ def test_update_goldens_fails_nothing_when_the_golden_did_not_change(tmp_path: P
     same = pytest_in(project, model, "--update-goldens")
     assert same.returncode == 0, same.stdout[-3000:]
     assert (golden.stat().st_mtime_ns, golden.with_suffix(".json").read_bytes()) == before
+    wider = pytest_in(project, model, "--update-goldens", "--data-max", "512,inf")  # more cases use it now
+    assert wider.returncode == 0, wider.stdout[-3000:]
+    assert golden.stat().st_mtime_ns == before[0]  # the .npz untouched; its sidecar lists the new users
+    assert len(json.loads(golden.with_suffix(".json").read_text())["used_by"]["cases"]) == 2
     save(mlp_model(seed=1), project / "models" / "mlp.onnx")  # the model really changed
     changed = pytest_in(project, model, "--update-goldens")
     assert changed.returncode == 1 and "golden written" in changed.stdout
