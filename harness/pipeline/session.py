@@ -31,6 +31,7 @@ from harness.pipeline.dedup import SameModels
 from harness.pipeline.golden_notes import golden_run_failed, non_finite_note
 from harness.pipeline.plan import LoadedModel, SessionPlan, SweepCase, default_recipe, plan_session, tuned_case
 from harness.report import CaseRecord, golden_relpath, save_outputs
+from harness.report.runs import is_run_id
 from harness.runners import make_runner
 from harness.runners.ort import CPU
 
@@ -84,6 +85,8 @@ class AccuracySession:
         self.tuned_cases = list(plan.tuned_cases)
         self.shard_work = plan.shard_work
         self.output_dir = output_dir or config.report_dir  # this run's folder for saved outputs
+        # the run this session belongs to (every xdist worker of one run shares it); stamped on goldens it writes
+        self.run_id = self.output_dir.name if is_run_id(self.output_dir.name) else None
         self.strict_provenance = strict_provenance  # --strict-provenance: golden version drift is an error
         self.store = GoldenStore(config.goldens_dir)
         self.cache = cache
@@ -144,7 +147,8 @@ class AccuracySession:
         tests = [f"test_fp32_golden[{name}]"]
         tests += [f"test_low_precision[{c.id}]" for c in self.cases if c.model == name]
         tests += [f"test_tuned[{c.id}]" for c in self.tuned_cases if c.model == name]
-        return with_usage(produce_golden(self.models[name]), cases=[c.case.id for c in cases], tests=tests)
+        golden = produce_golden(self.models[name], run_id=self.run_id)
+        return with_usage(golden, cases=[c.case.id for c in cases], tests=tests)
 
     def rerun(self, loaded: LoadedModel, *flags: str) -> str:
         """The command that reruns this model with its inputs (a bundled model's own inputs go without saying)."""
@@ -264,14 +268,17 @@ class AccuracySession:
         return Outcome(cast(Status, record.status), record.message, runner=record.runner, record=record)
 
 
-def produce_golden(loaded: LoadedModel) -> Golden:
+def produce_golden(loaded: LoadedModel, *, run_id: str | None = None) -> Golden:
     """Run the recipe's feeds on ORT CPU FP32; onnxruntime's failure is :class:`GoldenRunFailed` (its message, the
-    inputs used, the fix)."""
+    inputs used, the fix). ``run_id``: the run writing it (sidecar ``written_in_run``), so that every check of that
+    run knows the golden is not reviewed yet."""
     try:
         result = make_runner("ort", loaded.model, model_dir=loaded.spec.path.parent).run(loaded.feeds)
     except RunnerError as err:
         raise golden_run_failed(loaded.spec, loaded.recipe, loaded.feeds, err, input_lines=loaded.input_lines) from None
     meta = {"producer": result.runner, "inputs": describe_inputs(loaded.model, loaded.recipe, loaded.feeds)}
+    if run_id is not None:
+        meta["written_in_run"] = run_id
     return Golden(feeds=loaded.feeds, outputs=result.outputs, meta=meta)
 
 

@@ -231,7 +231,11 @@ def pytest_runtest_makereport(
 
 
 def _settle(item: pytest.Item, report: pytest.TestReport) -> None:
-    """A judged suite test hands its held record to the run (xfail/xpass settled)."""
+    """A judged suite test hands its held record to the run (xfail/xpass settled); a golden written in this run by
+    the test's ``castguard`` check is never an expected failure."""
+    from harness.plugin.fixture import golden_written_is_no_expected_failure
+
+    golden_written_is_no_expected_failure(item, report)
     if report.when == "call":
         strict_xpass = report.failed and str(report.longrepr).startswith("[XPASS(strict)]")
         item.config.stash[RUN_KEY].settle(item.nodeid, expected_failure=hasattr(report, "wasxfail") or strict_xpass)
