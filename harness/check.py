@@ -240,6 +240,7 @@ class Checker:
                     bundled_dir=self.bundled_dir,
                     strict_provenance=self.strict_provenance,
                     output_dir=self.output_dir,
+                    suite=False,
                 )
             except UserError as err:
                 if not in_memory(inputs) or err.where != inputs_key:

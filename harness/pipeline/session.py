@@ -76,6 +76,7 @@ class AccuracySession:
         cache: ContentCache,
         strict_provenance: bool = False,
         output_dir: Path | None = None,
+        suite: bool = True,
     ) -> None:
         """Hold a planned run (:func:`harness.pipeline.plan.plan_session`); no I/O here: see :meth:`open`."""
         self.config = config
@@ -85,6 +86,7 @@ class AccuracySession:
         self.tuned_cases = list(plan.tuned_cases)
         self.shard_work = plan.shard_work
         self.output_dir = output_dir or config.report_dir  # this run's folder for saved outputs
+        self.suite = suite  # the packaged suite's session (False: the castguard fixture's, whose tests are the user's)
         # the run this session belongs to (every xdist worker of one run shares it); stamped on goldens it writes
         self.run_id = self.output_dir.name if is_run_id(self.output_dir.name) else None
         self.strict_provenance = strict_provenance  # --strict-provenance: golden version drift is an error
@@ -111,6 +113,7 @@ class AccuracySession:
         bundled_dir: Path,
         strict_provenance: bool = False,
         output_dir: Path | None = None,
+        suite: bool = True,
     ) -> AccuracySession:
         """Plan the run (load its models, make their feeds, list its cases) and hold it."""
         return cls(
@@ -119,6 +122,7 @@ class AccuracySession:
             cache=ContentCache(config.cache_dir),
             strict_provenance=strict_provenance,
             output_dir=output_dir,
+            suite=suite,
         )
 
     def golden(self, name: str, *, allow_update: bool) -> tuple[Golden, Path | None]:
@@ -142,7 +146,11 @@ class AccuracySession:
         return golden, written
 
     def _produce(self, name: str) -> Golden:
-        """A new golden of model ``name``, its sidecar listing the cases and tests of this run that use it."""
+        """A new golden of model ``name``; the packaged suite's sidecar lists the cases and tests of this run that
+        use it (a golden the castguard fixture writes is used by the user's own tests, which the sidecar does not
+        name)."""
+        if not self.suite:
+            return produce_golden(self.models[name], run_id=self.run_id)
         cases = [c for c in (*self.cases, *self.tuned_cases) if c.model == name]
         tests = [f"test_fp32_golden[{name}]"]
         tests += [f"test_low_precision[{c.id}]" for c in self.cases if c.model == name]
