@@ -17,8 +17,9 @@ every tensor that was fp16/bf16 is produced in fp32 and immediately rounded thro
   from their declared dtypes (exact) and converts the outputs back, so the model keeps its declared types.
 
 Recurrent ops (LSTM, GRU, RNN) are refused when they run in fp16/bf16: ORT's fp32 kernel would carry their
-hidden and cell state in fp32 across every step and emulate could round only the op's outputs, which reads
-30-40 % below a kernel that keeps its state in the low type (measured against ``reference`` on a tagger). The
+hidden and cell state in fp32 across every step and emulate could round only the op's outputs, which read
+0.38-0.48x the error of ``reference`` (state in the low type every step) on a 50-step LSTM/GRU
+(``docs/gpu-fidelity.md``). The
 :class:`~harness.core.errors.RunnerError` names the node and the two ways on: ``--runner reference`` (onnx's
 evaluator computes them step by step in the low type) or keeping them FP32 (``--exclude-ops``).
 
