@@ -30,6 +30,7 @@ import numpy as np
 
 from harness.config import HarnessConfig
 from harness.core.errors import RunnerUnavailable, UserError
+from harness.core.files import own_folder
 from harness.data.goldens import Golden
 from harness.diagnose.facts import Divergence
 from harness.pipeline.session import AccuracySession, SweepCase
@@ -267,7 +268,7 @@ class Checker:
             return path if path.is_absolute() else self.config.project / path
         assert inputs is not None
         feeds = [inputs] if isinstance(inputs, Mapping) else list(inputs)
-        return write_feeds(feeds, folder=self.config.cache_dir / "check-inputs")
+        return write_feeds(feeds, folder=own_folder(self.config.cache_dir) / "check-inputs")
 
     def _fp32(self, session: AccuracySession, name: str) -> CheckResult | None:
         """The FP32 golden check, once per model and inputs. A golden written in this run (missing, or

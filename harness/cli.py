@@ -23,7 +23,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.core.argv import ArgumentParser, quiet_pipe, version_action
 from harness.core.errors import UserError
+from harness.core.version import __version__
 from harness.nightly.cli import add_history_command, add_merge_command, add_recheck_command
 from harness.options import add_options
 
@@ -132,11 +134,12 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="castguard",
         description="Mixed-precision ONNX accuracy harness. "
         "The accuracy tests run under pytest: pytest --model NAME|PATH.",
     )
+    version_action(parser, __version__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("convert", add_help=False, help="FP32 -> mixed FP16/BF16 (AutoCast's flags; convert --help)")
     sub.add_parser(
@@ -190,7 +193,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
+    """The ``castguard`` console script; a closed pipe (``| head``) ends it quietly."""
+    return quiet_pipe(lambda: _main(list(sys.argv[1:] if argv is None else argv)))
+
+
+def _main(args_list: list[str]) -> int:
     if args_list[:1] == ["convert"]:
         from harness.convert.cli import console
 

@@ -174,7 +174,6 @@ class CastguardRun:
         self.skipped_runners: list[str] = []
         self.failed_tests: list[str] = []  # failed tests that are not sweep cases (the banner names them)
         self._pending: dict[str, list[CaseRecord]] = {}  # a test's records until pytest judges it
-        self.reserved_run_id: str | None = None  # xdist controller of a fixture-only run: its workers' run id
         self._checker: Checker | None = None
         self._benchmarks_existed = (invocation_dir / ".benchmarks").exists()
 
@@ -382,6 +381,7 @@ class CastguardRun:
         """What the run prints at the end: the report's place and headline, inputs, nightly verdict."""
         sections: list[Section] = []
         if self.finished is not None:
+            from harness.report.format import summary_facts
             from harness.report.trt_view import terminal_lines
 
             finished = self.finished
@@ -389,6 +389,7 @@ class CastguardRun:
             if finished.pruned:
                 lines.append(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
             lines += terminal_lines(finished.view)  # the TensorRT build check (issue 17)
+            lines += summary_facts(finished.view.report.cases)  # QDQ models, the model's own FP32 Casts
             lines += xpass_lines(finished.view.report.cases)
             sections.append(Section("castguard sweep report", tuple(lines)))
         tail = [*([self.evicted] if self.evicted else []), *self.skipped_runners]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import UserError
+from harness.core.errors import UserError, unknown_key
 from harness.core.files import read_toml
 from harness.core.providers import CPU as CPU_PROVIDER
 from harness.data.recipes import parse_input_shapes, parse_val_range
@@ -32,6 +32,10 @@ from harness.sweep.grid import check_runner
 from harness.sweep.shards import Shard, parse_shard
 
 CLI_ONLY = frozenset({"models", "update_goldens"})
+SUB_TABLES = frozenset({"sweep", "tolerances"})  # [tool.castguard.sweep] and .tolerances: each checked by its reader
+TABLE_KEYS = frozenset(DESTS.values()) | SUB_TABLES
+"""Every key [tool.castguard] may hold: one per option that has a pyproject default (harness.options.DESTS, so a new
+option's key is valid at once) and the sub-tables. Any other key is a usage error naming the nearest one."""
 SWEEP_LAYER = frozenset({"runners"})  # [tool.castguard] keys that are read as a layer of the sweep
 
 
@@ -257,6 +261,9 @@ def load_table(rootdir: Path) -> dict[str, Any]:
     table = tool.get("castguard", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
         raise UserError(where=path, problem="[tool.castguard] is not a table", fix="write it as [tool.castguard]")
+    for key in table:
+        if key not in TABLE_KEYS:
+            raise unknown_key(str(key), TABLE_KEYS, where=f"{path} [tool.castguard]", what="[tool.castguard] key")
     return table
 
 

@@ -50,6 +50,7 @@ SWEEP_DESTS: Mapping[str, str] = {
     "castguard_node_precisions": "node_precisions",
     "castguard_fp32_accumulation": "fp32_accumulation",
     "castguard_target": "target",
+    "castguard_fp32_casts": "fp32_casts",
 }
 SWEEP_FILE_DEST = "castguard_sweep_file"
 
@@ -68,7 +69,16 @@ class Option:
     type: Callable[[str], Any] | None = None
     choices: tuple[str, ...] | None = None
 
-    def register(self, addoption: Callable[..., Any]) -> None:
+    @property
+    def takes_value(self) -> bool:
+        """Whether the option reads the next argument as its value (``--model PATH``), unlike a switch."""
+        return self.action not in ("store_true", "store_false")
+
+    def register(
+        self, addoption: Callable[..., Any], *, flags: tuple[str, ...] | None = None, help: str | None = None
+    ) -> None:
+        """``addoption(*flags, ...)``: the option under ``flags`` (default: its own flag), with ``help`` (default:
+        :data:`HELP`'s text)."""
         extra = {
             k: v
             for k, v in (
@@ -79,7 +89,16 @@ class Option:
             )
             if v is not None
         }
-        addoption(self.flag, dest=self.dest, default=None, help=HELP[self.flag], **extra)
+        text = HELP[self.flag] if help is None else help
+        addoption(*(flags or (self.flag,)), dest=self.dest, default=None, help=text, **extra)
+
+
+PREFIX = "--castguard-"  # every option's namespaced form in pytest (--castguard-model), like --benchmark-*
+
+
+def prefixed(flag: str) -> str:
+    """The namespaced form of a flag: ``--model`` -> ``--castguard-model``."""
+    return PREFIX + flag.removeprefix("--")
 
 
 MODEL_OPTIONS: tuple[Option, ...] = (  # what to check and with which inputs
@@ -90,8 +109,8 @@ MODEL_OPTIONS: tuple[Option, ...] = (  # what to check and with which inputs
     Option("--val-range", "castguard_val_ranges", metavar="NAME:[lo,hi]", action="append"),
     Option("--input-shapes", "castguard_input_shapes", metavar="NAME:1x3x224x224", action="append"),
     Option("--inputs", "castguard_inputs", metavar="[KEY=]FILE", action="append"),
-    Option("--seed", "castguard_seed", type=int),
-    Option("--iterations", "castguard_iterations", type=int),
+    Option("--seed", "castguard_seed", metavar="N", type=int),
+    Option("--iterations", "castguard_iterations", metavar="N", type=int),
     Option("--ort-providers", "castguard_ort_providers", metavar="P1,P2"),
 )
 
@@ -106,6 +125,7 @@ SWEEP_OPTIONS: tuple[Option, ...] = (  # the sweep's axes ([tool.castguard.sweep
     Option("--node-precisions", "castguard_node_precisions", metavar="Add:fp16,Sub:fp32"),
     Option("--fp32-accumulation", "castguard_fp32_accumulation", action="store_true"),
     Option("--target", "castguard_target", choices=("any", "ort-cuda", "tensorrt")),
+    Option("--fp32-casts", "castguard_fp32_casts", metavar="respect,ignore"),
 )
 
 
@@ -172,6 +192,8 @@ HELP: Mapping[str, str] = {  # --flag -> help text (see the tables below)
     "--fp32-accumulation": "wrap each low-precision MatMul/Gemm as Cast -> fp32 MatMul -> Cast in every case",
     "--target": "convert every case for this deployment target (castguard convert --target): ops with no fp16/bf16 "
     "kernel there stay FP32 (default any)",
+    "--fp32-casts": "sweep the model's own Casts to FP32 (an exporter's x.to(float32)): respect (their readers stay "
+    "FP32), ignore (castguard convert --ignore_fp32_casts), or both as respect,ignore (default respect)",
     "--report-dir": "where the sweep report (report.json, report.md, report.html, outputs/) is written at the end of the "
     "run (default: castguard-report/ in the project folder)",
     "--tune": "add a `tuned` case per precision: castguard tune's plan (fewest FP32 nodes within the max-error "
@@ -197,7 +219,7 @@ HELP: Mapping[str, str] = {  # --flag -> help text (see the tables below)
     "--baseline": "compare this run with a previous report.json (or report folder), or with the latest clean run of a "
     "--history folder; regressions, improvements, new and missing cases go into the report",
     "--fail-on-regression": "fail the run when a case regresses past a rule (comma-separated, repeatable): max_rel:+25%%, "
-    "max_abs:+0.01, error:+25%%, over_tol:+25%%, median_rel:+25%%, lowp_share:-2pp, casts:+2, "
+    "max_abs:+0.01, error:+25%%, over_tol:+25%%, median_rel:+25%%, lowp_share:-2pp, top_token:-1pp, kl:+50%%, casts:+2, "
     "speedup:-10%% (GPU runners), convert_time:+50%%, infer_time:+50%%, total_time:+50%%, status, trt_build",
     "--history": "store this run (report + provenance) as one JSON file in DIR; report.html then shows trends over the"
     " last runs (castguard history DIR prints them)",
@@ -216,6 +238,16 @@ def add_nightly_options(addoption: Callable[..., Any]) -> None:
     --allow-skipped-runner (:mod:`harness.conductor`)."""
     for option in (*NIGHTLY_OPTIONS, *VERDICT_OPTIONS):
         option.register(addoption)
+
+
+PLUGIN_OPTIONS: tuple[Option, ...] = (*MODEL_OPTIONS, *SWEEP_OPTIONS, *RUN_OPTIONS, *NIGHTLY_OPTIONS, *VERDICT_OPTIONS)
+"""Every option of the pytest plugin: each is registered as ``--castguard-NAME`` and, where no other plugin or
+conftest owns it, as ``--NAME`` too (:mod:`harness.plugin.aliases`)."""
+
+
+def options_given(namespace: Any) -> bool:
+    """Whether any castguard option was given on a parsed namespace (every default is None: "not given")."""
+    return any(getattr(namespace, option.dest, None) is not None for option in PLUGIN_OPTIONS)
 
 
 def given_options(namespace: Any) -> dict[str, Any]:

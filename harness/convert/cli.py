@@ -16,6 +16,7 @@ import onnx
 
 from harness.convert.api import DEFAULT_DATA_MAX, DEFAULT_INIT_MAX, ReferenceData, convert_path
 from harness.convert.options import TARGETS, ConvertOptions, parse_node_precisions
+from harness.core.argv import ArgumentParser
 from harness.core.errors import ConversionError, UserError
 from harness.data.onnxfile import is_lazy, load_model, save_model
 from harness.data.recipes import parse_input_shapes
@@ -24,8 +25,8 @@ LOG = logging.getLogger("harness.convert")
 
 
 def get_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m harness.convert",
+    parser = ArgumentParser(
+        prog="castguard convert",
         description="Convert an FP32 ONNX model to mixed FP32-FP16/BF16. Accepts ModelOpt AutoCast 0.47's flags "
         "verbatim; nodes stay FP32 when excluded, when their data/initializers exceed the thresholds, "
         "when their schema lacks the low type, or when a reduction is too deep.",

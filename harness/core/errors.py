@@ -7,6 +7,8 @@ one line block with no traceback and exit non-zero.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -114,3 +116,12 @@ class RunnerError(HarnessError):
 
 class RunnerUnavailable(HarnessError):
     """A runner cannot be used here (e.g. tensorrt not installed). Tests skip with this reason."""
+
+
+def unknown_key(key: str, valid: Iterable[str], *, where: str | Path, what: str = "key") -> UserError:
+    """The usage error for a configuration key that does not exist: it names the nearest valid one (a typo such as
+    ``goldens_dri``) and lists them all."""
+    choices = sorted(valid)
+    near = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    return UserError(where=where, problem=f"unknown {what} {key!r}", fix=f"{hint}valid {what}s: {', '.join(choices)}")

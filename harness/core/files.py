@@ -17,9 +17,9 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from harness.core.errors import DiskFull, UserError
 
@@ -142,3 +142,32 @@ def read_toml(path: Path, *, what: str) -> dict[str, object]:
         raise UserError(where=path, problem=f"{what} not found", fix="check the path") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise UserError(where=path, problem=f"{what} is not valid TOML: {err}", fix="fix the TOML syntax") from err
+
+
+def save_npz(file: IO[bytes] | Path, arrays: Mapping[str, Any], *, compressed: bool = False) -> None:
+    """``np.savez`` (``np.savez_compressed``) of plain arrays, on every numpy castguard supports.
+
+    Object arrays (which numpy would pickle) are refused here: ``np.savez`` only takes an ``allow_pickle`` keyword
+    from numpy 2.2; before that it stores the keyword as an array named ``allow_pickle``.
+    """
+    import numpy as np
+
+    for name, value in arrays.items():
+        if np.asarray(value).dtype.hasobject:
+            raise ValueError(f"save_npz: array {name!r} holds Python objects; only numeric arrays are saved")
+    save = np.savez_compressed if compressed else np.savez
+    save(file, **arrays)
+
+
+IGNORE_ALL = b"# created by castguard; nothing in this folder belongs in version control\n*\n"
+
+
+def own_folder(folder: Path) -> Path:
+    """Create castguard's own folder (the cache, the report folder) with a ``*`` ``.gitignore`` in it, as pytest,
+    mypy and ruff do for their caches, so that ``git add .`` never takes it. A folder that already exists is left
+    as it is (the user's own folder given as ``--report-dir`` may be meant for version control)."""
+    if folder.is_dir():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / ".gitignore", IGNORE_ALL)
+    return folder

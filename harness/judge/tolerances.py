@@ -41,14 +41,19 @@ import ml_dtypes
 import numpy as np
 
 from harness.core.dtypes import BFLOAT16
-from harness.core.errors import UserError
+from harness.core.errors import UserError, unknown_key
 from harness.judge.compare import Tolerance
 
 ABS_ULPS = 8.0
 REL_EPS = 2.0
 _LOW_DTYPES: dict[str, np.dtype] = {"fp16": np.dtype(np.float16), "bf16": BFLOAT16}
 _FIELDS = tuple(f.name for f in fields(Tolerance))
-_FIELD_KINDS = {"mode": "text", "nan_equal": "flag", "inf_equal": "flag"}  # every other field is a number
+_FIELD_KINDS = {
+    "mode": "text",
+    "nan_equal": "flag",
+    "inf_equal": "flag",
+    "vocab": "flag",
+}  # every other field is a number
 
 Override = tuple[tuple[str, Any], ...]  # (Tolerance field, value) pairs
 
@@ -150,9 +155,7 @@ def parse_tolerance_policy(table: Mapping[str, object], *, where: str) -> Tolera
 def _override(entry: Mapping[str, object], *, where: str) -> Override:
     unknown = sorted(set(entry) - set(_FIELDS))
     if unknown:
-        raise UserError(
-            where=where, problem=f"unknown tolerance field(s): {', '.join(unknown)}", fix=f"use {', '.join(_FIELDS)}"
-        )
+        raise unknown_key(unknown[0], _FIELDS, where=where, what="tolerance field")
     pairs: Override = tuple(sorted(entry.items()))
     for name, value in pairs:
         kind = _FIELD_KINDS.get(name, "number")

@@ -35,7 +35,7 @@ import numpy as np
 
 from harness.convert import ConversionResult, Magnitudes
 from harness.core.errors import InputDataError, ModelError, UserError
-from harness.core.files import atomic_write, sha256_file
+from harness.core.files import atomic_write, own_folder, sha256_file
 from harness.core.locks import held
 from harness.core.version import __version__
 from harness.data.onnxfile import (
@@ -151,6 +151,7 @@ class ContentCache:
                 "high_nodes": [list(pair) for pair in made.high_nodes],
                 "lowp_flop_share": made.lowp_flop_share,
                 "lowp_share_bound": made.lowp_share_bound,
+                "cast_held_share": made.cast_held_share,
                 "cast_count": made.cast_count,
                 "clamped": list(made.clamped),
             }
@@ -177,6 +178,7 @@ class ContentCache:
                 high_nodes=tuple((str(a), str(b)) for a, b in meta["high_nodes"]),
                 lowp_flop_share=float(meta["lowp_flop_share"]),
                 lowp_share_bound=meta.get("lowp_share_bound"),
+                cast_held_share=float(meta.get("cast_held_share", 0.0)),
                 cast_count=int(meta["cast_count"]),
                 clamped=tuple(meta["clamped"]),
                 base_dir=data_dir if is_lazy(model) else None,
@@ -193,6 +195,7 @@ class ContentCache:
 
     @contextmanager
     def _locked(self, path: Path) -> Iterator[None]:
+        own_folder(self.root)
         path.parent.mkdir(parents=True, exist_ok=True)
         with held(path.with_suffix(".lock"), what="cache entry lock"):
             yield

@@ -73,8 +73,10 @@ def run_case(
     if reason is not None:
         return case_record(progress, status="skip", message=reason, runner=f"ort[{CPU}]")
     providers = case_providers(case, settings)
+    label = f"{ctx.spec.name} [{case.id}]"
     try:
-        converted = convert_step(ctx, case, cache)
+        with settings.step(label, "converting"):
+            converted = convert_step(ctx, case, cache)
         progress = replace(progress, converted=converted)
         progress = replace(
             progress, built=build_check_step(ctx, converted, enabled=settings.trt_build_check, cache=cache)
@@ -84,26 +86,30 @@ def run_case(
             progress = replace(progress, duplicate=duplicate)
             if duplicate.first is not None:
                 return tensorrt_verdict(reused_record(progress, duplicate.first, kind=duplicate.kind), case)
-        executed = execute_step(ctx, case, converted, providers=providers)
+        with settings.step(label, f"running on {case.runner}"):
+            executed = execute_step(ctx, case, converted, providers=providers)
     except RunnerUnavailable as err:
         return tensorrt_verdict(case_record(progress, status="skip", message=str(err), runner=case.runner), case)
     except (UserError, RunnerError) as err:
         message = f"{ctx.spec.name} [{case.id}] could not run: {err}"
         return case_record(progress, status="error", message=message, runner=case.runner)
-    judged = judge_step(ctx, case, executed, policy=settings.tolerances)
+    with settings.step(label, "judging"):
+        judged = judge_step(ctx, case, executed, policy=settings.tolerances)
     diagnosed = None
     if judged.status == "fail":
-        diagnosed = diagnose_step(
-            ctx,
-            case,
-            converted,
-            executed,
-            judged.comparison,
-            providers=providers,
-            policy=settings.tolerances,
-            fixes_dir=settings.fixes_dir,
-        )
-    timed = time_step(ctx, case, converted, settings=settings, providers=providers)
+        with settings.step(label, "diagnosing (divergence profile, then a verified fix)"):
+            diagnosed = diagnose_step(
+                ctx,
+                case,
+                converted,
+                executed,
+                judged.comparison,
+                providers=providers,
+                policy=settings.tolerances,
+                fixes_dir=settings.fixes_dir,
+            )
+    with settings.step(label, "timing"):
+        timed = time_step(ctx, case, converted, settings=settings, providers=providers)
     record = record_step(
         progress, settings=settings, executed=executed, judged=judged, diagnosed=diagnosed, timed=timed
     )

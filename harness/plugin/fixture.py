@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from harness.check import Checker, CheckResult, Inputs
 
 FIXTURE_RUN_ID = "castguard_fixture_run_id"
+FIXTURE_USED = "castguard_fixture_used"  # an xdist worker's workeroutput: a test there used the fixture
 T = TypeVar("T")
 
 
@@ -168,7 +169,7 @@ def _checker(config: pytest.Config) -> Checker:
     """This process's checker, from the run object (its report session is made on first use: see the module
     docstring); an xdist worker writes into the run id its controller reserved."""
     workerinput = getattr(config, "workerinput", None)
-    run = config.stash[main.RUN_KEY]
+    run = main.ensure_run(config)
     run_id = workerinput.get(FIXTURE_RUN_ID) if workerinput else None
     if workerinput is not None and not run_id and run.report is None:
         _fail("castguard: this xdist worker got no run id from its controller (castguard is not loaded there?)")
@@ -180,21 +181,34 @@ def castguard(request: pytest.FixtureRequest) -> CastguardFixture:
     """castguard's checks for this test: ``castguard.check(model, precision=..., inputs=...)`` and
     ``castguard.sweep(model, precisions=[...], data_max=[...])``; every case goes into the run's report once
     pytest has judged the test (the main plugin settles it: xfail/xpass)."""
-    node, run = request.node, request.config.stash[main.RUN_KEY]
+    node, run = request.node, main.ensure_run(request.config)
+    workeroutput = getattr(request.config, "workeroutput", None)  # an xdist worker: tell the controller
+    if workeroutput is not None:
+        workeroutput[FIXTURE_USED] = True
     return CastguardFixture(_checker(request.config).recording(lambda record: run.hold(node.nodeid, record)), node)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: object) -> None:
-    """pytest-xdist, controller without --model: reserve a run id for the workers' fixture records."""
-    run = node.config.stash[main.RUN_KEY]  # type: ignore[attr-defined]
-    if run.report is not None:
+    """pytest-xdist, controller without --model: reserve a run id for the workers' fixture records (the run
+    itself is only built if a worker used the fixture: :func:`pytest_testnodedown`)."""
+    config = node.config  # type: ignore[attr-defined]
+    run = main._run(config)
+    if run is not None and run.report is not None:
         return
-    if run.reserved_run_id is None:
-        from harness.report.runs import new_run_id
+    plugin_state = main.state(config)
+    if plugin_state.reserved_run_id is None:
+        from harness.core.runid import new_run_id
 
-        run.reserved_run_id = new_run_id()
-    node.workerinput[FIXTURE_RUN_ID] = run.reserved_run_id  # type: ignore[attr-defined]
+        plugin_state.reserved_run_id = new_run_id()
+    node.workerinput[FIXTURE_RUN_ID] = plugin_state.reserved_run_id  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """pytest-xdist, controller: a worker that used the fixture says so in its ``workeroutput``."""
+    if getattr(node, "workeroutput", {}).get(FIXTURE_USED):
+        main.state(node.config).fixture_used = True  # type: ignore[attr-defined]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -202,11 +216,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Controller of an xdist run without --model: when workers wrote fixture cases, this process owns the run's
     report (the main plugin's sessionfinish, next, builds and writes it); the nightly options apply to it."""
     config = session.config
-    if _is_worker(config):
+    plugin_state = main.state(config)
+    reserved = plugin_state.reserved_run_id
+    if _is_worker(config) or reserved is None:
         return
-    run = config.stash[main.RUN_KEY]
-    reserved = run.reserved_run_id
-    if run.report is None and reserved is not None:
+    run = main.ensure_run(config) if plugin_state.fixture_used else plugin_state.run
+    if run is not None and run.report is None:
         from harness.report.collect import CASES_DIR
         from harness.report.runs import run_dir
 

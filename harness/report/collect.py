@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.core.errors import DiskFull, UserError
-from harness.core.files import disk_full, safe_component
+from harness.core.files import disk_full, own_folder, safe_component
 from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now, write_report
 from harness.report.format import completion_text, counts_text
 from harness.report.io import render_report, report_paths, write_shard_marker
@@ -112,12 +112,14 @@ class ReportSession:
 
     def start(self) -> None:
         """Called once per run by the owning process: create and lock this run's folder."""
+        own_folder(self.report_dir)
         self._active.acquire()
 
     def add(self, record: CaseRecord) -> None:
         """Append one settled record to this process's case file."""
         line = json.dumps(record_to_dict(record), allow_nan=False) + "\n"
         try:
+            own_folder(self.report_dir)
             self.cases_file.parent.mkdir(parents=True, exist_ok=True)
             with open(self.cases_file, "a", encoding="utf-8") as handle:
                 handle.write(line)

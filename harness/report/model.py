@@ -45,6 +45,8 @@ class OutputStats(ErrorFigures):
     required_rtol: float
     golden_absmax: float  # largest finite |golden| of this output (0 when none)
     top_k_agreement: float | None = None
+    top1_agreement: float | None = None  # logits (harness.judge.vocab): positions keeping the golden's argmax token
+    kl_mean: float | None = None  # logits: mean KL(softmax(golden) || softmax(obtained)) per position, nats
 
     @property
     def allowed_scaled_error(self) -> float | None:
@@ -88,6 +90,8 @@ class OutputStats(ErrorFigures):
             required_atol=float(c.required_atol),
             required_rtol=float(c.required_rtol),
             top_k_agreement=None if c.top_k_agreement is None else float(c.top_k_agreement),
+            top1_agreement=None if c.top1_agreement is None else float(c.top1_agreement),
+            kl_mean=None if c.kl_mean is None else float(c.kl_mean),
         )
 
 
@@ -157,7 +161,13 @@ class CaseRecord:
     fp32_latency_ms: float | None = None  # the FP32 model on the same runner and provider, interleaved
     speedup: float | None = None  # fp32_latency_ms / latency_ms
     speed_note: str = ""  # why no speed was measured (CPU runners claim none)
-    kept_fp32: tuple[tuple[str, str], ...] = ()  # tuned cases: (node, why) for each node the plan keeps FP32
+    speed_basis: str = ""  # how latency_ms/speedup were timed: "device-resident" (IO binding) or "end to end"
+    e2e_latency_ms: float | None = None  # end to end: numpy in and out, host copies included (session.run)
+    e2e_fp32_latency_ms: float | None = None
+    e2e_speedup: float | None = None
+    kept_fp32: tuple[
+        tuple[str, str], ...
+    ] = ()  # (node, why): a tuned case's plan; else what the model's own FP32 Casts hold
     trt_build: TrtBuild | None = None  # the TensorRT build check of the converted model (None: not checked)
     diagnosis: Diagnosis | None = None  # failing cases: the cause and the fix that was run (harness.diagnose)
     # schema 2: facts that schema 1 kept in ``notes`` (display text is rendered from them: report.format.case_notes)
@@ -167,6 +177,8 @@ class CaseRecord:
     same_plan_as: str | None = None  # ran anyway, though an earlier case (this id) has the same precision plan
     cpu_float_nodes: tuple[str, ...] = ()  # ort-cuda: float nodes ("name (op)") the CUDA EP left to the CPU EP
     trt_build_skipped: str = ""  # why the requested TensorRT build check has no result
+    fp32_cast_share: float | None = None  # share of FLOPs the model's own Casts to FP32 keep FP32 (0..1)
+    qdq_kept: tuple[str, ...] = ()  # a QDQ model: Q/DQ nodes and the ops between them, kept in their types
     converted_digest: str = ""  # sha256 of the converted graph (pipeline.dedup.model_digest); "": not converted
 
     def __post_init__(self) -> None:

@@ -30,7 +30,7 @@ from hypothesis.strategies import SearchStrategy
 from harness.convert import ConvertOptions, Magnitudes, convert
 from harness.core.dtypes import BFLOAT16, LOW_TYPES, bf16_to_bits, np_dtype
 from harness.core.errors import InputDataError
-from harness.core.files import atomic_write, atomic_write_text
+from harness.core.files import atomic_write, atomic_write_text, save_npz
 from harness.data.feeds import Feed, cast_feeds, input_specs, load_feed_file, validate_feeds
 from harness.data.models import model_sha256
 from harness.data.onnxfile import load_model
@@ -122,7 +122,7 @@ def save_finding(
     npz, sidecar = directory / f"{stem}.npz", directory / f"{stem}.json"
     wide = judge.golden_feed(outcome.feed)
     arrays = {k: bf16_to_bits(v) if v.dtype == BFLOAT16 else v for k, v in wide.items()}
-    atomic_write(npz, lambda handle: np.savez(handle, allow_pickle=False, **arrays))
+    atomic_write(npz, lambda handle: save_npz(handle, arrays))
     command = f"castguard replay {shlex.quote(str(npz))}"
     doc = {
         "schema_version": SCHEMA_VERSION,

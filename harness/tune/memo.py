@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.convert import ConvertOptions
 from harness.core.errors import UserError
-from harness.core.files import atomic_write_text
+from harness.core.files import atomic_write_text, own_folder
 from harness.data.feeds import Feed
 from harness.pipeline.cache import code_fingerprint, content_key, feeds_digest
 from harness.tune.bound import Bound
@@ -77,4 +77,5 @@ class TuneCache:
             "sensitivity": memo.sensitivity.to_json() if memo.sensitivity is not None else None,
             "evaluations": memo.evaluations,
         }
+        own_folder(self.root)
         atomic_write_text(path, json.dumps(doc, sort_keys=True))

@@ -117,13 +117,19 @@ def case_record(
         fp32_latency_ms=speed.fp32_latency_ms if speed else None,
         speedup=speed.speedup if speed else None,
         speed_note=speed.note if speed else "",
+        speed_basis=speed.basis if speed else "",
+        e2e_latency_ms=speed.e2e_latency_ms if speed else None,
+        e2e_fp32_latency_ms=speed.e2e_fp32_latency_ms if speed else None,
+        e2e_speedup=speed.e2e_speedup if speed else None,
         trt_build=built.build,
         conversion_cached=converted.cached if converted else False,
         same_plan_as=duplicate.same_plan_as if duplicate else None,
         converted_digest=duplicate.graph[-1] if duplicate else "",
         cpu_float_nodes=executed.cpu_float_nodes if executed else (),
         trt_build_skipped=built.skipped,
-        kept_fp32=tuned.kept_fp32 if tuned else (),
+        kept_fp32=tuned.kept_fp32 if tuned else (conversion.cast_held() if conversion else ()),
+        fp32_cast_share=conversion.cast_held_share if conversion else None,
+        qdq_kept=conversion.qdq_kept() if conversion else (),
     )
 
 
