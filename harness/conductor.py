@@ -36,6 +36,7 @@ from harness.nightly.run import NightlyOptions, NightlyRun, options_from
 from harness.options import given_options
 from harness.pipeline.session import AccuracySession
 from harness.report import CaseRecord, Provenance, Report
+from harness.report.banner import RunTrouble, failure_head, failure_reasons
 from harness.report.collect import FinishedReport, ReportSession, settle, worker_name
 from harness.report.model import ShardInfo
 from harness.sweep.shards import ShardWork
@@ -83,12 +84,34 @@ def requested_runners(given: Mapping[str, Any], table: Mapping[str, Any], config
     return config.runners if named else ()
 
 
+def xpass_lines(cases: Sequence[CaseRecord]) -> list[str]:
+    """Cases expected to fail that passed: their xfail mark no longer holds (said, never silent)."""
+    ids = [f"{c.model}-{c.case_id}" for c in cases if c.status == "xpass"]
+    if not ids:
+        return []
+    return [
+        f"castguard: {len(ids)} case(s) expected to fail passed (xpass): "
+        + ", ".join(ids[:5])
+        + (f" and {len(ids) - 5} more" if len(ids) > 5 else ""),
+        "  fix: if the pass is meant, drop them from [tool.castguard] xfail / --xfail",
+    ]
+
+
+def all_skipped(report: Report, runners: tuple[str, ...]) -> tuple[str, ...]:
+    """The requested runners whose every case skipped."""
+    return tuple(
+        runner
+        for runner in runners
+        if (cases := [c for c in report.cases if c.case.runner == runner]) and all(c.status == "skip" for c in cases)
+    )
+
+
 def skipped_runner_lines(report: Report, runners: tuple[str, ...]) -> list[str]:
     """Two lines per requested runner whose every case skipped: the reason (said once) and the fix."""
     lines = []
-    for runner in runners:
+    for runner in all_skipped(report, runners):
         cases = [c for c in report.cases if c.case.runner == runner]
-        if cases and all(c.status == "skip" for c in cases):
+        if cases:
             reasons = list(dict.fromkeys(c.message.splitlines()[0] for c in cases if c.message))
             ran = [c for c in cases if c.outputs and not c.rounds_low_precision]  # it ran, but does not round
             fix = (
@@ -107,17 +130,17 @@ def skipped_runner_lines(report: Report, runners: tuple[str, ...]) -> list[str]:
     return lines
 
 
-def run_status_sections(report: Report, exitstatus: int, skipped_runners: Sequence[str]) -> tuple[str, str]:
-    """The report's first section when the run failed (markdown, HTML): the exit status, the requested runners
-    that never ran, and the skipped cases grouped by reason (a model without a golden says why once)."""
+def run_status_sections(
+    report: Report, exitstatus: int, skipped_runners: Sequence[str], trouble: RunTrouble = RunTrouble()
+) -> tuple[str, str]:
+    """The report's first section when the run failed (markdown, HTML): the true reasons
+    (:func:`harness.report.banner.failure_reasons`), the requested runners that never ran, and the skipped cases
+    grouped by reason (a model without a golden says why once)."""
     if exitstatus == 0:
         return "", ""
     reasons = Counter(c.message.splitlines()[0] for c in report.cases if c.status == "skip" and c.message)
     items = [*skipped_runners[::2], *(f"{n} case(s) skipped: {reason}" for reason, n in reasons.items())]
-    head = (
-        f"This run FAILED (exit status {exitstatus}): see the failing cases below and the tests that failed "
-        "outside the sweep cases (a golden that could not be made) in the terminal output."
-    )
+    head = failure_head(exitstatus, failure_reasons(report, trouble, exitstatus=exitstatus))
     md = "\n".join([f"**{head}**", "", *(f"- {item}" for item in items), ""])
     html = f'<p class="failed"><strong>{escape(head)}</strong></p>' + (
         "<ul>" + "".join(f"<li>{escape(item)}</li>" for item in items) + "</ul>" if items else ""
@@ -160,6 +183,7 @@ class CastguardRun:
         self.finished: FinishedReport | None = None
         self.evicted = ""
         self.skipped_runners: list[str] = []
+        self.failed_tests: list[str] = []  # failed tests that are not sweep cases (the banner names them)
         self._pending: dict[str, list[CaseRecord]] = {}  # a test's records until pytest judges it
         self._checker: Checker | None = None
         self._benchmarks_existed = (invocation_dir / ".benchmarks").exists()
@@ -317,7 +341,8 @@ class CastguardRun:
             self.report.add(record)
 
     def test_failed(self, name: str) -> None:
-        """A test that is not a sweep case failed (a shard names it to the merge)."""
+        """A test that is not a sweep case failed (the banner names it; a shard names it to the merge)."""
+        self.failed_tests.append(name)
         if self.shard is not None:
             self.shard.failed_tests.append(name)
 
@@ -364,7 +389,13 @@ class CastguardRun:
         extra_md, extra_html = (
             self.nightly.sections() if self.nightly is not None else ([], [])
         )  # ... then its rendering
-        status_md, status_html = run_status_sections(report, exitstatus, self.skipped_runners)
+        trouble = RunTrouble(
+            regressions=self.nightly.failing_regressions if self.nightly is not None else 0,
+            skipped_runners=() if self.allow_skipped_runner else all_skipped(report, self.requested),
+            no_golden=tuple(self.session.golden_failures) if self.session is not None else (),
+            failed_tests=tuple(dict.fromkeys(self.failed_tests)),
+        )
+        status_md, status_html = run_status_sections(report, exitstatus, self.skipped_runners, trouble)
         self.finished = self.report.write(
             report, extra_md=[status_md, *extra_md], extra_html=[status_html, *extra_html]
         )
@@ -417,6 +448,7 @@ class CastguardRun:
             lines += terminal_lines(finished.view)  # the TensorRT build check (issue 17)
             lines += degenerate_lines(finished.report)  # every run, not only when the golden was written
             lines += summary_facts(finished.view.report.cases)  # QDQ models, the model's own FP32 Casts
+            lines += xpass_lines(finished.view.report.cases)
             sections.append(Section("castguard sweep report", tuple(lines)))
         tail = [*([self.evicted] if self.evicted else []), *self.skipped_runners]
         if self.session is not None and not self.is_worker:

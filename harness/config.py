@@ -29,6 +29,7 @@ from harness.options import DESTS, SWEEP_DESTS, SWEEP_FILE_DEST
 from harness.runners.options import RunnerOptionsTable, parse_runner_options
 from harness.runners.registry import BUILTIN, check_clash
 from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec
+from harness.sweep.expected import parse_patterns
 from harness.sweep.grid import check_runner
 from harness.sweep.shards import Shard, parse_shard
 
@@ -82,6 +83,8 @@ class HarnessConfig:
     runner_timeout: float | None = None
     """``--runner-timeout`` / ``[tool.castguard] runner_timeout``: seconds for a runner plugin's child process;
     None: fitted to the model (:func:`harness.runners.isolated.fit_timeout`)."""
+    xfail: tuple[str, ...] = ()
+    """``--xfail PATTERN`` + ``[tool.castguard] xfail``: sweep cases expected to fail (harness.sweep.expected)."""
 
     @property
     def runners(self) -> tuple[str, ...]:
@@ -149,6 +152,9 @@ class HarnessConfig:
         kwargs: dict[str, Any] = {}
         for key, (value, where, base) in raw.items():
             kwargs.update(_convert(key, value, where=where, base=base))
+        if cli.get("castguard_xfail") is not None and "xfail" in table:  # both: the table's and the options'
+            kwargs["xfail"] = _convert("xfail", table["xfail"], where="[tool.castguard] xfail", base=rootdir)["xfail"]
+            kwargs["xfail"] += parse_patterns(cli["castguard_xfail"], where="--xfail")
         kwargs.setdefault("goldens_dir", rootdir / "goldens")
         kwargs.setdefault("report_dir", rootdir / "castguard-report")
         kwargs.setdefault("cache_dir", rootdir / ".castguard-cache")
@@ -222,6 +228,8 @@ def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
         return {key: value}
     if key == "shard":
         return {"shard": parse_shard(value, where=where)}
+    if key == "xfail":
+        return {"xfail": parse_patterns(_strings(value, where=where), where=where)}
     if key == "val_ranges":
         return {"val_ranges": tuple(parse_val_range(v) for v in _strings(value, where=where))}
     if key == "input_shapes":

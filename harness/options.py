@@ -41,6 +41,7 @@ DESTS: Mapping[str, str] = {
     "castguard_candidates": "candidates",
     "castguard_runner_options": "runner_options",
     "castguard_runner_timeout": "runner_timeout",
+    "castguard_xfail": "xfail",
 }
 # dest -> harness.sweep.SweepOptions field (the pyproject side is [tool.castguard.sweep]).
 SWEEP_DESTS: Mapping[str, str] = {
@@ -145,6 +146,7 @@ RUN_OPTIONS: tuple[Option, ...] = (  # where the run writes, and the tuned case
     Option("--shard", "castguard_shard", metavar="K/N"),
     Option("--trt-build-check", "castguard_trt_build_check", action="store_true"),
     Option("--no-trt-build-check", "castguard_trt_build_check", action="store_false"),
+    Option("--xfail", "castguard_xfail", metavar="PATTERN", action="append"),
 )
 
 
@@ -227,6 +229,9 @@ HELP: Mapping[str, str] = {  # --flag -> help text (see the tables below)
     'default when TensorRT or TensorRT-RTX is installed: pip install "castguard[trt]"; no GPU needed); an '
     "error when neither is installed ([tool.castguard] trt_build_check)",
     "--no-trt-build-check": "skip the TensorRT build check even when TensorRT is installed",
+    "--xfail": "mark sweep cases as expected to fail (repeatable; fnmatch over the case id or <model>-<case id>, e.g. "
+    "'*-dmaxinf-*'); added to [tool.castguard] xfail. They are recorded as xfail, or xpass when they pass, and do "
+    "not keep a night from being a baseline",
     "--allow-skipped-runner": "accept a run in which every case of a runner you asked for by name (--runner, [tool.castguard] runners "
     "or the sweep's runners) skipped, e.g. ort-cuda without CUDA; without it such a run exits 1 and says why",
     "--baseline": "compare this run with a previous report.json (or report folder), or with the latest clean run of a "

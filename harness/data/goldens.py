@@ -32,7 +32,7 @@ import numpy as np
 
 from harness.core.dtypes import BFLOAT16, bits_to_bf16
 from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale, ModelError
-from harness.core.files import atomic_write_all, sha256_file
+from harness.core.files import atomic_write, atomic_write_all, sha256_file
 from harness.core.jsonfile import JsonObject
 from harness.core.locks import held, lock_for
 from harness.data.models import ModelSpec
@@ -201,6 +201,16 @@ class GoldenStore:
         atomic_write_all({path: data, self.sidecar(path): text.encode()}, durable=True)  # both or neither
         return path, Golden(feeds=golden.feeds, outputs=golden.outputs, meta=json.loads(text))
 
+    def refresh_usage_unlocked(self, spec: ModelSpec, recipe: InputRecipe, stored: Golden, used_by: Any) -> Golden:
+        """``stored`` with its sidecar's ``used_by`` set to ``used_by`` (the sidecar alone rewritten, only when it
+        changed; the ``.npz`` is untouched). ``None`` keeps what is there."""
+        if used_by is None or stored.meta.get("used_by") == used_by:
+            return stored
+        meta = {**stored.meta, "used_by": used_by}
+        text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
+        atomic_write(self.sidecar(self.path_for(spec, recipe)), text.encode(), durable=True)
+        return Golden(feeds=stored.feeds, outputs=stored.outputs, meta=meta)
+
     @staticmethod
     def _read_sidecar(side: Path) -> dict[str, Any]:
         """The sidecar, every field the reader uses checked for its type (:mod:`harness.core.jsonfile`)."""
@@ -299,17 +309,28 @@ def ensure_golden(
     """Load the golden, or produce and write it when missing (or when ``update``).
 
     Returns ``(golden, written_path)``; ``written_path`` is set when this call wrote the golden (``golden`` then
-    carries the sidecar's meta as written), in which
-    case the caller must fail once so that a human reviews it. Stale or corrupt goldens raise unless
-    ``update`` is set. Check-produce-write happens under the golden's lock (xdist-safe).
+    carries the sidecar's meta as written), in which case the caller must fail once so that a human reviews it.
+    With ``update``, a produced golden equal to the stored one value for value (same model) is not rewritten and
+    fails nothing. Stale or corrupt goldens raise unless ``update`` is set. Check-produce-write happens under the
+    golden's lock (xdist-safe).
     """
+    from harness.data.golden_usage import same_golden
+
     with store.locked(spec, recipe):
-        if not update:
-            try:
-                return store.load_unlocked(spec, recipe), None
-            except GoldenMissing:
-                pass
-        path, written = store.save_unlocked(spec, recipe, produce())
+        stored = None
+        try:
+            stored = store.load_unlocked(spec, recipe)
+        except GoldenMissing:
+            pass
+        except (GoldenStale, GoldenCorrupt):
+            if not update:
+                raise
+        if stored is not None and not update:
+            return stored, None
+        produced = produce()
+        if stored is not None and same_golden(stored, produced):
+            return store.refresh_usage_unlocked(spec, recipe, stored, produced.meta.get("used_by")), None
+        path, written = store.save_unlocked(spec, recipe, produced)
         return written, path
 
 

@@ -115,15 +115,21 @@ def load_baseline(path: Path) -> tuple[Baseline | None, str]:
             fix="move the damaged files away (or give --baseline a report.json); an empty folder starts afresh",
         )
     if run is None:
-        why = "has no runs yet" if not history.runs else f"has no clean run ({history.why_not_clean()})"
+        why = (
+            "has no runs yet"
+            if not history.runs
+            else f"has no clean run ({history.why_not_clean()}); mark known failures with [tool.castguard] xfail "
+            f"/ --xfail PATTERN, or accept the latest night: castguard history {shlex.quote(str(path))} --accept latest"
+        )
         skipped = f" ({len(history.skipped)} unreadable file(s) skipped)" if history.skipped else ""
         return None, f"no baseline: history folder {path} {why}{skipped}; nothing was compared"
     newer = history.after(run)
     passed_over = f"; {len(newer)} newer run(s) not used: {history.why_not_clean(newer)}" if newer else ""
     return (
         Baseline(report=run.report, source=str(run.path), history=history, run=run),
-        f"baseline: {run.path} (latest clean run of {len(history.runs)}: complete, no failing or erroring case"
-        f", no unaccepted regression, every case of its own baseline{passed_over})",
+        f"baseline: {run.path} (latest clean run of {len(history.runs)}: complete, "
+        + ("accepted by a person" if run.accepted else "no failing or erroring case, no unaccepted regression")
+        + f", every case of its own baseline{passed_over})",
     )
 
 
@@ -262,6 +268,13 @@ class NightlyRun:
     @property
     def exit_code(self) -> int:
         return self.outcome.exit_code if self.outcome is not None else 0
+
+    @property
+    def failing_regressions(self) -> int:
+        """Regressions that fail the run (under --fail-on-regression); 0 when they are only shown."""
+        if not self.exit_code or self.outcome is None or self.outcome.comparison is None:
+            return 0
+        return len(self.outcome.comparison.regressions)
 
     def terminal_lines(self) -> list[str]:
         from harness.nightly.render import comparison_lines, skipped_lines

@@ -106,7 +106,7 @@ def run_case(
                 judged.comparison,
                 providers=providers,
                 policy=settings.tolerances,
-                report_dir=settings.report_dir,
+                fixes_dir=settings.fixes_dir,
                 settings=settings,
             )
     with settings.step(label, "timing"):

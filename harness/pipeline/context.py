@@ -40,6 +40,9 @@ class ModelContext:
     degenerate: tuple[Degenerate, ...] = ()  # golden outputs no error can show in (all NaN, constant): every record
 
 
+FIXES_DIR = "fixes"  # under the report folder, beside runs/: keep_runs pruning never touches it
+
+
 @dataclass(frozen=True)
 class CaseSettings:
     """The run-wide settings a case needs."""
@@ -47,6 +50,7 @@ class CaseSettings:
     tolerances: TolerancePolicy = TolerancePolicy()
     ort_providers: tuple[str, ...] = (CPU,)
     report_dir: Path = Path("castguard-report")
+    fixes_dir: Path = Path("castguard-report") / FIXES_DIR  # printed fix/tune commands' files (never pruned)
     timing: TimingConfig = TimingConfig()
     clock: Clock = time.perf_counter
     trt_build_check: bool = False  # build every converted model with TensorRT (harness.pipeline.build_check)

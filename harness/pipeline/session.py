@@ -20,11 +20,13 @@ from typing import Literal, cast
 from harness.config import HarnessConfig
 from harness.core.errors import DiskFull, GoldenError, GoldenRunFailed, NotWritable, RunnerError, UserError
 from harness.data.drift import check_golden_provenance, installed_versions
+from harness.data.golden_usage import with_usage
 from harness.data.goldens import Golden, GoldenStore, degenerate, ensure_golden, rerun_command
 from harness.data.recipes import describe_inputs
 from harness.judge.compare import CompareResult, Tolerance, compare_iterations
 from harness.pipeline.cache import ContentCache, content_key, feeds_digest
 from harness.pipeline.case import CaseSettings, ModelContext, run_case
+from harness.pipeline.context import FIXES_DIR
 from harness.pipeline.dedup import SameModels
 from harness.pipeline.golden_notes import golden_run_failed, non_finite_note
 from harness.pipeline.plan import LoadedModel, SessionPlan, SweepCase, default_recipe, plan_session, tuned_case
@@ -74,6 +76,7 @@ class AccuracySession:
         cache: ContentCache,
         strict_provenance: bool = False,
         output_dir: Path | None = None,
+        suite: bool = True,
     ) -> None:
         """Hold a planned run (:func:`harness.pipeline.plan.plan_session`); no I/O here: see :meth:`open`."""
         self.config = config
@@ -83,6 +86,7 @@ class AccuracySession:
         self.tuned_cases = list(plan.tuned_cases)
         self.shard_work = plan.shard_work
         self.output_dir = output_dir or config.report_dir  # this run's folder for saved outputs
+        self.suite = suite  # the packaged suite's session (False: the castguard fixture's, whose tests are the user's)
         # the run this session belongs to (every xdist worker of one run shares it); stamped on goldens it writes
         self.run_id = self.output_dir.name if is_run_id(self.output_dir.name) else None
         self.strict_provenance = strict_provenance  # --strict-provenance: golden version drift is an error
@@ -92,6 +96,7 @@ class AccuracySession:
             tolerances=config.tolerances,
             ort_providers=config.ort_providers,
             report_dir=self.output_dir,
+            fixes_dir=config.report_dir / FIXES_DIR,
             trt_build_check=plan.trt_build_check,
             runner_options=config.runner_options,
             runner_timeout=config.runner_timeout,
@@ -111,6 +116,7 @@ class AccuracySession:
         bundled_dir: Path,
         strict_provenance: bool = False,
         output_dir: Path | None = None,
+        suite: bool = True,
     ) -> AccuracySession:
         """Plan the run (load its models, make their feeds, list its cases) and hold it."""
         return cls(
@@ -119,6 +125,7 @@ class AccuracySession:
             cache=ContentCache(config.cache_dir),
             strict_provenance=strict_provenance,
             output_dir=output_dir,
+            suite=suite,
         )
 
     def golden(self, name: str, *, allow_update: bool) -> tuple[Golden, Path | None]:
@@ -138,11 +145,7 @@ class AccuracySession:
             return self._goldens[name], None
         try:
             golden, written = ensure_golden(
-                self.store,
-                loaded.spec,
-                loaded.recipe,
-                update=update,
-                produce=lambda: produce_golden(loaded, run_id=self.run_id),
+                self.store, loaded.spec, loaded.recipe, update=update, produce=lambda: self._produce(name)
             )
         except GoldenRunFailed as err:
             self.golden_failures[name] = err
@@ -154,6 +157,19 @@ class AccuracySession:
             self._updated.add(name)
         self._goldens[name] = golden
         return golden, written
+
+    def _produce(self, name: str) -> Golden:
+        """A new golden of model ``name``; the packaged suite's sidecar lists the cases and tests of this run that
+        use it (a golden the castguard fixture writes is used by the user's own tests, which the sidecar does not
+        name)."""
+        if not self.suite:
+            return produce_golden(self.models[name], run_id=self.run_id)
+        cases = [c for c in (*self.cases, *self.tuned_cases) if c.model == name]
+        tests = [f"test_fp32_golden[{name}]"]
+        tests += [f"test_low_precision[{c.id}]" for c in self.cases if c.model == name]
+        tests += [f"test_tuned[{c.id}]" for c in self.tuned_cases if c.model == name]
+        golden = produce_golden(self.models[name], run_id=self.run_id)
+        return with_usage(golden, cases=[c.case.id for c in cases], tests=tests)
 
     def rerun(self, loaded: LoadedModel, *flags: str) -> str:
         """The command that reruns this model with its inputs (a bundled model's own inputs go without saying)."""

@@ -156,6 +156,7 @@ def _live_line(config: pytest.Config) -> LiveLine | None:
 def _start(config: pytest.Config, run: CastguardRun) -> None:
     """Start the run; a shard registers its hooks; with models, pytest is pointed at the suite."""
     run.start()
+    config.pluginmanager.register(FailedTests(run), "castguard-failed-tests")
     if run.session is not None:
         run.session.settings = replace(run.session.settings, live=_live_line(config))
     if run.shard is not None:
@@ -217,6 +218,36 @@ def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
 
 def is_case(nodeid: str) -> bool:
     return any(name in nodeid for name in CASE_TESTS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Sweep cases matching ``[tool.castguard] xfail`` / ``--xfail`` are expected to fail (xfail/xpass)."""
+    for item in items:
+        _mark_expected_failure(item, _run(config))
+
+
+def _mark_expected_failure(item: pytest.Item, run: CastguardRun | None) -> None:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    case = params.get("castguard_case") or params.get("castguard_tuned_case")
+    if run is None or case is None or not run.config.xfail:
+        return
+    from harness.sweep.expected import expected_failure, xfail_reason
+
+    pattern = expected_failure(case.model, case.case.id, run.config.xfail)
+    if pattern is not None:
+        item.add_marker(pytest.mark.xfail(reason=xfail_reason(pattern), strict=False))
+
+
+class FailedTests:
+    """Failed tests that are not sweep cases go to the run (its banner, a shard's merge); under xdist the
+    controller sees every worker's reports."""
+
+    def __init__(self, run: CastguardRun) -> None:
+        self.run = run
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed and not is_case(report.nodeid):
+            self.run.test_failed(report.nodeid.split("::")[-1])
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -91,8 +91,8 @@ class FinishedReport:
                 f"report: {shown(self.run_paths.markdown)}; the previous complete report (if any) is kept, marked as not the "
                 "latest run"
             )
-        same = self.view.reused
-        shared = f" ({same} share another case's converted model, not run again)" if same else ""
+        same = self.view.shared_models
+        shared = f" ({same} share another case's converted model)" if same else ""
         return (
             f"castguard: {counts_text(self.report.counts())}{shared}; report: {shown(self.published.markdown)}, "
             f"{self.published.html.name}, {self.published.json.name}"

@@ -27,7 +27,7 @@ LEGEND = (
         "zero, which is why the tolerance also has an absolute part",
     ),
     ("lowp FLOP share", "share of the model's FLOPs that run in fp16/bf16 after conversion"),
-    ("casts", "Cast nodes in the converted model"),
+    ("casts", "Casts the conversion inserted (in the converted model; the model's own Casts are not counted)"),
     ("first divergent", "for failing cases, the first tensor in graph order beyond tolerance: name (op) max_rel"),
 )
 

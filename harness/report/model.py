@@ -181,6 +181,7 @@ class CaseRecord:
     degenerate: tuple[Degenerate, ...] = ()  # golden outputs that cannot show an error (all NaN, constant)
     fp32_cast_share: float | None = None  # share of FLOPs the model's own Casts to FP32 keep FP32 (0..1)
     qdq_kept: tuple[str, ...] = ()  # a QDQ model: Q/DQ nodes and the ops between them, kept in their types
+    converted_digest: str = ""  # sha256 of the converted graph (pipeline.dedup.model_digest); "": not converted
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

@@ -8,6 +8,9 @@ Layout under the report folder::
                                              runs/<run_id>/; the published copy prefixes them)
     runs/<run_id>/report.{json,md,html}      this run's own report, complete or interrupted
     runs/<run_id>/.active                    flock'ed by the run's owning process while it runs
+    fixes/<model>/<inputs>/<case>/...        the files a failing case's printed fix: and tune: commands read and
+                                             write (the golden's feeds, fix.onnx, tuned.onnx): outside runs/, so
+                                             pruning never breaks a command printed by an earlier run
 
 Two runs sharing one report folder (a CI matrix on one checkout) therefore never read or delete each
 other's records: each reports exactly its own cases. An interrupted run writes only into its own folder, so

@@ -10,7 +10,7 @@ of them recomputes it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.report.converters import ConverterRow, converter_rows
@@ -75,9 +75,17 @@ class ReportView:
 
     report: Report
     models: tuple[ModelView, ...]
-    reused: int  # cases that reuse another case's result (not run again)
+    reused: int  # cases that reuse another case's result (not run again; under xdist it depends on scheduling)
+    shared_models: int  # cases whose converted model is identical to an earlier case's (the same on every run)
     trt_headline: str | None
     trt_findings: tuple[tuple[str, list[str]], ...]
+
+
+def shared_models(cases: Sequence[CaseRecord]) -> int:
+    """Cases whose converted graph (same model, inputs and runner) is another case's too, the first of each
+    group not counted: decided by the graphs, so the same whichever xdist worker ran which case."""
+    keyed = [(c.model, c.inputs_id, c.runner, c.converted_digest) for c in cases if c.converted_digest]
+    return len(keyed) - len(set(keyed))
 
 
 def model_view(name: str, report: Report) -> ModelView:
@@ -107,6 +115,7 @@ def report_view(report: Report) -> ReportView:
         report=report,
         models=tuple(model_view(name, report) for name in report.models),
         reused=sum(c.reused_from is not None for c in report.cases),
+        shared_models=shared_models(report.cases),
         trt_headline=headline(report.cases),
         trt_findings=tuple(findings(report.cases)),
     )

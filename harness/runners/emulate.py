@@ -16,6 +16,13 @@ every tensor that was fp16/bf16 is produced in fp32 and immediately rounded thro
 * graph inputs/outputs are declared fp32 in the emulation model; :class:`EmulateRunner` converts the feeds
   from their declared dtypes (exact) and converts the outputs back, so the model keeps its declared types.
 
+Recurrent ops (LSTM, GRU, RNN) are refused when they run in fp16/bf16: ORT's fp32 kernel would carry their
+hidden and cell state in fp32 across every step and emulate could round only the op's outputs, which read
+0.38-0.48x the error of ``reference`` (state in the low type every step) on a 50-step LSTM/GRU
+(``docs/gpu-fidelity.md``). The
+:class:`~harness.core.errors.RunnerError` names the node and the two ways on: ``--runner reference`` (onnx's
+evaluator computes them step by step in the low type) or keeping them FP32 (``--exclude-ops``).
+
 Accumulation: MatMul, Gemm, Conv, Einsum and reductions run on ORT's fp32 kernels, i.e. they accumulate in
 fp32 and round once at their output. That is the common GPU behaviour (tensor-core GEMM/conv with fp32
 accumulation, cuDNN/TensorRT reductions in fp32) and tracks a real H100 within 0.85-1.09x of its error
@@ -45,6 +52,7 @@ FLOAT = TensorProto.FLOAT
 _DTYPE_ATTRS = frozenset({"dtype", "output_dtype"})
 _SUFFIX_F32 = "__castguard_f32"
 _SUFFIX_LOW = "__castguard_low"
+RECURRENT_OPS = frozenset({"LSTM", "GRU", "RNN"})  # state carried across steps: not emulated (module docstring)
 
 
 class _Namer:
@@ -151,6 +159,13 @@ def _rewrite_node(node: NodeProto, types: dict[str, int], namer: _Namer) -> list
                 f"emulate: onnx shape inference could not type tensor {out!r} (node {node.name!r}, "
                 f"{node.op_type}); emulate needs every tensor's type to know what to round"
             )
+    if node.op_type in RECURRENT_OPS and any(types.get(t) in LOW_TYPES for t in [*node.input, *node.output] if t):
+        raise RunnerError(
+            f"emulate: node {node.name!r} ({node.op_type}) runs in {LOW_TYPES[_low_type(node, types)]}, and emulate "
+            "cannot round its recurrent state at every step (it would round only the op's outputs: optimistic); "
+            f"fix: use --runner reference for this model, or keep {node.op_type} FP32 "
+            f"(--exclude-ops keep_rnn={'+'.join(sorted(RECURRENT_OPS))})"
+        )
     if node.op_type in ("Cast", "CastLike") and types.get(node.output[0]) in LOW_TYPES:
         low = types[node.output[0]]
         out = node.output[0]
@@ -168,6 +183,10 @@ def _rewrite_node(node: NodeProto, types: dict[str, int], namer: _Namer) -> list
             node.output[index] = wide
             extra += _rounding(wide, out, types[out], namer)
     return [node, *extra]
+
+
+def _low_type(node: NodeProto, types: dict[str, int]) -> int:
+    return next(types[t] for t in [*node.input, *node.output] if t and types.get(t) in LOW_TYPES)
 
 
 def _rewrite_graph(graph: GraphProto, types: dict[str, int], namer: _Namer) -> None:

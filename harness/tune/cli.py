@@ -29,6 +29,7 @@ from harness.tune.baseline import default_note
 from harness.tune.bound import Bound, parse_max_error
 from harness.tune.engine import TuneOutcome, TuneSettings, range_options, tune
 from harness.tune.oracle import Evaluation
+from harness.tune.search import keep_io_hint
 
 DEFAULT_CACHE = ".castguard-cache"
 TableLoader = Callable[[Path], Mapping[str, Any]]
@@ -248,9 +249,9 @@ def summary(target: Path, plan_path: Path, outcome: TuneOutcome) -> str:
             "verdict: the plan does NOT hold: the last hunt found an input over the bound after "
             f"{len(plan.rounds)} round(s) (recorded in the plan under inputs.counterexamples)"
             + (f"; {stopped}" if stopped else "")
-            + "; fix: raise --rounds or --budget, give "
-            "--calibration_data that covers such inputs, keep the graph inputs/outputs FP32 with "
-            "--keep_io_types, or raise --max_error"
+            + "; fix: raise --rounds or --budget, give --calibration_data that covers such inputs"
+            + (keep_io_hint(outcome.rounds.setup.options, lead=", ") if outcome.rounds is not None else "")
+            + ", or raise --max_error"
         )
     elif outcome.stress is None:
         lines.append("verdict: the plan holds on the tuning inputs (no hunt: --adversarial_examples 0)")

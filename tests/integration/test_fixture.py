@@ -91,6 +91,8 @@ def test_user_tests_over_two_precisions_write_the_golden_once_then_pass_into_rep
     night = read_history(history).runs
     assert len(night) == 1
     assert {(c.model, c.case_id, c.status) for c in night[0].report.cases} == cases
+    same = _run(project, "-v", "--update-goldens")  # regenerated, value-identical: nothing to review (issue 34.5)
+    same.assert_outcomes(passed=2)
 
 
 def test_a_broken_conversion_fails_the_users_test_with_castguards_message(project: pytest.Pytester) -> None:

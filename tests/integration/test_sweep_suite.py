@@ -35,7 +35,7 @@ def test_the_default_sweep_runs_12_cases_and_writes_the_report_then_reuses_the_c
         [
             "*castguard sweep report*",
             "castguard: 12 cases: 12 pass (* share another case's "
-            "converted model, not run again); report: castguard-report/report.md, report.html, "
+            "converted model); report: castguard-report/report.md, report.html, "
             "report.json",
         ]
     )

@@ -43,7 +43,7 @@ def diagnose_step(
     *,
     providers: tuple[str, ...],
     policy: TolerancePolicy,
-    report_dir: Path,
+    fixes_dir: Path,
     settings: CaseSettings = CaseSettings(),
 ) -> Diagnosed:
     start = time.perf_counter()
@@ -74,7 +74,7 @@ def diagnose_step(
         runner=case.runner,
         providers=providers,
         policy=policy,
-        work_dir=report_dir.resolve() / "diagnose" / Path(relpath).relative_to("outputs").with_suffix(""),
+        work_dir=fixes_dir.resolve() / Path(relpath).relative_to("outputs").with_suffix(""),
         runner_options=settings.runner_options,
         runner_timeout=settings.runner_timeout,
     )

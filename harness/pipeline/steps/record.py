@@ -124,6 +124,7 @@ def case_record(
         trt_build=built.build,
         conversion_cached=converted.cached if converted else False,
         same_plan_as=duplicate.same_plan_as if duplicate else None,
+        converted_digest=duplicate.graph[-1] if duplicate else "",
         cpu_float_nodes=executed.cpu_float_nodes if executed else (),
         trt_build_skipped=built.skipped,
         kept_fp32=tuned.kept_fp32 if tuned else (conversion.cast_held() if conversion else ()),
@@ -207,5 +208,6 @@ def reused_record(progress: Progress, first: CaseRecord, *, kind: str) -> CaseRe
         reused_from=first.case_id,
         reuse_kind=kind,
         same_plan_as=None,
+        converted_digest=duplicate.graph[-1],
         timings=timings,
     )

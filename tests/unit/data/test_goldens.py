@@ -115,8 +115,13 @@ def test_ensure_writes_once_then_loads(tmp_path: Path, spec: ModelSpec) -> None:
     assert written is not None
     golden, written = ensure_golden(store, spec, RECIPE, update=False, produce=produce)
     assert written is None and len(calls) == 1 and len(golden.feeds) == 2
+    path = store.path_for(spec, RECIPE)
+    before = path.stat().st_mtime_ns
     _, written = ensure_golden(store, spec, RECIPE, update=True, produce=produce)
-    assert written is not None and len(calls) == 2
+    assert written is None and len(calls) == 2  # regenerated, value-identical: left alone, nothing to review
+    assert path.stat().st_mtime_ns == before
+    _, written = ensure_golden(store, spec, RECIPE, update=True, produce=lambda: _golden(scale=2.0))
+    assert written == path  # changed values: rewritten (the caller fails once)
 
 
 def test_lock_timeout_is_a_clear_error(tmp_path: Path, spec: ModelSpec) -> None:
