@@ -217,6 +217,24 @@ if [ -f "$work/resnet18.onnx" ]; then
         && ort_cuda_cases ortcuda-resnet18 "$out/report-resnet18"
 fi
 
+# issue 30: another converter's output on ORT CUDA (onnxruntime's fused fp16 beside castguard's), and a model the
+# user converted (onnxruntime's float16 converter) judged as --candidate against the FP32 golden
+step ortfp16-bert "0 1" "^castguard: [0-9]+ cases?:" "$root" "$py" -m pytest "${plugin[@]}" --model bert_tiny \
+    --converter castguard --converter ort-fp16 --precision fp16 --data-max 512 --exclude-ops none \
+    --runner emulate --runner=ort-cuda -p no:cacheprovider -rs --report-dir "$out/report-bert" \
+    && ort_cuda_cases ortfp16-bert "$out/report-bert"
+if [ -f "$work/resnet18.onnx" ]; then
+    step candidate-resnet18 "0" "^candidate written" "$work" "$py" -c "
+import onnx
+from onnxruntime.transformers.float16 import convert_float_to_float16
+model = convert_float_to_float16(onnx.load('resnet18.onnx'), keep_io_types=True)
+onnx.save(model, 'resnet18.fp16.onnx')
+print('candidate written: resnet18.fp16.onnx (onnxruntime float16, keep_io_types)')
+" && step candidate-judged "0 1" "^castguard: [0-9]+ cases?:" "$work" "$py" -m pytest "${plugin[@]}" "${sweep[@]}" \
+        --candidate "resnet18=$work/resnet18.fp16.onnx" --runner emulate --runner=ort-cuda -rs \
+        --report-dir "$out/report-candidate" && ort_cuda_cases candidate-judged "$out/report-candidate"
+fi
+
 echo
 echo "== summary (logs and reports in $out)"
 printf '%s\n' "${summary[@]}"

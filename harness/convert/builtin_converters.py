@@ -100,12 +100,22 @@ class OrtFp16Converter:
         if symbolic:  # onnxruntime's documented path: its symbolic shape inference types the fused ops
             optimized.convert_float_to_float16(use_symbolic_shape_infer=True, keep_io_types=o.keep_io_types, **blocked)
             model: onnx.ModelProto = optimized.model
-            return model
+            return _declare_domains(model)
         # without sympy: the types the optimizer kept from the FP32 export (onnx cannot infer com.microsoft ops)
         converted: onnx.ModelProto = float16.convert_float_to_float16(
             optimized.model, keep_io_types=o.keep_io_types, disable_shape_infer=True, **blocked
         )
-        return converted
+        return _declare_domains(converted)
+
+
+def _declare_domains(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Add an opset import for every node domain the model uses but does not declare: onnxruntime's fusions can
+    leave com.microsoft undeclared, which onnxruntime accepts but onnx's checker and shape inference refuse (found
+    on the GPU: ORT CUDA's placement check ran onnx inference on the fused BERT)."""
+    declared = {o.domain for o in model.opset_import}
+    for domain in sorted({n.domain for n in model.graph.node} - declared - {"ai.onnx"}):
+        model.opset_import.append(onnx.helper.make_opsetid(domain, 1))
+    return model
 
 
 def _is_op_type(key: str) -> bool:

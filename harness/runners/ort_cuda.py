@@ -81,7 +81,10 @@ def cpu_placed_nodes(profile_path: Path) -> list[tuple[str, str]]:
 def float_fallbacks(cpu_nodes: Sequence[tuple[str, str]], model: onnx.ModelProto) -> list[str]:
     """The CPU-placed nodes that do float work on more than one element: shape arithmetic (int64 Shape, Gather,
     Concat...) and scalars derived from shapes (e.g. the 1/sqrt(head_dim) of an attention export) are left out."""
-    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):
+        inferred = model  # ops onnx cannot infer (another converter's output): the types the model declares
     types: dict[str, tuple[int, tuple[int | None, ...] | None]] = {}
     for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]:
         tensor = vi.type.tensor_type
