@@ -257,7 +257,7 @@ class ContentCache:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 lock = held(path.with_suffix(".lock"), what="cache entry lock")
                 lock.__enter__()
-            except OSError as err:
+            except (OSError, UserError) as err:
                 self._skip(err)
             else:
                 try:

@@ -111,12 +111,13 @@ def test_a_cache_entry_on_a_full_disk(tmp_path: Path, monkeypatch: pytest.Monkey
     """The cache is optional: a full cache disk is one warning naming the folder, and the work is handed out."""
     fill_disk(monkeypatch, tmp_path / "cache")
     cache = ContentCache(tmp_path / "cache")
-    with pytest.warns(CacheSkipped, match="no space left on the device while writing k.json") as said:
+    with pytest.warns(CacheSkipped, match="no space left on the device while writing") as said:
         entry, hit = cache.json_entry("trt-build", "k", lambda: {"big": "x" * 1000})
         again, _ = cache.json_entry("trt-build", "k2", lambda: {"big": "y" * 1000})
     assert entry == {"big": "x" * 1000} and not hit and again == {"big": "y" * 1000}
-    assert len(said) == 1 and str(tmp_path / "cache" / "trt-build") in str(said[0].message)
-    assert [p.name for p in (tmp_path / "cache" / "trt-build").iterdir() if p.suffix != ".lock"] == []
+    assert len(said) == 1 and str(tmp_path / "cache") in str(said[0].message)  # the first write refused (.gitignore)
+    entries = tmp_path / "cache" / "trt-build"
+    assert not entries.exists() or [p.name for p in entries.iterdir() if p.suffix != ".lock"] == []
 
 
 def test_a_report_on_a_full_disk_is_all_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

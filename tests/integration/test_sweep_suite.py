@@ -51,6 +51,7 @@ def test_the_default_sweep_runs_12_cases_and_writes_the_report_then_reuses_the_c
         "report.html",
         "runs",
         ".castguard.lock",
+        ".gitignore",  # castguard made the folder: git ignores it (issue 34.6)
     }
     (run,) = (project.path / "castguard-report" / "runs").iterdir()
     assert {p.name for p in run.iterdir()} == {"report.json", "report.md", "report.html", "outputs"}
