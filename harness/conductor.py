@@ -32,8 +32,9 @@ from harness.core.errors import UserError
 from harness.nightly.run import NightlyOptions, NightlyRun, options_from
 from harness.options import given_options
 from harness.pipeline.session import AccuracySession
+from harness.pipeline.verdict import settled
 from harness.report import CaseRecord, Provenance, Report
-from harness.report.collect import FinishedReport, ReportSession, settle, worker_name
+from harness.report.collect import FinishedReport, ReportSession, worker_name
 from harness.report.model import ShardInfo
 from harness.sweep.shards import ShardWork
 
@@ -146,6 +147,7 @@ class CastguardRun:
         self.nightly_options = nightly_options
         self.shard: ShardState | None = None
         self.planned: int | None = None
+        self.planned_ids: tuple[str, ...] = ()  # the selected sweep cases' parameter ids (SweepCase.id)
         self.finished: FinishedReport | None = None
         self.evicted = ""
         self.skipped_runners: list[str] = []
@@ -275,10 +277,37 @@ class CastguardRun:
         judged (:meth:`settle`)."""
         self._pending.setdefault(test_id, []).append(record)
 
-    def settle(self, test_id: str, *, expected_failure: bool) -> None:
-        """The test was judged: its held records (if any) go into the report, xfail/xpass settled."""
-        for record in self._pending.pop(test_id, []):
-            self.add(settle(record, expected_failure=expected_failure))
+    def plan_cases(self, case_ids: Sequence[str]) -> None:
+        """The sweep cases this run selected (their parameter ids): each ends with a record in the report."""
+        self.planned_ids = tuple(case_ids)
+        self.planned = len(case_ids)
+
+    def settle(self, test_id: str, *, expected_failure: bool, case_id: str | None = None) -> None:
+        """The test was judged: its held records go into the report, xfail/xpass settled. A sweep case's test
+        (``case_id``) that held none (it raised, or its setup failed) is recorded as such."""
+        held = self._pending.pop(test_id, [])
+        if not held and case_id is not None and self.session is not None:
+            why = f"its test {test_id} ended without a record (it raised: see its failure in the test report)"
+            lost = self.session.lost_case(case_id, why)
+            held = [lost] if lost is not None else []
+        for record in held:
+            self.add(settled(record, expected_failure=expected_failure))
+
+    def _record_unreached(self, *, interrupted: bool) -> None:
+        """A planned sweep case with no record in the run's case files gets one: never reached."""
+        if self.report is None or self.session is None or not self.planned_ids:
+            return
+        reported = {f"{r.model}-{r.case_id}" for r in self.report.collect()}
+        why = (
+            "never reached: the run was interrupted before this case"
+            if interrupted
+            else "never reached: the process running it ended before handing its record (a crashed worker?)"
+        )
+        for case_id in self.planned_ids:
+            if case_id not in reported:
+                record = self.session.lost_case(case_id, why)
+                if record is not None:
+                    self.add(record)
 
     def checker(self, *, run_id: str | None = None) -> Checker:
         """The ``castguard`` fixture's checker of this process (:mod:`harness.check`), writing into this run's
@@ -309,6 +338,7 @@ class CastguardRun:
         """Build, judge and write this run's report (the owning process); the run's exit status."""
         if self.report is None or self.is_worker:
             return exitstatus
+        self._record_unreached(interrupted=interrupted)
         shard = self.shard
         planned = self.planned if self.planned is not None or shard is None else shard.work.case_count
         report = self.report.build(
@@ -328,7 +358,9 @@ class CastguardRun:
         if self.nightly is not None:
             self.nightly.decide(report)  # the verdict first (harness.nightly.rules) ...
         self.skipped_runners = [] if self.allow_skipped_runner else skipped_runner_lines(report, self.requested)
-        no_golden = self.session is not None and bool(self.session.golden_failures)  # even with its test deselected
+        no_golden = (self.session is not None and bool(self.session.golden_failures)) or any(
+            c.stopped == "golden_not_made" for c in report.cases
+        )  # even with its test deselected, or run by an xdist worker
         if exitstatus == 0 and (
             (self.nightly is not None and self.nightly.exit_code) or self.skipped_runners or no_golden
         ):

@@ -146,17 +146,23 @@ def pytest_configure_node(node: object) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
     """pytest-xdist, controller: the number of sweep cases this run selected (every worker collects them all)."""
-    node.config.stash[RUN_KEY].planned = sum(is_case(i) for i in ids)  # type: ignore[attr-defined]
+    node.config.stash[RUN_KEY].plan_cases([case_param(i) for i in ids if is_case(i)])  # type: ignore[attr-defined]
 
 
 def is_case(nodeid: str) -> bool:
     return any(name in nodeid for name in CASE_TESTS)
 
 
+def case_param(nodeid: str) -> str:
+    """A sweep case test's parameter id (its ``SweepCase.id``): ``...::test_low_precision[ID]`` -> ``ID``."""
+    name = next(n for n in CASE_TESTS if n in nodeid)
+    return nodeid.split(name, 1)[1].removesuffix("]")
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     run = session.config.stash[RUN_KEY]
     if not run.is_worker and session.items:
-        run.planned = sum(is_case(item.nodeid) for item in session.items)
+        run.plan_cases([case_param(item.nodeid) for item in session.items if is_case(item.nodeid)])
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -201,9 +207,12 @@ def pytest_runtest_makereport(
 
 def _settle(item: pytest.Item, report: pytest.TestReport) -> None:
     """A judged suite test hands its held record to the run (xfail/xpass settled)."""
-    if report.when == "call":
+    if report.when == "call" or (report.when == "setup" and report.failed):
         strict_xpass = report.failed and str(report.longrepr).startswith("[XPASS(strict)]")
-        item.config.stash[RUN_KEY].settle(item.nodeid, expected_failure=hasattr(report, "wasxfail") or strict_xpass)
+        case_id = case_param(item.nodeid) if is_case(item.nodeid) else None
+        item.config.stash[RUN_KEY].settle(
+            item.nodeid, expected_failure=hasattr(report, "wasxfail") or strict_xpass, case_id=case_id
+        )
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -40,7 +40,8 @@ def completion_text(report: Report) -> str:
     if report.shards:
         bad = ", ".join(f"shard {s.index}/{s.count} {s.state}" for s in report.shards if s.state != "complete")
         return f"incomplete: {len(report.cases)}{planned} cases ({bad})"
-    return f"interrupted after {len(report.cases)}{planned} cases"
+    reached = sum(c.stopped != "not_reached" for c in report.cases)
+    return f"interrupted after {reached}{planned} cases"
 
 
 SHARD_COLUMNS = ("shard", "state", "cases", "host", "GPU", "python", "onnxruntime", "castguard", "commit", "folder")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import onnx
 
-from harness.core.errors import RunnerUnavailable, UserError
+from harness.core.errors import RunnerUnavailable
 from harness.runners.base import Runner, RunResult
 from harness.runners.registry import (
     BUILTIN,
@@ -22,29 +22,37 @@ from harness.runners.registry import (
     low_types_in,
     registered,
     runner_names,
+    runner_traits,
 )
+from harness.runners.traits import RunnerTraits, SpeedClaim
 
 RUNNER_NAMES = BUILTIN
 """castguard's own runners; :func:`runner_names` adds the installed plugins."""
+FP32_RUNNER = "ort"
+"""The runner that makes and checks FP32 goldens (ORT's CPU provider: the FP32 reference)."""
 
-__all__ = ["RUNNER_NAMES", "RunResult", "Runner", "RunnerPlugin", "make_runner", "runner_names"]
+__all__ = [
+    "FP32_RUNNER",
+    "RUNNER_NAMES",
+    "RunResult",
+    "Runner",
+    "RunnerPlugin",
+    "RunnerTraits",
+    "SpeedClaim",
+    "make_runner",
+    "runner_names",
+    "runner_traits",
+]
 
 
 def make_runner(
     name: str, model: onnx.ModelProto, *, model_dir: Path | None = None, providers: Sequence[str] = ()
 ) -> Runner:
-    """A fresh, inactive runner. ``providers`` applies to ``ort`` only (default: CPU)."""
-    found = registered()
-    if name not in found:
-        raise UserError(
-            where="--runner",
-            problem=f"unknown runner {name!r}",
-            fix=f"use one of: {', '.join(runner_names())} (or pip install the package that "
-            f"registers {name!r} under castguard.runners)",
-        )
-    if providers and name != "ort":
-        raise ValueError(f"providers apply to the ort runner only, not {name!r}")
-    entry = found[name]
+    """A fresh, inactive runner. ``providers`` applies to runners that take them (``traits.takes_providers``)."""
+    traits = runner_traits(name)  # an unknown name is a UserError
+    if providers and not traits.takes_providers:
+        raise ValueError(f"runner {name!r} takes no providers (its traits say takes_providers=False)")
+    entry = registered()[name]
     plugin = entry.load()
     missing = sorted(low_types_in(model) - set(plugin.precisions))
     if missing:

@@ -13,7 +13,9 @@ returns a fresh, inactive :class:`~harness.runners.base.Runner` (subclass ``Runn
 * ``precisions``: the low types it runs (``("fp16",)``, ``("fp16", "bf16")``); a model holding another low type
   is skipped with the reason (:class:`~harness.core.errors.RunnerUnavailable`), as the built-in runners skip;
 * ``rounds_low_precision``: whether its fp16/bf16 tensors really hold fp16/bf16 values (a runner that computes in
-  fp32 cannot judge a case: its cases are skipped with "would pass/fail" recorded).
+  fp32 cannot judge a case: its cases are skipped with "would pass/fail" recorded);
+* optionally ``traits``: a :class:`~harness.runners.traits.RunnerTraits` (reuse by precision plan, speed claim,
+  providers, deployment target, CPU placement); the case pipeline reads these, never the runner's name.
 
 A runner that cannot run here (its library or device is missing) raises ``RunnerUnavailable`` from its
 constructor or ``activate``: the case is skipped with that message. castguard's own runners are registered the
@@ -34,6 +36,7 @@ import onnx
 
 from harness.core.errors import UserError
 from harness.runners.base import Runner
+from harness.runners.traits import RunnerTraits
 
 GROUP = "castguard.runners"
 LOW_PRECISIONS = ("fp16", "bf16")
@@ -90,6 +93,13 @@ def check_plugin(plugin: object, *, where: str) -> None:
             problem=f"precisions is {precisions!r}",
             fix=f"declare a non-empty tuple of {', '.join(LOW_PRECISIONS)}: precisions = ('fp16',)",
         )
+    traits = getattr(plugin, "traits", RunnerTraits())
+    if not isinstance(traits, RunnerTraits):
+        raise UserError(
+            where=where,
+            problem=f"traits is {traits!r}",
+            fix="declare traits = harness.runners.traits.RunnerTraits(...) or leave it out (the defaults)",
+        )
     if not isinstance(rounds, bool):
         raise UserError(
             where=where,
@@ -131,6 +141,22 @@ def registered() -> dict[str, RegisteredRunner]:
             fix="reinstall castguard: pip install -e . (or pip install castguard)",
         )
     return found
+
+
+def runner_traits(name: str) -> RunnerTraits:
+    """What the runner registered as ``name`` declares (:class:`RunnerTraits`; the defaults when it declares
+    none). An unknown name is a UserError naming the runners there are."""
+    found = registered()
+    if name not in found:
+        raise UserError(
+            where="--runner",
+            problem=f"unknown runner {name!r}",
+            fix=f"use one of: {', '.join(runner_names())} (or pip install the package that "
+            f"registers {name!r} under castguard.runners)",
+        )
+    traits = getattr(found[name].load(), "traits", RunnerTraits())
+    assert isinstance(traits, RunnerTraits), "check_plugin refuses other traits"
+    return traits
 
 
 def runner_names() -> tuple[str, ...]:

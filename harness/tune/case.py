@@ -10,8 +10,8 @@ The plan of each (model, inputs, precision) is stored beside the goldens
   with ``--update-goldens`` the re-tuned plan replaces the stored one (and the case fails once, like a golden).
 
 The verdict is the bound (normalized max error per output on ``emulate``). The tuned case is a variant of the case
-pipeline: this module is its first step (:class:`harness.pipeline.steps.tuned.Tuned`); execute -> judge -> record follow
-as for any case (:func:`harness.pipeline.case.run_tuned`), so the record also carries the harness's per-output
+pipeline: this module is its first step (it fills :class:`harness.pipeline.caserun.Tuned`); execute -> judge -> save
+follow as for any case (:data:`harness.pipeline.case.TUNED_STEPS`), so the record also carries the harness's per-output
 statistics and the report can put the tuned plan on the error-vs-share plot.
 """
 
@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import cast
 
 from harness.core.errors import UserError
 from harness.core.files import atomic_write_text, safe_component
 from harness.nightly.rules import MOVE_PREFIX
-from harness.pipeline.case import run_tuned
+from harness.pipeline.case import TUNED_STEPS
+from harness.pipeline.caserun import Converted, Stop, Tuned
+from harness.pipeline.context import ModelContext
 from harness.pipeline.session import AccuracySession, Outcome, SweepCase
-from harness.pipeline.steps.tuned import Tuned
 from harness.tune.bound import Bound
 from harness.tune.engine import TuneSettings, tune_setup
 from harness.tune.oracle import Oracle, Setup
@@ -61,14 +63,25 @@ def _stored(path: Path) -> dict[str, object] | None:
 
 
 def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
-    """Run the tuned case; see the module docstring."""
-    start = time.perf_counter()
+    """Run the tuned case; see the module docstring. A case stopped by its golden, or by a stored plan that
+    cannot be read, is recorded with where and why it stopped."""
+    run = session.start_case(sweep_case)
+    if run.stop is not None:
+        return session.finish(run, TUNED_STEPS)
+    try:
+        tuned = _tune(session, sweep_case, run.context, start=run.started)
+    except UserError as err:
+        return session.finish(replace(run, stop=Stop("error", str(err))), TUNED_STEPS)
+    converted = Converted(conversion=tuned.conversion, cached=False, seconds=0.0)
+    run = replace(run, tuned=tuned, converted=converted, notes=(*run.notes, *tuned.notes), magnitudes_s=0.0)
+    return session.finish(run, TUNED_STEPS)  # its magnitudes, if collected now, are in tune_s
+
+
+def _tune(session: AccuracySession, sweep_case: SweepCase, ctx: ModelContext, *, start: float) -> Tuned:
+    """The tune step: tune on the golden's feeds, or check the stored plan (re-tuning when it fails its bound)."""
     name, case = sweep_case.model, sweep_case.case
     loaded = session.models[name]
-    golden, written = session.golden(name, allow_update=False)
-    if written is not None:
-        return Outcome("fail", f"{name}: golden written ({written}); rerun to tune against it")
-    ctx, _ = session.context(name, golden)  # its magnitudes, if collected now, are in this case's tune_s
+    golden = ctx.golden
     bound = Bound(precision=case.precision)
     setup = Setup(
         model=ctx.model,
@@ -97,17 +110,12 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
                 "golden inputs only"
             )
         kept = tuple((n, outcome.plan.why.get(n, "")) for n in outcome.plan.kept_fp32)
-        return _record(
-            session,
-            sweep_case,
-            Tuned(
-                conversion=outcome.conversion,
-                kept_fp32=kept,
-                status="pass",
-                notes=tuple(notes),
-                seconds=time.perf_counter() - start,
-            ),
-            start=start,
+        return Tuned(
+            conversion=outcome.conversion,
+            kept_fp32=kept,
+            meets_bound=True,
+            notes=tuple(notes),
+            seconds=time.perf_counter() - start,
         )
     present = {n.name for n in setup.convert(()).model.graph.node}
     old_kept = [str(n) for n in cast(list[object], stored["kept_fp32"])]
@@ -119,17 +127,12 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
         why = cast(dict[str, str], stored.get("why", {}))
         kept = tuple((n, why.get(n, "") or f"kept by the stored plan {path.name}") for n in old_kept if n in present)
         notes.append(f"stored tuned plan {path} still meets its bound")
-        return _record(
-            session,
-            sweep_case,
-            Tuned(
-                conversion=setup.convert([n for n, _ in kept]),
-                kept_fp32=kept,
-                status="pass",
-                notes=tuple(notes),
-                seconds=time.perf_counter() - start,
-            ),
-            start=start,
+        return Tuned(
+            conversion=setup.convert([n for n, _ in kept]),
+            kept_fp32=kept,
+            meets_bound=True,
+            notes=tuple(notes),
+            seconds=time.perf_counter() - start,
         )
     outcome = tune_setup(setup, model_path=ctx.spec.path, sha256=ctx.spec.sha256, settings=settings, reference=None)
     new_kept = outcome.plan.kept_fp32
@@ -155,26 +158,15 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
         )
     )
     kept = tuple((n, (MOVE_PREFIX if n in move else "") + outcome.plan.why.get(n, "")) for n in new_kept)
-    return _record(
-        session,
-        sweep_case,
-        Tuned(
-            conversion=outcome.conversion,
-            kept_fp32=kept,
-            status="fail",
-            message=message,
-            notes=tuple(notes),
-            seconds=time.perf_counter() - start,
-        ),
-        start=start,
+    return Tuned(
+        conversion=outcome.conversion,
+        kept_fp32=kept,
+        meets_bound=False,
+        message=message,
+        notes=tuple(notes),
+        moved=tuple(move),
+        seconds=time.perf_counter() - start,
     )
-
-
-def _record(session: AccuracySession, sweep_case: SweepCase, tuned: Tuned, *, start: float) -> Outcome:
-    """The rest of the pipeline for the tuned case: execute -> judge -> record (:func:`harness.pipeline.case.run_tuned`)."""
-    ctx = session.context(sweep_case.model, session.golden(sweep_case.model, allow_update=False)[0])[0]
-    record = run_tuned(ctx, sweep_case.case, tuned, settings=session.settings, started=start)
-    return Outcome(tuned.status, tuned.message, runner=record.runner, record=record)
 
 
 __all__ = ["check_tuned", "plan_path"]

@@ -10,7 +10,8 @@ import pytest
 
 from harness.core.errors import UserError
 from harness.report import CaseRecord, Provenance, read_report
-from harness.report.collect import FinishedReport, ReportSession, settle, worker_name
+from harness.pipeline.verdict import settled as settle
+from harness.report.collect import FinishedReport, ReportSession, worker_name
 from harness.report.runs import is_active, run_folders
 from harness.sweep import Case
 
