@@ -199,5 +199,12 @@ def tuned_plan_lines(cases: Iterable[CaseRecord]) -> list[tuple[CaseRecord, str,
             f"{len(case.kept_fp32)} node(s) kept FP32 by the search, {fmt_share(case.lowp_flop_share, case.lowp_share_bound)} of FLOPs "
             f"in {case.case.precision}, worst error {fmt_error(case.worst_error)} ({case.status})"
         )
-        found.append((case, head, list(case.kept_fp32)))
+        moved = set(case.moved_fp32)
+        found.append(
+            (
+                case,
+                head,
+                [(n, ("moved to FP32 by the re-tune: " if n in moved else "") + why) for n, why in case.kept_fp32],
+            )
+        )
     return found

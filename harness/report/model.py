@@ -171,6 +171,7 @@ class CaseRecord:
     same_plan_as: str | None = None  # ran anyway, though an earlier case (this id) has the same precision plan
     cpu_float_nodes: tuple[str, ...] = ()  # ort-cuda: float nodes ("name (op)") the CUDA EP left to the CPU EP
     trt_build_skipped: str = ""  # why the requested TensorRT build check has no result
+    moved_fp32: tuple[str, ...] = ()  # a tuned case whose stored plan missed its bound: nodes the re-tune moves to FP32
     stopped: str = ""  # where the case stopped before its verdict (STOPS); "" when it ran to its record
 
     def __post_init__(self) -> None:

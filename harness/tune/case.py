@@ -25,7 +25,6 @@ from typing import cast
 
 from harness.core.errors import UserError
 from harness.core.files import atomic_write_text, safe_component
-from harness.nightly.rules import MOVE_PREFIX
 from harness.pipeline.case import TUNED_STEPS
 from harness.pipeline.caserun import Converted, Stop, Tuned
 from harness.pipeline.context import ModelContext
@@ -157,7 +156,7 @@ def _tune(session: AccuracySession, sweep_case: SweepCase, ctx: ModelContext, *,
             f"(rewrites {path})"
         )
     )
-    kept = tuple((n, (MOVE_PREFIX if n in move else "") + outcome.plan.why.get(n, "")) for n in new_kept)
+    kept = tuple((n, outcome.plan.why.get(n, "")) for n in new_kept)
     return Tuned(
         conversion=outcome.conversion,
         kept_fp32=kept,

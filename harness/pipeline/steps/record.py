@@ -66,6 +66,7 @@ def _ran(run: CaseRun) -> dict[str, Any]:
         "speedup": speed.speedup if speed else None,
         "speed_note": speed.note if speed else "",
         "kept_fp32": run.tuned.kept_fp32 if run.tuned else (),
+        "moved_fp32": run.tuned.moved if run.tuned else (),
         "same_plan_as": run.duplicate.same_plan_as if run.duplicate else None,
     }
 
