@@ -383,13 +383,13 @@ class CastguardRun:
         """What the run prints at the end: the report's place and headline, inputs, nightly verdict."""
         sections: list[Section] = []
         if self.finished is not None:
-            from harness.report.trt_view import terminal_lines
+            from harness.report.view import trt_terminal_lines
 
             finished = self.finished
             lines = [finished.summary_line(relative_to=self.invocation_dir)]
             if finished.pruned:
                 lines.append(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
-            lines += terminal_lines(finished.view)  # the TensorRT build check (issue 17)
+            lines += trt_terminal_lines(finished.view)  # the TensorRT build check (issue 17)
             sections.append(Section("castguard sweep report", tuple(lines)))
         tail = [*([self.evicted] if self.evicted else []), *self.skipped_runners]
         if self.session is not None and not self.is_worker:

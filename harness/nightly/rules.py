@@ -329,7 +329,7 @@ def tuned_plan_regression(old: CaseRecord, new: CaseRecord) -> Change | None:
     to move to FP32 (from the re-tune the case ran)."""
     if not new.case.tuned or old.status not in GOOD_STATUSES or new.status in GOOD_STATUSES:
         return None
-    moves = list(new.moved_fp32)  # from the re-tune the case ran (harness.tune.case)
+    moves = list(new.moved_fp32)  # from the re-tune the case ran (harness.pipeline.tuned)
     text = "tuned plan misses its bound on the new model version; move to FP32: " + (", ".join(moves) or "(see case)")
     model, case_id, inputs_id = new.key
     return Change(

@@ -2,7 +2,7 @@
 
 The sweep case is :data:`SWEEP_STEPS`: check-runnable -> convert -> build-check -> find-duplicate -> execute ->
 judge -> diagnose -> time -> save; the tuned case (``pytest --tune``) is :data:`TUNED_STEPS`, after its tune step
-(:mod:`harness.tune.case`) filled :attr:`CaseRun.tuned` and the converted model: execute -> judge -> save. Every
+(:mod:`harness.pipeline.tuned`) filled :attr:`CaseRun.tuned` and the converted model: execute -> judge -> save. Every
 step has the shape ``step(run, env) -> run`` (:mod:`harness.pipeline.steps`); :func:`run_steps` runs them until
 one stops the case (a user, conversion or runner error, an unavailable runner, a reused result), so a case whose
 step failed still reaches :func:`~harness.pipeline.steps.record.record` with where and why it stopped. Work shared

@@ -115,7 +115,7 @@ class Timed:
 
 @dataclass(frozen=True)
 class Tuned:
-    """The tune step's result (:mod:`harness.tune.case`): the tuned plan's conversion, the nodes it keeps FP32
+    """The tune step's result (:mod:`harness.pipeline.tuned`): the tuned plan's conversion, the nodes it keeps FP32
     (node, why), those the re-tune moves to FP32, whether the plan meets its bound, and its notes."""
 
     conversion: ConversionResult

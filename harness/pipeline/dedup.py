@@ -28,7 +28,6 @@ from harness.convert import ConversionResult
 from harness.report import CaseRecord
 
 
-
 def model_digest(model: onnx.ModelProto) -> str:
     """sha256 of the converted model's deterministic serialization."""
     return hashlib.sha256(model.SerializeToString(deterministic=True)).hexdigest()

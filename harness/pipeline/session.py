@@ -23,9 +23,10 @@ from harness.core.errors import GoldenRunFailed, RunnerError, RunnerUnavailable,
 from harness.core.providers import CPU
 from harness.data.drift import check_golden_provenance, installed_versions
 from harness.data.goldens import Golden, GoldenStore, ensure_golden, rerun_command
+from harness.data.keys import content_key, feeds_digest
 from harness.data.recipes import describe_inputs
 from harness.judge.compare import CompareResult, Tolerance, compare_iterations
-from harness.pipeline.cache import ContentCache, content_key, feeds_digest
+from harness.pipeline.cache import ContentCache
 from harness.pipeline.case import SWEEP_STEPS, CaseSettings, ModelContext, Step, begin, finish_case
 from harness.pipeline.caserun import CaseEnv, CaseRun, Stop
 from harness.pipeline.dedup import SameModels

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.options import add_nightly_options, add_options
+from harness.plugin.nodeids import case_param, is_case
 
 if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin import
     from harness.conductor import CastguardRun, Section
@@ -42,7 +43,6 @@ RUN_KEY: pytest.StashKey[CastguardRun] = pytest.StashKey()  # the one plugin sta
 SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
 ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")  # opt-in: -m adversarial (minutes per model)
 TUNED_FILE = SUITE_FILE.with_name("test_tuned.py")  # opt-in: --tune / [tool.castguard] tune
-CASE_TESTS = ("test_low_precision[", "test_tuned[")  # the suite tests that are sweep cases (report records)
 
 
 SUITE_TESTS = {
@@ -147,16 +147,6 @@ def pytest_configure_node(node: object) -> None:
 def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
     """pytest-xdist, controller: the number of sweep cases this run selected (every worker collects them all)."""
     node.config.stash[RUN_KEY].plan_cases([case_param(i) for i in ids if is_case(i)])  # type: ignore[attr-defined]
-
-
-def is_case(nodeid: str) -> bool:
-    return any(name in nodeid for name in CASE_TESTS)
-
-
-def case_param(nodeid: str) -> str:
-    """A sweep case test's parameter id (its ``SweepCase.id``): ``...::test_low_precision[ID]`` -> ``ID``."""
-    name = next(n for n in CASE_TESTS if n in nodeid)
-    return nodeid.split(name, 1)[1].removesuffix("]")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.conductor import CastguardRun
-from harness.plugin import is_case
+from harness.plugin.nodeids import is_case
 
 
 class ShardPlugin:

@@ -19,7 +19,7 @@ from harness.convert import ConvertOptions
 from harness.core.errors import UserError
 from harness.core.files import atomic_write_text
 from harness.data.feeds import Feed
-from harness.pipeline.cache import code_fingerprint, content_key, feeds_digest
+from harness.data.keys import code_fingerprint, content_key, feeds_digest
 from harness.tune.bound import Bound
 from harness.tune.probe import Sensitivity
 

@@ -6,8 +6,9 @@ import time
 from dataclasses import replace
 
 from harness.convert import ConversionResult, convert
+from harness.data.keys import content_key
 from harness.pipeline.build_check import cached_build
-from harness.pipeline.cache import ContentCache, content_key
+from harness.pipeline.cache import ContentCache
 from harness.pipeline.caserun import BuildChecked, CaseEnv, CaseRun, Converted, Stop
 from harness.pipeline.context import ModelContext
 from harness.sweep import Case

@@ -29,6 +29,7 @@ def save_step(run: CaseRun, env: CaseEnv) -> CaseRun:
 def record(run: CaseRun, *, deployment: bool = True) -> CaseRecord:
     """The case's record: its verdict and every fact its steps left (see the module docstring);
     ``deployment=False``: with the accuracy verdict alone (:func:`harness.pipeline.verdict.decide`)."""
+    timings = _timings(run)  # the case's time ends here: assembling its record is not one of its steps
     verdict = decide(run, deployment=deployment)
     first = run.duplicate.first if run.duplicate is not None else None
     facts = (
@@ -43,7 +44,7 @@ def record(run: CaseRun, *, deployment: bool = True) -> CaseRecord:
         inputs_id=run.inputs_id,
         notes=run.notes,
         golden_file=run.ctx.golden_file if run.ctx is not None else None,
-        timings=_timings(run),
+        timings=timings,
         stopped="" if run.stop is None else run.stop.kind,
         **_conversion(run),
         **facts,

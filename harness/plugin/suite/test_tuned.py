@@ -1,6 +1,6 @@
 """The ``tuned`` case per model and precision (collected only with ``pytest --model X --tune``).
 
-The work is :func:`harness.tune.case.check_tuned`: tune on the golden's inputs (or check the stored plan), record
+The work is :func:`harness.pipeline.tuned.check_tuned`: tune on the golden's inputs (or check the stored plan), record
 the case for the report (also when it stops: an unreadable plan, a golden just written), fail naming the nodes to
 move when a stored plan no longer meets its bound.
 """
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.pipeline.session import AccuracySession, SweepCase
+from harness.pipeline.tuned import check_tuned
 from harness.plugin.suite.test_castguard import report_outcome
 from harness.report import CaseRecord
-from harness.tune.case import check_tuned
 
 
 def test_tuned(
