@@ -103,20 +103,20 @@ class Saved:
     command: str
 
 
-def save_finding(
-    outcome: Outcome,
-    judge: PairedRun,
-    *,
-    directory: Path,
-    stem: str,
-    model_path: Path,
-    options: ConvertOptions,
-    magnitudes: Magnitudes | None,
-    runner: str = "emulate",
-    hypothesis_note: str = "",
-) -> Saved:
+@dataclass(frozen=True)
+class FindingSource:
+    """What a saved finding replays: the FP32 model, the conversion's options and magnitudes, and how it was found."""
+
+    model_path: Path
+    options: ConvertOptions
+    magnitudes: Magnitudes | None
+    hypothesis_note: str = ""
+
+
+def save_finding(outcome: Outcome, judge: PairedRun, *, directory: Path, stem: str, source: FindingSource) -> Saved:
     """Write ``<directory>/<stem>.npz`` (the feed, widened to the FP32 model's dtypes; bf16 as uint16 bits)
-    and ``<stem>.json`` (model, options, magnitudes, verdict); return the replay command."""
+    and ``<stem>.json`` (model, options, magnitudes, verdict, the judge's runner); return the replay command."""
+    model_path, options, magnitudes = source.model_path, source.options, source.magnitudes
     if outcome.feed is None or outcome.verdict is None:
         raise ValueError("save_finding needs an outcome with a failing feed")
     npz, sidecar = directory / f"{stem}.npz", directory / f"{stem}.json"
@@ -128,13 +128,13 @@ def save_finding(
         "schema_version": SCHEMA_VERSION,
         "model": str(model_path.resolve()),
         "model_sha256": model_sha256(model_path),
-        "runner": runner,
+        "runner": judge.runner,
         "options": dataclasses.asdict(options),
         "tolerances": dataclasses.asdict(judge.policy),
         "magnitudes": json.loads(magnitudes.to_json()) if magnitudes is not None else None,
         "score": outcome.verdict.score,
         "examples": outcome.examples,
-        "hypothesis": hypothesis_note,
+        "hypothesis": source.hypothesis_note,
         "summary": outcome.verdict.comparison.summary(),
         "replay": command,
     }
@@ -174,6 +174,14 @@ def cast_limits(
     return tuple((name, -high, high) for name, high in sorted(limits.items()))
 
 
+def search_domain(val_ranges: Sequence[tuple[str, float, float]]) -> str:
+    """The input domain a search covers, in words."""
+    if not val_ranges:
+        return "every value the converted inputs hold"
+    ranges = ", ".join(f"{n or 'all inputs'}:[{lo:g},{hi:g}]" for n, lo, hi in val_ranges)
+    return ranges + "; other inputs: every value their dtype holds"
+
+
 def search_case(
     session: AccuracySession, sweep_case: SweepCase, *, profile: settings | None = None, hypothesis_note: str = ""
 ) -> CaseSearch:
@@ -189,12 +197,7 @@ def search_case(
     config = session.config
     val_ranges = (*cast_limits(conversion.model, given=config.val_ranges), *config.val_ranges)
     strategy = feeds(conversion.model, val_ranges=val_ranges, input_shapes=config.input_shapes)
-    domain = (
-        ", ".join(f"{n or 'all inputs'}:[{lo:g},{hi:g}]" for n, lo, hi in val_ranges)
-        + "; other inputs: every value their dtype holds"
-        if val_ranges
-        else "every value the converted inputs hold"
-    )
+    domain = search_domain(val_ranges)
     with PairedRun(
         ctx.model,
         conversion.model,
@@ -216,10 +219,7 @@ def search_case(
             judge,
             directory=config.report_dir / "adversarial" / name,
             stem=case.id,
-            model_path=ctx.spec.path,
-            options=case.convert_options(),
-            magnitudes=ctx.magnitudes,
-            hypothesis_note=hypothesis_note,
+            source=FindingSource(ctx.spec.path, case.convert_options(), ctx.magnitudes, hypothesis_note),
         )
     return CaseSearch(outcome=outcome, domain=domain, saved=saved)
 

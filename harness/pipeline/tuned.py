@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
+from harness.convert import ConversionResult
 from harness.core.errors import UserError
 from harness.core.files import atomic_write_text, safe_component
 from harness.pipeline.case import TUNED_STEPS
@@ -30,8 +31,8 @@ from harness.pipeline.caserun import Converted, Stop, Tuned
 from harness.pipeline.context import ModelContext
 from harness.pipeline.session import AccuracySession, Outcome, SweepCase
 from harness.tune.bound import Bound
-from harness.tune.engine import TuneSettings, tune_setup
-from harness.tune.oracle import Oracle, Setup
+from harness.tune.engine import TuneOutcome, TuneSettings, tune_setup
+from harness.tune.oracle import Evaluation, Oracle, Setup
 
 STRESS_EXAMPLES = 10
 
@@ -76,95 +77,130 @@ def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
     return session.finish(run, TUNED_STEPS)  # its magnitudes, if collected now, are in tune_s
 
 
+@dataclass(frozen=True)
+class TuneJob:
+    """One tuned case's tune step: what it measures (``setup``), how it tunes, where its plan is kept."""
+
+    label: str  # "model [case id]"
+    model: str
+    sha256: str
+    model_path: Path
+    precision: str
+    setup: Setup
+    settings: TuneSettings
+    path: Path
+    update: bool
+    start: float
+
+    def tuned(self, conversion: ConversionResult, kept: tuple[tuple[str, str], ...], **facts: Any) -> Tuned:
+        return Tuned(conversion=conversion, kept_fp32=kept, seconds=time.perf_counter() - self.start, **facts)
+
+    def retune(self) -> TuneOutcome:
+        return tune_setup(
+            self.setup, model_path=self.model_path, sha256=self.sha256, settings=self.settings, reference=None
+        )
+
+
 def _tune(session: AccuracySession, sweep_case: SweepCase, ctx: ModelContext, *, start: float) -> Tuned:
     """The tune step: tune on the golden's feeds, or check the stored plan (re-tuning when it fails its bound)."""
-    name, case = sweep_case.model, sweep_case.case
-    loaded = session.models[name]
-    golden = ctx.golden
+    case = sweep_case.case
     bound = Bound(precision=case.precision)
     setup = Setup(
         model=ctx.model,
         options=case.convert_options(),
         magnitudes=ctx.magnitudes,
-        feeds=golden.feeds,
-        goldens=golden.outputs,
+        feeds=ctx.golden.feeds,
+        goldens=ctx.golden.outputs,
         bound=bound,
         model_dir=ctx.spec.path.parent,
     )
-    path = plan_path(session, sweep_case)
-    stored = _stored(path)
-    settings = TuneSettings(bound=bound, cache_dir=session.config.cache_dir, stress_examples=STRESS_EXAMPLES)
-    notes: list[str] = []
-    if stored is None:
-        outcome = tune_setup(setup, model_path=ctx.spec.path, sha256=ctx.spec.sha256, settings=settings, reference=None)
-        atomic_write_text(path, outcome.plan.to_json())
+    job = TuneJob(
+        label=f"{sweep_case.model} [{case.id}]",
+        model=sweep_case.model,
+        sha256=ctx.spec.sha256,
+        model_path=ctx.spec.path,
+        precision=case.precision,
+        setup=setup,
+        settings=TuneSettings(bound=bound, cache_dir=session.config.cache_dir, stress_examples=STRESS_EXAMPLES),
+        path=plan_path(session, sweep_case),
+        update=session.config.update_goldens,
+        start=start,
+    )
+    stored = _stored(job.path)
+    return _first_tune(job) if stored is None else _check_stored(job, stored)
+
+
+def _first_tune(job: TuneJob) -> Tuned:
+    """No stored plan: tune, write the plan, pass."""
+    outcome = job.retune()
+    atomic_write_text(job.path, outcome.plan.to_json())
+    notes = [
+        f"tuned plan written: {job.path} ({outcome.plan.evaluations} evaluations, "
+        f"{outcome.plan.evaluations_cached} from cache); commit it beside the goldens"
+    ]
+    if outcome.stress is not None and outcome.stress.failing_feed is not None:
         notes.append(
-            f"tuned plan written: {path} ({outcome.plan.evaluations} evaluations, "
-            f"{outcome.plan.evaluations_cached} from cache); commit it beside the goldens"
+            f"adversarial: {outcome.stress.examples} Hypothesis inputs in {outcome.stress.domain} found "
+            f"one over the bound (error/bound {outcome.stress.worst_ratio:.3g}); the bound holds on the "
+            "golden inputs only"
         )
-        if outcome.stress is not None and outcome.stress.failing_feed is not None:
-            notes.append(
-                f"adversarial: {outcome.stress.examples} Hypothesis inputs in {outcome.stress.domain} found "
-                f"one over the bound (error/bound {outcome.stress.worst_ratio:.3g}); the bound holds on the "
-                "golden inputs only"
-            )
-        kept = tuple((n, outcome.plan.why.get(n, "")) for n in outcome.plan.kept_fp32)
-        return Tuned(
-            conversion=outcome.conversion,
-            kept_fp32=kept,
-            meets_bound=True,
-            notes=tuple(notes),
-            seconds=time.perf_counter() - start,
-        )
-    present = {n.name for n in setup.convert(()).model.graph.node}
+    kept = tuple((n, outcome.plan.why.get(n, "")) for n in outcome.plan.kept_fp32)
+    return job.tuned(outcome.conversion, kept, meets_bound=True, notes=tuple(notes))
+
+
+def _check_stored(job: TuneJob, stored: dict[str, object]) -> Tuned:
+    """A stored plan: measure it on the current model; it passes while it meets its bound, else re-tune."""
+    present = {n.name for n in job.setup.convert(()).model.graph.node}
     old_kept = [str(n) for n in cast(list[object], stored["kept_fp32"])]
-    check = Oracle(setup, budget=1).evaluate([n for n in old_kept if n in present])
+    check = Oracle(job.setup, budget=1).evaluate([n for n in old_kept if n in present])
     gone = [n for n in old_kept if n not in present]
-    if gone:
-        notes.append(f"stored plan names nodes this model no longer has: {', '.join(gone)}")
+    notes = [f"stored plan names nodes this model no longer has: {', '.join(gone)}"] if gone else []
     if check.passed:
         why = cast(dict[str, str], stored.get("why", {}))
-        kept = tuple((n, why.get(n, "") or f"kept by the stored plan {path.name}") for n in old_kept if n in present)
-        notes.append(f"stored tuned plan {path} still meets its bound")
-        return Tuned(
-            conversion=setup.convert([n for n, _ in kept]),
-            kept_fp32=kept,
-            meets_bound=True,
-            notes=tuple(notes),
-            seconds=time.perf_counter() - start,
+        kept = tuple(
+            (n, why.get(n, "") or f"kept by the stored plan {job.path.name}") for n in old_kept if n in present
         )
-    outcome = tune_setup(setup, model_path=ctx.spec.path, sha256=ctx.spec.sha256, settings=settings, reference=None)
+        notes.append(f"stored tuned plan {job.path} still meets its bound")
+        conversion = job.setup.convert([n for n, _ in kept])
+        return job.tuned(conversion, kept, meets_bound=True, notes=tuple(notes))
+    outcome = job.retune()
     new_kept = outcome.plan.kept_fp32
     move = [n for n in new_kept if n not in old_kept]
     back = [n for n in old_kept if n not in new_kept and n in present]
+    if job.update:
+        atomic_write_text(job.path, outcome.plan.to_json())
+    message = _missed_message(job, stored, check, outcome, move=move, back=back)
+    kept = tuple((n, outcome.plan.why.get(n, "")) for n in new_kept)
+    return job.tuned(
+        outcome.conversion, kept, meets_bound=False, message=message, notes=tuple(notes), moved=tuple(move)
+    )
+
+
+def _missed_message(
+    job: TuneJob,
+    stored: dict[str, object],
+    check: Evaluation,
+    outcome: TuneOutcome,
+    *,
+    move: list[str],
+    back: list[str],
+) -> str:
     worst = check.measurement.worst_output()
-    update = session.config.update_goldens
-    if update:
-        atomic_write_text(path, outcome.plan.to_json())
-    message = (
-        f"{name} [{case.id}]: the tuned plan {path} (model {str(stored.get('model_sha256', ''))[:12]}) "
-        f"no longer meets its bound on this model version ({loaded.spec.sha256[:12]}): output {worst!r} "
+    path, bound = job.path, job.settings.bound
+    return (
+        f"{job.label}: the tuned plan {path} (model {str(stored.get('model_sha256', ''))[:12]}) "
+        f"no longer meets its bound on this model version ({job.sha256[:12]}): output {worst!r} "
         f"error {check.measurement.error_of(worst):.3g} > {bound.limit(worst):.3g}\n"
         f"  move to FP32: {', '.join(move) or '(none: the re-tuned plan keeps other nodes)'}"
-        + (f"\n  may go back to {case.precision}: {', '.join(back)}" if back else "")
-        + f"\n  re-tuned plan: {len(new_kept)} node(s) FP32, error "
+        + (f"\n  may go back to {job.precision}: {', '.join(back)}" if back else "")
+        + f"\n  re-tuned plan: {len(outcome.plan.kept_fp32)} node(s) FP32, error "
         + ", ".join(f"{k} {v:.3g}" for k, v in outcome.plan.error.items())
         + (
             f"\n  rewritten (--update-goldens): {path}; review the moves and commit it"
-            if update
-            else f"\n  fix: review the moves and accept the new plan: pytest --model {name} --tune --update-goldens "
-            f"(rewrites {path})"
+            if job.update
+            else f"\n  fix: review the moves and accept the new plan: pytest --model {job.model} --tune "
+            f"--update-goldens (rewrites {path})"
         )
-    )
-    kept = tuple((n, outcome.plan.why.get(n, "")) for n in new_kept)
-    return Tuned(
-        conversion=outcome.conversion,
-        kept_fp32=kept,
-        meets_bound=False,
-        message=message,
-        notes=tuple(notes),
-        moved=tuple(move),
-        seconds=time.perf_counter() - start,
     )
 
 

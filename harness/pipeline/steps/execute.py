@@ -14,7 +14,7 @@ import numpy as np
 from harness.core.errors import HarnessError, RunnerError
 from harness.data.feeds import Feed, cast_feeds, input_specs
 from harness.pipeline.caserun import CaseEnv, CaseRun, Executed, Timed
-from harness.pipeline.speed import measure_speed
+from harness.pipeline.speed import SpeedPair, measure_speed
 from harness.runners import make_runner
 from harness.runners.base import Runner, RunResult
 
@@ -65,15 +65,14 @@ def guarded_run(runner: Runner, feeds: list[Feed], *, name: str) -> RunResult:
 def time_step(run: CaseRun, env: CaseEnv) -> CaseRun:
     assert run.converted is not None, "time follows convert"
     start = time.perf_counter()
-    speed = measure_speed(
-        run.point.runner,
-        run.converted.conversion.model,
-        run.context.model,
-        run.context.golden.feeds,
+    pair = SpeedPair(
+        runner=run.point.runner,
+        low_model=run.converted.conversion.model,
+        fp32_model=run.context.model,
+        feeds=run.context.golden.feeds,
         providers=run.providers,
         model_dir=run.context.spec.path.parent,
-        config=env.settings.timing,
-        clock=env.settings.clock,
         low_model_dir=run.converted.conversion.base_dir,
     )
+    speed = measure_speed(pair, config=env.settings.timing, clock=env.settings.clock)
     return replace(run, timed=Timed(speed=speed, seconds=time.perf_counter() - start))
