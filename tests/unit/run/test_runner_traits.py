@@ -84,15 +84,14 @@ def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     registered.cache_clear()
 
 
-def _session(tmp_path: Path, **config: object) -> AccuracySession:
+def _session(tmp_path: Path) -> AccuracySession:
     harness_config = HarnessConfig(
         models=(str(save(mlp_model(), tmp_path / "mlp.onnx")),),
         goldens_dir=tmp_path / "goldens",
         report_dir=tmp_path / "report",
         cache_dir=tmp_path / "cache",
         sweep=SweepSpec(precisions=("fp16",), exclusions=SweepSpec().exclusions[:1], keep_io_types=(True,)),
-        **config,
-    )  # type: ignore[arg-type]
+    )
     session = AccuracySession.open(harness_config, bundled_dir=tmp_path / "none")
     assert session.check_fp32_golden("mlp").status == "fail"  # written now
     return session
