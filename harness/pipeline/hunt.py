@@ -46,7 +46,7 @@ TARGET_LABEL = "max error / tolerance"
 
 
 @dataclass(frozen=True)
-class Outcome:
+class HuntOutcome:
     """What one search did: how many feeds it tried, the best score seen, and the shrunk failure if any."""
 
     examples: int
@@ -62,7 +62,7 @@ def search(
     profile: settings | None = None,
     seed: int | None = None,
     database_key: bytes | None = None,
-) -> Outcome:
+) -> HuntOutcome:
     """The minimal failing feed of ``feeds`` (Hypothesis ``find``: search, target, shrink), or none.
 
     ``profile`` defaults to the loaded Hypothesis profile; ``seed`` makes a run reproducible under a
@@ -88,8 +88,8 @@ def search(
             database_key=database_key,
         )
     except NoSuchExample:
-        return Outcome(examples=tried, best_score=best)
-    return Outcome(examples=tried, best_score=best, feed=found, verdict=judge(found))
+        return HuntOutcome(examples=tried, best_score=best)
+    return HuntOutcome(examples=tried, best_score=best, feed=found, verdict=judge(found))
 
 
 def database_key(*parts: str) -> bytes:
@@ -113,7 +113,7 @@ class FindingSource:
     hypothesis_note: str = ""
 
 
-def save_finding(outcome: Outcome, judge: PairedRun, *, directory: Path, stem: str, source: FindingSource) -> Saved:
+def save_finding(outcome: HuntOutcome, judge: PairedRun, *, directory: Path, stem: str, source: FindingSource) -> Saved:
     """Write ``<directory>/<stem>.npz`` (the feed, widened to the FP32 model's dtypes; bf16 as uint16 bits)
     and ``<stem>.json`` (model, options, magnitudes, verdict, the judge's runner); return the replay command."""
     model_path, options, magnitudes = source.model_path, source.options, source.magnitudes
@@ -146,7 +146,7 @@ def save_finding(outcome: Outcome, judge: PairedRun, *, directory: Path, stem: s
 class CaseSearch:
     """An adversarial search over one sweep case: what ran, and the saved failure (if one was found)."""
 
-    outcome: Outcome
+    outcome: HuntOutcome
     domain: str
     saved: Saved | None = None
 
