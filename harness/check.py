@@ -31,6 +31,7 @@ import numpy as np
 from harness.config import HarnessConfig
 from harness.core.errors import RunnerUnavailable, UserError
 from harness.core.files import atomic_write_text
+from harness.data.goldens import Golden
 from harness.diagnose.facts import Divergence
 from harness.pipeline.session import AccuracySession, SweepCase
 from harness.report import CaseRecord, OutputStats
@@ -53,6 +54,7 @@ class CheckResult:
     status: str  # pass, fail, skip, error (as the report's)
     message: str = ""
     record: CaseRecord | None = None  # None when no case ran (the golden was just written, or FP32 drifted)
+    golden_written: bool = False  # the model's golden was written in this run: never an expected failure
 
     @property
     def passed(self) -> bool:
@@ -268,33 +270,24 @@ class Checker:
         return write_feeds(feeds, folder=self.config.cache_dir / "check-inputs")
 
     def _fp32(self, session: AccuracySession, name: str) -> CheckResult | None:
-        """The FP32 golden check, once per model and inputs. A golden written now (missing, or --update-goldens)
-        fails this call only; FP32 that no longer reproduces its golden fails every check of the model."""
+        """The FP32 golden check, once per model and inputs. A golden written in this run (missing, or
+        --update-goldens; every xdist worker of the run knows it from the sidecar's ``written_in_run``) fails every
+        check of the model in this run, whatever the order or the worker: nothing is compared against a golden
+        nobody has reviewed. FP32 that no longer reproduces its golden fails every check of the model too."""
         loaded = session.models[name]
         where = (name, loaded.recipe.id)
         if where not in self._fp32_checked:
             path = session.store.path_for(loaded.spec, loaded.recipe)
             existed = path.is_file() and not self.config.update_goldens
             outcome = session.check_fp32_golden(name)
-            if outcome.status == "pass":
-                self._fp32_checked[where] = None
-                return None
-            if existed:  # FP32 no longer reproduces the golden: every check of this model fails
-                self._fp32_checked[where] = CheckResult(model=name, case=None, status="fail", message=outcome.message)
-                return self._fp32_checked[where]
-            self._fp32_checked[where] = None  # written now: this check fails once, later ones compare
-            golden, _ = session.golden(name, allow_update=False)
-            return CheckResult(
-                model=name,
-                case=None,
-                status="fail",
-                message=(
-                    f"{name}: golden written (it was missing, or --update-goldens): {path}\n"
-                    f"  {len(golden.feeds)} iteration(s) from {loaded.recipe.id}, produced by "
-                    f"{golden.meta.get('producer')}\n  fix: review it, commit it, and rerun this test: it then compares "
-                    "against it"
-                ),
-            )
+            result: CheckResult | None
+            if outcome.status != "pass" and existed:  # FP32 no longer reproduces the golden: every check fails
+                result = CheckResult(model=name, case=None, status="fail", message=outcome.message)
+            else:
+                golden, _ = session.golden(name, allow_update=False)
+                new = not existed or _written_in(golden, session.run_id)
+                result = _golden_written(name, path, golden, loaded.recipe.id) if new else None
+            self._fp32_checked[where] = result
         return self._fp32_checked[where]
 
     def recording(self, on_record: Callable[[CaseRecord], None]) -> Checker:
@@ -355,3 +348,22 @@ def write_feeds(feeds: Sequence[Batch], *, folder: Path) -> Path:
     if not path.is_file():
         atomic_write_text(path, text)  # xdist workers may write the same file
     return path
+
+
+def _written_in(golden: Golden, run_id: str | None) -> bool:
+    return run_id is not None and golden.meta.get("written_in_run") == run_id
+
+
+def _golden_written(name: str, path: Path, golden: Golden, recipe_id: str) -> CheckResult:
+    return CheckResult(
+        model=name,
+        case=None,
+        status="fail",
+        golden_written=True,
+        message=(
+            f"{name}: golden written in this run (it was missing, or --update-goldens): {path}\n"
+            f"  {len(golden.feeds)} iteration(s) from {recipe_id}, produced by {golden.meta.get('producer')}; every "
+            "check of this model fails in the run that wrote it, whatever the order\n"
+            "  fix: review it, commit it, and rerun these tests: they then compare against it"
+        ),
+    )

@@ -5,7 +5,8 @@
 files or options are user errors before any test runs) and expands the sweep into :class:`SweepCase` objects
 (model x :class:`harness.sweep.Case`); the session holds that plan. Per model
 it loads the golden and collects the magnitudes once (on the golden's feeds, through the on-disk
-:class:`~harness.pipeline.cache.ContentCache`), then :func:`harness.pipeline.case.run_case` runs each case. Every check
+:class:`~harness.pipeline.cache.ContentCache`), then :meth:`AccuracySession.start_case` and
+:func:`harness.pipeline.case.finish_case` run each case. Every check
 returns an :class:`Outcome` for the suite to turn into pass/fail/skip; low-precision outcomes carry the
 case's :class:`~harness.report.CaseRecord` for the report.
 """
@@ -35,6 +36,7 @@ from harness.pipeline.plan import LoadedModel, SessionPlan, SweepCase, default_r
 from harness.pipeline.steps.record import record
 from harness.pipeline.verdict import raised
 from harness.report import CaseRecord, golden_relpath, save_outputs
+from harness.report.runs import is_run_id
 from harness.runners import FP32_RUNNER, make_runner
 
 __all__ = [
@@ -87,6 +89,8 @@ class AccuracySession:
         self.tuned_cases = list(plan.tuned_cases)
         self.shard_work = plan.shard_work
         self.output_dir = output_dir or config.report_dir  # this run's folder for saved outputs
+        # the run this session belongs to (every xdist worker of one run shares it); stamped on goldens it writes
+        self.run_id = self.output_dir.name if is_run_id(self.output_dir.name) else None
         self.strict_provenance = strict_provenance  # --strict-provenance: golden version drift is an error
         self.store = GoldenStore(config.goldens_dir)
         self.cache = cache
@@ -130,7 +134,11 @@ class AccuracySession:
             return self._goldens[name], None
         try:
             golden, written = ensure_golden(
-                self.store, loaded.spec, loaded.recipe, update=update, produce=lambda: produce_golden(loaded)
+                self.store,
+                loaded.spec,
+                loaded.recipe,
+                update=update,
+                produce=lambda: produce_golden(loaded, run_id=self.run_id),
             )
         except GoldenRunFailed as err:
             self.golden_failures[name] = err
@@ -271,14 +279,17 @@ def outcome_of(case_record: CaseRecord) -> Outcome:
     return Outcome(status, case_record.message, runner=case_record.runner, record=case_record)
 
 
-def produce_golden(loaded: LoadedModel) -> Golden:
+def produce_golden(loaded: LoadedModel, *, run_id: str | None = None) -> Golden:
     """Run the recipe's feeds on ORT CPU FP32; onnxruntime's failure is :class:`GoldenRunFailed` (its message, the
-    inputs used, the fix)."""
+    inputs used, the fix). ``run_id``: the run writing it (sidecar ``written_in_run``), so that every check of that
+    run knows the golden is not reviewed yet."""
     try:
         result = make_runner(FP32_RUNNER, loaded.model, model_dir=loaded.spec.path.parent).run(loaded.feeds)
     except RunnerError as err:
         raise golden_run_failed(loaded.spec, loaded.recipe, loaded.feeds, err, input_lines=loaded.input_lines) from None
     meta = {"producer": result.runner, "inputs": describe_inputs(loaded.model, loaded.recipe, loaded.feeds)}
+    if run_id is not None:
+        meta["written_in_run"] = run_id
     return Golden(feeds=loaded.feeds, outputs=result.outputs, meta=meta)
 
 

@@ -196,7 +196,12 @@ def pytest_runtest_makereport(
 
 
 def _settle(item: pytest.Item, report: pytest.TestReport) -> None:
-    """A judged suite test hands its held record to the run (xfail/xpass settled)."""
+    """A judged suite test hands its held record to the run (xfail/xpass settled); a golden written in this run by
+    the test's ``castguard`` check is never an expected failure; a sweep case's test that ended without a record
+    (it raised, or its setup failed) is recorded as such."""
+    from harness.plugin.fixture import golden_written_is_no_expected_failure
+
+    golden_written_is_no_expected_failure(item, report)
     if report.when == "call" or (report.when == "setup" and report.failed):
         strict_xpass = report.failed and str(report.longrepr).startswith("[XPASS(strict)]")
         case_id = case_param(item.nodeid) if is_case(item.nodeid) else None

@@ -41,6 +41,7 @@ class CastguardFixture:
     def __init__(self, checker: Checker, item: pytest.Item) -> None:
         self._checker = checker
         self._item = item
+        self.golden_written: str | None = None  # the message of a golden one of this test's checks wrote this run
 
     def check(
         self,
@@ -54,21 +55,27 @@ class CastguardFixture:
         runner: str | None = None,
         inputs: Inputs = None,
         key: str | None = None,
+        strict: bool = False,
     ) -> CheckResult:
-        """One case: convert, run on ``runner``, compare with the FP32 golden (see :meth:`Checker.check`)."""
-        return self._guard(
-            lambda: self._checker.check(
-                model,
-                precision=precision,
-                data_max=data_max,
-                init_max=init_max,
-                exclusions=exclusions,
-                keep_io_types=keep_io_types,
-                runner=runner,
-                inputs=inputs,
-                key=key,
-            )
-        )
+        """One case: convert, run on ``runner``, compare with the FP32 golden (see :meth:`Checker.check`).
+        ``strict=True``: a case that does not pass fails the test here, with :meth:`CheckResult.explain` as the
+        message (a skipped case skips it), so no ``assert`` can be forgotten."""
+        return self._judged(
+            strict,
+            self._guard(
+                lambda: self._checker.check(
+                    model,
+                    precision=precision,
+                    data_max=data_max,
+                    init_max=init_max,
+                    exclusions=exclusions,
+                    keep_io_types=keep_io_types,
+                    runner=runner,
+                    inputs=inputs,
+                    key=key,
+                )
+            ),
+        )[0]
 
     def sweep(
         self,
@@ -82,21 +89,39 @@ class CastguardFixture:
         runners: Iterable[str] | None = None,
         inputs: Inputs = None,
         key: str | None = None,
+        strict: bool = False,
     ) -> list[CheckResult]:
-        """Every combination of the settings; one result per case (see :meth:`Checker.sweep`)."""
-        return self._guard(
-            lambda: self._checker.sweep(
-                model,
-                precisions=precisions,
-                data_max=data_max,
-                init_max=init_max,
-                exclusions=exclusions,
-                keep_io_types=keep_io_types,
-                runners=runners,
-                inputs=inputs,
-                key=key,
-            )
+        """Every combination of the settings; one result per case (see :meth:`Checker.sweep`). ``strict=True``:
+        after every case ran, the test fails with the explanation of each case that did not pass."""
+        return self._judged(
+            strict,
+            self._guard(
+                lambda: self._checker.sweep(
+                    model,
+                    precisions=precisions,
+                    data_max=data_max,
+                    init_max=init_max,
+                    exclusions=exclusions,
+                    keep_io_types=keep_io_types,
+                    runners=runners,
+                    inputs=inputs,
+                    key=key,
+                )
+            ),
         )
+
+    def _judged(self, strict: bool, results: CheckResult | list[CheckResult]) -> list[CheckResult]:
+        """Note a golden written in this run on the test (never an expected failure: see
+        :func:`golden_written_is_no_expected_failure`); with ``strict``, fail (or skip) the test on what did not
+        pass."""
+        __tracebackhide__ = True
+        listed = results if isinstance(results, list) else [results]
+        written = [r.explain() for r in listed if r.golden_written]
+        if written:
+            self.golden_written = written[0]
+        if strict:
+            _raise_unless_passed(listed)
+        return listed
 
     def _guard(self, call: Callable[[], T]) -> T:
         __tracebackhide__ = True
@@ -107,6 +132,27 @@ class CastguardFixture:
         except UserError as err:
             message = str(err)
         _fail(message)  # outside the except: one message, no "during handling" chain
+
+
+def _raise_unless_passed(results: list[CheckResult]) -> None:
+    __tracebackhide__ = True
+    failed = [r.explain() for r in results if r.status in ("fail", "error")]
+    if failed:
+        _fail("\n\n".join(failed))
+    skipped = [r.explain() for r in results if r.status == "skip"]
+    if skipped and len(skipped) == len(results):
+        pytest.skip("\n".join(skipped))
+
+
+def golden_written_is_no_expected_failure(item: pytest.Item, report: pytest.TestReport) -> None:
+    """A test whose check wrote its model's golden in this run fails, even where it is marked xfail: the failure
+    says "review the new golden", not the failure the mark expects."""
+    fixture = getattr(item, "funcargs", {}).get("castguard")
+    message = fixture.golden_written if isinstance(fixture, CastguardFixture) else None
+    if message is not None and report.when == "call" and hasattr(report, "wasxfail"):
+        del report.wasxfail
+        report.outcome = "failed"
+        report.longrepr = f"{message}\n(this test is marked xfail; a golden written in this run is not that failure)"
 
 
 def _fail(message: str) -> NoReturn:

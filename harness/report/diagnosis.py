@@ -89,6 +89,14 @@ def _level(error: float) -> float:
     return max(-8.0, min(1.0, math.log10(error))) if error > 0 else -8.0
 
 
+PROFILE_CAPTION = (
+    "Each point is one tensor, in graph order; error = max|low − fp32| / max|fp32| (log scale). Red: beyond "
+    "tolerance; blue: within it; grey: constant; dashed red line: the diagnosed cause; green band: nodes the "
+    "verified fix keeps FP32."
+)
+"""The profile's legend, as HTML text under the SVG (it wraps with the page; inside the SVG it was cut off)."""
+
+
 def profile_svg(d: Diagnosis, *, width: int = 640, height: int = 200) -> str:
     """The divergence profile: each tensor's error (log scale) in graph order, beyond tolerance in red,
     constants grey; the diagnosed cause and the verified fix's nodes marked. Empty when there is no profile."""
@@ -141,10 +149,7 @@ def profile_svg(d: Diagnosis, *, width: int = 640, height: int = 200) -> str:
             f"{'' if r.passed else ', beyond tolerance'}{'' if r.computed else ', constant'}</title></circle>"
         )
     parts += points
-    parts.append(
-        f'<text x="{left}" y="{height - 8}" font-size="10">tensors in graph order ({n}); error = max|low - '
-        "fp32| / max|fp32|; red: beyond tolerance, grey: constant, green band: verified fix</text>"
-    )
+    parts.append(f'<text x="{left}" y="{height - 8}" font-size="10">tensors in graph order ({n})</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -168,7 +173,7 @@ def diagnosis_html(d: Diagnosis) -> str:
     return (
         (
             f'<div class="diagnosis"><p>Divergence profile (every tensor vs the FP32 run\'s own intermediates):</p>'
-            f"{svg}{fix}</div>"
+            f"<figure>{svg}<figcaption>{PROFILE_CAPTION}</figcaption></figure>{fix}</div>"
         )
         if svg
         else f'<div class="diagnosis">{fix}</div>'

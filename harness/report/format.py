@@ -139,11 +139,6 @@ def counts_text(counts: Mapping[str, int]) -> str:
     return f"{total} case{'s' if total != 1 else ''}" + (": " + ", ".join(parts) if parts else "")
 
 
-def first_line(text: str, *, limit: int = 160) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
 def case_notes(case: CaseRecord) -> tuple[str, ...]:
     """The case's notes as shown: its own display notes, then its facts in words (the reuse of another case's
     result is not among them: it is shown next to the case, :attr:`CaseRecord.reused_from`)."""

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.transforms import offset_copy
 
 from harness.report.format import accuracy_ok
 from harness.report.model import CaseRecord
@@ -32,13 +34,41 @@ def precision_colour(name: str) -> str:
 
 
 def share_limits(shares: Sequence[float]) -> tuple[float, float]:
-    """An x range in percent zoomed to the data (at least 10 points wide, clipped to [0, 100] plus a margin)."""
+    """An x range in percent zoomed to the data (at least 10 points wide), never beyond [0, 100]: a point at 100 %
+    sits on the edge and is drawn unclipped, with its label inside the figure."""
     low, high = 100 * min(shares), 100 * max(shares)
     pad = max(2.0, 0.08 * (high - low))
     if high - low < 10.0:
         middle = (low + high) / 2
         low, high = middle - 5.0, middle + 5.0
-    return max(-2.0, low - pad), min(102.0, high + pad)
+    return max(0.0, low - pad), min(100.0, high + pad)  # a share is never beyond 0..100 %
+
+
+MARKER_STEP_PT = 9.0
+"""Markers of different precisions or statuses at one spot stand side by side, this far apart (points)."""
+
+
+def _markers(
+    points: Sequence[CaseRecord], where: Callable[[CaseRecord], tuple[object, float]]
+) -> list[tuple[Any, float, float, str, str, int, float]]:
+    """One marker per (axes, position, precision, status), with the number of cases it stands for; markers that
+    share a position are shifted apart sideways so that none hides another (the x value stays the data's)."""
+    groups: dict[tuple[int, float, str, str, str], list[CaseRecord]] = {}
+    targets: dict[int, object] = {}
+    for case in points:
+        target, y = where(case)
+        targets[id(target)] = target
+        x = 100 * case.lowp_flop_share  # type: ignore[operator]
+        groups.setdefault((id(target), round(x, 6), f"{y:.6g}", case.case.precision, case.status), []).append(case)
+    spots: dict[tuple[int, float, str], list[tuple[str, str]]] = {}
+    for tid, px, py, precision, status in sorted(groups):
+        spots.setdefault((tid, px, py), []).append((precision, status))
+    placed = []
+    for (tid, px, py, precision, status), cases in sorted(groups.items()):
+        here = spots[(tid, px, py)]
+        shift = (here.index((precision, status)) - (len(here) - 1) / 2) * MARKER_STEP_PT
+        placed.append((targets[tid], px, float(py), precision, status, len(cases), shift))
+    return placed
 
 
 def tolerance_levels(cases: Sequence[CaseRecord]) -> dict[str, float]:
@@ -113,22 +143,32 @@ def error_vs_share_figure(cases: Sequence[CaseRecord], *, title: str) -> Figure:
             return band, 0.5
         return ax, (floor if error == 0 else error)
 
-    for precision in sorted({c.case.precision for c in points}):
-        for status, marker in STATUS_MARKERS.items():
-            group = [c for c in points if c.case.precision == precision and c.status == status]
-            for target in {id(where(c)[0]): where(c)[0] for c in group}.values():
-                mine = [c for c in group if where(c)[0] is target]
-                target.scatter(  # type: ignore[attr-defined]
-                    [100 * c.lowp_flop_share for c in mine],  # type: ignore[operator]
-                    [where(c)[1] for c in mine],
-                    c=precision_colour(precision),
-                    marker=marker,
-                    s=46,
-                    alpha=0.8,
-                    edgecolors="white",
-                    linewidths=0.5,
-                    zorder=3,
-                )
+    for target, x, y, precision, status, count, shift in _markers(points, where):
+        target.scatter(
+            [x],
+            [y],
+            c=precision_colour(precision),
+            marker=STATUS_MARKERS.get(status, "o"),
+            s=46,
+            alpha=0.8,
+            edgecolors="white",
+            linewidths=0.5,
+            zorder=3,
+            clip_on=False,  # a case at 100 % sits on the axis' edge, drawn whole
+            transform=offset_copy(target.transData, fig=fig, x=shift, y=0.0, units="points"),
+        )
+        if count > 1:  # a marker standing for several cases says how many, on its own side of the spot
+            side = "right" if shift < 0 else ("left" if shift > 0 else "center")
+            target.annotate(
+                f"×{count}",
+                (x, y),
+                xytext=(shift + {"right": -5, "left": 5, "center": 0}[side], 8 if side == "center" else 5),
+                textcoords="offset points",
+                fontsize=7,
+                ha=side,
+                color=precision_colour(precision),
+                annotation_clip=False,
+            )
     if band is not None:
         band.set_ylim(0, 1)
         band.set_yticks([0.5], ["inf / NaN"], fontsize=8)
@@ -163,7 +203,7 @@ def error_vs_share_figure(cases: Sequence[CaseRecord], *, title: str) -> Figure:
             continue
         xs, ys = [100 * c.lowp_flop_share for c in mine], [where(c)[1] for c in mine]  # type: ignore[operator]
         target.plot(xs, ys, color="black", linewidth=1, linestyle="--", zorder=2)
-        target.scatter(xs, ys, s=170, facecolors="none", edgecolors="black", linewidths=1.2, zorder=4)
+        target.scatter(xs, ys, s=170, facecolors="none", edgecolors="black", linewidths=1.2, zorder=4, clip_on=False)
     if any(e == 0 for e in errors):
         ax.axhline(floor, color="grey", linestyle=":", linewidth=1)
         ax.text(1.0, floor, " 0 (exact)", transform=ax.get_yaxis_transform(), va="center", fontsize=8)
@@ -243,6 +283,7 @@ def _number_front(
             va="center",
             zorder=5,
             arrowprops={"arrowstyle": "-", "color": "dimgrey", "linewidth": 0.6} if far else None,
+            annotation_clip=False,
         )
 
 

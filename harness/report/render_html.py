@@ -282,14 +282,15 @@ def _trt_section(view: ModelView) -> str:
 
 
 def _failures(view: ModelView) -> str:
-    failing, multi = view.failing, view.multi_inputs
-    if not failing:
+    groups, multi = view.failure_groups, view.multi_inputs
+    if not groups:
         return ""
     blocks = []
-    for case in failing:
+    for case, *same in groups:
         block = [
             f'<div class="failure"><h4><code class="id">{escape(case_label(case, with_inputs=multi))}</code> '
-            f"{_status(case.status)}</h4><pre>{escape(case.message or '(no message)')}</pre>"
+            f"{_status(case.status)}</h4>{_sharing(same, multi=multi)}"
+            f"<pre>{escape(case.message or '(no message)')}</pre>"
         ]
         d = case.first_divergent
         if d is not None:
@@ -304,6 +305,16 @@ def _failures(view: ModelView) -> str:
             block.append(_output_table(case))
         blocks.append("".join(block) + "</div>")
     return "<h3>Failing cases (and expected failures)</h3>" + "".join(blocks)
+
+
+def _sharing(same: Sequence[CaseRecord], *, multi: bool) -> str:
+    """The cases that converted to the same model as a failure card's case, and so share its result."""
+    if not same:
+        return ""
+    ids = ", ".join(
+        f'<code class="id">{escape(case_label(c, with_inputs=multi))}</code> {_status(c.status)}' for c in same
+    )
+    return f"<p>Same converted model, same result (not run again): {ids}</p>"
 
 
 def _output_table(case: CaseRecord) -> str:

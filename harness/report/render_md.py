@@ -17,7 +17,6 @@ from harness.report.format import (
     case_label,
     completion_text,
     counts_text,
-    first_line,
     fmt_divergence,
     fmt_error,
     fmt_int,
@@ -180,14 +179,19 @@ def _model_section(view: ModelView) -> list[str]:
             f"{fmt_share(case.lowp_flop_share, case.lowp_share_bound)} | {fmt_int(case.cast_count)} | {divergent} |"
             + (f" {trt_cell(case)} |" if trt else "")
         )
-    failing = [c for c in view.failing if c.status in ("fail", "error", "xpass") and c.message]
+    failing = [g for g in view.failure_groups if g[0].status in ("fail", "error", "xpass") and g[0].message]
     if failing:
-        lines += ["", "Failures:", ""]
-        for c in failing:
-            lines.append(
-                f"- {md_code(case_label(c, with_inputs=multi), in_table=False)}: "
-                f"{md_code(first_line(c.message), in_table=False)}"
+        lines += ["", "Failures (one per distinct result; the whole message):", ""]
+        for c, *sharing in failing:
+            shared = (
+                " (same converted model, same result: "
+                + ", ".join(md_code(case_label(other, with_inputs=multi), in_table=False) for other in sharing)
+                + ")"
+                if sharing
+                else ""
             )
+            lines.append(f"- {md_code(case_label(c, with_inputs=multi), in_table=False)}{shared}:")
+            lines += ["", "  ```text", *(f"  {line}" for line in c.message.rstrip().splitlines()), "  ```", ""]
             lines += [f"  - {md_code(line.strip(), in_table=False)}" for line in diagnosis_md(c.diagnosis)]
     if view.tuned:
         lines += [

@@ -54,6 +54,15 @@ class ModelView:
         return tuple(c for c in self.cases if c.status in ("error", "fail", "xpass", "xfail"))
 
     @property
+    def failure_groups(self) -> tuple[tuple[CaseRecord, ...], ...]:
+        """The failing cases, one group per distinct result: a case that reuses another's converted model (same
+        result, not run again) joins that case's group, which it follows; display order otherwise."""
+        groups: dict[tuple[str, str], list[CaseRecord]] = {}
+        for case in self.failing:
+            groups.setdefault((case.inputs_id, case.reused_from or case.case.id), []).append(case)
+        return tuple(tuple(sorted(g, key=lambda c: c.reused_from is not None)) for g in groups.values())
+
+    @property
     def build_checked(self) -> bool:
         return any(c.trt_build is not None for c in self.cases)
 

@@ -70,9 +70,13 @@ def test_user_tests_over_two_precisions_write_the_golden_once_then_pass_into_rep
     project: pytest.Pytester, tmp_path: Path
 ) -> None:
     first = _run(project, "-v")
-    first.assert_outcomes(passed=1, failed=1)  # the check that wrote the golden fails once
+    first.assert_outcomes(failed=2)  # every check of the run that wrote the golden fails, whichever wrote it
     first.stdout.fnmatch_lines(
-        ["*test_mlp?fp16? FAILED*", "*test_mlp?bf16? PASSED*", "*golden written*gold/models.mlp/file-*.npz*"]
+        [
+            "*test_mlp?fp16? FAILED*",
+            "*test_mlp?bf16? FAILED*",
+            "*golden written in this run*gold/models.mlp/file-*.npz*",
+        ]
     )
     assert "Traceback" not in first.stdout.str()
     history = tmp_path / "history"
@@ -122,7 +126,6 @@ from harness.report import OutputStats
 
 
 def test_sweep(castguard, my_batches):
-    castguard.check("models/mlp.onnx", inputs=my_batches)      # the golden (this call fails once)
     results = castguard.sweep("models/mlp.onnx", precisions=["fp16", "bf16"], data_max=[8, 512],
                               inputs=my_batches)
     assert [r.case_id.split("-")[:2] for r in results] == [["fp16", "dmax8"], ["fp16", "dmax512"],
@@ -135,6 +138,9 @@ def test_sweep(castguard, my_batches):
         assert r.explain().startswith(f"castguard models.mlp [{r.case_id}]: pass; on emulate")
 """
     )
+    first = _run(project, "test_cg_sweep.py")  # writes the golden: every case of this run says so
+    first.assert_outcomes(failed=1)
+    first.stdout.fnmatch_lines(["*golden written in this run*"])
     _run(project, "test_cg_sweep.py").assert_outcomes(passed=1)
     assert len(_report(project)["cases"]) == 4
 
@@ -201,6 +207,7 @@ def test_onnxref(castguard, my_batches, precision):
 """
     )
     try:
+        _run(project, "test_cg_plugin.py").assert_outcomes(failed=2)  # the run that writes the golden
         _run(project, "test_cg_plugin.py").assert_outcomes(passed=2)
         report = _report(project)
     finally:
@@ -225,9 +232,63 @@ def test_cancel(castguard):
     assert result.passed, result.explain()
 """
     )
-    _run(project, "test_cg_xfail.py")  # writes the golden (that check fails: xfailed too)
+    first = _run(project, "test_cg_xfail.py")  # writes the golden: a failure the xfail mark does not cover
+    first.assert_outcomes(failed=1)
+    first.stdout.fnmatch_lines(["*golden written in this run*", "*marked xfail; a golden written in this run*"])
     _run(project, "test_cg_xfail.py").assert_outcomes(xfailed=1)
     assert [c["status"] for c in _report(project)["cases"]] == ["xfail"]
+
+
+STRICT_TESTS = """
+import pytest
+
+
+def test_cancel_strict(castguard):
+    castguard.check("models/cancel.onnx", precision="fp16", runner="emulate", strict=True)   # no assert
+
+
+def test_mlp_strict(castguard, my_batches):
+    castguard.check("models/mlp.onnx", precision="fp16", inputs=my_batches, runner="emulate", strict=True)
+
+
+def test_sweep_strict(castguard):
+    castguard.sweep("models/cancel.onnx", precisions=["fp16", "bf16"], runners=["emulate"], strict=True)
+
+
+def test_skip_strict(castguard, my_batches):
+    castguard.check("models/mlp.onnx", precision="bf16", inputs=my_batches, runner="ort", strict=True)
+"""
+
+
+def test_strict_checks_fail_the_test_without_an_assert(project: pytest.Pytester) -> None:
+    project.makepyfile(test_cg_strict=STRICT_TESTS)
+    _run(project, "test_cg_strict.py")  # the goldens
+    result = _run(project, "test_cg_strict.py", "-rs", "-v")
+    result.assert_outcomes(passed=1, failed=2, skipped=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*test_cancel_strict FAILED*",
+            "*test_mlp_strict PASSED*",
+            "*test_sweep_strict FAILED*",
+            "*test_skip_strict SKIPPED*",
+        ]
+    )
+    assert "castguard models.cancel [fp16-dmax512-imax65504-excl_none-keepio0-emulate]: fail" in out  # explain()
+    assert "Traceback" not in out
+
+
+@pytest.mark.parametrize("order", ['"fp16", "bf16"', '"bf16", "fp16"'])
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_a_first_run_fails_the_same_tests_in_any_order_or_worker(
+    project: pytest.Pytester, workers: list[str], order: str
+) -> None:
+    project.makepyfile(test_cg_user=USER_TESTS.replace('"fp16", "bf16"', order))
+    first = _run(project, "-v", *workers)
+    first.assert_outcomes(failed=2)
+    first.stdout.fnmatch_lines_random(["FAILED *test_mlp?fp16?*", "FAILED *test_mlp?bf16?*"])
+    assert first.stdout.str().count("golden written in this run") >= 2
+    _run(project, *workers).assert_outcomes(passed=2)
 
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "user_project"

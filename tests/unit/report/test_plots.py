@@ -85,3 +85,20 @@ def test_fp16_and_bf16_keep_their_colours_in_every_chart() -> None:
         ),
     )
     assert trend_png(trend).startswith(b"\x89PNG")
+
+
+def test_cases_at_one_spot_stand_side_by_side_and_say_how_many() -> None:
+    """Four failing cases at one spot (100 %, error 0.25): two fp16 and two bf16. Each precision gets one marker, the two
+    markers are drawn apart (neither hides the other), each says "×2", and the axis ends at 100 %."""
+    cases = [_case(p, d, 1.0, 1.0, "fail") for p in ("fp16", "bf16") for d in (8.0, 512.0)] + [
+        _case("fp16", 64.0, 0.9, 1e-3)
+    ]
+    fig = error_vs_share_figure(cases, title="m")
+    fig.canvas.draw()
+    (main,) = fig.axes
+    assert main.get_xlim()[1] == 100.0
+    at_edge = [c for c in main.collections if len(c.get_offsets()) == 1 and tuple(c.get_offsets()[0]) == (100.0, 0.25)]
+    assert len(at_edge) == 2  # one marker per precision, not four stacked
+    pixels = {tuple(round(v) for v in c.get_offset_transform().transform(c.get_offsets())[0]) for c in at_edge}
+    assert len(pixels) == 2
+    assert [t.get_text() for t in main.texts if t.get_text().startswith("×")] == ["×2", "×2"]

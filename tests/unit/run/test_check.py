@@ -29,7 +29,7 @@ def test_golden_written_once_then_cases_recorded(tmp_path: Path) -> None:
     records: list[CaseRecord] = []
     first = checker(tmp_path, records).check("models/mlp.onnx", inputs=feeds)
     assert first.status == "fail" and first.record is None and not records
-    assert "golden written" in first.message and "rerun this test" in first.message
+    assert "golden written" in first.message and "rerun these tests" in first.message
     assert list((tmp_path / "goldens" / "models.mlp").glob("file-*.npz"))
     again = checker(tmp_path, records)  # a new process: the golden exists now
     results = again.sweep("models/mlp.onnx", precisions=["fp16", "bf16"], inputs=feeds)
@@ -38,3 +38,30 @@ def test_golden_written_once_then_cases_recorded(tmp_path: Path) -> None:
     assert results[0].outputs[0].name == "y" and results[0].lowp_flop_share == 1.0
     same = again.check("models/mlp.onnx", precision="fp16", inputs=[dict(f) for f in feeds])
     assert same.passed and same.record is not None and same.record.inputs_id == results[0].record.inputs_id
+
+
+def test_a_golden_written_in_this_run_fails_every_check_of_the_run(tmp_path: Path) -> None:
+    """Two checkers writing into one run folder (two xdist workers of one run): the one that did not write the
+    golden still knows it is new (the sidecar's written_in_run), so the first run fails the same checks in any
+    order; a later run (another run id) compares."""
+    save(mlp_model(), tmp_path / "models" / "mlp.onnx")
+    feeds = [{"x": np.random.default_rng(0).normal(size=(1, 8)).astype(np.float32)}]
+    config = HarnessConfig(
+        goldens_dir=tmp_path / "goldens",
+        report_dir=tmp_path / "rep",
+        cache_dir=tmp_path / "cache",
+        project_dir=tmp_path,
+    )
+    run_folder = tmp_path / "rep" / "runs" / "20261127T010000000000Z-1-abcd"
+
+    def worker(folder: Path) -> Checker:
+        return Checker(config, output_dir=folder, bundled_dir=bundled_models_dir(), on_record=lambda r: None)
+
+    first = worker(run_folder).check("models/mlp.onnx", precision="bf16", inputs=feeds)
+    other = worker(run_folder).check("models/mlp.onnx", precision="fp16", inputs=feeds)
+    assert first.golden_written and other.golden_written and not other.passed
+    assert "golden written in this run" in other.message
+    later = worker(tmp_path / "rep" / "runs" / "20261127T020000000000Z-1-abcd").check(
+        "models/mlp.onnx", precision="fp16", inputs=feeds
+    )
+    assert later.passed and not later.golden_written
