@@ -32,6 +32,7 @@ import pytest
 
 from harness.options import add_nightly_options, add_options
 from harness.plugin.nodeids import case_param, is_case
+from harness.plugin.state import RUN_KEY
 
 if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin import
     from harness.conductor import CastguardRun, Section
@@ -39,7 +40,6 @@ if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin impor
     from harness.report import CaseRecord
 
 pytest_plugins = ("harness.plugin.fixture",)  # the `castguard` fixture for users' own tests (issue 24.1)
-RUN_KEY: pytest.StashKey[CastguardRun] = pytest.StashKey()  # the one plugin state object (harness.conductor)
 SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
 ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")  # opt-in: -m adversarial (minutes per model)
 TUNED_FILE = SUITE_FILE.with_name("test_tuned.py")  # opt-in: --tune / [tool.castguard] tune

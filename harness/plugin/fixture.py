@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import pytest
 
-from harness import plugin as main
+from harness.plugin.state import RUN_KEY
 
 if TYPE_CHECKING:
     from harness.check import Checker, CheckResult, Inputs
@@ -168,7 +168,7 @@ def _checker(config: pytest.Config) -> Checker:
     """This process's checker, from the run object (its report session is made on first use: see the module
     docstring); an xdist worker writes into the run id its controller reserved."""
     workerinput = getattr(config, "workerinput", None)
-    run = config.stash[main.RUN_KEY]
+    run = config.stash[RUN_KEY]
     run_id = workerinput.get(FIXTURE_RUN_ID) if workerinput else None
     if workerinput is not None and not run_id and run.report is None:
         _fail("castguard: this xdist worker got no run id from its controller (castguard is not loaded there?)")
@@ -180,14 +180,14 @@ def castguard(request: pytest.FixtureRequest) -> CastguardFixture:
     """castguard's checks for this test: ``castguard.check(model, precision=..., inputs=...)`` and
     ``castguard.sweep(model, precisions=[...], data_max=[...])``; every case goes into the run's report once
     pytest has judged the test (the main plugin settles it: xfail/xpass)."""
-    node, run = request.node, request.config.stash[main.RUN_KEY]
+    node, run = request.node, request.config.stash[RUN_KEY]
     return CastguardFixture(_checker(request.config).recording(lambda record: run.hold(node.nodeid, record)), node)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: object) -> None:
     """pytest-xdist, controller without --model: reserve a run id for the workers' fixture records."""
-    run = node.config.stash[main.RUN_KEY]  # type: ignore[attr-defined]
+    run = node.config.stash[RUN_KEY]  # type: ignore[attr-defined]
     if run.report is not None:
         return
     if run.reserved_run_id is None:
@@ -204,7 +204,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if _is_worker(config):
         return
-    run = config.stash[main.RUN_KEY]
+    run = config.stash[RUN_KEY]
     reserved = run.reserved_run_id
     if run.report is None and reserved is not None:
         from harness.report.collect import CASES_DIR

@@ -174,5 +174,5 @@ def test_the_judge_runs_and_renders_nothing() -> None:
 
 def test_one_object_holds_a_runs_state() -> None:
     """ "One run's state is one object": the plugin keeps one StashKey, holding a CastguardRun."""
-    text = (HARNESS / "plugin" / "__init__.py").read_text()
-    assert text.count("StashKey[") == 1 and "StashKey[CastguardRun]" in text
+    keys = [p.name for p in (HARNESS / "plugin").rglob("*.py") if "StashKey[" in p.read_text()]
+    assert keys == ["state.py"] and "StashKey[CastguardRun]" in (HARNESS / "plugin" / "state.py").read_text()
