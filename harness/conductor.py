@@ -383,6 +383,7 @@ class CastguardRun:
         """What the run prints at the end: the report's place and headline, inputs, nightly verdict."""
         sections: list[Section] = []
         if self.finished is not None:
+            from harness.report.format import summary_facts
             from harness.report.view import trt_terminal_lines
 
             finished = self.finished
@@ -390,6 +391,7 @@ class CastguardRun:
             if finished.pruned:
                 lines.append(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
             lines += trt_terminal_lines(finished.view)  # the TensorRT build check (issue 17)
+            lines += summary_facts(finished.view.report.cases)  # QDQ models, the model's own FP32 Casts
             sections.append(Section("castguard sweep report", tuple(lines)))
         tail = [*([self.evicted] if self.evicted else []), *self.skipped_runners]
         if self.session is not None and not self.is_worker:

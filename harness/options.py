@@ -49,6 +49,7 @@ SWEEP_DESTS: Mapping[str, str] = {
     "castguard_node_precisions": "node_precisions",
     "castguard_fp32_accumulation": "fp32_accumulation",
     "castguard_target": "target",
+    "castguard_fp32_casts": "fp32_casts",
 }
 SWEEP_FILE_DEST = "castguard_sweep_file"
 
@@ -105,6 +106,7 @@ SWEEP_OPTIONS: tuple[Option, ...] = (  # the sweep's axes ([tool.castguard.sweep
     Option("--node-precisions", "castguard_node_precisions", metavar="Add:fp16,Sub:fp32"),
     Option("--fp32-accumulation", "castguard_fp32_accumulation", action="store_true"),
     Option("--target", "castguard_target", choices=("any", "ort-cuda", "tensorrt")),
+    Option("--fp32-casts", "castguard_fp32_casts", metavar="respect,ignore"),
 )
 
 
@@ -170,6 +172,8 @@ HELP: Mapping[str, str] = {  # --flag -> help text (see the tables below)
     "--fp32-accumulation": "wrap each low-precision MatMul/Gemm as Cast -> fp32 MatMul -> Cast in every case",
     "--target": "convert every case for this deployment target (castguard convert --target): ops with no fp16/bf16 "
     "kernel there stay FP32 (default any)",
+    "--fp32-casts": "sweep the model's own Casts to FP32 (an exporter's x.to(float32)): respect (their readers stay "
+    "FP32), ignore (castguard convert --ignore_fp32_casts), or both as respect,ignore (default respect)",
     "--report-dir": "where the sweep report (report.json, report.md, report.html, outputs/) is written at the end of the "
     "run (default: castguard-report/ in the project folder)",
     "--tune": "add a `tuned` case per precision: castguard tune's plan (fewest FP32 nodes within the max-error "

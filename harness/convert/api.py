@@ -18,6 +18,7 @@ import numpy as np
 import onnx
 
 from harness.convert.calibration import dynamic_dims_warning, sized_inputs
+from harness.convert.flopshapes import concrete_inputs
 from harness.convert.magnitudes import Magnitudes, ReferenceRunError, collect_magnitudes
 from harness.convert.options import ConvertOptions
 from harness.convert.pipeline import ConversionResult, convert
@@ -150,7 +151,8 @@ def convert_path(
     base_dir = None if isinstance(source, onnx.ModelProto) else Path(source).parent
     model = source if isinstance(source, onnx.ModelProto) else load_model(Path(source), weights=weights)
     magnitudes = None if math.isinf(options.data_max) else _reference_run(model, reference, base_dir)
-    return convert(model, options=options, magnitudes=magnitudes, base_dir=base_dir)
+    shapes = None if reference.input_shapes is None else concrete_inputs(model, reference.input_shapes)
+    return convert(model, options=options, magnitudes=magnitudes, base_dir=base_dir, shapes=shapes)
 
 
 _WITHOUT = (

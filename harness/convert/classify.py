@@ -4,6 +4,9 @@ Order (first match wins):
 1. Structure: user Casts, nodes without float tensors, control flow, attribute-typed outputs (Constant,
    ConstantOfShape, Random*), and non-ONNX-domain ops (com.microsoft...) keep their types, unless
    ``custom_ops`` gives a custom op a precision.
+1b. QDQ (:mod:`harness.convert.qdq`): QuantizeLinear/DequantizeLinear, every op reading a DequantizeLinear's
+   output and every op feeding a QuantizeLinear keep FP32 (the quantized pattern DQ -> op -> Q that int8 back
+   ends fuse is never split by Casts); ``node_precisions`` cannot override it.
 2. ``node_precisions`` (node name or op type): explicit, wins over everything below; an impossible
    request (the schema lacks the type) is a ConversionError.
 3. ``respect_existing_types``: nodes already in fp16/bf16 keep it; fp32 nodes stay fp32 unless included.
@@ -36,6 +39,7 @@ from harness.convert.depth import reduction_depth
 from harness.convert.graphinfo import GraphInfo, SigCache, Signature, domain_of, signature
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.options import ConvertOptions
+from harness.convert.qdq import QDQ, QUANT_OPS, qdq_nodes
 from harness.convert.subgraphs import nested_nodes
 from harness.convert.targets import load_target
 from harness.core.dtypes import ELEM_NAMES, FLOAT_TYPES, LOW_ELEMS, PRECISION_ELEMS, np_dtype
@@ -134,6 +138,7 @@ class Classifier:
         self.include = [re.compile(p) for p in options.nodes_to_include]
         self.precisions = dict(options.node_precisions)
         self.custom = options.custom_op_precisions()
+        self.qdq = qdq_nodes(model.graph.node)
 
     def run(self, *, warn: bool = True) -> dict[str, Decision]:
         nodes = self.model.graph.node
@@ -148,6 +153,14 @@ class Classifier:
             )
         if warn:
             self.warn_unmatched()
+            if self.qdq:
+                quant = sum(1 for n in nodes if n.op_type in QUANT_OPS)
+                LOG.info(
+                    "QDQ model: %d QuantizeLinear/DequantizeLinear node(s); they and the %d op(s) between them keep "
+                    "their quantized/FP32 types (DQ -> op -> Q is never split by Casts), the rest is converted",
+                    quant,
+                    len(self.qdq) - quant,
+                )
         decisions = {node.name: self.decide(node) for node in nodes}
         self.guard_denominators(decisions)
         return decisions
@@ -243,6 +256,8 @@ class Classifier:
         assert sig is not None
         low = self.options.low_elem
         high = TensorProto.DOUBLE if existing_elem(node, self.info) == TensorProto.DOUBLE else TensorProto.FLOAT
+        if node.name in self.qdq:
+            return Decision(high, f"{QDQ}: {self.qdq[node.name]}")
         key = node.name if node.name in self.precisions else node.op_type
         if key in self.precisions:
             elem = PRECISION_ELEMS[self.precisions[key]]

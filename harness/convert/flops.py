@@ -2,7 +2,8 @@
 
 MatMul/Gemm: 2*M*N*K; Conv: 2 * output elements * in-channels/group * kernel volume; ConvTranspose:
 2 * input elements * out-channels/group * kernel volume; reductions and pooling: input elements;
-everything else: output elements. Unknown shapes count as 0 (logged by the caller as unknown).
+LSTM/GRU/RNN, Einsum and the attention contrib ops by their arithmetic (:mod:`harness.convert.opflops`);
+everything else: output elements. Unknown shapes count as 0, and the nodes are named (:class:`FlopCount`).
 
 Control flow (given a :class:`Scope`): an If counts its larger branch; a Loop its body times its trip count when
 that is a constant (``M`` an initializer or Constant); a Scan its body times the sequence length of its first scan
@@ -20,6 +21,14 @@ import onnx
 from onnx import numpy_helper
 
 from harness.convert.depth import reduction_depth
+from harness.convert.opflops import (
+    ATTENTION,
+    RECURRENT,
+    attention_flops,
+    einsum_flops,
+    onnx_attention_flops,
+    recurrent_flops,
+)
 from harness.core.dtypes import FLOAT_TYPES, LOW_ELEMS
 
 ShapeOf = Callable[[str], tuple[int | None, ...] | None]
@@ -58,6 +67,14 @@ def node_flops(node: onnx.NodeProto, shape_of: ShapeOf, initializers: Mapping[st
         if weight is None or inp is None or len(weight) < 3 or any(d is None for d in weight):
             return None
         return 2 * inp * math.prod(weight[1:])  # type: ignore[arg-type]
+    if op in RECURRENT:
+        return recurrent_flops(node, shape_of)
+    if op == "Einsum":
+        return einsum_flops(node, shape_of)
+    if op in ATTENTION and node.domain == "com.microsoft":
+        return attention_flops(node, shape_of)
+    if op == "Attention" and node.domain in ("", "ai.onnx"):
+        return onnx_attention_flops(node, shape_of)
     if op.startswith(_INPUT_SIZED):
         return _elements(shape_of(node.input[0])) if node.input else None
     return out
@@ -67,14 +84,16 @@ def node_flops(node: onnx.NodeProto, shape_of: ShapeOf, initializers: Mapping[st
 class FlopCount:
     """The low-precision share of a graph's estimated FLOPs.
 
-    ``bound`` (None: exact up to the estimate) says why ``share`` is only an upper bound: a Loop/Scan whose trip
-    count is known only at run time. The share is then the largest over that count (at least one iteration)."""
+    ``bound`` (None: exact up to the estimate) says why ``share`` is only a bound: a Loop/Scan whose trip
+    count is known only at run time (the share is then the largest over that count, at least one iteration), or
+    nodes whose shapes are unknown even at concrete input shapes (``unknown_nodes``, not counted)."""
 
     share: float
     total: int
     low: int
     unknown: int
     bound: str | None = None
+    unknown_nodes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -87,6 +106,8 @@ class Scope:
     values: Mapping[str, onnx.TensorProto] = field(default_factory=dict)
 
 
+UNKNOWN_SHOWN = 5
+"""Nodes with unknown shapes named in the bound's reason (``unknown_nodes`` holds them all)."""
 MANY_TRIPS = 1 << 20
 """A run-time trip count taken as this large for the bound's other end (the share is monotone in each count)."""
 _Tally = tuple[int, int, int]
@@ -104,11 +125,20 @@ def flop_share(
     reasons: list[str] = []
     total, low, unknown = _count(nodes, is_low, shape_of, initializers, scope, 1, reasons)
     share = low / total if total else 0.0
+    names = tuple(
+        n.name or n.op_type
+        for n in nodes
+        if not (scope is not None and _bodies(n)) and node_flops(n, shape_of, initializers) is None
+    )
+    if names:
+        shown = ", ".join(names[:UNKNOWN_SHOWN]) + (", ..." if len(names) > UNKNOWN_SHOWN else "")
+        reasons.append(f"{len(names)} node(s) with shapes unknown at the input shapes, not counted: {shown}")
     if not reasons:
         return FlopCount(share=share, total=total, low=low, unknown=unknown)
     many_total, many_low, _ = _count(nodes, is_low, shape_of, initializers, scope, MANY_TRIPS, [])
     share = max(share, many_low / many_total if many_total else 0.0)
-    return FlopCount(share=share, total=total, low=low, unknown=unknown, bound="; ".join(dict.fromkeys(reasons)))
+    bound = "; ".join(dict.fromkeys(reasons))
+    return FlopCount(share=share, total=total, low=low, unknown=unknown, bound=bound, unknown_nodes=names)
 
 
 def _bodies(node: onnx.NodeProto) -> list[onnx.GraphProto]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,14 +16,22 @@ from onnx import TensorProto, defs
 
 from harness.convert.casts import Rewriter
 from harness.convert.classify import Classifier, Decision, existing_elem
-from harness.convert.flops import FlopCount, Scope, flop_share, node_flops
-from harness.convert.folding import follow_data, identity_casts, merge_small_islands, selections_follow_readers
+from harness.convert.flops import FlopCount, flop_share, node_flops
+from harness.convert.flopshapes import flop_scope, flop_shapes
+from harness.convert.folding import (
+    USER_CAST,
+    follow_data,
+    identity_casts,
+    merge_small_islands,
+    selections_follow_readers,
+)
 from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.opset import prepare, warn_requested_opset
 from harness.convert.options import ConvertOptions
 from harness.convert.ortcpu import note_cpu_bf16
 from harness.convert.predicates import drop_predicate_casts
+from harness.convert.qdq import QDQ
 from harness.convert.validate import expected_io_type, io_types, strict_error, validate
 from harness.convert.valueinfo import complete_value_info
 from harness.core.dtypes import LOW_ELEMS, LOW_MAX
@@ -52,6 +60,17 @@ class ConversionResult:
     Such a model may hold pending casts: write it with :func:`harness.data.onnxfile.save_model`."""
     lowp_share_bound: str | None = None
     """Why ``lowp_flop_share`` is only an upper bound (a Loop/Scan trip count known only at run time); None: not."""
+    cast_held_share: float = 0.0
+    """Share of the estimated FLOPs kept FP32 by the model's own Casts to FP32 (their readers, reason
+    ``user cast``: see :func:`cast_held`); 0.0 with ``respect_fp32_casts`` off."""
+
+    def cast_held(self) -> tuple[tuple[str, str], ...]:
+        """(node, reason) of the nodes the model's own FP32 Casts keep FP32 (an exporter's ``x.to(float32)``)."""
+        return tuple((n, r) for n, r in self.high_nodes if r.startswith(USER_CAST))
+
+    def qdq_kept(self) -> tuple[str, ...]:
+        """Nodes kept in their quantized/FP32 types as part of a DQ -> op -> Q pattern (a QDQ model)."""
+        return tuple(n for n, r in self.high_nodes if r.startswith(f"{QDQ}:"))
 
 
 def check_known_ops(model: onnx.ModelProto, options: ConvertOptions) -> None:
@@ -113,7 +132,12 @@ class _Rejected(Exception):
 
 
 def convert(
-    model: onnx.ModelProto, *, options: ConvertOptions, magnitudes: Magnitudes | None, base_dir: Path | None = None
+    model: onnx.ModelProto,
+    *,
+    options: ConvertOptions,
+    magnitudes: Magnitudes | None,
+    base_dir: Path | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> ConversionResult:
     """Classify every node from `magnitudes` (None = no data rule) and build the mixed-precision model.
 
@@ -121,11 +145,15 @@ def convert(
     loading its weights: they are read one at a time for their figures, and converted when the result is saved.
     A node that onnx's strict type inference rejects in the low type although its schema allows it (a function
     body typed for fp32 only, such as MeanVarianceNormalization's) is kept FP32 with that reason, and the model
-    is built again; a failure on a node already FP32 is a ConversionError."""
+    is built again; a failure on a node already FP32 is a ConversionError.
+
+    `shapes`: concrete tensor shapes for the FLOP share where `magnitudes` (which carry the reference run's) are
+    None: the case's input shapes, or a run's shapes of any tensors (:mod:`harness.convert.flopshapes`)."""
     rejected: dict[str, str] = {}
+    observed = shapes if magnitudes is None else magnitudes.shapes
     while True:
         try:
-            return _convert_once(model, options, magnitudes, rejected, base_dir)
+            return _convert_once(model, options, magnitudes, rejected, (base_dir, observed))
         except _Rejected as err:
             if len(rejected) >= MAX_REJECTED:
                 raise err.error from None
@@ -138,8 +166,9 @@ def _convert_once(
     options: ConvertOptions,
     magnitudes: Magnitudes | None,
     rejected: dict[str, str],
-    base_dir: Path | None,
+    where: tuple[Path | None, Mapping[str, Sequence[int]] | None],
 ) -> ConversionResult:
+    base_dir, observed = where
     original_inputs, original_outputs = io_types(model)
     work = onnx.ModelProto()
     work.CopyFrom(model)
@@ -160,7 +189,8 @@ def _convert_once(
     classifier = Classifier(work, info, options, magnitudes, sig_cache)
     decisions = classifier.run(warn=not rejected)
     nodes = list(work.graph.node)
-    shape_of = _shape_lookup(info, magnitudes)
+    known = flop_shapes(work, shapes=observed)
+    shape_of = known.lookup
     _keep_rejected(nodes, info, decisions, rejected)
     _fold(nodes, info, decisions, options, lambda n: node_flops(n, shape_of, info.initializers))
     _keep_rejected(nodes, info, decisions, rejected)  # folding never sends a node onnx rejected back to low
@@ -169,8 +199,9 @@ def _convert_once(
         lambda n: decisions[n.name].is_low,
         shape_of,
         dict(info.initializers),
-        scope=_flop_scope(info, magnitudes),
+        scope=flop_scope(info, known),
     )
+    held = flop_share(nodes, lambda n: decisions[n.name].reason.startswith(USER_CAST), shape_of, info.initializers)
     exact_ints = (
         frozenset()
         if magnitudes is None
@@ -209,6 +240,7 @@ def _convert_once(
         clamped=tuple(state.clamped),
         base_dir=base_dir if is_lazy(work) else None,
         lowp_share_bound=flops.bound,
+        cast_held_share=held.share,
     )
 
 
@@ -265,31 +297,6 @@ def _keep_rejected(
         if node.name in rejected and decisions[node.name].is_low:
             high = existing_elem(node, info)
             decisions[node.name] = Decision(high if high not in LOW_ELEMS else TensorProto.FLOAT, rejected[node.name])
-
-
-def _shape_lookup(info: GraphInfo, magnitudes: Magnitudes | None) -> Callable[[str], tuple[int, ...] | None]:
-    """Shapes for FLOP estimates: the reference run's, else inferred ones with dynamic dims taken as 1
-    (as the reference run does; the share is a ratio, so a common batch dim cancels)."""
-
-    def shape_of(name: str) -> tuple[int, ...] | None:
-        if magnitudes is not None and name in magnitudes.shapes:
-            return tuple(magnitudes.shapes[name])
-        shape = info.shapes.get(name)
-        return None if shape is None else tuple(1 if d is None else d for d in shape)
-
-    return shape_of
-
-
-def _flop_scope(info: GraphInfo, magnitudes: Magnitudes | None) -> Scope:
-    """Types, static shapes (the reference run's, else inferred with dynamic dims as None) and constant values
-    of the top-level graph and of the bodies, for FLOPs through control flow."""
-
-    def dims(name: str) -> tuple[int | None, ...] | None:
-        if magnitudes is not None and name in magnitudes.shapes:
-            return tuple(magnitudes.shapes[name])
-        return info.shapes.get(name, info.body_shapes.get(name))
-
-    return Scope(types={**info.body_types, **info.types}, dims=dims, values={**info.initializers, **info.constants})
 
 
 SUMMARY_EXAMPLES = 3

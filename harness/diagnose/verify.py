@@ -53,6 +53,7 @@ class CaseSetup(Setup):
             options=plan_options(self.options, kept),
             magnitudes=self.magnitudes if self.use_magnitudes else None,
             base_dir=self.model_dir,
+            shapes=self.magnitudes.shapes if self.magnitudes is not None else None,  # the golden's run's shapes
         )
 
     def run(self, converted: onnx.ModelProto) -> Outputs:

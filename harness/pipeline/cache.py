@@ -120,6 +120,7 @@ class ContentCache:
                 "high_nodes": [list(pair) for pair in made.high_nodes],
                 "lowp_flop_share": made.lowp_flop_share,
                 "lowp_share_bound": made.lowp_share_bound,
+                "cast_held_share": made.cast_held_share,
                 "cast_count": made.cast_count,
                 "clamped": list(made.clamped),
             }
@@ -146,6 +147,7 @@ class ContentCache:
                 high_nodes=tuple((str(a), str(b)) for a, b in meta["high_nodes"]),
                 lowp_flop_share=float(meta["lowp_flop_share"]),
                 lowp_share_bound=meta.get("lowp_share_bound"),
+                cast_held_share=float(meta.get("cast_held_share", 0.0)),
                 cast_count=int(meta["cast_count"]),
                 clamped=tuple(meta["clamped"]),
                 base_dir=data_dir if is_lazy(model) else None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from harness.report.model import STATUSES, CaseRecord, Report
 from harness.sweep import PRECISIONS
@@ -149,12 +149,49 @@ def case_notes(case: CaseRecord) -> tuple[str, ...]:
         facts.append(f"TensorRT build check not run: {case.trt_build_skipped}")
     if case.same_plan_as is not None:
         facts.append(f"same precision plan as {case.same_plan_as}")
+    facts += conversion_facts(case)
     if case.cpu_float_nodes:
         facts.append(
             f"{len(case.cpu_float_nodes)} float node(s) ran on the CPU EP, not the GPU: "
             + ", ".join(case.cpu_float_nodes[:8])
         )
     return (*case.notes, *facts)
+
+
+NAMED = 5
+"""Nodes named in a conversion fact (the report.json fields hold them all)."""
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(names[:NAMED]) + (", ..." if len(names) > NAMED else "")
+
+
+def conversion_facts(case: CaseRecord) -> list[str]:
+    """What the model's own FP32 Casts hold and whether it is a QDQ model, in words (report notes, run summary)."""
+    facts = []
+    held = [] if case.case.tuned else [node for node, _ in case.kept_fp32]
+    if held and case.fp32_cast_share is not None:
+        facts.append(
+            f"the model's own Casts to FP32 keep {len(held)} node(s) FP32, {100 * case.fp32_cast_share:.1f}% of "
+            f'FLOPs ({_names(held)}); sweep fp32_casts = ["respect", "ignore"] to measure converting them'
+        )
+    if case.qdq_kept:
+        facts.append(
+            f"QDQ model: {len(case.qdq_kept)} node(s) kept in their quantized/FP32 types, DQ -> op -> Q never split "
+            f"by Casts ({_names(case.qdq_kept)}); the rest is converted"
+        )
+    return facts
+
+
+def summary_facts(cases: Iterable[CaseRecord]) -> list[str]:
+    """The run summary's lines about conversions: per model, whether it is a QDQ model and what its own FP32
+    Casts hold (from its first case that says so)."""
+    lines: dict[tuple[str, str], str] = {}
+    for case in cases:
+        for fact in conversion_facts(case):
+            kind = fact.partition(":")[0] if fact.startswith("QDQ") else "casts"
+            lines.setdefault((case.model, kind), f"castguard: {case.model}: {fact}")
+    return list(lines.values())
 
 
 def reuse_text(case: CaseRecord) -> str:

@@ -161,7 +161,9 @@ class CaseRecord:
     fp32_latency_ms: float | None = None  # the FP32 model on the same runner and provider, interleaved
     speedup: float | None = None  # fp32_latency_ms / latency_ms
     speed_note: str = ""  # why no speed was measured (CPU runners claim none)
-    kept_fp32: tuple[tuple[str, str], ...] = ()  # tuned cases: (node, why) for each node the plan keeps FP32
+    kept_fp32: tuple[
+        tuple[str, str], ...
+    ] = ()  # (node, why): a tuned case's plan; else what the model's own FP32 Casts hold
     trt_build: TrtBuild | None = None  # the TensorRT build check of the converted model (None: not checked)
     diagnosis: Diagnosis | None = None  # failing cases: the cause and the fix that was run (harness.diagnose)
     # schema 2: facts that schema 1 kept in ``notes`` (display text is rendered from them: report.format.case_notes)
@@ -173,6 +175,8 @@ class CaseRecord:
     trt_build_skipped: str = ""  # why the requested TensorRT build check has no result
     moved_fp32: tuple[str, ...] = ()  # a tuned case whose stored plan missed its bound: nodes the re-tune moves to FP32
     stopped: str = ""  # where the case stopped before its verdict (STOPS); "" when it ran to its record
+    fp32_cast_share: float | None = None  # share of FLOPs the model's own Casts to FP32 keep FP32 (0..1)
+    qdq_kept: tuple[str, ...] = ()  # a QDQ model: Q/DQ nodes and the ops between them, kept in their types
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:

@@ -24,6 +24,8 @@ from harness.runners.registry import runner_names
 if TYPE_CHECKING:
     from harness.convert.options import ConvertOptions
 
+FP32_CASTS = ("respect", "ignore")
+"""What a case does with the model's own Casts to FP32: keep their readers FP32, or convert them anyway."""
 SENSITIVE_OPS = ("Softmax", "LayerNormalization", "GroupNormalization", "InstanceNormalization", "ReduceMean", "Pow")
 """Ops whose accuracy is known to suffer in fp16/bf16: the normalisations' variance (torch exports GroupNorm as
 InstanceNormalization, or as GroupNormalization at opset 18+), softmax's exponent, and the x^2 of hand-written
@@ -131,6 +133,9 @@ class Case:
     node_precisions: tuple[tuple[str, str], ...] = ()
     fp32_accumulation: bool = False
     target: str = "any"
+    fp32_casts: str = "respect"
+    """``respect`` the model's own Casts to FP32 (their readers stay FP32), or ``ignore`` them
+    (``--ignore_fp32_casts``): a sweep dimension, so the trade-off is measured."""
     tuned: bool = False
     """A ``castguard tune`` case (``pytest --tune``): the plan that keeps the fewest nodes FP32 within the bound;
     ``data_max`` is then the low type's range, the start of the search."""
@@ -138,6 +143,7 @@ class Case:
     def __post_init__(self) -> None:
         check_choice(self.precision, PRECISIONS, where="Case.precision")
         check_choice(self.target, TARGETS, where="Case.target")
+        check_choice(self.fp32_casts, FP32_CASTS, where="Case.fp32_casts")
         check_limit(self.data_max, where="Case.data_max")
         check_limit(self.init_max, where="Case.init_max")
         check_runner(self.runner, where="Case.runner")
@@ -167,6 +173,8 @@ class Case:
             parts.append("acc32")
         if self.target != "any":
             parts.append(f"tgt_{self.target}")
+        if self.fp32_casts != "respect":
+            parts.append(f"casts_{self.fp32_casts}")
         return "-".join(parts)
 
     def convert_options(self) -> ConvertOptions:
@@ -182,6 +190,7 @@ class Case:
             node_precisions=self.node_precisions,
             fp32_accumulation=self.fp32_accumulation,
             target=self.target,
+            respect_fp32_casts=self.fp32_casts == "respect",
         )
 
 
@@ -199,9 +208,10 @@ class SweepSpec:
     node_precisions: tuple[tuple[str, str], ...] = ()  # applies to every case; sorted by key
     fp32_accumulation: bool = False
     target: str = "any"  # applies to every case (convert --target)
+    fp32_casts: tuple[str, ...] = ("respect",)  # the model's own FP32 Casts: respect, ignore (not swept by default)
 
     def __post_init__(self) -> None:
-        for axis in ("precisions", "data_max", "init_max", "exclusions", "keep_io_types", "runners"):
+        for axis in ("precisions", "data_max", "init_max", "exclusions", "keep_io_types", "runners", "fp32_casts"):
             values = getattr(self, axis)
             if not isinstance(values, tuple) or not values:
                 raise UserError(
@@ -215,7 +225,9 @@ class SweepSpec:
             check_limit(limit, where="sweep init_max")
         for runner in self.runners:
             check_runner(runner, where="sweep runners")
-        for axis in ("precisions", "data_max", "init_max", "keep_io_types", "runners"):
+        for choice in self.fp32_casts:
+            check_choice(choice, FP32_CASTS, where="sweep fp32_casts")
+        for axis in ("precisions", "data_max", "init_max", "keep_io_types", "runners", "fp32_casts"):
             check_unique(getattr(self, axis), where=f"sweep {axis}")
         check_unique([s.name for s in self.exclusions], where="sweep exclusions")
         check_node_precisions(self.node_precisions, where="sweep node_precisions")
@@ -230,6 +242,7 @@ class SweepSpec:
             * len(self.exclusions)
             * len(self.keep_io_types)
             * len(self.runners)
+            * len(self.fp32_casts)
         )
 
 
@@ -246,9 +259,16 @@ def expand(spec: SweepSpec) -> list[Case]:
             node_precisions=spec.node_precisions,
             fp32_accumulation=spec.fp32_accumulation,
             target=spec.target,
+            fp32_casts=c,
         )
-        for p, d, i, e, k, r in itertools.product(
-            spec.precisions, spec.data_max, spec.init_max, spec.exclusions, spec.keep_io_types, spec.runners
+        for p, d, i, e, k, r, c in itertools.product(
+            spec.precisions,
+            spec.data_max,
+            spec.init_max,
+            spec.exclusions,
+            spec.keep_io_types,
+            spec.runners,
+            spec.fp32_casts,
         )
     ]
     check_unique([case.id for case in cases], where="sweep case ids")

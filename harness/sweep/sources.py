@@ -14,6 +14,7 @@ Documented default table (exactly what ``SweepSpec()`` holds; 2 x 3 x 1 x 2 x 1 
     node_precisions = {}                # e.g. { Add = "fp16", Sub = "fp32" }: node name or op type
     fp32_accumulation = false
     target = "any"                      # any | ort-cuda | tensorrt (convert --target), for every case
+    fp32_casts = ["respect"]            # or ["respect", "ignore"]: the model's own FP32 Casts (exporters')
 
     [tool.castguard.sweep.exclusion_sets]   # user sets; "none" and "sensitive" are built in
     attention = ["Softmax", "MatMul"]
@@ -67,6 +68,7 @@ class SweepOptions:
     node_precisions: str | None = None  # --node-precisions Add:fp16,Sub:fp32
     fp32_accumulation: bool | None = None  # --fp32-accumulation
     target: str | None = None  # --target ort-cuda
+    fp32_casts: str | None = None  # --fp32-casts respect,ignore
 
 
 TABLE_KEYS = (
@@ -80,6 +82,7 @@ TABLE_KEYS = (
     "node_precisions",
     "fp32_accumulation",
     "target",
+    "fp32_casts",
 )
 
 
@@ -135,7 +138,7 @@ def _apply_table(
             name, _strings(ops, where=f"{where} exclusion_sets.{name}"), where=f"{where} exclusion_sets.{name}"
         )
     changes: dict[str, Any] = {}  # SweepSpec field -> checked value
-    for key in ("precisions", "runners"):
+    for key in ("precisions", "runners", "fp32_casts"):
         if key in table:
             _set(changes, key, _strings(table[key], where=f"{where} key {key!r}"), where=f"{where} key {key!r}")
     for key in ("data_max", "init_max"):
@@ -197,6 +200,8 @@ def _apply_options(spec: SweepSpec, known: dict[str, ExclusionSet], options: Swe
     if options.target is not None:
         check_choice(options.target, TARGETS, where="--target")
         changes["target"] = options.target
+    if options.fp32_casts is not None:
+        _set(changes, "fp32_casts", _split(options.fp32_casts, where="--fp32-casts"), where="--fp32-casts")
     return replace(spec, **changes)
 
 

@@ -4,8 +4,9 @@ Exit codes: 0 tuned, model and plan saved, and the plan holds on every input tri
 counterexample the hunt found); 1 the hunt still found an input over the bound after the last round: the plan is
 written (with the counterexamples), the model is not; 2 bad input, unreachable bound or spent budget (one
 message naming the problem and the fix, no traceback, neither the model nor the plan written). A budget spent
-before the search finished is an error when the plan it leaves has nothing in low precision or less than the
-default conversion.
+before the search finished is an error when the plan it leaves has nothing in low precision, or less than a
+default conversion that itself meets the bound; where the default misses the bound, the best plan that holds is
+written (exit 0) and the summary says so.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from harness.core.errors import UserError
 from harness.core.files import atomic_write_text
 from harness.data.onnxfile import save_model
 from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
+from harness.tune.baseline import default_note
 from harness.tune.bound import Bound, parse_max_error
 from harness.tune.engine import TuneOutcome, TuneSettings, range_options, tune
 from harness.tune.oracle import Evaluation
@@ -47,7 +49,12 @@ def get_parser() -> argparse.ArgumentParser:
         help="bound on max|y - gold| / max|gold| per output over the calibration inputs "
         "(default 1e-3 for fp16, 1e-2 for bf16); or per output NAME=E[,NAME=E]",
     )
-    add("--budget", default="200", help="most model evaluations the search may spend (default 200)")
+    add(
+        "--budget",
+        default="auto",
+        help="most model evaluations the search may spend (default auto: sized from the candidate nodes and "
+        "--rounds, 2*(K+1)*log2(candidates)+10 a round)",
+    )
     add("--plan_path", default=None, help="where the plan JSON goes (default <output without .onnx>.plan.json)")
     add(
         "--tolerance_policy",
@@ -92,7 +99,7 @@ def _whole(text: str, flag: str, least: int) -> int:
         raise UserError(
             where=flag,
             problem=f"{text!r} is not a whole number >= {least}",
-            fix="give e.g. --budget 64" if flag == "--budget" else f"give e.g. {flag} 30",
+            fix="give e.g. --budget 64 (or auto)" if flag == "--budget" else f"give e.g. {flag} 30",
         )
     return value
 
@@ -116,7 +123,7 @@ def _bound(args: argparse.Namespace, load_table: TableLoader | None) -> Bound:
     )
 
 
-def _progress(quiet: bool, budget: int):  # type: ignore[no-untyped-def]
+def _progress(quiet: bool, budget: int | None):  # type: ignore[no-untyped-def]
     def show(evaluation: Evaluation, spent: int, best: Evaluation | None) -> None:
         if quiet:
             return
@@ -130,7 +137,7 @@ def _progress(quiet: bool, budget: int):  # type: ignore[no-untyped-def]
             else "no passing plan yet"
         )
         print(
-            f"[castguard tune] evaluation {spent}/{budget}: {len(evaluation.kept)} kept FP32 -> {verdict} "
+            f"[castguard tune] evaluation {spent}/{budget or 'auto'}: {len(evaluation.kept)} kept FP32 -> {verdict} "
             f"(error/bound {evaluation.measurement.ratio:.3g}); {best_text}",
             file=sys.stderr,
             flush=True,
@@ -141,7 +148,7 @@ def _progress(quiet: bool, budget: int):  # type: ignore[no-untyped-def]
 
 def run(args: argparse.Namespace, *, load_table: TableLoader | None = None) -> tuple[Path, Path, TuneOutcome]:
     """Tune and save; ``load_table(rootdir)`` reads ``[tool.castguard]`` for --tolerance_policy (config layer)."""
-    budget = _whole(args.budget, "--budget", 1)
+    budget = None if args.budget == "auto" else _whole(args.budget, "--budget", 1)
     examples = _whole(args.adversarial_examples, "--adversarial_examples", 0)
     rounds = _whole(args.rounds, "--rounds", 0)
     random_inputs = _whole(args.random_inputs, "--random_inputs", 1)
@@ -205,6 +212,9 @@ def summary(target: Path, plan_path: Path, outcome: TuneOutcome) -> str:
             else " (budget spent before pruning finished: the plan passes but may keep more FP32 than needed)"
         ),
     ]
+    note = default_note(outcome.default, outcome.conversion, outcome.holds)
+    if note:
+        lines.append(note)
     for number, round_ in enumerate(outcome.rounds.rounds if outcome.rounds is not None else (), start=1):
         s = round_.stress
         if s is None:

@@ -11,7 +11,9 @@
    a counterexample joins the tuning inputs and the search runs again (:mod:`rounds`), a few rounds at most.
    The :class:`~plan.Plan` records every tuning input and counterexample, and whether the plan holds on all.
 5. A budget spent before the search finished must still leave something in low precision, and no less than
-   the default conversion (else a UserError: nothing is written).
+   the default conversion where that default meets the bound (else a UserError: nothing is written); where the
+   default misses the bound, the best plan that holds is written and the summary says so
+   (:mod:`harness.tune.baseline`). The budget, unless given, is sized from the candidates and the rounds.
 
 Nothing is written here except the cache; the caller saves the model and the plan once everything succeeded.
 """
@@ -36,6 +38,7 @@ from harness.data.feeds import Feed
 from harness.data.onnxfile import load_model, model_sha256
 from harness.data.recipes import InputRecipe, make_feeds, recipe_lines
 from harness.data.shapes import UnsizedDims
+from harness.tune.baseline import DefaultCheck, Spent, check_default, refuse_short_plan, sized_budget
 from harness.tune.bound import Bound
 from harness.tune.memo import TuneCache
 from harness.tune.oracle import Oracle, Setup, exact, fp32_outputs
@@ -51,7 +54,8 @@ class TuneSettings:
     """How to search: the bound, the budget, the cache, the stress search, the output path for the replay line."""
 
     bound: Bound = Bound()
-    budget: int = 200
+    budget: int | None = None
+    """Most evaluations; None: sized from the candidate count and the rounds (:func:`baseline.sized_budget`)."""
     cache_dir: Path | None = None
     stress_examples: int = 30
     seed: int = 0
@@ -62,7 +66,9 @@ class TuneSettings:
     """Seeded random inputs to tune on when no calibration data is given."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1:
+        if self.budget is not None and (
+            isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 1
+        ):
             raise UserError(
                 where="--budget",
                 problem=f"the budget must be a whole number of evaluations >= 1, got {self.budget!r}",
@@ -93,6 +99,8 @@ class TuneOutcome:
     """None when every candidate in low precision already met the bound (no probe was needed)."""
     stress: StressOutcome | None
     rounds: Rounds | None = None
+    default: DefaultCheck | None = None
+    """castguard convert's default conversion measured against the bound (None: not measured)."""
 
     @property
     def holds(self) -> bool:
@@ -181,12 +189,18 @@ def tune(
         model_dir=onnx_path.parent,
         use_magnitudes=not math.isinf(options.data_max),
     )  # as convert_path does
-    floor = (
+    default = (
         None
         if default_options is None
-        else convert(
-            model, options=default_options, magnitudes=None if math.isinf(default_options.data_max) else magnitudes
-        ).lowp_flop_share
+        else check_default(
+            setup,
+            convert(
+                model,
+                options=default_options,
+                magnitudes=None if math.isinf(default_options.data_max) else magnitudes,
+                shapes=magnitudes.shapes,
+            ),
+        )
     )
     return tune_setup(
         setup,
@@ -196,7 +210,7 @@ def tune(
         reference=reference,
         progress=progress,
         start=start,
-        floor_share=floor,
+        default=default,
         inputs_source=source,
     )
 
@@ -218,12 +232,12 @@ def tune_setup(
     reference: ReferenceData | None,
     progress: Progress | None = None,
     start: float | None = None,
-    floor_share: float | None = None,
+    default: DefaultCheck | None = None,
     inputs_source: str = "",
 ) -> TuneOutcome:
     """The search on a ready :class:`Setup` (the harness passes its goldens and magnitudes);
-    ``reference`` None: no ``castguard convert`` replay line (in-memory data). ``floor_share``: the least
-    low-precision share a search cut short by the budget may return (the default conversion's)."""
+    ``reference`` None: no ``castguard convert`` replay line (in-memory data). ``default``: castguard convert's
+    default conversion measured against the bound (:func:`baseline.check_default`)."""
     start = time.perf_counter() if start is None else start
     options, bound = setup.options, settings.bound
     if bound != setup.bound or bound.precision != options.low_precision_type:
@@ -235,11 +249,12 @@ def tune_setup(
     bound.check_outputs(list(setup.goldens[0]))
     base, candidates = candidates_of(setup)
     cache = TuneCache(settings.cache_dir) if settings.cache_dir is not None else None
+    budget = settings.budget if settings.budget is not None else sized_budget(len(candidates), settings.rounds)
     done = search_rounds(
         setup,
         candidates,
         sha256=sha256,
-        budget=settings.budget,
+        budget=budget,
         extra_rounds=settings.rounds,
         stress_examples=settings.stress_examples,
         seed=settings.seed,
@@ -247,9 +262,10 @@ def tune_setup(
         progress=progress,
     )
     oracle, result, final, found = done.oracle, done.result, done.final, done.stress
-    if not result.complete:
-        _refuse_short_plan(final, floor_share=floor_share, budget=settings.budget)
     kept = tuple(n for n in candidates if n in result.best.kept)
+    if not result.complete:
+        spent = Spent(budget=budget, candidates=len(candidates), kept=len(kept), rounds=settings.rounds)
+        refuse_short_plan(final, default=default, spent=spent)
     excludes = tuple(exact(n) for n in kept)
     replay = (
         ()
@@ -286,9 +302,16 @@ def tune_setup(
         inputs=_inputs_json(setup, done, inputs_source, reference),
         rounds=tuple(r.to_json() for r in done.rounds),
         holds=done.holds,
+        default_conversion=default.to_json() if default is not None else {},
     )
     return TuneOutcome(
-        conversion=final, plan=plan, search=result, sensitivity=done.sensitivity, stress=found, rounds=done
+        conversion=final,
+        plan=plan,
+        search=result,
+        sensitivity=done.sensitivity,
+        stress=found,
+        rounds=done,
+        default=default,
     )
 
 
@@ -311,26 +334,6 @@ def _inputs_json(setup: Setup, done: Rounds, inputs_source: str, reference: Refe
         "total": len(done.setup.feeds),
         "stopped": done.stopped or None,
     }
-
-
-def _refuse_short_plan(final: ConversionResult, *, floor_share: float | None, budget: int) -> None:
-    """A spent budget may still return a passing plan, but not one with nothing in low precision, nor one with less
-    than the default conversion (``floor_share``): that plan is worse than not tuning."""
-    share = final.lowp_flop_share
-    if not final.low_nodes or share <= 0:
-        problem = "nothing in low precision"
-    elif floor_share is not None and share < floor_share:
-        problem = (
-            f"a low-precision share of {100 * share:.1f}%, less than the default conversion's {100 * floor_share:.1f}%"
-        )
-    else:
-        return
-    raise UserError(
-        where="--budget",
-        problem=f"the budget of {budget} evaluation(s) ran out before the search "
-        f"finished, and the best plan it had measured has {problem}; no model was written",
-        fix="raise --budget (~2*log2(nodes)+10 is typical), or use castguard convert's default",
-    )
 
 
 def _why(name: str, oracle: Oracle, result: SearchResult, sensitivity: Sensitivity | None) -> str:

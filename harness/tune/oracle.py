@@ -101,6 +101,7 @@ class Setup:
             self.model,
             options=plan_options(self.options, kept),
             magnitudes=self.magnitudes if self.use_magnitudes else None,
+            shapes=self.magnitudes.shapes if self.magnitudes is not None else None,  # the reference run's shapes
         )
 
     def run(self, converted: onnx.ModelProto) -> Outputs:

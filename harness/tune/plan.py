@@ -54,6 +54,8 @@ class Plan:
     rounds: tuple[Mapping[str, object], ...] = ()
     holds: bool = True
     """The final plan met the bound on every input found (False: the last hunt found one over it)."""
+    default_conversion: Mapping[str, object] = field(default_factory=dict)
+    """castguard convert's default conversion on the tuning inputs: its share, error/bound and whether it holds."""
 
     @property
     def node_precisions(self) -> str:
@@ -83,6 +85,7 @@ class Plan:
             "data": self.data_source,
             "adversarial": dict(self.adversarial),
             "holds": self.holds,
+            "default_conversion": dict(self.default_conversion),
             "inputs": dict(self.inputs),
             "rounds": [dict(r) for r in self.rounds],
             "replay": {

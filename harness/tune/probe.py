@@ -26,6 +26,7 @@ from onnx import TensorProto, helper
 
 from harness.convert import ConvertOptions, Magnitudes
 from harness.convert.flops import node_flops
+from harness.convert.flopshapes import flop_shapes
 from harness.convert.graphinfo import build_info
 from harness.convert.opset import prepare
 from harness.data.feeds import Feed
@@ -150,11 +151,7 @@ def measure_sensitivity(
     local = {name: _local_error(results, pairs.get(name, [])) for name in candidates}
     nodes = {n.name: n for n in prepared.graph.node}
 
-    def shape_of(name: str) -> tuple[int | None, ...] | None:
-        if name in magnitudes.shapes:
-            return tuple(magnitudes.shapes[name])
-        shape = info.shapes.get(name)
-        return None if shape is None else tuple(1 if d is None else d for d in shape)
+    shape_of = flop_shapes(prepared, shapes=magnitudes.shapes).dims  # the reference run's, else inferred
 
     flops = {name: node_flops(nodes[name], shape_of, dict(info.initializers)) or 0 for name in candidates}
     sensitivity, blamed_by = dict(local), {}

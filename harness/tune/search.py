@@ -23,6 +23,7 @@ of C candidates the gaps sum to at most C, so by concavity the cost is at most a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -65,7 +66,7 @@ def search(oracle: Oracle, candidates: Sequence[str], ranking: Callable[[], Sequ
     try:
         all_low = oracle.evaluate([])
     except BudgetExhausted:
-        raise _no_plan(oracle) from None
+        raise _no_plan(oracle, len(candidates)) from None
     if all_low.passed or not candidates:
         if not all_low.passed:
             raise _unreachable(oracle, all_low, 0)
@@ -74,7 +75,7 @@ def search(oracle: Oracle, candidates: Sequence[str], ranking: Callable[[], Sequ
     try:
         all_fp32 = oracle.evaluate(ranked)
     except BudgetExhausted:
-        raise _no_plan(oracle) from None
+        raise _no_plan(oracle, len(candidates)) from None
     if not all_fp32.passed:
         raise _unreachable(oracle, all_fp32, len(ranked))
     evidence: dict[str, Evaluation] = {}
@@ -127,11 +128,19 @@ def _last_needed(oracle: Oracle, needed: Sequence[str], rest: Sequence[str]) -> 
         step *= 2
 
 
-def _no_plan(oracle: Oracle) -> UserError:
+def search_cost(candidates: int, kept: int) -> int:
+    """Evaluations one search needs at most (about) for `kept` nodes of `candidates` (the module docstring's
+    bound ``2 (K + 1) log2 C + 10``)."""
+    return 2 * (kept + 1) * math.ceil(math.log2(max(candidates, 2))) + 10
+
+
+def _no_plan(oracle: Oracle, candidates: int) -> UserError:
     return UserError(
         where="--budget",
         problem=f"the budget of {oracle.budget} evaluation(s) ran out before any plan meeting the bound was measured",
-        fix="raise --budget (at least 2: all-low, then all candidates FP32; ~2*log2(nodes)+10 is typical)",
+        fix=f"raise --budget (at least 2: all-low, then all candidates FP32; for {candidates} candidates a search "
+        f"that keeps K nodes FP32 needs about 2*(K+1)*log2({candidates})+10: {search_cost(candidates, 1)} for one "
+        "node, more for each round of --rounds)",
     )
 
 

@@ -32,6 +32,7 @@ CODE_DEFAULTS: dict[str, Callable[[], str]] = {  # where the code holds a defaul
     "--init-max": lambda: ",".join(format_number(v) for v in SweepSpec().init_max),
     "--keep-io-types": lambda: _KEEP_IO.get(SweepSpec().keep_io_types, "both"),
     "--target": lambda: SweepSpec().target,
+    "--fp32-casts": lambda: ",".join(SweepSpec().fp32_casts),
     "--seed": lambda: str(HarnessConfig().seed),
     "--iterations": lambda: str(HarnessConfig().iterations),
     "--ort-providers": lambda: ",".join(HarnessConfig().ort_providers),

@@ -72,6 +72,7 @@ def failure_message(
         f"keep_io_types={options.keep_io_types}"
         + (f", node_precisions={dict(options.node_precisions)}" if options.node_precisions else "")
         + (", fp32_accumulation=True" if options.fp32_accumulation else "")
+        + (", respect_fp32_casts=False" if not options.respect_fp32_casts else "")
     )
     worst = max((o for o in comparison.outputs if not o.passed), key=lambda o: o.max_rel, default=None)
     head = f"{ctx.spec.name} [{case.id}] does not match its FP32 golden on {runner}:"

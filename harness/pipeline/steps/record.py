@@ -53,6 +53,7 @@ def record(run: CaseRun, *, deployment: bool = True) -> CaseRecord:
 
 def _ran(run: CaseRun) -> dict[str, Any]:
     executed, judged, diagnosed, timed = run.executed, run.judged, run.diagnosed, run.timed
+    conversion = run.converted.conversion if run.converted is not None else None
     speed = timed.speed if timed is not None else None
     return {
         "runner": executed.runner if executed else _runner(run),
@@ -66,7 +67,7 @@ def _ran(run: CaseRun) -> dict[str, Any]:
         "fp32_latency_ms": speed.fp32_latency_ms if speed else None,
         "speedup": speed.speedup if speed else None,
         "speed_note": speed.note if speed else "",
-        "kept_fp32": run.tuned.kept_fp32 if run.tuned else (),
+        "kept_fp32": run.tuned.kept_fp32 if run.tuned else (conversion.cast_held() if conversion else ()),
         "moved_fp32": run.tuned.moved if run.tuned else (),
         "same_plan_as": run.duplicate.same_plan_as if run.duplicate else None,
     }
@@ -105,6 +106,8 @@ def _conversion(run: CaseRun) -> dict[str, Any]:
         "conversion_cached": converted.cached if converted else False,
         "trt_build": run.built.build,
         "trt_build_skipped": run.built.skipped,
+        "fp32_cast_share": conversion.cast_held_share if conversion else None,
+        "qdq_kept": conversion.qdq_kept() if conversion else (),
     }
 
 

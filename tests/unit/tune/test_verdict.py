@@ -82,9 +82,22 @@ def test_a_plan_that_does_not_hold_exits_1_writes_no_model_and_records_the_input
     assert _error(model, onnx.load(tmp_path / "replay.onnx"), {"x": x}) > 1e-2
 
 
-@pytest.mark.parametrize(
-    ("budget", "problem"), [("2", "nothing in low precision"), ("4", "less than the default conversion's 100.0%")]
-)
+def test_a_spent_budget_whose_plan_holds_is_written_when_the_default_misses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """residual_cancel's default conversion misses 1e-3 (tests/unit/tune/test_tune.py): a plan cut short by the
+    budget that holds, with less in fp16 than that default, is still the best plan that holds (issue 32 item 1)."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "residual_cancel.onnx"
+    onnx.save(tune_models.residual_cancel(), path)
+    code, plan = _tune(tmp_path, path, "--budget", "4", "--adversarial_examples", "0")
+    out = capsys.readouterr().out
+    assert code == 0 and plan["complete"] is False and (tmp_path / "out.onnx").is_file()
+    assert "the default conversion misses the bound (error/bound " in out
+    assert f"this plan holds at {100 * plan['lowp_flop_share']:.1f} %" in out  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(("budget", "problem"), [("2", "nothing in low precision")])
 def test_a_spent_budget_that_leaves_less_than_the_default_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], budget: str, problem: str
 ) -> None:
