@@ -35,9 +35,11 @@ F32, I64 = TensorProto.FLOAT, TensorProto.INT64
 
 
 def decoder(
-    layers: int, hidden: int, *, vocab: int = 8192, max_positions: int = 4096, seed: int = 0
+    layers: int, hidden: int, *, vocab: int = 8192, max_positions: int = 4096, seed: int = 0, massive: float = 0.0
 ) -> onnx.ModelProto:
-    """LLaMA-style decoder, random init: input_ids, attention_mask [batch, sequence] int64 -> logits."""
+    """LLaMA-style decoder, random init: input_ids, attention_mask [batch, sequence] int64 -> logits. ``massive``:
+    added to one channel of every token's embedding (a "massive activation", as real LLMs have): above 256, the
+    first RMSNorm's x*x overflows fp16 unless that norm is kept FP32."""
     rng = np.random.default_rng(seed)
     heads = max(1, hidden // 64)
     head_dim = hidden // heads
@@ -91,6 +93,10 @@ def decoder(
     padding = op("Mul", [op("Sub", ["one", keep], "masked_out"), "neg_big"], "padding")
     bias = op("Add", [causal, op("Unsqueeze", [padding, "axes12"], "padding4")], "attn_bias")
     h = op("Gather", [weight("embed", (vocab, hidden)), "input_ids"], "embedded")
+    if massive:
+        inits[-1].CopyFrom(
+            numpy_helper.from_array(numpy_helper.to_array(inits[-1]) + _channel(hidden, massive), "embed")
+        )
 
     def rotate(x: str, tag: str) -> str:
         first = op("Slice", [x, "zero_i", "half", "last_axis"], f"{tag}_x1")
@@ -145,6 +151,12 @@ def decoder(
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="castguard-bench")
     model.ir_version = 8
     return model
+
+
+def _channel(hidden: int, value: float) -> np.ndarray:
+    row = np.zeros(hidden, np.float32)
+    row[0] = value
+    return row
 
 
 _FORWARD = (

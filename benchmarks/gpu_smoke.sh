@@ -165,7 +165,9 @@ for c in cuda:
     if c["status"] != "skip":
         errors = [o["max_abs"] for o in c["outputs"]]
         print(f"   ort-cuda {c['case']['precision']} dmax{c['case']['data_max']}: {c['status']}, "
-              f"max_abs {max(errors) if errors else '-'}, speedup {c.get('speedup')} {c['message'][:200]}")
+              f"max_abs {max(errors) if errors else '-'}, speedup {c.get('speedup')} ({c.get('speed_basis') or '-'}: "
+              f"{c.get('latency_ms')} vs FP32 {c.get('fp32_latency_ms')} ms), end to end {c.get('e2e_speedup')} "
+              f"({c.get('e2e_latency_ms')} vs {c.get('e2e_fp32_latency_ms')} ms) {c['message'][:200]}")
 skips = collections.Counter(c["message"].splitlines()[0][:300] for c in cuda if c["status"] == "skip")
 for message, n in skips.items():
     print(f"   ort-cuda skip x{n}: {message}")

@@ -196,7 +196,7 @@ HELP: Mapping[str, str] = {  # --flag -> help text (see the tables below)
     "--baseline": "compare this run with a previous report.json (or report folder), or with the latest clean run of a "
     "--history folder; regressions, improvements, new and missing cases go into the report",
     "--fail-on-regression": "fail the run when a case regresses past a rule (comma-separated, repeatable): max_rel:+25%%, "
-    "max_abs:+0.01, error:+25%%, over_tol:+25%%, median_rel:+25%%, lowp_share:-2pp, casts:+2, "
+    "max_abs:+0.01, error:+25%%, over_tol:+25%%, median_rel:+25%%, lowp_share:-2pp, top_token:-1pp, kl:+50%%, casts:+2, "
     "speedup:-10%% (GPU runners), convert_time:+50%%, infer_time:+50%%, total_time:+50%%, status, trt_build",
     "--history": "store this run (report + provenance) as one JSON file in DIR; report.html then shows trends over the"
     " last runs (castguard history DIR prints them)",

@@ -150,7 +150,10 @@ def denominators(model: onnx.ModelProto) -> set[str]:
     return found
 
 
-class _Builder:
+class GraphBuilder:
+    """Fresh-named nodes and shared Constants added to a graph copy (the in-graph reductions and the diagnosis's
+    side-by-side comparison, :mod:`harness.diagnose.sidebyside`, build with it)."""
+
     def __init__(self, graph: onnx.GraphProto, opset: int, taken: set[str]) -> None:
         self.graph, self.opset, self.taken, self.count = graph, opset, taken, 0
         self.constants: dict[tuple[str, bytes, tuple[int, ...]], str] = {}
@@ -237,7 +240,7 @@ def add_reductions(
     del graph.output[:]
     taken = {n for node in graph.node for n in [*node.input, *node.output, node.name]}
     taken |= {v.name for v in [*graph.input, *graph.initializer, *graph.value_info]}
-    build = _Builder(graph, opset, taken)
+    build = GraphBuilder(graph, opset, taken)
     wanted_absmin, forced, ranks = set(absmin_names), set(raw_names), ranks or {}
     parts: dict[str, list[str]] = {k: [] for k in ("f32", "f64", "i64", "absmin", "absmin64", "shapes")}
     floats: list[str] = []

@@ -17,12 +17,13 @@ import datetime as _dt
 import hashlib
 import io
 import json
+import logging
 import re
 import shlex
 import zipfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,9 @@ from harness.data.models import ModelSpec
 from harness.data.recipes import Feed, InputRecipe
 
 SCHEMA_VERSION = 1
+LOG = logging.getLogger("harness.data")
+LARGE_GOLDEN_BYTES = 100_000_000
+"""A golden above this warns before it is written (8x512x32000 fp32 logits alone are 0.5 GB)."""
 _KEY_RE = re.compile(r"^(input|output)/(\d+)/(.+)$")
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
@@ -170,6 +174,9 @@ class GoldenStore:
                         bf16_keys.append(key)
                         value = value.view(np.uint16)
                     arrays[key] = value
+        warning = large_golden_warning(path, arrays, spec=spec, recipe=recipe)
+        if warning:
+            LOG.warning(warning)
         buffer = io.BytesIO()
         _npz_bytes_to(buffer, arrays)
         data = buffer.getvalue()
@@ -239,6 +246,27 @@ class GoldenStore:
                 where=path, problem="some iterations have no inputs or no outputs", fix=f"rewrite it: {fix_regen}"
             )
         return feeds, outputs
+
+
+def large_golden_warning(
+    path: Path, arrays: Mapping[str, np.ndarray], *, spec: ModelSpec, recipe: InputRecipe
+) -> str | None:
+    """What to say before writing a golden above :data:`LARGE_GOLDEN_BYTES`: its size, its largest arrays, and the
+    options that store less (smaller shapes, one iteration), as a command; None below the limit."""
+    total = sum(int(a.nbytes) for a in arrays.values())
+    if total <= LARGE_GOLDEN_BYTES:
+        return None
+    largest = sorted(arrays.items(), key=lambda item: -item[1].nbytes)[:3]
+    shown = ", ".join(f"{key} {'x'.join(map(str, a.shape))} {a.dtype} ({a.nbytes / 1e6:.0f} MB)" for key, a in largest)
+    halved = tuple(
+        (name, tuple(max(1, d // 2) if i < 2 else d for i, d in enumerate(dims))) for name, dims in recipe.input_shapes
+    )
+    smaller = rerun_command(spec, replace(recipe, input_shapes=halved, iterations=1)) if halved else ""
+    return (
+        f"{path.name}: this golden is {total / 1e6:.0f} MB ({shown}); it is written to disk and read back by every "
+        "run. A smaller golden: smaller --input-shapes (fewer tokens or a smaller batch; the golden grows with "
+        f"both) and --iterations 1" + (f", e.g. {smaller}" if smaller else "")
+    )
 
 
 def ensure_golden(

@@ -19,6 +19,12 @@ class Divergence:
     op: str
     max_abs: float
     max_rel: float
+    differing: int | None = None
+    """An integer or bool tensor (TopK's indices, a mask): the positions whose value differs from FP32's."""
+    elements: int = 0
+    """Its elements over the golden's feeds (the denominator of `differing`)."""
+    port: str = ""
+    """The op schema's name for this output ("Indices" of TopK), "" when unknown."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,12 @@ class TensorError:
     """Within the tolerance the case's policy gives a tensor of this magnitude."""
     computed: bool
     """Depends on a graph input (False: a constant, an initializer expression or shape arithmetic)."""
+    differing: int | None = None
+    """Integer and bool tensors (compared exactly): the positions that differ from FP32 (None: a float tensor)."""
+    elements: int = 0
+    """Elements compared over the golden's feeds."""
+    port: str = ""
+    """The op schema's name for this output ("Indices" of TopK), "" when unknown."""
 
 
 @dataclass(frozen=True)

@@ -1,29 +1,44 @@
 """The divergence profile: the error of every tensor, in graph order, against the FP32 run's own intermediates.
 
-Both models get every main-graph node output of the FP32 model marked as a graph output (Polygraphy's
-``mark all``); the FP32 model runs once on ORT CPU and the converted one once on ``emulate`` (the truthful
-low-precision oracle), on the golden's feeds. Tensors are matched by name (the converter keeps the original
-names; its Casts add new ones, which are ignored) and judged in the FP32 graph's topological order with the
-case's tolerance policy: each tensor's default tolerance scales with its own FP32 magnitude.
+Every main-graph node output of the FP32 model that the converted model also has (the converter keeps the
+original names; its Casts add new ones, which are ignored) is compared with its counterpart on the golden's
+feeds: the FP32 model on ORT CPU against the conversion on ``emulate`` (the truthful low-precision oracle),
+judged in the FP32 graph's topological order with the case's tolerance policy: each tensor's default tolerance
+scales with its own FP32 magnitude. Integer and bool tensors (TopK's indices, masks) must match exactly: any
+differing position is a divergence, counted (:attr:`TensorError.differing`).
+
+The comparison runs inside onnxruntime (:mod:`harness.diagnose.sidebyside`): both models in one session, only
+a few figures per tensor leave it, so the profile costs about two forwards of memory. Where the two models
+cannot share one graph, a warning says so and every tensor of both is marked as a graph output instead
+(Polygraphy's ``mark all``: all intermediates of two forwards in memory; :func:`marked_profile`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import onnx
 
+from harness.core.errors import RunnerError
 from harness.data.feeds import cast_feeds, input_specs
 from harness.data.marked import with_outputs
+from harness.data.onnxfile import is_lazy, stub_copy
 from harness.data.recipes import Feed
 from harness.diagnose.facts import TensorError
+from harness.diagnose.sidebyside import EXACT_ELEMS, LOW, Gate, materialise, read_figures, side_by_side
 from harness.judge.paired import judge_outputs
 from harness.judge.tolerances import TolerancePolicy
 from harness.runners import make_runner
+from harness.runners.ort import CPU, create_session, run_session
 from harness.tune.bound import scaled_error
+
+LOG = logging.getLogger("harness.diagnose")
+_IN_GRAPH_MODES = frozenset({"elemwise", "max", "isclose"})
 
 
 def computed_tensors(graph: onnx.GraphProto) -> set[str]:
@@ -70,6 +85,245 @@ def divergence_profile(
 ) -> Profile:
     """See the module docstring. ``feeds`` are in the FP32 model's input dtypes (the golden's feeds);
     ``model_dir`` / ``converted_dir`` (default: ``model_dir``): the folders the models' external data is in."""
+    order = _order(reference, converted)
+    types = tensor_types(reference)
+    computed = computed_tensors(reference.graph)  # the others are small or folded: fetched whole
+    gates = _gates([name for name, _ in order if name in computed], types, precision=precision, policy=policy)
+    dirs = (model_dir, converted_dir)
+    try:
+        measured, raw = _measure(reference, converted, feeds, [name for name, _ in order], types, gates, dirs=dirs)
+        careful = {
+            name: replace(gates[name], careful=True)
+            for name, (_, counts) in measured.items()
+            if types[name] not in EXACT_ELEMS and bool((counts[:, 2] != counts[:, 3]).any())
+        }
+        if careful:  # FP32 tensors that are not all finite: judged with the NaN/inf rules in a second run
+            measured.update(_measure(reference, converted, feeds, list(careful), types, careful, dirs=dirs)[0])
+    except (ValueError, RunnerError, onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
+        LOG.warning(
+            "diagnosis: the FP32 model and the conversion cannot be compared in one graph (%s); every tensor of "
+            "both is marked as a graph output instead, which holds all intermediates of two forwards in memory",
+            err,
+        )
+        return marked_profile(
+            reference,
+            converted,
+            feeds,
+            precision=precision,
+            policy=policy,
+            model_dir=model_dir,
+            converted_dir=converted_dir,
+        )
+    exact = frozenset(n for n in measured if types[n] in EXACT_ELEMS)
+    return _profile_from(reference, order, measured, raw, exact=exact, precision=precision, policy=policy)
+
+
+Measured = dict[str, tuple[np.ndarray, np.ndarray]]
+"""Per tensor compared in the graph: its figures and counts, one row per feed (see :mod:`sidebyside`)."""
+
+
+def _measure(
+    reference: onnx.ModelProto,
+    converted: onnx.ModelProto,
+    feeds: Sequence[Feed],
+    names: Sequence[str],
+    types: Mapping[str, int],
+    gates: Mapping[str, Gate],
+    *,
+    dirs: tuple[Path | None, Path | None],
+) -> tuple[Measured, list[dict[str, np.ndarray]]]:
+    """One side-by-side session run on every feed: the figures of the gated tensors and the raw others."""
+    model, plan = side_by_side(reference, converted, names, types=types, gates=gates)
+    where = _weights_dir(model, model_dir=dirs[0], converted_dir=dirs[1])
+    session = create_session(model, providers=(CPU,), runner="emulate", model_dir=where, spinning=False, as_given=True)
+    runs = [run_session(session, dict(feed), runner="emulate") for feed in feeds]
+    del session
+    per_run = [read_figures(run, plan) for run in runs]
+    measured = {
+        name: (np.stack([r[name][0] for r in per_run]), np.stack([r[name][1] for r in per_run]))
+        for name in plan.compared
+    }
+    raw = [{k: v for k, v in run.items() if k != plan.figures} for run in runs]
+    return measured, raw
+
+
+def _order(reference: onnx.ModelProto, converted: onnx.ModelProto) -> list[tuple[str, onnx.NodeProto]]:
+    produced = {out for node in converted.graph.node for out in node.output}
+    return [(out, node) for node in reference.graph.node for out in node.output if out and out in produced]
+
+
+def tensor_types(model: onnx.ModelProto) -> dict[str, int]:
+    """Element type of every main-graph tensor onnx shape inference can tell."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(
+            stub_copy(model, "castguard-stub"), check_type=False, strict_mode=False, data_prop=True
+        )
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):
+        inferred = model
+    graph = inferred.graph
+    types = {v.name: v.type.tensor_type.elem_type for v in [*graph.input, *graph.output, *graph.value_info]}
+    types.update({i.name: i.data_type for i in graph.initializer})
+    return {k: v for k, v in types.items() if v}
+
+
+def _gates(
+    names: Sequence[str], types: Mapping[str, int], *, precision: str, policy: TolerancePolicy
+) -> dict[str, Gate]:
+    """Tensors compared in the graph, with their tolerance's scale-free part: exact ones always, float ones
+    whose tolerance is decided from maxima (the others stay raw: a statistic or top-k needs every element)."""
+    gates: dict[str, Gate] = {}
+    for name in names:
+        if types.get(name) in EXACT_ELEMS:
+            gates[name] = Gate(rtol=0.0, nan_equal=True, inf_equal=True)
+            continue
+        tol = policy.tolerance_for(precision=precision, output=name, golden=np.zeros(1, np.float32))
+        if tol.mode in _IN_GRAPH_MODES and tol.top_k is None:
+            gates[name] = Gate(
+                rtol=tol.rtol, nan_equal=tol.nan_equal, inf_equal=tol.inf_equal, isclose=tol.mode == "isclose"
+            )
+    return gates
+
+
+def _weights_dir(model: onnx.ModelProto, *, model_dir: Path | None, converted_dir: Path | None) -> Path | None:
+    """The one folder the side-by-side model reads external weights from (the conversion's are loaded when its
+    folder differs and the FP32 model has external weights too)."""
+    low_dir = converted_dir or model_dir
+    if not is_lazy(model):
+        return model_dir
+    if low_dir is not None and model_dir is not None and Path(low_dir).resolve() != Path(model_dir).resolve():
+        materialise(model, LOW, Path(low_dir))
+        return model_dir if is_lazy(model) else None
+    return model_dir or low_dir
+
+
+def _profile_from(
+    reference: onnx.ModelProto,
+    order: Sequence[tuple[str, onnx.NodeProto]],
+    measured: Measured,
+    raw: Sequence[Mapping[str, np.ndarray]],
+    *,
+    exact: frozenset[str],
+    precision: str,
+    policy: TolerancePolicy,
+) -> Profile:
+    computed = computed_tensors(reference.graph)
+    rows: list[TensorError] = []
+    absmax: dict[str, float] = {}
+    stats: dict[str, tuple[float, float]] = {}
+    for name, node in order:
+        judged: Judged | None = None
+        if name in measured:
+            figures, counts = measured[name]
+            judged = _judge_figures(name, figures, counts, exact=name in exact, precision=precision, policy=policy)
+        elif raw and name in raw[0]:
+            gold = [np.asarray(run[name]) for run in raw]
+            got = [np.asarray(run[LOW + name]) for run in raw]
+            judged = _judge_raw(name, got, gold, precision=precision, policy=policy)
+            if judged is not None and judged[5] is not None and name not in computed:
+                continue  # integer shape arithmetic: never a cause (its error shows downstream)
+        if judged is None:
+            continue  # strings, and tensors neither compared nor fetched
+        error, passed, max_abs, max_rel, scale, differing, elements = judged
+        stats[name] = (max_abs, max_rel)
+        if differing is None:
+            absmax[name] = scale
+        rows.append(
+            TensorError(
+                tensor=name,
+                node=node.name,
+                op=node.op_type,
+                error=error,
+                passed=passed,
+                computed=name in computed,
+                differing=differing,
+                elements=elements,
+                port=output_port(node, name),
+            )
+        )
+    return Profile(
+        rows=tuple(rows), fp32_absmax=absmax, outputs=tuple(o.name for o in reference.graph.output), stats=stats
+    )
+
+
+Judged = tuple[float, bool, float, float, float, int | None, int]
+"""(scaled error, passed, max_abs, max_rel, max finite |FP32|, differing positions (exact tensors), elements)."""
+
+
+def _judge_figures(
+    name: str, figures: np.ndarray, counts: np.ndarray, *, exact: bool, precision: str, policy: TolerancePolicy
+) -> Judged:
+    """The verdict :func:`judge_outputs` gives, from the in-graph figures of every run (see sidebyside)."""
+    present = counts[:, 3] > 0
+    figures = np.where(present[:, None], figures, 0.0)
+    scale = float(figures[:, 0].max(initial=0.0))
+    elements = int(counts[:, 3].sum())
+    mismatch, badpos = elements - int(counts[:, 0].sum()), int(counts[:, 2].sum() - counts[:, 1].sum())
+    finite_abs = float(figures[:, 1].max(initial=0.0))
+    error = math.inf if badpos else (finite_abs / scale if scale > 0 else (0.0 if finite_abs == 0 else math.inf))
+    if exact:
+        return error, mismatch == 0, finite_abs, float(figures[:, 2].max(initial=0.0)), scale, mismatch, elements
+    max_abs = math.inf if mismatch else finite_abs
+    max_rel = math.inf if mismatch else float(figures[:, 2].max(initial=0.0))
+    tol = policy.tolerance_for(precision=precision, output=name, golden=np.array([scale]))
+    if tol.mode == "max":
+        passed = not (max_abs > tol.atol and max_rel > tol.rtol)
+    elif tol.mode == "isclose":
+        passed = not float(figures[:, 4].max(initial=-math.inf)) > tol.atol
+    else:
+        passed = not float(figures[:, 3].max(initial=0.0)) > tol.atol
+    return error, passed and not mismatch, max_abs, max_rel, scale, None, elements
+
+
+def _judge_raw(
+    name: str, got: Sequence[np.ndarray], gold: Sequence[np.ndarray], *, precision: str, policy: TolerancePolicy
+) -> Judged | None:
+    """Tensors fetched whole: floats through the judge, integers and bools exactly, others (strings) not at all."""
+    if all(g.dtype.kind in "biu" for g in gold):  # exact: every differing position counts
+        differing = sum(
+            int(np.count_nonzero(np.asarray(a) != g)) if a.shape == g.shape else g.size for a, g in zip(got, gold)
+        )
+        elements = sum(int(g.size) for g in gold)
+        return (
+            float(differing > 0),
+            differing == 0,
+            float(differing > 0),
+            float(differing > 0),
+            0.0,
+            differing,
+            elements,
+        )
+    if not all(np.issubdtype(g.dtype, np.floating) for g in gold):
+        return None
+    verdict = judge_outputs([{name: g} for g in got], [{name: g} for g in gold], precision=precision, policy=policy)
+    (figures,) = verdict.outputs
+    elements = sum(int(g.size) for g in gold)
+    error = scaled_error(zip(got, gold))
+    return error, bool(verdict), float(figures.max_abs), float(figures.max_rel), _absmax(gold), None, elements
+
+
+def output_port(node: onnx.NodeProto, tensor: str) -> str:
+    """The op schema's name for the output ``tensor`` of ``node`` (TopK: "Values", "Indices"), or ""."""
+    try:
+        schema = onnx.defs.get_schema(node.op_type, domain=node.domain)
+    except onnx.defs.SchemaError:
+        return ""
+    index = list(node.output).index(tensor)
+    outputs = schema.outputs
+    return outputs[min(index, len(outputs) - 1)].name if outputs else ""
+
+
+def marked_profile(
+    reference: onnx.ModelProto,
+    converted: onnx.ModelProto,
+    feeds: Sequence[Feed],
+    *,
+    precision: str,
+    policy: TolerancePolicy,
+    model_dir: Path | None = None,
+    converted_dir: Path | None = None,
+) -> Profile:
+    """The profile from every tensor of both models marked as a graph output (the way before the in-graph
+    comparison, kept where the two cannot share a graph, and as the reference its tests compare with)."""
     produced = {out for node in converted.graph.node for out in node.output}
     order = [(out, node) for node in reference.graph.node for out in node.output if out and out in produced]
     names = [out for out, _ in order]
@@ -101,6 +355,8 @@ def divergence_profile(
                 error=scaled_error(zip(got, gold)),
                 passed=bool(verdict),
                 computed=name in computed,
+                elements=sum(int(g.size) for g in gold),
+                port=output_port(node, name),
             )
         )
     return Profile(

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
 
 from harness.core.dtypes import BFLOAT16
+from harness.judge.vocab import VocabFigures, is_vocabulary, vocab_figures
 
 Mode = Literal["elemwise", "max", "mean", "median", "quantile", "isclose"]
 MODES: tuple[str, ...] = ("elemwise", "max", "mean", "median", "quantile", "isclose")
@@ -49,6 +50,12 @@ class Tolerance:
     inf_equal: bool = True
     top_k: int | None = None
     min_top_k_agreement: float = 1.0
+    vocab: bool | None = None
+    """The output's last axis is a vocabulary (logits): None detects it (:mod:`harness.judge.vocab`)."""
+    min_top1_agreement: float | None = None
+    """Logits: fail when fewer positions than this fraction keep the golden's argmax token."""
+    max_kl: float | None = None
+    """Logits: fail when the mean KL(softmax(golden) || softmax(obtained)) exceeds this (nats)."""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -59,6 +66,10 @@ class Tolerance:
             raise ValueError(f"Tolerance.quantile must be in [0, 1], got {self.quantile}")
         if self.top_k is not None and self.top_k < 1:
             raise ValueError(f"Tolerance.top_k must be >= 1 or None, got {self.top_k}")
+        if self.min_top1_agreement is not None and not 0.0 <= self.min_top1_agreement <= 1.0:
+            raise ValueError(f"Tolerance.min_top1_agreement must be in [0, 1], got {self.min_top1_agreement}")
+        if self.max_kl is not None and not self.max_kl >= 0:
+            raise ValueError(f"Tolerance.max_kl must be >= 0, got {self.max_kl}")
         if not 0.0 <= self.min_top_k_agreement <= 1.0:
             raise ValueError(f"Tolerance.min_top_k_agreement must be in [0, 1], got {self.min_top_k_agreement}")
 
@@ -95,6 +106,10 @@ class OutputComparison(ErrorFigures):
     required_rtol: float
     top_k_agreement: float | None
     tolerance: Tolerance = Tolerance()
+    top1_agreement: float | None = None
+    """Logits only (:mod:`harness.judge.vocab`): fraction of positions keeping the golden's argmax token."""
+    kl_mean: float | None = None
+    """Logits only: mean KL(softmax(golden) || softmax(obtained)) per position, nats."""
 
     def __bool__(self) -> bool:
         return self.passed
@@ -139,6 +154,8 @@ def _describe_output(out: OutputComparison) -> str:
     )
     if out.top_k_agreement is not None:
         text += f"; top-{out.tolerance.top_k} agreement {out.top_k_agreement:.3f}"
+    if out.top1_agreement is not None:
+        text += f"; top-1 token agreement {out.top1_agreement:.4f}, mean KL {out.kl_mean:.3g}"
     return text
 
 
@@ -165,22 +182,33 @@ def _dtype_kind(dtype: np.dtype) -> str:
     return str(dtype)
 
 
+DIFF_CHUNK = 1 << 20
+"""Elements widened to float64 at a time: the temporaries of a 134 MB logits tensor stay a few MB each."""
+
+
 def _diff(obtained: np.ndarray, expected: np.ndarray, tol: Tolerance) -> _Diff:
-    a = _widen64(obtained).ravel()
-    b = _widen64(expected).ravel()
-    finite = np.isfinite(a) & np.isfinite(b)
-    with np.errstate(invalid="ignore", over="ignore"):
-        abs_err = np.where(finite, np.abs(a - b), 0.0)
-    both_nan = np.isnan(a) & np.isnan(b)
-    same_inf = np.isinf(a) & np.isinf(b) & (a == b)
-    matched_special = (both_nan & tol.nan_equal) | (same_inf & tol.inf_equal)
-    mismatch = ~finite & ~matched_special
-    abs_err = np.where(mismatch, np.inf, abs_err)
-    exp_abs = np.where(np.isfinite(b), np.abs(b), np.inf)
-    denom = np.where(exp_abs == 0.0, _ZERO_EPS, exp_abs)
-    with np.errstate(invalid="ignore"):
-        rel_err = np.where(mismatch, np.inf, np.where(finite, abs_err / denom, 0.0))
-    return _Diff(abs=abs_err, rel=rel_err, expected_abs=np.where(np.isfinite(b), np.abs(b), 0.0), mismatch=mismatch)
+    flat_a, flat_b = np.asarray(obtained).ravel(), np.asarray(expected).ravel()
+    size = flat_b.size
+    abs_out, rel_out, exp_out = np.empty(size), np.empty(size), np.empty(size)
+    mismatch_out = np.empty(size, dtype=bool)
+    for start in range(0, size, DIFF_CHUNK):
+        part = slice(start, start + DIFF_CHUNK)
+        a, b = _widen64(flat_a[part]), _widen64(flat_b[part])
+        finite = np.isfinite(a) & np.isfinite(b)
+        with np.errstate(invalid="ignore", over="ignore"):
+            abs_err = np.where(finite, np.abs(a - b), 0.0)
+        both_nan = np.isnan(a) & np.isnan(b)
+        same_inf = np.isinf(a) & np.isinf(b) & (a == b)
+        matched_special = (both_nan & tol.nan_equal) | (same_inf & tol.inf_equal)
+        mismatch = ~finite & ~matched_special
+        abs_out[part] = np.where(mismatch, np.inf, abs_err)
+        exp_abs = np.where(np.isfinite(b), np.abs(b), np.inf)
+        denom = np.where(exp_abs == 0.0, _ZERO_EPS, exp_abs)
+        with np.errstate(invalid="ignore"):
+            rel_out[part] = np.where(mismatch, np.inf, np.where(finite, abs_out[part] / denom, 0.0))
+        exp_out[part] = np.where(np.isfinite(b), np.abs(b), 0.0)
+        mismatch_out[part] = mismatch
+    return _Diff(abs=abs_out, rel=rel_out, expected_abs=exp_out, mismatch=mismatch_out)
 
 
 def _top_k_hits(obtained: np.ndarray, expected: np.ndarray, k: int) -> tuple[int, int]:
@@ -204,10 +232,15 @@ def _stats(values: np.ndarray, q: float) -> tuple[float, float, float, float]:
         return (float(np.max(values)), float(np.mean(values)), float(np.median(values)), float(np.quantile(values, q)))
 
 
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The iterations' arrays end to end (one iteration's as it is: no copy)."""
+    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
+
+
 def _judge(name: str, diffs: Sequence[_Diff], tol: Tolerance, top_k: tuple[int, int] | None) -> OutputComparison:
-    abs_err = np.concatenate([d.abs for d in diffs]) if diffs else np.zeros(0)
-    rel_err = np.concatenate([d.rel for d in diffs]) if diffs else np.zeros(0)
-    exp_abs = np.concatenate([d.expected_abs for d in diffs]) if diffs else np.zeros(0)
+    abs_err, rel_err, exp_abs = (
+        _joined([getattr(d, field) for d in diffs]) for field in ("abs", "rel", "expected_abs")
+    )
     n_mismatch = int(sum(int(d.mismatch.sum()) for d in diffs))
     max_a, mean_a, med_a, q_a = _stats(abs_err, tol.quantile)
     max_r, mean_r, med_r, q_r = _stats(rel_err, tol.quantile)
@@ -259,6 +292,17 @@ def _judge(name: str, diffs: Sequence[_Diff], tol: Tolerance, top_k: tuple[int, 
         top_k_agreement=agreement,
         tolerance=tol,
     )
+
+
+def _with_vocab(out: OutputComparison, figures: VocabFigures) -> OutputComparison:
+    """``out`` with its logits figures, failed where the tolerance's ``min_top1_agreement``/``max_kl`` say so."""
+    tol, top1, kl = out.tolerance, figures.top1, figures.kl_mean
+    passed, reason = out.passed, out.reason
+    if tol.min_top1_agreement is not None and top1 is not None and top1 < tol.min_top1_agreement:
+        passed, reason = False, reason + f"; top-1 token agreement {top1:.4f} < {tol.min_top1_agreement:g}"
+    if tol.max_kl is not None and kl is not None and not kl <= tol.max_kl:
+        passed, reason = False, reason + f"; mean KL {kl:.3g} > {tol.max_kl:g}"
+    return replace(out, top1_agreement=top1, kl_mean=kl, passed=passed, reason=reason)
 
 
 def _structural_failure(name: str, reason: str, tol: Tolerance) -> OutputComparison:
@@ -316,6 +360,7 @@ def compare_iterations(
         diffs: list[_Diff] = []
         hits = total = 0
         broken = None
+        vocab: VocabFigures | None = None
         for index, (got_it, exp_it) in enumerate(zip(obtained, expected)):
             if name not in got_it or name not in exp_it:
                 broken = f"present in some iterations only (iteration {index})"
@@ -325,13 +370,16 @@ def compare_iterations(
             if broken:
                 break
             diffs.append(_diff(got, exp, tol))
+            if is_vocabulary(name, exp, vocab=tol.vocab):
+                vocab = vocab_figures(got, exp) + (vocab or VocabFigures())
             if tol.top_k is not None:
                 h, t = _top_k_hits(got, exp, tol.top_k)
                 hits, total = hits + h, total + t
         if broken:
             outputs.append(_structural_failure(name, broken, tol))
         else:
-            outputs.append(_judge(name, diffs, tol, (hits, total) if tol.top_k is not None else None))
+            judged = _judge(name, diffs, tol, (hits, total) if tol.top_k is not None else None)
+            outputs.append(judged if vocab is None else _with_vocab(judged, vocab))
     passed = not missing and not extra and not problems and all(o.passed for o in outputs)
     return CompareResult(outputs=tuple(outputs), missing=missing, extra=extra, passed=passed, problems=tuple(problems))
 

@@ -48,7 +48,12 @@ ABS_ULPS = 8.0
 REL_EPS = 2.0
 _LOW_DTYPES: dict[str, np.dtype] = {"fp16": np.dtype(np.float16), "bf16": BFLOAT16}
 _FIELDS = tuple(f.name for f in fields(Tolerance))
-_FIELD_KINDS = {"mode": "text", "nan_equal": "flag", "inf_equal": "flag"}  # every other field is a number
+_FIELD_KINDS = {
+    "mode": "text",
+    "nan_equal": "flag",
+    "inf_equal": "flag",
+    "vocab": "flag",
+}  # every other field is a number
 
 Override = tuple[tuple[str, Any], ...]  # (Tolerance field, value) pairs
 

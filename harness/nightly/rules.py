@@ -4,6 +4,8 @@ Rules are written like pytest-benchmark's ``--benchmark-compare-fail``, one per 
 
     max_rel:+25%        the case's worst max_rel grew by more than 25 %
     lowp_share:-2pp     the low-precision FLOP share fell by more than 2 percentage points
+    top_token:-1pp      logits' top-1 token agreement fell by more than 1 percentage point
+    kl:+50%             logits' mean KL(softmax(golden) || softmax(obtained)) grew by more than 50 %
     speedup:-10%        the measured speedup over FP32 fell by more than 10 % (GPU runners; changes under
                         SPEEDUP_FLOOR are noise)
     convert_time:+50%   conversion took more than 50 % longer (and at least TIME_FLOOR_S longer; cached
@@ -73,6 +75,16 @@ def _worst_output(field: str) -> Callable[[CaseRecord], float | None]:
     return read
 
 
+def _logits(field: str, worst: Callable[[Iterable[float]], float]) -> Callable[[CaseRecord], float | None]:
+    """The worst logits figure (:mod:`harness.judge.vocab`) over the case's outputs; None without logits."""
+
+    def read(record: CaseRecord) -> float | None:
+        values = [v for v in (getattr(o, field) for o in record.outputs) if v is not None]
+        return worst(values) if values else None
+
+    return read
+
+
 def _over_tolerance(record: CaseRecord) -> float | None:
     """Worst max_abs / (atol + rtol x max|golden|) over the outputs: the error in units of the output's tolerance."""
     values = []
@@ -114,6 +126,14 @@ METRICS: tuple[Metric, ...] = (
         floor=ERROR_FLOOR,
     ),
     Metric("lowp_share", "share of FLOPs in fp16/bf16", -1, lambda r: r.lowp_flop_share, share=True),
+    Metric(
+        "top_token",
+        "logits: fraction of positions keeping the golden's argmax token",
+        -1,
+        _logits("top1_agreement", min),
+        share=True,
+    ),
+    Metric("kl", "logits: mean KL(softmax(golden) || softmax(obtained)), nats", 1, _logits("kl_mean", max), floor=1e-6),
     Metric(
         "casts", "Cast nodes in the converted model", 1, lambda r: None if r.cast_count is None else float(r.cast_count)
     ),

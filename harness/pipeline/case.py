@@ -13,6 +13,7 @@ by every case of a model (its golden, its magnitudes) arrives in a :class:`Model
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 
 from harness.core.errors import RunnerError, RunnerUnavailable, UserError
@@ -84,12 +85,26 @@ def run_steps(run: CaseRun, env: CaseEnv, steps: Sequence[Step]) -> CaseRun:
         if run.stop is not None:
             break
         try:
-            run = step(run, env)
+            with _live(run, env, step):
+                run = step(run, env)
         except RunnerUnavailable as err:
             run = replace(run, stop=Stop("unavailable", str(err)))
         except (UserError, RunnerError) as err:
             run = replace(run, stop=Stop("error", f"{run.model} [{run.point.id}] could not run: {err}"))
     return run
+
+
+def _live(run: CaseRun, env: CaseEnv, step: Step) -> AbstractContextManager[None]:
+    """A live line while a long step runs (:meth:`CaseSettings.step`); steps that are always short have none."""
+    words: dict[Step, str] = {
+        convert_step: "converting",
+        execute_step: f"running on {run.point.runner}",
+        judge_step: "judging",
+        diagnose_step: "diagnosing (divergence profile, then a verified fix)",
+        time_step: "timing",
+    }
+    said = words.get(step)
+    return nullcontext() if said is None else env.settings.step(f"{run.model} [{run.point.id}]", said)
 
 
 def finish_case(run: CaseRun, env: CaseEnv, steps: Sequence[Step] = SWEEP_STEPS) -> CaseRecord:

@@ -7,12 +7,14 @@ per process by :class:`harness.pipeline.session.AccuracySession`.
 from __future__ import annotations
 
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
 
 from harness.convert import Magnitudes
+from harness.core.liveline import LiveLine
 from harness.data.goldens import Golden
 from harness.data.models import ModelSpec
 from harness.judge.tolerances import TolerancePolicy
@@ -45,3 +47,8 @@ class CaseSettings:
     timing: TimingConfig = TimingConfig()
     clock: Clock = time.perf_counter
     trt_build_check: bool = False  # build every converted model with TensorRT (harness.pipeline.build_check)
+    live: LiveLine | None = None  # a live line while a long step runs (None: silent, as under -q)
+
+    def step(self, label: str, step: str) -> AbstractContextManager[None]:
+        """Around one step of a case: :meth:`LiveLine.step`, or nothing."""
+        return nullcontext() if self.live is None else self.live.step(label, step)

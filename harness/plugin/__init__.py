@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Generator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.core.liveline import LiveLine
 from harness.options import add_nightly_options, add_options
 from harness.plugin.nodeids import case_param, is_case
 from harness.plugin.state import RUN_KEY
@@ -91,9 +93,28 @@ def pytest_configure(config: pytest.Config) -> None:
     _start(config, run)
 
 
+def _live_line(config: pytest.Config) -> LiveLine | None:
+    """The live line of long case steps on pytest's terminal, written past output capture; None under -q."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or config.get_verbosity() < 0:
+        return None
+
+    def write(text: str) -> None:
+        if capture is None:
+            reporter.write_line(text)
+            return
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(text)
+
+    return LiveLine(write=write)
+
+
 def _start(config: pytest.Config, run: CastguardRun) -> None:
     """Start the run; a shard registers its hooks; with models, pytest is pointed at the suite."""
     run.start()
+    if run.session is not None:
+        run.session.settings = replace(run.session.settings, live=_live_line(config))
     if run.shard is not None:
         from harness.plugin.shards import ShardPlugin
 

@@ -23,10 +23,16 @@ def diagnosis_lines(d: Diagnosis, *, precision: str, node_precisions: tuple[tupl
     if d.cause is not None:
         c = d.cause
         node = f"node {c.node!r}" if c.node else "an unnamed node"
-        lines.append(
-            f"  cause: tensor {c.tensor!r} from {node} ({c.op}), max_abs {fmt_error(c.max_abs)}, "
-            f"max_rel {fmt_error(c.max_rel)}: the first divergence whose error reaches a failing output"
-        )
+        if c.differing is not None:
+            lines.append(
+                f"  cause: {c.op} {(c.port or 'output').lower()} {c.tensor!r} from {node} differ at {c.differing} "
+                f"of {c.elements} positions: the first divergence whose error reaches a failing output"
+            )
+        else:
+            lines.append(
+                f"  cause: tensor {c.tensor!r} from {node} ({c.op}), max_abs {fmt_error(c.max_abs)}, "
+                f"max_rel {fmt_error(c.max_rel)}: the first divergence whose error reaches a failing output"
+            )
     else:
         lines.append("  cause: on emulate no tensor beyond tolerance reaches a failing output")
     if absorbed:

@@ -49,6 +49,8 @@ class OutputStats(ErrorFigures):
     required_rtol: float
     golden_absmax: float  # largest finite |golden| of this output (0 when none)
     top_k_agreement: float | None = None
+    top1_agreement: float | None = None  # logits (harness.judge.vocab): positions keeping the golden's argmax token
+    kl_mean: float | None = None  # logits: mean KL(softmax(golden) || softmax(obtained)) per position, nats
 
     @property
     def allowed_scaled_error(self) -> float | None:
@@ -92,6 +94,8 @@ class OutputStats(ErrorFigures):
             required_atol=float(c.required_atol),
             required_rtol=float(c.required_rtol),
             top_k_agreement=None if c.top_k_agreement is None else float(c.top_k_agreement),
+            top1_agreement=None if c.top1_agreement is None else float(c.top1_agreement),
+            kl_mean=None if c.kl_mean is None else float(c.kl_mean),
         )
 
 
@@ -161,6 +165,10 @@ class CaseRecord:
     fp32_latency_ms: float | None = None  # the FP32 model on the same runner and provider, interleaved
     speedup: float | None = None  # fp32_latency_ms / latency_ms
     speed_note: str = ""  # why no speed was measured (CPU runners claim none)
+    speed_basis: str = ""  # how latency_ms/speedup were timed: "device-resident" (IO binding) or "end to end"
+    e2e_latency_ms: float | None = None  # end to end: numpy in and out, host copies included (session.run)
+    e2e_fp32_latency_ms: float | None = None
+    e2e_speedup: float | None = None
     kept_fp32: tuple[
         tuple[str, str], ...
     ] = ()  # (node, why): a tuned case's plan; else what the model's own FP32 Casts hold

@@ -43,6 +43,28 @@ def md_code(text: str, *, in_table: bool) -> str:
     return f"{fence}{pad}{flat}{pad}{fence}"
 
 
+def _logits_lines(view: ModelView) -> list[str]:
+    """Outputs judged as logits (harness.judge.vocab): top-1 token agreement and mean KL per case."""
+    rows = [
+        f"| {md_code(case_label(c, with_inputs=view.multi_inputs), in_table=True)} | {c.status} | "
+        f"{md_code(o.name, in_table=True)} | {o.top1_agreement:.4f} | {o.kl_mean:.3g} |"
+        for c in view.cases
+        for o in c.outputs
+        if o.top1_agreement is not None and o.kl_mean is not None
+    ]
+    if not rows:
+        return []
+    head = [
+        "",
+        "Logits (last axis a vocabulary): top-1 token agreement with the golden, and the mean "
+        "KL(softmax(golden) || softmax(obtained)) per position, nats:",
+        "",
+        "| case | status | output | top-1 agreement | mean KL |",
+        "|---|---|---|---:|---:|",
+    ]
+    return head + rows
+
+
 def _speed_lines(view: ModelView) -> list[str]:
     """The measured speed (GPU runners) as a table, or why the cases claim none."""
     rows, multi = view.speed_rows, view.multi_inputs
@@ -50,15 +72,17 @@ def _speed_lines(view: ModelView) -> list[str]:
     if rows:
         lines += [
             "",
-            "Speed (measured; front = Pareto front of speedup vs error among passing cases):",
+            "Speed (measured; latency, FP32 and speedup are device-resident: inputs bound on the device once, "
+            "outputs left there (IO binding); end to end: numpy in and out, host copies included; front = Pareto "
+            "front of the device-resident speedup vs error among passing cases):",
             "",
-            "| case | status | latency ms | FP32 ms | speedup | worst error | |",
-            "|---|---|---:|---:|---:|---:|---|",
+            "| case | status | latency ms | FP32 ms | speedup | end to end ms (FP32), speedup | worst error | |",
+            "|---|---|---:|---:|---:|---:|---:|---|",
         ]
         lines += [
             f"| {md_code(case_label(c, with_inputs=multi), in_table=True)} | {c.status} | {ms} | {fp32} | {up} | "
-            f"{err} | {'front' if front else ''} |"
-            for c, ms, fp32, up, err, front in rows
+            f"{e2e} | {err} | {'front' if front else ''} |"
+            for c, ms, fp32, up, err, front, e2e in rows
         ]
     for note in view.speed_notes:
         lines += ["", f"No speed claimed: {note}."]
@@ -203,7 +227,7 @@ def _model_section(view: ModelView) -> list[str]:
         for case, head, kept in view.tuned:
             lines.append(f"- {md_code(case_label(case, with_inputs=multi), in_table=False)}: {head}")
             lines += [f"  - {md_code(node, in_table=False)}: {why or 'kept'}" for node, why in kept]
-    lines += _speed_lines(view) + _trt_lines(view)
+    lines += _logits_lines(view) + _speed_lines(view) + _trt_lines(view)
     if view.notes:
         lines += ["", "Notes:", ""]
         lines += [

@@ -49,8 +49,10 @@ def fmt_speedup(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}×"
 
 
-def speed_rows(cases: Sequence[CaseRecord]) -> list[tuple[CaseRecord, str, str, str, str, bool]]:
-    """(case, latency, FP32 latency, speedup, worst error, on the front) for every timed case, fastest first."""
+def speed_rows(cases: Sequence[CaseRecord]) -> list[tuple[CaseRecord, str, str, str, str, bool, str]]:
+    """(case, latency, FP32 latency, speedup, worst error, on the front, end to end) for every timed case, fastest
+    first. The first three are as the case's ``speed_basis`` says (device-resident where the runner could bind its
+    inputs on the device); end to end: "latency / FP32 ms, speedup" with host copies, or "–"."""
     front = {id(c) for c in speed_front(cases)}
     rows = sorted(timed(cases), key=lambda c: (-(c.speedup or 0.0), c.case_id))
     return [
@@ -58,9 +60,16 @@ def speed_rows(cases: Sequence[CaseRecord]) -> list[tuple[CaseRecord, str, str, 
             c,
             fmt_ms(c.latency_ms),
             fmt_ms(c.fp32_latency_ms),
-            fmt_speedup(c.speedup),
+            fmt_speedup(c.speedup) + ("" if c.speed_basis != "end to end" else " (end to end)"),
             fmt_error(c.worst_error),
             id(c) in front,
+            _end_to_end(c),
         )
         for c in rows
     ]
+
+
+def _end_to_end(c: CaseRecord) -> str:
+    if c.e2e_latency_ms is None:
+        return "–"
+    return f"{fmt_ms(c.e2e_latency_ms)} / {fmt_ms(c.e2e_fp32_latency_ms)}, {fmt_speedup(c.e2e_speedup)}"

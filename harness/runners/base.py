@@ -13,7 +13,7 @@ feed against the model's declared inputs (names, dtypes, ranks, static dims) bef
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -92,6 +92,12 @@ class Runner:
             rounds_low_precision=self.rounds_low_precision,
             seconds=time.perf_counter() - start,
         )
+
+    def device_call(self, feed: Feed) -> Callable[[], object] | None:
+        """A call that runs ``feed`` with its inputs already on the model's device (bound once, here) and its outputs
+        left there: what a deployed model costs, without the host copies. None: this runner has no such call (the
+        speed step then times :meth:`infer_impl`, copies included, and says so). Call on an active runner."""
+        return None
 
     def activate_impl(self) -> None:
         raise NotImplementedError

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from onnx import TensorProto
 from harness.core.dtypes import BFLOAT16, bits_to_bf16
 from harness.core.errors import RunnerError, RunnerUnavailable
 from harness.core.providers import CPU as CPU  # re-exported: callers of this runner read the name here
+from harness.core.providers import CUDA, DIRECTML, TENSORRT
 from harness.data.feeds import Feed
 from harness.data.onnxfile import EXTERNAL_DATA_ABOVE, has_pending_casts, is_lazy, save_model, weights_size
 from harness.runners.base import Runner
@@ -75,13 +76,18 @@ def create_session(
     model_dir: Path | None = None,
     cpu_fallback: bool = True,
     spinning: bool = True,
+    as_given: bool = False,
 ) -> Any:
     """An ``InferenceSession`` for ``model`` (see :func:`session_source`); RunnerUnavailable for missing
     providers or kernels. With ``cpu_fallback=False`` a node without a kernel on the named providers fails the
     load instead of moving to the CPU EP. With ``spinning=False`` the session's idle intra-op threads sleep instead
     of spinning: the same threads and the same work split (so the same values), but an oracle that runs one
     small model per case stops burning the cores that the next session's creation needs (bert_tiny: 135 ms ->
-    68 ms to create its emulation session on the 2-core workplace; benchmarks/bench_pipeline.py)."""
+    68 ms to create its emulation session on the 2-core workplace; benchmarks/bench_pipeline.py). With
+    ``as_given`` the graph runs as given: no graph optimizations, nodes in the given order where the graph allows
+    (priority-based order): for the diagnosis's side-by-side graph, whose every tensor is read by comparison nodes
+    placed after its producers (so no fusion could apply, and onnxruntime's default order would keep them all
+    alive), and whose size makes the optimizers slow."""
     import onnxruntime as ort
 
     missing = [p for p in providers if p not in ort.get_available_providers()]
@@ -97,6 +103,9 @@ def create_session(
         options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     if not spinning:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if as_given:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        options.execution_order = ort.ExecutionOrder.PRIORITY_BASED
     try:
         with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:
             return ort.InferenceSession(
@@ -154,6 +163,44 @@ def run_session(session: Any, feed: Feed, *, runner: str) -> dict[str, np.ndarra
     return {name: _from_ort_value(value, runner=runner, name=name) for name, value in zip(names, values)}
 
 
+DEVICES = {CPU: "cpu", CUDA: "cuda", TENSORRT: "cuda", DIRECTML: "dml"}
+"""The OrtValue device of each execution provider's memory (IO binding)."""
+
+
+def bound_call(session: Any, feed: Feed, *, device: str, runner: str) -> Callable[[], object]:
+    """``session`` run through IO binding: ``feed`` copied to ``device`` once, here; every call runs the model with
+    the inputs in place and leaves its outputs on ``device`` (a bfloat16 input stays in host memory: numpy has
+    no such type for OrtValue to copy from, so onnxruntime copies that one at each call)."""
+    import onnxruntime as ort
+
+    binding = session.io_binding()
+    try:
+        for name, arr in feed.items():
+            value = (
+                _to_ort_value(arr)
+                if arr.dtype == BFLOAT16
+                else ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(arr), device, 0)
+            )
+            binding.bind_ortvalue_input(name, value)
+        for out in session.get_outputs():
+            binding.bind_output(out.name, device, 0)
+    except Exception as err:  # noqa: BLE001 - see is_ort_error
+        if is_ort_error(err):
+            raise RunnerError(f"{runner}: onnxruntime could not bind the inputs on {device}: {err}") from err
+        raise
+
+    def call() -> object:
+        try:
+            session.run_with_iobinding(binding)
+        except Exception as err:  # noqa: BLE001 - see is_ort_error
+            if is_ort_error(err):
+                raise RunnerError(f"{runner}: onnxruntime failed while running with IO binding: {err}") from err
+            raise
+        return binding
+
+    return call
+
+
 class OrtRunner(Runner):
     """``ort[<provider>]``: onnxruntime with the given providers (first one named)."""
 
@@ -176,6 +223,10 @@ class OrtRunner(Runner):
 
     def infer_impl(self, feed: Feed) -> dict[str, np.ndarray]:
         return run_session(self._session, feed, runner=self.name)
+
+    def device_call(self, feed: Feed) -> Callable[[], object] | None:
+        device = DEVICES.get(self.providers[0])
+        return None if device is None else bound_call(self._session, feed, device=device, runner=self.name)
 
     def deactivate_impl(self) -> None:
         self._session = None

@@ -13,7 +13,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from harness.core.ortenv import cuda_provider_problem
 from harness.core.providers import CPU, CUDA
 from harness.data.feeds import Feed
 from harness.runners.base import Runner
-from harness.runners.ort import create_session, is_ort_error, run_session, session_source
+from harness.runners.ort import bound_call, create_session, is_ort_error, run_session, session_source
 
 INSTALL_HINT = (
     "pip uninstall -y onnxruntime && pip install onnxruntime-gpu (a build matching your CUDA; "
@@ -158,6 +158,9 @@ class OrtCudaRunner(Runner):
 
     def infer_impl(self, feed: Feed) -> dict[str, Any]:
         return run_session(self._session, feed, runner=self.name)
+
+    def device_call(self, feed: Feed) -> Callable[[], object] | None:
+        return bound_call(self._session, feed, device="cuda", runner=self.name)
 
     def deactivate_impl(self) -> None:
         self._session = None

@@ -67,6 +67,10 @@ def _ran(run: CaseRun) -> dict[str, Any]:
         "fp32_latency_ms": speed.fp32_latency_ms if speed else None,
         "speedup": speed.speedup if speed else None,
         "speed_note": speed.note if speed else "",
+        "speed_basis": speed.basis if speed else "",
+        "e2e_latency_ms": speed.e2e_latency_ms if speed else None,
+        "e2e_fp32_latency_ms": speed.e2e_fp32_latency_ms if speed else None,
+        "e2e_speedup": speed.e2e_speedup if speed else None,
         "kept_fp32": run.tuned.kept_fp32 if run.tuned else (conversion.cast_held() if conversion else ()),
         "moved_fp32": run.tuned.moved if run.tuned else (),
         "same_plan_as": run.duplicate.same_plan_as if run.duplicate else None,
@@ -85,6 +89,7 @@ def _reused(first: CaseRecord, run: CaseRun) -> dict[str, Any]:
     fields = (
         *("runner", "rounds_low_precision", "cpu_float_nodes", "outputs", "first_divergent", "diagnosis"),
         *("outputs_file", "latency_ms", "fp32_latency_ms", "speedup", "speed_note", "kept_fp32"),
+        *("speed_basis", "e2e_latency_ms", "e2e_fp32_latency_ms", "e2e_speedup"),
     )
     return {
         **{name: getattr(first, name) for name in fields},

@@ -182,3 +182,21 @@ def test_the_rerun_command_keeps_the_key_and_the_input_options(tmp_path: Path, s
     assert "'x:[0,2.5]'" in rerun_command(named, recipe)  # quoted: [..] is a shell pattern
     bundled = Spec(name="mnist", path=spec.path, sha256=spec.sha256, rerun="mnist")
     assert rerun_command(bundled, recipe, input_options=False) == "pytest --model mnist --input-shapes x:1x8 --seed 2"
+
+
+def test_a_golden_over_100_mb_warns_with_its_size_and_a_smaller_command(
+    tmp_path: Path, spec: ModelSpec, caplog: pytest.LogCaptureFixture
+) -> None:
+    from harness.data.goldens import large_golden_warning
+
+    recipe = InputRecipe(input_shapes=(("input_ids", (8, 512)),), iterations=2)
+    logits = np.zeros((8, 512, 6200), np.float32)  # 102 MB
+    text = large_golden_warning(tmp_path / "g.npz", {"output/0/logits": logits}, spec=spec, recipe=recipe)
+    assert text is not None and "102 MB" in text and "output/0/logits 8x512x6200 float32" in text
+    assert "--input-shapes input_ids:4x256" in text and "--iterations 1" in text
+    assert large_golden_warning(tmp_path / "g.npz", {"y": logits[:1]}, spec=spec, recipe=recipe) is None
+    store = GoldenStore(tmp_path / "goldens")
+    big = Golden(feeds=[{"x": np.ones((1, 8), np.float32)}], outputs=[{"logits": logits}], meta={"producer": "ort"})
+    with caplog.at_level("WARNING", logger="harness.data"):
+        store.write(spec, recipe, big)
+    assert any("this golden is 102 MB" in r.getMessage() for r in caplog.records)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +26,7 @@ from harness.report.serde import record_from_dict, record_to_dict
 from harness.report.speed import fastest_passing, speed_front
 from harness.report.view import report_view
 from harness.runners import make_runner
+from harness.runners.base import Runner
 from harness.runners.timing import TimingConfig
 from harness.sweep import Case, SweepSpec
 from tests.helpers.graphs import mlp_model, save
@@ -75,6 +77,7 @@ def test_report_shows_the_speed_table_plot_and_why_cpu_cases_claim_none() -> Non
     report = Report.build((*CASES, cpu), created="2026-11-22T00:00:00+00:00", provenance=PROVENANCE)
     md = render_markdown(report_view(report))
     assert "| latency ms | FP32 ms | speedup |" in md and "1.30×" in md and "front" in md
+    assert "device-resident" in md  # the claimed figures say how they were timed
     assert "No speed claimed: emulate computes in fp32." in md
     html = render_html(report_view(report))
     assert "<h3>Speed</h3>" in html and "error vs measured speedup" in html
@@ -145,3 +148,85 @@ def test_cpu_runners_record_why_they_claim_no_speed(tmp_path: Path) -> None:
     model = mlp_model()
     pair = SpeedPair("ort", model, model, [], providers=("CPUExecutionProvider",))
     assert measure_speed(pair, config=TimingConfig(), clock=Clock()).note.startswith("ORT's CPU provider")
+
+
+class _Timed(Runner):
+    """A runner whose calls cost known times on a manual clock: `compute` ms on the device, `copy` ms of host
+    copies on top for a call with numpy in and out; `bound=False`: it has no device call (as TensorRT's)."""
+
+    def __init__(self, clock: list[float], *, compute: float, copy: float, bound: bool = True) -> None:
+        super().__init__(mlp_model(), name="fake", rounds_low_precision=True)
+        self.clock, self.compute, self.copy, self.bound = clock, compute, copy, bound
+
+    def activate_impl(self) -> None:
+        pass
+
+    def deactivate_impl(self) -> None:
+        pass
+
+    def infer_impl(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        self.clock[0] += (self.compute + self.copy) / 1000
+        return {}
+
+    def device_call(self, feed: dict[str, np.ndarray]) -> Callable[[], object] | None:
+        if not self.bound:
+            return None
+
+        def call() -> None:
+            self.clock[0] += self.compute / 1000
+
+        return call
+
+
+def test_the_claimed_speedup_is_device_resident_and_the_copies_do_not_cancel() -> None:
+    """8.7 ms vs 7.1 ms on the device, plus 10 ms of copies each: 1.23x resident, 1.09x end to end (issue 31)."""
+    now = [0.0]
+    low, fp32 = _Timed(now, compute=7.1, copy=10.0), _Timed(now, compute=8.7, copy=10.0)
+    speed = time_pair(low, fp32, {}, {}, config=TimingConfig(warmup=1, repeats=3, rounds=2), clock=lambda: now[0])
+    assert speed.basis == "device-resident"
+    assert speed.latency_ms == pytest.approx(7.1) and speed.fp32_latency_ms == pytest.approx(8.7)
+    assert speed.speedup == pytest.approx(8.7 / 7.1)
+    assert speed.e2e_latency_ms == pytest.approx(17.1) and speed.e2e_speedup == pytest.approx(18.7 / 17.1)
+    plain = time_pair(
+        _Timed(now, compute=7.1, copy=10.0, bound=False),
+        _Timed(now, compute=8.7, copy=10.0),
+        {},
+        {},
+        config=TimingConfig(warmup=0, repeats=2, rounds=1),
+        clock=lambda: now[0],
+    )
+    assert plain.basis == "end to end" and plain.speedup == pytest.approx(18.7 / 17.1)
+
+
+def test_io_binding_on_the_cpu_provider_leaves_the_outputs_in_place() -> None:
+    model = mlp_model()
+    feed = {"x": np.random.default_rng(0).standard_normal((1, 8)).astype(np.float32)}
+    with make_runner("ort", model) as runner:
+        call = runner.device_call(feed)
+        assert call is not None
+        binding = call()
+        (value,) = binding.get_outputs()  # type: ignore[attr-defined]
+        assert value.device_name().lower() == "cpu"
+        expected = runner.infer(feed)
+        np.testing.assert_array_equal(value.numpy(), next(iter(expected.values())))
+        assert call() is binding  # bound once: later calls reuse the same device buffers
+
+
+def test_report_shows_both_speeds_and_says_which_is_which() -> None:
+    record = dataclasses.replace(
+        CASES[1],
+        latency_ms=7.1,
+        fp32_latency_ms=8.7,
+        speedup=1.225,
+        speed_basis="device-resident",
+        e2e_latency_ms=17.1,
+        e2e_fp32_latency_ms=18.5,
+        e2e_speedup=1.08,
+    )
+    assert record_from_dict(json.loads(json.dumps(record_to_dict(record)))) == record
+    report = Report.build((record,), created="2026-11-22T00:00:00+00:00", provenance=PROVENANCE)
+    md = render_markdown(report_view(report))
+    assert "device-resident" in md and "host copies included" in md
+    assert "1.23×" in md and "17.1 / 18.5, 1.08×" in md
+    html = render_html(report_view(report))
+    assert "device-resident" in html and "17.1 / 18.5, 1.08×" in html

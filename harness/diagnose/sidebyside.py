@@ -1,0 +1,354 @@
+"""The divergence profile's figures, computed inside onnxruntime: the FP32 model and the emulated conversion in
+one graph, each tensor compared with its counterpart by nodes placed right after the two producers.
+
+Marking every tensor of both models as a graph output (as the profile did before) keeps every intermediate of
+two forwards alive and copies it out: 27 GB on a 110 M decoder at 8x512. Here one session holds both models
+(the conversion rewritten by :func:`harness.runners.emulate.emulation_model`, so it rounds exactly like the
+``emulate`` runner; its names prefixed with :data:`LOW`), and each compared tensor ``b`` (FP32) and ``a`` (its
+emulated counterpart), cast exactly to float64 and flattened, gets a few reductions, built with the in-graph
+reductions' :class:`harness.convert.reductions.GraphBuilder` and, like them, placed right after the producers so
+that onnxruntime frees each tensor after its last reader: the run costs about two forwards of memory. Per tensor
+and feed it returns, in float64, ``[max finite |b|, max |a-b| where both are finite, max rel there, max |a-b|
+where rel > rtol, max (|a-b| - rtol*|b|) (isclose only)]`` and ``[positions that match (both finite,
+or a NaN or infinity the tolerance lets match; integer and bool tensors: equal), positions where both are
+finite, positions where b is finite, size]``. These are exactly
+what :func:`harness.judge.compare.compare_iterations` decides an ``elemwise``, ``max`` or ``isclose`` tolerance
+from (an element is over when over atol AND rtol, so the tensor fails iff the max of |a-b| where rel > rtol
+exceeds atol, which is known only after the FP32 magnitude is), and what ``scaled_error`` needs.
+
+Tensors judged by a statistic (``mean``/``median``/``quantile``) or with ``top_k``, and those whose type onnx
+inference cannot tell, stay raw: both versions are graph outputs, judged in numpy as before.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from harness.convert.reductions import GraphBuilder, default_opset
+from harness.core.dtypes import LOW_TYPES
+from harness.data.onnxfile import external_tensors, tensor_array
+from harness.runners.emulate import emulation_model
+
+LOW = "castguard_low/"
+"""Prefix of the emulated conversion's names in the side-by-side graph."""
+FIGURES = 5
+COUNTS = 4
+MIN_SIDE_OPSET = 11
+"""Equal on float64 (the inf-matching rule) needs opset 11."""
+_ZERO_EPS = 2.220446049250313e-16
+FLOAT_ELEMS = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16})
+EXACT_ELEMS = frozenset(
+    {
+        TensorProto.INT8,
+        TensorProto.INT16,
+        TensorProto.INT32,
+        TensorProto.INT64,
+        TensorProto.UINT8,
+        TensorProto.UINT16,
+        TensorProto.UINT32,
+        TensorProto.BOOL,
+    }
+)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The scale-free part of a tensor's tolerance, known before the run."""
+
+    rtol: float
+    nan_equal: bool
+    inf_equal: bool
+    isclose: bool = False
+    careful: bool = False
+    """Judge with NaN/inf rules (Where per element): for a tensor whose FP32 values are not all finite."""
+
+
+@dataclass(frozen=True)
+class SidePlan:
+    compared: tuple[str, ...]
+    """Tensors reduced in the graph, in the order of their figures."""
+    exact: frozenset[str]
+    """Integer and bool tensors among them (compared for equality)."""
+    fast: frozenset[str]
+    """Float tensors with a fast row (see :func:`_fast_compare`)."""
+    raw: tuple[str, ...]
+    """Tensors returned whole (the FP32 one under its name, the emulated one under ``LOW + name``)."""
+    figures: str
+    """The output holding, per compared tensor, FIGURES figures then COUNTS counts (float64)."""
+
+
+def _merge_halves(reference: onnx.ModelProto, converted: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
+    """One model holding both, and how many nodes the FP32 half has: the reference as it is (first), the emulated conversion prefixed, its inputs fed from
+    the reference's inputs cast as the feeds would be (:func:`harness.data.feeds.cast_feeds`)."""
+    low = emulation_model(converted)
+    ref = onnx.ModelProto()
+    ref.CopyFrom(reference)
+    opset = default_opset(low)
+    if default_opset(ref) != opset:
+        ref = onnx.version_converter.convert_version(ref, opset or 0)
+    if opset is None or opset < MIN_SIDE_OPSET:
+        raise ValueError(f"opset {opset} (the side-by-side comparison needs {MIN_SIDE_OPSET} or later)")
+    declared = {i.name: i.type.tensor_type.elem_type for i in converted.graph.input}
+    onnx.compose.add_prefix(low, LOW, inplace=True)
+    ref_inputs = {i.name for i in ref.graph.input}
+    graph = ref.graph
+    ref_nodes = len(graph.node)
+    for value in low.graph.input:
+        name = value.name[len(LOW) :]
+        if name not in ref_inputs:
+            raise ValueError(f"the conversion's input {name!r} is not an input of the FP32 model")
+        elem = declared.get(name, 0)
+        if elem in LOW_TYPES:
+            graph.node.append(helper.make_node("Cast", [name], [value.name + "/low"], to=elem))
+            graph.node.append(helper.make_node("Cast", [value.name + "/low"], [value.name], to=TensorProto.FLOAT))
+        else:
+            graph.node.append(helper.make_node("Identity", [name], [value.name]))
+    graph.node.extend(low.graph.node)
+    graph.initializer.extend(low.graph.initializer)
+    graph.sparse_initializer.extend(low.graph.sparse_initializer)
+    seen = {(o.domain, o.version) for o in ref.opset_import}
+    ref.opset_import.extend(o for o in low.opset_import if (o.domain, o.version) not in seen)
+    domains = [o.domain or "ai.onnx" for o in ref.opset_import]
+    if len(domains) != len(set(domains)):
+        raise ValueError("the two models import different versions of one operator set")
+    ref.ir_version = max(ref.ir_version, low.ir_version)
+    del graph.value_info[:]
+    return ref, ref_nodes
+
+
+def _fast_compare(build: GraphBuilder, name: str, elem: int, gate: Gate) -> list[str]:
+    """The comparison of a float tensor, in its own type (float16 and bfloat16 cast exactly to float), without
+    Where: a few elementwise passes. Its row: ``[max |b|, max |d|, max rel, max gated, max excess, sum |d|, sum
+    |b|, size, size]`` (``d = a - b``; rel = |d| / max(|b|, 2.2e-16)). The sums tell non-finite values
+    (:func:`read_figures`): where ``b`` is not all finite the figures cannot judge the tensor, and the careful
+    comparison (:func:`_compare`) runs for it in a second run."""
+    low = elem in (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+    elem = TensorProto.DOUBLE if elem == TensorProto.DOUBLE else TensorProto.FLOAT
+    dtype = np.float64 if elem == TensorProto.DOUBLE else np.float32
+    flat_shape = build.const(np.array([-1], np.int64))
+
+    def cast(tensor: str, to: int) -> str:
+        return build.node("Cast", [tensor], "cast", to=to)
+
+    b, a = (build.node("Reshape", [cast(x, elem) if low else x, flat_shape], "flat") for x in (name, LOW + name))
+    # nodes in the order that frees each full-size temporary soonest (onnxruntime runs them in this order): at
+    # most three of them alive at once (|d|, the denominator or the mask, rel or the gated values)
+    ad = build.node("Abs", [build.node("Sub", [a, b], "sub")], "diff")
+    max_d, sum_d = build.reduce("ReduceMax", ad, "max"), build.reduce("ReduceSum", ad, "sum")
+    ab = build.node("Abs", [b], "absb")
+    max_b, sum_b = build.reduce("ReduceMax", ab, "max"), build.reduce("ReduceSum", ab, "sum")
+    rtol = build.const(np.array(gate.rtol, dtype))
+    excess = ""
+    if gate.isclose:
+        excess = build.reduce("ReduceMax", build.node("Sub", [ad, build.node("Mul", [ab, rtol], "rtolb")], "x"), "max")
+    rel = build.node("Div", [ad, build.node("Max", [ab, build.const(np.array(_ZERO_EPS, dtype))], "denom")], "rel")
+    max_rel = build.reduce("ReduceMax", rel, "max")
+    gated = build.node("Mul", [ad, cast(build.node("Greater", [rel, rtol], "overrel"), elem)], "gated")
+    max_gated = build.reduce("ReduceMax", gated, "max")
+    figures = [max_b, max_d, max_rel, max_gated, excess or max_gated, sum_d, sum_b]
+    size = cast(build.node("Reshape", [build.node("Size", [b], "size"), flat_shape], "size1"), TensorProto.DOUBLE)
+    values = cast(build.node("Concat", figures, "figures", axis=0), TensorProto.DOUBLE)
+    return [build.node("Concat", [values, size, size], "row", axis=0)]
+
+
+def _compare(build: GraphBuilder, name: str, elem: int, gate: Gate) -> tuple[list[str], list[str]]:
+    """The careful comparison (integer and bool tensors, and float ones whose FP32 values are not all finite),
+    in float64 with compare's NaN/inf rules, element by element. The nodes comparing ``name`` (b) with ``LOW + name`` (a): (figures, counts), float64 of shape [1] each.
+    Finite tests are ``x - x == 0`` (NaN for inf and NaN); ``d = a - b`` is finite exactly where both are."""
+    flat_shape = build.const(np.array([-1], np.int64))
+    zero, eps = build.const(np.array(0.0)), build.const(np.array(_ZERO_EPS))
+
+    def wide(tensor: str) -> str:
+        if elem in (TensorProto.FLOAT16, TensorProto.BFLOAT16):
+            tensor = build.node("Cast", [tensor], "float", to=TensorProto.FLOAT)
+        return build.node(
+            "Reshape", [build.node("Cast", [tensor], "double", to=TensorProto.DOUBLE), flat_shape], "flat"
+        )
+
+    def finite(x: str) -> str:
+        return build.node("Equal", [build.node("Sub", [x, x], "self"), zero], "finite")
+
+    def count(mask: str) -> str:  # in float64: exact up to 2**53 elements
+        return build.reduce("ReduceSum", build.node("Cast", [mask], "count", to=TensorProto.DOUBLE), "count")
+
+    b, a = wide(name), wide(LOW + name)
+    d = build.node("Sub", [a, b], "sub")
+    both, fb = finite(d), finite(b)
+    abs_b = build.node("Abs", [b], "absb")
+    gold = build.node("Where", [fb, abs_b, zero], "gold")
+    err = build.node("Where", [both, build.node("Abs", [d], "diff"), zero], "err")
+    denom = build.node("Where", [build.node("Greater", [abs_b, zero], "nonzero"), abs_b, eps], "denom")
+    rel = build.node("Where", [both, build.node("Div", [err, denom], "div"), zero], "rel")
+    rtol = build.const(np.array(gate.rtol))
+    gated = build.node("Where", [build.node("Greater", [rel, rtol], "overrel"), err, zero], "gated")
+    excess = build.node("Sub", [err, build.node("Mul", [gold, rtol], "rtolb")], "excess") if gate.isclose else gated
+    figures = [build.reduce("ReduceMax", x, "max") for x in (gold, err, rel, gated)]
+    figures.append(build.reduce("ReduceMax", excess, "max") if gate.isclose else figures[-1])
+    if elem in EXACT_ELEMS:
+        ints = [
+            build.node("Reshape", [build.node("Cast", [x], "i64", to=TensorProto.INT64), flat_shape], "flati")
+            for x in (LOW + name, name)
+        ]
+        matched = build.node("Equal", ints, "equal")
+    else:
+        matched = both
+        if gate.inf_equal:  # equal where not both finite: the same infinity
+            matched = build.node("Or", [matched, build.node("Equal", [a, b], "same")], "ok")
+        if gate.nan_equal:
+            nans = build.node("And", [build.node("IsNaN", [a], "nana"), build.node("IsNaN", [b], "nanb")], "nn")
+            matched = build.node("Or", [matched, nans], "ok")
+    size = build.node("Reshape", [build.node("Size", [b], "size"), flat_shape], "size1")
+    size = build.node("Cast", [size], "size", to=TensorProto.DOUBLE)
+    return figures, [count(matched), count(both), count(fb), size]
+
+
+def _ordered(graph: onnx.GraphProto, priority: Mapping[int, tuple[int, int]]) -> list[onnx.NodeProto]:
+    """A topological order of ``graph.node`` that follows ``priority`` (node index -> key) where it can (Kahn's
+    algorithm, smallest key first), so each tensor's comparison runs as soon as both producers did."""
+    nodes = list(graph.node)
+    producer = {out: i for i, n in enumerate(nodes) for out in n.output if out}
+    needs: list[set[int]] = []
+    for node in nodes:
+        reads = {i for i in node.input if i} | _outer_reads(node)
+        needs.append({producer[r] for r in reads if r in producer})
+    readers: dict[int, list[int]] = {}
+    for i, deps in enumerate(needs):
+        for d in deps:
+            readers.setdefault(d, []).append(i)
+    waiting = [len(deps) for deps in needs]
+    ready = [(priority[i], i) for i in range(len(nodes)) if not waiting[i]]
+    heapq.heapify(ready)
+    order: list[onnx.NodeProto] = []
+    while ready:
+        _, i = heapq.heappop(ready)
+        order.append(nodes[i])
+        for r in readers.get(i, ()):
+            waiting[r] -= 1
+            if not waiting[r]:
+                heapq.heappush(ready, (priority[r], r))
+    if len(order) != len(nodes):
+        raise ValueError("the side-by-side graph has a cycle")
+    return order
+
+
+def _outer_reads(node: onnx.NodeProto) -> set[str]:
+    found: set[str] = set()
+    for attr in node.attribute:
+        for body in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+            for inner in body.node:
+                found |= {i for i in inner.input if i} | _outer_reads(inner)
+    return found
+
+
+def side_by_side(
+    reference: onnx.ModelProto,
+    converted: onnx.ModelProto,
+    tensors: Sequence[str],
+    *,
+    types: Mapping[str, int],
+    gates: Mapping[str, Gate],
+) -> tuple[onnx.ModelProto, SidePlan]:
+    """The model (see the module docstring) comparing ``tensors`` (FP32 graph order); ``gates``: the tensors
+    compared in the graph and their gates (the others in ``tensors`` with a known type stay raw).
+    ValueError: the two cannot share a graph (opsets too old or not convertible, inputs that differ)."""
+    model, ref_nodes = _merge_halves(reference, converted)
+    graph = model.graph
+    taken = {n for node in graph.node for n in [*node.input, *node.output, node.name]}
+    taken |= {v.name for v in [*graph.input, *graph.initializer]}
+    build = GraphBuilder(graph, default_opset(model) or 0, taken)
+    figures: list[str] = []
+    compared: list[str] = []
+    after: dict[str, list[onnx.NodeProto]] = {}
+    for name in tensors:
+        if name in gates and types.get(name) in FLOAT_ELEMS | EXACT_ELEMS:
+            build.current = after.setdefault(name, [])
+            if gates[name].careful or types[name] in EXACT_ELEMS:
+                f, c = _compare(build, name, types[name], gates[name])
+                figures += [*f, *c]  # one vector in tensor order: each chain finishes before the next starts
+            else:
+                figures += _fast_compare(build, name, types[name], gates[name])
+            compared.append(name)
+    raw = [n for n in tensors if n not in compared]
+    first = {out: i for i, node in enumerate(graph.node) if i < ref_nodes for out in node.output}
+    priority = _priorities(graph, ref_nodes, first)
+    extra = [*build.constant_nodes, *(n for name in compared for n in after[name])]
+    base = len(graph.node)
+    graph.node.extend(extra)
+    _compare_priorities(graph, base, priority)
+    ordered = _ordered(graph, priority)
+    del graph.node[:]
+    graph.node.extend(ordered)
+    del graph.output[:]
+    vector = build.fresh("figures")
+    graph.node.append(helper.make_node("Concat", figures or [build.const(np.zeros(0))], [vector], axis=0))
+    graph.output.append(onnx.ValueInfoProto(name=vector))
+    graph.output.extend(onnx.ValueInfoProto(name=n) for name in raw for n in (name, LOW + name))
+    plan = SidePlan(
+        compared=tuple(compared),
+        exact=frozenset(n for n in compared if types[n] in EXACT_ELEMS),
+        fast=frozenset(n for n in compared if types[n] not in EXACT_ELEMS and not gates[n].careful),
+        raw=tuple(raw),
+        figures=vector,
+    )
+    return model, plan
+
+
+def _priorities(graph: onnx.GraphProto, ref_nodes: int, first: Mapping[str, int]) -> dict[int, tuple[int, int]]:
+    """FP32 node i: (i, 1); an emulated node: (the FP32 position of the tensor it makes, 0), or, for the nodes
+    the conversion added, the position of the next emulated node that makes one (they run just before it)."""
+    priority: dict[int, tuple[int, int]] = {i: (i, 1) for i in range(ref_nodes)}
+    pending: list[int] = []
+    for i in range(ref_nodes, len(graph.node)):
+        outs = [o[len(LOW) :] for o in graph.node[i].output if o.startswith(LOW)]
+        slot = next((first[o] for o in outs if o in first), None)
+        pending.append(i)
+        if slot is not None:
+            priority.update((p, (slot, 0)) for p in pending)
+            pending = []
+    priority.update((p, (len(graph.node), 0)) for p in pending)
+    return priority
+
+
+def _compare_priorities(graph: onnx.GraphProto, start: int, priority: dict[int, tuple[int, int]]) -> None:
+    """A comparison node runs right after the later of its tensor's two producers: it inherits the largest
+    priority among the nodes it reads (its own chain included)."""
+    producer = {out: i for i, n in enumerate(graph.node) for out in n.output if out}
+    for i in range(start, len(graph.node)):
+        keys = [priority[producer[x]] for x in graph.node[i].input if x in producer]
+        priority[i] = (max((k[0] for k in keys), default=-1), 2)
+
+
+def read_figures(outputs: Mapping[str, np.ndarray], plan: SidePlan) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per compared tensor: (its FIGURES figures, its COUNTS counts as int64) of one run, fast rows decoded:
+    ``sum |d|`` NaN, or inf with ``max |d|`` inf, is a non-finite emulated value where FP32 is finite (count
+    1, as compare only asks whether there is one); ``sum |b|`` not finite (or ``sum |d|`` inf from large finite
+    values alone) marks FP32 as not all finite, which sends the tensor to the careful comparison."""
+    v = np.asarray(outputs[plan.figures], dtype=np.float64).reshape(-1, FIGURES + COUNTS)
+    found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for i, name in enumerate(plan.compared):
+        row = v[i]
+        if name not in plan.fast:
+            found[name] = (row[:FIGURES], row[FIGURES:].astype(np.int64))
+            continue
+        size = int(row[7])
+        sum_d, sum_b, max_d = row[5], row[6], row[1]
+        bad_d = bool(np.isnan(sum_d) or np.isinf(max_d))
+        unsure = not np.isfinite(sum_b) or (np.isinf(sum_d) and not bad_d)
+        both = size - int(bad_d)
+        found[name] = (row[:FIGURES], np.array([both, both, size - int(unsure), size], np.int64))
+    return found
+
+
+def materialise(model: onnx.ModelProto, prefix: str, base_dir: Path) -> None:
+    """Load the external tensors whose names start with ``prefix`` into ``model`` (pending casts applied): for a
+    side-by-side model whose two halves keep their weights in different folders."""
+    for tensor in external_tensors(model):
+        if tensor.name.startswith(prefix):
+            tensor.CopyFrom(numpy_helper.from_array(tensor_array(tensor, base_dir), tensor.name))

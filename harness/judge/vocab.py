@@ -1,0 +1,78 @@
+"""Judging an output whose last axis is a vocabulary (a language model's logits) the way LLM people do.
+
+Beside the error statistics, such an output gets, over every position (all axes but the last) of every iteration:
+
+- top-1 agreement: the fraction of positions whose argmax token is the golden's (a NaN counts as -inf);
+- mean KL divergence KL(softmax(golden) || softmax(obtained)) in nats, computed in float64 with log-sum-exp
+  (inf where the obtained row is not finite where the golden's is).
+
+Which outputs: a float output of rank >= 2 whose last axis has at least :data:`MIN_VOCAB` entries and whose name
+says logits (contains "logit"), or any output whose tolerance sets ``vocab = true`` (``vocab = false`` turns the
+detection off). Rules: ``min_top1_agreement`` and ``max_kl`` in ``[tool.castguard.tolerances]`` fail a case below
+or above them; the nightly rules read the figures from report.json. Rows are reduced a chunk at a time, so the
+float64 copies never exceed :data:`CHUNK_ROWS` rows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+MIN_VOCAB = 1000
+CHUNK_ROWS = 256
+
+
+def is_vocabulary(name: str, golden: np.ndarray, *, vocab: bool | None) -> bool:
+    """Whether the output ``name`` (its golden ``golden``) is judged as logits (see the module docstring)."""
+    if vocab is not None:
+        return vocab and golden.ndim >= 1
+    floating = golden.dtype.kind == "f" or golden.dtype.name == "bfloat16"
+    return floating and golden.ndim >= 2 and golden.shape[-1] >= MIN_VOCAB and "logit" in name.lower()
+
+
+@dataclass(frozen=True)
+class VocabFigures:
+    """Sums over positions, so iterations add up: agreeing argmaxes, positions, and the summed KL."""
+
+    hits: int = 0
+    rows: int = 0
+    kl_sum: float = 0.0
+
+    def __add__(self, other: VocabFigures) -> VocabFigures:
+        return VocabFigures(self.hits + other.hits, self.rows + other.rows, self.kl_sum + other.kl_sum)
+
+    @property
+    def top1(self) -> float | None:
+        return self.hits / self.rows if self.rows else None
+
+    @property
+    def kl_mean(self) -> float | None:
+        return self.kl_sum / self.rows if self.rows else None
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    top = np.max(x, axis=1, keepdims=True)
+    shifted = x - np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        result: np.ndarray = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    return result
+
+
+def vocab_figures(obtained: np.ndarray, golden: np.ndarray) -> VocabFigures:
+    """Top-1 hits and summed KL over the positions of one iteration (same shapes)."""
+    width = golden.shape[-1] if golden.ndim else 1
+    got_rows, gold_rows = obtained.reshape(-1, width), golden.reshape(-1, width)
+    total = VocabFigures()
+    for start in range(0, gold_rows.shape[0], CHUNK_ROWS):
+        gold = np.asarray(gold_rows[start : start + CHUNK_ROWS], dtype=np.float64)
+        got = np.asarray(got_rows[start : start + CHUNK_ROWS], dtype=np.float64)
+        hits = int((np.nan_to_num(got, nan=-np.inf).argmax(axis=1) == gold.argmax(axis=1)).sum())
+        log_p, log_q = _log_softmax(gold), _log_softmax(got)
+        with np.errstate(invalid="ignore", over="ignore"):
+            terms = np.where(log_p > -np.inf, np.exp(log_p) * (log_p - log_q), 0.0)
+            kl = np.sum(terms, axis=1)
+        kl = np.where(np.isnan(kl), math.inf, np.maximum(kl, 0.0))  # rounding may give -1e-17
+        total = total + VocabFigures(hits, gold.shape[0], float(kl.sum()))
+    return total

@@ -1,0 +1,123 @@
+"""The divergence profile computed inside onnxruntime (side by side) gives the answers of the marked-outputs way,
+and covers integer tensors: TopK's indices that flip in fp16 are the cause, not the Gather that reads them."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from harness.convert import ConvertOptions, collect_magnitudes, convert
+from harness.diagnose.cause import fix_region
+from harness.diagnose.failure import cause_of
+from harness.diagnose.profile import Profile, divergence_profile, marked_profile, tensor_types
+from harness.diagnose.sidebyside import COUNTS, FIGURES, Gate, side_by_side
+from harness.judge.tolerances import TolerancePolicy
+from harness.report.diagnosis import diagnosis_lines
+from harness.runners import make_runner
+from test_models import MODELS
+from tests.helpers.diagnosis import diagnose
+from tests.helpers.graphs import make_model
+from tests.helpers.llama import llama_feeds, llama_model
+
+F32, I64 = TensorProto.FLOAT, TensorProto.INT64
+
+
+def _both(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]], options: ConvertOptions, where: Path | None):
+    magnitudes = collect_magnitudes(model, feeds=feeds) if math.isfinite(options.data_max) else None
+    converted = convert(model, options=options, magnitudes=magnitudes).model
+    kwargs = {"precision": options.low_precision_type, "policy": TolerancePolicy(), "model_dir": where}
+    return (
+        divergence_profile(model, converted, feeds, **kwargs),  # type: ignore[arg-type]
+        marked_profile(model, converted, feeds, **kwargs),  # type: ignore[arg-type]
+    )
+
+
+def _assert_same(model: onnx.ModelProto, new: Profile, old: Profile) -> None:
+    rows = {r.tensor: r for r in new.rows}
+    for before in old.rows:  # every float tensor the marked way judged, judged alike
+        after = rows[before.tensor]
+        assert after.passed == before.passed, before.tensor
+        assert after.computed == before.computed
+        assert after.error == pytest.approx(before.error, rel=1e-5, abs=1e-12) or (
+            math.isinf(after.error) and math.isinf(before.error)
+        ), before.tensor
+        assert new.stats[before.tensor] == pytest.approx(old.stats[before.tensor], rel=1e-5, abs=1e-12, nan_ok=True)
+        assert new.fp32_absmax[before.tensor] == pytest.approx(old.fp32_absmax[before.tensor], rel=1e-7)
+    assert cause_of(model, new) == cause_of(model, old)
+
+
+@pytest.mark.parametrize("name", ["llama_tiny", "bert_tiny"])
+@pytest.mark.parametrize("data_max", [math.inf, 512.0])
+def test_bundled_exports_profile_as_the_marked_outputs_did(name: str, data_max: float) -> None:
+    path = MODELS[name].path
+    model = onnx.load(path)
+    feeds = [dict(np.load(path.parent / "inputs.npz"))]
+    new, old = _both(model, feeds, ConvertOptions(data_max=data_max), path.parent)
+    _assert_same(model, new, old)
+    assert len(new.rows) >= len(old.rows)
+
+
+def test_a_failing_rmsnorm_gets_the_same_cause_and_fix_region_both_ways() -> None:
+    model = llama_model()
+    feeds = llama_feeds()
+    new, old = _both(model, feeds, ConvertOptions(data_max=math.inf), None)
+    _assert_same(model, new, old)
+    cause = cause_of(model, new)
+    assert cause is not None and cause.node
+    assert fix_region(model.graph, new, cause.node, precision="fp16") == fix_region(
+        model.graph, old, cause.node, precision="fp16"
+    )
+    assert not all(r.passed for r in new.rows)
+
+
+def test_only_one_small_vector_leaves_onnxruntime() -> None:
+    model = llama_model()
+    converted = convert(model, options=ConvertOptions(data_max=math.inf), magnitudes=None).model
+    types = tensor_types(model)
+    names = [o for n in model.graph.node for o in n.output if types.get(o) == F32]
+    gates = dict.fromkeys(names, Gate(1e-3, True, True))
+    merged, plan = side_by_side(model, converted, names, types=types, gates=gates)
+    assert [o.name for o in merged.graph.output] == [plan.figures]
+    (vector,) = make_runner("ort", merged).run(llama_feeds()).outputs[0].values()
+    assert vector.shape == ((FIGURES + COUNTS) * len(names),)
+
+
+def topk_head(n: int = 20) -> onnx.ModelProto:
+    """scores = x * 1 -> TopK(k=n) -> indices -> Gather(table, indices): near-tied scores swap order in fp16."""
+    table = numpy_helper.from_array((np.arange(n, dtype=np.float32) * 10.0), "table")
+    nodes = [
+        helper.make_node("Mul", ["x", "one"], ["scores"], name="score"),
+        helper.make_node("TopK", ["scores", "k"], ["values", "indices"], name="topk", axis=-1),
+        helper.make_node("Gather", ["table", "indices"], ["picked"], name="gather"),
+        helper.make_node("Add", ["picked", "zero"], ["y"], name="out"),
+    ]
+    inits = [
+        table,
+        numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+        numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+        numpy_helper.from_array(np.array([n], np.int64), "k"),
+    ]
+    return make_model(nodes, [("x", F32, [1, n])], [("y", F32, [1, n])], initializers=inits)
+
+
+def test_topk_indices_that_flip_in_fp16_are_the_cause_not_the_gather(tmp_path: Path) -> None:
+    n = 20
+    scores = np.linspace(1.0, 2.0, n, dtype=np.float32)
+    scores[[3, 8, 13]] = scores[[2, 7, 12]] + np.float32(1e-4)  # three near-ties that fp16 rounds to ties
+    feeds = [{"x": scores.reshape(1, n)}]
+    model = topk_head(n)
+    found, _, _ = diagnose(model, feeds, ConvertOptions(data_max=math.inf), tmp_path)
+    assert found.cause is not None
+    assert (found.cause.node, found.cause.op, found.cause.tensor) == ("topk", "TopK", "indices")
+    assert found.cause.differing is not None and 0 < found.cause.differing <= 2 * 3
+    assert found.cause.elements == n
+    row = next(r for r in found.profile if r.tensor == "indices")
+    assert not row.passed and row.differing == found.cause.differing
+    text = "\n".join(diagnosis_lines(found, precision="fp16"))
+    assert f"TopK indices 'indices' from node 'topk' differ at {found.cause.differing} of {n} positions" in text
+    assert "gather" not in (found.fix_nodes or ("gather",))
