@@ -20,7 +20,7 @@ from harness.core.errors import RunnerError, RunnerUnavailable, UserError
 from harness.pipeline.caserun import CaseEnv, CaseRun, Stop
 from harness.pipeline.context import CaseSettings, ModelContext
 from harness.pipeline.steps.convert import build_check_step, check_runnable, convert_cached, convert_step
-from harness.pipeline.steps.diagnose import diagnose_step, failure_message
+from harness.pipeline.steps.diagnose import diagnose_step, failure_message, needs_diagnosis
 from harness.pipeline.steps.duplicate import find_duplicate, remember
 from harness.pipeline.steps.execute import execute_step, time_step
 from harness.pipeline.steps.judge import judge_step
@@ -103,7 +103,7 @@ def _live(run: CaseRun, env: CaseEnv, step: Step) -> AbstractContextManager[None
         diagnose_step: "diagnosing (divergence profile, then a verified fix)",
         time_step: "timing",
     }
-    said = words.get(step)
+    said = words.get(step) if step is not diagnose_step or needs_diagnosis(run) else None
     return nullcontext() if said is None else env.settings.step(f"{run.model} [{run.point.id}]", said)
 
 

@@ -21,6 +21,12 @@ from harness.report.format import fmt_error
 from harness.sweep import Case
 
 
+def needs_diagnosis(run: CaseRun) -> bool:
+    """A case whose comparison failed on a runner that rounds (the only cases diagnosed)."""
+    executed, judged = run.executed, run.judged
+    return executed is not None and judged is not None and executed.rounds_low_precision and not judged.comparison
+
+
 def diagnose_step(run: CaseRun, env: CaseEnv) -> CaseRun:
     """Diagnose a case whose comparison failed on a runner that rounds (others are not diagnosed)."""
     executed, judged, converted = run.executed, run.judged, run.converted
