@@ -78,7 +78,7 @@ def _calibration(model: onnx.ModelProto, folder: Path, name: str, ranges: dict[s
         else:
             arrays[vi.name] = rng.uniform(lo, hi, size=shape).astype(np.float32)
     path = folder / f"{name}.calib.npz"
-    np.savez(path, allow_pickle=False, **arrays)
+    np.savez(path, **arrays)
     return path
 
 

@@ -30,11 +30,12 @@ import numpy as np
 
 from harness.config import HarnessConfig
 from harness.core.errors import RunnerUnavailable, UserError
-from harness.core.files import atomic_write_text
+from harness.core.files import atomic_write_text, own_folder
 from harness.data.goldens import Golden
 from harness.diagnose.facts import Divergence
 from harness.pipeline.session import AccuracySession, SweepCase
 from harness.report import CaseRecord, OutputStats
+from harness.runners.options import RunnerOptionsTable, merge_options, parse_runner_options
 from harness.runners.tensorrt.typed_build import TrtBuild
 from harness.sweep import Case
 from harness.sweep.grid import BUILTIN_EXCLUSIONS, ExclusionSet
@@ -140,7 +141,7 @@ class Checker:
         self.bundled_dir = bundled_dir
         self.on_record = on_record
         self.strict_provenance = strict_provenance
-        self._sessions: dict[tuple[str, str], AccuracySession] = {}
+        self._sessions: dict[tuple[str, str, RunnerOptionsTable], AccuracySession] = {}
         self._fp32_checked: dict[tuple[str, str], CheckResult | None] = {}
 
     def check(
@@ -155,15 +156,51 @@ class Checker:
         runner: str | None = None,
         inputs: Inputs = None,
         key: str | None = None,
+        converter: str = "castguard",
+        candidate: str | os.PathLike[str] | None = None,
+        runner_options: Mapping[str, Mapping[str, object]] | None = None,
     ) -> CheckResult:
-        """Convert ``model`` with these settings, run it on ``runner`` (default: the project's first sweep runner)
-        and compare with its FP32 golden on ``inputs``."""
+        """Convert ``model`` with these settings (``converter``: any of ``castguard.converters``), run it on
+        ``runner`` (default: the project's first sweep runner) and compare with its FP32 golden on ``inputs``.
+        ``candidate``: judge that converted file instead (the conversion settings do not apply).
+        ``runner_options={NAME: {key: value}}`` go to runner plugin NAME, over ``[tool.castguard] runner_options``."""
+        if candidate is not None:
+            return self.check_candidate(
+                model, candidate, runner=runner, inputs=inputs, key=key, runner_options=runner_options
+            )
         case = Case(
+            converter=converter,
             precision=precision,
             data_max=float(data_max),
             init_max=float(init_max),
             exclusion=self._exclusion(exclusions),
             keep_io_types=keep_io_types,
+            runner=runner if runner is not None else self.config.runners[0],
+        )
+        return self.run_cases(model, [case], inputs=inputs, key=key, runner_options=runner_options)[0]
+
+    def check_candidate(
+        self,
+        model: str | os.PathLike[str],
+        candidate: str | os.PathLike[str],
+        *,
+        runner: str | None = None,
+        inputs: Inputs = None,
+        key: str | None = None,
+        runner_options: Mapping[str, Mapping[str, object]] | None = None,
+    ) -> CheckResult:
+        """Judge ``candidate`` (a model the user converted) against ``model``'s FP32 golden on ``runner``."""
+        from harness.convert.dispatch import check_candidate
+        from harness.convert.plugins import CANDIDATE
+
+        session, name = self._session(model, inputs=inputs, key=key, runner_options=self._options(runner_options))
+        loaded = session.models[name]
+        path = Path(self._model_ref(candidate)).resolve()
+        precision = check_candidate(loaded.model, loaded.spec.path, path)
+        case = Case(
+            converter=CANDIDATE,
+            candidate=str(path),
+            precision=precision,
             runner=runner if runner is not None else self.config.runners[0],
         )
         return self.run_cases(model, [case], inputs=inputs, key=key)[0]
@@ -180,6 +217,7 @@ class Checker:
         runners: Iterable[str] | None = None,
         inputs: Inputs = None,
         key: str | None = None,
+        runner_options: Mapping[str, Mapping[str, object]] | None = None,
     ) -> list[CheckResult]:
         """Every combination of the given settings, in order (precision slowest); one result per case."""
         cases = [
@@ -198,12 +236,18 @@ class Checker:
             for k in keep_io_types
             for r in (runners if runners is not None else self.config.runners)
         ]
-        return self.run_cases(model, cases, inputs=inputs, key=key)
+        return self.run_cases(model, cases, inputs=inputs, key=key, runner_options=runner_options)
 
     def run_cases(
-        self, model: str | os.PathLike[str], cases: Sequence[Case], *, inputs: Inputs, key: str | None
+        self,
+        model: str | os.PathLike[str],
+        cases: Sequence[Case],
+        *,
+        inputs: Inputs,
+        key: str | None,
+        runner_options: Mapping[str, Mapping[str, object]] | None = None,
     ) -> list[CheckResult]:
-        session, name = self._session(model, inputs=inputs, key=key)
+        session, name = self._session(model, inputs=inputs, key=key, runner_options=self._options(runner_options))
         blocked = self._fp32(session, name)
         if blocked is not None:
             return [replace(blocked, case=case) for case in cases]
@@ -220,8 +264,15 @@ class Checker:
             )
         return known[name]
 
+    def _options(self, runner_options: Mapping[str, Mapping[str, object]] | None) -> RunnerOptionsTable:
+        """The project's runner options, with those given to this call over them."""
+        table = self.config.runner_options
+        if runner_options:
+            table = merge_options(table, parse_runner_options(runner_options, where="runner_options="))
+        return table
+
     def _session(
-        self, model: str | os.PathLike[str], *, inputs: Inputs, key: str | None
+        self, model: str | os.PathLike[str], *, inputs: Inputs, key: str | None, runner_options: RunnerOptionsTable
     ) -> tuple[AccuracySession, str]:
         ref = self._model_ref(model)
         if key is not None:
@@ -232,15 +283,24 @@ class Checker:
             path = self._inputs_file(inputs)
             options = {"inputs_file": path, "val_ranges": (), "input_shapes": ()}
             inputs_key = str(path)
-        where = (ref, inputs_key)
+        where = (ref, inputs_key, runner_options)
         if where not in self._sessions:
-            config = replace(self.config, models=(ref,), model_inputs=(), shard=None, tune=False, **options)  # type: ignore[arg-type]
+            config = replace(
+                self.config,
+                models=(ref,),
+                model_inputs=(),
+                shard=None,
+                tune=False,
+                runner_options=runner_options,
+                **options,  # type: ignore[arg-type]
+            )
             try:
                 self._sessions[where] = AccuracySession.open(
                     config,
                     bundled_dir=self.bundled_dir,
                     strict_provenance=self.strict_provenance,
                     output_dir=self.output_dir,
+                    suite=False,
                 )
             except UserError as err:
                 if not in_memory(inputs) or err.where != inputs_key:
@@ -267,7 +327,7 @@ class Checker:
             return path if path.is_absolute() else self.config.project / path
         assert inputs is not None
         feeds = [inputs] if isinstance(inputs, Mapping) else list(inputs)
-        return write_feeds(feeds, folder=self.config.cache_dir / "check-inputs")
+        return write_feeds(feeds, folder=own_folder(self.config.cache_dir) / "check-inputs")
 
     def _fp32(self, session: AccuracySession, name: str) -> CheckResult | None:
         """The FP32 golden check, once per model and inputs. A golden written in this run (missing, or
@@ -278,14 +338,16 @@ class Checker:
         where = (name, loaded.recipe.id)
         if where not in self._fp32_checked:
             path = session.store.path_for(loaded.spec, loaded.recipe)
-            existed = path.is_file() and not self.config.update_goldens
+            was_there = path.is_file()
+            existed = was_there and not self.config.update_goldens
             outcome = session.check_fp32_golden(name)
             result: CheckResult | None
             if outcome.status != "pass" and existed:  # FP32 no longer reproduces the golden: every check fails
                 result = CheckResult(model=name, case=None, status="fail", message=outcome.message)
             else:
                 golden, _ = session.golden(name, allow_update=False)
-                new = not existed or _written_in(golden, session.run_id)
+                rewritten = self.config.update_goldens and outcome.status != "pass"  # identical: left alone
+                new = not was_there or rewritten or _written_in(golden, session.run_id)
                 result = _golden_written(name, path, golden, loaded.recipe.id) if new else None
             self._fp32_checked[where] = result
         return self._fp32_checked[where]

@@ -3,7 +3,9 @@
 * ``castguard convert ...``: the AutoCast-compatible converter (``harness.convert.cli``), flags verbatim.
 * ``castguard tune ...``: accuracy-driven precision selection (``harness.tune.cli``).
 * ``castguard models``: the bundled models and their default inputs.
-* ``castguard goldens --model X [...]``: write or verify FP32 goldens with the same options as the plugin.
+* ``castguard goldens --model X [...]``: write or verify FP32 goldens with the same options as the plugin (exit 0
+  when it wrote the golden it was asked for); ``--unused`` lists the goldens no case of the last complete run
+  used, ``--prune`` deletes them.
 * ``castguard cache [--prune]``: disk use of the cache and of the report folder's run folders; ``--prune``
   evicts least recently used cache entries beyond ``cache_max_mb`` and deletes run folders beyond ``keep_runs``.
 * ``castguard replay FINDING.npz``: rerun a saved adversarial finding (exit 1 when it still fails).
@@ -17,12 +19,14 @@ User errors print one message on stderr and exit 2, without a traceback.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.core.errors import UserError
-from harness.nightly.cli import add_history_command, add_merge_command, add_recheck_command
+from harness.core.argv import ArgumentParser, quiet_pipe, version_action
+from harness.core.errors import INTERRUPTED_EXIT, UserError
+from harness.core.version import __version__
 from harness.options import add_options
 
 
@@ -47,14 +51,46 @@ def _goldens(args: argparse.Namespace) -> int:
     run = CastguardRun.from_options(
         args, invocation_dir=Path.cwd(), rootpath=rootdir, project=rootdir, with_report=False
     )
+    if args.unused or args.prune:
+        return _unused_goldens(run.config.goldens_dir, run.config.report_dir, prune=args.prune)
     if run.session is None:
         raise UserError(where="castguard goldens", problem="no model given", fix="pass --model NAME|PATH")
     status = 0
     for name in run.session.models:
+        _, written = run.session.golden(name, allow_update=True)
+        if written is not None:  # what was asked: the golden exists now (review and commit it)
+            print(f"{name}: golden written: {written}\n  review it and commit it with its .json sidecar")
+            continue
         outcome = run.session.check_fp32_golden(name)
         print(f"{name}: {outcome.status}" + (f"\n{outcome.message}" if outcome.message else ""))
         status = status or (1 if outcome.status in ("fail", "error") else 0)
     return status
+
+
+def _unused_goldens(goldens_dir: Path, report_dir: Path, *, prune: bool) -> int:
+    """``castguard goldens --unused [--prune]``: the goldens no case of the last complete run used."""
+    from harness.data.golden_usage import unused_goldens
+    from harness.report.io import read_report
+
+    published = report_dir / "report.json"  # the last complete run (harness.report.runs)
+    if not published.is_file():
+        raise UserError(
+            where=published,
+            problem="no complete run is recorded here, so nothing says which goldens are used",
+            fix="run pytest --model ... over every model once (or pass --report-dir DIR of such a run)",
+        )
+    report = read_report(published)
+    unused = unused_goldens(goldens_dir, {(c.model, c.inputs_id) for c in report.cases})
+    verb = "deleted" if prune else "unused"
+    for golden in unused:
+        for path in golden.files if prune else ():
+            path.unlink(missing_ok=True)
+        print(f"{verb}: {golden.path}")
+    print(
+        f"{len(unused)} golden(s) under {goldens_dir} {'deleted' if prune else 'not used'} by the last complete run "
+        f"({report.created}, {len(report.models)} model(s))" + ("" if prune or not unused else "; --prune deletes them")
+    )
+    return 0
 
 
 def _cache(args: argparse.Namespace) -> int:
@@ -98,11 +134,14 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from harness.nightly.cli import add_history_command, add_merge_command, add_recheck_command
+
+    parser = ArgumentParser(
         prog="castguard",
         description="Mixed-precision ONNX accuracy harness. "
         "The accuracy tests run under pytest: pytest --model NAME|PATH.",
     )
+    version_action(parser, __version__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("convert", add_help=False, help="FP32 -> mixed FP16/BF16 (AutoCast's flags; convert --help)")
     sub.add_parser(
@@ -115,6 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
     goldens = sub.add_parser("goldens", help="write (if missing) or verify FP32 goldens, as pytest --model does")
     add_options(goldens.add_argument)
     goldens.add_argument("--rootdir", default=".", help="project root holding pyproject.toml (default: .)")
+    goldens.add_argument(
+        "--unused",
+        action="store_true",
+        help="list the goldens that no case of the last complete run (the report folder's report.json) used",
+    )
+    goldens.add_argument("--prune", action="store_true", help="delete the goldens --unused lists (with their sidecars)")
     goldens.set_defaults(func=_goldens)
     cache = sub.add_parser("cache", help="show the cache and report folders' disk use; --prune applies the caps")
     cache.add_argument(
@@ -150,7 +195,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args_list = list(sys.argv[1:] if argv is None else argv)
+    """The ``castguard`` console script; a closed pipe (``| head``) ends it quietly, and Ctrl-C anywhere is one line
+    and exit 130 (every file castguard writes is atomic)."""
+    try:
+        code = quiet_pipe(lambda: _main(list(sys.argv[1:] if argv is None else argv)))
+    except KeyboardInterrupt:
+        print(
+            "castguard: interrupted (Ctrl-C); nothing was left half-written (files already there are whole)",
+            file=sys.stderr,
+        )
+        code = INTERRUPTED_EXIT
+    if argv is None:  # the process's own command: its work is done, a late Ctrl-C must not turn it into a crash
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return code
+
+
+def _main(args_list: list[str]) -> int:
     if args_list[:1] == ["convert"]:
         from harness.convert.cli import console
 

@@ -13,27 +13,27 @@ Life cycle: :meth:`CastguardRun.from_options` (usage errors raise :class:`~harne
 anything runs) -> :meth:`start` -> :meth:`add` per settled case record -> :meth:`finish` (builds, judges and
 writes the report; returns the exit status) -> :meth:`terminal_lines` -> :meth:`close`.
 
-A runner the user asked for by name (``--runner``, ``[tool.castguard] runners`` or ``[tool.castguard.sweep]
-runners``) whose every case skipped fails the run (exit 1), with the reason printed once, unless
-``--allow-skipped-runner``: a CI job whose GPU stack broke does not stay green.
+A requested runner whose every case skipped fails the run: :mod:`harness.report.banner`.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import json
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.config import HarnessConfig, find_project, load_table
-from harness.core.errors import UserError
+from harness.core.errors import INTERRUPTED_EXIT, HarnessError, UserError
+from harness.core.files import check_folder, check_writable
 from harness.nightly.run import NightlyOptions, NightlyRun, options_from
 from harness.options import given_options
 from harness.pipeline.session import AccuracySession
 from harness.pipeline.verdict import settled
-from harness.report import CaseRecord, Provenance, Report
+from harness.report import CaseRecord, Provenance
+from harness.report.banner import RunTrouble, all_skipped, run_status_sections, skipped_runner_lines, xpass_lines
 from harness.report.collect import FinishedReport, ReportSession, worker_name
 from harness.report.model import ShardInfo
 from harness.sweep.shards import ShardWork
@@ -81,40 +81,6 @@ def requested_runners(given: Mapping[str, Any], table: Mapping[str, Any], config
     return config.runners if named else ()
 
 
-def skipped_runner_lines(report: Report, runners: tuple[str, ...]) -> list[str]:
-    """Two lines per requested runner whose every case skipped: the reason (said once) and the fix."""
-    lines = []
-    for runner in runners:
-        cases = [c for c in report.cases if c.case.runner == runner]
-        if cases and all(c.status == "skip" for c in cases):
-            reasons = list(dict.fromkeys(c.message.splitlines()[0] for c in cases if c.message))
-            lines += [
-                f"castguard: FAILED: every case of the requested runner {runner!r} skipped ({len(cases)} "
-                f"case{'s' if len(cases) > 1 else ''}): " + (" | ".join(reasons[:3]) or "no reason recorded"),
-                f"  fix: make {runner} available on this machine, drop it from the runners, or pass "
-                "--allow-skipped-runner to accept the skips",
-            ]
-    return lines
-
-
-def run_status_sections(report: Report, exitstatus: int, skipped_runners: Sequence[str]) -> tuple[str, str]:
-    """The report's first section when the run failed (markdown, HTML): the exit status, the requested runners
-    that never ran, and the skipped cases grouped by reason (a model without a golden says why once)."""
-    if exitstatus == 0:
-        return "", ""
-    reasons = Counter(c.message.splitlines()[0] for c in report.cases if c.status == "skip" and c.message)
-    items = [*skipped_runners[::2], *(f"{n} case(s) skipped: {reason}" for reason, n in reasons.items())]
-    head = (
-        f"This run FAILED (exit status {exitstatus}): see the failing cases below and the tests that failed "
-        "outside the sweep cases (a golden that could not be made) in the terminal output."
-    )
-    md = "\n".join([f"**{head}**", "", *(f"- {item}" for item in items), ""])
-    html = f'<p class="failed"><strong>{escape(head)}</strong></p>' + (
-        "<ul>" + "".join(f"<li>{escape(item)}</li>" for item in items) + "</ul>" if items else ""
-    )
-    return md, html
-
-
 class CastguardRun:
     """One run's state; see the module docstring. Build it with :meth:`from_options`."""
 
@@ -151,8 +117,8 @@ class CastguardRun:
         self.finished: FinishedReport | None = None
         self.evicted = ""
         self.skipped_runners: list[str] = []
+        self.failed_tests: list[str] = []  # failed tests that are not sweep cases (the banner names them)
         self._pending: dict[str, list[CaseRecord]] = {}  # a test's records until pytest judges it
-        self.reserved_run_id: str | None = None  # xdist controller of a fixture-only run: its workers' run id
         self._checker: Checker | None = None
         self._benchmarks_existed = (invocation_dir / ".benchmarks").exists()
 
@@ -174,7 +140,13 @@ class CastguardRun:
         project = project or find_project(invocation_dir, fallback=rootpath)
         table = load_table(project)
         config = HarnessConfig.from_sources(cli=given, table=table, rootdir=project, invocation_dir=invocation_dir)
+        if config.models:  # a misplaced folder is one error before anything runs (the cache is optional: a warning)
+            check_folder(config.goldens_dir, what="the goldens folder (--goldens-dir)")
+            if with_report and worker_input is None:
+                check_writable(config.report_dir, what="the report folder (--report-dir)")
         nightly_options = options_from(option, invocation_dir=invocation_dir)
+        if config.models and nightly_options.history is not None and worker_input is None:
+            check_writable(nightly_options.history, what="the history folder (--history)")
         run_id = worker_input.get(RUN_ID_KEY) if worker_input else None  # absent when the controller runs no model
         report = (
             ReportSession(
@@ -330,17 +302,28 @@ class CastguardRun:
             self.report.add(record)
 
     def test_failed(self, name: str) -> None:
-        """A test that is not a sweep case failed (a shard names it to the merge)."""
+        """A test that is not a sweep case failed (the banner names it; a shard names it to the merge)."""
+        self.failed_tests.append(name)
         if self.shard is not None:
             self.shard.failed_tests.append(name)
 
     def finish(self, exitstatus: int, *, interrupted: bool = False) -> int:
-        """Build, judge and write this run's report (the owning process); the run's exit status."""
+        """Build, judge and write this run's report (the owning process); the run's exit status. Ctrl-C while
+        the report is written is one line on stderr and exit 130 (issue 33.5: :meth:`interrupted_at_end`)."""
+        try:
+            return self._finish(exitstatus, interrupted=interrupted)
+        except KeyboardInterrupt:
+            sys.stderr.write(self.interrupted_at_end() + "\n")
+            return INTERRUPTED_EXIT
+
+    def _finish(self, exitstatus: int, *, interrupted: bool) -> int:
         if self.report is None or self.is_worker:
             return exitstatus
         self._record_unreached(interrupted=interrupted)
         shard = self.shard
         planned = self.planned if self.planned is not None or shard is None else shard.work.case_count
+        if self.session is None:  # only the castguard fixture: its tests record cases as they go, none planned
+            planned = None
         report = self.report.build(
             provenance=self.provenance(),
             interrupted=interrupted,
@@ -365,10 +348,18 @@ class CastguardRun:
             (self.nightly is not None and self.nightly.exit_code) or self.skipped_runners or no_golden
         ):
             exitstatus = TESTS_FAILED  # nightly rules / a requested runner that never ran / a golden not made
+            if self.nightly is not None and self.nightly.exit_code == 2:
+                exitstatus = 2  # --fail-on-regression with a history that cannot be read: as castguard merge says
         extra_md, extra_html = (
             self.nightly.sections() if self.nightly is not None else ([], [])
         )  # ... then its rendering
-        status_md, status_html = run_status_sections(report, exitstatus, self.skipped_runners)
+        trouble = RunTrouble(
+            regressions=self.nightly.failing_regressions if self.nightly is not None else 0,
+            skipped_runners=() if self.allow_skipped_runner else all_skipped(report, self.requested),
+            no_golden=tuple(self.session.golden_failures) if self.session is not None else (),
+            failed_tests=tuple(dict.fromkeys(self.failed_tests)),
+        )
+        status_md, status_html = run_status_sections(report, exitstatus, self.skipped_runners, trouble)
         self.finished = self.report.write(
             report, extra_md=[status_md, *extra_md], extra_html=[status_html, *extra_html]
         )
@@ -379,11 +370,39 @@ class CastguardRun:
         self.evicted = evict_note(self.config.cache_dir, max_mb=self.config.cache_max_mb)
         return exitstatus
 
+    def interrupted_at_end(self) -> str:
+        """Ctrl-C while the run's report was written (issue 33.5): every file castguard writes is atomic, so what
+        is there is whole; unless this run's report was published, the published one (an older run's) is marked
+        as not the latest. The one line the run prints."""
+        if self.report is None or self.is_worker:
+            return "castguard: interrupted (Ctrl-C)"
+        try:
+            published = json.loads((self.config.report_dir / "report.json").read_text(encoding="utf-8"))
+            ours = isinstance(published, dict) and published.get("run_id") == self.report.run_id
+        except (OSError, ValueError):
+            ours = False
+        if ours:
+            return "castguard: interrupted (Ctrl-C) after this run's report was published; it is whole"
+        try:
+            from harness.report import utc_now
+
+            self.report.supersede(
+                created=utc_now(), why="was interrupted (Ctrl-C) while its report was written", own_report=False
+            )
+        except (OSError, HarnessError):
+            pass  # nothing published, or a folder that cannot be written: the line below stays true
+        finally:
+            self.report.close()
+        return (
+            "castguard: interrupted (Ctrl-C) while the report was written: no report for this run (files already "
+            "there are whole; a published report is marked as not the latest run)"
+        )
+
     def terminal_sections(self) -> list[Section]:
         """What the run prints at the end: the report's place and headline, inputs, nightly verdict."""
         sections: list[Section] = []
         if self.finished is not None:
-            from harness.report.format import summary_facts
+            from harness.report.format import degenerate_lines, summary_facts
             from harness.report.view import trt_terminal_lines
 
             finished = self.finished
@@ -391,7 +410,9 @@ class CastguardRun:
             if finished.pruned:
                 lines.append(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
             lines += trt_terminal_lines(finished.view)  # the TensorRT build check (issue 17)
+            lines += degenerate_lines(finished.report)  # every run, not only when the golden was written
             lines += summary_facts(finished.view.report.cases)  # QDQ models, the model's own FP32 Casts
+            lines += xpass_lines(finished.view.report.cases)
             sections.append(Section("castguard sweep report", tuple(lines)))
         tail = [*([self.evicted] if self.evicted else []), *self.skipped_runners]
         if self.session is not None and not self.is_worker:

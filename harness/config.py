@@ -20,17 +20,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import UserError
+from harness.core.errors import UserError, unknown_key
 from harness.core.files import read_toml
 from harness.core.providers import CPU as CPU_PROVIDER
 from harness.data.recipes import parse_input_shapes, parse_val_range
 from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
 from harness.options import DESTS, SWEEP_DESTS, SWEEP_FILE_DEST
+from harness.runners.options import RunnerOptionsTable, parse_runner_options
+from harness.runners.registry import BUILTIN, check_clash
 from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec
+from harness.sweep.expected import parse_patterns
 from harness.sweep.grid import check_runner
 from harness.sweep.shards import Shard, parse_shard
 
 CLI_ONLY = frozenset({"models", "update_goldens"})
+SUB_TABLES = frozenset({"sweep", "tolerances"})  # [tool.castguard.sweep] and .tolerances: each checked by its reader
+TABLE_KEYS = frozenset(DESTS.values()) | SUB_TABLES
+"""Every key [tool.castguard] may hold: one per option that has a pyproject default (harness.options.DESTS, so a new
+option's key is valid at once) and the sub-tables. Any other key is a usage error naming the nearest one."""
 SWEEP_LAYER = frozenset({"runners"})  # [tool.castguard] keys that are read as a layer of the sweep
 
 
@@ -46,6 +53,9 @@ class HarnessConfig:
     inputs_file: Path | None = None
     model_inputs: tuple[tuple[str, Path], ...] = ()
     """``--inputs KEY=FILE``: one model's own inputs file (model key, file), in a run over several models."""
+    candidates: tuple[tuple[str, Path], ...] = ()
+    """``--candidate KEY=FILE`` / ``[tool.castguard] candidates = {KEY = FILE}``: a model the user converted, judged
+    against model KEY's FP32 golden (:func:`harness.pipeline.plan.candidate_cases`)."""
     seed: int = 0
     iterations: int = 1
     ort_providers: tuple[str, ...] = (CPU_PROVIDER,)
@@ -68,6 +78,13 @@ class HarnessConfig:
     trt_build_check: bool | None = None
     """``--trt-build-check`` / ``--no-trt-build-check`` / ``[tool.castguard] trt_build_check``; None: on when a
     TensorRT module is installed (:mod:`harness.pipeline.build_check`)."""
+    runner_options: RunnerOptionsTable = ()
+    """``--runner-option NAME:key=value`` / ``[tool.castguard] runner_options = {NAME = {key = value}}``."""
+    runner_timeout: float | None = None
+    """``--runner-timeout`` / ``[tool.castguard] runner_timeout``: seconds for a runner plugin's child process;
+    None: fitted to the model (:func:`harness.runners.isolated.fit_timeout`)."""
+    xfail: tuple[str, ...] = ()
+    """``--xfail PATTERN`` + ``[tool.castguard] xfail``: sweep cases expected to fail (harness.sweep.expected)."""
 
     @property
     def runners(self) -> tuple[str, ...]:
@@ -77,6 +94,15 @@ class HarnessConfig:
     def __post_init__(self) -> None:
         for runner in self.runners:
             check_runner(runner, where="--runner")
+            check_clash(runner)  # a name two packages register: one usage error where it is used (issue 33.6)
+        for runner, _ in self.runner_options:
+            check_runner(runner, where="runner_options")
+            if runner in BUILTIN:
+                raise UserError(
+                    where=f"runner_options {runner}",
+                    problem=f"castguard's own runner {runner!r} takes no runner options",
+                    fix="drop them: runner options are for runner plugins (--runner-option NAME:key=value)",
+                )
         if self.iterations < 1:
             raise UserError(
                 where="--iterations", problem=f"must be >= 1, got {self.iterations}", fix="pass --iterations 1 or more"
@@ -126,6 +152,9 @@ class HarnessConfig:
         kwargs: dict[str, Any] = {}
         for key, (value, where, base) in raw.items():
             kwargs.update(_convert(key, value, where=where, base=base))
+        if cli.get("castguard_xfail") is not None and "xfail" in table:  # both: the table's and the options'
+            kwargs["xfail"] = _convert("xfail", table["xfail"], where="[tool.castguard] xfail", base=rootdir)["xfail"]
+            kwargs["xfail"] += parse_patterns(cli["castguard_xfail"], where="--xfail")
         kwargs.setdefault("goldens_dir", rootdir / "goldens")
         kwargs.setdefault("report_dir", rootdir / "castguard-report")
         kwargs.setdefault("cache_dir", rootdir / ".castguard-cache")
@@ -163,6 +192,8 @@ def sweep_spec(*, cli: Mapping[str, Any], table: Mapping[str, Any], where: str, 
     given = {field: cli[dest] for dest, field in SWEEP_DESTS.items() if cli.get(dest) is not None}
     if "exclude_ops" in given:
         given["exclude_ops"] = tuple(given["exclude_ops"])
+    if "converters" in given:
+        given["converters"] = ",".join(given["converters"])
     runners = cli.get("castguard_runners")
     options = SweepOptions(**given, runners=",".join(runners) if runners is not None else None)
     return build_sweep_spec(tables=layers, options=options)
@@ -197,6 +228,8 @@ def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
         return {key: value}
     if key == "shard":
         return {"shard": parse_shard(value, where=where)}
+    if key == "xfail":
+        return {"xfail": parse_patterns(_strings(value, where=where), where=where)}
     if key == "val_ranges":
         return {"val_ranges": tuple(parse_val_range(v) for v in _strings(value, where=where))}
     if key == "input_shapes":
@@ -207,10 +240,39 @@ def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
         return {"input_shapes": shapes}
     if key == "inputs":
         return _inputs(_strings(value, where=where), where=where, base=base)
+    if key == "candidates":
+        return {"candidates": _candidates(value, where=where, base=base)}
     if key == "ort_providers":
         names = [n.strip() for v in _strings(value, where=where) for n in v.split(",") if n.strip()]
         return {"ort_providers": tuple(names)}
+    if key == "runner_options":
+        return {"runner_options": parse_runner_options(value, where=where)}
+    if key == "runner_timeout":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise UserError(
+                where=where, problem=f"expected seconds > 0, got {value!r}", fix="e.g. runner_timeout = 600"
+            )
+        return {"runner_timeout": float(value)}
     return {key: _int(value, where=where)}
+
+
+def _candidates(value: Any, *, where: str, base: Path) -> tuple[tuple[str, Path], ...]:
+    """``KEY=FILE`` strings (command line) or a ``{KEY = FILE}`` table (pyproject): one file per model key."""
+    pairs = (
+        list(value.items())
+        if isinstance(value, Mapping)
+        else [v.partition("=")[::2] for v in _strings(value, where=where)]
+    )
+    found: dict[str, Path] = {}
+    for key, file in pairs:
+        if not key or not isinstance(file, str) or not file:
+            raise UserError(
+                where=where, problem=f"{key!r}={file!r} is not KEY=FILE", fix="e.g. --candidate bert=bert.fp16.onnx"
+            )
+        if key in found:
+            raise UserError(where=where, problem=f"model {key!r} has two candidates", fix="give one per model key")
+        found[key] = (base / file).resolve()
+    return tuple(sorted(found.items()))
 
 
 def _inputs(values: Sequence[str], *, where: str, base: Path) -> dict[str, Any]:
@@ -249,6 +311,9 @@ def load_table(rootdir: Path) -> dict[str, Any]:
     table = tool.get("castguard", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
         raise UserError(where=path, problem="[tool.castguard] is not a table", fix="write it as [tool.castguard]")
+    for key in table:
+        if key not in TABLE_KEYS:
+            raise unknown_key(str(key), TABLE_KEYS, where=f"{path} [tool.castguard]", what="[tool.castguard] key")
     return table
 
 

@@ -38,6 +38,10 @@ DESTS: Mapping[str, str] = {
     "castguard_tune": "tune",
     "castguard_shard": "shard",
     "castguard_trt_build_check": "trt_build_check",
+    "castguard_candidates": "candidates",
+    "castguard_runner_options": "runner_options",
+    "castguard_runner_timeout": "runner_timeout",
+    "castguard_xfail": "xfail",
 }
 # dest -> harness.sweep.SweepOptions field (the pyproject side is [tool.castguard.sweep]).
 SWEEP_DESTS: Mapping[str, str] = {
@@ -49,6 +53,7 @@ SWEEP_DESTS: Mapping[str, str] = {
     "castguard_node_precisions": "node_precisions",
     "castguard_fp32_accumulation": "fp32_accumulation",
     "castguard_target": "target",
+    "castguard_converters": "converters",
     "castguard_fp32_casts": "fp32_casts",
 }
 SWEEP_FILE_DEST = "castguard_sweep_file"
@@ -68,7 +73,16 @@ class Option:
     type: Callable[[str], Any] | None = None
     choices: tuple[str, ...] | None = None
 
-    def register(self, addoption: Callable[..., Any]) -> None:
+    @property
+    def takes_value(self) -> bool:
+        """Whether the option reads the next argument as its value (``--model PATH``), unlike a switch."""
+        return self.action not in ("store_true", "store_false")
+
+    def register(
+        self, addoption: Callable[..., Any], *, flags: tuple[str, ...] | None = None, help: str | None = None
+    ) -> None:
+        """``addoption(*flags, ...)``: the option under ``flags`` (default: its own flag), with ``help`` (default:
+        :data:`HELP`'s text)."""
         extra = {
             k: v
             for k, v in (
@@ -79,7 +93,16 @@ class Option:
             )
             if v is not None
         }
-        addoption(self.flag, dest=self.dest, default=None, help=HELP[self.flag], **extra)
+        text = HELP[self.flag] if help is None else help
+        addoption(*(flags or (self.flag,)), dest=self.dest, default=None, help=text, **extra)
+
+
+PREFIX = "--castguard-"  # every option's namespaced form in pytest (--castguard-model), like --benchmark-*
+
+
+def prefixed(flag: str) -> str:
+    """The namespaced form of a flag: ``--model`` -> ``--castguard-model``."""
+    return PREFIX + flag.removeprefix("--")
 
 
 MODEL_OPTIONS: tuple[Option, ...] = (  # what to check and with which inputs
@@ -90,9 +113,12 @@ MODEL_OPTIONS: tuple[Option, ...] = (  # what to check and with which inputs
     Option("--val-range", "castguard_val_ranges", metavar="NAME:[lo,hi]", action="append"),
     Option("--input-shapes", "castguard_input_shapes", metavar="NAME:1x3x224x224", action="append"),
     Option("--inputs", "castguard_inputs", metavar="[KEY=]FILE", action="append"),
-    Option("--seed", "castguard_seed", type=int),
-    Option("--iterations", "castguard_iterations", type=int),
+    Option("--candidate", "castguard_candidates", metavar="KEY=FILE", action="append"),
+    Option("--seed", "castguard_seed", metavar="N", type=int),
+    Option("--iterations", "castguard_iterations", metavar="N", type=int),
     Option("--ort-providers", "castguard_ort_providers", metavar="P1,P2"),
+    Option("--runner-option", "castguard_runner_options", metavar="NAME:key=value", action="append"),
+    Option("--runner-timeout", "castguard_runner_timeout", metavar="SECONDS", type=float),
 )
 
 
@@ -106,6 +132,7 @@ SWEEP_OPTIONS: tuple[Option, ...] = (  # the sweep's axes ([tool.castguard.sweep
     Option("--node-precisions", "castguard_node_precisions", metavar="Add:fp16,Sub:fp32"),
     Option("--fp32-accumulation", "castguard_fp32_accumulation", action="store_true"),
     Option("--target", "castguard_target", choices=("any", "ort-cuda", "tensorrt")),
+    Option("--converter", "castguard_converters", metavar="castguard|ort-fp16|autocast|PLUGIN", action="append"),
     Option("--fp32-casts", "castguard_fp32_casts", metavar="respect,ignore"),
 )
 
@@ -119,6 +146,7 @@ RUN_OPTIONS: tuple[Option, ...] = (  # where the run writes, and the tuned case
     Option("--shard", "castguard_shard", metavar="K/N"),
     Option("--trt-build-check", "castguard_trt_build_check", action="store_true"),
     Option("--no-trt-build-check", "castguard_trt_build_check", action="store_false"),
+    Option("--xfail", "castguard_xfail", metavar="PATTERN", action="append"),
 )
 
 
@@ -142,6 +170,10 @@ HELP: Mapping[str, str] = {  # --flag -> help text (see the tables below)
     "--runner": "runner for the low-precision model (default emulate, or [tool.castguard.sweep] runners; repeatable "
     "or comma-separated). Only emulate, reference, trt, ort-cuda and GPU ort really round"
     " fp16/bf16. An installed runner plugin (entry-point group castguard.runners) is chosen by its name.",
+    "--runner-option": "an option for runner plugin NAME (repeatable): --runner-option myrunner:device=1; the plugin is "
+    "built with options={key: value} ([tool.castguard] runner_options = {NAME = {key = value}})",
+    "--runner-timeout": "seconds a runner plugin run in its child process may take before it counts as hung (default fitted: "
+    "fitted to the model: 60 s + 100 x one measured FP32 forward per feed; [tool.castguard] runner_timeout)",
     "--goldens-dir": "where FP32 goldens live (default: goldens/ in the project folder)",
     "--update-goldens": "rewrite the FP32 goldens of the selected models; each rewritten golden fails its test once",
     "--val-range": "value range for random inputs, Polygraphy syntax (repeatable); [lo,hi] without a name applies to "
@@ -170,6 +202,12 @@ HELP: Mapping[str, str] = {  # --flag -> help text (see the tables below)
     "--node-precisions": "force nodes (by name or op type) to a precision in every case, like Polygraphy's --layer-precisions;"
     " a key that matches nothing is an error",
     "--fp32-accumulation": "wrap each low-precision MatMul/Gemm as Cast -> fp32 MatMul -> Cast in every case",
+    "--converter": "converter of the sweep (default castguard, or [tool.castguard.sweep] converters; repeatable): "
+    "castguard, ort-fp16 (onnxruntime's transformer optimizer + convert_float_to_float16), autocast (NVIDIA ModelOpt, "
+    'pip install "castguard[autocast]") or an installed converter plugin (entry-point group castguard.converters); '
+    "settings a converter does not take are not swept for it",
+    "--candidate": "a model you converted yourself, judged against --model KEY's FP32 golden on every runner "
+    "(KEY=FILE, repeatable; [tool.castguard] candidates = {KEY = FILE}); its inputs and outputs must match the FP32 model's",
     "--target": "convert every case for this deployment target (castguard convert --target): ops with no fp16/bf16 "
     "kernel there stay FP32 (default any)",
     "--fp32-casts": "sweep the model's own Casts to FP32 (an exporter's x.to(float32)): respect (their readers stay "
@@ -191,6 +229,9 @@ HELP: Mapping[str, str] = {  # --flag -> help text (see the tables below)
     'default when TensorRT or TensorRT-RTX is installed: pip install "castguard[trt]"; no GPU needed); an '
     "error when neither is installed ([tool.castguard] trt_build_check)",
     "--no-trt-build-check": "skip the TensorRT build check even when TensorRT is installed",
+    "--xfail": "mark sweep cases as expected to fail (repeatable; fnmatch over the case id or <model>-<case id>, e.g. "
+    "'*-dmaxinf-*'); added to [tool.castguard] xfail. They are recorded as xfail, or xpass when they pass, and do "
+    "not keep a night from being a baseline",
     "--allow-skipped-runner": "accept a run in which every case of a runner you asked for by name (--runner, [tool.castguard] runners "
     "or the sweep's runners) skipped, e.g. ort-cuda without CUDA; without it such a run exits 1 and says why",
     "--baseline": "compare this run with a previous report.json (or report folder), or with the latest clean run of a "
@@ -215,6 +256,16 @@ def add_nightly_options(addoption: Callable[..., Any]) -> None:
     --allow-skipped-runner (:mod:`harness.conductor`)."""
     for option in (*NIGHTLY_OPTIONS, *VERDICT_OPTIONS):
         option.register(addoption)
+
+
+PLUGIN_OPTIONS: tuple[Option, ...] = (*MODEL_OPTIONS, *SWEEP_OPTIONS, *RUN_OPTIONS, *NIGHTLY_OPTIONS, *VERDICT_OPTIONS)
+"""Every option of the pytest plugin: each is registered as ``--castguard-NAME`` and, where no other plugin or
+conftest owns it, as ``--NAME`` too (:mod:`harness.plugin.aliases`)."""
+
+
+def options_given(namespace: Any) -> bool:
+    """Whether any castguard option was given on a parsed namespace (every default is None: "not given")."""
+    return any(getattr(namespace, option.dest, None) is not None for option in PLUGIN_OPTIONS)
 
 
 def given_options(namespace: Any) -> dict[str, Any]:

@@ -36,7 +36,7 @@ def onnx_bytes(model: onnx.ModelProto) -> bytes:
 def npz_bytes(**arrays: np.ndarray) -> bytes:
     """An uncompressed .npz (numpy's zip entries carry the fixed 1980-01-01 date, so this is byte-stable)."""
     buf = io.BytesIO()
-    np.savez(buf, allow_pickle=False, **arrays)
+    np.savez(buf, **arrays)  # numeric by construction (numpy < 2.2 has no allow_pickle here)
     return buf.getvalue()
 
 

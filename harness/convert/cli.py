@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -16,7 +17,8 @@ import onnx
 
 from harness.convert.api import DEFAULT_DATA_MAX, DEFAULT_INIT_MAX, ReferenceData, convert_path
 from harness.convert.options import TARGETS, ConvertOptions, parse_node_precisions
-from harness.core.errors import ConversionError, UserError
+from harness.core.argv import ArgumentParser
+from harness.core.errors import INTERRUPTED_EXIT, ConversionError, UserError
 from harness.data.onnxfile import is_lazy, load_model, save_model
 from harness.data.recipes import parse_input_shapes
 
@@ -24,8 +26,8 @@ LOG = logging.getLogger("harness.convert")
 
 
 def get_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m harness.convert",
+    parser = ArgumentParser(
+        prog="castguard convert",
         description="Convert an FP32 ONNX model to mixed FP32-FP16/BF16. Accepts ModelOpt AutoCast 0.47's flags "
         "verbatim; nodes stay FP32 when excluded, when their data/initializers exceed the thresholds, "
         "when their schema lacks the low type, or when a reduction is too deep.",
@@ -236,4 +238,13 @@ def console(argv: list[str] | None = None) -> int:
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # the model is written atomically: there is a whole one, or none
+        print(
+            "castguard convert: interrupted (Ctrl-C); nothing was left half-written (the model is saved atomically)",
+            file=sys.stderr,
+        )
+        return INTERRUPTED_EXIT
+    finally:
+        if argv is None:  # the process's own command: a late Ctrl-C must not turn finished work into a crash
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     return 0

@@ -30,6 +30,7 @@ from harness.convert.outputs import MAX_OUTPUT_BYTES, output_groups, pack, tenso
 from harness.convert.reductions import PREFIX, ReductionPlan, add_reductions, denominators
 from harness.core.child import ChildFailed, run_child
 from harness.core.errors import ConversionError, InputDataError
+from harness.core.files import save_npz
 from harness.core.providers import CPU, CUDA, DIRECTML, TENSORRT
 from harness.data.onnxfile import is_lazy, load_model
 
@@ -347,7 +348,7 @@ def _run_child(
         batch_files = []
         for index, feed in enumerate(batches):
             path = work / f"batch{index}.npz"
-            np.savez(path, allow_pickle=False, **feed)
+            save_npz(path, feed)
             batch_files.append(str(path))
         available = [p[0] for p in providers]
         request = {

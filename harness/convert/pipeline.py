@@ -60,6 +60,8 @@ class ConversionResult:
     Such a model may hold pending casts: write it with :func:`harness.data.onnxfile.save_model`."""
     lowp_share_bound: str | None = None
     """Why ``lowp_flop_share`` is only an upper bound (a Loop/Scan trip count known only at run time); None: not."""
+    notes: tuple[str, ...] = ()
+    """What the converter said about this conversion (another converter's choices, in words for the report)."""
     cast_held_share: float = 0.0
     """Share of the estimated FLOPs kept FP32 by the model's own Casts to FP32 (their readers, reason
     ``user cast``: see :func:`cast_held`); 0.0 with ``respect_fp32_casts`` off."""
@@ -230,13 +232,14 @@ def _convert_once(
         note_cpu_bf16(work)
     low_nodes = tuple(n.name for n in nodes if decisions[n.name].is_low)
     high_nodes = tuple((n.name, decisions[n.name].reason or "fp32") for n in nodes if not decisions[n.name].is_low)
-    _log(options, decisions, nodes, flops, len(state.ours))
+    inserted = sum(1 for n in work.graph.node if n.name in state.ours)  # ours still in the graph: the one count
+    _log(options, decisions, nodes, flops, inserted)  # that the CLI, the report and the nightly rule all show
     return ConversionResult(
         model=work,
         low_nodes=low_nodes,
         high_nodes=high_nodes,
         lowp_flop_share=flops.share,
-        cast_count=sum(1 for n in work.graph.node if n.name in state.ours),
+        cast_count=inserted,
         clamped=tuple(state.clamped),
         base_dir=base_dir if is_lazy(work) else None,
         lowp_share_bound=flops.bound,
@@ -337,7 +340,8 @@ def _log(
     if groups:
         LOG.info("(--log_level DEBUG lists every node with its full reason)")
     LOG.info(
-        "Converted %d/%d nodes (%.2f%%) to %s; %s%.2f%% of %.3g estimated FLOPs in %s%s%s; %d casts inserted",
+        "Converted %d/%d nodes (%.2f%%) to %s; %s%.2f%% of %.3g estimated FLOPs in %s%s%s; %d Casts inserted "
+        "(in the converted model; the model's own Casts, re-targeted ones included, are not counted)",
         low,
         len(nodes),
         100.0 * low / max(len(nodes), 1),

@@ -7,7 +7,13 @@ one line block with no traceback and exit non-zero.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from pathlib import Path
+
+INTERRUPTED_EXIT = 130
+"""Exit status after Ctrl-C (128 + SIGINT, the shell's convention) of ``castguard`` commands and of a pytest run
+interrupted while castguard writes its report; every file castguard writes is atomic, so what is there is whole."""
 
 
 class HarnessError(Exception):
@@ -45,6 +51,16 @@ class DiskFull(UserError):
             or "free space, or point castguard at a folder on another disk (--goldens-dir, "
             "--cache-dir or --report-dir; castguard convert: --output_path)",
         )
+
+
+class NotWritable(UserError):
+    """A folder castguard writes to is read-only, not permitted, or not a folder (a file or a dangling link in its
+    place). Raised by :func:`harness.core.files.atomic_write` (nothing written) and :func:`harness.core.files.
+    check_folder` (before anything runs). ``folder``: the path that is in the way."""
+
+    def __init__(self, *, folder: Path, problem: str, fix: str) -> None:
+        self.folder = folder
+        super().__init__(where=folder, problem=problem, fix=fix)
 
 
 class ModelError(UserError):
@@ -114,3 +130,12 @@ class RunnerError(HarnessError):
 
 class RunnerUnavailable(HarnessError):
     """A runner cannot be used here (e.g. tensorrt not installed). Tests skip with this reason."""
+
+
+def unknown_key(key: str, valid: Iterable[str], *, where: str | Path, what: str = "key") -> UserError:
+    """The usage error for a configuration key that does not exist: it names the nearest valid one (a typo such as
+    ``goldens_dri``) and lists them all."""
+    choices = sorted(valid)
+    near = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    return UserError(where=where, problem=f"unknown {what} {key!r}", fix=f"{hint}valid {what}s: {', '.join(choices)}")

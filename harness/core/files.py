@@ -6,7 +6,9 @@ Every file castguard leaves behind (goldens, reports, outputs, history runs, cac
 written through :func:`atomic_write`: a temporary file in the destination's folder, then ``os.replace``, so a
 crash, a full disk or Ctrl-C never leaves a partial file under the final name. ``durable=True`` also fsyncs
 before the rename (goldens: a committed artefact); caches skip it, since they need atomicity, not durability.
-A full disk (or quota) is one :class:`~harness.core.errors.DiskFull` naming the folder (:func:`disk_full`).
+A full disk (or quota) is one :class:`~harness.core.errors.DiskFull` naming the folder (:func:`disk_full`); a
+read-only or misplaced folder one :class:`~harness.core.errors.NotWritable` (:func:`check_folder` says it before a
+run starts).
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-from harness.core.errors import DiskFull, UserError
+from harness.core.errors import DiskFull, NotWritable, UserError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -33,7 +35,10 @@ __all__ = [
     "atomic_write",
     "atomic_write_all",
     "atomic_write_text",
+    "check_folder",
+    "check_writable",
     "disk_full",
+    "not_writable",
     "read_toml",
     "safe_component",
     "sha256_file",
@@ -42,6 +47,7 @@ __all__ = [
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
 _NO_SPACE = frozenset(code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None)) if code is not None)
+_NO_WRITE = frozenset((errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST))
 _CHUNK = 1 << 20
 
 
@@ -59,7 +65,7 @@ def atomic_write(
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
     except OSError as err:
-        raise (disk_full(path, err) or err) from None
+        raise (disk_full(path, err) or not_writable(path.parent, err) or err) from None
     try:
         with handle:
             if callable(data):
@@ -73,13 +79,13 @@ def atomic_write(
         os.replace(handle.name, path)
     except BaseException as err:
         Path(handle.name).unlink(missing_ok=True)
-        full = disk_full(path, err) if isinstance(err, OSError) else None
+        full = (disk_full(path, err) or not_writable(path.parent, err)) if isinstance(err, OSError) else None
         if full is not None:
             raise full from None
         raise
 
 
-def atomic_write_all(contents: dict[Path, bytes]) -> None:
+def atomic_write_all(contents: dict[Path, bytes], *, durable: bool = False) -> None:
     """Write several files all or none (a report's json, md and html): every temporary file is written first, and
     only when all are complete are they renamed into place. A failure (a full disk: :class:`DiskFull`) leaves
     every old file as it was and no temporary file behind."""
@@ -88,7 +94,7 @@ def atomic_write_all(contents: dict[Path, bytes]) -> None:
         for path, data in contents.items():
             temp = Path(path).with_name(f".{Path(path).name}.all.tmp")
             done.append((temp, Path(path)))
-            atomic_write(temp, data)
+            atomic_write(temp, data, durable=durable)
     except BaseException as err:
         for temp, _path in done:
             temp.unlink(missing_ok=True)
@@ -128,6 +134,65 @@ def disk_full(path: Path, err: OSError) -> DiskFull | None:
     return DiskFull(folder=Path(path).parent, name=Path(path).name)
 
 
+def not_writable(folder: Path, err: OSError) -> NotWritable | None:
+    """The :class:`NotWritable` error for a folder that cannot be written (read-only, not permitted, not a folder)."""
+    if err.errno not in _NO_WRITE:
+        return None
+    return check_folder_error(Path(folder)) or NotWritable(
+        folder=Path(folder),
+        problem=f"cannot write here: {err.strerror or err}; nothing was written",
+        fix="make the folder writable, or point castguard at another one (--goldens-dir, --cache-dir, --report-dir)",
+    )
+
+
+def check_folder(folder: Path, *, what: str) -> None:
+    """Raise :class:`NotWritable` when ``folder`` (``what``: the option that names it) cannot be a folder: a file or a
+    dangling symbolic link stands where it, or one of its parents, belongs. A missing folder is fine (made when
+    written) and so is a read-only one (read-only goldens are checked, not written)."""
+    error = check_folder_error(Path(folder), what=what)
+    if error is not None:
+        raise error
+
+
+def check_writable(folder: Path, *, what: str) -> None:
+    """:func:`check_folder`, then make ``folder`` if needed and write (and remove) a temporary file in it: a folder
+    castguard must write (the report, the history) that is read-only or not permitted is one :class:`NotWritable`
+    naming it before anything runs, not a traceback at the end. Folders the probe made are removed again, so that
+    the folder is made by whoever writes it (:func:`own_folder` puts a ``.gitignore`` only into folders it makes)."""
+    check_folder(folder, what=what)
+    made = [p for p in (folder, *folder.parents) if not p.exists()]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".castguard-probe.", suffix=".tmp"):
+            pass
+        for path in made:  # deepest first
+            path.rmdir()
+    except OSError as err:
+        refused = not_writable(folder, err)
+        if refused is None:
+            raise
+        raise NotWritable(folder=refused.folder, problem=f"{what}: {refused.problem}", fix=refused.fix) from None
+
+
+def check_folder_error(folder: Path, *, what: str = "the folder") -> NotWritable | None:
+    """:func:`check_folder`'s error, or None."""
+    for path in (folder, *folder.parents):
+        if path.is_symlink() and not path.exists():
+            return NotWritable(
+                folder=path,
+                problem=f"{what} is a symbolic link to {os.readlink(path)}, which does not exist",
+                fix="create the folder it points to, remove the link, or point the option at another folder",
+            )
+        if path.exists() and not path.is_dir():
+            return NotWritable(
+                folder=path,
+                problem=f"{what} needs a folder here, but this is a file"
+                + (f" (on the way to {folder})" if path != folder else ""),
+                fix="move the file away, or point the option at another folder",
+            )
+    return None
+
+
 def sha256_file(path: Path) -> str:
     """Hex sha256 of one file, read in 1 MiB chunks (never the whole file in memory)."""
     return sha256_files([Path(path)])
@@ -160,3 +225,32 @@ def read_toml(path: Path, *, what: str) -> dict[str, object]:
         raise UserError(where=path, problem=f"{what} not found", fix="check the path") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise UserError(where=path, problem=f"{what} is not valid TOML: {err}", fix="fix the TOML syntax") from err
+
+
+def save_npz(file: IO[bytes] | Path, arrays: Mapping[str, Any], *, compressed: bool = False) -> None:
+    """``np.savez`` (``np.savez_compressed``) of plain arrays, on every numpy castguard supports.
+
+    Object arrays (which numpy would pickle) are refused here: ``np.savez`` only takes an ``allow_pickle`` keyword
+    from numpy 2.2; before that it stores the keyword as an array named ``allow_pickle``.
+    """
+    import numpy as np
+
+    for name, value in arrays.items():
+        if np.asarray(value).dtype.hasobject:
+            raise ValueError(f"save_npz: array {name!r} holds Python objects; only numeric arrays are saved")
+    save = np.savez_compressed if compressed else np.savez
+    save(file, **arrays)
+
+
+IGNORE_ALL = b"# created by castguard; nothing in this folder belongs in version control\n*\n"
+
+
+def own_folder(folder: Path) -> Path:
+    """Create castguard's own folder (the cache, the report folder) with a ``*`` ``.gitignore`` in it, as pytest,
+    mypy and ruff do for their caches, so that ``git add .`` never takes it. A folder that already exists is left
+    as it is (the user's own folder given as ``--report-dir`` may be meant for version control)."""
+    if folder.is_dir():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(folder / ".gitignore", IGNORE_ALL)
+    return folder

@@ -9,12 +9,17 @@ most an empty ``.lock`` file behind, which the next run takes at once. No POSIX-
   the lock file), holds it for a ``with`` block and releases it;
 - :func:`try_held` takes it only if it is free and yields whether it did;
 - :class:`HeldLock` holds it across calls (``acquire``/``release``; a run's ``.active`` marker);
-- :func:`is_held` tells whether some other holder has it now.
+- :func:`is_held` tells whether some other holder has it now;
+- :func:`lock_for` is where the lock of a file that may sit in a read-only folder lives (the goldens of a
+  read-only checkout): a folder of the system's temporary directory, keyed by the file's resolved path, so
+  reading such a file needs no write access beside it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -24,13 +29,24 @@ from filelock import FileLock, Timeout, UnixFileLock
 
 from harness.core.errors import UserError
 
-__all__ = ["HeldLock", "LockTimeout", "held", "is_held", "try_held"]
+__all__ = ["HeldLock", "LockTimeout", "held", "is_held", "lock_for", "try_held"]
 
 _POLL_S = 0.05
 
 
 class LockTimeout(UserError):
     """A lock was still held by another process when the wait ran out."""
+
+
+def lock_for(path: Path) -> Path:
+    """The lock file for ``path``, outside ``path``'s folder: ``<tmp>/castguard-locks-<user>/<hash>.lock``.
+
+    Every process of one user on one machine (xdist workers, concurrent runs) maps the same file to the same lock,
+    whatever folder it was named from (the path is resolved). Locks of different users do not meet: two users
+    writing one goldens folder at once are not serialised (their writes stay atomic)."""
+    key = hashlib.sha256(os.fsencode(Path(path).resolve())).hexdigest()[:32]
+    user = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+    return Path(tempfile.gettempdir()) / f"castguard-locks-{user}" / f"{key}.lock"
 
 
 def _lock(path: Path) -> FileLock:

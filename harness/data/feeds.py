@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import binascii
 import io
-import json
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ import onnx
 
 from harness.core.dtypes import BFLOAT16, FLOAT_TYPES, np_dtype
 from harness.core.errors import InputDataError, UserError
+from harness.core.jsonfile import read_json
 
 Feed = dict[str, np.ndarray]
 Dim = int | None
@@ -271,12 +271,7 @@ def _decode_array(obj: Any, *, path: Path, where: str) -> np.ndarray:
 
 
 def _load_polygraphy_json(path: Path) -> list[Feed]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputDataError(
-            where=path, problem=f"not valid JSON: {err}", fix="pass a Polygraphy --save-inputs file"
-        ) from err
+    data = read_json(path, what="inputs file", fix="pass a Polygraphy --save-inputs file", error=InputDataError)
     if isinstance(data, Mapping):  # one feed saved on its own
         data = [data]
     if not isinstance(data, list) or not all(isinstance(it, Mapping) for it in data) or not data:

@@ -6,9 +6,10 @@ stored as their uint16 bits and listed in the sidecar. The sidecar records the s
 sha256, library versions, the input recipe, the producer runner and the ``.npz`` sha256.
 
 Writes are atomic (temp file in the same folder + ``os.replace``). :meth:`GoldenStore.locked` is an exclusive
-:mod:`harness.core.locks` lock on ``<golden>.lock`` (freed by the system when its holder dies, deleted when released)
-so that pytest-xdist workers do not race: the plugin checks, produces and
-writes under it, and :meth:`GoldenStore.load` reads under it.
+:mod:`harness.core.locks` lock for the golden (freed by the system when its holder dies, deleted when released)
+so that pytest-xdist workers do not race: the plugin checks, produces and writes under it, and
+:meth:`GoldenStore.load` reads under it. The lock file lives outside the goldens folder
+(:func:`harness.core.locks.lock_for`), so a read-only checkout's committed goldens are read without writing there.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ from typing import Any
 import numpy as np
 
 from harness.core.dtypes import BFLOAT16, bits_to_bf16
-from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale
-from harness.core.files import atomic_write, sha256_file
-from harness.core.locks import held
+from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale, ModelError
+from harness.core.files import atomic_write, atomic_write_all, sha256_file
+from harness.core.jsonfile import JsonObject
+from harness.core.locks import held, lock_for
 from harness.data.models import ModelSpec
 from harness.data.recipes import Feed, InputRecipe
 
@@ -109,8 +111,9 @@ class GoldenStore:
 
     @contextmanager
     def locked(self, spec: ModelSpec, recipe: InputRecipe) -> Iterator[None]:
-        """Exclusive lock for one golden (``<golden>.lock``), shared by processes and xdist workers."""
-        lock = self.path_for(spec, recipe).with_suffix(".lock")
+        """Exclusive lock for one golden, shared by processes and xdist workers; its file is not in the goldens
+        folder (:func:`~harness.core.locks.lock_for`), which may be read-only."""
+        lock = lock_for(self.path_for(spec, recipe))
         with held(lock, timeout_s=self.lock_timeout_s, what="golden lock", remove=True):
             yield
 
@@ -180,7 +183,7 @@ class GoldenStore:
         buffer = io.BytesIO()
         _npz_bytes_to(buffer, arrays)
         data = buffer.getvalue()
-        atomic_write(path, data, durable=True)
+        _check_round_trip(spec, data, arrays)  # before anything is written: --update-goldens too
         meta = {
             **golden.meta,
             "schema_version": SCHEMA_VERSION,
@@ -195,27 +198,38 @@ class GoldenStore:
             "npz_sha256": hashlib.sha256(data).hexdigest(),
         }
         text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
-        atomic_write(self.sidecar(path), text.encode(), durable=True)
+        atomic_write_all({path: data, self.sidecar(path): text.encode()}, durable=True)  # both or neither
         return path, Golden(feeds=golden.feeds, outputs=golden.outputs, meta=json.loads(text))
+
+    def refresh_usage_unlocked(self, spec: ModelSpec, recipe: InputRecipe, stored: Golden, used_by: Any) -> Golden:
+        """``stored`` with its sidecar's ``used_by`` set to ``used_by`` (the sidecar alone rewritten, only when it
+        changed; the ``.npz`` is untouched). ``None`` keeps what is there."""
+        if used_by is None or stored.meta.get("used_by") == used_by:
+            return stored
+        meta = {**stored.meta, "used_by": used_by}
+        text = json.dumps(meta, indent=2, sort_keys=True) + "\n"
+        atomic_write(self.sidecar(self.path_for(spec, recipe)), text.encode(), durable=True)
+        return Golden(feeds=stored.feeds, outputs=stored.outputs, meta=meta)
 
     @staticmethod
     def _read_sidecar(side: Path) -> dict[str, Any]:
-        try:
-            meta = json.loads(side.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise GoldenCorrupt(
-                where=side,
-                problem=f"sidecar is not valid JSON: {err}",
-                fix="restore it from version control or rewrite with --update-goldens",
-            ) from err
-        if not isinstance(meta, dict) or meta.get("schema_version") != SCHEMA_VERSION:
-            found = meta.get("schema_version") if isinstance(meta, dict) else None
+        """The sidecar, every field the reader uses checked for its type (:mod:`harness.core.jsonfile`)."""
+        fix = "restore it from version control or rewrite the golden with --update-goldens"
+        doc = JsonObject.read(side, what="golden sidecar", fix=fix, error=GoldenCorrupt)
+        found = doc.data.get("schema_version")
+        if found != SCHEMA_VERSION or isinstance(found, bool):
             raise GoldenCorrupt(
                 where=side,
                 problem=f"unknown sidecar schema_version {found!r} (this castguard reads {SCHEMA_VERSION})",
                 fix="rewrite the golden with --update-goldens",
             )
-        return meta
+        for name in ("model_sha256", "npz_sha256"):
+            doc.get(name, str)
+        doc.object("inputs").get("id", str)
+        doc.get("iterations", int)
+        doc.items("bf16_keys", str, default=[])
+        doc.object("versions", optional=True)
+        return dict(doc.data)
 
     @staticmethod
     def _read_npz(path: Path, meta: dict[str, Any], fix_regen: str) -> tuple[list[Feed], list[dict[str, np.ndarray]]]:
@@ -269,23 +283,72 @@ def large_golden_warning(
     )
 
 
+def _check_round_trip(spec: ModelSpec, data: bytes, arrays: Mapping[str, np.ndarray]) -> None:
+    """Every input/output name must come back from the ``.npz`` as it went in (a NUL ends a zip member's name, a
+    newline is not read back); one that would not is refused, naming it, before a golden that could never be read
+    is written."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        stored = set(archive.namelist())
+    bad = sorted(
+        key for key in arrays if key + ".npy" not in stored or (m := _KEY_RE.match(key)) is None or m.group(0) != key
+    )
+    if bad:
+        names = ", ".join(repr(key.split("/", 2)[2]) for key in bad)
+        raise ModelError(
+            where=spec.path,
+            problem=f"tensor name(s) {names} cannot be stored in a golden and read back (a NUL or a line break, "
+            "or a path separator this system rewrites); no golden was written",
+            fix="rename the model's inputs/outputs to printable names (onnx.utils / onnx.compose, or the "
+            "exporter's input_names/output_names) and run again",
+        )
+
+
+def _same_arrays(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for name in a:
+        x, y = np.asarray(a[name]), np.asarray(b[name])
+        if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
+            return False
+    return True
+
+
+def same_golden(stored: Golden, produced: Golden) -> bool:
+    """Every feed and output of ``produced`` equals ``stored``'s bit for bit (NaN included), iteration by iteration."""
+    pairs = (*zip(stored.feeds, produced.feeds), *zip(stored.outputs, produced.outputs))
+    return (
+        len(stored.feeds) == len(produced.feeds)
+        and len(stored.outputs) == len(produced.outputs)
+        and all(_same_arrays(a, b) for a, b in pairs)
+    )
+
+
 def ensure_golden(
     store: GoldenStore, spec: ModelSpec, recipe: InputRecipe, *, update: bool, produce: Callable[[], Golden]
 ) -> tuple[Golden, Path | None]:
     """Load the golden, or produce and write it when missing (or when ``update``).
 
     Returns ``(golden, written_path)``; ``written_path`` is set when this call wrote the golden (``golden`` then
-    carries the sidecar's meta as written), in which
-    case the caller must fail once so that a human reviews it. Stale or corrupt goldens raise unless
-    ``update`` is set. Check-produce-write happens under the golden's lock (xdist-safe).
+    carries the sidecar's meta as written), in which case the caller must fail once so that a human reviews it.
+    With ``update``, a produced golden equal to the stored one value for value (same model) is not rewritten and
+    fails nothing. Stale or corrupt goldens raise unless ``update`` is set. Check-produce-write happens under the
+    golden's lock (xdist-safe).
     """
     with store.locked(spec, recipe):
-        if not update:
-            try:
-                return store.load_unlocked(spec, recipe), None
-            except GoldenMissing:
-                pass
-        path, written = store.save_unlocked(spec, recipe, produce())
+        stored = None
+        try:
+            stored = store.load_unlocked(spec, recipe)
+        except GoldenMissing:
+            pass
+        except (GoldenStale, GoldenCorrupt):
+            if not update:
+                raise
+        if stored is not None and not update:
+            return stored, None
+        produced = produce()
+        if stored is not None and same_golden(stored, produced):
+            return store.refresh_usage_unlocked(spec, recipe, stored, produced.meta.get("used_by")), None
+        path, written = store.save_unlocked(spec, recipe, produced)
         return written, path
 
 
@@ -328,3 +391,43 @@ def non_finite(outputs: Sequence[Mapping[str, np.ndarray]]) -> tuple[NonFinite, 
                 name, old.nan + nan, old.posinf + pos, old.neginf + neg, old.total + int(values.size), first
             )
     return tuple(f for f in found.values() if f.count)
+
+
+DEGENERATE_KINDS = ("not_finite", "constant")
+
+
+@dataclass(frozen=True)
+class Degenerate:
+    """A floating-point golden output against which no error can show: every value NaN or inf (``not_finite``), or
+    one value everywhere, over every iteration (``constant``: the inputs do not exercise the model). A fact of
+    every case of that golden (``CaseRecord.degenerate``), said in every run's summary and report."""
+
+    output: str
+    kind: str
+    values: int  # how many values the output has over every iteration
+    value: float | None = None  # the constant (kind "constant")
+
+    def __post_init__(self) -> None:
+        if self.kind not in DEGENERATE_KINDS:
+            raise ValueError(f"Degenerate.kind must be one of {DEGENERATE_KINDS}, got {self.kind!r}")
+
+    def describe(self) -> str:
+        if self.kind == "not_finite":
+            return f"output {self.output!r} is NaN/inf in all {self.values} values"
+        return f"output {self.output!r} is {self.value:g} in all {self.values} values"
+
+
+def degenerate(outputs: Sequence[Mapping[str, np.ndarray]]) -> tuple[Degenerate, ...]:
+    """The golden's floating-point outputs that are all non-finite, or constant over at least two values."""
+    found = []
+    for name in outputs[0] if outputs else ():
+        arrays = [np.asarray(iteration[name]) for iteration in outputs if name in iteration]
+        if not arrays or (arrays[0].dtype != BFLOAT16 and arrays[0].dtype.kind not in "fc"):
+            continue
+        values = np.concatenate([a.astype(np.float64).ravel() for a in arrays])
+        finite = np.isfinite(values)
+        if values.size and not finite.any():
+            found.append(Degenerate(output=name, kind="not_finite", values=int(values.size)))
+        elif values.size > 1 and finite.all() and np.all(values == values[0]):
+            found.append(Degenerate(output=name, kind="constant", values=int(values.size), value=float(values[0])))
+    return tuple(found)

@@ -237,7 +237,9 @@ def plan_inputs(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> t
     """Shape and values of every generated input (the recipe has no file), and the notes on chosen dims."""
     specs = input_specs(model)
     _check_range_names(specs, recipe, where=where)
-    sized = resolve_shapes(specs, recipe.input_shapes, where=where, dynamic_default=recipe.dynamic_default)
+    sized = resolve_shapes(
+        specs, recipe.input_shapes, where=where, dynamic_default=recipe.dynamic_default, iterations=recipe.iterations
+    )
     shapes, notes = sized.shapes, list(sized.notes)
     roles = input_roles(model)
     plans = []

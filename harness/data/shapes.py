@@ -11,10 +11,14 @@ stay 0.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 
+import onnx
+
 from harness.core.errors import UserError
+from harness.core.memory import check_fits, human
 from harness.data.feeds import INT_TYPES, InputSpec
 from harness.data.sizing import BATCH_DEFAULT, DYNAMIC_DEFAULT, MAX_DEFAULT_ELEMENTS, DefaultedDim, ShapePlan, Sizer
 
@@ -69,6 +73,7 @@ def resolve_shapes(
     *,
     where: str,
     dynamic_default: int | None = None,
+    iterations: int = 1,
 ) -> ShapePlan:
     """Concrete shape per input, and what the plan must say about dims castguard chose.
 
@@ -94,7 +99,43 @@ def resolve_shapes(
     if sizer.missing:
         raise _refuse_dynamic(sizer.missing, sizer.shapes(), specs, where=where)
     sizer.cap()
-    return ShapePlan(shapes=sizer.shapes(), notes=tuple(sizer.notes()), defaulted=tuple(sizer.defaulted()))
+    shapes = sizer.shapes()
+    _check_memory(specs, shapes, iterations=iterations, where=where)
+    return ShapePlan(shapes=shapes, notes=tuple(sizer.notes()), defaulted=tuple(sizer.defaulted()))
+
+
+FEED_COPIES = 8
+"""Feed-sized buffers castguard holds at once: the random draw (float64: two), the feed, the golden's feeds and
+outputs, a runner's cast copy, its outputs and intermediates (issue 33.12: a 1x10^9 float input, 4 GB, ran numpy
+out of memory on a 23 GB machine)."""
+
+
+def _check_memory(
+    specs: Sequence[InputSpec], shapes: Mapping[str, tuple[int, ...]], *, iterations: int, where: str
+) -> None:
+    """A usage error, before anything is allocated, when the inputs cannot be held (sizes in bytes)."""
+    sizes = {s.name: math.prod(shapes[s.name]) * _itemsize(s.elem_type) for s in specs if s.name in shapes}
+    need = sum(sizes.values()) * iterations
+    biggest = max(sizes, key=lambda n: sizes[n], default="")
+    if not biggest:
+        return
+    dims = "x".join(map(str, shapes[biggest]))
+    check_fits(
+        need,
+        copies=FEED_COPIES,
+        what=f"the inputs ({iterations} iteration(s); the largest, {biggest!r} of shape {dims}, "
+        f"is {human(sizes[biggest])})",
+        where=where,
+        fix="give smaller sizes with --input-shapes NAME:1x128 (or input_shapes in castguard convert), or run "
+        "on a machine with more memory",
+    )
+
+
+def _itemsize(elem_type: int) -> int:
+    try:
+        return int(onnx.helper.tensor_dtype_to_np_dtype(elem_type).itemsize)
+    except (KeyError, TypeError, ValueError):
+        return 8  # strings and types numpy cannot hold: count them as wide as the widest number
 
 
 def _refuse_zero_for_dynamic(specs: Sequence[InputSpec], given: Mapping[str, tuple[int, ...]], *, where: str) -> None:

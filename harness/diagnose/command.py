@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.convert import ConvertOptions, ReferenceData
-from harness.core.files import atomic_write
+from harness.core.files import atomic_write, save_npz
 from harness.data.recipes import Feed
 from harness.tune.oracle import plan_options
 from harness.tune.plan import convert_args
@@ -34,7 +34,7 @@ def write_feeds(folder: Path, feeds: Sequence[Feed]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for i, feed in enumerate(feeds):
         buffer = io.BytesIO()
-        np.savez(buffer, allow_pickle=False, **{name: np.asarray(value) for name, value in feed.items()})
+        save_npz(buffer, {name: np.asarray(value) for name, value in feed.items()})
         atomic_write(folder / f"{i:04d}.npz", buffer.getvalue())
     return folder
 

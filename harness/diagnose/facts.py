@@ -79,3 +79,6 @@ class Diagnosis:
     """Nodes the failing case ran in low precision (0: there is nothing to keep FP32)."""
     problem: str = ""
     """Why a fix could not be converted or run (a conversion or runner error), when that happened."""
+    converter: str = "castguard"
+    """Whose conversion was diagnosed: for another converter only the search runs (``problem`` then says what it
+    could not follow), no fix (:mod:`harness.diagnose.foreign`)."""

@@ -27,6 +27,7 @@ from harness.diagnose.verify import (
     verify_fix,
 )
 from harness.judge.tolerances import TolerancePolicy
+from harness.runners.options import RunnerOptionsTable
 from harness.tune.oracle import Outputs
 
 DEFAULT_BUDGET = 8
@@ -91,10 +92,13 @@ def diagnose_failure(
     policy: TolerancePolicy,
     work_dir: Path,
     budget: int = DEFAULT_BUDGET,
+    runner_options: RunnerOptionsTable = (),
+    runner_timeout: float | None = None,
 ) -> Diagnosis:
     """Diagnose a failing case (see :mod:`harness.diagnose`). ``obtained``: the case's outputs (they spare one
-    evaluation); ``runner``/``providers``: the case's runner; ``work_dir``: where the fixed model's command
-    writes it and the golden's feeds go when a command needs them (created only then)."""
+    evaluation); ``runner``/``providers``/``runner_options``/``runner_timeout``: the case's runner, as the case ran
+    it; ``work_dir``: where the fixed model's command writes it and the golden's feeds go when a command needs
+    them (created only then)."""
     precision = options.low_precision_type
     profile = divergence_profile(
         reference,
@@ -127,6 +131,8 @@ def diagnose_failure(
         use_magnitudes=needs_feeds(options) and magnitudes is not None,
         runner=runner,
         providers=tuple(providers),
+        runner_options=runner_options,
+        runner_timeout=runner_timeout,
     )
     if region or more:
         outcome = verify_fix(

@@ -20,6 +20,7 @@ from harness.core.errors import RunnerError, RunnerUnavailable, UserError
 from harness.data.feeds import cast_feeds, input_specs
 from harness.judge.tolerances import TolerancePolicy
 from harness.runners import make_runner
+from harness.runners.options import RunnerOptionsTable, options_for
 from harness.tune.bound import Bound, measure
 from harness.tune.oracle import (
     BudgetExhausted,
@@ -46,6 +47,8 @@ class CaseSetup(Setup):
 
     runner: str = "emulate"
     providers: tuple[str, ...] = ()
+    runner_options: RunnerOptionsTable = ()  # the case's --runner-option values (all runners')
+    runner_timeout: float | None = None
 
     def convert(self, kept: Sequence[str] | frozenset[str]) -> ConversionResult:  # type: ignore[override]
         return convert(
@@ -58,7 +61,14 @@ class CaseSetup(Setup):
 
     def run(self, converted: onnx.ModelProto) -> Outputs:
         feeds = cast_feeds(self.feeds, input_specs(converted))
-        runner = make_runner(self.runner, converted, model_dir=self.model_dir, providers=self.providers)
+        runner = make_runner(
+            self.runner,
+            converted,
+            model_dir=self.model_dir,
+            providers=self.providers,
+            options=options_for(self.runner_options, self.runner),
+            timeout_s=self.runner_timeout,
+        )
         return runner.run(feeds).outputs
 
 

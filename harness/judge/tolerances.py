@@ -41,7 +41,7 @@ import ml_dtypes
 import numpy as np
 
 from harness.core.dtypes import BFLOAT16
-from harness.core.errors import UserError
+from harness.core.errors import UserError, unknown_key
 from harness.judge.compare import Tolerance
 
 ABS_ULPS = 8.0
@@ -155,9 +155,7 @@ def parse_tolerance_policy(table: Mapping[str, object], *, where: str) -> Tolera
 def _override(entry: Mapping[str, object], *, where: str) -> Override:
     unknown = sorted(set(entry) - set(_FIELDS))
     if unknown:
-        raise UserError(
-            where=where, problem=f"unknown tolerance field(s): {', '.join(unknown)}", fix=f"use {', '.join(_FIELDS)}"
-        )
+        raise unknown_key(unknown[0], _FIELDS, where=where, what="tolerance field")
     pairs: Override = tuple(sorted(entry.items()))
     for name, value in pairs:
         kind = _FIELD_KINDS.get(name, "number")

@@ -99,7 +99,7 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
-    from harness.nightly.history import DEFAULT_TREND_RUNS, accept_run, read_history, trends
+    from harness.nightly.history import DEFAULT_TREND_RUNS, accept_run, history_trends, read_history
     from harness.nightly.trends import trend_table_text
 
     folder = Path(args.folder)
@@ -109,7 +109,7 @@ def _history(args: argparse.Namespace) -> int:
         print(f"accepted: {accept_run(folder, args.accept)}")
     history = read_history(folder)
     last = DEFAULT_TREND_RUNS if args.last is None else args.last
-    print(trend_table_text(trends([run.report for run in history.runs], last=last)))
+    print(trend_table_text(history_trends(history, last=last)))
     print(f"\n{len(history.runs)} run(s) in {folder}; {len(history.skipped)} unreadable file(s) skipped")
     for skipped in history.skipped:
         print(f"  skipped {skipped.path.name}: {skipped.reason}")

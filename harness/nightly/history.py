@@ -29,6 +29,7 @@ from typing import Any
 
 from harness.core.errors import UserError
 from harness.core.files import atomic_write
+from harness.core.jsonfile import read_json
 from harness.nightly.rules import Change, Comparison, judge
 from harness.report.model import CaseRecord, Report
 from harness.report.serde import ReportFormatError, report_from_dict, report_to_dict
@@ -62,10 +63,16 @@ class HistoryRun:
 
     @property
     def clean(self) -> bool:
-        """Usable as a baseline: a complete run with no failing or erroring case, and nothing regressed or a
-        person accepted the regressions, and every case of its own baseline present (or a person accepted the
-        smaller set). An interrupted or failing run never is (accepting does not change it)."""
-        return self.report.clean and not self.regressed and not self.partial
+        """Usable as a baseline: a complete run with no failing or erroring case (cases marked xfail that fail
+        are expected, not failing) or a person accepted its known failures, and nothing regressed or a person
+        accepted the regressions, and every case of its own baseline present (or a person accepted the smaller
+        set). An interrupted run never is (accepting does not change it)."""
+        return self.report.complete and (self.report.clean or self.accepted) and not self.regressed and not self.partial
+
+    @property
+    def accepted(self) -> bool:
+        """A person accepted this run as a baseline (``castguard history DIR --accept``)."""
+        return self.verdict is not None and self.verdict.accepted
 
     @property
     def partial(self) -> bool:
@@ -77,11 +84,22 @@ class HistoryRun:
         return self.verdict is not None and self.verdict.regressions > 0 and not self.verdict.accepted
 
     @property
+    def mark(self) -> str:
+        """How the night fared, for ``castguard history``'s table: ``REGRESSED (2)``, ``accepted``, ``failing``,
+        ``interrupted``, ``partial`` or ``clean``."""
+        if self.verdict is not None and self.verdict.regressions > 0:
+            return f"REGRESSED ({self.verdict.regressions})" + (", accepted" if self.accepted else "")
+        if self.accepted:
+            return "accepted"
+        reason = self.unclean_reason
+        return {"failing or erroring cases": "failing"}.get(reason, reason) or "clean"
+
+    @property
     def unclean_reason(self) -> str:
         """Why the run is not :attr:`clean` ("" when it is)."""
         if self.report.interrupted:
             return "incomplete" if self.report.shards else "interrupted"  # a merged night missing a shard
-        if not self.report.clean:
+        if not self.report.clean and not self.accepted:
             return "failing or erroring cases"
         if self.regressed:
             return "unaccepted regressions"
@@ -144,10 +162,7 @@ def read_history(folder: Path) -> History:
 def read_run(path: Path) -> HistoryRun:
     """One history file; any defect is a UserError naming the file."""
     fix = "delete or move the file (castguard skips it meanwhile)"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise UserError(where=path, problem=f"unreadable history file: {err}", fix=fix) from err
+    data = read_json(path, what="history file", fix=fix)
     if not isinstance(data, dict) or data.get("castguard_history") != HISTORY_SCHEMA:
         found = data.get("castguard_history") if isinstance(data, dict) else None
         raise UserError(
@@ -247,8 +262,10 @@ def _stamp(created: str) -> str:
 
 
 def accept_run(folder: Path, name: str) -> Path:
-    """Mark a stored run as accepted ("latest" = the newest run), so it can be the baseline despite regressions or
-    despite lacking some of its baseline's cases (a partial run: accepting it adopts the smaller case set)."""
+    """Mark a stored run as accepted ("latest" = the newest run), so it can be the baseline despite regressions,
+    despite known failing cases (they stay failing in the baseline; a case that passed and fails later is still
+    a regression), or despite lacking some of its baseline's cases (a partial run: accepting it adopts the smaller
+    case set). An interrupted run is refused: some of its cases never ran."""
     history = read_history(folder)
     if not history.runs:
         raise UserError(where=folder, problem="no readable runs in this history folder", fix="check the path")
@@ -256,15 +273,16 @@ def accept_run(folder: Path, name: str) -> Path:
     if run is None:
         names = ", ".join(r.path.name for r in history.runs[-5:])
         raise UserError(where=folder / name, problem="no such run", fix=f"use 'latest' or one of: {names}")
-    if not run.report.clean:
+    if run.report.interrupted:
         raise UserError(
             where=run.path,
             problem=f"this run cannot be a baseline: {run.unclean_reason} ({run.report.created})",
-            fix="accept a complete run whose cases all pass, or fix the failing cases and run again",
+            fix="accept a complete run (one that was not interrupted), or run again",
         )
-    if run.verdict is None or run.verdict.accepted:
+    if run.accepted:
         return run.path
-    return _write(folder, run.report, replace(run.verdict, accepted=True), path=run.path)
+    verdict = run.verdict if run.verdict is not None else RunVerdict(baseline="", rules=(), regressions=0)
+    return _write(folder, run.report, replace(verdict, accepted=True), path=run.path)
 
 
 def first_seen(change: Change, baseline: Report, history: History, *, since: HistoryRun | None) -> str | None:
@@ -308,6 +326,7 @@ class TrendRun:
     total: int
     max_error: tuple[float | None, ...]  # per family: largest worst_error (inf for overflow/NaN)
     best_share: tuple[float | None, ...]  # per family: largest lowp FLOP share among passing cases
+    mark: str = ""  # how the night fared against its baseline (HistoryRun.mark); "" when not from a history
 
 
 @dataclass(frozen=True)
@@ -317,19 +336,30 @@ class Trend:
     runs: tuple[TrendRun, ...]
 
 
-def trends(reports: Sequence[Report], *, last: int = DEFAULT_TREND_RUNS) -> tuple[Trend, ...]:
-    """Per model, over the last ``last`` reports (oldest first): max error and best passing share per family."""
+def trends(
+    reports: Sequence[Report], *, last: int = DEFAULT_TREND_RUNS, marks: Sequence[str] = ()
+) -> tuple[Trend, ...]:
+    """Per model, over the last ``last`` reports (oldest first): max error and best passing share per family.
+    ``marks``: one per report (:attr:`HistoryRun.mark`), or none."""
     if last < 1:
         raise UserError(where="--last", problem=f"must be >= 1, got {last}", fix="e.g. --last 20")
+    if marks and len(marks) != len(reports):
+        raise ValueError(f"{len(marks)} marks for {len(reports)} reports")
     recent = list(reports)[-last:]
+    recent_marks = list(marks)[-last:] if marks else [""] * len(recent)
     models = dict.fromkeys(m for r in recent for m in r.models)
-    return tuple(_trend(model, recent) for model in models)
+    return tuple(_trend(model, recent, recent_marks) for model in models)
 
 
-def _trend(model: str, reports: Sequence[Report]) -> Trend:
+def history_trends(history: History, *, last: int = DEFAULT_TREND_RUNS) -> tuple[Trend, ...]:
+    """:func:`trends` of a history folder's runs, each marked with how its night fared."""
+    return trends([run.report for run in history.runs], last=last, marks=[run.mark for run in history.runs])
+
+
+def _trend(model: str, reports: Sequence[Report], marks: Sequence[str]) -> Trend:
     families = tuple(sorted({family(c) for r in reports for c in r.cases_of(model)}))
     runs = []
-    for report in reports:
+    for report, mark in zip(reports, marks):
         cases = report.cases_of(model)
         errors, shares = [], []
         for fam in families:
@@ -346,6 +376,7 @@ def _trend(model: str, reports: Sequence[Report]) -> Trend:
                 total=len(cases),
                 max_error=tuple(errors),
                 best_share=tuple(shares),
+                mark=mark,
             )
         )
     return Trend(model=model, families=families, runs=tuple(runs))

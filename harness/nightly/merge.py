@@ -14,6 +14,7 @@ Exit status: 0 when the night is complete and every case passed (or failed as ex
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
@@ -40,7 +41,12 @@ def merge_command(
     session = ReportSession(report_dir=out)
     session.start()
     try:
-        copy_outputs(merged, session.run_dir)
+        try:
+            copy_outputs(merged, session.run_dir)
+        except UserError:  # a full or read-only --out: no half-made run folder is left
+            session.close()
+            shutil.rmtree(session.run_dir, ignore_errors=True)
+            raise
         report = Report.build(
             merged.records,
             created=utc_now(),
@@ -75,6 +81,8 @@ def merge_command(
         or (nightly is not None and nightly.exit_code != 0)
         or finished.error is not None
     )
+    if nightly is not None and nightly.exit_code == 2:  # the baseline could not be read: a usage error
+        code = 2
     return lines, code
 
 

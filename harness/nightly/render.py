@@ -91,7 +91,8 @@ def _lists(comparison: Comparison) -> list[tuple[str, tuple[Key, ...]]]:
             ("New cases (not in the baseline)", comparison.new),
             ("Missing cases (in the baseline, not in this run)", comparison.missing),
             (
-                "Model changed since the baseline (another sha256: not compared; its golden is stale)",
+                "Model changed since the baseline (another sha256: not compared; the next clean run becomes the "
+                "baseline)",
                 comparison.model_changed,
             ),
         )

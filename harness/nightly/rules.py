@@ -20,8 +20,8 @@ The sign says which way is worse and may be left out; a sign that points the wro
 (:func:`parse_rules`); a bad rule raises :class:`~harness.core.errors.UserError` naming it.
 
 Cases are matched by ``(model, case_id, inputs_id)``. New and missing cases are listed; a case whose model
-file changed (another sha256) is listed as "model changed", never judged: its golden is stale and the run
-already fails on that. A change past a rule's threshold in the good direction is an improvement. Nothing
+file changed (another sha256) is listed as "model changed", never judged (until --update-goldens its golden is
+stale and the run already fails on that; after it, the next clean run on the new model becomes the baseline). A change past a rule's threshold in the good direction is an improvement. Nothing
 here renders (see :mod:`harness.nightly.render`).
 """
 
@@ -135,7 +135,10 @@ METRICS: tuple[Metric, ...] = (
     ),
     Metric("kl", "logits: mean KL(softmax(golden) || softmax(obtained)), nats", 1, _logits("kl_mean", max), floor=1e-6),
     Metric(
-        "casts", "Cast nodes in the converted model", 1, lambda r: None if r.cast_count is None else float(r.cast_count)
+        "casts",
+        "Casts the conversion inserted (the model's own Casts are not counted)",
+        1,
+        lambda r: None if r.cast_count is None else float(r.cast_count),
     ),
     Metric(
         "speedup",

@@ -105,26 +105,47 @@ def load_baseline(path: Path) -> tuple[Baseline | None, str]:
         )
     history = read_history(path)
     run = history.latest_clean()
+    if run is None and history.skipped and not history.runs:  # every file unreadable: not "no runs yet"
+        raise UnreadableHistory(
+            where=path,
+            problem=f"every file of the history folder is unreadable ({len(history.skipped)} file(s): "
+            + "; ".join(f"{s.path.name}: {s.reason}" for s in history.skipped[:3])
+            + ("; ..." if len(history.skipped) > 3 else "")
+            + "); there is no baseline to compare with",
+            fix="move the damaged files away (or give --baseline a report.json); an empty folder starts afresh",
+        )
     if run is None:
-        why = "has no runs yet" if not history.runs else f"has no clean run ({history.why_not_clean()})"
+        why = (
+            "has no runs yet"
+            if not history.runs
+            else f"has no clean run ({history.why_not_clean()}); mark known failures with [tool.castguard] xfail "
+            f"/ --xfail PATTERN, or accept the latest night: castguard history {shlex.quote(str(path))} --accept latest"
+        )
         skipped = f" ({len(history.skipped)} unreadable file(s) skipped)" if history.skipped else ""
         return None, f"no baseline: history folder {path} {why}{skipped}; nothing was compared"
     newer = history.after(run)
     passed_over = f"; {len(newer)} newer run(s) not used: {history.why_not_clean(newer)}" if newer else ""
     return (
         Baseline(report=run.report, source=str(run.path), history=history, run=run),
-        f"baseline: {run.path} (latest clean run of {len(history.runs)}: complete, no failing or erroring case"
-        f", no unaccepted regression, every case of its own baseline{passed_over})",
+        f"baseline: {run.path} (latest clean run of {len(history.runs)}: complete, "
+        + ("accepted by a person" if run.accepted else "no failing or erroring case, no unaccepted regression")
+        + f", every case of its own baseline{passed_over})",
     )
+
+
+class UnreadableHistory(UserError):
+    """The history folder has files, but none can be read: a run compared with nothing must not pass as clean."""
 
 
 @dataclass(frozen=True)
 class NightlyOutcome:
     comparison: Comparison | None
     fail_on_regression: bool
+    baseline_error: UserError | None = None  # the baseline could not be read (--fail-on-regression: exit 2)
     history_file: Path | None = None
     history: History | None = None  # as read after this run was stored (for trends)
     notes: tuple[str, ...] = ()
+    history_error: UserError | None = None  # the history folder could not take this run (full, read-only)
 
     @property
     def skipped(self) -> tuple[Skipped, ...]:
@@ -132,7 +153,12 @@ class NightlyOutcome:
 
     @property
     def exit_code(self) -> int:
-        """Non-zero only for regressions under --fail-on-regression."""
+        """Non-zero for regressions under --fail-on-regression (2 when the baseline could not be read), and 1 when
+        the run could not be stored (the history a nightly relies on is missing a run)."""
+        if self.fail_on_regression and self.baseline_error is not None:
+            return 2
+        if self.history_error is not None:
+            return 1
         return self.comparison.exit_code if self.fail_on_regression and self.comparison is not None else 0
 
     def trend_reports(self, *, last: int) -> tuple[Report, ...]:
@@ -140,7 +166,12 @@ class NightlyOutcome:
 
 
 def finish(
-    options: NightlyOptions, baseline: Baseline | None, report: Report, *, notes: Sequence[str] = ()
+    options: NightlyOptions,
+    baseline: Baseline | None,
+    report: Report,
+    *,
+    notes: Sequence[str] = (),
+    baseline_error: UserError | None = None,
 ) -> NightlyOutcome:
     """Compare ``report`` with the baseline and store it in the history folder (when one is set)."""
     comparison = None
@@ -149,17 +180,35 @@ def finish(
         if baseline.history is not None:
             comparison = with_since(comparison, baseline.history, baseline.run)
     stored = history = None
+    error = None
     if options.history is not None:
-        stored = write_run(options.history, report, comparison=comparison)
-        history = read_history(options.history)
+        try:
+            stored = write_run(options.history, report, comparison=comparison)
+            history = read_history(options.history)
+        except UserError as err:  # a full or read-only folder: said once, the run goes on to its report
+            error = UserError(
+                where=options.history,
+                problem=err.problem,
+                fix="free space or make the folder writable, or pass another --history DIR",
+            )
+        except OSError as err:
+            error = UserError(
+                where=options.history,
+                problem=f"the history folder cannot take this run ({err.strerror or err})",
+                fix="make it a writable folder with free space, or pass another --history DIR",
+            )
     elif baseline is not None and baseline.history is not None:
         history = baseline.history
+    if error is not None:
+        notes = (*notes, f"history: this run was NOT stored: {error}")
     return NightlyOutcome(
         comparison=comparison,
         fail_on_regression=bool(options.rules),
         history_file=stored,
         history=history,
         notes=tuple(notes),
+        baseline_error=baseline_error,
+        history_error=error,
     )
 
 
@@ -194,7 +243,11 @@ class NightlyRun:
 
     def __init__(self, options: NightlyOptions) -> None:
         self.options = options
-        self.baseline, note = load_baseline(options.compare_with) if options.compare_with else (None, "")
+        self.baseline_error: UserError | None = None
+        try:
+            self.baseline, note = load_baseline(options.compare_with) if options.compare_with else (None, "")
+        except UnreadableHistory as err:  # said in the summary; exit 2 under --fail-on-regression
+            self.baseline, note, self.baseline_error = None, f"no baseline: {err}", err
         self.note = note
         self.outcome: NightlyOutcome | None = None
         self._report: Report | None = None
@@ -202,7 +255,7 @@ class NightlyRun:
     def decide(self, report: Report) -> NightlyOutcome:
         """Compare ``report`` with the baseline and store it in the history folder; the verdict, kept."""
         notes = tuple(n for n in (self.note, _interrupted_note(report)) if n)
-        self.outcome = finish(self.options, self.baseline, report, notes=notes)
+        self.outcome = finish(self.options, self.baseline, report, notes=notes, baseline_error=self.baseline_error)
         self._report = report
         return self.outcome
 
@@ -215,6 +268,13 @@ class NightlyRun:
     @property
     def exit_code(self) -> int:
         return self.outcome.exit_code if self.outcome is not None else 0
+
+    @property
+    def failing_regressions(self) -> int:
+        """Regressions that fail the run (under --fail-on-regression); 0 when they are only shown."""
+        if not self.exit_code or self.outcome is None or self.outcome.comparison is None:
+            return 0
+        return len(self.outcome.comparison.regressions)
 
     def terminal_lines(self) -> list[str]:
         from harness.nightly.render import comparison_lines, skipped_lines

@@ -32,9 +32,11 @@ def trend_table_text(trends: Sequence[Trend]) -> str:
     """The terminal table of ``castguard history``: one block per model, one row per run (oldest first)."""
     blocks = []
     for trend in trends:
-        head = ["run", "pass"] + [f"max err {f}" for f in trend.families] + [f"best share {f}" for f in trend.families]
+        marked = any(run.mark for run in trend.runs)
+        head = ["run", *(["night"] if marked else []), "pass"]
+        head += [f"max err {f}" for f in trend.families] + [f"best share {f}" for f in trend.families]
         rows = [
-            [run_label(run), f"{run.passed}/{run.total}"]
+            [run_label(run), *([run.mark or "-"] if marked else []), f"{run.passed}/{run.total}"]
             + [fmt_error(e) for e in run.max_error]
             + [fmt_share(s) for s in run.best_share]
             for run in trend.runs
@@ -46,7 +48,9 @@ def trend_table_text(trends: Sequence[Trend]) -> str:
             "  ".join("-" * w for w in widths),
         ]
         lines += [
-            "  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+            "  ".join(
+                cell.rjust(w) if i > int(marked) else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))
+            )
             for row in rows
         ]
         blocks.append("\n".join(lines))

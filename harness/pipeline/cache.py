@@ -20,11 +20,16 @@ prunes it.
 Concurrency (pytest-xdist): each entry is produced under an exclusive :mod:`harness.core.locks` lock on ``<key>.lock``
 (the kernel drops it if its holder dies), so two workers never compute the same entry twice; files are written
 to a temporary name in the same folder and renamed into place, so readers never see a partial file.
+
+The cache is optional: a corrupt entry is rebuilt, and a cache folder that cannot be written (read-only, full, a
+file in its place) is skipped for the rest of the process; each says so once, as a :class:`CacheSkipped` warning,
+and every case goes on without it.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,7 +37,8 @@ from typing import Any, TypeVar
 
 from harness.convert import ConversionResult, Magnitudes
 from harness.core.errors import InputDataError, ModelError, UserError
-from harness.core.files import atomic_write, sha256_file
+from harness.core.files import atomic_write, check_folder_error, not_writable, own_folder, sha256_file
+from harness.core.jsonfile import JsonObject
 from harness.core.locks import held
 from harness.data.keys import SCHEMA_VERSION, code_fingerprint
 from harness.data.onnxfile import (
@@ -49,25 +55,57 @@ from harness.pipeline.cache_size import touch
 T = TypeVar("T")
 
 
+class CacheSkipped(UserWarning):
+    """The cache (optional) could not be used; the run goes on without it. Said once per process and cause."""
+
+
 class ContentCache:
     """Reads and writes cache entries under ``root``; see the module docstring."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.fingerprint = code_fingerprint()
+        self.skipped: UserError | None = check_folder_error(root, what="the cache folder (--cache-dir)")
+        self._said: set[str] = set()
+        if self.skipped is not None:
+            self._warn(self.skipped)
+
+    def _warn(self, err: UserError) -> None:
+        """One warning per kind of problem (not one per case): the cache is skipped, or an entry rebuilt."""
+        if err.problem not in self._said:
+            self._said.add(err.problem)
+            warnings.warn(CacheSkipped(f"castguard cache skipped: {err}"), stacklevel=3)
+
+    def _store(self, path: Path, data: bytes) -> None:
+        """Write an entry; a folder that cannot be written skips the cache from now on (one warning)."""
+        if self.skipped is not None:
+            return
+        try:
+            atomic_write(path, data)
+        except (UserError, OSError) as err:
+            self._skip(err)
+
+    def _skip(self, err: Exception) -> None:
+        if isinstance(err, OSError):
+            err = not_writable(self.root, err) or UserError(where=self.root, problem=str(err), fix="-")
+        assert isinstance(err, UserError)
+        self.skipped = UserError(
+            where=err.where, problem=f"{err.problem}; the run goes on without the cache", fix=err.fix
+        )
+        self._warn(self.skipped)
 
     def magnitudes(self, key: str, make: Callable[[], Magnitudes]) -> tuple[Magnitudes, bool]:
         """The cached magnitudes for ``key``, or ``make()`` them and store them; second item: cache hit."""
         path = self.root / "magnitudes" / f"{key}.json"
-        with self._locked(path):
-            if path.is_file():
+        with self._locked(path) as usable:
+            if usable and path.is_file():
                 touch((path,))  # least-recently-used eviction (harness.pipeline.cache_size) reads mtimes
                 try:
                     return Magnitudes.from_json(path.read_text(encoding="utf-8")), True
-                except (InputDataError, UnicodeDecodeError) as err:
-                    raise self._corrupt(path, err) from err
+                except (InputDataError, UnicodeDecodeError, OSError) as err:
+                    self._warn(self._corrupt(path, err))
             made = make()
-            atomic_write(path, made.to_json().encode())
+            self._store(path, made.to_json().encode())
             return made, False
 
     def json_entry(
@@ -76,19 +114,19 @@ class ContentCache:
         """The JSON object cached under ``folder/key``, or ``make()`` it and store it (None: nothing to keep, e.g. a
         result that may not repeat); second item: cache hit."""
         path = self.root / folder / f"{key}.json"
-        with self._locked(path):
-            if path.is_file():
+        with self._locked(path) as usable:
+            if usable and path.is_file():
                 touch((path,))
                 try:
                     data = json.loads(path.read_text(encoding="utf-8"))
-                except (ValueError, UnicodeDecodeError) as err:
-                    raise self._corrupt(path, err) from err
-                if not isinstance(data, dict):
-                    raise self._corrupt(path, ValueError("not a JSON object"))
-                return data, True
+                except (ValueError, UnicodeDecodeError, OSError) as err:
+                    data = err
+                if isinstance(data, dict):
+                    return data, True
+                self._warn(self._corrupt(path, data if isinstance(data, Exception) else ValueError("not an object")))
             made = make()
             if made is not None:
-                atomic_write(path, json.dumps(made, sort_keys=True).encode())
+                self._store(path, json.dumps(made, sort_keys=True).encode())
             return made, False
 
     def conversion(
@@ -102,54 +140,71 @@ class ContentCache:
         """
         model_path = self.root / "convert" / f"{key}.onnx"
         meta_path = model_path.with_suffix(".json")
-        with self._locked(model_path):
-            if meta_path.is_file():
+        with self._locked(model_path) as usable:
+            if usable and meta_path.is_file():
                 touch((model_path, meta_path, model_path.with_name(model_path.name + ".data")))
-                return self._read_conversion(model_path, meta_path, weights_dir), True
+                try:
+                    return self._read_conversion(model_path, meta_path, weights_dir), True
+                except UserError as err:
+                    self._warn(err)
             made = make()
-            by_reference = made.base_dir is not None and weights_dir is not None and not has_pending_casts(made.model)
-            if by_reference:
-                atomic_write(model_path, made.model.SerializeToString())  # the graph; weights stay at the source
-            else:
-                save_model(made.model, model_path, base_dir=made.base_dir)  # lazy: weights streamed, converted
-            meta = {
-                "schema_version": SCHEMA_VERSION,
-                "low_nodes": list(made.low_nodes),
-                "onnx_sha256": sha256_file(model_path) if by_reference else model_sha256(model_path),
-                "weights": "source" if by_reference else "entry",
-                "high_nodes": [list(pair) for pair in made.high_nodes],
-                "lowp_flop_share": made.lowp_flop_share,
-                "lowp_share_bound": made.lowp_share_bound,
-                "cast_held_share": made.cast_held_share,
-                "cast_count": made.cast_count,
-                "clamped": list(made.clamped),
-            }
-            atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
-            if made.base_dir is None and weights_size(made.model) <= EXTERNAL_DATA_ABOVE:
-                return made, False  # all in memory and in one file
-            return self._read_conversion(model_path, meta_path, weights_dir), False
+            if not usable:
+                return made, False
+            try:
+                return self._store_conversion(made, model_path, weights_dir), False
+            except (UserError, OSError) as err:
+                self._skip(err)
+                return made, False
+
+    def _store_conversion(self, made: ConversionResult, model_path: Path, weights_dir: Path | None) -> ConversionResult:
+        """Write a conversion entry; the result to hand out (lazy and big models: read back from the entry)."""
+        meta_path = model_path.with_suffix(".json")
+        by_reference = made.base_dir is not None and weights_dir is not None and not has_pending_casts(made.model)
+        if by_reference:
+            atomic_write(model_path, made.model.SerializeToString())  # the graph; weights stay at the source
+        else:
+            save_model(made.model, model_path, base_dir=made.base_dir)  # lazy: weights streamed, converted
+        meta = {
+            "schema_version": SCHEMA_VERSION,
+            "low_nodes": list(made.low_nodes),
+            "onnx_sha256": sha256_file(model_path) if by_reference else model_sha256(model_path),
+            "weights": "source" if by_reference else "entry",
+            "high_nodes": [list(pair) for pair in made.high_nodes],
+            "lowp_flop_share": made.lowp_flop_share,
+            "lowp_share_bound": made.lowp_share_bound,
+            "cast_held_share": made.cast_held_share,
+            "cast_count": made.cast_count,
+            "clamped": list(made.clamped),
+            "notes": list(made.notes),
+        }
+        atomic_write(meta_path, json.dumps(meta, sort_keys=True).encode())
+        if made.base_dir is None and weights_size(made.model) <= EXTERNAL_DATA_ABOVE:
+            return made  # all in memory and in one file
+        return self._read_conversion(model_path, meta_path, weights_dir)
 
     def _read_conversion(self, model_path: Path, meta_path: Path, weights_dir: Path | None) -> ConversionResult:
         """The entry, its sha256 (streamed, data file included) checked; big weights stay in their file."""
+        fix = f"delete the cache folder {self.root}; castguard rebuilds it"
+        meta = JsonObject.read(meta_path, what="cache entry", fix=fix)
         try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            by_reference = meta.get("weights") == "source"
+            by_reference = meta.get("weights", str, "entry") == "source"
             if by_reference and weights_dir is None:
                 raise ValueError("the entry reads its weights from the source model's folder, which was not given")
             digest = _sha256_or_none(model_path, graph_only=by_reference)
-            if meta.get("schema_version") != SCHEMA_VERSION or meta["onnx_sha256"] != digest:
+            if meta.get("schema_version", int) != SCHEMA_VERSION or meta.get("onnx_sha256", str) != digest:
                 raise ValueError("schema version or model hash does not match")
             data_dir = weights_dir if by_reference else model_path.parent
             model = load_model(model_path, weights="lazy", data_dir=data_dir, check=False)
             return ConversionResult(
                 model=model,
-                low_nodes=tuple(meta["low_nodes"]),
-                high_nodes=tuple((str(a), str(b)) for a, b in meta["high_nodes"]),
-                lowp_flop_share=float(meta["lowp_flop_share"]),
-                lowp_share_bound=meta.get("lowp_share_bound"),
-                cast_held_share=float(meta.get("cast_held_share", 0.0)),
-                cast_count=int(meta["cast_count"]),
-                clamped=tuple(meta["clamped"]),
+                low_nodes=tuple(meta.items("low_nodes", str)),
+                high_nodes=tuple((str(a), str(b)) for a, b in meta.items("high_nodes", list)),
+                lowp_flop_share=meta.get("lowp_flop_share", float),
+                lowp_share_bound=meta.get("lowp_share_bound", str, None),
+                cast_held_share=meta.get("cast_held_share", float, 0.0),
+                cast_count=meta.get("cast_count", int),
+                clamped=tuple(meta.items("clamped", str)),
+                notes=tuple(meta.items("notes", str, default=[])),
                 base_dir=data_dir if is_lazy(model) else None,
             )
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, ModelError) as err:
@@ -163,10 +218,23 @@ class ContentCache:
         )
 
     @contextmanager
-    def _locked(self, path: Path) -> Iterator[None]:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with held(path.with_suffix(".lock"), what="cache entry lock"):
-            yield
+    def _locked(self, path: Path) -> Iterator[bool]:
+        """Hold the entry's lock; yields whether the cache can be used (False: skipped, no lock taken)."""
+        if self.skipped is None:
+            try:
+                own_folder(self.root)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                lock = held(path.with_suffix(".lock"), what="cache entry lock")
+                lock.__enter__()
+            except OSError as err:
+                self._skip(err)
+            else:
+                try:
+                    yield True
+                finally:
+                    lock.__exit__(None, None, None)
+                return
+        yield False
 
 
 def _sha256_or_none(path: Path, *, graph_only: bool) -> str | None:

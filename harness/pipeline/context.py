@@ -15,9 +15,10 @@ import onnx
 
 from harness.convert import Magnitudes
 from harness.core.liveline import LiveLine
-from harness.data.goldens import Golden
+from harness.data.goldens import Degenerate, Golden
 from harness.data.models import ModelSpec
 from harness.judge.tolerances import TolerancePolicy
+from harness.runners.options import RunnerOptionsTable
 from harness.runners.ort import CPU
 from harness.runners.timing import Clock, TimingConfig
 
@@ -35,6 +36,10 @@ class ModelContext:
     magnitudes: Magnitudes
     magnitudes_key: str
     magnitudes_s: float  # seconds this process spent collecting them (0.0 on a cache hit)
+    degenerate: tuple[Degenerate, ...] = ()  # golden outputs no error can show in (all NaN, constant): every record
+
+
+FIXES_DIR = "fixes"  # under the report folder, beside runs/: keep_runs pruning never touches it
 
 
 @dataclass(frozen=True)
@@ -44,9 +49,12 @@ class CaseSettings:
     tolerances: TolerancePolicy = TolerancePolicy()
     ort_providers: tuple[str, ...] = (CPU,)
     report_dir: Path = Path("castguard-report")
+    fixes_dir: Path = Path("castguard-report") / FIXES_DIR  # printed fix/tune commands' files (never pruned)
     timing: TimingConfig = TimingConfig()
     clock: Clock = time.perf_counter
     trt_build_check: bool = False  # build every converted model with TensorRT (harness.pipeline.build_check)
+    runner_options: RunnerOptionsTable = ()  # --runner-option NAME:key=value, per runner plugin
+    runner_timeout: float | None = None  # a plugin's child process; None: fitted to the model (runners/isolated.py)
     live: LiveLine | None = None  # a live line while a long step runs (None: silent, as under -q)
 
     def step(self, label: str, step: str) -> AbstractContextManager[None]:

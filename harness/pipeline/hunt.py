@@ -30,7 +30,8 @@ from hypothesis.strategies import SearchStrategy
 from harness.convert import ConvertOptions, Magnitudes, convert
 from harness.core.dtypes import BFLOAT16, LOW_TYPES, bf16_to_bits, np_dtype
 from harness.core.errors import InputDataError
-from harness.core.files import atomic_write, atomic_write_text
+from harness.core.files import atomic_write, atomic_write_text, save_npz
+from harness.core.jsonfile import JsonObject
 from harness.data.feeds import Feed, cast_feeds, input_specs, load_feed_file, validate_feeds
 from harness.data.models import model_sha256
 from harness.data.onnxfile import load_model
@@ -122,7 +123,7 @@ def save_finding(outcome: HuntOutcome, judge: PairedRun, *, directory: Path, ste
     npz, sidecar = directory / f"{stem}.npz", directory / f"{stem}.json"
     wide = judge.golden_feed(outcome.feed)
     arrays = {k: bf16_to_bits(v) if v.dtype == BFLOAT16 else v for k, v in wide.items()}
-    atomic_write(npz, lambda handle: np.savez(handle, allow_pickle=False, **arrays))
+    atomic_write(npz, lambda handle: save_npz(handle, arrays))
     command = f"castguard replay {shlex.quote(str(npz))}"
     doc = {
         "schema_version": SCHEMA_VERSION,
@@ -258,14 +259,16 @@ def _tuples(value: Any) -> Any:
 def replay(npz: Path) -> Verdict:
     """Rerun a saved finding: same model (checked by sha256), options, magnitudes, feed and runner."""
     sidecar = npz.with_suffix(".json")
+    fix = "keep the .json that save_finding wrote next to the .npz"
+    doc = JsonObject.read(sidecar, what="finding's sidecar", fix=fix, error=InputDataError)
     try:
-        doc = json.loads(sidecar.read_text())
-        if doc.get("schema_version") != SCHEMA_VERSION:
-            raise ValueError(f"schema_version {doc.get('schema_version')!r}, expected {SCHEMA_VERSION}")
-        model_path = Path(doc["model"])
-        options = ConvertOptions(**{k: _tuples(v) for k, v in doc["options"].items()})
-        policy = TolerancePolicy(**{k: _tuples(v) for k, v in doc["tolerances"].items()})
-        mags = Magnitudes.from_json(json.dumps(doc["magnitudes"])) if doc["magnitudes"] is not None else None
+        if doc.get("schema_version", int) != SCHEMA_VERSION:
+            raise ValueError(f"schema_version {doc.data['schema_version']!r}, expected {SCHEMA_VERSION}")
+        model_path = Path(doc.get("model", str))
+        options = ConvertOptions(**{k: _tuples(v) for k, v in doc.object("options").data.items()})
+        policy = TolerancePolicy(**{k: _tuples(v) for k, v in doc.object("tolerances").data.items()})
+        raw_mags = doc.get("magnitudes", dict, None)
+        mags = Magnitudes.from_json(json.dumps(raw_mags)) if raw_mags is not None else None
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise InputDataError(
             where=sidecar,
@@ -273,7 +276,7 @@ def replay(npz: Path) -> Verdict:
             fix="keep the .json that save_finding wrote next to the .npz",
         ) from err
     model = load_model(model_path)
-    if model_sha256(model_path) != doc["model_sha256"]:
+    if model_sha256(model_path) != doc.get("model_sha256", str):
         raise InputDataError(
             where=model_path,
             problem="the model changed since the finding was saved",
@@ -286,7 +289,7 @@ def replay(npz: Path) -> Verdict:
         converted,
         precision=options.low_precision_type,
         policy=policy,
-        runner=doc["runner"],
+        runner=doc.get("runner", str),
         model_dir=model_path.parent,
     ) as judge:
         return judge(cast_feeds([feed], input_specs(converted))[0])

@@ -84,10 +84,12 @@ def plan_session(config: HarnessConfig, *, bundled_dir: Path) -> SessionPlan:
     def mine(model: str, case: Case) -> bool:
         return shard_work is None or shard_work.runs(model, case.id)
 
+    candidates = candidate_cases(config, models)
     return SessionPlan(
         models=models,
         shard_work=shard_work,
-        cases=tuple(SweepCase(n, c) for n in models for c in sweep_cases if mine(n, c)),
+        cases=tuple(SweepCase(n, c) for n in models for c in sweep_cases if mine(n, c))
+        + tuple(c for c in candidates if shard_work is None or mine(c.model, sweep_cases[0])),  # with its first case
         tuned_cases=tuple(SweepCase(n, c) for n in models for c in tuned if mine(n, c)),
         trt_build_check=build_check_enabled(config.trt_build_check),
     )
@@ -162,6 +164,29 @@ def default_recipe(
     return InputRecipe(
         seed=config.seed, iterations=config.iterations, val_ranges=options.val_ranges, input_shapes=options.input_shapes
     ), False
+
+
+def candidate_cases(config: HarnessConfig, models: Mapping[str, LoadedModel]) -> tuple[SweepCase, ...]:
+    """``--candidate KEY=FILE``: one case per runner for each loaded model that has a candidate, its signature
+    checked against the FP32 model's first (a mismatch is one error naming both)."""
+    from harness.convert.dispatch import check_candidate
+    from harness.convert.plugins import CANDIDATE
+
+    cases = []
+    for key, path in config.candidates:
+        if key not in models:
+            if config.shard is None:
+                raise UserError(
+                    where=f"--candidate {key}={path}",
+                    problem=f"no model of this run has the key {key!r}",
+                    fix="use one of the run's model keys: " + ", ".join(sorted(models)),
+                )
+            continue
+        precision = check_candidate(models[key].model, models[key].spec.path, path)
+        for runner in config.sweep.runners:
+            case = Case(converter=CANDIDATE, candidate=str(path), runner=runner, precision=precision)
+            cases.append(SweepCase(key, case))
+    return tuple(cases)
 
 
 def tuned_case(precision: str) -> Case:

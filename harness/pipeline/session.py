@@ -20,16 +20,26 @@ from pathlib import Path
 from typing import Literal, cast
 
 from harness.config import HarnessConfig
-from harness.core.errors import GoldenRunFailed, RunnerError, RunnerUnavailable, UserError
+from harness.core.errors import (
+    DiskFull,
+    GoldenError,
+    GoldenRunFailed,
+    NotWritable,
+    RunnerError,
+    RunnerUnavailable,
+    UserError,
+)
 from harness.core.providers import CPU
 from harness.data.drift import check_golden_provenance, installed_versions
-from harness.data.goldens import Golden, GoldenStore, ensure_golden, rerun_command
+from harness.data.golden_usage import with_usage
+from harness.data.goldens import Golden, GoldenStore, degenerate, ensure_golden, rerun_command
 from harness.data.keys import content_key, feeds_digest
 from harness.data.recipes import describe_inputs
 from harness.judge.compare import CompareResult, Tolerance, compare_iterations
 from harness.pipeline.cache import ContentCache
 from harness.pipeline.case import SWEEP_STEPS, CaseSettings, ModelContext, Step, begin, finish_case
 from harness.pipeline.caserun import CaseEnv, CaseRun, Stop
+from harness.pipeline.context import FIXES_DIR
 from harness.pipeline.dedup import SameModels
 from harness.pipeline.golden_notes import golden_run_failed, non_finite_note
 from harness.pipeline.plan import LoadedModel, SessionPlan, SweepCase, default_recipe, plan_session, tuned_case
@@ -80,6 +90,7 @@ class AccuracySession:
         cache: ContentCache,
         strict_provenance: bool = False,
         output_dir: Path | None = None,
+        suite: bool = True,
     ) -> None:
         """Hold a planned run (:func:`harness.pipeline.plan.plan_session`); no I/O here: see :meth:`open`."""
         self.config = config
@@ -89,6 +100,7 @@ class AccuracySession:
         self.tuned_cases = list(plan.tuned_cases)
         self.shard_work = plan.shard_work
         self.output_dir = output_dir or config.report_dir  # this run's folder for saved outputs
+        self.suite = suite  # the packaged suite's session (False: the castguard fixture's, whose tests are the user's)
         # the run this session belongs to (every xdist worker of one run shares it); stamped on goldens it writes
         self.run_id = self.output_dir.name if is_run_id(self.output_dir.name) else None
         self.strict_provenance = strict_provenance  # --strict-provenance: golden version drift is an error
@@ -98,12 +110,16 @@ class AccuracySession:
             tolerances=config.tolerances,
             ort_providers=config.ort_providers,
             report_dir=self.output_dir,
+            fixes_dir=config.report_dir / FIXES_DIR,
             trt_build_check=plan.trt_build_check,
+            runner_options=config.runner_options,
+            runner_timeout=config.runner_timeout,
         )
         self._goldens: dict[str, Golden] = {}
         self._contexts: dict[str, ModelContext] = {}
         self._updated: set[str] = set()
         self.golden_failures: dict[str, GoldenRunFailed] = {}  # models whose golden onnxruntime could not make
+        self._unwritable: dict[str, DiskFull | NotWritable] = {}  # models whose golden could not be written
         self.same_models = SameModels()  # identical converted models run once per process
 
     @classmethod
@@ -114,6 +130,7 @@ class AccuracySession:
         bundled_dir: Path,
         strict_provenance: bool = False,
         output_dir: Path | None = None,
+        suite: bool = True,
     ) -> AccuracySession:
         """Plan the run (load its models, make their feeds, list its cases) and hold it."""
         return cls(
@@ -122,6 +139,7 @@ class AccuracySession:
             cache=ContentCache(config.cache_dir),
             strict_provenance=strict_provenance,
             output_dir=output_dir,
+            suite=suite,
         )
 
     def golden(self, name: str, *, allow_update: bool) -> tuple[Golden, Path | None]:
@@ -129,24 +147,43 @@ class AccuracySession:
         loaded = self.models[name]
         if name in self.golden_failures:  # onnxruntime failed on this model once: one error per model
             raise self.golden_failures[name]
+        if name in self._unwritable:  # its golden could not be written: said in full once, then one line
+            said = self._unwritable[name]
+            raise GoldenError(
+                where=said.where,
+                problem=f"no golden: {said.problem.split(';')[0]} (said in full once)",
+                fix="see the first error of this run",
+            )
         update = allow_update and self.config.update_goldens and name not in self._updated
         if name in self._goldens and not update:
             return self._goldens[name], None
         try:
             golden, written = ensure_golden(
-                self.store,
-                loaded.spec,
-                loaded.recipe,
-                update=update,
-                produce=lambda: produce_golden(loaded, run_id=self.run_id),
+                self.store, loaded.spec, loaded.recipe, update=update, produce=lambda: self._produce(name)
             )
         except GoldenRunFailed as err:
             self.golden_failures[name] = err
+            raise
+        except (DiskFull, NotWritable) as err:  # the whole paragraph once; then one line per case
+            self._unwritable[name] = err
             raise
         if update:
             self._updated.add(name)
         self._goldens[name] = golden
         return golden, written
+
+    def _produce(self, name: str) -> Golden:
+        """A new golden of model ``name``; the packaged suite's sidecar lists the cases and tests of this run that
+        use it (a golden the castguard fixture writes is used by the user's own tests, which the sidecar does not
+        name)."""
+        if not self.suite:
+            return produce_golden(self.models[name], run_id=self.run_id)
+        cases = [c for c in (*self.cases, *self.tuned_cases) if c.model == name]
+        tests = [f"test_fp32_golden[{name}]"]
+        tests += [f"test_low_precision[{c.id}]" for c in self.cases if c.model == name]
+        tests += [f"test_tuned[{c.id}]" for c in self.tuned_cases if c.model == name]
+        golden = produce_golden(self.models[name], run_id=self.run_id)
+        return with_usage(golden, cases=[c.case.id for c in cases], tests=tests)
 
     def rerun(self, loaded: LoadedModel, *flags: str) -> str:
         """The command that reruns this model with its inputs (a bundled model's own inputs go without saying)."""
@@ -220,6 +257,7 @@ class AccuracySession:
             magnitudes=magnitudes,
             magnitudes_key=key,
             magnitudes_s=seconds,
+            degenerate=degenerate(golden.outputs),
         )
         return self._contexts[name], True
 

@@ -17,7 +17,6 @@ statistics and the report can put the tuned plan on the error-vs-share plot.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any, cast
 from harness.convert import ConversionResult
 from harness.core.errors import UserError
 from harness.core.files import atomic_write_text, safe_component
+from harness.core.jsonfile import JsonObject, json_type
 from harness.pipeline.case import TUNED_STEPS
 from harness.pipeline.caserun import Converted, Stop, Tuned
 from harness.pipeline.context import ModelContext
@@ -46,20 +46,18 @@ def plan_path(session: AccuracySession, sweep_case: SweepCase) -> Path:
     )
 
 
-def _stored(path: Path) -> dict[str, object] | None:
+def _stored(path: Path) -> JsonObject | None:
+    """The stored plan, its fields checked for type (:mod:`harness.core.jsonfile`); None when there is none."""
     if not path.is_file():
         return None
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(doc.get("kept_fp32"), list):
-            raise ValueError("no kept_fp32 list")
-        return cast(dict[str, object], doc)
-    except (OSError, ValueError) as err:
-        raise UserError(
-            where=path,
-            problem=f"unreadable tuned plan ({err})",
-            fix="rewrite it: pytest --model ... --tune --update-goldens",
-        ) from None
+    fix = "rewrite it: pytest --model ... --tune --update-goldens"
+    doc = JsonObject.read(path, what="tuned plan", fix=fix)
+    doc.items("kept_fp32", str)
+    for node, why in doc.object("why", optional=True).data.items():
+        if not isinstance(why, str):
+            raise doc.fail(f"why.{node}", f"is {json_type(why)}, expected a string")
+    doc.get("model_sha256", str, "")
+    return doc
 
 
 def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
@@ -148,15 +146,15 @@ def _first_tune(job: TuneJob) -> Tuned:
     return job.tuned(outcome.conversion, kept, meets_bound=True, notes=tuple(notes))
 
 
-def _check_stored(job: TuneJob, stored: dict[str, object]) -> Tuned:
+def _check_stored(job: TuneJob, stored: JsonObject) -> Tuned:
     """A stored plan: measure it on the current model; it passes while it meets its bound, else re-tune."""
     present = {n.name for n in job.setup.convert(()).model.graph.node}
-    old_kept = [str(n) for n in cast(list[object], stored["kept_fp32"])]
+    old_kept = stored.items("kept_fp32", str)
     check = Oracle(job.setup, budget=1).evaluate([n for n in old_kept if n in present])
     gone = [n for n in old_kept if n not in present]
     notes = [f"stored plan names nodes this model no longer has: {', '.join(gone)}"] if gone else []
     if check.passed:
-        why = cast(dict[str, str], stored.get("why", {}))
+        why = cast(dict[str, str], stored.object("why", optional=True).data)
         kept = tuple(
             (n, why.get(n, "") or f"kept by the stored plan {job.path.name}") for n in old_kept if n in present
         )
@@ -178,7 +176,7 @@ def _check_stored(job: TuneJob, stored: dict[str, object]) -> Tuned:
 
 def _missed_message(
     job: TuneJob,
-    stored: dict[str, object],
+    stored: JsonObject,
     check: Evaluation,
     outcome: TuneOutcome,
     *,
@@ -188,7 +186,7 @@ def _missed_message(
     worst = check.measurement.worst_output()
     path, bound = job.path, job.settings.bound
     return (
-        f"{job.label}: the tuned plan {path} (model {str(stored.get('model_sha256', ''))[:12]}) "
+        f"{job.label}: the tuned plan {path} (model {stored.get('model_sha256', str, '')[:12]}) "
         f"no longer meets its bound on this model version ({job.sha256[:12]}): output {worst!r} "
         f"error {check.measurement.error_of(worst):.3g} > {bound.limit(worst):.3g}\n"
         f"  move to FP32: {', '.join(move) or '(none: the re-tuned plan keeps other nodes)'}"

@@ -3,10 +3,13 @@
 Loaded through the ``pytest11`` entry point. With ``--model`` and no explicit test paths, pytest collects
 only the packaged accuracy suite (``harness/plugin/suite/test_castguard.py``; with ``-m adversarial`` also the
 Hypothesis search ``harness/plugin/suite/test_adversarial.py``), so ``pytest --model mnist.onnx`` works in any
-repository. The run's state is one :class:`harness.conductor.CastguardRun` in ``config.stash[RUN_KEY]`` (config,
-accuracy session, report session, nightly run, shard); the hooks only call it:
+repository. The plugin's state is one :class:`PluginState` in ``config.stash[STATE_KEY]``; the run's state is its
+:class:`harness.conductor.CastguardRun` (config, accuracy session, report session, nightly run, shard), built only
+when castguard is used (a castguard option, or the ``castguard`` fixture: :func:`ensure_run`), so that other
+projects' pytest runs do not load castguard's machinery; the hooks only call it:
 
-* ``pytest_configure``: build it (usage errors stop pytest), ``start()``, point pytest at the suite;
+* ``pytest_configure``: with a castguard option, build it (usage errors stop pytest), ``start()``, point pytest
+  at the suite;
 * ``pytest_generate_tests``: ``castguard_model`` x models, ``castguard_case`` x (models x sweep cases),
   ``castguard_tuned_case`` x (models x precisions) with ``--tune``;
 * ``pytest_runtest_makereport``: a suite test's :class:`CaseRecord` (held by :func:`castguard_record`) is settled
@@ -32,9 +35,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.core.liveline import LiveLine
-from harness.options import add_nightly_options, add_options
+from harness.options import options_given
+from harness.plugin.aliases import add_namespaced, add_short_forms, header_line
 from harness.plugin.nodeids import case_param, is_case
-from harness.plugin.state import RUN_KEY
+from harness.plugin.rootdir import correct_rootdir
+from harness.plugin.state import current_run as _run
+from harness.plugin.state import ensure_run, state
 
 if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin import
     from harness.conductor import CastguardRun, Section
@@ -70,27 +76,46 @@ def suite_arg(arg: str, *, invocation_dir: Path) -> str:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("castguard", "castguard: mixed-precision ONNX accuracy")
-    add_options(group.addoption)
-    add_nightly_options(group.addoption)
+    """``--castguard-NAME`` for every option; the short ``--NAME`` forms come once conftests have had their say."""
+    add_namespaced(parser)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    """``--model PATH`` (space form) must not move pytest's rootdir: see :mod:`harness.plugin.rootdir`."""
-    from harness.plugin.rootdir import correct_rootdir
-
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> Generator[None, None, None]:
+    """Before the initial conftests: ``--model PATH`` (space form) must not move pytest's rootdir (see
+    :mod:`harness.plugin.rootdir`). After them: the short option names nobody else owns (:mod:`.aliases`)."""
     correct_rootdir(early_config, args)
+    yield
+    state(early_config).owned_elsewhere = add_short_forms(parser)
 
 
-def _run(config: pytest.Config) -> CastguardRun | None:
-    return config.stash.get(RUN_KEY, None)
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Said once: the short option names castguard left to another plugin or conftest."""
+    return header_line(state(config).owned_elsewhere)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """The run is built now only when a castguard option was given; otherwise on first use of the ``castguard``
+    fixture (:func:`ensure_run`), so that a project that does not use castguard pays nothing for it (issue 34.2)."""
     config.addinivalue_line("markers", "adversarial: castguard's Hypothesis search for low-precision failures")
-    config.stash[RUN_KEY] = run = _configured_run(config)
+    _prepare(config)
+
+
+def _prepare(config: pytest.Config) -> None:
+    """Leave the run's builder in the plugin state; build the run now when a castguard option was given."""
+    state(config).build = _build_run
+    if options_given(config.option):
+        ensure_run(config)
+
+
+def _build_run(config: pytest.Config) -> CastguardRun:
+    """Build and start this process's run (:func:`harness.plugin.state.ensure_run` calls it on first need)."""
+    run = _configured_run(config)
+    state(config).run = run
     _start(config, run)
+    return run
 
 
 def _live_line(config: pytest.Config) -> LiveLine | None:
@@ -113,6 +138,7 @@ def _live_line(config: pytest.Config) -> LiveLine | None:
 def _start(config: pytest.Config, run: CastguardRun) -> None:
     """Start the run; a shard registers its hooks; with models, pytest is pointed at the suite."""
     run.start()
+    config.pluginmanager.register(FailedTests(run), "castguard-failed-tests")
     if run.session is not None:
         run.session.settings = replace(run.session.settings, live=_live_line(config))
     if run.shard is not None:
@@ -167,12 +193,44 @@ def pytest_configure_node(node: object) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
     """pytest-xdist, controller: the number of sweep cases this run selected (every worker collects them all)."""
-    node.config.stash[RUN_KEY].plan_cases([case_param(i) for i in ids if is_case(i)])  # type: ignore[attr-defined]
+    run = _run(node.config)  # type: ignore[attr-defined]
+    if run is not None:
+        run.plan_cases([case_param(i) for i in ids if is_case(i)])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Sweep cases matching ``[tool.castguard] xfail`` / ``--xfail`` are expected to fail (xfail/xpass)."""
+    for item in items:
+        _mark_expected_failure(item, _run(config))
+
+
+def _mark_expected_failure(item: pytest.Item, run: CastguardRun | None) -> None:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    case = params.get("castguard_case") or params.get("castguard_tuned_case")
+    if run is None or case is None or not run.config.xfail:
+        return
+    from harness.sweep.expected import expected_failure, xfail_reason
+
+    pattern = expected_failure(case.model, case.case.id, run.config.xfail)
+    if pattern is not None:
+        item.add_marker(pytest.mark.xfail(reason=xfail_reason(pattern), strict=False))
+
+
+class FailedTests:
+    """Failed tests that are not sweep cases go to the run (its banner, a shard's merge); under xdist the
+    controller sees every worker's reports."""
+
+    def __init__(self, run: CastguardRun) -> None:
+        self.run = run
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed and not is_case(report.nodeid):
+            self.run.test_failed(report.nodeid.split("::")[-1])
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    run = session.config.stash[RUN_KEY]
-    if not run.is_worker and session.items:
+    run = _run(session.config)
+    if run is not None and not run.is_worker and session.items:
         run.plan_cases([case_param(item.nodeid) for item in session.items if is_case(item.nodeid)])
 
 
@@ -204,7 +262,7 @@ def castguard_session(request: pytest.FixtureRequest) -> AccuracySession:
 @pytest.fixture
 def castguard_record(request: pytest.FixtureRequest) -> Callable[[CaseRecord], None]:
     """Call it with the test's CaseRecord; the record goes into the report once pytest has judged the test."""
-    return lambda case_record: request.config.stash[RUN_KEY].hold(request.node.nodeid, case_record)
+    return lambda case_record: ensure_run(request.config).hold(request.node.nodeid, case_record)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -223,17 +281,21 @@ def _settle(item: pytest.Item, report: pytest.TestReport) -> None:
     from harness.plugin.fixture import golden_written_is_no_expected_failure
 
     golden_written_is_no_expected_failure(item, report)
-    if report.when == "call" or (report.when == "setup" and report.failed):
+    run = _run(item.config)
+    if run is not None and (report.when == "call" or (report.when == "setup" and report.failed)):
         strict_xpass = report.failed and str(report.longrepr).startswith("[XPASS(strict)]")
         case_id = case_param(item.nodeid) if is_case(item.nodeid) else None
-        item.config.stash[RUN_KEY].settle(
-            item.nodeid, expected_failure=hasattr(report, "wasxfail") or strict_xpass, case_id=case_id
-        )
+        run.settle(item.nodeid, expected_failure=hasattr(report, "wasxfail") or strict_xpass, case_id=case_id)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop or session.shouldfail)
-    session.exitstatus = session.config.stash[RUN_KEY].finish(int(session.exitstatus), interrupted=interrupted)
+    run = _run(session.config)
+    if run is not None:
+        session.exitstatus = run.finish(int(session.exitstatus), interrupted=_interrupted(session))
+
+
+def _interrupted(session: pytest.Session) -> bool:
+    return session.exitstatus == pytest.ExitCode.INTERRUPTED or bool(session.shouldstop or session.shouldfail)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -243,12 +305,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for section in terminalreporter.config.stash[RUN_KEY].terminal_sections():
-        _write(terminalreporter, section)
+    run = _run(terminalreporter.config)
+    _write(terminalreporter, run.terminal_sections() if run is not None else [])
 
 
-def _write(terminalreporter: pytest.TerminalReporter, section: Section) -> None:
-    if section.title:
-        terminalreporter.write_sep("-", section.title)
-    for line in section.lines:
-        terminalreporter.write_line(line)
+def _write(terminalreporter: pytest.TerminalReporter, sections: list[Section]) -> None:
+    """The sections as pytest prints its own: ``-q`` drops the separators (the lines stay: they say why a run
+    failed), ``-qq`` prints nothing (the exit status and the report files say the rest)."""
+    verbosity = int(terminalreporter.config.option.verbose)
+    if verbosity <= -2:
+        return
+    for section in sections:
+        if section.title and verbosity >= 0:
+            terminalreporter.write_sep("-", section.title)
+        for line in section.lines:
+            terminalreporter.write_line(line)

@@ -21,17 +21,18 @@ Bad input (a missing model, inputs that do not fit it) fails the test with castg
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import pytest
 
-from harness.plugin.state import RUN_KEY
+from harness.plugin.state import current_run, ensure_run, state
 
 if TYPE_CHECKING:
     from harness.check import Checker, CheckResult, Inputs
 
 FIXTURE_RUN_ID = "castguard_fixture_run_id"
+FIXTURE_USED = "castguard_fixture_used"  # an xdist worker's workeroutput: a test there used the fixture
 T = TypeVar("T")
 
 
@@ -55,11 +56,15 @@ class CastguardFixture:
         runner: str | None = None,
         inputs: Inputs = None,
         key: str | None = None,
+        converter: str = "castguard",
+        candidate: str | os.PathLike[str] | None = None,
         strict: bool = False,
+        runner_options: Mapping[str, Mapping[str, object]] | None = None,
     ) -> CheckResult:
-        """One case: convert, run on ``runner``, compare with the FP32 golden (see :meth:`Checker.check`).
-        ``strict=True``: a case that does not pass fails the test here, with :meth:`CheckResult.explain` as the
-        message (a skipped case skips it), so no ``assert`` can be forgotten."""
+        """One case: convert (or take ``candidate``, a model you converted), run on ``runner``, compare with the
+        FP32 golden (see :meth:`Checker.check`). ``strict=True``: a case that does not pass fails the test here,
+        with :meth:`CheckResult.explain` as the message (a skipped case skips it), so no ``assert`` can be
+        forgotten."""
         return self._judged(
             strict,
             self._guard(
@@ -73,6 +78,9 @@ class CastguardFixture:
                     runner=runner,
                     inputs=inputs,
                     key=key,
+                    converter=converter,
+                    candidate=candidate,
+                    runner_options=runner_options,
                 )
             ),
         )[0]
@@ -90,6 +98,7 @@ class CastguardFixture:
         inputs: Inputs = None,
         key: str | None = None,
         strict: bool = False,
+        runner_options: Mapping[str, Mapping[str, object]] | None = None,
     ) -> list[CheckResult]:
         """Every combination of the settings; one result per case (see :meth:`Checker.sweep`). ``strict=True``:
         after every case ran, the test fails with the explanation of each case that did not pass."""
@@ -106,6 +115,7 @@ class CastguardFixture:
                     runners=runners,
                     inputs=inputs,
                     key=key,
+                    runner_options=runner_options,
                 )
             ),
         )
@@ -168,7 +178,7 @@ def _checker(config: pytest.Config) -> Checker:
     """This process's checker, from the run object (its report session is made on first use: see the module
     docstring); an xdist worker writes into the run id its controller reserved."""
     workerinput = getattr(config, "workerinput", None)
-    run = config.stash[RUN_KEY]
+    run = ensure_run(config)
     run_id = workerinput.get(FIXTURE_RUN_ID) if workerinput else None
     if workerinput is not None and not run_id and run.report is None:
         _fail("castguard: this xdist worker got no run id from its controller (castguard is not loaded there?)")
@@ -180,21 +190,34 @@ def castguard(request: pytest.FixtureRequest) -> CastguardFixture:
     """castguard's checks for this test: ``castguard.check(model, precision=..., inputs=...)`` and
     ``castguard.sweep(model, precisions=[...], data_max=[...])``; every case goes into the run's report once
     pytest has judged the test (the main plugin settles it: xfail/xpass)."""
-    node, run = request.node, request.config.stash[RUN_KEY]
+    node, run = request.node, ensure_run(request.config)
+    workeroutput = getattr(request.config, "workeroutput", None)  # an xdist worker: tell the controller
+    if workeroutput is not None:
+        workeroutput[FIXTURE_USED] = True
     return CastguardFixture(_checker(request.config).recording(lambda record: run.hold(node.nodeid, record)), node)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: object) -> None:
-    """pytest-xdist, controller without --model: reserve a run id for the workers' fixture records."""
-    run = node.config.stash[RUN_KEY]  # type: ignore[attr-defined]
-    if run.report is not None:
+    """pytest-xdist, controller without --model: reserve a run id for the workers' fixture records (the run
+    itself is only built if a worker used the fixture: :func:`pytest_testnodedown`)."""
+    config = node.config  # type: ignore[attr-defined]
+    run = current_run(config)
+    if run is not None and run.report is not None:
         return
-    if run.reserved_run_id is None:
-        from harness.report.runs import new_run_id
+    plugin_state = state(config)
+    if plugin_state.reserved_run_id is None:
+        from harness.core.runid import new_run_id
 
-        run.reserved_run_id = new_run_id()
-    node.workerinput[FIXTURE_RUN_ID] = run.reserved_run_id  # type: ignore[attr-defined]
+        plugin_state.reserved_run_id = new_run_id()
+    node.workerinput[FIXTURE_RUN_ID] = plugin_state.reserved_run_id  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """pytest-xdist, controller: a worker that used the fixture says so in its ``workeroutput``."""
+    if getattr(node, "workeroutput", {}).get(FIXTURE_USED):
+        state(node.config).fixture_used = True  # type: ignore[attr-defined]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -202,11 +225,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Controller of an xdist run without --model: when workers wrote fixture cases, this process owns the run's
     report (the main plugin's sessionfinish, next, builds and writes it); the nightly options apply to it."""
     config = session.config
-    if _is_worker(config):
+    plugin_state = state(config)
+    reserved = plugin_state.reserved_run_id
+    if _is_worker(config) or reserved is None:
         return
-    run = config.stash[RUN_KEY]
-    reserved = run.reserved_run_id
-    if run.report is None and reserved is not None:
+    run = ensure_run(config) if plugin_state.fixture_used else plugin_state.run
+    if run is not None and run.report is None:
         from harness.report.collect import CASES_DIR
         from harness.report.runs import run_dir
 

@@ -11,6 +11,9 @@ asks pytest's own :func:`~_pytest.config.findpaths.determine_setup` again with t
 option values removed), and when that gives another rootdir or ini file it installs that one, with its
 ``addopts`` and ``pythonpath``, exactly as pytest would have done for the ``=`` form. Everything later (conftests,
 ``.pytest_cache``, node ids, the ``rootdir:`` header line) then uses it.
+
+pytest has no public way to do this, so the private attributes it writes are fenced: pyproject bounds pytest to
+``>=8.0,<10`` and tests/unit/plugin/test_pytest_fence.py checks, on the installed pytest, that each one is there.
 """
 
 from __future__ import annotations
@@ -23,6 +26,20 @@ from typing import Any
 
 import pytest
 from _pytest.config.findpaths import determine_setup
+
+from harness.plugin.aliases import space_form_values
+
+
+def drop_option_values(config: pytest.Config, args: list[str]) -> None:
+    """Take castguard's ``--opt VALUE`` values out of the early parse's test paths: castguard's short option names
+    are only added after the initial conftests (:mod:`harness.plugin.aliases`), so until then pytest reads
+    ``--model PATH`` as an unknown flag and a test path (and would look for conftests beside the model)."""
+    ns = config.known_args_namespace
+    paths = [str(p) for p in ns.file_or_dir]
+    for value in space_form_values(args):
+        if value in paths:
+            paths.remove(value)
+    ns.file_or_dir = paths
 
 
 def _setup_without_option_values(config: pytest.Config) -> tuple[Path, Path | None, Any, Any]:
@@ -53,6 +70,7 @@ def correct_rootdir(config: pytest.Config, args: list[str]) -> Path | None:
 
     Nothing changes when the user chose them (``--rootdir``, ``-c``) or when the option values did not move them.
     """
+    drop_option_values(config, args)
     ns = config.known_args_namespace
     if getattr(ns, "rootdir", None) or getattr(ns, "inifilename", None):
         return None
@@ -85,6 +103,7 @@ def correct_rootdir(config: pytest.Config, args: list[str]) -> Path | None:
     config.pluginmanager.consider_preparse(new_addopts, exclude_only=False)  # -p NAME / -p no:NAME in them
     if args != before:  # the right ini's addopts: parse them as pytest would have
         config.known_args_namespace = ns = config._parser.parse_known_args(args, namespace=copy.copy(config.option))
+        drop_option_values(config, args)
     for path in old_paths:
         if path in sys.path:
             sys.path.remove(path)

@@ -7,8 +7,8 @@ Here:
 
 * a shard with no work deselects the packaged suite's placeholder items and ends with exit status 0 instead of
   pytest's 5 ("no tests collected"): it passes, and says so;
-* failed tests that are not sweep cases (a golden check, an adversarial search) are handed to the run, so the
-  merged report can name them.
+* failed tests that are not sweep cases (a golden check, an adversarial search) reach the run through the main
+  plugin (:class:`harness.plugin.FailedTests`), so the merged report can name them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from harness.conductor import CastguardRun
-from harness.plugin.nodeids import is_case
 
 
 class ShardPlugin:
@@ -37,10 +36,6 @@ class ShardPlugin:
         if idle:
             config.hook.pytest_deselected(items=idle)
             items[:] = [item for item in items if item.path not in self.suite_files]
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.failed and not is_case(report.nodeid):
-            self.run.test_failed(report.nodeid.split("::")[-1])
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

@@ -24,15 +24,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.core.errors import DiskFull, UserError
-from harness.core.files import disk_full, safe_component
+from harness.core.files import disk_full, own_folder, safe_component
 from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now, write_report
 from harness.report.format import completion_text, counts_text
 from harness.report.io import render_report, report_paths, write_shard_marker
 from harness.report.model import ShardInfo
-from harness.report.provenance import with_case_runners
+from harness.report.provenance import with_case_converters, with_case_runners
 from harness.report.runs import (
     DEFAULT_KEEP_RUNS,
     RUNS_DIR,
+    SUPERSEDED,
     ActiveRun,
     mark_superseded,
     new_run_id,
@@ -57,6 +58,7 @@ class FinishedReport:
     published: ReportPaths | None = None
     pruned: int = 0
     error: UserError | None = None
+    stale_note: str = ""  # with ``error``: what became of the previous published report
 
     @property
     def paths(self) -> ReportPaths:
@@ -74,15 +76,16 @@ class FinishedReport:
         if self.error is not None:
             counts = counts_text(self.report.counts())
             done = counts if self.report.complete else f"{completion_text(self.report)} ({counts})"
-            return f"castguard: {done}; the report was not written: {self.error}"
+            note = f"\n  {self.stale_note}" if self.stale_note else ""
+            return f"castguard: {done}; the report was not written: {self.error}{note}"
         if self.published is None:
             return (
                 f"castguard: {completion_text(self.report)} ({counts_text(self.report.counts())}); partial "
                 f"report: {shown(self.run_paths.markdown)}; the previous complete report (if any) is kept, marked as not the "
                 "latest run"
             )
-        same = self.view.reused
-        shared = f" ({same} share another case's converted model, not run again)" if same else ""
+        same = self.view.shared_models
+        shared = f" ({same} share another case's converted model)" if same else ""
         return (
             f"castguard: {counts_text(self.report.counts())}{shared}; report: {shown(self.published.markdown)}, "
             f"{self.published.html.name}, {self.published.json.name}"
@@ -105,12 +108,14 @@ class ReportSession:
 
     def start(self) -> None:
         """Called once per run by the owning process: create and lock this run's folder."""
+        own_folder(self.report_dir)
         self._active.acquire()
 
     def add(self, record: CaseRecord) -> None:
         """Append one settled record to this process's case file."""
         line = json.dumps(record_to_dict(record), allow_nan=False) + "\n"
         try:
+            own_folder(self.report_dir)
             self.cases_file.parent.mkdir(parents=True, exist_ok=True)
             with open(self.cases_file, "a", encoding="utf-8") as handle:
                 handle.write(line)
@@ -143,6 +148,7 @@ class ReportSession:
             self.close()
             return None
         provenance = with_case_runners(provenance, [r.case.runner for r in records])
+        provenance = with_case_converters(provenance, [r.case.converter for r in records])
         return Report.build(
             records,
             created=utc_now(),
@@ -158,11 +164,9 @@ class ReportSession:
         disk (now, or when a case record was written) writes nothing: the result's ``error`` says where."""
         if self._error is not None:
             self.close()
-            return FinishedReport(
-                report=report, run_paths=report_paths(self.run_dir), view=report_view(report), error=self._error
-            )
+            return self._unwritten(report, report_view(report), self._error)
+        view = report_view(report)
         try:
-            view = report_view(report)
             pages = render_report(view, extra_md=extra_md, extra_html=extra_html)  # drawn once, written twice
             run_paths = write_report(report, self.run_dir, rendered=pages)
             published = None
@@ -174,14 +178,42 @@ class ReportSession:
             else:  # the published report must not pass for this run's
                 self.supersede(created=report.created, why=f"did not complete ({completion_text(report)})")
             shutil.rmtree(self.run_dir / CASES_DIR, ignore_errors=True)  # merged into report.json
-        except DiskFull as err:
-            return FinishedReport(report=report, run_paths=report_paths(self.run_dir), view=view, error=err)
+        except UserError as err:  # a full or read-only report folder (DiskFull, files.not_writable)
+            self.close()
+            return self._unwritten(report, view, err)
+        except OSError as err:
+            self.close()
+            fix = "make the report folder writable with free space, or pass another --report-dir"
+            problem = f"the report could not be written ({err.strerror or err})"
+            return self._unwritten(report, view, UserError(where=self.report_dir, problem=problem, fix=fix))
         finally:
             self.close()
         pruned = prune_runs(
             self.report_dir, keep=self.keep_runs, protect=frozenset({self.run_id, *_published_run(self.report_dir)})
         )
         return FinishedReport(report=report, run_paths=run_paths, published=published, pruned=len(pruned), view=view)
+
+    def _unwritten(self, report: Report, view: ReportView, error: UserError) -> FinishedReport:
+        """No report for this run: its half-written run folder goes (which frees its space), and the published
+        report, an older run's, is marked as not the latest where the folder still allows it."""
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+        pages = [self.report_dir / name for name in ("report.md", "report.html")]
+        note = ""
+        if any(page.is_file() for page in pages):
+            why = f"could not write its report ({error.problem})"
+            try:
+                self.supersede(created=report.created, why=why, own_report=False)
+            except (UserError, OSError):
+                pass  # said below, file by file
+            marked = [p for p in pages if p.is_file() and p.read_text(encoding="utf-8").count(SUPERSEDED) >= 2]
+            unmarked = [p.name for p in pages if p.is_file() and p not in marked]
+            note = f"the previous report in {self.report_dir} is an older run's: " + (
+                f"{', '.join(p.name for p in marked) or 'none of its pages'} marked as not the latest run"
+                + (f"; {', '.join(unmarked)} could not be marked (the folder is full or read-only)" if unmarked else "")
+            )
+        return FinishedReport(
+            report=report, run_paths=report_paths(self.run_dir), view=view, error=error, stale_note=note
+        )
 
     def supersede(self, *, created: str, why: str, own_report: bool = True) -> None:
         """Mark the published report as not this run's (:func:`~harness.report.runs.mark_superseded`)."""

@@ -16,8 +16,30 @@ def _names(nodes: tuple[str, ...]) -> str:
     return ", ".join(repr(n) for n in nodes)
 
 
+def _foreign_lines(d: Diagnosis) -> list[str]:
+    """Another converter's output: what the search found or could not follow; castguard runs no fix for it."""
+    lines: list[str] = []
+    if d.cause is not None:
+        c = d.cause
+        lines.append(
+            f"  cause: tensor {c.tensor!r} from node {c.node!r} ({c.op}), max_abs {fmt_error(c.max_abs)}, "
+            f"max_rel {fmt_error(c.max_rel)}: the first divergence whose error reaches a failing output"
+        )
+    if d.problem:
+        lines.append(f"  search: {d.problem}")
+    elif d.cause is None:
+        lines.append("  cause: on emulate no tensor beyond tolerance reaches a failing output")
+    lines.append(
+        f"  fix: castguard runs no fix for {d.converter}'s conversion (its fix would be castguard's own conversion); "
+        "add --converter castguard to compare with a verified fix"
+    )
+    return lines
+
+
 def diagnosis_lines(d: Diagnosis, *, precision: str, node_precisions: tuple[tuple[str, str], ...] = ()) -> list[str]:
     """The diagnosis part of a failure message (indented lines)."""
+    if d.converter != "castguard":
+        return _foreign_lines(d)
     lines: list[str] = []
     absorbed = [] if d.cause is None else [r for r in d.profile if not r.passed and _before_cause(d, r.tensor)]
     if d.cause is not None:

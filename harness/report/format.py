@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from harness.data.goldens import Degenerate
 from harness.report.model import STATUSES, CaseRecord, Report
 from harness.sweep import PRECISIONS
 
@@ -26,7 +27,7 @@ LEGEND = (
         "zero, which is why the tolerance also has an absolute part",
     ),
     ("lowp FLOP share", "share of the model's FLOPs that run in fp16/bf16 after conversion"),
-    ("casts", "Cast nodes in the converted model"),
+    ("casts", "Casts the conversion inserted (in the converted model; the model's own Casts are not counted)"),
     ("first divergent", "for failing cases, the first tensor in graph order beyond tolerance: name (op) max_rel"),
 )
 
@@ -149,6 +150,7 @@ def case_notes(case: CaseRecord) -> tuple[str, ...]:
         facts.append(f"TensorRT build check not run: {case.trt_build_skipped}")
     if case.same_plan_as is not None:
         facts.append(f"same precision plan as {case.same_plan_as}")
+    facts += [degenerate_text(d) for d in case.degenerate]
     facts += conversion_facts(case)
     if case.cpu_float_nodes:
         facts.append(
@@ -156,6 +158,26 @@ def case_notes(case: CaseRecord) -> tuple[str, ...]:
             + ", ".join(case.cpu_float_nodes[:8])
         )
     return (*case.notes, *facts)
+
+
+def degenerate_text(found: Degenerate) -> str:
+    """A degenerate golden output in words (:attr:`CaseRecord.degenerate`): said on every run, not once."""
+    why = (
+        "no low-precision error can show against it" if found.kind == "not_finite" else "the inputs do not exercise it"
+    )
+    return f"degenerate golden: {found.describe()}; {why} (check the inputs: --val-range, --inputs)"
+
+
+def degenerate_lines(report: Report) -> list[str]:
+    """One summary line per model and input set whose golden is degenerate (every run's terminal summary)."""
+    seen: dict[tuple[str, str], tuple[Degenerate, ...]] = {}
+    for case in report.cases:
+        if case.degenerate:
+            seen.setdefault((case.model, case.inputs_id), case.degenerate)
+    return [
+        f"castguard: {model} [{inputs}]: " + "; ".join(degenerate_text(d) for d in found)
+        for (model, inputs), found in seen.items()
+    ]
 
 
 NAMED = 5

@@ -23,7 +23,8 @@ import numpy as np
 
 from harness.core.dtypes import BFLOAT16
 from harness.core.errors import UserError
-from harness.core.files import atomic_write, atomic_write_all, safe_component
+from harness.core.files import atomic_write, atomic_write_all, safe_component, save_npz
+from harness.core.jsonfile import read_json
 from harness.report.model import Provenance, Report, ShardInfo
 from harness.report.render_html import render_html
 from harness.report.render_md import render_markdown
@@ -89,16 +90,9 @@ def write_report(
 
 def read_report(path: Path) -> Report:
     """Load a ``report.json``; a corrupt file or an unknown schema version is a UserError naming it."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(where=path, problem="report not found", fix="check the path (a report.json file)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise UserError(
-            where=path,
-            problem=f"not a readable report (corrupt or truncated JSON: {err})",
-            fix="re-run the sweep to write a fresh report",
-        ) from err
+    if not Path(path).exists():
+        raise UserError(where=path, problem="report not found", fix="check the path (a report.json file)")
+    data = read_json(path, what="report (corrupt or truncated)", fix="re-run the sweep to write a fresh report")
     version = data.get("schema_version") if isinstance(data, dict) else None
     if version not in READABLE_VERSIONS or isinstance(version, bool):
         raise UserError(
@@ -124,9 +118,11 @@ def write_shard_marker(run_folder: Path, shard: ShardInfo, *, provenance: Proven
 
 def read_shard_marker(path: Path) -> tuple[ShardInfo, Provenance]:
     """A shard's ``shard.json``; a damaged one is a UserError naming it."""
+    fix = "re-run that shard (pytest --shard K/N) to write a fresh one"
+    data = read_json(path, what="shard marker", fix=fix)
     try:
-        return shard_marker_from_dict(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, ReportFormatError) as err:
+        return shard_marker_from_dict(data)
+    except ReportFormatError as err:
         raise UserError(
             where=path,
             problem=f"not a readable shard marker ({err})",
@@ -151,7 +147,7 @@ def save_outputs(report_dir: Path, relpath: str, iterations: Sequence[Mapping[st
             array = np.asarray(value)
             arrays[f"{index}/{name}"] = array.astype(np.float32) if array.dtype in (np.float16, BFLOAT16) else array
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda handle: np.savez_compressed(handle, allow_pickle=False, **arrays))
+    atomic_write(path, lambda handle: save_npz(handle, arrays, compressed=True))
     return path
 
 

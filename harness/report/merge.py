@@ -19,6 +19,7 @@ version differences (onnx, onnxruntime, Python, numpy, TensorRT, the git commit)
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import UserError
+from harness.core.files import disk_full, not_writable
 from harness.report.collect import collect_records
 from harness.report.io import SHARD_FILE, read_report, read_shard_marker
 from harness.report.model import CaseRecord, Provenance, Report, ShardInfo, ShardRun
@@ -264,7 +266,7 @@ def merged_provenance(provenances: Sequence[Provenance]) -> Provenance:
     values: dict[str, Any] = {}
     for field in dataclasses.fields(Provenance):
         found = [getattr(p, field.name) for p in provenances]
-        if field.name in ("runners", "runner_sources"):
+        if field.name in ("runners", "runner_sources", "converter_sources"):
             values[field.name] = tuple(dict.fromkeys(r for runners in found for r in runners))
         else:
             distinct = [v for v in dict.fromkeys(found) if v is not None]
@@ -273,8 +275,36 @@ def merged_provenance(provenances: Sequence[Provenance]) -> Provenance:
 
 
 def copy_outputs(merged: Merged, run_folder: Path) -> None:
-    """Copy every shard's saved outputs into the merged run's folder (paths in the records stay valid)."""
-    for shard in merged.sources:
-        source = shard.run_dir / "outputs"
-        if source.is_dir():
-            shutil.copytree(source, run_folder / "outputs", dirs_exist_ok=True)
+    """Copy every shard's saved outputs into the merged run's folder (paths in the records stay valid): into a
+    temporary folder first, renamed to ``outputs/`` once every file is whole. A full or read-only disk is one
+    UserError naming the folder (:class:`~harness.core.errors.DiskFull`), and leaves no partial file behind."""
+    final = run_folder / "outputs"
+    temp = run_folder / ".outputs.tmp"
+    at = final
+    try:
+        for shard in merged.sources:
+            source = shard.run_dir / "outputs"
+            for path in sorted(source.rglob("*")) if source.is_dir() else []:
+                target = temp / path.relative_to(source)
+                at = final / path.relative_to(source)
+                if path.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                elif path.is_file():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(path, target)
+        if temp.is_dir():
+            os.replace(temp, final)
+    except OSError as err:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise (disk_full(at, err) or not_writable(at.parent, err) or _copy_failed(final, err)) from None
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+
+
+def _copy_failed(folder: Path, err: OSError) -> UserError:
+    return UserError(
+        where=folder,
+        problem=f"the shards' saved outputs could not be copied ({err.strerror or err}); nothing was left half-copied",
+        fix="check the shard folders and the --out folder, then run castguard merge again",
+    )

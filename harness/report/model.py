@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from harness.data.goldens import Degenerate
 from harness.diagnose.facts import Diagnosis
 from harness.diagnose.facts import Divergence as Divergence
 from harness.judge.compare import CompareResult, ErrorFigures, OutputComparison
@@ -183,8 +184,10 @@ class CaseRecord:
     trt_build_skipped: str = ""  # why the requested TensorRT build check has no result
     moved_fp32: tuple[str, ...] = ()  # a tuned case whose stored plan missed its bound: nodes the re-tune moves to FP32
     stopped: str = ""  # where the case stopped before its verdict (STOPS); "" when it ran to its record
+    degenerate: tuple[Degenerate, ...] = ()  # golden outputs that cannot show an error (all NaN, constant)
     fp32_cast_share: float | None = None  # share of FLOPs the model's own Casts to FP32 keep FP32 (0..1)
     qdq_kept: tuple[str, ...] = ()  # a QDQ model: Q/DQ nodes and the ops between them, kept in their types
+    converted_digest: str = ""  # sha256 of the converted graph (pipeline.dedup.model_digest); "": not converted
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -239,6 +242,9 @@ class Provenance:
     tensorrt: str | None = None
     gpu: str | None = None  # ``nvidia-smi -L`` names, e.g. "1x NVIDIA H100 80GB HBM3"; None: none
     runner_sources: tuple[tuple[str, str, str], ...] = ()  # (runner, distribution, version): castguard.runners
+    converter_sources: tuple[tuple[str, str, str], ...] = ()
+    """(converter, distribution, version) of each converter the cases used (castguard.converters); a converter that
+    wraps a library names it too: ``0.1.0 (onnxruntime 1.32.0)``."""
 
     def runners_text(self) -> str:
         """``emulate, echo (castguard-echo-runner 0.1.0)``: a plugin runner with the package it came from."""

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+from harness.convert.plugins import converter_sources
 from harness.report.model import Provenance
 from harness.runners.registry import runner_sources
 from harness.runners.tensorrt.library import installed_backend
@@ -82,6 +83,13 @@ def with_case_runners(provenance: Provenance, runners: Sequence[str]) -> Provena
         runners=(*provenance.runners, *new),
         runner_sources=(*provenance.runner_sources, *runner_sources(new)),
     )
+
+
+def with_case_converters(provenance: Provenance, converters: Sequence[str]) -> Provenance:
+    """The provenance with the converters the cases used (package and version of each; the candidate has none)."""
+    known = {row[0] for row in provenance.converter_sources}
+    new = converter_sources([n for n in dict.fromkeys(converters) if n not in known])
+    return replace(provenance, converter_sources=(*provenance.converter_sources, *new)) if new else provenance
 
 
 def collect_provenance(*, hypothesis_profile: str, runners: Sequence[str], project_dir: Path | None) -> Provenance:

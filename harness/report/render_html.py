@@ -171,6 +171,7 @@ def _model_section(index: int, view: ModelView) -> str:
         + "<figcaption>Cases whose comparison passed, per precision and data_max (error/skip cases are"
         " counted apart).</figcaption></figure></div>",
         _front_table(view),
+        _converters_table(view),
         _speed_section(view),
         "<h3>Cases (failing first)</h3>" + _case_table(cases, multi=multi),
         _failures(view),
@@ -180,6 +181,31 @@ def _model_section(index: int, view: ModelView) -> str:
         "</section>",
     ]
     return "\n".join(parts)
+
+
+def _converters_table(view: ModelView) -> str:
+    """The converters side by side: one row per converter (its best case; :mod:`harness.report.converters`)."""
+    if not view.converters:
+        return ""
+    rows = []
+    for row in view.converters:
+        c = row.case
+        note = "" if row.judged or not c.message else f" ({escape(row.why)})"
+        rows.append(
+            f"<tr><td><code>{escape(row.converter)}</code></td><td>{row.cases}</td>"
+            f"<td><code>{escape(c.case_id)}</code></td><td>{_status(c.status)}{note}</td>"
+            f"<td>{fmt_error(c.worst_error)}{'' if row.judged else ' (not judged)'}</td>"
+            f"<td>{fmt_share(c.lowp_flop_share, c.lowp_share_bound)}</td>"
+            f"<td>{f'{c.speedup:.2f}×' if c.speedup is not None else '–'}</td>"
+            f"<td>{escape(', '.join(row.settings) or 'none')}</td></tr>"
+        )
+    return (
+        "<h3>Converters side by side</h3><p>Each converter's best case; the low-precision share is read from the "
+        "converted graph's types.</p><table><tr><th>converter</th><th>cases</th><th>best case</th><th>status</th>"
+        "<th>worst error</th><th>low-precision FLOPs</th><th>speed vs FP32</th><th>settings taken</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
 
 
 def _front_table(view: ModelView) -> str:

@@ -169,6 +169,28 @@ def _shards_lines(report: Report) -> list[str]:
     return lines + [""]
 
 
+def _converter_lines(view: ModelView) -> list[str]:
+    if not view.converters:
+        return []
+    lines = [
+        "",
+        "Converters side by side (each converter's best case; share read from the converted graph's types):",
+        "",
+        "| converter | cases | best case | status | worst error | low-precision FLOPs | speed vs FP32 | settings taken |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in view.converters:
+        c = row.case
+        status = c.status if row.judged or c.status not in ("skip",) else f"{c.status} ({row.why})"
+        lines.append(
+            f"| {md_code(row.converter, in_table=True)} | {row.cases} | {md_code(c.case_id, in_table=True)} | "
+            f"{md_code(status, in_table=True)} | {fmt_error(c.worst_error)}{'' if row.judged else ' (not judged)'} | "
+            f"{fmt_share(c.lowp_flop_share, c.lowp_share_bound)} | "
+            f"{f'{c.speedup:.2f}×' if c.speedup is not None else '–'} | {', '.join(row.settings) or 'none'} |"
+        )
+    return lines
+
+
 def _model_section(view: ModelView) -> list[str]:
     cases, multi = view.cases, view.multi_inputs
     meta = f"model sha256 {md_code(cases[0].model_sha256[:16], in_table=False)}, inputs " + ", ".join(
@@ -227,7 +249,7 @@ def _model_section(view: ModelView) -> list[str]:
         for case, head, kept in view.tuned:
             lines.append(f"- {md_code(case_label(case, with_inputs=multi), in_table=False)}: {head}")
             lines += [f"  - {md_code(node, in_table=False)}: {why or 'kept'}" for node, why in kept]
-    lines += _logits_lines(view) + _speed_lines(view) + _trt_lines(view)
+    lines += _converter_lines(view) + _logits_lines(view) + _speed_lines(view) + _trt_lines(view)
     if view.notes:
         lines += ["", "Notes:", ""]
         lines += [

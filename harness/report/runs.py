@@ -8,6 +8,9 @@ Layout under the report folder::
                                              runs/<run_id>/; the published copy prefixes them)
     runs/<run_id>/report.{json,md,html}      this run's own report, complete or interrupted
     runs/<run_id>/.active                    flock'ed by the run's owning process while it runs
+    fixes/<model>/<inputs>/<case>/...        the files a failing case's printed fix: and tune: commands read and
+                                             write (the golden's feeds, fix.onnx, tuned.onnx): outside runs/, so
+                                             pruning never breaks a command printed by an earlier run
 
 Two runs sharing one report folder (a CI matrix on one checkout) therefore never read or delete each
 other's records: each reports exactly its own cases. An interrupted run writes only into its own folder, so
@@ -21,28 +24,20 @@ from __future__ import annotations
 import html
 import os
 import re
-import secrets
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 
-from harness.core.files import atomic_write
+from harness.core.files import atomic_write, own_folder
 from harness.core.locks import HeldLock, held, is_held
+from harness.core.runid import new_run_id as new_run_id  # one home: harness.core.runid (re-exported)
 
 RUNS_DIR = "runs"
 ACTIVE = ".active"
 PUBLISH_LOCK = ".castguard.lock"
 DEFAULT_KEEP_RUNS = 3
 _RUN_ID = re.compile(r"\d{8}T\d{6}(\d{6})?Z-\d+-[0-9a-f]{4}\Z")  # older ids have no microseconds
-
-
-def new_run_id(*, now: datetime | None = None) -> str:
-    """``20261122T174501123456Z-12345-9f3a``: sorts by start time to the microsecond (two runs of one second, such as
-    two shards started together in one folder, keep their order), unique across processes and machines' pids."""
-    when = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
-    return f"{when.strftime('%Y%m%dT%H%M%S%fZ')}-{os.getpid()}-{secrets.token_hex(2)}"
 
 
 def is_run_id(name: str) -> bool:
@@ -115,7 +110,7 @@ def mark_superseded(report_dir: Path, *, run_id: str, created: str, why: str, ow
 @contextmanager
 def publish_lock(report_dir: Path) -> Iterator[None]:
     """Exclusive lock on the report folder while the three top-level report files are replaced together."""
-    report_dir.mkdir(parents=True, exist_ok=True)
+    own_folder(report_dir)
     with held(report_dir / PUBLISH_LOCK, what="the report folder's publish lock"):
         yield
 

@@ -10,9 +10,10 @@ of them recomputes it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from harness.report.converters import ConverterRow, converter_rows
 from harness.report.format import display_sorted, grouped_notes, tuned_plan_lines
 from harness.report.model import CaseRecord, Report
 from harness.report.pareto import best_passing, front_points
@@ -42,6 +43,7 @@ class ModelView:
     trt_tables_md: tuple[NodeTable, ...]  # ... up to MD_NODE_ROWS nodes (report.md)
     tuned: tuple[tuple[CaseRecord, str, list[tuple[str, str]]], ...]
     notes: tuple[tuple[str, list[str]], ...]  # each distinct note with the labels of the cases carrying it
+    converters: tuple[ConverterRow, ...] = ()  # the converters side by side (empty: one converter)
 
     @property
     def multi_inputs(self) -> bool:
@@ -73,9 +75,17 @@ class ReportView:
 
     report: Report
     models: tuple[ModelView, ...]
-    reused: int  # cases that reuse another case's result (not run again)
+    reused: int  # cases that reuse another case's result (not run again; under xdist it depends on scheduling)
+    shared_models: int  # cases whose converted model is identical to an earlier case's (the same on every run)
     trt_headline: str | None
     trt_findings: tuple[tuple[str, list[str]], ...]
+
+
+def shared_models(cases: Sequence[CaseRecord]) -> int:
+    """Cases whose converted graph (same model, inputs and runner) is another case's too, the first of each
+    group not counted: decided by the graphs, so the same whichever xdist worker ran which case."""
+    keyed = [(c.model, c.inputs_id, c.runner, c.converted_digest) for c in cases if c.converted_digest]
+    return len(keyed) - len(set(keyed))
 
 
 def model_view(name: str, report: Report) -> ModelView:
@@ -95,6 +105,7 @@ def model_view(name: str, report: Report) -> ModelView:
         trt_tables_md=tuple(node_tables(cases, max_rows=MD_NODE_ROWS)),
         tuned=tuple(tuned_plan_lines(cases)),
         notes=tuple(grouped_notes(cases)),
+        converters=converter_rows(cases),
     )
 
 
@@ -104,6 +115,7 @@ def report_view(report: Report) -> ReportView:
         report=report,
         models=tuple(model_view(name, report) for name in report.models),
         reused=sum(c.reused_from is not None for c in report.cases),
+        shared_models=shared_models(report.cases),
         trt_headline=headline(report.cases),
         trt_findings=tuple(findings(report.cases)),
     )

@@ -14,11 +14,15 @@ from pathlib import Path
 
 import onnx
 
-from harness.core.errors import RunnerUnavailable
-from harness.runners.base import Runner, RunResult
+from harness.core.errors import RunnerUnavailable, UserError
+from harness.runners.base import Runner, RunnerOptions, RunResult
+from harness.runners.isolated import IsolatedRunner
 from harness.runners.registry import (
     BUILTIN,
     RunnerPlugin,
+    build_runner,
+    check_clash,
+    is_isolated,
     low_types_in,
     registered,
     runner_names,
@@ -46,10 +50,24 @@ __all__ = [
 
 
 def make_runner(
-    name: str, model: onnx.ModelProto, *, model_dir: Path | None = None, providers: Sequence[str] = ()
+    name: str,
+    model: onnx.ModelProto,
+    *,
+    model_dir: Path | None = None,
+    providers: Sequence[str] = (),
+    options: RunnerOptions | None = None,
+    timeout_s: float | None = None,
+    isolate: bool | None = None,
 ) -> Runner:
-    """A fresh, inactive runner. ``providers`` applies to runners that take them (``traits.takes_providers``)."""
+    """A fresh, inactive runner. ``providers`` applies to runners that take them (``traits.takes_providers``);
+    ``options`` are the user's runner options (``--runner-option NAME:key=value``), passed to the plugin as
+    ``options=`` when given.
+
+    A plugin runs in a child process with a time-out (:class:`~harness.runners.isolated.IsolatedRunner`;
+    ``timeout_s=None``: one that fits the model) unless it declares ``isolated = False``; castguard's own
+    runners do. ``isolate`` overrides the declaration (the child itself builds the runner with ``False``)."""
     traits = runner_traits(name)  # an unknown name is a UserError
+    check_clash(name)
     if providers and not traits.takes_providers:
         raise ValueError(f"runner {name!r} takes no providers (its traits say takes_providers=False)")
     entry = registered()[name]
@@ -60,8 +78,20 @@ def make_runner(
             f"runner {name} ({entry.distribution} {entry.version}) runs "
             f"{', '.join(plugin.precisions)} only; this model holds {', '.join(missing)}"
         )
-    if providers:
-        runner: Runner = plugin(model, model_dir=model_dir, providers=providers)  # type: ignore[call-arg]
-    else:
-        runner = plugin(model, model_dir=model_dir)
-    return runner
+    if isolate if isolate is not None else is_isolated(plugin):
+        if traits.takes_providers or traits.reports_cpu_placement:  # the child protocol carries neither
+            raise UserError(
+                where=f"runner {name!r}",
+                problem="its traits (takes_providers / reports_cpu_placement) need it in castguard's process, "
+                "but it runs in a child process",
+                fix="declare isolated = False on the runner plugin",
+            )
+        return IsolatedRunner(
+            model,
+            name=name,
+            rounds_low_precision=plugin.rounds_low_precision,
+            model_dir=model_dir,
+            options=options,
+            timeout_s=timeout_s,
+        )
+    return build_runner(name, plugin, model, model_dir=model_dir, providers=providers, options=options)

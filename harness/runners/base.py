@@ -13,7 +13,7 @@ feed against the model's declared inputs (names, dtypes, ranks, static dims) bef
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -35,20 +35,42 @@ class RunResult:
     seconds: float
 
 
+RunnerOptions = Mapping[str, "str | int | float | bool"]
+"""A runner's options (``--runner-option NAME:key=value``, ``runner_options=`` in the fixture, ``[tool.castguard]
+runner_options``): keys and values as the user wrote them."""
+
+
 class Runner:
     """Base class: ``activate`` -> ``infer`` (any number of times) -> ``deactivate``; also a context manager.
 
     ``name`` identifies the producer in results and reports (e.g. ``ort[CPUExecutionProvider]``);
     ``rounds_low_precision`` is True only for runners whose fp16/bf16 tensors really hold fp16/bf16 values.
+    Both default to the class attributes of the same name, so a plugin subclass that declares them needs no
+    ``__init__`` of its own. ``options`` are the user's runner options, kept as ``self.runner_options`` (empty when none were given).
     """
 
+    name: str
+    rounds_low_precision: bool
+
     def __init__(
-        self, model: onnx.ModelProto, *, name: str, rounds_low_precision: bool, model_dir: Path | None = None
+        self,
+        model: onnx.ModelProto,
+        *,
+        name: str | None = None,
+        rounds_low_precision: bool | None = None,
+        model_dir: Path | None = None,
+        options: RunnerOptions | None = None,
     ) -> None:
         self.model = model
-        self.name = name
-        self.rounds_low_precision = rounds_low_precision
+        self.name = name if name is not None else str(getattr(type(self), "name", type(self).__name__))
+        declared = getattr(type(self), "rounds_low_precision", None)
+        if rounds_low_precision is None and not isinstance(declared, bool):
+            raise RunnerError(
+                f"{self.name}: declare rounds_low_precision = True or False on the class (or pass it to __init__)"
+            )
+        self.rounds_low_precision = rounds_low_precision if rounds_low_precision is not None else bool(declared)
         self.model_dir = model_dir
+        self.runner_options: dict[str, str | int | float | bool] = dict(options or {})
         self.is_active = False
         self._inputs = input_specs(model)
 

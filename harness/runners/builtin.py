@@ -5,13 +5,13 @@ when its runner is built, so a missing optional library (tensorrt) costs nothing
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
 
-from harness.core.errors import RunnerUnavailable
+from harness.core.errors import RunnerUnavailable, UserError
 from harness.runners.base import Runner
 from harness.runners.traits import RunnerTraits, SpeedClaim
 
@@ -25,10 +25,22 @@ class Builtin:
     rounds_low_precision: bool
     precisions: tuple[str, ...] = ("fp16", "bf16")
     traits: RunnerTraits = RunnerTraits()
+    isolated: bool = False  # castguard's own runners run in its process (their native code is onnxruntime's)
 
     def __call__(
-        self, model: onnx.ModelProto, *, model_dir: Path | None = None, providers: Sequence[str] = ()
+        self,
+        model: onnx.ModelProto,
+        *,
+        model_dir: Path | None = None,
+        providers: Sequence[str] = (),
+        options: Mapping[str, object] | None = None,
     ) -> Runner:
+        if options:
+            raise UserError(
+                where="--runner-option",
+                problem=f"castguard's own runner {self.module} takes no runner options (given: {', '.join(options)})",
+                fix="drop the option: runner options are for runner plugins",
+            )
         try:
             module = importlib.import_module(self.module)
         except ModuleNotFoundError as err:

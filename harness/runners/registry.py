@@ -16,6 +16,10 @@ returns a fresh, inactive :class:`~harness.runners.base.Runner` (subclass ``Runn
   fp32 cannot judge a case: its cases are skipped with "would pass/fail" recorded);
 * optionally ``traits``: a :class:`~harness.runners.traits.RunnerTraits` (reuse by precision plan, speed claim,
   providers, deployment target, CPU placement); the case pipeline reads these, never the runner's name.
+* optionally ``isolated``: ``False`` lets it run in castguard's process; by default a plugin runs in a child
+  process with a time-out (:mod:`harness.runners.isolated`), so a hang or crash fails only its case.
+
+A plugin given runner options (``--runner-option NAME:key=value``) is called with ``options={key: value}`` too.
 
 A runner that cannot run here (its library or device is missing) raises ``RunnerUnavailable`` from its
 constructor or ``activate``: the case is skipped with that message. castguard's own runners are registered the
@@ -25,7 +29,7 @@ distribution and version each runner of the run came from (:func:`runner_sources
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
@@ -108,11 +112,21 @@ def check_plugin(plugin: object, *, where: str) -> None:
         )
 
 
+@dataclass(frozen=True)
+class Discovered:
+    """The group as read once per process: the runners by name, and the names two distributions claim."""
+
+    found: dict[str, RegisteredRunner]
+    clashes: dict[str, tuple[RegisteredRunner, RegisteredRunner]]
+
+
 @lru_cache(maxsize=1)
-def registered() -> dict[str, RegisteredRunner]:
-    """Every runner of the group, by name (read once per process). Two distributions claiming one name, or
-    castguard's own runners missing (metadata of an install made before the group existed), are user errors."""
+def discover() -> Discovered:
+    """Read the entry-point group (once per process). castguard's own runners missing (metadata of an install
+    made before the group existed) is a user error; a name claimed twice is recorded, and an error only where that
+    name is used (:func:`check_clash`), so a plugin that claims ``emulate`` cannot break runs that never use it."""
     found: dict[str, RegisteredRunner] = {}
+    clashes: dict[str, tuple[RegisteredRunner, RegisteredRunner]] = {}
     for ep in metadata.entry_points(group=GROUP):
         dist = ep.dist
         entry = RegisteredRunner(
@@ -124,14 +138,8 @@ def registered() -> dict[str, RegisteredRunner]:
         )
         other = found.get(ep.name)
         if other is not None and (other.distribution, other.value) != (entry.distribution, entry.value):
-            raise UserError(
-                where=f"runner {ep.name!r} (group {GROUP})",
-                problem=f"registered by both {other.distribution} ({other.value}) and "
-                f"{entry.distribution} ({entry.value})",
-                fix="uninstall the plugin: pip uninstall "
-                + next(d for d in (entry.distribution, other.distribution) if d != "castguard"),
-            )
-        found[ep.name] = entry
+            clashes[ep.name] = (other, entry)
+        found.setdefault(ep.name, entry)
     missing = [name for name in BUILTIN if name not in found]
     if missing:
         raise UserError(
@@ -140,7 +148,64 @@ def registered() -> dict[str, RegisteredRunner]:
             f"({', '.join(missing)}): the installed castguard metadata predates runner plugins",
             fix="reinstall castguard: pip install -e . (or pip install castguard)",
         )
-    return found
+    return Discovered(found=found, clashes=clashes)
+
+
+class _Registered:
+    """``registered()``: every runner of the group, by name (a name two distributions claim maps to the first one
+    read); ``registered.cache_clear()`` forgets the group (tests that install a plugin on sys.path)."""
+
+    def __call__(self) -> dict[str, RegisteredRunner]:
+        return discover().found
+
+    def cache_clear(self) -> None:
+        discover.cache_clear()
+
+
+registered = _Registered()
+
+
+def check_clash(name: str) -> None:
+    """One clear error where a runner name two distributions register is used (``--runner``, the fixture, the
+    sweep, the default ``emulate``): neither is silently picked. Names nobody uses are never checked."""
+    pair = discover().clashes.get(name)
+    if pair is None:
+        return
+    first, second = pair
+    plugin = next((e.distribution for e in pair if e.distribution != "castguard"), second.distribution)
+    raise UserError(
+        where=f"runner {name!r} (group {GROUP})",
+        problem=f"registered by both {first.distribution} ({first.value}) and {second.distribution} "
+        f"({second.value}); castguard will not guess which one you mean",
+        fix=f"uninstall the plugin (pip uninstall {plugin}), or ask its authors to register it under another name",
+    )
+
+
+def build_runner(
+    name: str,
+    plugin: RunnerPlugin,
+    model: onnx.ModelProto,
+    *,
+    model_dir: Path | None,
+    providers: Sequence[str] = (),
+    options: Mapping[str, object] | None = None,
+) -> Runner:
+    """The plugin's runner, built in this process: ``options=`` and ``providers=`` are passed only when given
+    (a plugin written before runner options still builds); a class that declares no ``name`` is known by ``name``."""
+    extra: dict[str, object] = {"providers": tuple(providers)} if providers else {}
+    if options:
+        extra["options"] = dict(options)
+    runner: Runner = plugin(model, model_dir=model_dir, **extra)
+    if not hasattr(type(runner), "name") and runner.name == type(runner).__name__:
+        runner.name = name
+    return runner
+
+
+def is_isolated(plugin: object) -> bool:
+    """Whether the plugin's runner runs in a child process: its ``isolated`` declaration, True when it makes none
+    (a third-party runner is not trusted to leave castguard's process alive; castguard's own declare False)."""
+    declared = getattr(plugin, "isolated", True)
+    return declared if isinstance(declared, bool) else True
 
 
 def runner_traits(name: str) -> RunnerTraits:

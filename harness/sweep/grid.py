@@ -12,10 +12,11 @@ import math
 import re
 from collections import Counter
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from harness.convert.options import TARGETS as TARGETS
+from harness.convert.plugins import CANDIDATE, check_converter, traits_of
 from harness.core.dtypes import NODE_PRECISIONS as NODE_PRECISIONS
 from harness.core.dtypes import PRECISIONS as PRECISIONS
 from harness.core.errors import UserError
@@ -139,8 +140,15 @@ class Case:
     tuned: bool = False
     """A ``castguard tune`` case (``pytest --tune``): the plan that keeps the fewest nodes FP32 within the bound;
     ``data_max`` is then the low type's range, the start of the search."""
+    converter: str = "castguard"
+    """Who converts (``castguard.converters`` entry point), or ``candidate``: the user's own converted file."""
+    candidate: str = ""
+    """The ``candidate`` case's converted file (not part of the id: a model has at most one candidate)."""
+    converter_options: tuple[tuple[str, str], ...] = ()
+    """The converter's own options (``[tool.castguard.sweep.converter_options.NAME]``), sorted by key."""
 
     def __post_init__(self) -> None:
+        check_converter(self.converter, where="Case.converter")
         check_choice(self.precision, PRECISIONS, where="Case.precision")
         check_choice(self.target, TARGETS, where="Case.target")
         check_choice(self.fp32_casts, FP32_CASTS, where="Case.fp32_casts")
@@ -155,6 +163,10 @@ class Case:
         ``any`` appear only when set."""
         if self.tuned:
             return "-".join([self.precision, "tuned", f"keepio{int(self.keep_io_types)}", self.runner])
+        if self.converter == CANDIDATE:
+            return f"{CANDIDATE}-{self.runner}"
+        if self.converter != "castguard":
+            return self._converter_id()
         parts = [
             self.precision,
             f"dmax{format_number(self.data_max)}",
@@ -176,6 +188,36 @@ class Case:
         if self.fp32_casts != "respect":
             parts.append(f"casts_{self.fp32_casts}")
         return "-".join(parts)
+
+    def setting_parts(self) -> dict[str, str]:
+        """Each sweep setting's id token (a setting at its default that is only shown when set maps to "")."""
+        parts = {
+            "precision": self.precision,
+            "data_max": f"dmax{format_number(self.data_max)}",
+            "init_max": f"imax{format_number(self.init_max)}",
+            "exclusions": f"excl_{self.exclusion.name}",
+            "keep_io_types": f"keepio{int(self.keep_io_types)}",
+            "node_precisions": "",
+            "fp32_accumulation": "acc32" if self.fp32_accumulation else "",
+            "target": f"tgt_{self.target}" if self.target != "any" else "",
+            "fp32_casts": f"casts_{self.fp32_casts}" if self.fp32_casts != "respect" else "",
+        }
+        if self.node_precisions:
+            raw = "+".join(f"{key}.{prec}" for key, prec in self.node_precisions)
+            parts["node_precisions"] = "np_" + hashlib.sha256(raw.encode()).hexdigest()[:8]
+        return parts
+
+    def _converter_id(self) -> str:
+        """Another converter's case: its name, the settings it takes (in the sweep's order), the runner."""
+        takes = traits_of(self.converter).takes
+        parts = [token for name, token in self.setting_parts().items() if name in takes and token]
+        own = [f"{_ID_UNSAFE.sub('_', k)}.{_ID_UNSAFE.sub('_', v)}" for k, v in self.converter_options]
+        return "-".join([self.converter, *parts, *own, self.runner])
+
+    def applied_settings(self) -> tuple[str, ...]:
+        """The sweep settings this case's converter took (what the report says applied)."""
+        takes = traits_of(self.converter).takes
+        return tuple(name for name in self.setting_parts() if name in takes)
 
     def convert_options(self) -> ConvertOptions:
         """The converter settings of this case (the runner is not a converter setting)."""
@@ -208,6 +250,8 @@ class SweepSpec:
     node_precisions: tuple[tuple[str, str], ...] = ()  # applies to every case; sorted by key
     fp32_accumulation: bool = False
     target: str = "any"  # applies to every case (convert --target)
+    converters: tuple[str, ...] = ("castguard",)  # settings a converter does not take are not swept for it
+    converter_options: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # (converter, sorted options)
     fp32_casts: tuple[str, ...] = ("respect",)  # the model's own FP32 Casts: respect, ignore (not swept by default)
 
     def __post_init__(self) -> None:
@@ -225,9 +269,15 @@ class SweepSpec:
             check_limit(limit, where="sweep init_max")
         for runner in self.runners:
             check_runner(runner, where="sweep runners")
+        if not isinstance(self.converters, tuple) or not self.converters:
+            raise UserError(
+                where="sweep converters", problem="the axis is empty", fix='e.g. converters = ["castguard"]'
+            )
+        for converter in self.converters:
+            check_converter(converter, where="sweep converters")
         for choice in self.fp32_casts:
             check_choice(choice, FP32_CASTS, where="sweep fp32_casts")
-        for axis in ("precisions", "data_max", "init_max", "keep_io_types", "runners", "fp32_casts"):
+        for axis in ("precisions", "data_max", "init_max", "keep_io_types", "runners", "converters", "fp32_casts"):
             check_unique(getattr(self, axis), where=f"sweep {axis}")
         check_unique([s.name for s in self.exclusions], where="sweep exclusions")
         check_node_precisions(self.node_precisions, where="sweep node_precisions")
@@ -247,8 +297,50 @@ class SweepSpec:
 
 
 def expand(spec: SweepSpec) -> list[Case]:
-    """Every case of the grid, in the spec's axis order. Raises UserError if two cases share an id."""
-    cases = [
+    """Every case of the grid, in the spec's axis order, for each converter: a setting the converter does not
+    take is held at its default (so it is not swept for it), and a precision it does not make is left out.
+    Raises UserError if two distinct cases share an id."""
+    cases: dict[str, Case] = {}
+    for converter in spec.converters:
+        for case in _grid(spec):
+            fitted = _fit(case, converter, spec.converter_options)
+            if fitted is not None:
+                other = cases.setdefault(fitted.id, fitted)
+                if other != fitted:
+                    raise UserError(
+                        where="sweep case ids",
+                        problem=f"two different cases share the id {fitted.id!r}",
+                        fix="rename an exclusion set or a node precision so their ids differ",
+                    )
+    return list(cases.values())
+
+
+def _fit(case: Case, converter: str, options: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()) -> Case | None:
+    """``case`` for ``converter``: settings it does not take at their defaults; None for a precision it lacks."""
+    if converter == "castguard":
+        return case
+    traits = traits_of(converter)
+    if "precision" not in traits.takes:
+        case = replace(case, precision=traits.precisions[0])  # the same case for every precision: one id
+    elif case.precision not in traits.precisions:
+        return None
+    default = Case()
+    held = {
+        "data_max": "data_max",
+        "init_max": "init_max",
+        "exclusions": "exclusion",
+        "keep_io_types": "keep_io_types",
+        "node_precisions": "node_precisions",
+        "fp32_accumulation": "fp32_accumulation",
+        "target": "target",
+        "fp32_casts": "fp32_casts",
+    }
+    changes = {attr: getattr(default, attr) for setting, attr in held.items() if setting not in traits.takes}
+    return replace(case, converter=converter, converter_options=dict(options).get(converter, ()), **changes)
+
+
+def _grid(spec: SweepSpec) -> list[Case]:
+    return [
         Case(
             precision=p,
             data_max=d,
@@ -271,5 +363,3 @@ def expand(spec: SweepSpec) -> list[Case]:
             spec.fp32_casts,
         )
     ]
-    check_unique([case.id for case in cases], where="sweep case ids")
-    return cases

@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import UserError
+from harness.core.errors import UserError, unknown_key
 from harness.core.files import read_toml
 from harness.sweep.grid import (
     BUILTIN_EXCLUSIONS,
@@ -68,6 +68,7 @@ class SweepOptions:
     node_precisions: str | None = None  # --node-precisions Add:fp16,Sub:fp32
     fp32_accumulation: bool | None = None  # --fp32-accumulation
     target: str | None = None  # --target ort-cuda
+    converters: str | None = None  # --converter castguard --converter ort-fp16 (comma-joined)
     fp32_casts: str | None = None  # --fp32-casts respect,ignore
 
 
@@ -82,6 +83,8 @@ TABLE_KEYS = (
     "node_precisions",
     "fp32_accumulation",
     "target",
+    "converters",
+    "converter_options",
     "fp32_casts",
 )
 
@@ -120,11 +123,8 @@ def _apply_table(
     for key in table:
         if key not in TABLE_KEYS:
             hint = " ([tool.castguard.sweep] belongs in pyproject.toml; a --sweep file has the keys at top level)"
-            raise UserError(
-                where=f"{where} key {key!r}",
-                problem="unknown sweep key" + (hint if key == "tool" else ""),
-                fix=f"use one of: {', '.join(TABLE_KEYS)}",
-            )
+            error = unknown_key(str(key), TABLE_KEYS, where=f"{where} key {key!r}", what="sweep key")
+            raise UserError(where=error.where, problem=error.problem + (hint if key == "tool" else ""), fix=error.fix)
     known = dict(known)
     sets = table.get("exclusion_sets", {})
     if not isinstance(sets, Mapping):
@@ -138,7 +138,7 @@ def _apply_table(
             name, _strings(ops, where=f"{where} exclusion_sets.{name}"), where=f"{where} exclusion_sets.{name}"
         )
     changes: dict[str, Any] = {}  # SweepSpec field -> checked value
-    for key in ("precisions", "runners", "fp32_casts"):
+    for key in ("precisions", "runners", "converters", "fp32_casts"):
         if key in table:
             _set(changes, key, _strings(table[key], where=f"{where} key {key!r}"), where=f"{where} key {key!r}")
     for key in ("data_max", "init_max"):
@@ -154,6 +154,10 @@ def _apply_table(
         _set(changes, "exclusions", _select(_strings(table["exclusions"], where=here), known, where=here), where=here)
     if "keep_io_types" in table:
         changes["keep_io_types"] = _keep_io(table["keep_io_types"], where=f"{where} key 'keep_io_types'")
+    if "converter_options" in table:
+        changes["converter_options"] = _converter_options(
+            table["converter_options"], where=f"{where} converter_options"
+        )
     if "node_precisions" in table:
         changes["node_precisions"] = _node_precision_table(
             table["node_precisions"], where=f"{where} key 'node_precisions'"
@@ -179,6 +183,8 @@ def _apply_options(spec: SweepSpec, known: dict[str, ExclusionSet], options: Swe
         _set(changes, "precisions", _split(options.precision, where="--precision"), where="--precision")
     if options.runners is not None:
         _set(changes, "runners", _split(options.runners, where="--runner"), where="--runner")
+    if options.converters is not None:
+        _set(changes, "converters", _split(options.converters, where="--converter"), where="--converter")
     for attr, flag in (("data_max", "--data-max"), ("init_max", "--init-max")):
         text = getattr(options, attr)
         if text is not None:
@@ -259,6 +265,25 @@ def _select(names: tuple[str, ...], known: Mapping[str, ExclusionSet], *, where:
                 fix="define it, e.g. --exclude-ops NAME=Op1+Op2, or in [tool.castguard.sweep.exclusion_sets]",
             )
     return tuple(known[name] for name in names)
+
+
+def _converter_options(value: object, *, where: str) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    """``[..converter_options.ort-fp16] model_type = "bert"``: each converter's own options, as strings."""
+    if not isinstance(value, Mapping) or not all(isinstance(v, Mapping) for v in value.values()):
+        raise UserError(
+            where=where, problem="not a table of tables", fix="write [tool.castguard.sweep.converter_options.ort-fp16]"
+        )
+    rows = []
+    for name, options in sorted(value.items()):
+        bad = [k for k, v in options.items() if not isinstance(v, (str, int, float)) or isinstance(v, bool)]
+        if bad:
+            raise UserError(
+                where=f"{where}.{name}",
+                problem=f"{bad[0]!r} is not a string or a number",
+                fix='e.g. model_type = "bert"',
+            )
+        rows.append((str(name), tuple(sorted((str(k), str(v)) for k, v in options.items()))))
+    return tuple(rows)
 
 
 def _keep_io(value: object, *, where: str) -> tuple[bool, ...]:

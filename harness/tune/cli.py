@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,6 +29,7 @@ from harness.tune.baseline import default_note
 from harness.tune.bound import Bound, parse_max_error
 from harness.tune.engine import TuneOutcome, TuneSettings, range_options, tune
 from harness.tune.oracle import Evaluation
+from harness.tune.search import keep_io_hint
 
 DEFAULT_CACHE = ".castguard-cache"
 TableLoader = Callable[[Path], Mapping[str, Any]]
@@ -184,10 +186,21 @@ def run(args: argparse.Namespace, *, load_table: TableLoader | None = None) -> t
         progress=_progress(args.quiet, budget),
         default_options=default_options,
     )
-    if outcome.holds:
-        save_model(outcome.conversion.model, target)
-    atomic_write_text(plan_path, outcome.plan.to_json())
+    save_together(outcome, target=target, plan_path=plan_path)
     return target, plan_path, outcome
+
+
+def save_together(outcome: TuneOutcome, *, target: Path, plan_path: Path) -> None:
+    """The tuned model (when the plan holds) and its plan, both or neither: the plan is written to a temporary name
+    first, renamed into place only once the model is saved, and removed when the model cannot be (a full disk)."""
+    pending = plan_path.with_name(f".{plan_path.name}.pending.tmp")
+    atomic_write_text(pending, outcome.plan.to_json())
+    try:
+        if outcome.holds:
+            save_model(outcome.conversion.model, target)
+        os.replace(pending, plan_path)
+    finally:
+        pending.unlink(missing_ok=True)
 
 
 def summary(target: Path, plan_path: Path, outcome: TuneOutcome) -> str:
@@ -236,9 +249,9 @@ def summary(target: Path, plan_path: Path, outcome: TuneOutcome) -> str:
             "verdict: the plan does NOT hold: the last hunt found an input over the bound after "
             f"{len(plan.rounds)} round(s) (recorded in the plan under inputs.counterexamples)"
             + (f"; {stopped}" if stopped else "")
-            + "; fix: raise --rounds or --budget, give "
-            "--calibration_data that covers such inputs, keep the graph inputs/outputs FP32 with "
-            "--keep_io_types, or raise --max_error"
+            + "; fix: raise --rounds or --budget, give --calibration_data that covers such inputs"
+            + (keep_io_hint(outcome.rounds.setup.options, lead=", ") if outcome.rounds is not None else "")
+            + ", or raise --max_error"
         )
     elif outcome.stress is None:
         lines.append("verdict: the plan holds on the tuning inputs (no hunt: --adversarial_examples 0)")

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from harness.convert import ConvertOptions
 from harness.core.errors import UserError
-from harness.core.files import atomic_write_text
+from harness.core.files import atomic_write_text, own_folder
+from harness.core.jsonfile import JsonObject
 from harness.data.feeds import Feed
 from harness.data.keys import code_fingerprint, content_key, feeds_digest
 from harness.tune.bound import Bound
@@ -57,18 +58,16 @@ class TuneCache:
         path = self.path(key)
         if not path.is_file():
             return TuneMemo()
+        fix = f"delete {path} (or the folder {self.root}); castguard rebuilds it"
+        doc = JsonObject.read(path, what="tune cache entry", fix=fix)
+        if doc.get("schema_version", int) != SCHEMA_VERSION:
+            raise doc.fail("schema_version", f"is {doc.data['schema_version']!r}, expected {SCHEMA_VERSION}")
+        evaluations = doc.object("evaluations")
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-            if doc.get("schema_version") != SCHEMA_VERSION:
-                raise ValueError(f"schema_version {doc.get('schema_version')!r}")
-            sens = Sensitivity.from_json(doc["sensitivity"]) if doc.get("sensitivity") else None
-            return TuneMemo(sensitivity=sens, evaluations=dict(doc["evaluations"]))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-            raise UserError(
-                where=path,
-                problem=f"unreadable tune cache entry ({err})",
-                fix=f"delete {path} (or the folder {self.root}); castguard rebuilds it",
-            ) from None
+            sens = Sensitivity.from_json(doc.get("sensitivity", dict)) if doc.data.get("sensitivity") else None
+            return TuneMemo(sensitivity=sens, evaluations={k: evaluations.get(k, dict) for k in evaluations.data})
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            raise UserError(where=path, problem=f"unreadable tune cache entry ({err})", fix=fix) from None
 
     def store(self, key: str, memo: TuneMemo) -> None:
         path = self.path(key)
@@ -77,4 +76,5 @@ class TuneCache:
             "sensitivity": memo.sensitivity.to_json() if memo.sensitivity is not None else None,
             "evaluations": memo.evaluations,
         }
+        own_folder(self.root)
         atomic_write_text(path, json.dumps(doc, sort_keys=True))

@@ -1,7 +1,9 @@
 """One evaluation of a plan: convert with these nodes kept FP32, run on ``emulate``, measure against FP32.
 
 :class:`Oracle` counts evaluations against the budget, remembers every plan it measured (a plan is the set of
-candidate nodes kept FP32), and takes earlier measurements from a memo (the tune cache), which cost nothing.
+candidate nodes kept FP32), and takes earlier measurements from a memo (the tune cache), which cost no time but count against the budget like a
+new evaluation: the budget counts the plans the search needed, so a warm cache, a cold one or one left by a killed
+run give the same plan and the same verdict.
 """
 
 from __future__ import annotations
@@ -137,12 +139,12 @@ class Oracle:
         key = plan_key(plan)
         if key in self.seen:
             return self.seen[key]
+        if self.spent + self.reused >= self.budget:  # a cached plan counts too: warm or cold, one verdict
+            raise BudgetExhausted
         if key in self.memo:
             self.reused += 1
             result = Evaluation.from_json(plan, self.memo[key])
         else:
-            if self.spent >= self.budget:
-                raise BudgetExhausted
             self.spent += 1
             conversion = self.setup.convert(plan)
             outputs = self.setup.run(conversion.model)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.convert import ConvertOptions, ReferenceData
+from harness.core.jsonfile import JsonObject
 
 SCHEMA_VERSION = 1
 
@@ -99,8 +100,8 @@ class Plan:
 
 def read_plan(path: Path) -> dict[str, object]:
     """A plan file's JSON (for the harness and tests)."""
-    doc: dict[str, object] = json.loads(path.read_text(encoding="utf-8"))
-    return doc
+    fix = "rewrite it: castguard tune (or pytest --model ... --tune --update-goldens)"
+    return dict(JsonObject.read(path, what="tuned plan", fix=fix).data)
 
 
 def convert_args(

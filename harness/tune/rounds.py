@@ -134,7 +134,7 @@ def search_rounds(
                 current,
                 candidates,
                 sha256=sha256,
-                budget=budget - spent,
+                budget=budget - spent - reused,  # cached evaluations count: the same verdict warm or cold
                 cache=cache,
                 progress=progress,
                 spent_before=spent,
@@ -162,10 +162,13 @@ def search_rounds(
             )
         rounds.append(
             Round(
-                inputs=len(current.feeds), kept=tuple(sorted(result.best.kept)), evaluations=oracle.spent, stress=hunt
+                inputs=len(current.feeds),
+                kept=tuple(sorted(result.best.kept)),
+                evaluations=oracle.spent + oracle.reused,  # the plans this round needed, cached or not
+                stress=hunt,
             )
         )
-        if hunt is None or hunt.failing_feed is None or len(rounds) > extra_rounds or budget - spent < 2:
+        if hunt is None or hunt.failing_feed is None or len(rounds) > extra_rounds or budget - spent - reused < 2:
             break
         found.append(
             Counterexample(

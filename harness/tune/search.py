@@ -27,6 +27,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from harness.convert import ConvertOptions
 from harness.core.errors import UserError
 from harness.tune.oracle import BudgetExhausted, Evaluation, Oracle
 
@@ -155,5 +156,10 @@ def _unreachable(oracle: Oracle, all_fp32: Evaluation, candidates: int) -> Unrea
         problem=f"the bound is unreachable: even with all {candidates} candidate node(s) in "
         f"FP32 the converted model misses it ({'; '.join(misses)}); what remains in low precision (graph "
         "inputs/outputs, nodes forced low) already costs that much",
-        fix="raise --max_error, or keep the graph inputs/outputs in FP32 with --keep_io_types",
+        fix="raise --max_error" + keep_io_hint(oracle.setup.options, lead=", or "),
     )
+
+
+def keep_io_hint(options: ConvertOptions, *, lead: str) -> str:
+    """``lead`` + the --keep_io_types advice, or "" when it was given (the advice would change nothing)."""
+    return "" if options.keep_io_types else f"{lead}keep the graph inputs/outputs in FP32 with --keep_io_types"

@@ -91,6 +91,8 @@ def test_user_tests_over_two_precisions_write_the_golden_once_then_pass_into_rep
     night = read_history(history).runs
     assert len(night) == 1
     assert {(c.model, c.case_id, c.status) for c in night[0].report.cases} == cases
+    same = _run(project, "-v", "--update-goldens")  # regenerated, value-identical: nothing to review (issue 34.5)
+    same.assert_outcomes(passed=2)
 
 
 def test_a_broken_conversion_fails_the_users_test_with_castguards_message(project: pytest.Pytester) -> None:
@@ -310,3 +312,23 @@ def test_the_example_project_runs_as_printed_in_the_readme(tmp_path: Path) -> No
     assert "3 passed" in second.stdout
     report = json.loads((folder / "castguard-report" / "report.json").read_text())
     assert len(report["cases"]) == 4 and {c["status"] for c in report["cases"]} == {"pass"}
+
+
+def test_a_candidate_is_judged_through_the_fixture(project: pytest.Pytester) -> None:
+    """``castguard.check(model, candidate=path)``: the user's own fp16 file against the FP32 golden (issue 30)."""
+    from onnxruntime.transformers import float16
+
+    save(float16.convert_float_to_float16(cancellation_model(), keep_io_types=True), project.path / "cancel16.onnx")
+    project.makepyfile(
+        test_cg_candidate="""
+def test_candidate(castguard):
+    result = castguard.check("models/cancel.onnx", candidate="cancel16.onnx", runner="emulate")
+    assert result.case_id == "candidate-emulate"
+    assert result.status == "fail" and result.worst_error > 0.01, result.explain()
+"""
+    )
+    _run(project, "test_cg_candidate.py")  # writes the golden
+    result = _run(project, "test_cg_candidate.py")
+    result.assert_outcomes(passed=1)
+    (case,) = _report(project)["cases"]
+    assert case["case"]["converter"] == "candidate" and case["case"]["candidate"].endswith("cancel16.onnx")

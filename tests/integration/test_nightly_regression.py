@@ -187,7 +187,10 @@ def test_a_perturbed_model_is_a_stale_golden_error_not_a_regression(tmp_path: Pa
     stale = nightly(tmp_path, 2, *args)
     assert stale.returncode == 1
     assert "0 regression(s)" in stale.stdout
-    assert "Model changed since the baseline (another sha256: not compared; its golden is stale): 8" in stale.stdout
+    assert (
+        "Model changed since the baseline (another sha256: not compared; the next clean run becomes the baseline): 8"
+        in stale.stdout
+    )
     report = json.loads((tmp_path / "report-2" / "report.json").read_text())
     assert {c["status"] for c in report["cases"]} == {"error"}
     assert all(

@@ -70,7 +70,7 @@ def comparable(report: dict) -> list[dict]:
     cases = []
     for case in report["cases"]:
         kept = {k: v for k, v in case.items() if k not in UNSTABLE}
-        kept = json.loads(re.sub(r"[^\s'\"]*/runs/[^/]+/diagnose/", "RUN/diagnose/", json.dumps(kept)))  # fix's path
+        kept = json.loads(re.sub(r"[^\s'\"]*/fixes/", "FIXES/", json.dumps(kept)))  # fix's path
         if kept.get("trt_build"):  # the TensorRT build check's time (when TensorRT is installed)
             kept["trt_build"] = {k: v for k, v in kept["trt_build"].items() if k != "seconds"}
         cases.append(kept)

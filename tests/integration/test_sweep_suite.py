@@ -35,7 +35,7 @@ def test_the_default_sweep_runs_12_cases_and_writes_the_report_then_reuses_the_c
         [
             "*castguard sweep report*",
             "castguard: 12 cases: 12 pass (* share another case's "
-            "converted model, not run again); report: castguard-report/report.md, report.html, "
+            "converted model); report: castguard-report/report.md, report.html, "
             "report.json",
         ]
     )
@@ -51,6 +51,7 @@ def test_the_default_sweep_runs_12_cases_and_writes_the_report_then_reuses_the_c
         "report.html",
         "runs",
         ".castguard.lock",
+        ".gitignore",  # castguard's own folder is never committed (issue 34: harness.core.files.own_folder)
     }
     (run,) = (project.path / "castguard-report" / "runs").iterdir()
     assert {p.name for p in run.iterdir()} == {"report.json", "report.md", "report.html", "outputs"}

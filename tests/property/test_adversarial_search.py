@@ -24,8 +24,8 @@ from harness.core.errors import InputDataError
 from harness.data.models import bundled_models_dir
 from harness.judge.compare import Tolerance, compare_outputs
 from harness.judge.paired import score
-from harness.pipeline.session import AccuracySession, SweepCase
 from harness.pipeline.hunt import cast_limits, failure_message, replay, search, search_case
+from harness.pipeline.session import AccuracySession, SweepCase
 from harness.search.pairing import PairedRun as Judge
 from harness.search.strategies import feeds
 from harness.sweep import Case

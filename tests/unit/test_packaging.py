@@ -60,6 +60,21 @@ def test_the_wheel_has_one_top_level_package(tmp_path: Path) -> None:
     assert "harness/bundled_models/__init__.py" in names
     assert "harness/bundled_models/mnist/mnist.onnx" in names
     assert "harness/py.typed" in names
+    (license_file,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+    assert "Apache License" in zipfile.ZipFile(wheel).read(license_file).decode()
+    (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+    text = zipfile.ZipFile(wheel).read(metadata).decode()
+    assert "Classifier: Framework :: Pytest" in text and "License-Expression: Apache-2.0" in text
+
+
+def test_the_license_and_the_classifiers_are_declared() -> None:
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in text and "Version 2.0, January 2004" in text and "END OF TERMS AND CONDITIONS" in text
+    project = read_toml(ROOT / "pyproject.toml", what="pyproject.toml")["project"]  # type: ignore[index]
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
+    assert "Framework :: Pytest" in project["classifiers"]
+    requires = project["requires-python"].removeprefix(">=")
+    assert f"Programming Language :: Python :: {requires}" in project["classifiers"]
 
 
 def test_a_checkout_on_pythonpath_finds_its_bundled_models(tmp_path: Path) -> None:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from harness.convert import ConversionResult, convert
+from harness.convert.dispatch import load_candidate, run_converter
+from harness.convert.plugins import CANDIDATE, ConvertRequest, converter_sources
 from harness.data.keys import content_key
 from harness.pipeline.build_check import cached_build
 from harness.pipeline.cache import ContentCache
@@ -15,15 +18,28 @@ from harness.sweep import Case
 
 
 def convert_cached(ctx: ModelContext, case: Case, cache: ContentCache) -> tuple[ConversionResult, float, bool]:
-    """The case's conversion (from the cache when nothing changed), seconds spent, and whether it was a hit."""
-    options = case.convert_options()
-    key = content_key("convert", cache.fingerprint, ctx.spec.sha256, ctx.magnitudes_key, repr(options))
+    """The case's conversion (from the cache when nothing changed), seconds spent, and whether it was a hit.
+    Another converter's conversion or a candidate file: :mod:`harness.convert.dispatch`."""
     start = time.perf_counter()
-    result, hit = cache.conversion(
-        key,
-        lambda: convert(ctx.model, options=options, magnitudes=ctx.magnitudes, base_dir=ctx.spec.path.parent),
-        weights_dir=ctx.spec.path.parent,
-    )
+    if case.converter == CANDIDATE:
+        shapes = {k: tuple(v.shape) for k, v in ctx.golden.feeds[0].items()}
+        return load_candidate(Path(case.candidate), input_shapes=shapes), time.perf_counter() - start, False
+    options = case.convert_options()
+    if case.converter == "castguard":
+        key = content_key("convert", cache.fingerprint, ctx.spec.sha256, ctx.magnitudes_key, repr(options))
+        make = lambda: convert(ctx.model, options=options, magnitudes=ctx.magnitudes, base_dir=ctx.spec.path.parent)  # noqa: E731
+    else:
+        request = ConvertRequest(
+            model=ctx.model,
+            model_path=ctx.spec.path,
+            options=options,
+            calibration=ctx.golden.feeds[:1],
+            converter_options=dict(case.converter_options),
+        )
+        source = repr((converter_sources([case.converter]), case.converter_options))
+        key = content_key("convert", cache.fingerprint, ctx.spec.sha256, source, repr(options))
+        make = lambda: run_converter(case.converter, request)  # noqa: E731
+    result, hit = cache.conversion(key, make, weights_dir=ctx.spec.path.parent)
     return result, time.perf_counter() - start, hit
 
 
@@ -35,7 +51,8 @@ def check_runnable(run: CaseRun, env: CaseEnv) -> CaseRun:
 
 def convert_step(run: CaseRun, env: CaseEnv) -> CaseRun:
     conversion, seconds, hit = convert_cached(run.context, run.point, env.cache)
-    return replace(run, converted=Converted(conversion=conversion, cached=hit, seconds=seconds))
+    converted = Converted(conversion=conversion, cached=hit, seconds=seconds)
+    return replace(run, converted=converted, notes=(*run.notes, *conversion.notes))  # the converter's notes
 
 
 def build_check_step(run: CaseRun, env: CaseEnv) -> CaseRun:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from harness.convert import ConversionResult
 from harness.diagnose import Diagnosis, diagnose_failure
+from harness.diagnose.foreign import diagnose_foreign
 from harness.judge.compare import CompareResult
 from harness.pipeline.caserun import CaseEnv, CaseRun, Diagnosed
 from harness.pipeline.context import ModelContext
@@ -39,8 +40,23 @@ def diagnose_step(run: CaseRun, env: CaseEnv) -> CaseRun:
     ):
         return run
     start = time.perf_counter()
-    ctx, case = run.context, run.point
+    ctx, case, conversion = run.context, run.point, converted.conversion
     relpath = outputs_relpath(ctx.spec.name, ctx.inputs_id, case.id)
+    if case.converter != "castguard":  # another converter's output: the search only, said what it could not follow
+        diagnosis = diagnose_foreign(
+            reference=ctx.model,
+            converted=conversion.model,
+            feeds=ctx.golden.feeds,
+            precision=case.precision,
+            policy=env.settings.tolerances,
+            model_dir=ctx.spec.path.parent,
+            converted_dir=conversion.base_dir,
+            converter=case.converter,
+        )
+        message = failure_message(ctx, case, judged.comparison, conversion, executed.runner, diagnosis)
+        return replace(
+            run, diagnosed=Diagnosed(diagnosis=diagnosis, message=message, seconds=time.perf_counter() - start)
+        )
     diagnosis = diagnose_failure(
         reference=ctx.model,
         model_path=ctx.spec.path,
@@ -53,7 +69,9 @@ def diagnose_step(run: CaseRun, env: CaseEnv) -> CaseRun:
         runner=case.runner,
         providers=run.providers,
         policy=env.settings.tolerances,
-        work_dir=env.settings.report_dir.resolve() / "diagnose" / Path(relpath).relative_to("outputs").with_suffix(""),
+        work_dir=env.settings.fixes_dir.resolve() / Path(relpath).relative_to("outputs").with_suffix(""),
+        runner_options=env.settings.runner_options,
+        runner_timeout=env.settings.runner_timeout,
     )
     message = failure_message(ctx, case, judged.comparison, converted.conversion, executed.runner, diagnosis)
     diagnosed = Diagnosed(diagnosis=diagnosis, message=message, seconds=time.perf_counter() - start)
@@ -80,6 +98,9 @@ def failure_message(
         + (", fp32_accumulation=True" if options.fp32_accumulation else "")
         + (", respect_fp32_casts=False" if not options.respect_fp32_casts else "")
     )
+    if case.converter != "castguard":
+        taken = ", ".join(case.applied_settings()) or "no sweep setting"
+        settings = f"converter {case.converter} ({taken})" + (f": {case.candidate}" if case.candidate else "")
     worst = max((o for o in comparison.outputs if not o.passed), key=lambda o: o.max_rel, default=None)
     head = f"{ctx.spec.name} [{case.id}] does not match its FP32 golden on {runner}:"
     if worst is not None:

@@ -17,17 +17,24 @@ from harness.pipeline.caserun import CaseEnv, CaseRun, Executed, Timed
 from harness.pipeline.speed import SpeedPair, measure_speed
 from harness.runners import make_runner
 from harness.runners.base import Runner, RunResult
+from harness.runners.options import options_for
 
 NOT_NUMERIC = "OSUM"  # object, bytes, str, datetime (bfloat16 is a void-kind ml_dtypes type, and numeric)
 
 
 def execute_step(run: CaseRun, env: CaseEnv) -> CaseRun:
-    """Run the converted model (raises RunnerUnavailable, RunnerError or UserError, as the runner does)."""
+    """Run the converted model (raises RunnerUnavailable, RunnerError or UserError, as the runner does); a runner
+    plugin runs in a child with the settings' time-out, and a hang or crash there is a RunnerError."""
     assert run.converted is not None, "execute follows convert"
     start = time.perf_counter()
     model = run.converted.conversion.model
     runner = make_runner(
-        run.point.runner, model, model_dir=run.converted.model_dir(run.context), providers=run.providers
+        run.point.runner,
+        model,
+        model_dir=run.converted.model_dir(run.context),
+        providers=run.providers,
+        options=options_for(env.settings.runner_options, run.point.runner),
+        timeout_s=env.settings.runner_timeout,
     )
     feeds = cast_feeds(run.context.golden.feeds, input_specs(model))
     result = guarded_run(runner, feeds, name=run.point.runner)

@@ -46,6 +46,8 @@ def record(run: CaseRun, *, deployment: bool = True) -> CaseRecord:
         golden_file=run.ctx.golden_file if run.ctx is not None else None,
         timings=timings,
         stopped="" if run.stop is None else run.stop.kind,
+        degenerate=run.ctx.degenerate if run.ctx is not None else (),
+        converted_digest=run.duplicate.graph[-1] if run.duplicate is not None else "",
         **_conversion(run),
         **facts,
     )

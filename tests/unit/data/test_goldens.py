@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale, UserError
-from harness.core.locks import LockTimeout, held
+from harness.core.locks import LockTimeout, held, lock_for
 from harness.data.goldens import Golden, GoldenStore, ensure_golden
 from harness.data.models import ModelSpec, resolve_model
 from harness.data.recipes import InputRecipe
@@ -115,16 +115,21 @@ def test_ensure_writes_once_then_loads(tmp_path: Path, spec: ModelSpec) -> None:
     assert written is not None
     golden, written = ensure_golden(store, spec, RECIPE, update=False, produce=produce)
     assert written is None and len(calls) == 1 and len(golden.feeds) == 2
+    path = store.path_for(spec, RECIPE)
+    before = path.stat().st_mtime_ns
     _, written = ensure_golden(store, spec, RECIPE, update=True, produce=produce)
-    assert written is not None and len(calls) == 2
+    assert written is None and len(calls) == 2  # regenerated, value-identical: left alone, nothing to review
+    assert path.stat().st_mtime_ns == before
+    _, written = ensure_golden(store, spec, RECIPE, update=True, produce=lambda: _golden(scale=2.0))
+    assert written == path  # changed values: rewritten (the caller fails once)
 
 
 def test_lock_timeout_is_a_clear_error(tmp_path: Path, spec: ModelSpec) -> None:
     """A lock held by a live holder times out with one error naming the lock file; a leftover lock *file* with
     no holder (what a killed run of the old O_EXCL lock left) blocks nothing."""
     store = GoldenStore(tmp_path, lock_timeout_s=0.2)
-    lock = store.path_for(spec, RECIPE).with_suffix(".lock")
-    lock.parent.mkdir(parents=True)
+    lock = lock_for(store.path_for(spec, RECIPE))
+    lock.parent.mkdir(parents=True, exist_ok=True)
     lock.write_text("12345")
     with pytest.raises(GoldenMissing):
         store.load(spec, RECIPE)

@@ -286,7 +286,7 @@ def _interrupted(day: int) -> Report:
     return dataclasses.replace(_run(day), interrupted=True, planned_cases=24)
 
 
-def test_interrupted_and_failing_runs_are_never_the_baseline(tmp_path: Path) -> None:
+def test_interrupted_and_unaccepted_failing_runs_are_never_the_baseline(tmp_path: Path) -> None:
     folder = tmp_path / "hist"
     first = _store(folder, _run(1))
     _store(folder, _run(2, status="fail"))  # a failing case: stored, never a baseline
@@ -297,14 +297,29 @@ def test_interrupted_and_failing_runs_are_never_the_baseline(tmp_path: Path) -> 
     assert baseline is not None and baseline.source == str(first)
     with pytest.raises(UserError, match="cannot be a baseline: interrupted"):
         accept_run(folder, "latest")
-    with pytest.raises(UserError, match="cannot be a baseline: failing or erroring cases"):
-        accept_run(folder, runs[1].path.name)
     only_bad = tmp_path / "bad"
     _store(only_bad, _interrupted(1))
     _store(only_bad, _run(2, status="error"))
     baseline, note = load_baseline(only_bad)
     assert baseline is None
     assert "has no clean run (1 with failing or erroring cases, 1 interrupted)" in note
+    assert f"castguard history {only_bad} --accept latest" in note and "xfail" in note
+
+
+def test_a_night_with_known_failures_can_be_accepted_as_the_baseline(tmp_path: Path) -> None:
+    """Issue 32.4: a model that fails somewhere (data_max=inf overflows) never had a baseline, and --accept
+    refused it. Accepted, it is the baseline (even the first night, which had no verdict to mark)."""
+    folder = tmp_path / "hist"
+    failing = _store(folder, _run(1, status="fail"))  # the first night: no baseline, so no verdict
+    assert read_history(folder).runs[0].verdict is None and load_baseline(folder)[0] is None
+    assert accept_run(folder, "latest") == failing
+    run = read_history(folder).runs[0]
+    assert run.accepted and run.clean and run.unclean_reason == ""
+    baseline, note = load_baseline(folder)
+    assert baseline is not None and baseline.source == str(failing) and "accepted by a person" in note
+    with pytest.raises(UserError, match="cannot be a baseline: interrupted"):
+        _store(folder, _interrupted(2))
+        accept_run(folder, "latest")
 
 
 def test_an_interrupted_run_says_so_in_the_nightly_notes(tmp_path: Path) -> None:
@@ -334,3 +349,22 @@ def test_renamed_cases_are_nothing_comparable_not_zero_regressions(tmp_path: Pat
     assert head.startswith("nothing comparable: none of this run's 1 case(s) matches one of the 1 case(s)")
     assert "regression" not in head and "0 case(s) compared" not in head
     assert "nothing comparable" in comparison_markdown(outcome.comparison)
+
+
+def test_cli_history_marks_regressed_nights(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 32.9: ``castguard history`` showed a regressed night like a clean one."""
+    from harness.cli import main
+
+    folder = tmp_path / "hist"
+    _store(folder, _run(1))
+    _store(folder, _run(2, status="fail"))  # status regression against night 1
+    _store(folder, _run(3))  # compared with night 1 (night 2 is not clean): no regression
+    assert [run.mark for run in read_history(folder).runs] == ["clean", "REGRESSED (1)", "clean"]
+    assert main(["history", str(folder)]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("2026-11-0")}
+    assert "REGRESSED (1)" in rows["2026-11-02"].split("c0ffeec", 1)[1]
+    assert "REGRESSED" not in rows["2026-11-01"] and "REGRESSED" not in rows["2026-11-03"]
+    assert main(["history", str(folder), "--accept", read_history(folder).runs[1].path.name]) == 0
+    capsys.readouterr()
+    assert main(["history", str(folder)]) == 0
+    assert "REGRESSED (1), accepted" in capsys.readouterr().out

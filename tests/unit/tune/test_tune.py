@@ -240,3 +240,19 @@ def test_classifier_criteria_and_policy_are_recorded(tmp_path: Path, monkeypatch
     assert plan["bound"]["top1"] == {"outputs": ["logits"], "min_agreement": 0.99}  # type: ignore[index]
     assert plan["bound"]["tolerance_policy"] is True and plan["bound"]["per_output"] == {"logits": 2e-3}  # type: ignore[index]
     assert plan["top1"]["logits"] >= 0.99 and plan["error"]["logits"] <= 2e-3  # type: ignore[index]
+
+
+@pytest.mark.parametrize("keep_io", [False, True])
+def test_an_unreachable_bound_advises_keep_io_types_only_when_it_was_not_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], keep_io: bool
+) -> None:
+    """Issue 32.9: tune advised --keep_io_types to a user who had given it."""
+    monkeypatch.chdir(tmp_path)
+    path = _save(tmp_path, "residual_cancel", tune_models.residual_cancel())
+    argv = ["tune", "--onnx_path", str(path), "--output_path", str(tmp_path / "out.onnx"), "--quiet", "--no_cache"]
+    forced = ["--op_types_to_include", "MatMul"]  # forced low: even all candidates FP32 miss 1e-9
+    code = main([*argv, *forced, "--max_error=1e-9", *(["--keep_io_types"] if keep_io else [])])
+    err = capsys.readouterr().err
+    assert code == 2 and "unreachable" in err
+    fix = err.split("fix:", 1)[1]
+    assert ("--keep_io_types" in fix) is not keep_io and "raise --max_error" in fix

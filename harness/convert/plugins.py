@@ -1,0 +1,208 @@
+"""Converter plugins: every converter, castguard's own too, comes from the entry-point group ``castguard.converters``.
+
+A distribution registers a converter under the name users pass to ``--converter NAME`` (or ``converters = [...]``
+in ``[tool.castguard.sweep]``)::
+
+    [project.entry-points."castguard.converters"]
+    halve = "castguard_halve_converter:HalveConverter"
+
+The entry point names an object that follows :class:`ConverterPlugin`: it declares its :class:`ConverterTraits`
+(which sweep settings it takes; settings it does not take are not swept for it) and, called with a
+:class:`ConvertRequest`, returns the converted ``onnx.ModelProto`` (or castguard's own
+:class:`~harness.convert.pipeline.ConversionResult`). castguard reads what it needs (the low-precision FLOP share,
+the low and FP32 nodes) from the converted graph's types (:mod:`harness.convert.described`), never from the
+converter's word. A converter that cannot run here (its library is missing) raises
+:class:`~harness.core.errors.RunnerUnavailable` with the reason and the install command: its cases are skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
+
+import numpy as np
+import onnx
+
+from harness.core.errors import UserError
+
+if TYPE_CHECKING:
+    from harness.convert.magnitudes import Magnitudes
+    from harness.convert.options import ConvertOptions
+    from harness.convert.pipeline import ConversionResult
+
+GROUP = "castguard.converters"
+BUILTIN = ("castguard", "ort-fp16", "autocast")  # registered by castguard's own pyproject.toml
+CANDIDATE = "candidate"  # not a plugin: the user's own converted file (--candidate KEY=PATH)
+SETTINGS = (
+    "precision",
+    "data_max",
+    "init_max",
+    "exclusions",
+    "keep_io_types",
+    "node_precisions",
+    "fp32_accumulation",
+    "target",
+    "fp32_casts",
+)
+"""The sweep settings a converter may take (the runner is never a converter setting)."""
+
+
+@dataclass(frozen=True)
+class ConverterTraits:
+    """What a converter declares before it runs: the sweep settings it takes (a subset of :data:`SETTINGS`),
+    the low precisions it makes, whether it needs castguard's reference magnitudes (in-process converters only),
+    the library that does the work (provenance) and whether it runs in a child process (the default)."""
+
+    takes: frozenset[str] = frozenset()
+    precisions: tuple[str, ...] = ("fp16",)
+    needs_magnitudes: bool = False
+    library: str = ""
+    in_child: bool = True
+    """Run in a child process (:mod:`harness.convert.childconvert`): a crash there is one case error."""
+    """The distribution that does the converting, when it is not the plugin's own (provenance names its version)."""
+
+    def __post_init__(self) -> None:
+        unknown = set(self.takes) - set(SETTINGS)
+        if unknown:
+            raise ValueError(f"unknown sweep settings {sorted(unknown)}; known: {', '.join(SETTINGS)}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConvertRequest:
+    """One conversion: the FP32 model (in memory and its file), the case's settings (those the converter does
+    not take hold their defaults), the golden's feeds as calibration data, and castguard's magnitudes when the
+    converter asked for them."""
+
+    model: onnx.ModelProto
+    model_path: Path
+    options: ConvertOptions
+    calibration: Sequence[Mapping[str, np.ndarray]] = ()
+    magnitudes: Magnitudes | None = None
+    converter_options: Mapping[str, str] = field(default_factory=dict)
+    calibration_file: Path | None = None
+    """The calibration feeds as one ``.npz`` (set in a child process; AutoCast reads the file as its CLI does)."""
+
+
+@runtime_checkable
+class ConverterPlugin(Protocol):
+    """What an entry point of ``castguard.converters`` names."""
+
+    traits: ConverterTraits
+
+    def __call__(self, request: ConvertRequest) -> onnx.ModelProto | ConversionResult: ...
+
+
+@dataclass(frozen=True)
+class RegisteredConverter:
+    """One discovered converter: its name, the distribution and version it came from (provenance)."""
+
+    name: str
+    distribution: str
+    version: str
+    value: str
+    entry_point: metadata.EntryPoint
+
+    def load(self) -> ConverterPlugin:
+        where = f"entry point {self.name} = {self.value!r} of {self.distribution} {self.version} (group {GROUP})"
+        try:
+            plugin = self.entry_point.load()
+        except Exception as err:  # noqa: BLE001 - a plugin's import error is its own; name it and its package
+            raise UserError(
+                where=where,
+                problem=f"it does not import: {type(err).__name__}: {err}",
+                fix=f"fix or reinstall {self.distribution}, or drop --converter {self.name}",
+            ) from None
+        if not callable(plugin) or not isinstance(getattr(plugin, "traits", None), ConverterTraits):
+            raise UserError(
+                where=where,
+                problem="it is not a converter: it needs `traits = ConverterTraits(...)` and to be callable",
+                fix="name an object with traits that is called as plugin(request) -> onnx.ModelProto",
+            )
+        return cast(ConverterPlugin, plugin)
+
+
+@lru_cache(maxsize=1)
+def registered() -> dict[str, RegisteredConverter]:
+    """Every converter of the group, by name (read once per process); a name claimed twice is a user error."""
+    found: dict[str, RegisteredConverter] = {}
+    for ep in metadata.entry_points(group=GROUP):
+        dist = ep.dist
+        entry = RegisteredConverter(
+            name=ep.name,
+            distribution=dist.name if dist else "unknown",
+            version=dist.version if dist else "unknown",
+            value=ep.value,
+            entry_point=ep,
+        )
+        other = found.get(ep.name)
+        if other is not None and (other.distribution, other.value) != (entry.distribution, entry.value):
+            raise UserError(
+                where=f"converter {ep.name!r} (group {GROUP})",
+                problem=f"registered by both {other.distribution} ({other.value}) and "
+                f"{entry.distribution} ({entry.value})",
+                fix="uninstall the plugin: pip uninstall "
+                + next(d for d in (entry.distribution, other.distribution) if d != "castguard"),
+            )
+        found[ep.name] = entry
+    missing = [name for name in BUILTIN if name not in found]
+    if missing:
+        raise UserError(
+            where=f"entry points {GROUP}",
+            problem=f"castguard's own converters are not registered ({', '.join(missing)}): the installed "
+            "castguard metadata predates converter plugins",
+            fix="reinstall castguard: pip install -e . (or pip install castguard)",
+        )
+    return found
+
+
+def converter_names() -> tuple[str, ...]:
+    """Every converter ``--converter`` accepts: castguard's first, then installed plugins by name."""
+    found = registered()
+    return (*BUILTIN, *sorted(n for n in found if n not in BUILTIN))
+
+
+def check_converter(value: object, *, where: str) -> None:
+    """The one converter-name check (the sweep, ``Case`` and ``--converter``)."""
+    if value == CANDIDATE:
+        return
+    if value not in converter_names():
+        raise UserError(
+            where=where,
+            problem=f"unknown converter {value!r}",
+            fix=f"use one or more of: {', '.join(converter_names())}",
+        )
+
+
+@cache
+def traits_of(name: str) -> ConverterTraits:
+    """A converter's declared traits (loads its entry point); the candidate takes no setting."""
+    if name == CANDIDATE:
+        return ConverterTraits(takes=frozenset(), precisions=("fp16", "bf16"))
+    return registered()[name].load().traits
+
+
+def load_converter(name: str) -> ConverterPlugin:
+    return registered()[name].load()
+
+
+def converter_sources(names: Sequence[str]) -> tuple[tuple[str, str, str], ...]:
+    """``(converter, distribution, version)`` for each known name (provenance); the candidate is left out. A
+    converter that wraps another library names it too: ``castguard 0.9 (onnxruntime 1.32.0)``."""
+    found = registered()
+    rows = []
+    for name in names:
+        if name not in found:
+            continue
+        entry, version = found[name], found[name].version
+        library = traits_of(name).library
+        if library:
+            try:
+                version += f" ({library} {metadata.version(library)})"
+            except metadata.PackageNotFoundError:
+                version += f" ({library} not installed)"
+        rows.append((name, entry.distribution, version))
+    return tuple(rows)
