@@ -3,7 +3,7 @@
 * ``test_fuzz_rate``: converter fuzzing (``tests/property/converter_contract.py``): N generated models, each
   drawn, its magnitudes collected (one ORT child process), converted twice, checked and run on ORT + emulate.
   Printed: models per second, so a profile's budget converts to minutes (ci: 2 x 60, nightly: 2 x 5000).
-* ``test_adversarial_search``: one targeted search (``harness.search.adversarial.search_case``) under the ci
+* ``test_adversarial_search``: one targeted search (``harness.pipeline.hunt.search_case``) under the ci
   profile on the bundled models: inputs tried, whether it found a failure, seconds.
 """
 
@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 
 from harness.config import HarnessConfig
 from harness.data.models import bundled_models_dir
+from harness.pipeline.hunt import search_case
 from harness.pipeline.session import AccuracySession, SweepCase
-from harness.search.adversarial import search_case
 from harness.sweep import Case
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "property"))

@@ -54,7 +54,6 @@ _API: dict[str, str] = {  # public name -> "module" or "module:attribute"
     "compare_outputs": "harness.judge.compare",
     "TolerancePolicy": "harness.judge.tolerances",
     "judge_outputs": "harness.judge.paired",
-    "Judge": "harness.search.pairing:PairedRun",
     "first_divergence": "harness.diagnose",
     # report and the main job
     "Report": "harness.report",
@@ -111,5 +110,4 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from harness.report import CaseRecord, Report, read_report
     from harness.runners import RUNNER_NAMES, Runner, RunnerPlugin, RunResult, make_runner, runner_names
     from harness.runners.tensorrt.precision_diff import declared_precisions
-    from harness.search.pairing import PairedRun as Judge
     from harness.sweep import Case, SweepSpec, expand

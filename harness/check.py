@@ -30,7 +30,7 @@ import numpy as np
 
 from harness.config import HarnessConfig
 from harness.core.errors import RunnerUnavailable, UserError
-from harness.core.files import own_folder
+from harness.core.files import atomic_write_text, own_folder
 from harness.data.goldens import Golden
 from harness.diagnose.facts import Divergence
 from harness.pipeline.session import AccuracySession, SweepCase
@@ -408,10 +408,7 @@ def write_feeds(feeds: Sequence[Batch], *, folder: Path) -> Path:
     digest = hashlib.sha256(text.encode()).hexdigest()
     path = folder / f"inputs-{digest[:16]}.json"
     if not path.is_file():
-        folder.mkdir(parents=True, exist_ok=True)
-        temp = path.with_suffix(f".{os.getpid()}.tmp")
-        temp.write_text(text, encoding="utf-8")
-        os.replace(temp, path)  # atomic: xdist workers may write the same file
+        atomic_write_text(path, text)  # xdist workers may write the same file
     return path
 
 

@@ -128,7 +128,7 @@ def _cache(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from harness.search.adversarial import replay_command
+    from harness.pipeline.hunt import replay_command
 
     return replay_command(Path(args.finding))
 

@@ -13,19 +13,15 @@ Life cycle: :meth:`CastguardRun.from_options` (usage errors raise :class:`~harne
 anything runs) -> :meth:`start` -> :meth:`add` per settled case record -> :meth:`finish` (builds, judges and
 writes the report; returns the exit status) -> :meth:`terminal_lines` -> :meth:`close`.
 
-A runner the user asked for by name (``--runner``, ``[tool.castguard] runners`` or ``[tool.castguard.sweep]
-runners``) whose every case skipped fails the run (exit 1), with the reason printed once, unless
-``--allow-skipped-runner``: a CI job whose GPU stack broke does not stay green.
+A requested runner whose every case skipped fails the run: :mod:`harness.report.banner`.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,9 +31,10 @@ from harness.core.files import check_folder, check_writable
 from harness.nightly.run import NightlyOptions, NightlyRun, options_from
 from harness.options import given_options
 from harness.pipeline.session import AccuracySession
-from harness.report import CaseRecord, Provenance, Report
-from harness.report.banner import RunTrouble, failure_head, failure_reasons
-from harness.report.collect import FinishedReport, ReportSession, settle, worker_name
+from harness.pipeline.verdict import settled
+from harness.report import CaseRecord, Provenance
+from harness.report.banner import RunTrouble, all_skipped, run_status_sections, skipped_runner_lines, xpass_lines
+from harness.report.collect import FinishedReport, ReportSession, worker_name
 from harness.report.model import ShardInfo
 from harness.sweep.shards import ShardWork
 
@@ -84,70 +81,6 @@ def requested_runners(given: Mapping[str, Any], table: Mapping[str, Any], config
     return config.runners if named else ()
 
 
-def xpass_lines(cases: Sequence[CaseRecord]) -> list[str]:
-    """Cases expected to fail that passed: their xfail mark no longer holds (said, never silent)."""
-    ids = [f"{c.model}-{c.case_id}" for c in cases if c.status == "xpass"]
-    if not ids:
-        return []
-    return [
-        f"castguard: {len(ids)} case(s) expected to fail passed (xpass): "
-        + ", ".join(ids[:5])
-        + (f" and {len(ids) - 5} more" if len(ids) > 5 else ""),
-        "  fix: if the pass is meant, drop them from [tool.castguard] xfail / --xfail",
-    ]
-
-
-def all_skipped(report: Report, runners: tuple[str, ...]) -> tuple[str, ...]:
-    """The requested runners whose every case skipped."""
-    return tuple(
-        runner
-        for runner in runners
-        if (cases := [c for c in report.cases if c.case.runner == runner]) and all(c.status == "skip" for c in cases)
-    )
-
-
-def skipped_runner_lines(report: Report, runners: tuple[str, ...]) -> list[str]:
-    """Two lines per requested runner whose every case skipped: the reason (said once) and the fix."""
-    lines = []
-    for runner in all_skipped(report, runners):
-        cases = [c for c in report.cases if c.case.runner == runner]
-        if cases:
-            reasons = list(dict.fromkeys(c.message.splitlines()[0] for c in cases if c.message))
-            ran = [c for c in cases if c.outputs and not c.rounds_low_precision]  # it ran, but does not round
-            fix = (
-                f"  fix: {runner} ran, but it computes fp16/bf16 in fp32 (rounds_low_precision = False), so it "
-                "cannot judge a case: add a rounding runner (--runner emulate), or pass --allow-skipped-runner "
-                "to accept its would-pass/would-fail records"
-                if ran
-                else f"  fix: make {runner} available on this machine, drop it from the runners, or pass "
-                "--allow-skipped-runner to accept the skips"
-            )
-            lines += [
-                f"castguard: FAILED: every case of the requested runner {runner!r} skipped ({len(cases)} "
-                f"case{'s' if len(cases) > 1 else ''}): " + (" | ".join(reasons[:3]) or "no reason recorded"),
-                fix,
-            ]
-    return lines
-
-
-def run_status_sections(
-    report: Report, exitstatus: int, skipped_runners: Sequence[str], trouble: RunTrouble = RunTrouble()
-) -> tuple[str, str]:
-    """The report's first section when the run failed (markdown, HTML): the true reasons
-    (:func:`harness.report.banner.failure_reasons`), the requested runners that never ran, and the skipped cases
-    grouped by reason (a model without a golden says why once)."""
-    if exitstatus == 0:
-        return "", ""
-    reasons = Counter(c.message.splitlines()[0] for c in report.cases if c.status == "skip" and c.message)
-    items = [*skipped_runners[::2], *(f"{n} case(s) skipped: {reason}" for reason, n in reasons.items())]
-    head = failure_head(exitstatus, failure_reasons(report, trouble, exitstatus=exitstatus))
-    md = "\n".join([f"**{head}**", "", *(f"- {item}" for item in items), ""])
-    html = f'<p class="failed"><strong>{escape(head)}</strong></p>' + (
-        "<ul>" + "".join(f"<li>{escape(item)}</li>" for item in items) + "</ul>" if items else ""
-    )
-    return md, html
-
-
 class CastguardRun:
     """One run's state; see the module docstring. Build it with :meth:`from_options`."""
 
@@ -180,6 +113,7 @@ class CastguardRun:
         self.nightly_options = nightly_options
         self.shard: ShardState | None = None
         self.planned: int | None = None
+        self.planned_ids: tuple[str, ...] = ()  # the selected sweep cases' parameter ids (SweepCase.id)
         self.finished: FinishedReport | None = None
         self.evicted = ""
         self.skipped_runners: list[str] = []
@@ -315,10 +249,37 @@ class CastguardRun:
         judged (:meth:`settle`)."""
         self._pending.setdefault(test_id, []).append(record)
 
-    def settle(self, test_id: str, *, expected_failure: bool) -> None:
-        """The test was judged: its held records (if any) go into the report, xfail/xpass settled."""
-        for record in self._pending.pop(test_id, []):
-            self.add(settle(record, expected_failure=expected_failure))
+    def plan_cases(self, case_ids: Sequence[str]) -> None:
+        """The sweep cases this run selected (their parameter ids): each ends with a record in the report."""
+        self.planned_ids = tuple(case_ids)
+        self.planned = len(case_ids)
+
+    def settle(self, test_id: str, *, expected_failure: bool, case_id: str | None = None) -> None:
+        """The test was judged: its held records go into the report, xfail/xpass settled. A sweep case's test
+        (``case_id``) that held none (it raised, or its setup failed) is recorded as such."""
+        held = self._pending.pop(test_id, [])
+        if not held and case_id is not None and self.session is not None:
+            why = f"its test {test_id} ended without a record (it raised: see its failure in the test report)"
+            lost = self.session.lost_case(case_id, why)
+            held = [lost] if lost is not None else []
+        for record in held:
+            self.add(settled(record, expected_failure=expected_failure))
+
+    def _record_unreached(self, *, interrupted: bool) -> None:
+        """A planned sweep case with no record in the run's case files gets one: never reached."""
+        if self.report is None or self.session is None or not self.planned_ids:
+            return
+        reported = {f"{r.model}-{r.case_id}" for r in self.report.collect()}
+        why = (
+            "never reached: the run was interrupted before this case"
+            if interrupted
+            else "never reached: the process running it ended before handing its record (a crashed worker?)"
+        )
+        for case_id in self.planned_ids:
+            if case_id not in reported:
+                record = self.session.lost_case(case_id, why)
+                if record is not None:
+                    self.add(record)
 
     def checker(self, *, run_id: str | None = None) -> Checker:
         """The ``castguard`` fixture's checker of this process (:mod:`harness.check`), writing into this run's
@@ -358,6 +319,7 @@ class CastguardRun:
     def _finish(self, exitstatus: int, *, interrupted: bool) -> int:
         if self.report is None or self.is_worker:
             return exitstatus
+        self._record_unreached(interrupted=interrupted)
         shard = self.shard
         planned = self.planned if self.planned is not None or shard is None else shard.work.case_count
         if self.session is None:  # only the castguard fixture: its tests record cases as they go, none planned
@@ -379,7 +341,9 @@ class CastguardRun:
         if self.nightly is not None:
             self.nightly.decide(report)  # the verdict first (harness.nightly.rules) ...
         self.skipped_runners = [] if self.allow_skipped_runner else skipped_runner_lines(report, self.requested)
-        no_golden = self.session is not None and bool(self.session.golden_failures)  # even with its test deselected
+        no_golden = (self.session is not None and bool(self.session.golden_failures)) or any(
+            c.stopped == "golden_not_made" for c in report.cases
+        )  # even with its test deselected, or run by an xdist worker
         if exitstatus == 0 and (
             (self.nightly is not None and self.nightly.exit_code) or self.skipped_runners or no_golden
         ):
@@ -439,13 +403,13 @@ class CastguardRun:
         sections: list[Section] = []
         if self.finished is not None:
             from harness.report.format import degenerate_lines, summary_facts
-            from harness.report.trt_view import terminal_lines
+            from harness.report.view import trt_terminal_lines
 
             finished = self.finished
             lines = [finished.summary_line(relative_to=self.invocation_dir)]
             if finished.pruned:
                 lines.append(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
-            lines += terminal_lines(finished.view)  # the TensorRT build check (issue 17)
+            lines += trt_terminal_lines(finished.view)  # the TensorRT build check (issue 17)
             lines += degenerate_lines(finished.report)  # every run, not only when the golden was written
             lines += summary_facts(finished.view.report.cases)  # QDQ models, the model's own FP32 Casts
             lines += xpass_lines(finished.view.report.cases)

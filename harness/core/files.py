@@ -17,9 +17,10 @@ import errno
 import hashlib
 import os
 import re
+import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -102,6 +103,23 @@ def atomic_write_all(contents: dict[Path, bytes], *, durable: bool = False) -> N
         raise
     for temp, path in done:
         os.replace(temp, path)
+
+
+def atomic_write_files(paths: Sequence[Path], write: Callable[[Sequence[Path]], None]) -> None:
+    """Write several files of one folder (a model and its external data) all or none, streamed: ``write`` gets a
+    temporary path per final path (in a hidden folder beside them) and writes them; only when it returns are they
+    renamed into place, in order (the last one is what readers open first). On any error nothing is renamed and the
+    temporary folder is removed."""
+    folder = Path(paths[0]).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{Path(paths[0]).name}.", dir=folder))
+    try:
+        temps = [scratch / Path(path).name for path in paths]
+        write(temps)
+        for temp, path in zip(temps, paths):
+            os.replace(temp, path)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def atomic_write_text(path: Path, text: str, *, durable: bool = False) -> None:

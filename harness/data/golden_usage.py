@@ -1,7 +1,5 @@
 """Who uses a golden, and which goldens nothing used: the golden lifecycle of ``castguard goldens``.
 
-* :func:`same_golden`: a regenerated golden equal to the stored one, value for value and dtype for dtype
-  (``--update-goldens`` then keeps the file and fails nothing);
 * :func:`with_usage`: the ``used_by`` entry of a golden's sidecar: the sweep cases and test ids of the run that
   wrote it;
 * :func:`stored_goldens` / :func:`unused_goldens`: every golden under a goldens folder, and those that no case of
@@ -14,29 +12,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import numpy as np
-
 from harness.data.goldens import Golden
-
-
-def _same_arrays(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
-    if a.keys() != b.keys():
-        return False
-    for name in a:
-        x, y = np.asarray(a[name]), np.asarray(b[name])
-        if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
-            return False
-    return True
-
-
-def same_golden(stored: Golden, produced: Golden) -> bool:
-    """Every feed and output of ``produced`` equals ``stored``'s bit for bit (NaN included), iteration by iteration."""
-    pairs = (*zip(stored.feeds, produced.feeds), *zip(stored.outputs, produced.outputs))
-    return (
-        len(stored.feeds) == len(produced.feeds)
-        and len(stored.outputs) == len(produced.outputs)
-        and all(_same_arrays(a, b) for a, b in pairs)
-    )
 
 
 def with_usage(golden: Golden, *, cases: Sequence[str], tests: Sequence[str]) -> Golden:

@@ -303,6 +303,26 @@ def _check_round_trip(spec: ModelSpec, data: bytes, arrays: Mapping[str, np.ndar
         )
 
 
+def _same_arrays(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for name in a:
+        x, y = np.asarray(a[name]), np.asarray(b[name])
+        if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
+            return False
+    return True
+
+
+def same_golden(stored: Golden, produced: Golden) -> bool:
+    """Every feed and output of ``produced`` equals ``stored``'s bit for bit (NaN included), iteration by iteration."""
+    pairs = (*zip(stored.feeds, produced.feeds), *zip(stored.outputs, produced.outputs))
+    return (
+        len(stored.feeds) == len(produced.feeds)
+        and len(stored.outputs) == len(produced.outputs)
+        and all(_same_arrays(a, b) for a, b in pairs)
+    )
+
+
 def ensure_golden(
     store: GoldenStore, spec: ModelSpec, recipe: InputRecipe, *, update: bool, produce: Callable[[], Golden]
 ) -> tuple[Golden, Path | None]:
@@ -314,8 +334,6 @@ def ensure_golden(
     fails nothing. Stale or corrupt goldens raise unless ``update`` is set. Check-produce-write happens under the
     golden's lock (xdist-safe).
     """
-    from harness.data.golden_usage import same_golden
-
     with store.locked(spec, recipe):
         stored = None
         try:

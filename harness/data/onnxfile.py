@@ -19,9 +19,7 @@
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -32,7 +30,7 @@ from onnx import TensorProto, external_data_helper
 
 from harness.core.dtypes import np_dtype, saturating_cast
 from harness.core.errors import ModelError, ModelNotFound, UserError
-from harness.core.files import atomic_write, disk_full, sha256_files
+from harness.core.files import atomic_write, atomic_write_files, disk_full, sha256_files
 
 EXTERNAL_DATA_ABOVE = 1_800_000_000
 """Bytes of in-memory weights above which a saved model gets external data (protobuf's limit is 2 GiB)."""
@@ -338,22 +336,20 @@ def save_model(
         if not lazy and weights_size(model) <= external_above:
             atomic_write(path, model.SerializeToString())
             return
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp_dir = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=folder))
     except OSError as err:
         raise _write_error(path, err) from None
-    data_name = f"{path.name}.data"
-    try:
+    data_path = folder / f"{path.name}.data"
+
+    def write(temps: Sequence[Path]) -> None:
         out = onnx.ModelProto()
         out.CopyFrom(model)
-        _write_data(out, tmp_dir / data_name, base_dir=base_dir, inline_below=inline_below)
-        (tmp_dir / path.name).write_bytes(out.SerializeToString())
-        os.replace(tmp_dir / data_name, folder / data_name)
-        os.replace(tmp_dir / path.name, path)
+        _write_data(out, temps[0], base_dir=base_dir, inline_below=inline_below)
+        temps[1].write_bytes(out.SerializeToString())
+
+    try:
+        atomic_write_files([data_path, path], write)  # the data first: the model names it
     except OSError as err:
         raise _write_error(path, err) from None
-    finally:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
 def _write_data(out: onnx.ModelProto, data_path: Path, *, base_dir: Path | None, inline_below: int) -> None:

@@ -4,7 +4,7 @@ policy. Pure: data in, verdict out; it runs no model (the callers do: :mod:`harn
 
 This is the one place that decides "is the converted model close enough to FP32": the sweep's cases
 (:mod:`harness.pipeline.case`), the divergence profile (:mod:`harness.diagnose.profile`), the adversarial search
-(:mod:`harness.search.adversarial`) and the tests all judge through :func:`judge_outputs` or :func:`judge_feed`.
+(:mod:`harness.pipeline.hunt`) and the tests all judge through :func:`judge_outputs` or :func:`judge_feed`.
 """
 
 from __future__ import annotations

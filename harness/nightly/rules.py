@@ -347,16 +347,12 @@ def compare_reports(current: Report, baseline: Report, *, rules: Sequence[Rule],
     )
 
 
-MOVE_PREFIX = "MOVE TO FP32: "
-"""How a tuned case's ``kept_fp32`` marks the nodes a new model version needs in FP32 (harness.tune.case)."""
-
-
 def tuned_plan_regression(old: CaseRecord, new: CaseRecord) -> Change | None:
     """A tuned case that met its bound and no longer does on a new model version; the rule text names the nodes
     to move to FP32 (from the re-tune the case ran)."""
     if not new.case.tuned or old.status not in GOOD_STATUSES or new.status in GOOD_STATUSES:
         return None
-    moves = [node for node, why in new.kept_fp32 if why.startswith(MOVE_PREFIX)]
+    moves = list(new.moved_fp32)  # from the re-tune the case ran (harness.pipeline.tuned)
     text = "tuned plan misses its bound on the new model version; move to FP32: " + (", ".join(moves) or "(see case)")
     model, case_id, inputs_id = new.key
     return Change(

@@ -25,7 +25,8 @@ import onnx
 
 from harness.core.errors import RunnerUnavailable, UserError
 from harness.data.feeds import input_specs
-from harness.pipeline.cache import ContentCache, content_key
+from harness.data.keys import content_key
+from harness.pipeline.cache import ContentCache
 from harness.pipeline.dedup import model_digest
 from harness.runners.tensorrt.library import INSTALL_LINE, installed_backend, installed_module
 from harness.runners.tensorrt.typed_build import (

@@ -8,8 +8,8 @@ Layout under the cache root (``.castguard-cache/`` in the rootdir by default; sa
     convert/<key>.json               the rest of the ConversionResult, with the .onnx file's sha256
     trt-build/<key>.json             a TensorRT build check (harness.pipeline.build_check), keyed by the converted model
 
-A key is the sha256 of everything the result depends on (:func:`content_key`): the model's sha256, a
-digest of the feeds (:func:`feeds_digest`), the options, and :func:`code_fingerprint` (castguard's
+A key is the sha256 of everything the result depends on (:func:`harness.data.keys.content_key`): the model's sha256, a
+digest of the feeds (``feeds_digest``), the options, and ``code_fingerprint`` (castguard's
 version and the converter's source), so a changed model, input set, option or converter never reuses an
 entry, and a re-run with nothing changed skips the work.
 
@@ -28,22 +28,19 @@ and every case goes on without it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
-
-import numpy as np
 
 from harness.convert import ConversionResult, Magnitudes
 from harness.core.errors import InputDataError, ModelError, UserError
 from harness.core.files import atomic_write, check_folder_error, not_writable, own_folder, sha256_file
 from harness.core.jsonfile import JsonObject
 from harness.core.locks import held
-from harness.core.version import __version__
+from harness.data.keys import SCHEMA_VERSION, code_fingerprint
 from harness.data.onnxfile import (
     EXTERNAL_DATA_ABOVE,
     has_pending_casts,
@@ -53,37 +50,9 @@ from harness.data.onnxfile import (
     save_model,
     weights_size,
 )
-from harness.data.recipes import Feed
 from harness.pipeline.cache_size import touch
 
 T = TypeVar("T")
-SCHEMA_VERSION = 1
-
-
-def content_key(*parts: str) -> str:
-    """A stable hex key for an ordered list of strings (no separator ambiguity: hashed as JSON)."""
-    return hashlib.sha256(json.dumps([SCHEMA_VERSION, *parts]).encode()).hexdigest()
-
-
-def feeds_digest(feeds: Sequence[Feed]) -> str:
-    """sha256 of every feed's names, dtypes, shapes and bytes, in iteration order."""
-    digest = hashlib.sha256()
-    for index, feed in enumerate(feeds):
-        for name in sorted(feed):
-            array = np.ascontiguousarray(feed[name])
-            digest.update(f"{index}/{name}/{array.dtype.str}/{array.shape}".encode())
-            digest.update(array.tobytes())
-    return digest.hexdigest()
-
-
-def code_fingerprint() -> str:
-    """castguard's version plus a hash of the converter's source files, so an edited converter misses."""
-    digest = hashlib.sha256(__version__.encode())
-    folder = Path(__file__).resolve().parents[1] / "convert"
-    for path in sorted(folder.glob("*.py")):
-        digest.update(path.name.encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 class CacheSkipped(UserWarning):

@@ -21,7 +21,6 @@ from harness.judge.tolerances import TolerancePolicy
 from harness.runners.options import RunnerOptionsTable
 from harness.runners.ort import CPU
 from harness.runners.timing import Clock, TimingConfig
-from harness.sweep import Case
 
 
 @dataclass(frozen=True)
@@ -61,24 +60,3 @@ class CaseSettings:
     def step(self, label: str, step: str) -> AbstractContextManager[None]:
         """Around one step of a case: :meth:`LiveLine.step`, or nothing."""
         return nullcontext() if self.live is None else self.live.step(label, step)
-
-
-def targets_tensorrt(case: Case) -> bool:
-    """A case whose model is meant for TensorRT (``--target tensorrt``, or the trt runner): a model that does not
-    build there fails the case. Elsewhere a failed build is reported, and the accuracy verdict stands."""
-    return case.target == "tensorrt" or case.runner == "trt"
-
-
-def cannot_judge(case: Case, settings: CaseSettings) -> str | None:
-    """Why the case's runner cannot run it at all (checked before converting), or None."""
-    if case.runner == "ort" and case.precision == "bf16" and settings.ort_providers[0] == CPU:
-        return (
-            f"ort[{CPU}] has no bf16 kernels, so a bf16 model cannot run on it; use --runner emulate "
-            "(or --runner ort with --ort-providers CUDAExecutionProvider on a GPU)"
-        )
-    return None
-
-
-def case_providers(case: Case, settings: CaseSettings) -> tuple[str, ...]:
-    """The ORT providers the case's runner takes (the ort runner only)."""
-    return settings.ort_providers if case.runner == "ort" else ()

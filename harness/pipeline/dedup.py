@@ -7,7 +7,7 @@ of one model with the same digest and the same runner (and providers) would comp
 so :class:`SameModels` keeps the first case's record and the others reuse it. Cases whose *precision plans*
 are identical (the same nodes in low precision, the same clamped initializers, the same graph IO types) but
 whose graphs differ (an initializer stored in fp32 and cast at run time instead of stored in fp16, node order)
-compute the same values on runners that follow the plan exactly (:data:`PLAN_RUNNERS`: emulate rounds every
+compute the same values on runners that follow the plan exactly (their traits declare ``computes_exact_plan``: emulate rounds every
 low-precision tensor, reference likewise), so there they are reused too (``reuse_kind="plan"``); on other runners
 (trt, ort) they run, naming the first case of that plan (``CaseRecord.same_plan_as``).
 Not caught yet: plans that differ only by a node kept in fp32 between low-precision neighbours, whose output is
@@ -26,8 +26,6 @@ import onnx
 
 from harness.convert import ConversionResult
 from harness.report import CaseRecord
-
-PLAN_RUNNERS = frozenset({"emulate", "reference"})  # runners whose values the precision plan decides
 
 
 def model_digest(model: onnx.ModelProto) -> str:

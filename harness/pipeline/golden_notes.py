@@ -27,7 +27,7 @@ from harness.data.goldens import Golden, non_finite, rerun_command
 from harness.data.marked import with_outputs
 from harness.data.models import ModelSpec
 from harness.data.recipes import Feed, InputRecipe
-from harness.runners import make_runner
+from harness.runners import FP32_RUNNER, make_runner
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def first_non_finite(model: onnx.ModelProto, feed: Feed, *, model_dir: Path | No
     """The first node producing NaN/inf on ``feed``, or why it could not be found (ORT refused the marked model)."""
     names = [out for node in model.graph.node for out in node.output if out]
     try:
-        outputs = make_runner("ort", with_outputs(model, names), model_dir=model_dir).run([feed]).outputs[0]
+        outputs = make_runner(FP32_RUNNER, with_outputs(model, names), model_dir=model_dir).run([feed]).outputs[0]
     except (RunnerError, RunnerUnavailable, UserError) as err:  # the runner wraps onnxruntime's errors
         return f"the model with every node output marked did not run on ORT CPU ({str(err).splitlines()[0]})"
     for node in model.graph.node:

@@ -5,7 +5,8 @@
 files or options are user errors before any test runs) and expands the sweep into :class:`SweepCase` objects
 (model x :class:`harness.sweep.Case`); the session holds that plan. Per model
 it loads the golden and collects the magnitudes once (on the golden's feeds, through the on-disk
-:class:`~harness.pipeline.cache.ContentCache`), then :func:`harness.pipeline.case.run_case` runs each case. Every check
+:class:`~harness.pipeline.cache.ContentCache`), then :meth:`AccuracySession.start_case` and
+:func:`harness.pipeline.case.finish_case` run each case. Every check
 returns an :class:`Outcome` for the suite to turn into pass/fail/skip; low-precision outcomes carry the
 case's :class:`~harness.report.CaseRecord` for the report.
 """
@@ -13,27 +14,40 @@ case's :class:`~harness.report.CaseRecord` for the report.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, cast
 
 from harness.config import HarnessConfig
-from harness.core.errors import DiskFull, GoldenError, GoldenRunFailed, NotWritable, RunnerError, UserError
+from harness.core.errors import (
+    DiskFull,
+    GoldenError,
+    GoldenRunFailed,
+    NotWritable,
+    RunnerError,
+    RunnerUnavailable,
+    UserError,
+)
+from harness.core.providers import CPU
 from harness.data.drift import check_golden_provenance, installed_versions
 from harness.data.golden_usage import with_usage
 from harness.data.goldens import Golden, GoldenStore, degenerate, ensure_golden, rerun_command
+from harness.data.keys import content_key, feeds_digest
 from harness.data.recipes import describe_inputs
 from harness.judge.compare import CompareResult, Tolerance, compare_iterations
-from harness.pipeline.cache import ContentCache, content_key, feeds_digest
-from harness.pipeline.case import CaseSettings, ModelContext, run_case
+from harness.pipeline.cache import ContentCache
+from harness.pipeline.case import SWEEP_STEPS, CaseSettings, ModelContext, Step, begin, finish_case
+from harness.pipeline.caserun import CaseEnv, CaseRun, Stop
 from harness.pipeline.context import FIXES_DIR
 from harness.pipeline.dedup import SameModels
 from harness.pipeline.golden_notes import golden_run_failed, non_finite_note
 from harness.pipeline.plan import LoadedModel, SessionPlan, SweepCase, default_recipe, plan_session, tuned_case
+from harness.pipeline.steps.record import record
+from harness.pipeline.verdict import raised
 from harness.report import CaseRecord, golden_relpath, save_outputs
 from harness.report.runs import is_run_id
-from harness.runners import make_runner
-from harness.runners.ort import CPU
+from harness.runners import FP32_RUNNER, make_runner
 
 __all__ = [
     "AccuracySession",
@@ -48,7 +62,7 @@ __all__ = [
     "tuned_case",
 ]
 
-GOLDEN_PRODUCER = f"ort[{CPU}]"
+GOLDEN_PRODUCER = f"{FP32_RUNNER}[{CPU}]"
 # FP32 rerun of the golden inputs: only kernel-order noise is allowed (fp32 eps is 1.2e-7).
 FP32_TOLERANCE = Tolerance(atol=1e-5, rtol=1e-4)
 Status = Literal["pass", "fail", "skip", "error"]
@@ -177,12 +191,20 @@ class AccuracySession:
         return rerun_command(loaded.spec, loaded.recipe, *flags, input_options=not bundled)
 
     def check_fp32_golden(self, name: str) -> Outcome:
-        """Ensure the golden exists and ORT FP32 still reproduces it on its own inputs."""
+        """Ensure the golden exists and ORT FP32 still reproduces it on its own inputs (a golden onnxruntime
+        cannot make is this test's error, said in full once)."""
+        try:
+            return self._check_fp32_golden(name)
+        except (UserError, RunnerError, RunnerUnavailable) as err:
+            verdict = raised(err)
+            return Outcome(verdict.status, verdict.message)
+
+    def _check_fp32_golden(self, name: str) -> Outcome:
         golden, written = self.golden(name, allow_update=True)
         loaded = self.models[name]
         if written is not None:
             return Outcome("fail", self._written(loaded, written, golden))
-        result = make_runner("ort", loaded.model, model_dir=loaded.spec.path.parent).run(golden.feeds)
+        result = make_runner(FP32_RUNNER, loaded.model, model_dir=loaded.spec.path.parent).run(golden.feeds)
         comparison = compare_iterations(result.outputs, golden.outputs, tolerances={}, default=FP32_TOLERANCE)
         if comparison:
             return Outcome("pass", comparison=comparison, runner=result.runner)
@@ -239,55 +261,60 @@ class AccuracySession:
         )
         return self._contexts[name], True
 
-    def check_low_precision(self, sweep_case: SweepCase) -> Outcome:
-        """Convert, run on the case's runner, compare with the golden; the outcome carries the record."""
-        name, case = sweep_case.model, sweep_case.case
-        loaded = self.models[name]
+    def start_case(self, sweep_case: SweepCase) -> CaseRun:
+        """A case with its model's context (golden, magnitudes, golden-version notes), or stopped where the
+        golden stops it: not made (onnxruntime failed: said once by test_fp32_golden), written by this case
+        (nothing to compare yet), or a user error."""
+        loaded = self.models[sweep_case.model]
+        run = begin(
+            sweep_case.model,
+            loaded.spec.sha256,
+            loaded.recipe.id,
+            sweep_case.case,
+            settings=self.settings,
+            notes=(loaded.inputs_note,),
+        )
         try:
-            golden, written = self.golden(name, allow_update=False)
+            golden, written = self.golden(sweep_case.model, allow_update=False)
             if written is not None:
-                return Outcome("fail", self._written(loaded, written, golden))
-            ctx, first = self.context(name, golden)
+                return replace(run, stop=Stop("golden_written", self._written(loaded, written, golden)))
+            ctx, first = self.context(sweep_case.model, golden)
             drift = check_golden_provenance(
                 golden.meta, current=installed_versions(), strict=self.strict_provenance, golden=ctx.golden_path
             )
-        except GoldenRunFailed as err:  # said once, by test_fp32_golden; each case skips in one line
-            return Outcome(
-                "skip",
-                err.skip_reason,
-                record=CaseRecord(
-                    model=name,
-                    model_sha256=loaded.spec.sha256,
-                    case=case,
-                    status="skip",
-                    runner=case.runner,
-                    inputs_id=loaded.recipe.id,
-                    message=err.skip_reason,
-                    notes=(loaded.inputs_note,),
-                ),
-            )
+        except GoldenRunFailed as err:
+            return replace(run, stop=Stop("golden_not_made", err.skip_reason))
         except UserError as err:
-            record = CaseRecord(
-                model=name,
-                model_sha256=loaded.spec.sha256,
-                case=case,
-                status="error",
-                runner=case.runner,
-                inputs_id=loaded.recipe.id,
-                message=str(err),
-                notes=(loaded.inputs_note,),
-            )
-            return Outcome("error", str(err), record=record)
-        record = run_case(
-            ctx,
-            case,
-            settings=self.settings,
-            cache=self.cache,
-            first_of_model=first,
-            same=self.same_models,
-            notes=(loaded.inputs_note, *drift),
-        )  # notes on every case
-        return Outcome(cast(Status, record.status), record.message, runner=record.runner, record=record)
+            return replace(run, stop=Stop("error", str(err)))
+        magnitudes_s = ctx.magnitudes_s if first else 0.0
+        started = time.perf_counter()  # the magnitudes, collected above, count as magnitudes_s
+        return replace(run, ctx=ctx, magnitudes_s=magnitudes_s, notes=(*run.notes, *drift), started=started)
+
+    def finish(self, run: CaseRun, steps: Sequence[Step] = SWEEP_STEPS) -> Outcome:
+        """Run a started case's steps (nothing when it stopped already) and hand back its record."""
+        env = CaseEnv(settings=self.settings, cache=self.cache, same=self.same_models)
+        return outcome_of(finish_case(run, env, steps))
+
+    def check_low_precision(self, sweep_case: SweepCase) -> Outcome:
+        """Convert, run on the case's runner, compare with the golden; the outcome carries the record (a case
+        that stopped early too: :meth:`start_case`)."""
+        return self.finish(self.start_case(sweep_case))
+
+    def lost_case(self, case_id: str, why: str) -> CaseRecord | None:
+        """The record of a planned case (by its test parameter id) that never handed one: never reached, or its
+        test raised; None for an id that is no case of this run."""
+        found = [c for c in (*self.cases, *self.tuned_cases) if c.id == case_id]
+        if not found:
+            return None
+        loaded = self.models[found[0].model]
+        run = begin(found[0].model, loaded.spec.sha256, loaded.recipe.id, found[0].case, settings=self.settings)
+        return record(replace(run, notes=(loaded.inputs_note,), stop=Stop("not_reached", why)))
+
+
+def outcome_of(case_record: CaseRecord) -> Outcome:
+    """What a suite test reports for a case: a view of its record."""
+    status = cast(Status, case_record.status)
+    return Outcome(status, case_record.message, runner=case_record.runner, record=case_record)
 
 
 def produce_golden(loaded: LoadedModel, *, run_id: str | None = None) -> Golden:
@@ -295,7 +322,7 @@ def produce_golden(loaded: LoadedModel, *, run_id: str | None = None) -> Golden:
     inputs used, the fix). ``run_id``: the run writing it (sidecar ``written_in_run``), so that every check of that
     run knows the golden is not reviewed yet."""
     try:
-        result = make_runner("ort", loaded.model, model_dir=loaded.spec.path.parent).run(loaded.feeds)
+        result = make_runner(FP32_RUNNER, loaded.model, model_dir=loaded.spec.path.parent).run(loaded.feeds)
     except RunnerError as err:
         raise golden_run_failed(loaded.spec, loaded.recipe, loaded.feeds, err, input_lines=loaded.input_lines) from None
     meta = {"producer": result.runner, "inputs": describe_inputs(loaded.model, loaded.recipe, loaded.feeds)}

@@ -1,6 +1,6 @@
 """Measured speed of one case: the converted model and its FP32 original on the same GPU runner, interleaved.
 
-Only runners that really execute fp16/bf16 on an accelerator claim a speed (``harness.runners.timing.speed_claim``);
+Only runners whose traits claim a speed measure one (``harness.runners.timing.speed_claim``);
 for the others the case records why not, and the report prints that reason instead of a number. Two figures per
 model, on the first golden feed, timed in the same interleaved rounds:
 
@@ -83,29 +83,34 @@ def time_pair(
     )
 
 
-def measure_speed(
-    runner: str,
-    low_model: onnx.ModelProto,
-    fp32_model: onnx.ModelProto,
-    feeds: Sequence[Feed],
-    *,
-    providers: Sequence[str],
-    model_dir: Path | None,
-    config: TimingConfig,
-    clock: Clock,
-    low_model_dir: Path | None = None,
-) -> Speed:
-    """The case's :class:`Speed`, or a note saying why it claims none (CPU runner, timing failure).
-    `model_dir`: the FP32 model's folder; `low_model_dir`: the converted model's (default: the same)."""
+@dataclass(frozen=True)
+class SpeedPair:
+    """What a speed measurement runs: the converted model and its FP32 original on one runner (and providers),
+    each with its weights' folder (``low_model_dir`` None: the FP32 model's), on the first of ``feeds``."""
+
+    runner: str
+    low_model: onnx.ModelProto
+    fp32_model: onnx.ModelProto
+    feeds: Sequence[Feed]
+    providers: Sequence[str] = ()
+    model_dir: Path | None = None
+    low_model_dir: Path | None = None
+
+
+def measure_speed(pair: SpeedPair, *, config: TimingConfig, clock: Clock) -> Speed:
+    """The case's :class:`Speed`, or a note saying why it claims none (the runner's declared speed claim, or a
+    timing failure)."""
+    runner, providers = pair.runner, pair.providers
     note = speed_claim(runner, providers)
     if note:
         return Speed(note=note)
-    low_feed = cast_feeds(list(feeds[:1]), input_specs(low_model))[0]
-    fp32_feed = cast_feeds(list(feeds[:1]), input_specs(fp32_model))[0]
+    low_feed = cast_feeds(list(pair.feeds[:1]), input_specs(pair.low_model))[0]
+    fp32_feed = cast_feeds(list(pair.feeds[:1]), input_specs(pair.fp32_model))[0]
+    low_dir = pair.low_model_dir or pair.model_dir
     try:
         with (
-            make_runner(runner, low_model, model_dir=low_model_dir or model_dir, providers=providers) as low,
-            make_runner(runner, fp32_model, model_dir=model_dir, providers=providers) as fp32,
+            make_runner(runner, pair.low_model, model_dir=low_dir, providers=providers) as low,
+            make_runner(runner, pair.fp32_model, model_dir=pair.model_dir, providers=providers) as fp32,
         ):
             return time_pair(low, fp32, low_feed, fp32_feed, config=config, clock=clock)
     except (RunnerError, RunnerUnavailable) as err:

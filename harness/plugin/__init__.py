@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,10 @@ import pytest
 from harness.core.liveline import LiveLine
 from harness.options import options_given
 from harness.plugin.aliases import add_namespaced, add_short_forms, header_line
+from harness.plugin.nodeids import case_param, is_case
 from harness.plugin.rootdir import correct_rootdir
+from harness.plugin.state import current_run as _run
+from harness.plugin.state import ensure_run, state
 
 if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin import
     from harness.conductor import CastguardRun, Section
@@ -48,7 +51,6 @@ pytest_plugins = ("harness.plugin.fixture",)  # the `castguard` fixture for user
 SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
 ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")  # opt-in: -m adversarial (minutes per model)
 TUNED_FILE = SUITE_FILE.with_name("test_tuned.py")  # opt-in: --tune / [tool.castguard] tune
-CASE_TESTS = ("test_low_precision[", "test_tuned[")  # the suite tests that are sweep cases (report records)
 
 
 SUITE_TESTS = {
@@ -94,46 +96,26 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return header_line(state(config).owned_elsewhere)
 
 
-@dataclass
-class PluginState:
-    """The plugin's one state object (``config.stash[STATE_KEY]``)."""
-
-    run: CastguardRun | None = None
-    """Built on first need (:func:`ensure_run`)."""
-    owned_elsewhere: tuple[str, ...] = ()
-    """castguard's short option names that another plugin or conftest owns (:mod:`harness.plugin.aliases`)."""
-    reserved_run_id: str | None = None
-    """xdist controller: the run id its workers' fixture records go to (:mod:`harness.plugin.fixture`)."""
-    fixture_used: bool = False
-    """xdist controller: a worker's test used the ``castguard`` fixture."""
-
-
-STATE_KEY: pytest.StashKey[PluginState] = pytest.StashKey()
-
-
-def state(config: pytest.Config) -> PluginState:
-    return config.stash.setdefault(STATE_KEY, PluginState())
-
-
-def _run(config: pytest.Config) -> CastguardRun | None:
-    return state(config).run
-
-
 def pytest_configure(config: pytest.Config) -> None:
     """The run is built now only when a castguard option was given; otherwise on first use of the ``castguard``
     fixture (:func:`ensure_run`), so that a project that does not use castguard pays nothing for it (issue 34.2)."""
     config.addinivalue_line("markers", "adversarial: castguard's Hypothesis search for low-precision failures")
+    _prepare(config)
+
+
+def _prepare(config: pytest.Config) -> None:
+    """Leave the run's builder in the plugin state; build the run now when a castguard option was given."""
+    state(config).build = _build_run
     if options_given(config.option):
         ensure_run(config)
 
 
-def ensure_run(config: pytest.Config) -> CastguardRun:
-    """This process's run, built (and started) on first need."""
-    plugin_state = state(config)
-    if plugin_state.run is None:
-        plugin_state.run = _configured_run(config)
-        _start(config, plugin_state.run)
-    return plugin_state.run
+def _build_run(config: pytest.Config) -> CastguardRun:
+    """Build and start this process's run (:func:`harness.plugin.state.ensure_run` calls it on first need)."""
+    run = _configured_run(config)
+    state(config).run = run
+    _start(config, run)
+    return run
 
 
 def _live_line(config: pytest.Config) -> LiveLine | None:
@@ -213,11 +195,7 @@ def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
     """pytest-xdist, controller: the number of sweep cases this run selected (every worker collects them all)."""
     run = _run(node.config)  # type: ignore[attr-defined]
     if run is not None:
-        run.planned = sum(is_case(i) for i in ids)
-
-
-def is_case(nodeid: str) -> bool:
-    return any(name in nodeid for name in CASE_TESTS)
+        run.plan_cases([case_param(i) for i in ids if is_case(i)])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -253,7 +231,7 @@ class FailedTests:
 def pytest_collection_finish(session: pytest.Session) -> None:
     run = _run(session.config)
     if run is not None and not run.is_worker and session.items:
-        run.planned = sum(is_case(item.nodeid) for item in session.items)
+        run.plan_cases([case_param(item.nodeid) for item in session.items if is_case(item.nodeid)])
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -298,14 +276,16 @@ def pytest_runtest_makereport(
 
 def _settle(item: pytest.Item, report: pytest.TestReport) -> None:
     """A judged suite test hands its held record to the run (xfail/xpass settled); a golden written in this run by
-    the test's ``castguard`` check is never an expected failure."""
+    the test's ``castguard`` check is never an expected failure; a sweep case's test that ended without a record
+    (it raised, or its setup failed) is recorded as such."""
     from harness.plugin.fixture import golden_written_is_no_expected_failure
 
     golden_written_is_no_expected_failure(item, report)
     run = _run(item.config)
-    if report.when == "call" and run is not None:
+    if run is not None and (report.when == "call" or (report.when == "setup" and report.failed)):
         strict_xpass = report.failed and str(report.longrepr).startswith("[XPASS(strict)]")
-        run.settle(item.nodeid, expected_failure=hasattr(report, "wasxfail") or strict_xpass)
+        case_id = case_param(item.nodeid) if is_case(item.nodeid) else None
+        run.settle(item.nodeid, expected_failure=hasattr(report, "wasxfail") or strict_xpass, case_id=case_id)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import pytest
 
-from harness import plugin as main
+from harness.plugin.state import current_run, ensure_run, state
 
 if TYPE_CHECKING:
     from harness.check import Checker, CheckResult, Inputs
@@ -178,7 +178,7 @@ def _checker(config: pytest.Config) -> Checker:
     """This process's checker, from the run object (its report session is made on first use: see the module
     docstring); an xdist worker writes into the run id its controller reserved."""
     workerinput = getattr(config, "workerinput", None)
-    run = main.ensure_run(config)
+    run = ensure_run(config)
     run_id = workerinput.get(FIXTURE_RUN_ID) if workerinput else None
     if workerinput is not None and not run_id and run.report is None:
         _fail("castguard: this xdist worker got no run id from its controller (castguard is not loaded there?)")
@@ -190,7 +190,7 @@ def castguard(request: pytest.FixtureRequest) -> CastguardFixture:
     """castguard's checks for this test: ``castguard.check(model, precision=..., inputs=...)`` and
     ``castguard.sweep(model, precisions=[...], data_max=[...])``; every case goes into the run's report once
     pytest has judged the test (the main plugin settles it: xfail/xpass)."""
-    node, run = request.node, main.ensure_run(request.config)
+    node, run = request.node, ensure_run(request.config)
     workeroutput = getattr(request.config, "workeroutput", None)  # an xdist worker: tell the controller
     if workeroutput is not None:
         workeroutput[FIXTURE_USED] = True
@@ -202,10 +202,10 @@ def pytest_configure_node(node: object) -> None:
     """pytest-xdist, controller without --model: reserve a run id for the workers' fixture records (the run
     itself is only built if a worker used the fixture: :func:`pytest_testnodedown`)."""
     config = node.config  # type: ignore[attr-defined]
-    run = main._run(config)
+    run = current_run(config)
     if run is not None and run.report is not None:
         return
-    plugin_state = main.state(config)
+    plugin_state = state(config)
     if plugin_state.reserved_run_id is None:
         from harness.core.runid import new_run_id
 
@@ -217,7 +217,7 @@ def pytest_configure_node(node: object) -> None:
 def pytest_testnodedown(node: object, error: object) -> None:
     """pytest-xdist, controller: a worker that used the fixture says so in its ``workeroutput``."""
     if getattr(node, "workeroutput", {}).get(FIXTURE_USED):
-        main.state(node.config).fixture_used = True  # type: ignore[attr-defined]
+        state(node.config).fixture_used = True  # type: ignore[attr-defined]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -225,11 +225,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Controller of an xdist run without --model: when workers wrote fixture cases, this process owns the run's
     report (the main plugin's sessionfinish, next, builds and writes it); the nightly options apply to it."""
     config = session.config
-    plugin_state = main.state(config)
+    plugin_state = state(config)
     reserved = plugin_state.reserved_run_id
     if _is_worker(config) or reserved is None:
         return
-    run = main.ensure_run(config) if plugin_state.fixture_used else plugin_state.run
+    run = ensure_run(config) if plugin_state.fixture_used else plugin_state.run
     if run is not None and run.report is None:
         from harness.report.collect import CASES_DIR
         from harness.report.runs import run_dir

@@ -47,13 +47,6 @@ from harness.report.view import ReportView, report_view
 CASES_DIR = "cases"
 
 
-def settle(record: CaseRecord, *, expected_failure: bool) -> CaseRecord:
-    """The record's final status once pytest has judged the test: an expected failure is xfail/xpass."""
-    if expected_failure and record.status in ("pass", "fail"):
-        return replace(record, status="xpass" if record.status == "pass" else "xfail")
-    return record
-
-
 @dataclass(frozen=True)
 class FinishedReport:
     """What :meth:`ReportSession.write` wrote: the run's own copy, and the published one (complete runs).

@@ -41,7 +41,8 @@ def completion_text(report: Report) -> str:
     if report.shards:
         bad = ", ".join(f"shard {s.index}/{s.count} {s.state}" for s in report.shards if s.state != "complete")
         return f"incomplete: {len(report.cases)}{planned} cases ({bad})"
-    return f"interrupted after {len(report.cases)}{planned} cases"
+    reached = sum(c.stopped != "not_reached" for c in report.cases)
+    return f"interrupted after {reached}{planned} cases"
 
 
 SHARD_COLUMNS = ("shard", "state", "cases", "host", "GPU", "python", "onnxruntime", "castguard", "commit", "folder")
@@ -252,5 +253,12 @@ def tuned_plan_lines(cases: Iterable[CaseRecord]) -> list[tuple[CaseRecord, str,
             f"{len(case.kept_fp32)} node(s) kept FP32 by the search, {fmt_share(case.lowp_flop_share, case.lowp_share_bound)} of FLOPs "
             f"in {case.case.precision}, worst error {fmt_error(case.worst_error)} ({case.status})"
         )
-        found.append((case, head, list(case.kept_fp32)))
+        moved = set(case.moved_fp32)
+        found.append(
+            (
+                case,
+                head,
+                [(n, ("moved to FP32 by the re-tune: " if n in moved else "") + why) for n, why in case.kept_fp32],
+            )
+        )
     return found

@@ -26,6 +26,10 @@ from harness.sweep.shards import ShardWork
 
 SCHEMA_VERSION = 2
 STATUSES = ("pass", "fail", "xfail", "xpass", "skip", "error")
+STOPS = ("", "cannot_run", "unavailable", "error", "golden_not_made", "golden_written", "reused", "not_reached")
+"""Where a case stopped (``CaseRecord.stopped``): "" ran to its verdict; the runner cannot run the precision; the
+runner is unavailable here; an error; the model's golden could not be made; this case wrote the golden (nothing
+compared); an earlier case's result reused; never reached (its test never ran or never handed a record)."""
 REUSE_KINDS = ("", "graph", "plan")  # not reused / identical converted graph / identical precision plan
 
 
@@ -178,6 +182,8 @@ class CaseRecord:
     same_plan_as: str | None = None  # ran anyway, though an earlier case (this id) has the same precision plan
     cpu_float_nodes: tuple[str, ...] = ()  # ort-cuda: float nodes ("name (op)") the CUDA EP left to the CPU EP
     trt_build_skipped: str = ""  # why the requested TensorRT build check has no result
+    moved_fp32: tuple[str, ...] = ()  # a tuned case whose stored plan missed its bound: nodes the re-tune moves to FP32
+    stopped: str = ""  # where the case stopped before its verdict (STOPS); "" when it ran to its record
     degenerate: tuple[Degenerate, ...] = ()  # golden outputs that cannot show an error (all NaN, constant)
     fp32_cast_share: float | None = None  # share of FLOPs the model's own Casts to FP32 keep FP32 (0..1)
     qdq_kept: tuple[str, ...] = ()  # a QDQ model: Q/DQ nodes and the ops between them, kept in their types
@@ -186,6 +192,8 @@ class CaseRecord:
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"CaseRecord.status must be one of {STATUSES}, got {self.status!r}")
+        if self.stopped not in STOPS:
+            raise ValueError(f"CaseRecord.stopped must be one of {STOPS}, got {self.stopped!r}")
         if self.lowp_flop_share is not None and not 0.0 <= self.lowp_flop_share <= 1.0:
             raise ValueError(f"CaseRecord.lowp_flop_share must be in [0, 1], got {self.lowp_flop_share!r}")
         if self.reuse_kind not in REUSE_KINDS or (self.reuse_kind == "") != (self.reused_from is None):

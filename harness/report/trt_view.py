@@ -7,13 +7,9 @@ converted models are identical share one build (the cache), so findings are grou
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from harness.report.model import CaseRecord
 from harness.runners.tensorrt.typed_build import NodeTypes, TrtBuild
-
-if TYPE_CHECKING:  # view.py builds on this module's helpers
-    from harness.report.view import ReportView
 
 MD_NODE_ROWS = 30  # report.md shows per-node types for models up to this many nodes (report.html: all kept)
 
@@ -71,19 +67,6 @@ def headline(cases: Sequence[CaseRecord]) -> str | None:
         f"converted types{tail}; {len(seconds)} distinct build(s), "
         f"{sum(s for *_, s in seconds):.1f} s building"
     )
-
-
-def terminal_lines(view: ReportView) -> list[str]:
-    """What the terminal summary says about the build check (nothing when no case was checked), from the report's
-    one view (:func:`harness.report.view.report_view`)."""
-    head = view.trt_headline
-    if head is None:
-        return []
-    lines = [f"castguard: {head}"]
-    for said, labels in view.trt_findings:
-        shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
-        lines.append(f"  {shown}: {said}")
-    return lines
 
 
 def node_tables(cases: Sequence[CaseRecord], *, max_rows: int) -> list[tuple[list[str], TrtBuild]]:

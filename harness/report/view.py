@@ -3,7 +3,7 @@
 :func:`report_view` orders the cases, finds the best passing case and the Pareto front, lists the speed rows, the
 TensorRT headline and findings, the tuned plans and the grouped notes, per model and for the whole report.
 ``report.md`` (:mod:`.render_md`), ``report.html`` (:mod:`.render_html`), the terminal summary
-(:func:`harness.report.trt_view.terminal_lines`, :meth:`harness.report.collect.FinishedReport.summary_line`) and
+(:func:`trt_terminal_lines`, :meth:`harness.report.collect.FinishedReport.summary_line`) and
 ``castguard merge`` (which writes through :class:`harness.report.collect.ReportSession`) render this view; none
 of them recomputes it.
 """
@@ -119,3 +119,16 @@ def report_view(report: Report) -> ReportView:
         trt_headline=headline(report.cases),
         trt_findings=tuple(findings(report.cases)),
     )
+
+
+def trt_terminal_lines(view: ReportView) -> list[str]:
+    """What the terminal summary says about the build check (nothing when no case was checked), from the report's
+    one view (:func:`harness.report.view.report_view`)."""
+    head = view.trt_headline
+    if head is None:
+        return []
+    lines = [f"castguard: {head}"]
+    for said, labels in view.trt_findings:
+        shown = ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+        lines.append(f"  {shown}: {said}")
+    return lines

@@ -26,12 +26,27 @@ from harness.runners.registry import (
     low_types_in,
     registered,
     runner_names,
+    runner_traits,
 )
+from harness.runners.traits import RunnerTraits, SpeedClaim
 
 RUNNER_NAMES = BUILTIN
 """castguard's own runners; :func:`runner_names` adds the installed plugins."""
+FP32_RUNNER = "ort"
+"""The runner that makes and checks FP32 goldens (ORT's CPU provider: the FP32 reference)."""
 
-__all__ = ["RUNNER_NAMES", "RunResult", "Runner", "RunnerPlugin", "make_runner", "runner_names"]
+__all__ = [
+    "FP32_RUNNER",
+    "RUNNER_NAMES",
+    "RunResult",
+    "Runner",
+    "RunnerPlugin",
+    "RunnerTraits",
+    "SpeedClaim",
+    "make_runner",
+    "runner_names",
+    "runner_traits",
+]
 
 
 def make_runner(
@@ -44,24 +59,18 @@ def make_runner(
     timeout_s: float | None = None,
     isolate: bool | None = None,
 ) -> Runner:
-    """A fresh, inactive runner. ``providers`` applies to ``ort`` only (default: CPU); ``options`` are the
-    user's runner options (``--runner-option NAME:key=value``), passed to the plugin as ``options=`` when given.
+    """A fresh, inactive runner. ``providers`` applies to runners that take them (``traits.takes_providers``);
+    ``options`` are the user's runner options (``--runner-option NAME:key=value``), passed to the plugin as
+    ``options=`` when given.
 
     A plugin runs in a child process with a time-out (:class:`~harness.runners.isolated.IsolatedRunner`;
     ``timeout_s=None``: one that fits the model) unless it declares ``isolated = False``; castguard's own
     runners do. ``isolate`` overrides the declaration (the child itself builds the runner with ``False``)."""
-    found = registered()
-    if name not in found:
-        raise UserError(
-            where="--runner",
-            problem=f"unknown runner {name!r}",
-            fix=f"use one of: {', '.join(runner_names())} (or pip install the package that "
-            f"registers {name!r} under castguard.runners)",
-        )
+    traits = runner_traits(name)  # an unknown name is a UserError
     check_clash(name)
-    if providers and name != "ort":
-        raise ValueError(f"providers apply to the ort runner only, not {name!r}")
-    entry = found[name]
+    if providers and not traits.takes_providers:
+        raise ValueError(f"runner {name!r} takes no providers (its traits say takes_providers=False)")
+    entry = registered()[name]
     plugin = entry.load()
     missing = sorted(low_types_in(model) - set(plugin.precisions))
     if missing:
@@ -70,6 +79,13 @@ def make_runner(
             f"{', '.join(plugin.precisions)} only; this model holds {', '.join(missing)}"
         )
     if isolate if isolate is not None else is_isolated(plugin):
+        if traits.takes_providers or traits.reports_cpu_placement:  # the child protocol carries neither
+            raise UserError(
+                where=f"runner {name!r}",
+                problem="its traits (takes_providers / reports_cpu_placement) need it in castguard's process, "
+                "but it runs in a child process",
+                fix="declare isolated = False on the runner plugin",
+            )
         return IsolatedRunner(
             model,
             name=name,

@@ -129,3 +129,8 @@ class Runner:
 
     def deactivate_impl(self) -> None:
         raise NotImplementedError
+
+    def profile_placement(self, feed: Feed) -> list[str]:
+        """The float compute nodes this runner left on the CPU for ``feed`` (a runner whose traits declare
+        ``reports_cpu_placement`` implements it)."""
+        raise NotImplementedError(f"{self.name} does not report CPU placement (traits.reports_cpu_placement)")

@@ -13,6 +13,7 @@ import onnx
 
 from harness.core.errors import RunnerUnavailable, UserError
 from harness.runners.base import Runner
+from harness.runners.traits import RunnerTraits, SpeedClaim
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class Builtin:
     cls: str
     rounds_low_precision: bool
     precisions: tuple[str, ...] = ("fp16", "bf16")
+    traits: RunnerTraits = RunnerTraits()
     isolated: bool = False  # castguard's own runners run in its process (their native code is onnxruntime's)
 
     def __call__(
@@ -51,9 +53,48 @@ class Builtin:
         return runner
 
 
+ALWAYS = SpeedClaim(when="always")
 # ORT CPU computes fp16 in fp32 (rounds_low_precision False); with CUDA providers it rounds (the runner says so)
-ort = Builtin("harness.runners.ort", "OrtRunner", rounds_low_precision=False)
-ort_cuda = Builtin("harness.runners.ort_cuda", "OrtCudaRunner", rounds_low_precision=True)
-emulate = Builtin("harness.runners.emulate", "EmulateRunner", rounds_low_precision=True)
-reference = Builtin("harness.runners.reference", "ReferenceRunner", rounds_low_precision=True)
-trt = Builtin("harness.runners.tensorrt.runner", "TrtRunner", rounds_low_precision=True)
+ort = Builtin(
+    "harness.runners.ort",
+    "OrtRunner",
+    rounds_low_precision=False,
+    traits=RunnerTraits(
+        speed=SpeedClaim(
+            when="gpu_providers",
+            why_not="ORT's CPU provider computes fp16 in fp32 (and has few bf16 kernels): its time says nothing "
+            "about low-precision speed on a GPU",
+        ),
+        takes_providers=True,
+        cpu_precisions=("fp16",),
+    ),
+)
+ort_cuda = Builtin(
+    "harness.runners.ort_cuda",
+    "OrtCudaRunner",
+    rounds_low_precision=True,
+    traits=RunnerTraits(speed=ALWAYS, reports_cpu_placement=True),
+)
+emulate = Builtin(
+    "harness.runners.emulate",
+    "EmulateRunner",
+    rounds_low_precision=True,
+    traits=RunnerTraits(
+        computes_exact_plan=True,
+        speed=SpeedClaim(
+            why_not="emulate computes in fp32 with Cast pairs on the CPU: its time says nothing about fp16/bf16 speed"
+        ),
+    ),
+)
+reference = Builtin(
+    "harness.runners.reference",
+    "ReferenceRunner",
+    rounds_low_precision=True,
+    traits=RunnerTraits(computes_exact_plan=True),
+)
+trt = Builtin(
+    "harness.runners.tensorrt.runner",
+    "TrtRunner",
+    rounds_low_precision=True,
+    traits=RunnerTraits(speed=ALWAYS, deploys_to="tensorrt"),
+)

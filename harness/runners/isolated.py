@@ -29,6 +29,7 @@ import numpy as np
 import onnx
 
 from harness.core.child import ChildFailed, read_request, run_child, write_answer
+from harness.core.dtypes import BFLOAT16
 from harness.core.errors import HarnessError, RunnerError, RunnerUnavailable
 from harness.data.feeds import Feed, validate_feeds
 from harness.runners.base import Runner, RunnerOptions, RunResult
@@ -121,8 +122,7 @@ class IsolatedRunner(Runner):
             raise RunnerUnavailable(str(answer["unavailable"]))
         if "error" in answer:
             raise RunnerError(str(answer["error"]))
-        with np.load(folder / "outputs.npz", allow_pickle=False) as data:
-            arrays = {key: data[key] for key in data.files}
+        arrays = _load_npz(folder / "outputs.npz")
         outputs: list[dict[str, np.ndarray]] = [{} for _ in feeds]
         for key, value in arrays.items():
             index, _, out = key.partition("/")
@@ -158,8 +158,7 @@ def child_main() -> None:
     request = read_request()
     folder = Path(request["folder"])
     model = onnx.load(str(folder / "model.onnx"), load_external_data=False)
-    with np.load(folder / "feeds.npz", allow_pickle=False) as data:
-        arrays = {key: data[key] for key in data.files}
+    arrays = _load_npz(folder / "feeds.npz")
     feeds: list[Feed] = [{} for _ in range(int(request["feeds"]))]
     for key, value in arrays.items():
         index, _, name = key.partition("/")
@@ -196,3 +195,11 @@ def _save_outputs(path: Path, result: RunResult, *, name: str) -> None:
                 raise RunnerError(f"runner {name} returned an object array for output {out!r}: return numbers")
             arrays[f"{index}/{out}"] = array
     np.savez(path, **arrays)
+
+
+def _load_npz(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of ``path``; bfloat16 (which ``.npz`` keeps as 2-byte void, ml_dtypes being unknown to numpy's
+    format) comes back as bfloat16."""
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {key: data[key] for key in data.files}
+    return {k: v.view(BFLOAT16) if v.dtype.kind == "V" and v.dtype.itemsize == 2 else v for k, v in arrays.items()}

@@ -14,6 +14,8 @@ returns a fresh, inactive :class:`~harness.runners.base.Runner` (subclass ``Runn
   is skipped with the reason (:class:`~harness.core.errors.RunnerUnavailable`), as the built-in runners skip;
 * ``rounds_low_precision``: whether its fp16/bf16 tensors really hold fp16/bf16 values (a runner that computes in
   fp32 cannot judge a case: its cases are skipped with "would pass/fail" recorded);
+* optionally ``traits``: a :class:`~harness.runners.traits.RunnerTraits` (reuse by precision plan, speed claim,
+  providers, deployment target, CPU placement); the case pipeline reads these, never the runner's name.
 * optionally ``isolated``: ``False`` lets it run in castguard's process; by default a plugin runs in a child
   process with a time-out (:mod:`harness.runners.isolated`), so a hang or crash fails only its case.
 
@@ -38,6 +40,7 @@ import onnx
 
 from harness.core.errors import UserError
 from harness.runners.base import Runner
+from harness.runners.traits import RunnerTraits
 
 GROUP = "castguard.runners"
 LOW_PRECISIONS = ("fp16", "bf16")
@@ -93,6 +96,13 @@ def check_plugin(plugin: object, *, where: str) -> None:
             where=where,
             problem=f"precisions is {precisions!r}",
             fix=f"declare a non-empty tuple of {', '.join(LOW_PRECISIONS)}: precisions = ('fp16',)",
+        )
+    traits = getattr(plugin, "traits", RunnerTraits())
+    if not isinstance(traits, RunnerTraits):
+        raise UserError(
+            where=where,
+            problem=f"traits is {traits!r}",
+            fix="declare traits = harness.runners.traits.RunnerTraits(...) or leave it out (the defaults)",
         )
     if not isinstance(rounds, bool):
         raise UserError(
@@ -196,6 +206,22 @@ def is_isolated(plugin: object) -> bool:
     (a third-party runner is not trusted to leave castguard's process alive; castguard's own declare False)."""
     declared = getattr(plugin, "isolated", True)
     return declared if isinstance(declared, bool) else True
+
+
+def runner_traits(name: str) -> RunnerTraits:
+    """What the runner registered as ``name`` declares (:class:`RunnerTraits`; the defaults when it declares
+    none). An unknown name is a UserError naming the runners there are."""
+    found = registered()
+    if name not in found:
+        raise UserError(
+            where="--runner",
+            problem=f"unknown runner {name!r}",
+            fix=f"use one of: {', '.join(runner_names())} (or pip install the package that "
+            f"registers {name!r} under castguard.runners)",
+        )
+    traits = getattr(found[name].load(), "traits", RunnerTraits())
+    assert isinstance(traits, RunnerTraits), "check_plugin refuses other traits"
+    return traits
 
 
 def runner_names() -> tuple[str, ...]:

@@ -1,7 +1,7 @@
 """Latency of a runner on real hardware: warm-up, then repeats; median and spread.
 
-Only runners whose kernels really run in fp16/bf16 on an accelerator (``ort`` with a GPU provider, ``ort-cuda``,
-``trt``) claim a speed: :func:`speed_claim` says which and, for the others, why not. ``emulate`` computes in
+Only runners whose kernels really run in fp16/bf16 on an accelerator claim a speed: each declares it
+(:class:`~harness.runners.traits.SpeedClaim`) and :func:`speed_claim` reads it, giving the others' reason. ``emulate`` computes in
 fp32 with Cast pairs and ORT's CPU provider computes fp16 in fp32, so their timings say nothing about the speed of
 low precision on a deployment target.
 
@@ -17,11 +17,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.core.providers import CUDA, DIRECTML, MIGRAPHX, ROCM, TENSORRT
+from harness.runners.registry import runner_traits
 
 Clock = Callable[[], float]
-SPEED_RUNNERS = ("ort-cuda", "trt")
-_GPU_PROVIDERS = (CUDA, TENSORRT, ROCM, MIGRAPHX, DIRECTML)
 
 
 @dataclass(frozen=True)
@@ -47,19 +45,9 @@ class Latency:
 
 
 def speed_claim(runner: str, providers: Sequence[str] = ()) -> str:
-    """'' when `runner` measures real low-precision speed, else the reason it claims none."""
-    if runner in SPEED_RUNNERS:
-        return ""
-    if runner == "ort" and providers and providers[0] in _GPU_PROVIDERS:
-        return ""
-    if runner == "emulate":
-        return "emulate computes in fp32 with Cast pairs on the CPU: its time says nothing about fp16/bf16 speed"
-    if runner == "ort":
-        return (
-            "ORT's CPU provider computes fp16 in fp32 (and has few bf16 kernels): its time says nothing about "
-            "low-precision speed on a GPU"
-        )
-    return f"{runner} does not run on low-precision hardware: no speed is claimed"
+    """'' when `runner` measures real low-precision speed, else the reason it claims none (its declared
+    :class:`~harness.runners.traits.SpeedClaim`)."""
+    return runner_traits(runner).speed.note(runner, providers)
 
 
 def _round_median(call: Callable[[], object], repeats: int, clock: Clock) -> float:

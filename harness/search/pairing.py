@@ -38,7 +38,7 @@ class PairedRun:
         model_dir: Path | None = None,
         converted_dir: Path | None = None,
     ) -> None:
-        self.precision, self.policy = precision, policy
+        self.precision, self.policy, self.runner = precision, policy, runner
         self._golden_specs = input_specs(model)
         self._golden: Runner = make_runner("ort", model, model_dir=model_dir)
         self._low: Runner = make_runner(runner, converted, model_dir=converted_dir or model_dir)

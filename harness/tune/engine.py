@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -41,14 +41,12 @@ from harness.data.shapes import UnsizedDims
 from harness.tune.baseline import DefaultCheck, Spent, check_default, refuse_short_plan, sized_budget
 from harness.tune.bound import Bound
 from harness.tune.memo import TuneCache
-from harness.tune.oracle import Evaluation, Oracle, Setup, exact, fp32_outputs
+from harness.tune.oracle import Oracle, Setup, exact, fp32_outputs
 from harness.tune.plan import Plan, convert_args
 from harness.tune.probe import Sensitivity
-from harness.tune.rounds import Rounds, search_rounds
+from harness.tune.rounds import Progress, Rounds, search_rounds
 from harness.tune.search import SearchResult
 from harness.tune.stress import StressOutcome
-
-Progress = Callable[[Evaluation, int, "Evaluation | None"], None]
 
 
 @dataclass(frozen=True)

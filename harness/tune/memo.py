@@ -20,7 +20,7 @@ from harness.core.errors import UserError
 from harness.core.files import atomic_write_text, own_folder
 from harness.core.jsonfile import JsonObject
 from harness.data.feeds import Feed
-from harness.pipeline.cache import code_fingerprint, content_key, feeds_digest
+from harness.data.keys import code_fingerprint, content_key, feeds_digest
 from harness.tune.bound import Bound
 from harness.tune.probe import Sensitivity
 

@@ -47,7 +47,8 @@ def test_tuned_case_plan_report_and_new_model_version(pytester: pytest.Pytester)
     assert "Tuned plans" in (pytester.path / "castguard-report" / "report.html").read_text()
 
     _run(pytester).assert_outcomes(passed=2, failed=1)  # the stored plan still meets its bound
-    assert "still meets its bound" in _cases(pytester)["fp16-tuned-keepio0-emulate"]["notes"][0]
+    notes = _cases(pytester)["fp16-tuned-keepio0-emulate"]["notes"]
+    assert notes[0].startswith("inputs: ") and "still meets its bound" in notes[-1]  # like every case: its inputs
 
     onnx.save(tune_models.residual_cancel(second_cancel=True), pytester.path / "rc.onnx")  # a new version
     renewed = _run(pytester, "--update-goldens")

@@ -1,4 +1,4 @@
-"""The targeted search (harness.search.adversarial) on the bundled needs_constraints, through the suite's own code path.
+"""The targeted search (harness.pipeline.hunt) on the bundled needs_constraints, through the suite's own code path.
 
 Requirement: with Add and Sub forced to fp16 and no val-range, the search finds a failing input by itself within
 the ``ci`` profile's budget; the default conversion survives the same search.
@@ -24,8 +24,8 @@ from harness.core.errors import InputDataError
 from harness.data.models import bundled_models_dir
 from harness.judge.compare import Tolerance, compare_outputs
 from harness.judge.paired import score
+from harness.pipeline.hunt import cast_limits, failure_message, replay, search, search_case
 from harness.pipeline.session import AccuracySession, SweepCase
-from harness.search.adversarial import cast_limits, failure_message, replay, search, search_case
 from harness.search.pairing import PairedRun as Judge
 from harness.search.strategies import feeds
 from harness.sweep import Case

@@ -21,7 +21,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("convert", "runners"),
     ("sweep",),
     ("judge",),
-    ("tune-kernel",),  # KERNELS below: tune's measuring and search, which diagnose reuses
+    ("search",),  # Hypothesis machinery and deterministic hunts (the session-driven hunt is pipeline/hunt.py)
+    ("tune",),  # castguard tune: its measuring and search, which diagnose reuses (the tuned case: pipeline/tuned.py)
     ("diagnose",),
     ("report",),
     ("options",),
@@ -29,23 +30,16 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pipeline",),
     ("check",),  # the castguard fixture's domain half (harness/check.py): runs cases through run/session
     ("nightly",),
-    ("search",),
-    ("tune",),
     ("conductor",),  # one run's state object (harness.conductor), used by the plugin and the CLI
     ("plugin", "cli"),
     ("adversarial",),  # compatibility shim for old findings' ``python -m harness.adversarial``: calls cli
 )
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
-KERNELS = {"harness.tune.bound", "harness.tune.oracle", "harness.tune.search", "harness.tune.plan"}
-"""tune modules that import only earlier stages (convert, runners, judge), placed on the ``tune-kernel`` line so
-that ``diagnose`` can run tune's search instead of copying it; their own imports are checked at that rank."""
 EXEMPT = {"__init__", "__main__"}  # the package's declared API and the ``python -m harness`` entry re-export
 
 
 def unit_of(dotted: str) -> str | None:
     """``harness.convert.casts`` -> ``convert``; ``harness`` itself -> None."""
-    if dotted in KERNELS:
-        return "tune-kernel"
     parts = dotted.split(".")
     return parts[1] if len(parts) > 1 and parts[0] == "harness" else None
 
@@ -138,6 +132,42 @@ def import_cycles(prefix: str) -> list[list[str]]:
         if node not in state:
             visit(node)
     return cycles
+
+
+def folder_cycles() -> list[tuple[str, str]]:
+    """Pairs of top-level units (folders or modules of harness/) that reach each other through imports."""
+    edges: dict[str, set[str]] = {}
+    for path in HARNESS.rglob("*.py"):
+        own = unit_of(".".join(path.relative_to(HARNESS.parent).with_suffix("").parts))
+        for _line, target in harness_imports(path):
+            unit = unit_of(target)
+            if own is not None and unit is not None and unit != own:
+                edges.setdefault(own, set()).add(unit)
+
+    def reaches(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            for nxt in edges.get(todo.pop(), set()) - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        return seen
+
+    return sorted((a, b) for a in edges for b in edges[a] if a in reaches(b) and a < b)
+
+
+def test_harness_has_no_import_cycle_between_files_or_folders() -> None:
+    """Issue 29: no module of harness/ reaches itself through imports (inside functions too), and no folder does."""
+    assert import_cycles("harness") == []
+    assert folder_cycles() == []
+
+
+def test_the_folder_cycle_check_finds_a_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for unit, other in (("x", "y"), ("y", "x")):
+        (tmp_path / "harness" / unit).mkdir(parents=True)
+        (tmp_path / "harness" / unit / "__init__.py").write_text(f"from harness.{other} import f\n")
+    monkeypatch.setitem(globals(), "HARNESS", tmp_path / "harness")
+    assert folder_cycles() == [("x", "y")]
 
 
 def test_the_runners_have_no_import_cycle() -> None:

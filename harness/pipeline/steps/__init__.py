@@ -1,7 +1,9 @@
-"""The steps of one case, in order (:func:`harness.pipeline.case.run_case` calls them). No pytest.
+"""The steps of one case (:data:`harness.pipeline.case.SWEEP_STEPS` and ``TUNED_STEPS`` list them). No pytest.
 
-convert -> build-check (:mod:`.convert`) -> find-duplicate (:mod:`.duplicate`) -> execute (:mod:`.execute`) ->
-judge (:mod:`.verdict`, pure) -> diagnose (:mod:`.diagnose`) -> time (:mod:`.execute`) -> record (:mod:`.record`).
-Each step returns its own small frozen result, with the seconds it took; the record step assembles the
-:class:`~harness.report.CaseRecord` once, from those results. No step calls back into the conductor.
+check-runnable, convert, build-check (:mod:`.convert`) -> find-duplicate (:mod:`.duplicate`) -> execute
+(:mod:`.execute`) -> judge (:mod:`.judge`, pure) -> diagnose (:mod:`.diagnose`) -> time (:mod:`.execute`) -> save
+(:mod:`.record`). Each has the shape ``step(run, env) -> run`` on a :class:`~harness.pipeline.caserun.CaseRun` and
+fills its own field with its own small frozen result (and its seconds), or stops the case;
+:func:`~harness.pipeline.steps.record.record` then builds the one :class:`~harness.report.CaseRecord`. No step calls
+back into the conductor.
 """

@@ -3,39 +3,18 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
 from harness.convert import ConversionResult, convert
 from harness.convert.dispatch import load_candidate, run_converter
 from harness.convert.plugins import CANDIDATE, ConvertRequest, converter_sources
+from harness.data.keys import content_key
 from harness.pipeline.build_check import cached_build
-from harness.pipeline.cache import ContentCache, content_key
+from harness.pipeline.cache import ContentCache
+from harness.pipeline.caserun import BuildChecked, CaseEnv, CaseRun, Converted, Stop
 from harness.pipeline.context import ModelContext
-from harness.runners.tensorrt.typed_build import TrtBuild
 from harness.sweep import Case
-
-
-@dataclass(frozen=True)
-class Converted:
-    """The case's conversion, whether it came from the content cache, and the seconds it took."""
-
-    conversion: ConversionResult
-    cached: bool
-    seconds: float
-
-    def model_dir(self, ctx: ModelContext) -> Path:
-        """Where the converted model's external weights are (the original model's folder by default)."""
-        return self.conversion.base_dir or ctx.spec.path.parent
-
-
-@dataclass(frozen=True)
-class BuildChecked:
-    """The TensorRT build check of the converted model: its result, or why there is none ("" when not asked)."""
-
-    build: TrtBuild | None = None
-    skipped: str = ""
-    seconds: float = 0.0
 
 
 def convert_cached(ctx: ModelContext, case: Case, cache: ContentCache) -> tuple[ConversionResult, float, bool]:
@@ -64,20 +43,27 @@ def convert_cached(ctx: ModelContext, case: Case, cache: ContentCache) -> tuple[
     return result, time.perf_counter() - start, hit
 
 
-def convert_step(ctx: ModelContext, case: Case, cache: ContentCache) -> Converted:
-    conversion, seconds, hit = convert_cached(ctx, case, cache)
-    return Converted(conversion=conversion, cached=hit, seconds=seconds)
+def check_runnable(run: CaseRun, env: CaseEnv) -> CaseRun:
+    """Stop a case its runner cannot run at all (its declared traits; checked before converting)."""
+    why = run.traits.cannot_run(run.point.runner, run.point.precision, run.providers)
+    return run if why is None else replace(run, stop=Stop("cannot_run", why))
 
 
-def build_check_step(ctx: ModelContext, converted: Converted, *, enabled: bool, cache: ContentCache) -> BuildChecked:
+def convert_step(run: CaseRun, env: CaseEnv) -> CaseRun:
+    conversion, seconds, hit = convert_cached(run.context, run.point, env.cache)
+    converted = Converted(conversion=conversion, cached=hit, seconds=seconds)
+    return replace(run, converted=converted, notes=(*run.notes, *conversion.notes))  # the converter's notes
+
+
+def build_check_step(run: CaseRun, env: CaseEnv) -> CaseRun:
     """The build check when ``--trt-build-check`` asked for it (from the cache when built before)."""
-    if not enabled:
-        return BuildChecked()
+    if not env.settings.trt_build_check or run.converted is None:
+        return run
     start = time.perf_counter()
     build, skipped = cached_build(
-        converted.conversion.model,
-        model_dir=converted.model_dir(ctx),
-        feed_shapes=[{k: a.shape for k, a in f.items()} for f in ctx.golden.feeds],
-        cache=cache,
+        run.converted.conversion.model,
+        model_dir=run.converted.model_dir(run.context),
+        feed_shapes=[{k: a.shape for k, a in f.items()} for f in run.context.golden.feeds],
+        cache=env.cache,
     )
-    return BuildChecked(build=build, skipped=skipped, seconds=time.perf_counter() - start)
+    return replace(run, built=BuildChecked(build=build, skipped=skipped, seconds=time.perf_counter() - start))

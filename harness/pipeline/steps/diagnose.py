@@ -7,47 +7,40 @@ commands); this module places it in the pipeline, times it, and words the messag
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
 from harness.convert import ConversionResult
 from harness.diagnose import Diagnosis, diagnose_failure
 from harness.diagnose.foreign import diagnose_foreign
 from harness.judge.compare import CompareResult
-from harness.judge.tolerances import TolerancePolicy
-from harness.pipeline.context import CaseSettings, ModelContext
-from harness.pipeline.steps.convert import Converted
-from harness.pipeline.steps.execute import Executed
+from harness.pipeline.caserun import CaseEnv, CaseRun, Diagnosed
+from harness.pipeline.context import ModelContext
 from harness.report import outputs_relpath
 from harness.report.diagnosis import diagnosis_lines
 from harness.report.format import fmt_error
 from harness.sweep import Case
 
 
-@dataclass(frozen=True)
-class Diagnosed:
-    """A failing case's diagnosis (its cause: None when no tensor beyond tolerance reaches the outputs) and
-    message."""
-
-    diagnosis: Diagnosis
-    message: str
-    seconds: float = 0.0
+def needs_diagnosis(run: CaseRun) -> bool:
+    """A case whose comparison failed on a runner that rounds (the only cases diagnosed)."""
+    executed, judged = run.executed, run.judged
+    return executed is not None and judged is not None and executed.rounds_low_precision and not judged.comparison
 
 
-def diagnose_step(
-    ctx: ModelContext,
-    case: Case,
-    converted: Converted,
-    executed: Executed,
-    comparison: CompareResult,
-    *,
-    providers: tuple[str, ...],
-    policy: TolerancePolicy,
-    fixes_dir: Path,
-    settings: CaseSettings = CaseSettings(),
-) -> Diagnosed:
+def diagnose_step(run: CaseRun, env: CaseEnv) -> CaseRun:
+    """Diagnose a case whose comparison failed on a runner that rounds (others are not diagnosed)."""
+    executed, judged, converted = run.executed, run.judged, run.converted
+    if (
+        executed is None
+        or judged is None
+        or converted is None
+        or judged.comparison
+        or not executed.rounds_low_precision
+    ):
+        return run
     start = time.perf_counter()
-    conversion = converted.conversion
+    ctx, case, conversion = run.context, run.point, converted.conversion
     relpath = outputs_relpath(ctx.spec.name, ctx.inputs_id, case.id)
     if case.converter != "castguard":  # another converter's output: the search only, said what it could not follow
         diagnosis = diagnose_foreign(
@@ -55,31 +48,34 @@ def diagnose_step(
             converted=conversion.model,
             feeds=ctx.golden.feeds,
             precision=case.precision,
-            policy=policy,
+            policy=env.settings.tolerances,
             model_dir=ctx.spec.path.parent,
             converted_dir=conversion.base_dir,
             converter=case.converter,
         )
-        message = failure_message(ctx, case, comparison, conversion, executed.runner, diagnosis)
-        return Diagnosed(diagnosis=diagnosis, message=message, seconds=time.perf_counter() - start)
+        message = failure_message(ctx, case, judged.comparison, conversion, executed.runner, diagnosis)
+        return replace(
+            run, diagnosed=Diagnosed(diagnosis=diagnosis, message=message, seconds=time.perf_counter() - start)
+        )
     diagnosis = diagnose_failure(
         reference=ctx.model,
         model_path=ctx.spec.path,
-        conversion=conversion,
+        conversion=converted.conversion,
         options=case.convert_options(),
         magnitudes=ctx.magnitudes,
         feeds=ctx.golden.feeds,
         goldens=ctx.golden.outputs,
         obtained=executed.outputs,
         runner=case.runner,
-        providers=providers,
-        policy=policy,
-        work_dir=fixes_dir.resolve() / Path(relpath).relative_to("outputs").with_suffix(""),
-        runner_options=settings.runner_options,
-        runner_timeout=settings.runner_timeout,
+        providers=run.providers,
+        policy=env.settings.tolerances,
+        work_dir=env.settings.fixes_dir.resolve() / Path(relpath).relative_to("outputs").with_suffix(""),
+        runner_options=env.settings.runner_options,
+        runner_timeout=env.settings.runner_timeout,
     )
-    message = failure_message(ctx, case, comparison, conversion, executed.runner, diagnosis)
-    return Diagnosed(diagnosis=diagnosis, message=message, seconds=time.perf_counter() - start)
+    message = failure_message(ctx, case, judged.comparison, converted.conversion, executed.runner, diagnosis)
+    diagnosed = Diagnosed(diagnosis=diagnosis, message=message, seconds=time.perf_counter() - start)
+    return replace(run, diagnosed=diagnosed)
 
 
 def failure_message(

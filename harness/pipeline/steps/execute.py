@@ -1,57 +1,45 @@
-"""The execute and time steps: the converted model on the case's runner, and its measured speed (GPU runners)."""
+"""The execute and time steps: the converted model on the case's runner, and its measured speed (runners whose
+traits claim one).
+
+A runner is third-party code: whatever it raises, or outputs that are not numeric arrays, is that case's
+:class:`~harness.core.errors.RunnerError` naming the runner (the run goes on and the case is recorded)."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 
+import numpy as np
+
+from harness.core.errors import HarnessError, RunnerError
 from harness.data.feeds import Feed, cast_feeds, input_specs
-from harness.pipeline.context import CaseSettings, ModelContext
-from harness.pipeline.speed import Speed, measure_speed
-from harness.pipeline.steps.convert import Converted
+from harness.pipeline.caserun import CaseEnv, CaseRun, Executed, Timed
+from harness.pipeline.speed import SpeedPair, measure_speed
 from harness.runners import make_runner
+from harness.runners.base import Runner, RunResult
 from harness.runners.options import options_for
-from harness.runners.ort_cuda import OrtCudaRunner
-from harness.sweep import Case
+
+NOT_NUMERIC = "OSUM"  # object, bytes, str, datetime (bfloat16 is a void-kind ml_dtypes type, and numeric)
 
 
-@dataclass(frozen=True)
-class Executed:
-    """The converted model's outputs on the golden's feeds, who produced them, and where the time went:
-    ``setup_s`` (the runner's session and the feeds) and ``infer_s`` (inference)."""
-
-    outputs: list[Feed]
-    runner: str
-    rounds_low_precision: bool
-    cpu_float_nodes: tuple[str, ...] = ()  # ort-cuda: float nodes its CUDA EP left to the CPU EP
-    setup_s: float = 0.0
-    infer_s: float = 0.0
-
-
-def execute_step(
-    ctx: ModelContext,
-    case: Case,
-    converted: Converted,
-    *,
-    providers: tuple[str, ...],
-    settings: CaseSettings = CaseSettings(),
-) -> Executed:
+def execute_step(run: CaseRun, env: CaseEnv) -> CaseRun:
     """Run the converted model (raises RunnerUnavailable, RunnerError or UserError, as the runner does); a runner
     plugin runs in a child with the settings' time-out, and a hang or crash there is a RunnerError."""
+    assert run.converted is not None, "execute follows convert"
     start = time.perf_counter()
-    model = converted.conversion.model
+    model = run.converted.conversion.model
     runner = make_runner(
-        case.runner,
+        run.point.runner,
         model,
-        model_dir=converted.model_dir(ctx),
-        providers=providers,
-        options=options_for(settings.runner_options, case.runner),
-        timeout_s=settings.runner_timeout,
+        model_dir=run.converted.model_dir(run.context),
+        providers=run.providers,
+        options=options_for(env.settings.runner_options, run.point.runner),
+        timeout_s=env.settings.runner_timeout,
     )
-    feeds = cast_feeds(ctx.golden.feeds, input_specs(model))
-    result = runner.run(feeds)
-    floats = tuple(runner.profile_placement(feeds[0])) if isinstance(runner, OrtCudaRunner) else ()
-    return Executed(
+    feeds = cast_feeds(run.context.golden.feeds, input_specs(model))
+    result = guarded_run(runner, feeds, name=run.point.runner)
+    floats = tuple(runner.profile_placement(feeds[0])) if run.traits.reports_cpu_placement else ()
+    executed = Executed(
         outputs=result.outputs,
         runner=result.runner,
         rounds_low_precision=result.rounds_low_precision,
@@ -59,29 +47,39 @@ def execute_step(
         setup_s=time.perf_counter() - start - result.seconds,
         infer_s=result.seconds,
     )
+    return replace(run, executed=executed)
 
 
-@dataclass(frozen=True)
-class Timed:
-    """The case's measured speed (or why none is claimed) and the seconds spent measuring."""
+def guarded_run(runner: Runner, feeds: list[Feed], *, name: str) -> RunResult:
+    """``runner.run(feeds)``; anything but castguard's own errors becomes a RunnerError naming the runner, and so
+    does an output that is not a numeric array (an object array cannot be compared)."""
+    try:
+        result = runner.run(feeds)
+    except HarnessError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a runner's own failure is its case's error, with its words
+        raise RunnerError(f"runner {name} raised {type(err).__name__}: {err}") from err
+    for feed in result.outputs:
+        for output, value in feed.items():
+            if not isinstance(value, np.ndarray) or value.dtype.kind in NOT_NUMERIC:
+                kind = type(value).__name__ if not isinstance(value, np.ndarray) else f"array of {value.dtype}"
+                raise RunnerError(
+                    f"runner {name} returned {kind} for output {output!r}; a runner returns numeric numpy arrays"
+                )
+    return result
 
-    speed: Speed
-    seconds: float = 0.0
 
-
-def time_step(
-    ctx: ModelContext, case: Case, converted: Converted, *, settings: CaseSettings, providers: tuple[str, ...]
-) -> Timed:
+def time_step(run: CaseRun, env: CaseEnv) -> CaseRun:
+    assert run.converted is not None, "time follows convert"
     start = time.perf_counter()
-    speed = measure_speed(
-        case.runner,
-        converted.conversion.model,
-        ctx.model,
-        ctx.golden.feeds,
-        providers=providers,
-        model_dir=ctx.spec.path.parent,
-        config=settings.timing,
-        clock=settings.clock,
-        low_model_dir=converted.conversion.base_dir,
+    pair = SpeedPair(
+        runner=run.point.runner,
+        low_model=run.converted.conversion.model,
+        fp32_model=run.context.model,
+        feeds=run.context.golden.feeds,
+        providers=run.providers,
+        model_dir=run.context.spec.path.parent,
+        low_model_dir=run.converted.conversion.base_dir,
     )
-    return Timed(speed=speed, seconds=time.perf_counter() - start)
+    speed = measure_speed(pair, config=env.settings.timing, clock=env.settings.clock)
+    return replace(run, timed=Timed(speed=speed, seconds=time.perf_counter() - start))

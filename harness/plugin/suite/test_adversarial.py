@@ -5,7 +5,7 @@ conversion on ``emulate``), Hypothesis looks for an input on which the converted
 golden, climbing on error/tolerance and shrinking what it finds. The search domain is ``--val-range`` (and
 ``--input-shapes``); without it, every value the converted model's inputs can hold. A failure prints the
 shrunk input and the replay command; the input is saved under ``<report-dir>/adversarial/<model>/``.
-The work is :func:`harness.search.adversarial.search_case`; this file only reports it.
+The work is :func:`harness.pipeline.hunt.search_case`; this file only reports it.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import settings
 
 from harness.core.errors import UserError
+from harness.pipeline.hunt import failure_message, search_case
 from harness.pipeline.session import AccuracySession, SweepCase
-from harness.search.adversarial import failure_message, search_case
 
 pytestmark = pytest.mark.adversarial
 

@@ -1,7 +1,8 @@
 """The ``tuned`` case per model and precision (collected only with ``pytest --model X --tune``).
 
-The work is :func:`harness.tune.case.check_tuned`: tune on the golden's inputs (or check the stored plan), record
-the case for the report, fail naming the nodes to move when a stored plan no longer meets its bound.
+The work is :func:`harness.pipeline.tuned.check_tuned`: tune on the golden's inputs (or check the stored plan), record
+the case for the report (also when it stops: an unreadable plan, a golden just written), fail naming the nodes to
+move when a stored plan no longer meets its bound.
 """
 
 from __future__ import annotations
@@ -9,15 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.pipeline.session import AccuracySession, SweepCase
-from harness.plugin.suite.test_castguard import _report, _run
+from harness.pipeline.tuned import check_tuned
+from harness.plugin.suite.test_castguard import report_outcome
 from harness.report import CaseRecord
-from harness.tune.case import check_tuned
 
 
 def test_tuned(
     castguard_tuned_case: SweepCase, castguard_session: AccuracySession, castguard_record: Callable[[CaseRecord], None]
 ) -> None:
-    outcome = _run(lambda: check_tuned(castguard_session, castguard_tuned_case))
-    if outcome.record is not None:
-        castguard_record(outcome.record)
-    _report(outcome)
+    report_outcome(check_tuned(castguard_session, castguard_tuned_case), castguard_record)

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from harness.core.errors import UserError
+from harness.pipeline.verdict import settled as settle
 from harness.report import CaseRecord, Provenance, read_report
-from harness.report.collect import FinishedReport, ReportSession, settle, worker_name
+from harness.report.collect import FinishedReport, ReportSession, worker_name
 from harness.report.runs import is_active, run_folders
 from harness.sweep import Case
 

@@ -16,7 +16,7 @@ from harness.config import HarnessConfig
 from harness.core.errors import UserError
 from harness.nightly.rules import SPEEDUP_FLOOR, judge, parse_rule
 from harness.pipeline.session import AccuracySession, SweepCase
-from harness.pipeline.speed import measure_speed, time_pair
+from harness.pipeline.speed import SpeedPair, measure_speed, time_pair
 from harness.report import CaseRecord, Report
 from harness.report.pareto import best_passing
 from harness.report.plots import error_vs_speedup_png
@@ -146,16 +146,8 @@ def test_cpu_runners_record_why_they_claim_no_speed(tmp_path: Path) -> None:
     assert outcome.record is not None and outcome.record.speedup is None
     assert outcome.record.speed_note.startswith("emulate computes in fp32")
     model = mlp_model()
-    assert measure_speed(
-        "ort",
-        model,
-        model,
-        [],
-        providers=("CPUExecutionProvider",),
-        model_dir=None,
-        config=TimingConfig(),
-        clock=Clock(),
-    ).note.startswith("ORT's CPU provider")
+    pair = SpeedPair("ort", model, model, [], providers=("CPUExecutionProvider",))
+    assert measure_speed(pair, config=TimingConfig(), clock=Clock()).note.startswith("ORT's CPU provider")
 
 
 class _Timed(Runner):

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from harness.convert import ConversionResult, ConvertOptions, Magnitudes, collect_magnitudes, convert
-from harness.pipeline.cache import CacheSkipped, ContentCache, code_fingerprint, content_key, feeds_digest
+from harness.data.keys import code_fingerprint, content_key, feeds_digest
+from harness.pipeline.cache import CacheSkipped, ContentCache
 from tests.helpers.graphs import mlp_model
 
 MAGS = Magnitudes(absmax={"x": 1.5, "y": float("inf")}, shapes={"x": (1, 4)}, dtypes={"x": 1}, data_source="test")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from harness.config import HarnessConfig
-from harness.pipeline.case import CaseSettings, cannot_judge
 from harness.pipeline.session import AccuracySession, SweepCase
 from harness.report import load_outputs
+from harness.runners import runner_traits
 from harness.runners.tensorrt.library import installed_module
 from harness.sweep import Case, SweepSpec
 from tests.helpers.graphs import cancellation_model, mlp_model, save
@@ -88,8 +88,9 @@ def test_ort_cpu_is_not_an_oracle_and_cannot_run_bf16(mlp: AccuracySession) -> N
     bf16 = mlp.check_low_precision(_case(mlp, runner="ort", precision="bf16"))
     assert bf16.status == "skip" and "no bf16 kernels" in bf16.message and bf16.record is not None
     assert bf16.record.outputs == () and bf16.record.lowp_flop_share is None
-    gpu = CaseSettings(ort_providers=("CUDAExecutionProvider",))
-    assert cannot_judge(Case(runner="ort", precision="bf16"), gpu) is None
+    ort = runner_traits("ort")
+    assert ort.cannot_run("ort", "bf16", ("CUDAExecutionProvider",)) is None
+    assert ort.cannot_run("ort", "fp16", ("CPUExecutionProvider",)) is None
 
 
 def test_a_conversion_error_is_an_error_record(mlp: AccuracySession) -> None:
@@ -111,7 +112,9 @@ def test_an_unavailable_runner_is_a_skip_with_the_reason(mlp: AccuracySession) -
         assert any(why in outcome.message for why in ("no CUDA library", "no usable CUDA device", "compute capability"))
 
 
-def test_a_missing_golden_fails_the_case_once(tmp_path: Path) -> None:
+def test_a_case_that_writes_the_golden_errors_once_with_its_record(tmp_path: Path) -> None:
+    """Issue 33.1: a sweep case that wrote the golden (its golden test deselected, or run by another xdist
+    worker) compared nothing: an error, recorded with where it stopped, and the next run compares."""
     config = HarnessConfig(
         models=(str(save(mlp_model(), tmp_path / "mlp.onnx")),),
         goldens_dir=tmp_path / "g",
@@ -121,7 +124,8 @@ def test_a_missing_golden_fails_the_case_once(tmp_path: Path) -> None:
     )
     session = AccuracySession.open(config, bundled_dir=tmp_path / "none")
     first = session.check_low_precision(session.cases[0])
-    assert first.status == "fail" and "golden written" in first.message and first.record is None
+    assert first.status == "error" and "golden written" in first.message and first.record is not None
+    assert first.record.status == "error" and first.record.stopped == "golden_written"
     assert session.check_low_precision(session.cases[0]).status == "pass"
 
 

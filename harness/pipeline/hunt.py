@@ -47,7 +47,7 @@ TARGET_LABEL = "max error / tolerance"
 
 
 @dataclass(frozen=True)
-class Outcome:
+class HuntOutcome:
     """What one search did: how many feeds it tried, the best score seen, and the shrunk failure if any."""
 
     examples: int
@@ -63,7 +63,7 @@ def search(
     profile: settings | None = None,
     seed: int | None = None,
     database_key: bytes | None = None,
-) -> Outcome:
+) -> HuntOutcome:
     """The minimal failing feed of ``feeds`` (Hypothesis ``find``: search, target, shrink), or none.
 
     ``profile`` defaults to the loaded Hypothesis profile; ``seed`` makes a run reproducible under a
@@ -89,8 +89,8 @@ def search(
             database_key=database_key,
         )
     except NoSuchExample:
-        return Outcome(examples=tried, best_score=best)
-    return Outcome(examples=tried, best_score=best, feed=found, verdict=judge(found))
+        return HuntOutcome(examples=tried, best_score=best)
+    return HuntOutcome(examples=tried, best_score=best, feed=found, verdict=judge(found))
 
 
 def database_key(*parts: str) -> bytes:
@@ -104,20 +104,20 @@ class Saved:
     command: str
 
 
-def save_finding(
-    outcome: Outcome,
-    judge: PairedRun,
-    *,
-    directory: Path,
-    stem: str,
-    model_path: Path,
-    options: ConvertOptions,
-    magnitudes: Magnitudes | None,
-    runner: str = "emulate",
-    hypothesis_note: str = "",
-) -> Saved:
+@dataclass(frozen=True)
+class FindingSource:
+    """What a saved finding replays: the FP32 model, the conversion's options and magnitudes, and how it was found."""
+
+    model_path: Path
+    options: ConvertOptions
+    magnitudes: Magnitudes | None
+    hypothesis_note: str = ""
+
+
+def save_finding(outcome: HuntOutcome, judge: PairedRun, *, directory: Path, stem: str, source: FindingSource) -> Saved:
     """Write ``<directory>/<stem>.npz`` (the feed, widened to the FP32 model's dtypes; bf16 as uint16 bits)
-    and ``<stem>.json`` (model, options, magnitudes, verdict); return the replay command."""
+    and ``<stem>.json`` (model, options, magnitudes, verdict, the judge's runner); return the replay command."""
+    model_path, options, magnitudes = source.model_path, source.options, source.magnitudes
     if outcome.feed is None or outcome.verdict is None:
         raise ValueError("save_finding needs an outcome with a failing feed")
     npz, sidecar = directory / f"{stem}.npz", directory / f"{stem}.json"
@@ -129,13 +129,13 @@ def save_finding(
         "schema_version": SCHEMA_VERSION,
         "model": str(model_path.resolve()),
         "model_sha256": model_sha256(model_path),
-        "runner": runner,
+        "runner": judge.runner,
         "options": dataclasses.asdict(options),
         "tolerances": dataclasses.asdict(judge.policy),
         "magnitudes": json.loads(magnitudes.to_json()) if magnitudes is not None else None,
         "score": outcome.verdict.score,
         "examples": outcome.examples,
-        "hypothesis": hypothesis_note,
+        "hypothesis": source.hypothesis_note,
         "summary": outcome.verdict.comparison.summary(),
         "replay": command,
     }
@@ -147,7 +147,7 @@ def save_finding(
 class CaseSearch:
     """An adversarial search over one sweep case: what ran, and the saved failure (if one was found)."""
 
-    outcome: Outcome
+    outcome: HuntOutcome
     domain: str
     saved: Saved | None = None
 
@@ -175,6 +175,14 @@ def cast_limits(
     return tuple((name, -high, high) for name, high in sorted(limits.items()))
 
 
+def search_domain(val_ranges: Sequence[tuple[str, float, float]]) -> str:
+    """The input domain a search covers, in words."""
+    if not val_ranges:
+        return "every value the converted inputs hold"
+    ranges = ", ".join(f"{n or 'all inputs'}:[{lo:g},{hi:g}]" for n, lo, hi in val_ranges)
+    return ranges + "; other inputs: every value their dtype holds"
+
+
 def search_case(
     session: AccuracySession, sweep_case: SweepCase, *, profile: settings | None = None, hypothesis_note: str = ""
 ) -> CaseSearch:
@@ -190,12 +198,7 @@ def search_case(
     config = session.config
     val_ranges = (*cast_limits(conversion.model, given=config.val_ranges), *config.val_ranges)
     strategy = feeds(conversion.model, val_ranges=val_ranges, input_shapes=config.input_shapes)
-    domain = (
-        ", ".join(f"{n or 'all inputs'}:[{lo:g},{hi:g}]" for n, lo, hi in val_ranges)
-        + "; other inputs: every value their dtype holds"
-        if val_ranges
-        else "every value the converted inputs hold"
-    )
+    domain = search_domain(val_ranges)
     with PairedRun(
         ctx.model,
         conversion.model,
@@ -217,10 +220,7 @@ def search_case(
             judge,
             directory=config.report_dir / "adversarial" / name,
             stem=case.id,
-            model_path=ctx.spec.path,
-            options=case.convert_options(),
-            magnitudes=ctx.magnitudes,
-            hypothesis_note=hypothesis_note,
+            source=FindingSource(ctx.spec.path, case.convert_options(), ctx.magnitudes, hypothesis_note),
         )
     return CaseSearch(outcome=outcome, domain=domain, saved=saved)
 
