@@ -315,7 +315,8 @@ class Comparison:
 def compare_reports(current: Report, baseline: Report, *, rules: Sequence[Rule], source: str) -> Comparison:
     """Match cases by key and apply every rule to every case present in both runs with the same model."""
     before = {c.key: c for c in baseline.cases}
-    now = {c.key: c for c in current.cases}
+    # a case this run never reached (interrupted) has no result to compare: it is no regression, and is left out
+    now = {c.key: c for c in current.cases if c.stopped != "not_reached"}
     regressions: list[Change] = []
     improvements: list[Change] = []
     changed_model: list[Key] = []

@@ -91,17 +91,20 @@ def test_a_sigint_run_says_so_keeps_the_last_complete_report_and_is_never_a_base
     os.kill(proc.pid, signal.SIGINT)
     out = proc.communicate(timeout=120)[0]
     assert proc.returncode == 2, out[-3000:]  # pytest's "interrupted"
+    # every planned case has a record (issue 33.1): the cases never reached are recorded as such (error)
     found = re.search(
-        r"castguard: interrupted after (\d+) of 24 cases \(\1 cases: \1 pass\); partial report: "
+        r"castguard: interrupted after (\d+) of 24 cases \(24 cases: \1 pass, (\d+) error\); partial report: "
         r"castguard-report/runs/(\S+)/report\.md; the previous complete report \(if any\) is kept",
         out,
     )
     assert found is not None, out[-3000:]
-    done, run_id = int(found[1]), found[2]
-    assert 2 <= done < 24
+    done, unreached, run_id = int(found[1]), int(found[2]), found[3]
+    assert 2 <= done < 24 and done + unreached == 24
+    assert "REGRESSION" not in out  # a case never reached is no regression
     assert (report_dir / "report.json").read_bytes() == before  # the last complete report
     partial = json.loads((report_dir / "runs" / run_id / "report.json").read_text())
-    assert partial["interrupted"] is True and partial["planned_cases"] == 24 and len(partial["cases"]) == done
+    assert partial["interrupted"] is True and partial["planned_cases"] == 24 and len(partial["cases"]) == 24
+    assert sum(c.get("stopped") == "not_reached" for c in partial["cases"]) == unreached
     assert f"**Interrupted after {done} of 24 cases.**" in (report_dir / "runs" / run_id / "report.md").read_text()
     assert "never used as a baseline" in out
     runs = read_history(folder / "history").runs
