@@ -20,11 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from harness.config import HarnessConfig
 from harness.data.models import bundled_models_dir
 from harness.pipeline.hunt import search_case
-from harness.pipeline.session import AccuracySession, SweepCase
-from harness.sweep import Case
+from harness.pipeline.session import AccuracySession, Case
+from harness.sweep import SweepPoint
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "property"))
-from tests.helpers.converter_contract import Case as FuzzCase  # noqa: E402
+from tests.helpers.converter_contract import SweepPoint as FuzzCase  # noqa: E402
 from tests.helpers.converter_contract import cases, check_contract  # noqa: E402
 
 MODELS = 40
@@ -61,15 +61,15 @@ def test_fuzz_rate(benchmark: Any, precision: str) -> None:
 @pytest.mark.parametrize(
     ("model", "case", "val_ranges"),
     [
-        ("needs_constraints", Case(node_precisions=(("Add", "fp16"), ("Sub", "fp16"))), ()),
-        ("needs_constraints", Case(), ()),
-        ("transformer_block", Case(), ()),
-        ("mnist", Case(), (("", 0.0, 1.0),)),
+        ("needs_constraints", SweepPoint(node_precisions=(("Add", "fp16"), ("Sub", "fp16"))), ()),
+        ("needs_constraints", SweepPoint(), ()),
+        ("transformer_block", SweepPoint(), ()),
+        ("mnist", SweepPoint(), (("", 0.0, 1.0),)),
     ],
     ids=["needs_constraints-forced", "needs_constraints-default", "transformer_block-default", "mnist-default-01"],
 )
 def test_adversarial_search(
-    benchmark: Any, tmp_path: Path, model: str, case: Case, val_ranges: tuple[tuple[str, float, float], ...]
+    benchmark: Any, tmp_path: Path, model: str, case: SweepPoint, val_ranges: tuple[tuple[str, float, float], ...]
 ) -> None:
     config = HarnessConfig(
         models=(model,),
@@ -81,7 +81,7 @@ def test_adversarial_search(
     session = AccuracySession.open(config, bundled_dir=bundled_models_dir())
     start = time.perf_counter()
     found = benchmark.pedantic(
-        lambda: search_case(session, SweepCase(model, case), profile=settings.get_profile("ci")), rounds=1, iterations=1
+        lambda: search_case(session, Case(model, case), profile=settings.get_profile("ci")), rounds=1, iterations=1
     )
     elapsed = time.perf_counter() - start
     benchmark.extra_info.update(inputs=found.outcome.examples, failed=found.failed, seconds=elapsed)

@@ -47,7 +47,7 @@ _API: dict[str, str] = {  # public name -> "module" or "module:attribute"
     "RUNNER_NAMES": "harness.runners",
     "declared_precisions": "harness.runners.tensorrt.precision_diff",
     # sweep and judge
-    "Case": "harness.sweep",
+    "SweepPoint": "harness.sweep",
     "SweepSpec": "harness.sweep",
     "expand": "harness.sweep",
     "Tolerance": "harness.judge.compare",
@@ -61,7 +61,7 @@ _API: dict[str, str] = {  # public name -> "module" or "module:attribute"
     "read_report": "harness.report",
     "HarnessConfig": "harness.config",
     "AccuracySession": "harness.pipeline.session",
-    "SweepCase": "harness.pipeline.session",
+    "Case": "harness.pipeline.session",
     # users' own tests (the castguard fixture's domain half) and runner plugins
     "Checker": "harness.check",
     "CheckResult": "harness.check",
@@ -106,8 +106,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from harness.judge.compare import Tolerance, compare_outputs
     from harness.judge.paired import judge_outputs
     from harness.judge.tolerances import TolerancePolicy
-    from harness.pipeline.session import AccuracySession, SweepCase
+    from harness.pipeline.session import AccuracySession, Case
     from harness.report import CaseRecord, Report, read_report
     from harness.runners import RUNNER_NAMES, Runner, RunnerPlugin, RunResult, make_runner, runner_names
     from harness.runners.tensorrt.precision_diff import declared_precisions
-    from harness.sweep import Case, SweepSpec, expand
+    from harness.sweep import SweepPoint, SweepSpec, expand

@@ -33,11 +33,11 @@ from harness.core.errors import RunnerUnavailable, UserError
 from harness.core.files import atomic_write_text, own_folder
 from harness.data.goldens import Golden
 from harness.diagnose.facts import Divergence
-from harness.pipeline.session import AccuracySession, SweepCase
+from harness.pipeline.session import AccuracySession, Case
 from harness.report import CaseRecord, OutputStats
 from harness.runners.options import RunnerOptionsTable, merge_options, parse_runner_options
 from harness.runners.tensorrt.typed_build import TrtBuild
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 from harness.sweep.grid import BUILTIN_EXCLUSIONS, ExclusionSet
 
 Batch = Mapping[str, np.ndarray]
@@ -51,7 +51,7 @@ class CheckResult:
     """One checked case: the verdict and the report record's figures as typed attributes."""
 
     model: str
-    case: Case | None
+    case: SweepPoint | None
     status: str  # pass, fail, skip, error (as the report's)
     message: str = ""
     record: CaseRecord | None = None  # None when no case ran (the golden was just written, or FP32 drifted)
@@ -168,7 +168,7 @@ class Checker:
             return self.check_candidate(
                 model, candidate, runner=runner, inputs=inputs, key=key, runner_options=runner_options
             )
-        case = Case(
+        case = SweepPoint(
             converter=converter,
             precision=precision,
             data_max=float(data_max),
@@ -197,7 +197,7 @@ class Checker:
         loaded = session.models[name]
         path = Path(self._model_ref(candidate)).resolve()
         precision = check_candidate(loaded.model, loaded.spec.path, path)
-        case = Case(
+        case = SweepPoint(
             converter=CANDIDATE,
             candidate=str(path),
             precision=precision,
@@ -221,7 +221,7 @@ class Checker:
     ) -> list[CheckResult]:
         """Every combination of the given settings, in order (precision slowest); one result per case."""
         cases = [
-            Case(
+            SweepPoint(
                 precision=p,
                 data_max=float(d),
                 init_max=float(i),
@@ -241,7 +241,7 @@ class Checker:
     def run_cases(
         self,
         model: str | os.PathLike[str],
-        cases: Sequence[Case],
+        cases: Sequence[SweepPoint],
         *,
         inputs: Inputs,
         key: str | None,
@@ -251,7 +251,7 @@ class Checker:
         blocked = self._fp32(session, name)
         if blocked is not None:
             return [replace(blocked, case=case) for case in cases]
-        return [self._case(session, SweepCase(name, case)) for case in cases]
+        return [self._case(session, Case(name, case)) for case in cases]
 
     # -- internals ------------------------------------------------------------------------------------------
     def _exclusion(self, name: str) -> ExclusionSet:
@@ -365,7 +365,7 @@ class Checker:
         view._sessions, view._fp32_checked = self._sessions, self._fp32_checked
         return view
 
-    def _case(self, session: AccuracySession, sweep_case: SweepCase) -> CheckResult:
+    def _case(self, session: AccuracySession, sweep_case: Case) -> CheckResult:
         try:
             outcome = session.check_low_precision(sweep_case)
         except RunnerUnavailable as err:

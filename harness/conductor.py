@@ -113,7 +113,7 @@ class CastguardRun:
         self.nightly_options = nightly_options
         self.shard: ShardState | None = None
         self.planned: int | None = None
-        self.planned_ids: tuple[str, ...] = ()  # the selected sweep cases' parameter ids (SweepCase.id)
+        self.planned_ids: tuple[str, ...] = ()  # the selected sweep cases' parameter ids (Case.id)
         self.finished: FinishedReport | None = None
         self.evicted = ""
         self.skipped_runners: list[str] = []

@@ -166,7 +166,7 @@ def converter_names() -> tuple[str, ...]:
 
 
 def check_converter(value: object, *, where: str) -> None:
-    """The one converter-name check (the sweep, ``Case`` and ``--converter``)."""
+    """The one converter-name check (the sweep, ``SweepPoint`` and ``--converter``)."""
     if value == CANDIDATE:
         return
     if value not in converter_names():

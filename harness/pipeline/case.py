@@ -28,7 +28,7 @@ from harness.pipeline.steps.record import record, save_step
 from harness.report import CaseRecord
 from harness.runners.registry import runner_traits
 from harness.runners.traits import RunnerTraits
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 
 __all__ = [
     "SWEEP_STEPS",
@@ -58,7 +58,7 @@ TUNED_STEPS: tuple[Step, ...] = (execute_step, judge_step, save_step)
 
 
 def begin(
-    model: str, sha256: str, inputs_id: str, point: Case, *, settings: CaseSettings, notes: Sequence[str] = ()
+    model: str, sha256: str, inputs_id: str, point: SweepPoint, *, settings: CaseSettings, notes: Sequence[str] = ()
 ) -> CaseRun:
     """A case before any step: its model's facts, its sweep point, its runner's traits and providers. A runner
     whose plugin does not load stops the case here (an error, recorded)."""

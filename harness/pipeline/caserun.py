@@ -26,7 +26,7 @@ from harness.pipeline.speed import Speed
 from harness.report import CaseRecord
 from harness.runners.tensorrt.typed_build import TrtBuild
 from harness.runners.traits import RunnerTraits
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 
 StopKind = Literal["cannot_run", "unavailable", "error", "golden_not_made", "golden_written", "reused", "not_reached"]
 
@@ -153,7 +153,7 @@ class CaseRun:
     model: str
     model_sha256: str
     inputs_id: str
-    point: Case
+    point: SweepPoint
     traits: RunnerTraits
     providers: tuple[str, ...] = ()  # the ORT providers its runner takes (traits.takes_providers), else none
     started: float = field(default_factory=time.perf_counter)

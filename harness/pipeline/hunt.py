@@ -40,7 +40,7 @@ from harness.judge.tolerances import TolerancePolicy
 from harness.search.pairing import PairedRun
 
 if TYPE_CHECKING:
-    from harness.pipeline.session import AccuracySession, SweepCase
+    from harness.pipeline.session import AccuracySession, Case
 
 SCHEMA_VERSION = 1
 TARGET_LABEL = "max error / tolerance"
@@ -184,7 +184,7 @@ def search_domain(val_ranges: Sequence[tuple[str, float, float]]) -> str:
 
 
 def search_case(
-    session: AccuracySession, sweep_case: SweepCase, *, profile: settings | None = None, hypothesis_note: str = ""
+    session: AccuracySession, sweep_case: Case, *, profile: settings | None = None, hypothesis_note: str = ""
 ) -> CaseSearch:
     """Search the sweep case's conversion (magnitudes and conversion shared with the sweep) on ``emulate``,
     over ``--val-range``/``--input-shapes`` (no range: everything the converted inputs can hold)."""
@@ -225,7 +225,7 @@ def search_case(
     return CaseSearch(outcome=outcome, domain=domain, saved=saved)
 
 
-def failure_message(sweep_case: SweepCase, found: CaseSearch) -> str:
+def failure_message(sweep_case: Case, found: CaseSearch) -> str:
     """What the suite prints for a found failure: the shrunk input, the comparison, the files, the fixes."""
     outcome, saved = found.outcome, found.saved
     assert outcome.feed is not None and outcome.verdict is not None and saved is not None

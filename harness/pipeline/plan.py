@@ -2,7 +2,7 @@
 
 :func:`plan_session` does the I/O of a run's start (bad models, input files or options are user errors before any
 test runs) and returns a :class:`SessionPlan`; :class:`harness.pipeline.session.AccuracySession` holds it and runs the
-cases. Each model is a :class:`LoadedModel`; each test a :class:`SweepCase` (model x :class:`harness.sweep.Case`).
+cases. Each model is a :class:`LoadedModel`; each test a :class:`Case` (model x :class:`harness.sweep.SweepPoint`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from harness.data.onnxfile import load_model
 from harness.data.recipes import Feed, InputRecipe, make_feeds, plan_recipe, recipe_for_file, recipe_lines
 from harness.data.scoping import InputOptions, check_every_name_used
 from harness.pipeline.build_check import build_check_enabled
-from harness.sweep import Case, expand
+from harness.sweep import SweepPoint, expand
 from harness.sweep.shards import ShardWork, assign
 
 
@@ -42,11 +42,11 @@ class LoadedModel:
 
 
 @dataclass(frozen=True)
-class SweepCase:
+class Case:
     """One low-precision test: a model and one point of the sweep."""
 
     model: str
-    case: Case
+    case: SweepPoint
 
     @property
     def id(self) -> str:
@@ -58,8 +58,8 @@ class SessionPlan:
     """What a run holds before any case runs: its models (this shard's), its cases, and the shard's assignment."""
 
     models: Mapping[str, LoadedModel]
-    cases: tuple[SweepCase, ...] = ()
-    tuned_cases: tuple[SweepCase, ...] = ()
+    cases: tuple[Case, ...] = ()
+    tuned_cases: tuple[Case, ...] = ()
     shard_work: ShardWork | None = None
     trt_build_check: bool = False  # resolved: True only where TensorRT is installed
 
@@ -81,16 +81,16 @@ def plan_session(config: HarnessConfig, *, bundled_dir: Path) -> SessionPlan:
     )
     models = load_models(config, located, bundled_dir=bundled_dir, shard_work=shard_work)
 
-    def mine(model: str, case: Case) -> bool:
+    def mine(model: str, case: SweepPoint) -> bool:
         return shard_work is None or shard_work.runs(model, case.id)
 
     candidates = candidate_cases(config, models)
     return SessionPlan(
         models=models,
         shard_work=shard_work,
-        cases=tuple(SweepCase(n, c) for n in models for c in sweep_cases if mine(n, c))
+        cases=tuple(Case(n, c) for n in models for c in sweep_cases if mine(n, c))
         + tuple(c for c in candidates if shard_work is None or mine(c.model, sweep_cases[0])),  # with its first case
-        tuned_cases=tuple(SweepCase(n, c) for n in models for c in tuned if mine(n, c)),
+        tuned_cases=tuple(Case(n, c) for n in models for c in tuned if mine(n, c)),
         trt_build_check=build_check_enabled(config.trt_build_check),
     )
 
@@ -166,7 +166,7 @@ def default_recipe(
     ), False
 
 
-def candidate_cases(config: HarnessConfig, models: Mapping[str, LoadedModel]) -> tuple[SweepCase, ...]:
+def candidate_cases(config: HarnessConfig, models: Mapping[str, LoadedModel]) -> tuple[Case, ...]:
     """``--candidate KEY=FILE``: one case per runner for each loaded model that has a candidate, its signature
     checked against the FP32 model's first (a mismatch is one error naming both)."""
     from harness.convert.dispatch import check_candidate
@@ -184,17 +184,17 @@ def candidate_cases(config: HarnessConfig, models: Mapping[str, LoadedModel]) ->
             continue
         precision = check_candidate(models[key].model, models[key].spec.path, path)
         for runner in config.sweep.runners:
-            case = Case(converter=CANDIDATE, candidate=str(path), runner=runner, precision=precision)
-            cases.append(SweepCase(key, case))
+            case = SweepPoint(converter=CANDIDATE, candidate=str(path), runner=runner, precision=precision)
+            cases.append(Case(key, case))
     return tuple(cases)
 
 
-def tuned_case(precision: str) -> Case:
+def tuned_case(precision: str) -> SweepPoint:
     """The ``pytest --tune`` case of one precision: the search starts from the low type's range (data_max)."""
     from harness.convert.options import LOW_PRECISIONS
     from harness.core.dtypes import LOW_MAX
 
-    return Case(precision=precision, data_max=LOW_MAX[LOW_PRECISIONS[precision]], tuned=True)
+    return SweepPoint(precision=precision, data_max=LOW_MAX[LOW_PRECISIONS[precision]], tuned=True)
 
 
 def _duplicate(ref: str, spec: LocatedModel, other: LocatedModel) -> UserError:

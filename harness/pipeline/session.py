@@ -2,8 +2,8 @@
 
 :class:`AccuracySession` is opened once per pytest process from a :class:`HarnessConfig` (:meth:`AccuracySession.open`):
 :func:`harness.pipeline.plan.plan_session` resolves and loads every model and makes its feeds up front (bad models, input
-files or options are user errors before any test runs) and expands the sweep into :class:`SweepCase` objects
-(model x :class:`harness.sweep.Case`); the session holds that plan. Per model
+files or options are user errors before any test runs) and expands the sweep into :class:`Case` objects
+(model x :class:`harness.sweep.SweepPoint`); the session holds that plan. Per model
 it loads the golden and collects the magnitudes once (on the golden's feeds, through the on-disk
 :class:`~harness.pipeline.cache.ContentCache`), then :meth:`AccuracySession.start_case` and
 :func:`harness.pipeline.case.finish_case` run each case. Every check
@@ -42,7 +42,7 @@ from harness.pipeline.caserun import CaseEnv, CaseRun, Stop
 from harness.pipeline.context import FIXES_DIR
 from harness.pipeline.dedup import SameModels
 from harness.pipeline.golden_notes import golden_run_failed, non_finite_note
-from harness.pipeline.plan import LoadedModel, SessionPlan, SweepCase, default_recipe, plan_session, tuned_case
+from harness.pipeline.plan import Case, LoadedModel, SessionPlan, default_recipe, plan_session, tuned_case
 from harness.pipeline.steps.record import record
 from harness.pipeline.verdict import raised
 from harness.report import CaseRecord, golden_relpath, save_outputs
@@ -55,7 +55,7 @@ __all__ = [
     "Outcome",
     "SessionPlan",
     "Status",
-    "SweepCase",
+    "Case",
     "default_recipe",
     "plan_session",
     "produce_golden",
@@ -261,7 +261,7 @@ class AccuracySession:
         )
         return self._contexts[name], True
 
-    def start_case(self, sweep_case: SweepCase) -> CaseRun:
+    def start_case(self, sweep_case: Case) -> CaseRun:
         """A case with its model's context (golden, magnitudes, golden-version notes), or stopped where the
         golden stops it: not made (onnxruntime failed: said once by test_fp32_golden), written by this case
         (nothing to compare yet), or a user error."""
@@ -295,7 +295,7 @@ class AccuracySession:
         env = CaseEnv(settings=self.settings, cache=self.cache, same=self.same_models)
         return outcome_of(finish_case(run, env, steps))
 
-    def check_low_precision(self, sweep_case: SweepCase) -> Outcome:
+    def check_low_precision(self, sweep_case: Case) -> Outcome:
         """Convert, run on the case's runner, compare with the golden; the outcome carries the record (a case
         that stopped early too: :meth:`start_case`)."""
         return self.finish(self.start_case(sweep_case))

@@ -29,7 +29,7 @@ from harness.core.jsonfile import JsonObject, json_type
 from harness.pipeline.case import TUNED_STEPS
 from harness.pipeline.caserun import Converted, Stop, Tuned
 from harness.pipeline.context import ModelContext
-from harness.pipeline.session import AccuracySession, Outcome, SweepCase
+from harness.pipeline.session import AccuracySession, Case, Outcome
 from harness.tune.bound import Bound
 from harness.tune.engine import TuneOutcome, TuneSettings, tune_setup
 from harness.tune.oracle import Evaluation, Oracle, Setup
@@ -37,7 +37,7 @@ from harness.tune.oracle import Evaluation, Oracle, Setup
 STRESS_EXAMPLES = 10
 
 
-def plan_path(session: AccuracySession, sweep_case: SweepCase) -> Path:
+def plan_path(session: AccuracySession, sweep_case: Case) -> Path:
     loaded = session.models[sweep_case.model]
     return (
         session.config.goldens_dir
@@ -60,7 +60,7 @@ def _stored(path: Path) -> JsonObject | None:
     return doc
 
 
-def check_tuned(session: AccuracySession, sweep_case: SweepCase) -> Outcome:
+def check_tuned(session: AccuracySession, sweep_case: Case) -> Outcome:
     """Run the tuned case; see the module docstring. A case stopped by its golden, or by a stored plan that
     cannot be read, is recorded with where and why it stopped."""
     run = session.start_case(sweep_case)
@@ -99,7 +99,7 @@ class TuneJob:
         )
 
 
-def _tune(session: AccuracySession, sweep_case: SweepCase, ctx: ModelContext, *, start: float) -> Tuned:
+def _tune(session: AccuracySession, sweep_case: Case, ctx: ModelContext, *, start: float) -> Tuned:
     """The tune step: tune on the golden's feeds, or check the stored plan (re-tuning when it fails its bound)."""
     case = sweep_case.case
     bound = Bound(precision=case.precision)

@@ -10,6 +10,6 @@ def is_case(nodeid: str) -> bool:
 
 
 def case_param(nodeid: str) -> str:
-    """A sweep case test's parameter id (its ``SweepCase.id``): ``...::test_low_precision[ID]`` -> ``ID``."""
+    """A sweep case test's parameter id (its ``Case.id``): ``...::test_low_precision[ID]`` -> ``ID``."""
     name = next(n for n in CASE_TESTS if n in nodeid)
     return nodeid.split(name, 1)[1].removesuffix("]")

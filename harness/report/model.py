@@ -1,7 +1,7 @@
 """The sweep report as data: :class:`CaseRecord` per (model, inputs, case) and the :class:`Report`.
 
 Schema version 2 (``report.json``; version 1 is still read: :mod:`harness.report.legacy`). A record is keyed by ``(model, inputs_id, case_id)``; ``case_id`` is
-derived from the settings (:class:`harness.sweep.Case`), so baselines can match cases across runs. Values
+derived from the settings (:class:`harness.sweep.SweepPoint`), so baselines can match cases across runs. Values
 that were not measured (a skipped case has no FLOP share) are ``None``. Nothing here decides pass/fail:
 ``status`` is the outcome the test run recorded; renderers only display it.
 """
@@ -21,7 +21,7 @@ from harness.diagnose.facts import Divergence as Divergence
 from harness.judge.compare import CompareResult, ErrorFigures, OutputComparison
 from harness.judge.tolerances import golden_scale
 from harness.runners.tensorrt.typed_build import TrtBuild
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 from harness.sweep.shards import ShardWork
 
 SCHEMA_VERSION = 2
@@ -145,7 +145,7 @@ class CaseRecord:
 
     model: str
     model_sha256: str
-    case: Case
+    case: SweepPoint
     status: str
     runner: str = ""  # the producer string, e.g. "emulate" or "ort[CPUExecutionProvider]"
     rounds_low_precision: bool = False

@@ -1,6 +1,6 @@
 """The conversion-settings sweep: what a ``pytest --model X`` run tries, and each case's stable id.
 
-``grid`` holds the grid (:class:`SweepSpec`, :class:`Case`, :func:`expand`); ``layers`` builds a spec
+``grid`` holds the grid (:class:`SweepSpec`, :class:`SweepPoint`, :func:`expand`); ``layers`` builds a spec
 from pyproject, a ``--sweep`` file and command-line options (its docstring has the default table).
 """
 
@@ -11,8 +11,8 @@ from harness.sweep.grid import (
     NODE_PRECISIONS,
     PRECISIONS,
     SENSITIVE_OPS,
-    Case,
     ExclusionSet,
+    SweepPoint,
     SweepSpec,
     expand,
     format_number,
@@ -24,7 +24,7 @@ __all__ = [
     "NODE_PRECISIONS",
     "PRECISIONS",
     "SENSITIVE_OPS",
-    "Case",
+    "SweepPoint",
     "ExclusionSet",
     "SweepOptions",
     "SweepSpec",

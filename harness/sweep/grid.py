@@ -1,4 +1,4 @@
-"""The sweep grid: :class:`SweepSpec` -> :func:`expand` -> :class:`Case` objects with stable ids.
+"""The sweep grid: :class:`SweepSpec` -> :func:`expand` -> :class:`SweepPoint` objects with stable ids.
 
 A case id (``fp16-dmax512-imax65504-excl_none-keepio0-emulate``) names goldens, report rows and
 baselines, so it depends only on the case's settings, never on order or time.
@@ -55,7 +55,7 @@ def check_choice(value: object, choices: tuple[str, ...], *, where: str) -> None
 
 
 def check_runner(value: object, *, where: str) -> None:
-    """The one runner-name check (the sweep, ``Case`` and ``--runner`` all use it)."""
+    """The one runner-name check (the sweep, ``SweepPoint`` and ``--runner`` all use it)."""
     if value not in runner_names():
         raise UserError(
             where=where, problem=f"unknown runner {value!r}", fix=f"use one or more of: {', '.join(runner_names())}"
@@ -122,7 +122,7 @@ def format_number(value: float) -> str:
 
 
 @dataclass(frozen=True)
-class Case:
+class SweepPoint:
     """One point of the sweep: every setting that changes the converted model or where it runs."""
 
     precision: str = "fp16"
@@ -148,14 +148,14 @@ class Case:
     """The converter's own options (``[tool.castguard.sweep.converter_options.NAME]``), sorted by key."""
 
     def __post_init__(self) -> None:
-        check_converter(self.converter, where="Case.converter")
-        check_choice(self.precision, PRECISIONS, where="Case.precision")
-        check_choice(self.target, TARGETS, where="Case.target")
-        check_choice(self.fp32_casts, FP32_CASTS, where="Case.fp32_casts")
-        check_limit(self.data_max, where="Case.data_max")
-        check_limit(self.init_max, where="Case.init_max")
-        check_runner(self.runner, where="Case.runner")
-        check_node_precisions(self.node_precisions, where="Case.node_precisions")
+        check_converter(self.converter, where="SweepPoint.converter")
+        check_choice(self.precision, PRECISIONS, where="SweepPoint.precision")
+        check_choice(self.target, TARGETS, where="SweepPoint.target")
+        check_choice(self.fp32_casts, FP32_CASTS, where="SweepPoint.fp32_casts")
+        check_limit(self.data_max, where="SweepPoint.data_max")
+        check_limit(self.init_max, where="SweepPoint.init_max")
+        check_runner(self.runner, where="SweepPoint.runner")
+        check_node_precisions(self.node_precisions, where="SweepPoint.node_precisions")
 
     @property
     def id(self) -> str:
@@ -296,11 +296,11 @@ class SweepSpec:
         )
 
 
-def expand(spec: SweepSpec) -> list[Case]:
+def expand(spec: SweepSpec) -> list[SweepPoint]:
     """Every case of the grid, in the spec's axis order, for each converter: a setting the converter does not
     take is held at its default (so it is not swept for it), and a precision it does not make is left out.
     Raises UserError if two distinct cases share an id."""
-    cases: dict[str, Case] = {}
+    cases: dict[str, SweepPoint] = {}
     for converter in spec.converters:
         for case in _grid(spec):
             fitted = _fit(case, converter, spec.converter_options)
@@ -315,7 +315,9 @@ def expand(spec: SweepSpec) -> list[Case]:
     return list(cases.values())
 
 
-def _fit(case: Case, converter: str, options: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()) -> Case | None:
+def _fit(
+    case: SweepPoint, converter: str, options: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
+) -> SweepPoint | None:
     """``case`` for ``converter``: settings it does not take at their defaults; None for a precision it lacks."""
     if converter == "castguard":
         return case
@@ -324,7 +326,7 @@ def _fit(case: Case, converter: str, options: tuple[tuple[str, tuple[tuple[str, 
         case = replace(case, precision=traits.precisions[0])  # the same case for every precision: one id
     elif case.precision not in traits.precisions:
         return None
-    default = Case()
+    default = SweepPoint()
     held = {
         "data_max": "data_max",
         "init_max": "init_max",
@@ -339,9 +341,9 @@ def _fit(case: Case, converter: str, options: tuple[tuple[str, tuple[tuple[str, 
     return replace(case, converter=converter, converter_options=dict(options).get(converter, ()), **changes)
 
 
-def _grid(spec: SweepSpec) -> list[Case]:
+def _grid(spec: SweepSpec) -> list[SweepPoint]:
     return [
-        Case(
+        SweepPoint(
             precision=p,
             data_max=d,
             init_max=i,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from harness.report import CaseRecord, Divergence, OutputStats, Provenance, Report, Timings
-from harness.sweep import Case, SweepSpec, expand
+from harness.sweep import SweepPoint, SweepSpec, expand
 
 PROVENANCE = Provenance(
     castguard="0.1.0",
@@ -54,7 +54,7 @@ def output_stats(name: str, max_rel: float, *, passed: bool, scale: float = 8.0)
     )
 
 
-def record_for(case: Case, *, model: str = "mnist") -> CaseRecord:
+def record_for(case: SweepPoint, *, model: str = "mnist") -> CaseRecord:
     """A plausible record for one mnist case (deterministic in the case's settings)."""
     share = {8.0: 0.58, 512.0: 0.93, math.inf: 1.0}[case.data_max] - (0.04 if case.exclusion.name != "none" else 0)
     base = 1.1e-3 if case.precision == "fp16" else 9.5e-3
@@ -101,8 +101,8 @@ def record_for(case: Case, *, model: str = "mnist") -> CaseRecord:
 
 def constraint_records() -> list[CaseRecord]:
     """Seed 003: the default conversion passes, forcing Add to fp16 is a strict expected failure."""
-    default = Case(precision="fp16", data_max=512.0)
-    forced = Case(precision="fp16", data_max=math.inf, node_precisions=(("Add", "fp16"), ("Sub", "fp32")))
+    default = SweepPoint(precision="fp16", data_max=512.0)
+    forced = SweepPoint(precision="fp16", data_max=math.inf, node_precisions=(("Add", "fp16"), ("Sub", "fp32")))
     ok = CaseRecord(
         model="needs_constraints",
         model_sha256="77" * 32,
@@ -143,7 +143,7 @@ HOSTILE = "<script>alert('x')</script>|`pipe`|**bold**\nline2 & $math$"
 
 def hostile_report() -> Report:
     """A report whose model, tensor, runner and message text try to break markdown and HTML."""
-    case = Case(precision="fp16", node_precisions=((HOSTILE, "fp32"),))
+    case = SweepPoint(precision="fp16", node_precisions=((HOSTILE, "fp32"),))
     record = CaseRecord(
         model=HOSTILE,
         model_sha256=SHA,

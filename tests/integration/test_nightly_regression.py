@@ -30,9 +30,9 @@ from harness.config import HarnessConfig
 from harness.data.models import bundled_models_dir
 from harness.nightly.history import read_history
 from harness.nightly.rules import RECOMMENDED_RULES, compare_reports, parse_rules
-from harness.pipeline.session import AccuracySession, SweepCase
+from harness.pipeline.session import AccuracySession, Case
 from harness.report import Report, collect_provenance, utc_now
-from harness.sweep import Case, SweepSpec, expand
+from harness.sweep import SweepPoint, SweepSpec, expand
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = "status,max_rel:+25%,error:+25%,lowp_share:-2pp,convert_time:+50%,total_time:+50%"
@@ -131,7 +131,7 @@ def _session(tmp_path: Path) -> AccuracySession:
 
 
 @dataclasses.dataclass(frozen=True)
-class IgnoresDataMax(Case):
+class IgnoresDataMax(SweepPoint):
     """The planted fault: the id says data_max=512, the converter is called with data_max=inf."""
 
     def convert_options(self):  # type: ignore[no-untyped-def]
@@ -146,7 +146,7 @@ def _report(session: AccuracySession, *, plant: str | None = None) -> Report:
             if case.id == plant
             else case
         )
-        record = session.check_low_precision(SweepCase("needs_constraints", run)).record
+        record = session.check_low_precision(Case("needs_constraints", run)).record
         assert record is not None
         records.append(dataclasses.replace(record, case=case))
     provenance = collect_provenance(hypothesis_profile="default", runners=("emulate",), project_dir=None)
@@ -277,7 +277,7 @@ def test_the_recommended_rules_raise_no_false_alarm_when_a_change_lowers_the_err
             models=(model,), goldens_dir=REPO / "goldens", report_dir=tmp_path / "r", cache_dir=tmp_path / "cache"
         )
         session = AccuracySession.open(config, bundled_dir=bundled_models_dir())
-        records = [session.check_low_precision(SweepCase(model, case)).record for case in expand(SweepSpec())]
+        records = [session.check_low_precision(Case(model, case)).record for case in expand(SweepSpec())]
         done = [r for r in records if r is not None and r.outputs]
         for old in done:
             for new in done:

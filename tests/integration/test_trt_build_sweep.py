@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import test_models
-from harness import AccuracySession, Case, HarnessConfig, SweepCase, bundled_models_dir
+from harness import AccuracySession, Case, HarnessConfig, SweepPoint, bundled_models_dir
 from harness.core.errors import UserError
 from harness.pipeline.build_check import build_check_enabled
 from harness.runners.tensorrt.library import installed_module
@@ -102,10 +102,10 @@ def test_builds_are_cached_by_converted_model(tmp_path: Path) -> None:
         cache_dir=tmp_path / "cache",
     )
     first = AccuracySession.open(config, bundled_dir=bundled_models_dir()).check_low_precision(
-        SweepCase("mnist", Case())
+        Case("mnist", SweepPoint())
     )
     again = AccuracySession.open(config, bundled_dir=bundled_models_dir()).check_low_precision(
-        SweepCase("mnist", Case())
+        Case("mnist", SweepPoint())
     )
     assert first.record is not None and again.record is not None
     assert first.record.trt_build is not None and first.record.trt_build.ok
@@ -137,5 +137,5 @@ def test_every_committed_model_builds_in_every_sweep_case(name: str, tmp_path: P
         else:
             assert build.checked > 0 and not build.type_changes
     for precision in refused:  # the fix the report points to
-        record = session.check_low_precision(SweepCase(name, Case(precision=precision, target="tensorrt"))).record
+        record = session.check_low_precision(Case(name, SweepPoint(precision=precision, target="tensorrt"))).record
         assert record is not None and record.trt_build is not None and record.trt_build.ok, record.trt_build

@@ -25,14 +25,14 @@ from harness.data.models import bundled_models_dir
 from harness.judge.compare import Tolerance, compare_outputs
 from harness.judge.paired import score
 from harness.pipeline.hunt import cast_limits, failure_message, replay, search, search_case
-from harness.pipeline.session import AccuracySession, SweepCase
+from harness.pipeline.session import AccuracySession, Case
 from harness.search.pairing import PairedRun as Judge
 from harness.search.strategies import feeds
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 
 pytest_plugins = ["pytester"]
 MODEL = "needs_constraints"
-FORCED = Case(node_precisions=(("Add", "fp16"), ("Sub", "fp16")))
+FORCED = SweepPoint(node_precisions=(("Add", "fp16"), ("Sub", "fp16")))
 CI = settings.get_profile("ci")
 
 
@@ -45,7 +45,7 @@ def session(tmp_path: Path) -> AccuracySession:
 
 
 def test_forced_fp16_add_sub_fails_within_the_ci_budget_without_a_val_range(session: AccuracySession) -> None:
-    found = search_case(session, SweepCase(MODEL, FORCED), profile=CI, hypothesis_note="ci")
+    found = search_case(session, Case(MODEL, FORCED), profile=CI, hypothesis_note="ci")
     assert found.failed, f"no failure in {found.outcome.examples} inputs (best score {found.outcome.best_score})"
     assert found.outcome.examples <= CI.max_examples + 500  # search + shrinking, bounded by the ci profile
     x = found.outcome.feed["x"] if found.outcome.feed is not None else None
@@ -60,7 +60,7 @@ def test_forced_fp16_add_sub_fails_within_the_ci_budget_without_a_val_range(sess
         ["Add", "fp16"],
         ["Sub", "fp16"],
     ]
-    message = failure_message(SweepCase(MODEL, FORCED), found)
+    message = failure_message(Case(MODEL, FORCED), found)
     assert "Hypothesis found an input" in message and f"replay: {saved.command}" in message
     assert replay(saved.npz).failed
     assert cli_main(["replay", str(saved.npz)]) == 1
@@ -68,14 +68,14 @@ def test_forced_fp16_add_sub_fails_within_the_ci_budget_without_a_val_range(sess
 
 def test_the_default_conversion_survives_the_same_search(session: AccuracySession) -> None:
     for profile in (CI, settings()):
-        found = search_case(session, SweepCase(MODEL, Case()), profile=profile)
+        found = search_case(session, Case(MODEL, SweepPoint()), profile=profile)
         assert not found.failed and found.outcome.feed is None
         assert found.outcome.examples >= min(profile.max_examples, 30) and found.outcome.best_score <= 1.0
 
 
 def test_the_ci_search_is_reproducible(session: AccuracySession) -> None:
-    first = search_case(session, SweepCase(MODEL, FORCED), profile=CI).outcome
-    second = search_case(session, SweepCase(MODEL, FORCED), profile=CI).outcome
+    first = search_case(session, Case(MODEL, FORCED), profile=CI).outcome
+    second = search_case(session, Case(MODEL, FORCED), profile=CI).outcome
     assert first.feed is not None and second.feed is not None
     assert np.array_equal(first.feed["x"], second.feed["x"]) and first.examples == second.examples
 
@@ -89,7 +89,7 @@ def test_a_val_range_narrows_the_search(tmp_path: Path) -> None:
         val_ranges=(("x", 0.0, 0.0),),
     )
     narrow = AccuracySession.open(config, bundled_dir=bundled_models_dir())
-    found = search_case(narrow, SweepCase(MODEL, FORCED), profile=CI)
+    found = search_case(narrow, Case(MODEL, FORCED), profile=CI)
     assert not found.failed and found.domain.startswith("x:[0,0]")  # x = 0 cannot overflow Add/Sub
 
 
@@ -139,7 +139,7 @@ def test_search_returns_no_feed_when_nothing_fails() -> None:
 
 
 def test_replay_refuses_a_changed_model(session: AccuracySession, tmp_path: Path) -> None:
-    found = search_case(session, SweepCase(MODEL, FORCED), profile=CI)
+    found = search_case(session, Case(MODEL, FORCED), profile=CI)
     assert found.saved is not None
     copy = tmp_path / "copy.onnx"
     shutil.copy(bundled_models_dir() / MODEL / f"{MODEL}.onnx", copy)

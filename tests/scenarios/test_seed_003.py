@@ -13,33 +13,33 @@ from pathlib import Path
 
 import pytest
 
-from harness import AccuracySession, Case, HarnessConfig, SweepCase, bundled_models_dir
+from harness import AccuracySession, Case, HarnessConfig, SweepPoint, bundled_models_dir
 from harness.runners.tensorrt.library import installed_module
 
 pytest_plugins = ["pytester"]
 GOLDENS = Path(__file__).resolve().parents[2] / "goldens"
 MODEL = "needs_constraints"
-FORCED = Case(keep_io_types=True, node_precisions=(("Add", "fp16"), ("Sub", "fp32")))
-DEFAULT = Case(keep_io_types=True)
+FORCED = SweepPoint(keep_io_types=True, node_precisions=(("Add", "fp16"), ("Sub", "fp32")))
+DEFAULT = SweepPoint(keep_io_types=True)
 SCENARIO = """
 import pytest
-from harness import Case, SweepCase
+from harness import SweepPoint, Case
 
 
 def _check(session, record, case):
-    outcome = session.check_low_precision(SweepCase("needs_constraints", case))
+    outcome = session.check_low_precision(Case("needs_constraints", case))
     record(outcome.record)
     assert outcome.status == "pass", outcome.message
 
 
 def test_default(castguard_session, castguard_record):
-    _check(castguard_session, castguard_record, Case(keep_io_types=True))
+    _check(castguard_session, castguard_record, SweepPoint(keep_io_types=True))
 
 
 @pytest.mark.xfail(strict=True, reason="Add forced to fp16 overflows at 65504")
 def test_forced(castguard_session, castguard_record):
     _check(castguard_session, castguard_record,
-           Case(keep_io_types=True, node_precisions=(("Add", "fp16"), ("Sub", "fp32"))))
+           SweepPoint(keep_io_types=True, node_precisions=(("Add", "fp16"), ("Sub", "fp32"))))
 """
 
 
@@ -59,19 +59,19 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> AccuracySession:
 
 def test_default_conversion_keeps_the_overflowing_nodes_fp32_and_passes(session: AccuracySession) -> None:
     assert session.models[MODEL].recipe.val_ranges == (("x", 1.0, 2.0),)
-    outcome = session.check_low_precision(SweepCase(MODEL, DEFAULT))
+    outcome = session.check_low_precision(Case(MODEL, DEFAULT))
     assert outcome.status == "pass", outcome.message
     assert outcome.record is not None and outcome.record.high_nodes == 2 and outcome.record.low_nodes == 2
 
 
 @pytest.mark.xfail(strict=True, reason="Add forced to fp16: x + 65504 rounds to 65504, so Sub returns 0, not x")
 def test_forcing_add_fp16_and_sub_fp32_passes_on_emulate(session: AccuracySession) -> None:
-    outcome = session.check_low_precision(SweepCase(MODEL, FORCED))
+    outcome = session.check_low_precision(Case(MODEL, FORCED))
     assert outcome.status == "pass", outcome.message
 
 
 def test_the_forced_case_is_a_real_accuracy_failure_at_sub(session: AccuracySession) -> None:
-    outcome = session.check_low_precision(SweepCase(MODEL, FORCED))
+    outcome = session.check_low_precision(Case(MODEL, FORCED))
     record = outcome.record
     assert outcome.status == "fail" and record is not None and record.first_divergent is not None
     assert (record.first_divergent.tensor, record.first_divergent.node) == ("subbed", "Sub")

@@ -14,10 +14,10 @@ from harness.pipeline.build_check import cached_build
 from harness.pipeline.cache import ContentCache
 from harness.pipeline.caserun import BuildChecked, CaseEnv, CaseRun, Converted, Stop
 from harness.pipeline.context import ModelContext
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 
 
-def convert_cached(ctx: ModelContext, case: Case, cache: ContentCache) -> tuple[ConversionResult, float, bool]:
+def convert_cached(ctx: ModelContext, case: SweepPoint, cache: ContentCache) -> tuple[ConversionResult, float, bool]:
     """The case's conversion (from the cache when nothing changed), seconds spent, and whether it was a hit.
     Another converter's conversion or a candidate file: :mod:`harness.convert.dispatch`."""
     start = time.perf_counter()

@@ -19,7 +19,7 @@ from harness.pipeline.context import ModelContext
 from harness.report import outputs_relpath
 from harness.report.diagnosis import diagnosis_lines
 from harness.report.format import fmt_error
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 
 
 def needs_diagnosis(run: CaseRun) -> bool:
@@ -80,7 +80,7 @@ def diagnose_step(run: CaseRun, env: CaseEnv) -> CaseRun:
 
 def failure_message(
     ctx: ModelContext,
-    case: Case,
+    case: SweepPoint,
     comparison: CompareResult,
     conversion: ConversionResult,
     runner: str,

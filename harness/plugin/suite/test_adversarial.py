@@ -15,14 +15,12 @@ from hypothesis import settings
 
 from harness.core.errors import UserError
 from harness.pipeline.hunt import failure_message, search_case
-from harness.pipeline.session import AccuracySession, SweepCase
+from harness.pipeline.session import AccuracySession, Case
 
 pytestmark = pytest.mark.adversarial
 
 
-def test_adversarial(
-    castguard_case: SweepCase, castguard_session: AccuracySession, request: pytest.FixtureRequest
-) -> None:
+def test_adversarial(castguard_case: Case, castguard_session: AccuracySession, request: pytest.FixtureRequest) -> None:
     case = castguard_case.case
     first_runner = castguard_session.config.sweep.runners[0]
     if case.runner != first_runner:

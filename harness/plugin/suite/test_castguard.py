@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.pipeline.session import AccuracySession, Outcome, SweepCase
+from harness.pipeline.session import AccuracySession, Case, Outcome
 from harness.report import CaseRecord
 
 
@@ -33,6 +33,6 @@ def test_fp32_golden(castguard_model: str, castguard_session: AccuracySession) -
 
 
 def test_low_precision(
-    castguard_case: SweepCase, castguard_session: AccuracySession, castguard_record: Callable[[CaseRecord], None]
+    castguard_case: Case, castguard_session: AccuracySession, castguard_record: Callable[[CaseRecord], None]
 ) -> None:
     report_outcome(castguard_session.check_low_precision(castguard_case), castguard_record)

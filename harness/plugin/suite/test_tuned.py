@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.pipeline.session import AccuracySession, SweepCase
+from harness.pipeline.session import AccuracySession, Case
 from harness.pipeline.tuned import check_tuned
 from harness.plugin.suite.test_castguard import report_outcome
 from harness.report import CaseRecord
 
 
 def test_tuned(
-    castguard_tuned_case: SweepCase, castguard_session: AccuracySession, castguard_record: Callable[[CaseRecord], None]
+    castguard_tuned_case: Case, castguard_session: AccuracySession, castguard_record: Callable[[CaseRecord], None]
 ) -> None:
     report_outcome(check_tuned(castguard_session, castguard_tuned_case), castguard_record)

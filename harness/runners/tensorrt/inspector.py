@@ -38,7 +38,7 @@ def _norm(key: str) -> str:
 
 
 def _get(obj: Mapping[str, Any], *keys: str) -> Any:
-    """Case- and space-insensitive lookup of the first key present."""
+    """SweepPoint- and space-insensitive lookup of the first key present."""
     wanted = [_norm(k) for k in keys]
     found = {_norm(k): v for k, v in obj.items()}
     return next((found[w] for w in wanted if w in found), None)

@@ -20,7 +20,7 @@ from harness.core.errors import ConversionError, RunnerUnavailable
 from harness.report.model import CaseRecord
 from harness.report.serde import record_from_dict, record_to_dict
 from harness.runners.emulate import EmulateRunner
-from harness.sweep.grid import Case, SweepSpec, expand
+from harness.sweep.grid import SweepPoint, SweepSpec, expand
 from tests.helpers.graphs import mlp_model, save
 
 
@@ -48,7 +48,7 @@ def test_settings_a_converter_does_not_take_are_not_swept_for_it() -> None:
 
 
 def test_a_report_without_converter_reads_as_castguard() -> None:
-    record = CaseRecord(model="m", model_sha256="ab" * 32, case=Case(), status="pass", runner="emulate")
+    record = CaseRecord(model="m", model_sha256="ab" * 32, case=SweepPoint(), status="pass", runner="emulate")
     data = record_to_dict(record)
     data["case"].pop("converter")
     data["case"].pop("candidate")
@@ -114,7 +114,7 @@ def test_emulate_refuses_a_fused_fp16_op_and_says_which() -> None:
 
 
 def test_candidate_case_ids_are_readable() -> None:
-    assert Case(converter="candidate", candidate="/x/m16.onnx", runner="ort").id == "candidate-ort"
+    assert SweepPoint(converter="candidate", candidate="/x/m16.onnx", runner="ort").id == "candidate-ort"
 
 
 def test_converters_and_candidates_come_from_options_and_pyproject(tmp_path: Path) -> None:
@@ -145,10 +145,10 @@ def test_nightly_compares_each_converter_with_itself() -> None:
 
     prov = Provenance(castguard="0", onnx="0", onnxruntime="0", numpy="0", python="3", platform="p", hostname="h")
 
-    def record(case: Case, status: str) -> CaseRecord:
+    def record(case: SweepPoint, status: str) -> CaseRecord:
         return CaseRecord(model="m", model_sha256="ab" * 32, case=case, status=status, runner="emulate", inputs_id="i")
 
-    ours, theirs = Case(), Case(converter="ort-fp16")
+    ours, theirs = SweepPoint(), SweepPoint(converter="ort-fp16")
     baseline = Report.build([record(ours, "pass")], created="2026-01-01T00:00:00Z", provenance=prov)
     tonight = Report.build(
         [record(ours, "pass"), record(theirs, "fail")], created="2026-01-02T00:00:00Z", provenance=prov

@@ -7,7 +7,7 @@ import math
 from harness.diagnose import Diagnosis, Divergence, TensorError
 from harness.report import CaseRecord
 from harness.report.serde import record_from_dict, record_to_dict
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 
 
 def test_a_diagnosis_round_trips_through_report_json() -> None:
@@ -29,7 +29,7 @@ def test_a_diagnosis_round_trips_through_report_json() -> None:
     record = CaseRecord(
         model="m",
         model_sha256="0" * 64,
-        case=Case(),
+        case=SweepPoint(),
         status="fail",
         diagnosis=diagnosis,
         first_divergent=diagnosis.cause,

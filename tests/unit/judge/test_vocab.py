@@ -103,10 +103,10 @@ def test_nightly_rules_read_the_logits_figures() -> None:
         top1_agreement=0.99,
         kl_mean=1e-3,
     )
-    from harness.sweep import Case
+    from harness.sweep import SweepPoint
     from tests.helpers.report_samples import record_for
 
-    before = dataclasses.replace(record_for(Case()), outputs=(stats,))
+    before = dataclasses.replace(record_for(SweepPoint()), outputs=(stats,))
     worse = dataclasses.replace(before, outputs=(dataclasses.replace(stats, top1_agreement=0.95, kl_mean=3e-3),))
     top1 = judge(before, worse, parse_rule("top_token:-1pp"))
     kl = judge(before, worse, parse_rule("kl:+50%"))

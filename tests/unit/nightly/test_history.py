@@ -15,11 +15,11 @@ from harness.nightly.rules import parse_rules
 from harness.nightly.run import NightlyOptions, NightlyRun, finish, load_baseline, nightly_options
 from harness.nightly.trends import trend_png, trend_table_text, trends_html, trends_markdown
 from harness.report import CaseRecord, Report
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 from tests.helpers.report_samples import PROVENANCE, output_stats, record_for, sample_report
 
 RULES = parse_rules("error:+25%,status")
-CASE = Case(precision="fp16", data_max=512.0)
+CASE = SweepPoint(precision="fp16", data_max=512.0)
 
 
 def _run(day: int, *, max_rel: float = 1e-3, status: str = "pass", commit: str = "c0ffee") -> Report:
@@ -95,7 +95,7 @@ def test_the_baseline_of_a_history_is_its_latest_clean_run(tmp_path: Path) -> No
 
 def _cases(day: int, data_max: tuple[float, ...]) -> Report:
     records = [
-        dataclasses.replace(record_for(Case(precision="fp16", data_max=d, keep_io_types=k)), status="pass")
+        dataclasses.replace(record_for(SweepPoint(precision="fp16", data_max=d, keep_io_types=k)), status="pass")
         for d in data_max
         for k in (False, True)
     ]
@@ -182,7 +182,7 @@ def test_rules_need_something_to_compare_with(tmp_path: Path) -> None:
     assert options.compare_with == tmp_path / "h" and options.strict_provenance
 
 
-def _family_record(case: Case, *, error: float, share: float, status: str = "pass") -> CaseRecord:
+def _family_record(case: SweepPoint, *, error: float, share: float, status: str = "pass") -> CaseRecord:
     return dataclasses.replace(
         record_for(case),
         status=status,
@@ -192,8 +192,8 @@ def _family_record(case: Case, *, error: float, share: float, status: str = "pas
 
 
 def test_trends_follow_max_error_and_best_share_per_family() -> None:
-    fp16, bf16 = Case(precision="fp16", data_max=8.0), Case(precision="bf16", data_max=8.0)
-    fp16_all = Case(precision="fp16", data_max=math.inf)
+    fp16, bf16 = SweepPoint(precision="fp16", data_max=8.0), SweepPoint(precision="bf16", data_max=8.0)
+    fp16_all = SweepPoint(precision="fp16", data_max=math.inf)
     runs = [
         Report.build(
             [
@@ -339,7 +339,8 @@ def test_renamed_cases_are_nothing_comparable_not_zero_regressions(tmp_path: Pat
     folder = tmp_path / "hist"
     _store(folder, _run(1))
     renamed = dataclasses.replace(
-        record_for(Case(precision="fp16", data_max=8.0)), outputs=(output_stats("Plus214_Output_0", 1e-3, passed=True),)
+        record_for(SweepPoint(precision="fp16", data_max=8.0)),
+        outputs=(output_stats("Plus214_Output_0", 1e-3, passed=True),),
     )
     report = Report.build([renamed], created="2026-11-02T02:00:00+00:00", provenance=PROVENANCE)
     baseline, _ = load_baseline(folder)

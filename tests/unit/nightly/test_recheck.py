@@ -27,11 +27,11 @@ from harness.judge.tolerances import TolerancePolicy
 from harness.nightly.recheck import RecheckedCase, ToleranceOverride, parse_per_output, recheck
 from harness.report import CaseRecord, Report, golden_relpath, output_stats, outputs_relpath, save_outputs, write_report
 from harness.runners import make_runner
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 from tests.helpers.report_samples import PROVENANCE
 
-DEFAULT = Case(precision="fp16", data_max=512.0)
-FORCED = Case(precision="fp16", data_max=512.0, node_precisions=(("Add", "fp16"), ("Sub", "fp32")))
+DEFAULT = SweepPoint(precision="fp16", data_max=512.0)
+FORCED = SweepPoint(precision="fp16", data_max=512.0, node_precisions=(("Add", "fp16"), ("Sub", "fp32")))
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def report_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         CaseRecord(
             model=spec.name,
             model_sha256=spec.sha256,
-            case=Case(precision="bf16"),
+            case=SweepPoint(precision="bf16"),
             status="error",
             runner="emulate",
             inputs_id=recipe.id,
@@ -91,7 +91,7 @@ def test_recorded_tolerances_reproduce_the_recorded_verdicts(report_dir: Path) -
     assert {c.record.case_id: (c.record.status, c.status) for c in result.cases} == {
         DEFAULT.id: ("pass", "pass"),
         FORCED.id: ("xfail", "xfail"),
-        Case(precision="bf16").id: ("error", "error"),
+        SweepPoint(precision="bf16").id: ("error", "error"),
     }
     assert result.rechecked == 2 and result.exit_code == 0
     assert not any(c.changed for c in result.cases)

@@ -12,10 +12,10 @@ from harness.core.errors import UserError
 from harness.nightly.render import comparison_html, comparison_lines, comparison_markdown, fmt_change
 from harness.nightly.rules import TIME_FLOOR_S, Rule, compare_reports, judge, metric, parse_rule, parse_rules
 from harness.report import CaseRecord, Report, Timings
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 from tests.helpers.report_samples import PROVENANCE, output_stats, record_for, sample_report
 
-CASE = Case(precision="fp16", data_max=512.0)
+CASE = SweepPoint(precision="fp16", data_max=512.0)
 
 
 def _record(**changes: object) -> CaseRecord:
@@ -215,7 +215,7 @@ def _edit(
 def test_regressions_improvements_new_and_missing_are_all_listed() -> None:
     base = sample_report()
     ids = [c.case_id for c in base.cases if c.model == "mnist" and c.status == "pass"]
-    worse = dataclasses.replace(base.cases[-1], case=Case(precision="fp16", data_max=64.0))  # a new case id
+    worse = dataclasses.replace(base.cases[-1], case=SweepPoint(precision="fp16", data_max=64.0))  # a new case id
     current = _edit(
         base,
         {

@@ -13,7 +13,7 @@ from harness.nightly.rules import RECOMMENDED_RULES, TRT_BUILDS, compare_reports
 from harness.report import CaseRecord, Report
 from harness.report.serde import report_from_dict, report_to_dict
 from harness.runners.tensorrt.typed_build import ParseFailure, TrtBuild
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 from tests.helpers.report_samples import PROVENANCE, record_for
 
 BUILDS = TrtBuild(backend="TensorRT-RTX 1.7.1.116", outcome="ok", seconds=0.3, plan_bytes=4_000_000, checked=197)
@@ -28,7 +28,7 @@ REFUSED = TrtBuild(
 
 
 def _record(build: TrtBuild | None) -> CaseRecord:
-    return dataclasses.replace(record_for(Case(precision="bf16")), trt_build=build)
+    return dataclasses.replace(record_for(SweepPoint(precision="bf16")), trt_build=build)
 
 
 def test_trt_build_is_a_verdict_rule_without_threshold_and_recommended() -> None:

@@ -9,11 +9,11 @@ import math
 from harness.nightly.render import comparison_markdown
 from harness.nightly.rules import compare_reports, parse_rules
 from harness.report import Report
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 from tests.helpers.report_samples import PROVENANCE, record_for
 
-TUNED = Case(precision="fp16", data_max=math.inf, tuned=True)  # record_for knows 8, 512, inf
-GRID = Case(precision="fp16", data_max=512.0)
+TUNED = SweepPoint(precision="fp16", data_max=math.inf, tuned=True)  # record_for knows 8, 512, inf
+GRID = SweepPoint(precision="fp16", data_max=512.0)
 
 
 def _report(*records: object, created: str) -> Report:

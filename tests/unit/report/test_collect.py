@@ -13,7 +13,7 @@ from harness.pipeline.verdict import settled as settle
 from harness.report import CaseRecord, Provenance, read_report
 from harness.report.collect import FinishedReport, ReportSession, worker_name
 from harness.report.runs import is_active, run_folders
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 
 PROV = Provenance(castguard="0", onnx="0", onnxruntime="0", numpy="0", python="3", platform="p", hostname="h")
 
@@ -22,7 +22,7 @@ def _record(precision: str = "fp16", status: str = "pass", model: str = "m") -> 
     return CaseRecord(
         model=model,
         model_sha256="ab" * 32,
-        case=Case(precision=precision),
+        case=SweepPoint(precision=precision),
         status=status,
         runner="emulate",
         inputs_id="seed0-it1-x",

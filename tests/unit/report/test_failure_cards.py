@@ -9,14 +9,14 @@ from harness.report import CaseRecord, Report
 from harness.report.render_html import render_html
 from harness.report.render_md import render_markdown
 from harness.report.view import report_view
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 from tests.helpers.report_samples import PROVENANCE, output_stats, record_for
 
 LONG = "output 'y' FAIL: " + "the converted model overflows where the golden does not, " * 5 + "and this is the end."
 
 
 def _failing(data_max: float, reused_from: str | None) -> CaseRecord:
-    base = record_for(Case(precision="fp16", data_max=data_max))
+    base = record_for(SweepPoint(precision="fp16", data_max=data_max))
     return dataclasses.replace(
         base,
         status="fail",
@@ -29,7 +29,7 @@ def _failing(data_max: float, reused_from: str | None) -> CaseRecord:
 
 def _report() -> Report:
     root = _failing(float("inf"), None)
-    twin = dataclasses.replace(_failing(float("inf"), root.case.id), case=Case(precision="bf16"))
+    twin = dataclasses.replace(_failing(float("inf"), root.case.id), case=SweepPoint(precision="bf16"))
     other = _failing(8.0, None)
     return Report.build([root, twin, other], created="2026-11-27T00:00:00+00:00", provenance=PROVENANCE)
 

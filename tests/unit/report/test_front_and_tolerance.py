@@ -18,7 +18,7 @@ from harness.report.plots import error_vs_share_figure
 from harness.report.render_html import render_html
 from harness.report.speed import speed_front, speed_rows
 from harness.report.view import report_view
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 from tests.helpers.report_samples import PROVENANCE, output_stats, record_for
 
 
@@ -30,7 +30,7 @@ def _case(
     speedup: float | None = None,
     precision: str = "fp16",
 ) -> CaseRecord:
-    base = record_for(Case(precision=precision, data_max=data_max))
+    base = record_for(SweepPoint(precision=precision, data_max=data_max))
     return dataclasses.replace(
         base,
         status=status,

@@ -9,14 +9,14 @@ import math
 from harness.nightly.trends import trend_png
 from harness.report.model import CaseRecord
 from harness.report.plots import PRECISION_COLOURS, error_vs_share_figure, precision_colour, share_limits
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 from tests.helpers.report_samples import output_stats, record_for
 
 
 def _case(precision: str, data_max: float, share: float, max_rel: float, status: str = "pass") -> CaseRecord:
     return dataclasses.replace(
-        record_for(Case(precision=precision, data_max=8.0)),
-        case=Case(precision=precision, data_max=data_max),
+        record_for(SweepPoint(precision=precision, data_max=8.0)),
+        case=SweepPoint(precision=precision, data_max=data_max),
         status=status,
         lowp_flop_share=share,
         outputs=(output_stats("y", max_rel, passed=status == "pass"),),

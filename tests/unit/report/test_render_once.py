@@ -9,7 +9,7 @@ import pytest
 import harness.report.io as report_io
 from harness.report import CaseRecord, Provenance, read_report
 from harness.report.collect import ReportSession
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 
 PROV = Provenance(castguard="0", onnx="0", onnxruntime="0", numpy="0", python="3", platform="p", hostname="h")
 
@@ -31,7 +31,7 @@ def test_the_run_copy_and_the_published_copy_share_one_rendering(
         CaseRecord(
             model="m",
             model_sha256="ab" * 32,
-            case=Case(),
+            case=SweepPoint(),
             status="pass",
             runner="emulate",
             inputs_id="seed0-it1-x",

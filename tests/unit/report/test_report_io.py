@@ -28,7 +28,7 @@ from harness.report import (
 )
 from harness.report.model import output_stats
 from harness.report.serde import record_from_dict, record_to_dict, report_from_dict, report_to_dict
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 from tests.helpers.report_samples import PROVENANCE, hostile_report, sample_report
 from tests.helpers.report_samples import output_stats as made_up_stats
 
@@ -173,7 +173,7 @@ def test_collect_provenance_reads_installed_versions(tmp_path: Path) -> None:
 
 def _record(stats: OutputStats) -> CaseRecord:
     return CaseRecord(
-        model="m", model_sha256="0" * 64, case=Case(), status="fail", outputs=(stats,), lowp_flop_share=0.5
+        model="m", model_sha256="0" * 64, case=SweepPoint(), status="fail", outputs=(stats,), lowp_flop_share=0.5
     )
 
 

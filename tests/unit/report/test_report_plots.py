@@ -12,7 +12,7 @@ from matplotlib.image import imread
 from harness.report import CaseRecord
 from harness.report.pareto import best_passing, front_cases, front_points, pareto_front
 from harness.report.plots import error_vs_share_png, pass_by_data_max_png
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 from tests.helpers.report_samples import SHA, output_stats, sample_report
 
 
@@ -31,17 +31,17 @@ def test_pareto_front_on_hand_made_points(points: list[tuple[float, float]], fro
     assert pareto_front(points) == front
 
 
-def _record(case: Case, *, share: float | None, error: float | None, status: str = "pass") -> CaseRecord:
+def _record(case: SweepPoint, *, share: float | None, error: float | None, status: str = "pass") -> CaseRecord:
     outputs = () if error is None else (output_stats("y", error, passed=status == "pass"),)
     return CaseRecord(model="m", model_sha256=SHA, case=case, status=status, outputs=outputs, lowp_flop_share=share)
 
 
 def test_front_and_best_case_ignore_unmeasured_cases() -> None:
     cases = [
-        _record(Case(data_max=64.0), share=0.6, error=1e-3),
-        _record(Case(data_max=512.0), share=0.9, error=2e-3),
-        _record(Case(data_max=math.inf), share=1.0, error=math.inf, status="fail"),
-        _record(Case(precision="bf16"), share=None, error=None, status="error"),
+        _record(SweepPoint(data_max=64.0), share=0.6, error=1e-3),
+        _record(SweepPoint(data_max=512.0), share=0.9, error=2e-3),
+        _record(SweepPoint(data_max=math.inf), share=1.0, error=math.inf, status="fail"),
+        _record(SweepPoint(precision="bf16"), share=None, error=None, status="error"),
     ]
     assert [c.case.data_max for c in front_cases(cases)] == [512.0, 64.0]  # the failing case is never on it
     best = best_passing(cases)
@@ -65,7 +65,7 @@ def test_plots_of_the_sample_sweep_are_valid_pngs() -> None:
 @pytest.mark.parametrize("errors", [[0.0], [math.nan], [math.inf, 0.0, 1e-3], [None]])
 def test_plots_handle_single_cases_and_non_finite_errors(errors: list[float | None]) -> None:
     cases = [
-        _record(Case(data_max=float(64 * (i + 1))), share=None if e is None else 0.5, error=e)
+        _record(SweepPoint(data_max=float(64 * (i + 1))), share=None if e is None else 0.5, error=e)
         for i, e in enumerate(errors)
     ]
     assert _image(error_vs_share_png(cases, title="$weird_{name}$ & <b>")).shape[1] > 400
@@ -73,7 +73,7 @@ def test_plots_handle_single_cases_and_non_finite_errors(errors: list[float | No
 
 
 def test_identical_results_share_one_front_point() -> None:
-    same = [_record(Case(keep_io_types=k), share=1.0, error=1e-3) for k in (False, True)]
-    other = _record(Case(data_max=16.0), share=0.2, error=1e-4)
+    same = [_record(SweepPoint(keep_io_types=k), share=1.0, error=1e-3) for k in (False, True)]
+    other = _record(SweepPoint(data_max=16.0), share=0.2, error=1e-4)
     groups = front_points([*same, other])
     assert [[c.case.keep_io_types for c in g] for g in groups] == [[False, True], [False]]

@@ -13,7 +13,7 @@ from harness.report import CaseRecord, Report
 from harness.report.render_html import render_html
 from harness.report.render_md import md_code, render_markdown
 from harness.report.view import report_view
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 from tests.helpers.report_samples import HOSTILE, PROVENANCE, SHA, hostile_report, output_stats, sample_report
 
 
@@ -96,7 +96,7 @@ def test_single_case_with_nan_error_and_unmeasured_case_render() -> None:
     nan_case = CaseRecord(
         model="tiny",
         model_sha256=SHA,
-        case=Case(),
+        case=SweepPoint(),
         status="fail",
         message="NaN everywhere",
         outputs=(output_stats("y", math.nan, passed=False),),
@@ -105,7 +105,7 @@ def test_single_case_with_nan_error_and_unmeasured_case_render() -> None:
     )
     for record in (
         nan_case,
-        CaseRecord(model="tiny", model_sha256=SHA, case=Case(), status="skip", message="runner trt unavailable"),
+        CaseRecord(model="tiny", model_sha256=SHA, case=SweepPoint(), status="skip", message="runner trt unavailable"),
     ):
         report = Report.build([record], created="2026-01-01T00:00:00+00:00", provenance=PROVENANCE)
         text = "".join(_parse(render_html(report_view(report))).text)

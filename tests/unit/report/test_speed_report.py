@@ -15,7 +15,7 @@ import pytest
 from harness.config import HarnessConfig
 from harness.core.errors import UserError
 from harness.nightly.rules import SPEEDUP_FLOOR, judge, parse_rule
-from harness.pipeline.session import AccuracySession, SweepCase
+from harness.pipeline.session import AccuracySession, Case
 from harness.pipeline.speed import SpeedPair, measure_speed, time_pair
 from harness.report import CaseRecord, Report
 from harness.report.pareto import best_passing
@@ -28,13 +28,13 @@ from harness.report.view import report_view
 from harness.runners import make_runner
 from harness.runners.base import Runner
 from harness.runners.timing import TimingConfig
-from harness.sweep import Case, SweepSpec
+from harness.sweep import SweepPoint, SweepSpec
 from tests.helpers.graphs import mlp_model, save
 from tests.helpers.report_samples import PROVENANCE, output_stats, record_for
 
 
 def _timed(data_max: float, error: float, speedup: float, status: str = "pass", precision: str = "fp16") -> CaseRecord:
-    base = record_for(Case(precision=precision, data_max=data_max))
+    base = record_for(SweepPoint(precision=precision, data_max=data_max))
     return dataclasses.replace(
         base,
         status=status,
@@ -72,7 +72,8 @@ def test_front_and_fastest_passing_case() -> None:
 
 def test_report_shows_the_speed_table_plot_and_why_cpu_cases_claim_none() -> None:
     cpu = dataclasses.replace(
-        record_for(Case(precision="fp16", data_max=8.0, keep_io_types=True)), speed_note="emulate computes in fp32"
+        record_for(SweepPoint(precision="fp16", data_max=8.0, keep_io_types=True)),
+        speed_note="emulate computes in fp32",
     )
     report = Report.build((*CASES, cpu), created="2026-11-22T00:00:00+00:00", provenance=PROVENANCE)
     md = render_markdown(report_view(report))
@@ -142,7 +143,7 @@ def test_cpu_runners_record_why_they_claim_no_speed(tmp_path: Path) -> None:
     session = AccuracySession.open(config, bundled_dir=tmp_path / "none")
     name = next(iter(session.models))
     session.check_fp32_golden(name)
-    outcome = session.check_low_precision(SweepCase(name, Case(keep_io_types=True)))
+    outcome = session.check_low_precision(Case(name, SweepPoint(keep_io_types=True)))
     assert outcome.record is not None and outcome.record.speedup is None
     assert outcome.record.speed_note.startswith("emulate computes in fp32")
     model = mlp_model()

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from harness.config import HarnessConfig
-from harness.pipeline.session import AccuracySession, SweepCase
+from harness.pipeline.session import AccuracySession, Case
 from harness.report import load_outputs
 from harness.runners import runner_traits
 from harness.runners.tensorrt.library import installed_module
-from harness.sweep import Case, SweepSpec
+from harness.sweep import SweepPoint, SweepSpec
 from tests.helpers.graphs import cancellation_model, mlp_model, save
 
 ONE = SweepSpec(precisions=("fp16",), data_max=(512.0,), exclusions=SweepSpec().exclusions[:1], keep_io_types=(True,))
@@ -32,8 +32,8 @@ def _session(tmp_path: Path, model: Path, **config: object) -> AccuracySession:
     return session
 
 
-def _case(session: AccuracySession, **settings: object) -> SweepCase:
-    return SweepCase(next(iter(session.models)), Case(keep_io_types=True, **settings))  # type: ignore[arg-type]
+def _case(session: AccuracySession, **settings: object) -> Case:
+    return Case(next(iter(session.models)), SweepPoint(keep_io_types=True, **settings))  # type: ignore[arg-type]
 
 
 @pytest.fixture

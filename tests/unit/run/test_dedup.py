@@ -7,7 +7,7 @@ from pathlib import Path
 from harness.config import HarnessConfig
 from harness.data.models import bundled_models_dir
 from harness.pipeline.dedup import model_digest, plan_digest
-from harness.pipeline.session import AccuracySession, SweepCase
+from harness.pipeline.session import AccuracySession, Case
 from harness.sweep import SweepSpec, expand
 
 REPO = Path(__file__).resolve().parents[3]
@@ -29,7 +29,7 @@ def test_identical_converted_models_run_once_and_name_the_first_case(tmp_path: P
         sweep=spec,
     )
     session = AccuracySession.open(config, bundled_dir=bundled_models_dir())
-    tight, default, off = (session.check_low_precision(SweepCase("needs_constraints", c)).record for c in expand(spec))
+    tight, default, off = (session.check_low_precision(Case("needs_constraints", c)).record for c in expand(spec))
     assert tight is not None and default is not None and off is not None
     assert tight.reused_from is None and tight.timings.infer_s > 0
     assert (default.reused_from, default.reuse_kind) == (tight.case_id, "graph")
@@ -65,7 +65,7 @@ def test_keep_io_types_variants_are_not_one_plan(tmp_path: Path) -> None:
         sweep=spec,
     )
     session = AccuracySession.open(config, bundled_dir=bundled_models_dir())
-    low_io, kept_io = (session.check_low_precision(SweepCase("needs_constraints", c)).record for c in expand(spec))
+    low_io, kept_io = (session.check_low_precision(Case("needs_constraints", c)).record for c in expand(spec))
     assert low_io is not None and kept_io is not None
     assert (kept_io.reused_from, kept_io.same_plan_as) == (None, None)
     assert kept_io.timings.infer_s > 0 and low_io.timings.infer_s > 0

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from harness.config import HarnessConfig
 from harness.core.liveline import LiveLine
-from harness.pipeline.session import AccuracySession, SweepCase
-from harness.sweep import Case, SweepSpec
+from harness.pipeline.session import AccuracySession, Case
+from harness.sweep import SweepPoint, SweepSpec
 from tests.helpers.graphs import mlp_model, save
 
 
@@ -41,7 +41,7 @@ def test_every_step_of_a_case_goes_through_the_live_line(tmp_path: Path) -> None
     session.settings = replace(session.settings, live=LiveLine(write=lines.append, after_s=0.0, every_s=60.0))
     name = next(iter(session.models))
     session.check_fp32_golden(name)
-    session.check_low_precision(SweepCase(name, Case()))
+    session.check_low_precision(Case(name, SweepPoint()))
     steps = [line.split(": ", 2)[2].split(" ... ")[0] for line in lines]
     assert steps[:4] == ["converting", "running on emulate", "judging", "timing"]
     quiet = replace(session.settings, live=None)

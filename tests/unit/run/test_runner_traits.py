@@ -19,7 +19,7 @@ import pytest
 from harness.config import HarnessConfig
 from harness.pipeline.case import SWEEP_STEPS, run_steps
 from harness.pipeline.caserun import BuildChecked, CaseEnv, CaseRun
-from harness.pipeline.session import AccuracySession, SweepCase
+from harness.pipeline.session import AccuracySession, Case
 from harness.pipeline.steps.convert import convert_step
 from harness.pipeline.steps.duplicate import find_duplicate
 from harness.pipeline.steps.record import record
@@ -27,7 +27,7 @@ from harness.pipeline.verdict import decide
 from harness.runners import runner_traits
 from harness.runners.registry import registered
 from harness.runners.tensorrt.typed_build import TrtBuild
-from harness.sweep import Case, SweepSpec
+from harness.sweep import SweepPoint, SweepSpec
 from tests.helpers.graphs import mlp_model, save
 
 PLUGINS = textwrap.dedent(
@@ -99,7 +99,7 @@ def _session(tmp_path: Path) -> AccuracySession:
 
 
 def _started(session: AccuracySession, runner: str, precision: str = "fp16") -> CaseRun:
-    run = session.start_case(SweepCase("mlp", Case(precision=precision, runner=runner, keep_io_types=True)))
+    run = session.start_case(Case("mlp", SweepPoint(precision=precision, runner=runner, keep_io_types=True)))
     assert run.stop is None and run.ctx is not None
     return run
 
@@ -120,7 +120,7 @@ def test_computes_exact_plan_reuses_a_same_plan_result_like_emulate(plugins: Non
     session = _session(tmp_path)
     env = _env(session)
     for runner, reused in (("exact", True), ("emulate", True), ("plain", False)):
-        first = session.check_low_precision(SweepCase("mlp", Case(runner=runner, keep_io_types=True))).record
+        first = session.check_low_precision(Case("mlp", SweepPoint(runner=runner, keep_io_types=True))).record
         assert first is not None and first.status == "pass" and first.reused_from is None
         other = convert_step(_started(session, runner), env)
         assert other.converted is not None
@@ -139,21 +139,21 @@ def test_computes_exact_plan_reuses_a_same_plan_result_like_emulate(plugins: Non
 
 def test_a_speed_claim_is_measured_like_a_gpu_runners(plugins: None, tmp_path: Path) -> None:
     session = _session(tmp_path)
-    fast = session.check_low_precision(SweepCase("mlp", Case(runner="fast", keep_io_types=True))).record
-    plain = session.check_low_precision(SweepCase("mlp", Case(runner="plain", keep_io_types=True))).record
+    fast = session.check_low_precision(Case("mlp", SweepPoint(runner="fast", keep_io_types=True))).record
+    plain = session.check_low_precision(Case("mlp", SweepPoint(runner="plain", keep_io_types=True))).record
     assert fast is not None and fast.latency_ms is not None and fast.speedup is not None and fast.speed_note == ""
     assert plain is not None and plain.latency_ms is None and "no speed is claimed" in plain.speed_note
 
 
 def test_takes_providers_gets_the_runs_providers_and_its_cpu_precisions(plugins: None, tmp_path: Path) -> None:
     session = _session(tmp_path)
-    fp16 = session.check_low_precision(SweepCase("mlp", Case(runner="providers", keep_io_types=True)))
+    fp16 = session.check_low_precision(Case("mlp", SweepPoint(runner="providers", keep_io_types=True)))
     providers_cls = sys.modules["traits_plugins"].Providers
     assert fp16.status == "pass" and providers_cls.seen and set(providers_cls.seen) == {("CPUExecutionProvider",)}
-    bf16 = session.check_low_precision(SweepCase("mlp", Case(runner="providers", precision="bf16")))
+    bf16 = session.check_low_precision(Case("mlp", SweepPoint(runner="providers", precision="bf16")))
     assert bf16.status == "skip" and "no bf16 kernels" in bf16.message and bf16.record is not None
     assert bf16.record.stopped == "cannot_run" and bf16.record.runner == "providers[CPUExecutionProvider]"
-    plain = session.check_low_precision(SweepCase("mlp", Case(runner="plain", precision="bf16")))
+    plain = session.check_low_precision(Case("mlp", SweepPoint(runner="plain", precision="bf16")))
     assert plain.status == "pass"  # no providers taken, no CPU precision limit
 
 
@@ -170,7 +170,7 @@ def test_a_deployment_target_fails_a_model_that_does_not_build_there(plugins: No
 
 def test_cpu_placement_is_asked_of_a_runner_that_reports_it(plugins: None, tmp_path: Path) -> None:
     session = _session(tmp_path)
-    placed = session.check_low_precision(SweepCase("mlp", Case(runner="placed", keep_io_types=True))).record
-    plain = session.check_low_precision(SweepCase("mlp", Case(runner="plain", keep_io_types=True))).record
+    placed = session.check_low_precision(Case("mlp", SweepPoint(runner="placed", keep_io_types=True))).record
+    plain = session.check_low_precision(Case("mlp", SweepPoint(runner="plain", keep_io_types=True))).record
     assert placed is not None and placed.cpu_float_nodes == ("mm1 (Gemm)",)
     assert plain is not None and plain.cpu_float_nodes == ()

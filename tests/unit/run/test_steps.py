@@ -26,7 +26,7 @@ from harness.pipeline.steps.judge import judge_step
 from harness.pipeline.steps.record import record
 from harness.pipeline.verdict import decide, settled
 from harness.runners import make_runner, runner_traits
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 from tests.helpers.graphs import cancellation_model, mlp_model, save
 
 
@@ -49,7 +49,7 @@ def _run(tmp_path: Path, *, model: str = "mlp", runner: str = "emulate", precisi
         magnitudes_key="hand",
         magnitudes_s=0.0,
     )
-    point = Case(precision=precision, runner=runner, keep_io_types=True)
+    point = SweepPoint(precision=precision, runner=runner, keep_io_types=True)
     traits = runner_traits(runner)
     providers = ("CPUExecutionProvider",) if traits.takes_providers else ()
     return CaseRun(

@@ -54,7 +54,7 @@ def test_builtin_runners_come_from_the_entry_point_group() -> None:
 
 def test_an_installed_plugin_is_discovered_and_runs(plugin_path: Path) -> None:
     assert "onnxref" in runner_names()
-    check_runner("onnxref", where="--runner")  # the sweep, Case and --runner all accept it
+    check_runner("onnxref", where="--runner")  # the sweep, SweepPoint and --runner all accept it
     low = convert(relu_model(), options=ConvertOptions(), magnitudes=None).model
     feed = {"x": np.array([[-1, 0.5, 2], [3, -4, 1e-3]], np.float16)}
     with make_runner("onnxref", low) as runner:

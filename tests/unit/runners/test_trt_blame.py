@@ -22,7 +22,7 @@ from harness.report.trt_view import trt_cell
 from harness.runners.tensorrt.blame import BuildCulprit, blame_build_error
 from harness.runners.tensorrt.library import installed_module
 from harness.runners.tensorrt.typed_build import build_from_dict, build_to_dict, check_build, interpret
-from harness.sweep import Case
+from harness.sweep import SweepPoint
 from tests.helpers.trt_models import conv_transpose_net
 
 MYELIN = (
@@ -77,7 +77,9 @@ def test_the_recorded_myelin_error_names_the_node_and_its_op() -> None:
         f"does not build in {BACKEND}: the builder failed at node convtranspose (ConvTranspose, bf16; "
     )
     assert build_from_dict(json.loads(json.dumps(build_to_dict(build)))) == build
-    record = CaseRecord(model="m", model_sha256="0" * 64, case=Case(precision="bf16"), status="pass", trt_build=build)
+    record = CaseRecord(
+        model="m", model_sha256="0" * 64, case=SweepPoint(precision="bf16"), status="pass", trt_build=build
+    )
     assert trt_cell(record) == "DOES NOT BUILD: ConvTranspose (bf16) at node convtranspose"
     assert record_from_dict(json.loads(json.dumps(record_to_dict(record)))) == record
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from harness.convert import convert
-from harness.sweep import BUILTIN_EXCLUSIONS, Case
+from harness.sweep import BUILTIN_EXCLUSIONS, SweepPoint
 from tests.helpers.convert_builders import F32, init, model, node, vi
 
 
@@ -34,10 +34,12 @@ def test_sensitive_exclusion_keeps_group_and_instance_norm_fp32(precision: str) 
     none, sensitive = BUILTIN_EXCLUSIONS
     assert sensitive.name == "sensitive"
     kept = convert(
-        norms_model(), options=Case(precision=precision, exclusion=sensitive).convert_options(), magnitudes=None
+        norms_model(), options=SweepPoint(precision=precision, exclusion=sensitive).convert_options(), magnitudes=None
     )
     high = dict(kept.high_nodes)
     assert "instance_norm" in high and "group_norm" in high and "relu" in kept.low_nodes
     assert "InstanceNormalization" in high["instance_norm"] and "GroupNormalization" in high["group_norm"]
-    free = convert(norms_model(), options=Case(precision=precision, exclusion=none).convert_options(), magnitudes=None)
+    free = convert(
+        norms_model(), options=SweepPoint(precision=precision, exclusion=none).convert_options(), magnitudes=None
+    )
     assert "instance_norm" in free.low_nodes  # without the set the converter puts it in low precision

@@ -15,9 +15,9 @@ from harness.judge.compare import Tolerance, compare_iterations
 from harness.judge.tolerances import TolerancePolicy, default_tolerance, low_precision_ulp, parse_tolerance_policy
 from harness.sweep import (
     SENSITIVE_OPS,
-    Case,
     ExclusionSet,
     SweepOptions,
+    SweepPoint,
     SweepSpec,
     build_sweep_spec,
     expand,
@@ -60,20 +60,20 @@ def test_numbers_in_ids_are_exact_without_trailing_zeros(value: float, text: str
 
 
 def test_optional_settings_appear_in_the_id_only_when_set() -> None:
-    assert Case().id == "fp16-dmax512-imax65504-excl_none-keepio0-emulate"
-    forced = Case(data_max=math.inf, node_precisions=(("Add", "fp16"), ("Sub", "fp32")), fp32_accumulation=True)
+    assert SweepPoint().id == "fp16-dmax512-imax65504-excl_none-keepio0-emulate"
+    forced = SweepPoint(data_max=math.inf, node_precisions=(("Add", "fp16"), ("Sub", "fp32")), fp32_accumulation=True)
     assert forced.id == "fp16-dmaxinf-imax65504-excl_none-keepio0-emulate-np_Add.fp16+Sub.fp32-acc32"
 
 
 def test_unsafe_node_names_are_sanitised_and_still_distinct() -> None:
-    slash = Case(node_precisions=(("a/b", "fp32"),)).id
-    colon = Case(node_precisions=(("a:b", "fp32"),)).id
+    slash = SweepPoint(node_precisions=(("a/b", "fp32"),)).id
+    colon = SweepPoint(node_precisions=(("a:b", "fp32"),)).id
     assert slash != colon
     assert all(ch.isalnum() or ch in "_.+-" for ch in slash + colon)
 
 
 def test_case_maps_onto_converter_options() -> None:
-    case = Case(
+    case = SweepPoint(
         precision="bf16",
         data_max=64.0,
         init_max=1000.0,

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from harness.core.errors import UserError
-from harness.sweep import Case, SweepSpec, expand
+from harness.sweep import SweepPoint, SweepSpec, expand
 from harness.sweep.sources import SweepOptions, build_sweep_spec
 
 
 def test_target_reaches_the_converter_and_the_id_only_when_set() -> None:
-    assert Case().id == "fp16-dmax512-imax65504-excl_none-keepio0-emulate"
-    case = Case(precision="bf16", target="ort-cuda")
+    assert SweepPoint().id == "fp16-dmax512-imax65504-excl_none-keepio0-emulate"
+    case = SweepPoint(precision="bf16", target="ort-cuda")
     assert case.id.endswith("-emulate-tgt_ort-cuda")
     assert case.convert_options().target == "ort-cuda"
     assert {c.target for c in expand(SweepSpec(target="ort-cuda"))} == {"ort-cuda"}
