@@ -13,7 +13,8 @@
 * ``castguard merge SHARD_DIR... --out DIR``: the ``pytest --shard K/N`` runs of one night as one report and
   verdict (``harness.nightly.merge``).
 
-User errors print one message on stderr and exit 2, without a traceback.
+User errors print one message on stderr and exit 2, without a traceback. Every subcommand takes ``-q``/``-qq``,
+``-v`` and ``--color``, before or after its name (:mod:`harness.core.console`).
 """
 
 from __future__ import annotations
@@ -23,14 +24,16 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from harness.core.argv import ArgumentParser, quiet_pipe, version_action
+from harness.core.console import Console, add_console_options, split_leading
 from harness.core.errors import INTERRUPTED_EXIT, UserError
 from harness.core.version import __version__
 from harness.options import add_options
 
 
-def _models(_: argparse.Namespace) -> int:
+def _models(_: argparse.Namespace, out: Console) -> int:
     from harness.data.models import bundled_registry
 
     test_models = bundled_registry()
@@ -40,11 +43,11 @@ def _models(_: argparse.Namespace) -> int:
         inputs = test_models.default_inputs(name)
         ranges = test_models.default_val_ranges(name)
         feed = f"inputs {inputs.name}" if inputs else (f"val-range {ranges}" if ranges else "random [-1,1]")
-        print(f"{name:20s} {feed:32s} {entry.description}")
+        out.result(f"{name:20s} {feed:32s} {entry.description}")
     return 0
 
 
-def _goldens(args: argparse.Namespace) -> int:
+def _goldens(args: argparse.Namespace, out: Console) -> int:
     from harness.conductor import CastguardRun
 
     rootdir = Path(args.rootdir).resolve()
@@ -52,22 +55,24 @@ def _goldens(args: argparse.Namespace) -> int:
         args, invocation_dir=Path.cwd(), rootpath=rootdir, project=rootdir, with_report=False
     )
     if args.unused or args.prune:
-        return _unused_goldens(run.config.goldens_dir, run.config.report_dir, prune=args.prune)
+        return _unused_goldens(run.config.goldens_dir, run.config.report_dir, prune=args.prune, out=out)
     if run.session is None:
         raise UserError(where="castguard goldens", problem="no model given", fix="pass --model NAME|PATH")
     status = 0
     for name in run.session.models:
-        _, written = run.session.golden(name, allow_update=True)
+        golden, written = run.session.golden(name, allow_update=True)
+        out.detail(f"{name}: {len(golden.feeds)} iteration(s); outputs {', '.join(golden.outputs[0]) or '-'}")
         if written is not None:  # what was asked: the golden exists now (review and commit it)
-            print(f"{name}: golden written: {written}\n  review it and commit it with its .json sidecar")
+            out.result(f"{name}: golden written: {written}")
+            out.info("  review it and commit it with its .json sidecar")
             continue
         outcome = run.session.check_fp32_golden(name)
-        print(f"{name}: {outcome.status}" + (f"\n{outcome.message}" if outcome.message else ""))
+        out.result(f"{name}: {outcome.status}" + (f"\n{outcome.message}" if outcome.message else ""))
         status = status or (1 if outcome.status in ("fail", "error") else 0)
     return status
 
 
-def _unused_goldens(goldens_dir: Path, report_dir: Path, *, prune: bool) -> int:
+def _unused_goldens(goldens_dir: Path, report_dir: Path, *, prune: bool, out: Console) -> int:
     """``castguard goldens --unused [--prune]``: the goldens no case of the last complete run used."""
     from harness.data.golden_usage import unused_goldens
     from harness.report.io import read_report
@@ -85,15 +90,15 @@ def _unused_goldens(goldens_dir: Path, report_dir: Path, *, prune: bool) -> int:
     for golden in unused:
         for path in golden.files if prune else ():
             path.unlink(missing_ok=True)
-        print(f"{verb}: {golden.path}")
-    print(
+        out.info(f"{verb}: {golden.path}")
+    out.result(
         f"{len(unused)} golden(s) under {goldens_dir} {'deleted' if prune else 'not used'} by the last complete run "
         f"({report.created}, {len(report.models)} model(s))" + ("" if prune or not unused else "; --prune deletes them")
     )
     return 0
 
 
-def _cache(args: argparse.Namespace) -> int:
+def _cache(args: argparse.Namespace, out: Console) -> int:
     from harness.config import HarnessConfig, load_table
     from harness.pipeline.cache_size import MB, evict, usage
     from harness.report.runs import folder_size, prune_runs, run_folders
@@ -108,29 +113,49 @@ def _cache(args: argparse.Namespace) -> int:
     config = HarnessConfig.from_sources(cli=cli, table=load_table(rootdir), rootdir=rootdir, invocation_dir=Path.cwd())
     if args.prune:
         gone = evict(config.cache_dir, max_bytes=config.cache_max_mb * MB) if config.cache_max_mb > 0 else ()
-        print(
+        out.result(
             f"pruned: {len(gone)} cache entries ({sum(e.size for e in gone) / MB:.1f} MB) beyond "
             f"{config.cache_max_mb} MB"
             if config.cache_max_mb > 0
             else "cache: no cap (cache_max_mb = 0)"
         )
         runs = prune_runs(config.report_dir, keep=config.keep_runs)
-        print(f"pruned: {len(runs)} old run folder(s) in {config.report_dir} beyond {config.keep_runs}")
+        out.result(f"pruned: {len(runs)} old run folder(s) in {config.report_dir} beyond {config.keep_runs}")
     lines = usage(config.cache_dir).lines()
     lines[0] += f" (cap {config.cache_max_mb} MB)" if config.cache_max_mb > 0 else " (no cap)"
-    print("\n".join(lines))
+    out.result("\n".join(lines))
     runs = run_folders(config.report_dir)
-    print(
+    out.result(
         f"{config.report_dir}: {sum(folder_size(r) for r in runs) / MB:.1f} MB in {len(runs)} run folder(s) "
         f"(keep {config.keep_runs})"
     )
     return 0
 
 
-def _replay(args: argparse.Namespace) -> int:
-    from harness.pipeline.hunt import replay_command
+def _replay(args: argparse.Namespace, out: Console) -> int:
+    """``castguard replay FILE.npz``: exit 1 when the failure reproduces, 0 when not (user errors raise)."""
+    from harness.pipeline.hunt import replay
 
-    return replay_command(Path(args.finding))
+    verdict = replay(Path(args.finding))
+    out.info(verdict.comparison.summary())
+    out.result(f"replay: {'fail' if verdict.failed else 'pass'} (error/tolerance score {verdict.score:.3g})")
+    return 1 if verdict.failed else 0
+
+
+class _SubParser(ArgumentParser):
+    """A subcommand's parser: the console options (-q/-v/--color) come with it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.add_help:  # convert and tune (add_help=False here) parse their own
+            add_console_options(self)
+
+
+def _lead_parser() -> argparse.ArgumentParser:
+    """The console options given before the subcommand (castguard --help lists them with the rest)."""
+    parser = ArgumentParser(prog="castguard", add_help=False)
+    add_console_options(parser)
+    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
         "The accuracy tests run under pytest: pytest --model NAME|PATH.",
     )
     version_action(parser, __version__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    add_console_options(parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_SubParser)
     sub.add_parser("convert", add_help=False, help="FP32 -> mixed FP16/BF16 (AutoCast's flags; convert --help)")
     sub.add_parser(
         "tune",
@@ -211,19 +237,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args_list: list[str]) -> int:
+    given, args_list = split_leading(args_list)  # castguard -q tune ...: the same as castguard tune -q ...
+    lead = _lead_parser().parse_args(given)
     if args_list[:1] == ["convert"]:
         from harness.convert.cli import console
 
-        return console(args_list[1:])
+        return console(args_list[1:], lead=lead)
     if args_list[:1] == ["tune"]:
         from harness.config import load_table
         from harness.tune.cli import main as tune_main
 
-        return tune_main(args_list[1:], load_table=load_table)
+        return tune_main(args_list[1:], load_table=load_table, lead=lead)
     args = build_parser().parse_args(args_list)
+    out = Console.from_args(lead, args)
     try:
-        code: int = args.func(args)
+        code: int = args.func(args, out)
     except UserError as err:
-        print(f"castguard: {err}", file=sys.stderr)
+        out.error(f"castguard: {err}")
         return 2
     return code

@@ -19,6 +19,7 @@ import numpy as np
 import onnx
 
 from harness.data.feeds import Feed, cast_feeds, input_specs, load_feed_file, split_batches, validate_feeds
+from harness.data.flagnames import CONVERT_FLAGS
 from harness.data.recipes import InputRecipe, make_feeds, recipe_lines
 from harness.data.shapes import resolve_shapes
 from harness.data.sizing import BATCH_DEFAULT, DYNAMIC_DEFAULT, ShapePlan
@@ -40,7 +41,9 @@ def random_feeds(
 ) -> tuple[list[Feed], str]:
     """One seeded random feed and its description (the input plan, as the report states it). Dynamic non-batch
     dims nobody gave take `dynamic_default` (the converter's), or are refused (None: the harness, tune)."""
-    recipe = InputRecipe(seed=seed, input_shapes=_given(input_shapes), dynamic_default=dynamic_default)
+    recipe = InputRecipe(
+        seed=seed, input_shapes=_given(input_shapes), dynamic_default=dynamic_default, flags=CONVERT_FLAGS
+    )
     feeds = make_feeds(model, recipe, where=WHERE)
     return feeds, "random: " + "; ".join(recipe_lines(model, recipe))
 

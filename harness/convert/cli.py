@@ -18,6 +18,7 @@ import onnx
 from harness.convert.api import DEFAULT_DATA_MAX, DEFAULT_INIT_MAX, ReferenceData, convert_path
 from harness.convert.options import TARGETS, ConvertOptions, parse_node_precisions
 from harness.core.argv import ArgumentParser
+from harness.core.console import Console, add_console_options
 from harness.core.errors import INTERRUPTED_EXIT, ConversionError, UserError
 from harness.data.onnxfile import is_lazy, load_model, save_model
 from harness.data.recipes import parse_input_shapes
@@ -141,6 +142,7 @@ def get_parser() -> argparse.ArgumentParser:
     )
     add("--seed", type=int, default=0, help="seed for random reference data")
     add("--force", action="store_true", help="allow the output path to overwrite the input model")
+    add_console_options(parser)
     return parser
 
 
@@ -207,36 +209,50 @@ def run(args: argparse.Namespace) -> tuple[onnx.ModelProto, Path]:
     reference = reference_from_args(args)
     result = convert_path(args.onnx_path, options=options, reference=reference, weights="lazy")
     save_model(result.model, target, base_dir=result.base_dir)
-    LOG.info("Converted model saved to %s", target)
     return result.model, target
 
 
-def _parse(argv: list[str] | None) -> argparse.Namespace:
+def log_level(name: str, verbosity: int) -> int:
+    """``--log_level`` moved by ``-q``/``-v``: ``-q`` keeps warnings and errors, ``-qq`` errors only, each ``-v``
+    one level more (INFO, then DEBUG: every node with its full reason)."""
+    level = int(logging.getLevelName(name))
+    if verbosity >= 0:
+        return max(logging.DEBUG, level - 10 * verbosity)
+    return max(level, logging.WARNING if verbosity == -1 else logging.ERROR)
+
+
+def parse(argv: list[str] | None, *, lead: argparse.Namespace | None = None) -> tuple[argparse.Namespace, Console]:
+    """The flags, the console they ask for (with ``lead``: the console options given before the subcommand) and
+    the log set up at ``--log_level`` moved by ``-q``/``-v`` (:func:`log_level`)."""
     args = get_parser().parse_args(argv)
+    out = Console.from_args(*([lead] if lead is not None else []), args)
+    level = log_level(args.log_level, out.verbosity)
     logging.basicConfig(
-        level=args.log_level,
+        level=level,
         stream=sys.stderr,
         format="%(asctime)s - [castguard][convert] - %(levelname)s - %(message)s",
     )
-    LOG.setLevel(args.log_level)
-    return args
+    LOG.setLevel(level)
+    return args, out
 
 
 def main(argv: list[str] | None = None) -> onnx.ModelProto:
     """AutoCast's ``main(argv)``: convert, save, and return the converted ``ModelProto``. Errors raise (a
     :class:`~harness.core.errors.UserError` names the problem and the fix); the console script is :func:`console`."""
-    model, target = run(_parse(argv))
+    model, target = run(parse(argv)[0])
+    LOG.info("Converted model saved to %s", target)
     # the CLI keeps big weights on disk (a lazy model); the caller gets the saved model whole
     return load_model(target, check=False) if is_lazy(model) else model
 
 
-def console(argv: list[str] | None = None) -> int:
-    """The command line: exit 0 when converted and saved, 2 on bad input (one message, no traceback)."""
-    args = _parse(argv)
+def console(argv: list[str] | None = None, *, lead: argparse.Namespace | None = None) -> int:
+    """The command line: exit 0 when converted and saved (the last line says where: hidden only by ``-qq``), 2 on
+    bad input (one message, no traceback)."""
+    args, out = parse(argv, lead=lead)
     try:
-        run(args)
+        _, target = run(args)
     except UserError as err:
-        print(f"error: {err}", file=sys.stderr)
+        out.error(f"error: {err}")
         return 2
     except KeyboardInterrupt:  # the model is written atomically: there is a whole one, or none
         print(
@@ -247,4 +263,5 @@ def console(argv: list[str] | None = None) -> int:
     finally:
         if argv is None:  # the process's own command: a late Ctrl-C must not turn finished work into a crash
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+    out.result(f"converted model saved to {target}")
     return 0

@@ -21,7 +21,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from harness.data.feeds import (
     split_batches,
     validate_feeds,
 )
+from harness.data.flagnames import PYTEST_FLAGS, InputFlags
 from harness.data.shapes import BATCH_DEFAULT, parse_input_shape, parse_input_shapes, resolve_shapes
 
 __all__ = [
@@ -84,6 +85,8 @@ class InputRecipe:
     derived: tuple[tuple[str, str], ...] = ()  # what the model's graph decided (plan_recipe); part of the id
     dynamic_default: int | None = None
     """Size of dynamic non-batch dims nobody gave (castguard convert's reference data); None: refuse them."""
+    flags: InputFlags = field(default=PYTEST_FLAGS, compare=False)
+    """How the hints spell the input options (pytest's, or castguard convert/tune's): not part of the id."""
 
     def __post_init__(self) -> None:
         if self.iterations < 1:
@@ -194,7 +197,7 @@ def _value_plan(
         return given[0], given[1], f"uniform in [{given[0]:g}, {given[1]:g}] (--val-range)"
     if dtype.kind not in "iu":
         lo, hi = _DEFAULT_FLOAT_RANGE
-        return lo, hi, f"uniform in [{lo:g}, {hi:g}] (default; --val-range to change)"
+        return lo, hi, f"uniform in [{lo:g}, {hi:g}] (default; {recipe.flags.default_range_note()})"
     if role is not None and role.kind == "index" and role.rows:
         return 0.0, float(role.rows - 1), f"ids uniform in [0, {role.rows}): {role.detail}"
     if role is not None and role.kind == "shape":
@@ -202,8 +205,7 @@ def _value_plan(
             where=where,
             problem=f"integer input {spec.name!r} is a shape-like value ({role.detail}); "
             "castguard cannot invent a valid one",
-            fix=f"pass the real values with --inputs FILE.npz (or --val-range {spec.name}:[lo,hi] if "
-            "every value in that range is valid)",
+            fix=recipe.flags.real_values_fix(spec.name),
         )
     lo, hi = _DEFAULT_INT_RANGE
     why = f" ({role.detail})" if role is not None and role.detail else ""
@@ -212,7 +214,7 @@ def _value_plan(
         hi,
         (
             f"uniform in [{lo:g}, {hi:g}]: castguard cannot tell what this integer input holds{why}; "
-            f"set --val-range {spec.name}:[lo,hi] or pass --inputs FILE"
+            f"{recipe.flags.range_fix(spec.name)}"
         ),
     )
 
@@ -270,9 +272,8 @@ def recipe_lines(model: onnx.ModelProto, recipe: InputRecipe) -> list[str]:
     return [head, *(p.line() for p in plans), *notes]
 
 
-def _draw(
-    rng: np.random.Generator, dtype: np.dtype, shape: tuple[int, ...], lo: float, hi: float, *, name: str
-) -> np.ndarray:
+def _draw(rng: np.random.Generator, dtype: np.dtype, plan: InputPlan, *, flags: InputFlags) -> np.ndarray:
+    shape, lo, hi, name = plan.shape, plan.low, plan.high, plan.name
     if dtype == np.dtype(np.bool_):
         return rng.random(shape) < 0.5
     if dtype.kind in "iu":
@@ -290,7 +291,7 @@ def _draw(
     raise UserError(
         where=name,
         problem=f"castguard cannot generate random {dtype} inputs",
-        fix="pass the inputs with --inputs FILE.npz",
+        fix=f"pass the inputs with {flags.inputs_file} FILE.npz",
     )
 
 
@@ -311,9 +312,7 @@ def generate_feeds(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -
     rng = np.random.default_rng(recipe.seed)
     return [
         {
-            p.name: _draw(
-                rng, np.dtype(p.dtype) if p.dtype != "bfloat16" else BFLOAT16, p.shape, p.low, p.high, name=p.name
-            )
+            p.name: _draw(rng, np.dtype(p.dtype) if p.dtype != "bfloat16" else BFLOAT16, p, flags=recipe.flags)
             for p in plans
         }
         for _ in range(recipe.iterations)

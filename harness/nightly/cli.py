@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from harness.core.console import Console
 from harness.core.errors import UserError
 from harness.judge.compare import MODES
 from harness.options import NIGHTLY_OPTIONS
@@ -76,7 +77,7 @@ def add_merge_command(sub: Any) -> None:
     parser.set_defaults(func=_merge)
 
 
-def _merge(args: argparse.Namespace) -> int:
+def _merge(args: argparse.Namespace, out: Console) -> int:
     from harness.nightly.merge import merge_command
     from harness.nightly.run import NightlyRun, nightly_options
 
@@ -94,11 +95,11 @@ def _merge(args: argparse.Namespace) -> int:
         nightly=NightlyRun(options) if options.active else None,
         shown_from=here,
     )
-    print("\n".join(lines))
+    out.result("\n".join(lines))
     return code
 
 
-def _history(args: argparse.Namespace) -> int:
+def _history(args: argparse.Namespace, out: Console) -> int:
     from harness.nightly.history import DEFAULT_TREND_RUNS, accept_run, history_trends, read_history
     from harness.nightly.trends import trend_table_text
 
@@ -106,17 +107,17 @@ def _history(args: argparse.Namespace) -> int:
     if not folder.is_dir():
         raise UserError(where=folder, problem="history folder not found", fix="give the folder passed to --history")
     if args.accept is not None:
-        print(f"accepted: {accept_run(folder, args.accept)}")
+        out.result(f"accepted: {accept_run(folder, args.accept)}")
     history = read_history(folder)
     last = DEFAULT_TREND_RUNS if args.last is None else args.last
-    print(trend_table_text(history_trends(history, last=last)))
-    print(f"\n{len(history.runs)} run(s) in {folder}; {len(history.skipped)} unreadable file(s) skipped")
+    out.result(trend_table_text(history_trends(history, last=last)))
+    out.result(f"\n{len(history.runs)} run(s) in {folder}; {len(history.skipped)} unreadable file(s) skipped")
     for skipped in history.skipped:
-        print(f"  skipped {skipped.path.name}: {skipped.reason}")
+        out.result(f"  skipped {skipped.path.name}: {skipped.reason}")
     return 0
 
 
-def _recheck(args: argparse.Namespace) -> int:
+def _recheck(args: argparse.Namespace, out: Console) -> int:
     from harness.nightly.recheck import ToleranceOverride, error_stat, non_negative, parse_per_output, recheck
 
     override = ToleranceOverride(
@@ -126,5 +127,5 @@ def _recheck(args: argparse.Namespace) -> int:
         quantile=parse_per_output(args.quantile, non_negative, where="--quantile"),
     )
     result = recheck(Path(args.report_dir), override=override)
-    print(result.summary())
+    out.result(result.summary())
     return result.exit_code

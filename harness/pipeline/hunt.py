@@ -293,11 +293,3 @@ def replay(npz: Path) -> Verdict:
         model_dir=model_path.parent,
     ) as judge:
         return judge(cast_feeds([feed], input_specs(converted))[0])
-
-
-def replay_command(npz: Path) -> int:
-    """``castguard replay FILE.npz``: exit 1 when the failure reproduces, 0 when not (user errors raise)."""
-    verdict = replay(npz)
-    print(verdict.comparison.summary())
-    print(f"{'FAILS' if verdict.failed else 'passes'} (error/tolerance score {verdict.score:.3g})")
-    return 1 if verdict.failed else 0

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.core.console import status_spans
 from harness.core.liveline import LiveLine
 from harness.options import options_given
 from harness.plugin.aliases import add_namespaced, add_short_forms, header_line
@@ -319,4 +320,13 @@ def _write(terminalreporter: pytest.TerminalReporter, sections: list[Section]) -
         if section.title and verbosity >= 0:
             terminalreporter.write_sep("-", section.title)
         for line in section.lines:
-            terminalreporter.write_line(line)
+            _write_painted(terminalreporter, line)
+
+
+def _write_painted(terminalreporter: pytest.TerminalReporter, line: str) -> None:
+    """One line, its status words (pass, fail, error...) in pytest's colours through the reporter's markup, which
+    follows ``--color`` and ``NO_COLOR`` (:func:`harness.core.console.status_spans`)."""
+    terminalreporter.ensure_newline()
+    for text, colour in status_spans(line):
+        terminalreporter.write(text, **({colour: True} if colour else {}))
+    terminalreporter.line("")

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.convert.cli import get_parser as convert_parser
-from harness.convert.cli import options_from_args, output_path, reference_from_args
+from harness.convert.cli import log_level, options_from_args, output_path, reference_from_args
+from harness.core.console import Console
 from harness.core.errors import UserError
 from harness.core.files import atomic_write_text
 from harness.data.onnxfile import save_model
@@ -87,7 +88,6 @@ def get_parser() -> argparse.ArgumentParser:
         help="seeded random inputs to tune on when no --calibration_data is given "
         "(default 8; the first is castguard convert's reference input)",
     )
-    add("--quiet", action="store_true", help="no progress lines")
     return parser
 
 
@@ -125,10 +125,8 @@ def _bound(args: argparse.Namespace, load_table: TableLoader | None) -> Bound:
     )
 
 
-def _progress(quiet: bool, budget: int | None):  # type: ignore[no-untyped-def]
+def _progress(out: Console, budget: int | None):  # type: ignore[no-untyped-def]
     def show(evaluation: Evaluation, spent: int, best: Evaluation | None) -> None:
-        if quiet:
-            return
         verdict = "pass" if evaluation.passed else "fail"
         best_text = (
             (
@@ -138,18 +136,20 @@ def _progress(quiet: bool, budget: int | None):  # type: ignore[no-untyped-def]
             if best
             else "no passing plan yet"
         )
-        print(
+        out.info(
             f"[castguard tune] evaluation {spent}/{budget or 'auto'}: {len(evaluation.kept)} kept FP32 -> {verdict} "
             f"(error/bound {evaluation.measurement.ratio:.3g}); {best_text}",
-            file=sys.stderr,
-            flush=True,
+            stderr=True,
         )
 
     return show
 
 
-def run(args: argparse.Namespace, *, load_table: TableLoader | None = None) -> tuple[Path, Path, TuneOutcome]:
-    """Tune and save; ``load_table(rootdir)`` reads ``[tool.castguard]`` for --tolerance_policy (config layer)."""
+def run(
+    args: argparse.Namespace, *, load_table: TableLoader | None = None, out: Console | None = None
+) -> tuple[Path, Path, TuneOutcome]:
+    """Tune and save; ``load_table(rootdir)`` reads ``[tool.castguard]`` for --tolerance_policy (config layer);
+    ``out`` shows the progress (hidden by ``-q``)."""
     budget = None if args.budget == "auto" else _whole(args.budget, "--budget", 1)
     examples = _whole(args.adversarial_examples, "--adversarial_examples", 0)
     rounds = _whole(args.rounds, "--rounds", 0)
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace, *, load_table: TableLoader | None = None) -> t
         options=options,
         reference=reference_from_args(args),
         settings=settings,
-        progress=_progress(args.quiet, budget),
+        progress=_progress(out or Console.from_args(args), budget),
         default_options=default_options,
     )
     save_together(outcome, target=target, plan_path=plan_path)
@@ -260,16 +260,22 @@ def summary(target: Path, plan_path: Path, outcome: TuneOutcome) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None, *, load_table: TableLoader | None = None) -> int:
+def main(
+    argv: list[str] | None = None, *, load_table: TableLoader | None = None, lead: argparse.Namespace | None = None
+) -> int:
+    """``castguard tune``: ``-q`` hides the progress lines (the summary stays), ``-qq`` the summary too, ``-v``
+    shows the conversion's log (``lead``: the console options given before the subcommand)."""
     args = get_parser().parse_args(argv)
+    out = Console.from_args(*([lead] if lead is not None else []), args)
+    level = log_level(args.log_level, out.verbosity)
     logging.basicConfig(
-        level=args.log_level, stream=sys.stderr, format="%(asctime)s - [castguard][tune] - %(levelname)s - %(message)s"
+        level=level, stream=sys.stderr, format="%(asctime)s - [castguard][tune] - %(levelname)s - %(message)s"
     )
-    logging.getLogger("harness.convert").setLevel(args.log_level)
+    logging.getLogger("harness.convert").setLevel(level)
     try:
-        target, plan_path, outcome = run(args, load_table=load_table)
+        target, plan_path, outcome = run(args, load_table=load_table, out=out)
     except UserError as err:
-        print(f"castguard tune: {err}", file=sys.stderr)
+        out.error(f"castguard tune: {err}")
         return 2
-    print(summary(target, plan_path, outcome))
+    out.result(summary(target, plan_path, outcome))
     return 0 if outcome.holds else 1

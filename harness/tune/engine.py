@@ -35,6 +35,7 @@ from harness.core.dtypes import LOW_MAX
 from harness.core.errors import UserError
 from harness.core.version import __version__
 from harness.data.feeds import Feed
+from harness.data.flagnames import CONVERT_FLAGS
 from harness.data.onnxfile import load_model, model_sha256
 from harness.data.recipes import InputRecipe, make_feeds, recipe_lines
 from harness.data.shapes import UnsizedDims
@@ -119,7 +120,7 @@ def load_feeds(model: onnx.ModelProto, reference: ReferenceData, *, random_input
     if reference.calibration_data is not None:
         return load_calibration(reference.calibration_data, model)
     shapes = tuple((name, tuple(int(d) for d in dims)) for name, dims in (reference.input_shapes or {}).items())
-    recipe = InputRecipe(seed=reference.seed, iterations=random_inputs, input_shapes=shapes)
+    recipe = InputRecipe(seed=reference.seed, iterations=random_inputs, input_shapes=shapes, flags=CONVERT_FLAGS)
     return (
         make_feeds(model, recipe, where=WHERE),
         f"random: {random_inputs} input(s), seed {reference.seed}; " + "; ".join(recipe_lines(model, recipe)),
