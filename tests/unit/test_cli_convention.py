@@ -3,7 +3,7 @@
 Dashes everywhere, and both spellings (``--cache-dir`` / ``--cache_dir``) accepted in every subcommand, AutoCast's
 underscore flags in ``castguard convert`` included (harness.core.argv); ``castguard --version``; ``castguard convert``
 in its own usage line; a quiet exit on a closed pipe; no ``CASTGUARD_...`` metavars; castguard's pytest lines honour
-``-q`` and ``-qq``.
+``-q`` and ``-qq``, and colour the status words as pytest's ``--color`` says (tests/unit/test_console.py: the CLI).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def test_a_closed_pipe_ends_quietly() -> None:
         assert run.returncode in (0, 141), run.returncode
 
 
-def test_castguards_pytest_lines_honour_q_and_qq(tmp_path: Path) -> None:
+def test_castguards_pytest_lines_honour_q_qq_and_color(tmp_path: Path) -> None:
     def pytest_lines(*flags: str) -> str:
         run = subprocess.run(
             [sys.executable, "-m", "pytest", "--model", "mnist.onnx", "--precision", "fp16", "--data-max", "512",
@@ -114,10 +114,11 @@ def test_castguards_pytest_lines_honour_q_and_qq(tmp_path: Path) -> None:
         )  # fmt: skip
         return run.stdout
 
-    pytest_lines()  # writes the golden
-    normal, quiet, quieter = pytest_lines(), pytest_lines("-q"), pytest_lines("-qq")
-    assert "castguard sweep report" in normal and "castguard: 1 case: 1 pass" in normal
+    first = pytest_lines()  # writes the golden; piped, --color=auto: no colour
+    assert "castguard: 1 case:" in first and "\x1b[" not in first
+    normal, quiet, quieter = pytest_lines("--color=no"), pytest_lines("-q", "--color=yes"), pytest_lines("-qq")
+    assert "castguard sweep report" in normal and "castguard: 1 case: 1 pass" in normal and "\x1b[" not in normal
     assert "castguard inputs of mnist" in normal  # every section, not the first only
-    assert "castguard sweep report" not in quiet and "castguard: 1 case: 1 pass" in quiet
+    assert "castguard sweep report" not in quiet and "castguard: 1 case: 1 \x1b[32mpass\x1b[0m;" in quiet
     assert "castguard inputs of mnist" in quiet
     assert "castguard" not in quieter
