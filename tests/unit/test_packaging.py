@@ -2,21 +2,27 @@
 
 ``pyproject.toml`` lists the packages by hand (the bundled models are mapped from ``test_models/``, which
 ``packages.find`` cannot express), so a test checks that the list names every package under ``harness/``; another
-builds the real wheel and reads its file list.
+builds the real wheel and reads its file list and metadata: the bundled models' files without the scripts that
+build them (setup.py), the classifiers and the project URLs.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.core.files import read_toml
 
 ROOT = Path(__file__).resolve().parents[2]
+BUILD_LEFTOVERS = ("build", "dist", "*.egg-info", ".git", ".venv", ".*cache", ".hypothesis", ".castguard-cache",
+                   "castguard-report", ".ci-venv*", "__pycache__")  # fmt: skip
 
 
 def _setuptools_table() -> dict[str, object]:
@@ -44,8 +50,10 @@ def test_the_bundled_models_import_under_harness() -> None:
 
 @pytest.mark.slow
 def test_the_wheel_has_one_top_level_package(tmp_path: Path) -> None:
+    source = tmp_path / "source"  # a clean copy: an in-tree build/ left by an earlier build would be packed again
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*BUILD_LEFTOVERS))
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path), str(source)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -65,6 +73,75 @@ def test_the_wheel_has_one_top_level_package(tmp_path: Path) -> None:
     (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
     text = zipfile.ZipFile(wheel).read(metadata).decode()
     assert "Classifier: Framework :: Pytest" in text and "License-Expression: Apache-2.0" in text
+    classifiers = {line.removeprefix("Classifier: ") for line in text.splitlines() if line.startswith("Classifier: ")}
+    assert classifiers == set(_project()["classifiers"])
+    urls = dict(
+        line.removeprefix("Project-URL: ").split(", ", 1) for line in text.splitlines() if "Project-URL:" in line
+    )
+    assert urls == _project()["urls"] and all(
+        u.startswith("https://pypi.org/project/castguard/") for u in urls.values()
+    )
+    _bundled_models_are_data_only(names, wheel, tmp_path / "unpacked")
+
+
+def _bundled_models_are_data_only(names: list[str], wheel: Path, unpacked: Path) -> None:
+    """The wheel's harness/bundled_models holds the registry and the models' files, no script that builds them,
+    and the registry imports (and finds every model's files) where torch and scikit-learn cannot be imported."""
+    bundled = [n.removeprefix("harness/bundled_models/") for n in names if n.startswith("harness/bundled_models/")]
+    assert [n for n in bundled if n.endswith(".py")] == ["__init__.py"], bundled
+    repo_data = {p.relative_to(ROOT / "test_models").as_posix() for p in (ROOT / "test_models").rglob("*")
+                 if p.suffix in (".onnx", ".npz", ".pgm", ".json") and p.is_file()}  # fmt: skip
+    assert repo_data and repo_data <= set(bundled), sorted(repo_data - set(bundled))
+    zipfile.ZipFile(wheel).extractall(unpacked)
+    done = subprocess.run([sys.executable, "-c", BLOCKED_HEAVY + IMPORT_REGISTRY], capture_output=True, text=True,
+                          cwd=unpacked, env={**os.environ, "PYTHONPATH": str(unpacked)}, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(unpacked / "harness" / "bundled_models"), "ok"], done.stdout
+
+
+BLOCKED_HEAVY = (
+    "import sys\n"
+    "sys.meta_path[:] = [f for f in sys.meta_path if 'ditable' not in repr(f)]  # no editable install's mapping\n"
+    "class Blocked:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] in ('torch', 'sklearn', 'transformers', 'timm'):\n"
+    "            raise ImportError(f'{name} is blocked: the bundled models must not need it')\n"
+    "sys.meta_path.insert(0, Blocked())\n"
+)
+IMPORT_REGISTRY = (
+    "from harness.data.models import bundled_registry  # the installed package, else a checkout's test_models/\n"
+    "m = bundled_registry()\n"
+    "from pathlib import Path\n"
+    "print(Path(m.__file__).parent)\n"
+    "assert all(p.is_file() for n in m.names() for p in m.MODELS[n].artifacts()), 'a bundled model lacks its files'\n"
+    "assert m.default_inputs('mnist') is not None and m.default_inputs('mnist').is_file()\n"
+    "print('ok')\n"
+)
+
+
+def _project() -> dict[str, Any]:
+    project = read_toml(ROOT / "pyproject.toml", what="pyproject.toml")["project"]
+    assert isinstance(project, dict)
+    return project
+
+
+def test_the_registry_imports_without_torch_or_sklearn() -> None:
+    """From the repository too: ``harness.bundled_models`` (test_models/__init__.py) is the registry, not a builder."""
+    done = subprocess.run([sys.executable, "-c", BLOCKED_HEAVY + IMPORT_REGISTRY], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(ROOT / "test_models"), "ok"], done.stdout
+
+
+def test_the_urls_and_the_classifiers_are_declared() -> None:
+    """No invented repository: the URLs are the PyPI project page (there is no public repository)."""
+    urls = _project()["urls"]
+    assert set(urls) >= {"Homepage", "Documentation"}
+    assert all(url.startswith("https://pypi.org/project/castguard/") for url in urls.values())
+    assert "github.com" not in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert {"Framework :: Pytest", "License :: OSI Approved :: Apache Software License"} & set(
+        _project()["classifiers"]
+    )
 
 
 def test_the_license_and_the_classifiers_are_declared() -> None:
