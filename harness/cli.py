@@ -90,7 +90,7 @@ def _unused_goldens(goldens_dir: Path, report_dir: Path, *, prune: bool, out: Co
     for golden in unused:
         for path in golden.files if prune else ():
             path.unlink(missing_ok=True)
-        out.info(f"{verb}: {golden.path}")
+        out.result(f"{verb}: {golden.path}")
     out.result(
         f"{len(unused)} golden(s) under {goldens_dir} {'deleted' if prune else 'not used'} by the last complete run "
         f"({report.created}, {len(report.models)} model(s))" + ("" if prune or not unused else "; --prune deletes them")

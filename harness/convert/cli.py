@@ -255,9 +255,8 @@ def console(argv: list[str] | None = None, *, lead: argparse.Namespace | None = 
         out.error(f"error: {err}")
         return 2
     except KeyboardInterrupt:  # the model is written atomically: there is a whole one, or none
-        print(
-            "castguard convert: interrupted (Ctrl-C); nothing was left half-written (the model is saved atomically)",
-            file=sys.stderr,
+        out.error(
+            "castguard convert: interrupted (Ctrl-C); nothing was left half-written (the model is saved atomically)"
         )
         return INTERRUPTED_EXIT
     finally:
