@@ -43,7 +43,7 @@ _ANSI = {"green": "\x1b[32m", "red": "\x1b[31m", "yellow": "\x1b[33m"}
 _RESET = "\x1b[0m"
 _WORDS = "|".join(sorted(STATUS_COLOURS, key=len, reverse=True))
 _STATUS = re.compile(rf"(?:(?<=\d )|(?<=-> )|(?<=: ))({_WORDS})\b(?=[,;)\s]|$)")
-_GLOBAL = re.compile(r"^(-q+|-v+|--quiet|--verbose|--color(=.*)?)$")
+_GLOBAL = re.compile(r"^(-[qv]+|--quiet|--verbose|--color(=.*)?)$")
 
 
 def status_spans(line: str) -> list[tuple[str, str | None]]:

@@ -80,6 +80,7 @@ def test_both_positions_and_both_spellings_add_up(project: Path, capsys: pytest.
     assert _run(capsys, "-qq", "goldens", "--model", "m.onnx")[1] == ""
     assert "iteration(s)" in _run(capsys, "-v", "goldens", "--model", "m.onnx")[1]
     assert _run(capsys, "--verbose", "-q", "goldens", "--model", "m.onnx")[1] == normal  # they cancel out
+    assert _run(capsys, "-qv", "goldens", "--model", "m.onnx", "-vq")[1] == normal
     listing = _run(capsys, "models")[1]
     assert "mnist" in listing and _run(capsys, "-q", "models")[1] == listing
     assert _run(capsys, "models", "-qq")[1] == ""
