@@ -31,7 +31,7 @@ def test_random_data_is_described_by_its_input_plan() -> None:
     data = collect_magnitudes(mlp(), seed=3)
     assert data.data_source == (
         "random: seed 3, 1 iteration(s); x float32[1x16]: uniform in [-1, 1] (default; "
-        "--val-range to change); x dim 0 ('batch') is dynamic: set to 1 (castguard's batch "
+        "--calibration_data for real data); x dim 0 ('batch') is dynamic: set to 1 (castguard's batch "
         "default; --input-shapes to change)"
     )
     assert data.shapes["x"] == (1, 16) and data.shapes["mm"] == (1, 8)
