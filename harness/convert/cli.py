@@ -15,7 +15,8 @@ from pathlib import Path
 
 import onnx
 
-from harness.convert.api import DEFAULT_DATA_MAX, DEFAULT_INIT_MAX, ReferenceData, convert_path
+from harness.convert.api import DEFAULT_DATA_MAX, DEFAULT_INIT_MAX, convert_path
+from harness.convert.magnitudes import ReferenceData
 from harness.convert.options import TARGETS, ConvertOptions, parse_node_precisions
 from harness.core.argv import ArgumentParser
 from harness.core.errors import INTERRUPTED_EXIT, ConversionError, UserError

@@ -33,6 +33,7 @@ from harness.core.errors import ConversionError, InputDataError
 from harness.core.files import save_npz
 from harness.core.providers import CPU, CUDA, DIRECTML, TENSORRT
 from harness.data.onnxfile import is_lazy, load_model
+from harness.data.sizing import DYNAMIC_DEFAULT
 
 LOG = logging.getLogger("harness.convert")
 SCHEMA_VERSION = 1
@@ -109,6 +110,35 @@ class Magnitudes:
             ) from None
 
 
+@dataclass(frozen=True)
+class ReferenceData:
+    """Where the reference run gets its data and how it runs."""
+
+    calibration_data: str | Path | Mapping[str, np.ndarray] | None = None
+    input_shapes: Mapping[str, Sequence[int]] | None = None
+    providers: tuple[str, ...] = ("cpu",)
+    trt_plugins: tuple[str, ...] = ()
+    seed: int = 0
+    dynamic_default: int | None = DYNAMIC_DEFAULT
+    """Size of a dynamic non-batch dim that neither ``input_shapes`` nor the calibration data gives (None:
+    refuse it); :data:`~harness.data.sizing.DYNAMIC_DEFAULT`, the batch 1, named in one warning."""
+
+
+@dataclass(frozen=True)
+class ReductionPath:
+    """How the reference run reduces the tensors: ``reduce`` "graph" inside onnxruntime, "copy" (the former path)
+    in numpy from tensors onnxruntime returns, at most about ``max_output_bytes`` of them per run. The graph path
+    records the smallest non-zero magnitude (``absmin``) of the tensors the converter reads it for (Div divisors,
+    Pow bases: :func:`~harness.convert.reductions.denominators`); ``absmin_everywhere`` records it for every float
+    tensor, as the copy path does (the equivalence test compares the two). Tensors of at most ``raw_below`` bytes
+    come out whole on the graph path too (-1: none)."""
+
+    reduce: Reduce = "graph"
+    max_output_bytes: int = MAX_OUTPUT_BYTES
+    absmin_everywhere: bool = False
+    raw_below: int = RAW_BELOW
+
+
 def collect_magnitudes(
     model: onnx.ModelProto | str | Path,
     *,
@@ -134,19 +164,16 @@ def collect_magnitudes(
     ``providers=["cuda:0"]`` runs on onnxruntime's CUDA provider, or on the CPU with one warning where it
     cannot start. See :func:`reference_run` for how the figures were obtained.
     """
-    return reference_run(
-        model,
+    data = ReferenceData(
         calibration_data=calibration_data,
-        feeds=feeds,
         input_shapes=input_shapes,
-        providers=providers,
+        providers=tuple(providers),
+        trt_plugins=tuple(trt_plugins),
         seed=seed,
-        trt_plugins=trt_plugins,
-        base_dir=base_dir,
-        max_output_bytes=max_output_bytes,
         dynamic_default=dynamic_default,
-        reduce=reduce,
-    ).magnitudes
+    )
+    path = ReductionPath(reduce=reduce, max_output_bytes=max_output_bytes)
+    return reference_run(model, data, feeds=feeds, base_dir=base_dir, path=path).magnitudes
 
 
 @dataclass(frozen=True)
@@ -173,34 +200,25 @@ class _ReductionRefused(Exception):
 
 def reference_run(
     model: onnx.ModelProto | str | Path,
+    data: ReferenceData,
     *,
-    calibration_data: str | Path | Mapping[str, np.ndarray] | None = None,
     feeds: Sequence[Feed] | None = None,
-    input_shapes: Mapping[str, Sequence[int]] | None = None,
-    providers: Sequence[str] = ("cpu",),
-    seed: int = 0,
-    trt_plugins: Sequence[str] = (),
     base_dir: Path | None = None,
-    max_output_bytes: int = MAX_OUTPUT_BYTES,
-    dynamic_default: int | None = None,
-    reduce: Reduce = "graph",
-    absmin_everywhere: bool = False,
-    raw_below: int = RAW_BELOW,
+    path: ReductionPath = ReductionPath(),
 ) -> ReferenceRun:
-    """:func:`collect_magnitudes`, with the facts of the run (:class:`ReferenceRun`). The graph path records the
-    smallest non-zero magnitude (``absmin``) of the tensors the converter reads it for (Div divisors, Pow bases:
-    :func:`~harness.convert.reductions.denominators`); `absmin_everywhere` records it for every float tensor, as
-    the copy path does (the equivalence test compares the two). Tensors of at most `raw_below` bytes come out
-    whole on the graph path too (-1: none)."""
+    """:func:`collect_magnitudes`, with the facts of the run (:class:`ReferenceRun`): the batches are ``feeds``,
+    else ``data``'s calibration data, else random data as ``data`` says; ``path``: how the tensors are reduced."""
     if not isinstance(model, onnx.ModelProto):
         base_dir = Path(model).parent
         model = load_model(Path(model), weights="lazy")
     if feeds is not None:
         batches, source = [dict(f) for f in feeds], f"feeds ({len(feeds)} batches)"
-    elif calibration_data is not None:
-        batches, source = load_calibration(calibration_data, model)
+    elif data.calibration_data is not None:
+        batches, source = load_calibration(data.calibration_data, model)
     else:
-        batches, source = random_feeds(model, seed=seed, input_shapes=input_shapes, dynamic_default=dynamic_default)
+        batches, source = random_feeds(
+            model, seed=data.seed, input_shapes=data.input_shapes, dynamic_default=data.dynamic_default
+        )
     if not batches:
         raise InputDataError(where="feeds", problem="no batches to run", fix="give at least one feed")
     if is_lazy(model) and base_dir is None:
@@ -209,13 +227,11 @@ def reference_run(
         model=model,
         batches=batches,
         source=source,
-        providers=_provider_list(providers, trt_plugins),
+        providers=_provider_list(data.providers, data.trt_plugins),
         external_folder=base_dir if is_lazy(model) else None,
-        max_output_bytes=max_output_bytes,
-        absmin_everywhere=absmin_everywhere,
-        raw_below=raw_below,
+        path=path,
     )
-    if reduce == "graph":
+    if path.reduce == "graph":
         try:
             return run.reference(reduced=True)
         except _ReductionRefused as refused:
@@ -243,9 +259,7 @@ class _Run:
     source: str
     providers: list[Provider]
     external_folder: Path | None
-    max_output_bytes: int
-    absmin_everywhere: bool
-    raw_below: int
+    path: ReductionPath
 
     def reference(self, *, reduced: bool) -> ReferenceRun:
         child = child_model(self.model, external_ok=self.external_folder is None)
@@ -254,7 +268,7 @@ class _Run:
         plan: ReductionPlan | None = None
         if reduced:
             facts = tensor_facts(child.model, self.batches[0])  # types, and sizes at the first batch's shapes
-            small = [n for n in names if (size := facts.sizes.get(n)) is not None and size <= self.raw_below]
+            small = [n for n in names if (size := facts.sizes.get(n)) is not None and size <= self.path.raw_below]
             try:
                 plan = add_reductions(
                     child.model,
@@ -262,16 +276,16 @@ class _Run:
                     types=facts.types,
                     ranks=facts.ranks,
                     raw_names=small,
-                    absmin_names=names if self.absmin_everywhere else denominators(self.model),
+                    absmin_names=names if self.path.absmin_everywhere else denominators(self.model),
                 )
             except ValueError as err:
                 LOG.info("reference run: tensors copied out whole (%s)", err)
                 child = child_model(self.model, external_ok=self.external_folder is None)
         if plan is None:
-            groups = output_groups(child.model, max_output_bytes=self.max_output_bytes, feed=self.batches[0])
+            groups = output_groups(child.model, max_output_bytes=self.path.max_output_bytes, feed=self.batches[0])
         else:
             sizes = {name: facts.sizes.get(name) for name in plan.raw}
-            groups = pack(sizes, max_output_bytes=self.max_output_bytes)
+            groups = pack(sizes, max_output_bytes=self.path.max_output_bytes)
             groups[:1] = [[*plan.outputs.values(), *(groups[0] if groups else [])]]
         unreduced = [name for name in plan.raw if name not in small] if plan is not None else []
         if unreduced:
@@ -281,15 +295,7 @@ class _Run:
                 len(unreduced),
                 ", ".join(unreduced[:8]) + (" ..." if len(unreduced) > 8 else ""),
             )
-        result = _run_child(
-            child,
-            self.batches,
-            self.providers,
-            self.source,
-            external_folder=self.external_folder,
-            groups=groups,
-            plan=plan,
-        )
+        result = self._child_result(child, groups=groups, plan=plan)
         magnitudes = Magnitudes(
             absmax={k: float(v) for k, v in result["absmax"].items()},
             shapes={k: tuple(v) for k, v in result["shapes"].items()},
@@ -311,6 +317,52 @@ class _Run:
             notes=notes,
         )
 
+    def _child_result(
+        self, child: ChildModel, *, groups: list[list[str]], plan: ReductionPlan | None
+    ) -> dict[str, Any]:
+        """Run refrun.py in a fresh process on `child` (external tensors of a lazy model are read from
+        ``external_folder``, the model's own folder)."""
+        batches, providers, source, external_folder = self.batches, self.providers, self.source, self.external_folder
+        with scratch_folder(child.size) as work:
+            model_path = child.write(work)
+            batch_files = []
+            for index, feed in enumerate(batches):
+                path = work / f"batch{index}.npz"
+                save_npz(path, feed)
+                batch_files.append(str(path))
+            available = [p[0] for p in providers]
+            request = {
+                "model": str(model_path),
+                "providers": providers,
+                "batches": batch_files,
+                "groups": groups,
+                "plan": plan.to_request() if plan is not None else None,
+                "external_folder": str(external_folder.resolve()) if external_folder is not None else None,
+            }
+            try:
+                result: dict[str, Any] = run_child(REFRUN, request, what="reference run", timeout_s=None).answer
+            except ChildFailed as failed:
+                raise _crash_error(failed, f"{source} ({', '.join(available)})") from None
+        if "error" in result:
+            message = result["error"]
+            node = next((m.group(1) for p in _NODE_PATTERNS if (m := p.search(message))), None)
+            if plan is not None and PREFIX in message:
+                raise _ReductionRefused(message.strip())
+            ops = {n.name: n.op_type for n in child.model.graph.node if not n.name.startswith(PREFIX + "/")}
+            op = f" (op {ops[node]})" if node in ops else ""
+            if not op and len(set(ops.values())) <= 3 and not any(t in message for t in ops.values()):
+                op = f" (ops in the model: {', '.join(sorted(set(ops.values())))})"
+            raise ReferenceRunError(
+                stage=result["stage"],
+                where="reference run",
+                step="reference run",
+                node=node,
+                problem=f"onnxruntime cannot {result['stage']} the model{op} on {source}: {message.strip()[:1500]}",
+                fix="give representative calibration data (calibration_data=... / --calibration_data) "
+                "or input shapes, or skip the run with data_max=inf",
+            )
+        return result
+
 
 def _provider_list(providers: Sequence[str], trt_plugins: Sequence[str]) -> list[Provider]:
     result: list[Provider] = []
@@ -328,59 +380,6 @@ def _provider_list(providers: Sequence[str], trt_plugins: Sequence[str]) -> list
             options["trt_extra_plugin_lib_paths"] = ";".join(trt_plugins)
         result.append((_PROVIDERS[kind], options))
     result.sort(key=lambda p: p[0] != TENSORRT)  # TensorRT first, as AutoCast orders it
-    return result
-
-
-def _run_child(
-    child: ChildModel,
-    batches: list[Feed],
-    providers: list[Provider],
-    source: str,
-    *,
-    external_folder: Path | None,
-    groups: list[list[str]],
-    plan: ReductionPlan | None,
-) -> dict[str, Any]:
-    """Run refrun.py in a fresh process on `child` (external tensors of a lazy model are read from
-    `external_folder`, the model's own folder)."""
-    with scratch_folder(child.size) as work:
-        model_path = child.write(work)
-        batch_files = []
-        for index, feed in enumerate(batches):
-            path = work / f"batch{index}.npz"
-            save_npz(path, feed)
-            batch_files.append(str(path))
-        available = [p[0] for p in providers]
-        request = {
-            "model": str(model_path),
-            "providers": providers,
-            "batches": batch_files,
-            "groups": groups,
-            "plan": plan.to_request() if plan is not None else None,
-            "external_folder": str(external_folder.resolve()) if external_folder is not None else None,
-        }
-        try:
-            result: dict[str, Any] = run_child(REFRUN, request, what="reference run", timeout_s=None).answer
-        except ChildFailed as failed:
-            raise _crash_error(failed, f"{source} ({', '.join(available)})") from None
-    if "error" in result:
-        message = result["error"]
-        node = next((m.group(1) for p in _NODE_PATTERNS if (m := p.search(message))), None)
-        if plan is not None and PREFIX in message:
-            raise _ReductionRefused(message.strip())
-        ops = {n.name: n.op_type for n in child.model.graph.node if not n.name.startswith(PREFIX + "/")}
-        op = f" (op {ops[node]})" if node in ops else ""
-        if not op and len(set(ops.values())) <= 3 and not any(t in message for t in ops.values()):
-            op = f" (ops in the model: {', '.join(sorted(set(ops.values())))})"
-        raise ReferenceRunError(
-            stage=result["stage"],
-            where="reference run",
-            step="reference run",
-            node=node,
-            problem=f"onnxruntime cannot {result['stage']} the model{op} on {source}: {message.strip()[:1500]}",
-            fix="give representative calibration data (calibration_data=... / --calibration_data) "
-            "or input shapes, or skip the run with data_max=inf",
-        )
     return result
 
 

@@ -35,21 +35,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from harness.core.dtypes import FLOAT_TYPES, INT_TYPES
+
 MIN_OPSET = 7
 PREFIX = "castguard_mag"
 _FLOATS = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16})
-_INTS = frozenset(
-    {
-        TensorProto.INT8,
-        TensorProto.INT16,
-        TensorProto.INT32,
-        TensorProto.INT64,
-        TensorProto.UINT8,
-        TensorProto.UINT16,
-        TensorProto.UINT32,
-        TensorProto.BOOL,
-    }
-)
 REPORTED_ELEMS = frozenset(
     {
         TensorProto.FLOAT,
@@ -260,8 +250,8 @@ def add_reductions(
         elem = types.get(name, 0)
         if (
             name in forced
-            or elem not in _FLOATS | _INTS | {TensorProto.DOUBLE, TensorProto.STRING}
-            or (name in wanted_absmin and elem not in _INTS and opset < 9)
+            or elem not in FLOAT_TYPES | INT_TYPES | {TensorProto.STRING}
+            or (name in wanted_absmin and elem not in INT_TYPES and opset < 9)
         ):  # Where: opset 9
             raw.append(name)
             continue
@@ -280,7 +270,7 @@ def add_reductions(
             pinned.append(build.node("Identity", [name], "pinned"))
             source = build.node("Cast", [pinned[-1]], "float", to=TensorProto.FLOAT)
         flat = build.node("Reshape", [source, build.const(np.array([-1], np.int64))], "flat")
-        kind = "i64" if elem in _INTS else "f64" if elem == TensorProto.DOUBLE else "f32"
+        kind = "i64" if elem in INT_TYPES else "f64" if elem == TensorProto.DOUBLE else "f32"
         high = build.reduce("ReduceMax", flat, "reducemax")
         # max(|max|, |min|) is |max| where no value is below zero: the min slot repeats the max
         low = (

@@ -23,6 +23,7 @@ from harness.diagnose.verify import (
     CaseSetup,
     FixOutcome,
     case_bound,
+    failing_evaluation,
     verify_as_is,
     verify_fix,
 )
@@ -159,14 +160,10 @@ def _run_fix(
     outcome = FixOutcome(kept=(), verified=False, error=None, share=None, evaluations=0)
     setup = case.setup()
     if region or more:
-        outcome = verify_fix(
-            setup,
-            region=region,
-            more=more,
-            budget=budget,
-            failing=case.obtained,
-            failing_share=case.conversion.lowp_flop_share,
-        )
+        failing = None
+        if case.obtained is not None:
+            failing = failing_evaluation(setup, case.obtained, share=case.conversion.lowp_flop_share)
+        outcome = verify_fix(setup, region=region, more=more, budget=budget, failing=failing)
     if outcome.verified or cause is None or cause.node or outcome.evaluations >= budget:
         return options, (), outcome
     by_op = replace(options, op_types_to_exclude=(*options.op_types_to_exclude, cause.op))

@@ -24,13 +24,14 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from harness.core.dtypes import INT_TYPES
 from harness.core.errors import RunnerError
 from harness.data.feeds import cast_feeds, input_specs
 from harness.data.marked import with_outputs
 from harness.data.onnxfile import is_lazy, stub_copy
 from harness.data.recipes import Feed
 from harness.diagnose.facts import TensorError
-from harness.diagnose.sidebyside import EXACT_ELEMS, LOW, Gate, materialise, read_figures, side_by_side
+from harness.diagnose.sidebyside import LOW, Gate, materialise, read_figures, side_by_side
 from harness.judge.compare import Tolerance
 from harness.judge.paired import judge_outputs
 from harness.judge.tolerances import TolerancePolicy
@@ -104,7 +105,7 @@ def divergence_profile(pair: ModelPair) -> Profile:
         careful = {
             name: replace(gates[name], careful=True)
             for name, (_, counts) in measured.items()
-            if types[name] not in EXACT_ELEMS and bool((counts[:, 2] != counts[:, 3]).any())
+            if types[name] not in INT_TYPES and bool((counts[:, 2] != counts[:, 3]).any())
         }
         if careful:  # FP32 tensors that are not all finite: judged with the NaN/inf rules in a second run
             measured.update(_measure(pair, list(careful), types, careful)[0])
@@ -115,7 +116,7 @@ def divergence_profile(pair: ModelPair) -> Profile:
             err,
         )
         return marked_profile(pair)
-    exact = frozenset(n for n in measured if types[n] in EXACT_ELEMS)
+    exact = frozenset(n for n in measured if types[n] in INT_TYPES)
     judged: dict[str, Judged] = {}
     for name, _ in order:
         found: Judged | None = None
@@ -177,7 +178,7 @@ def _gates(pair: ModelPair, names: Sequence[str], types: Mapping[str, int]) -> d
     whose tolerance is decided from maxima (the others stay raw: a statistic or top-k needs every element)."""
     gates: dict[str, Gate] = {}
     for name in names:
-        if types.get(name) in EXACT_ELEMS:
+        if types.get(name) in INT_TYPES:
             gates[name] = Gate(rtol=0.0, nan_equal=True, inf_equal=True)
             continue
         tol = pair.tolerance(name, np.zeros(1, np.float32))

@@ -31,7 +31,7 @@ from harness.pipeline.caserun import Converted, Stop, Tuned
 from harness.pipeline.context import ModelContext
 from harness.pipeline.session import AccuracySession, Case, Outcome
 from harness.tune.bound import Bound
-from harness.tune.engine import TuneOutcome, TuneSettings, tune_setup
+from harness.tune.engine import TuneOutcome, TuneSettings, TuneSource, tune_setup
 from harness.tune.oracle import Evaluation, Oracle, Setup
 
 STRESS_EXAMPLES = 10
@@ -95,7 +95,7 @@ class TuneJob:
 
     def retune(self) -> TuneOutcome:
         return tune_setup(
-            self.setup, model_path=self.model_path, sha256=self.sha256, settings=self.settings, reference=None
+            self.setup, TuneSource(model_path=self.model_path, sha256=self.sha256), settings=self.settings
         )
 
 

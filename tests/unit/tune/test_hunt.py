@@ -14,7 +14,7 @@ from harness.convert import ConvertOptions, collect_magnitudes, convert
 from harness.core.dtypes import FP16_MAX
 from harness.search.corners import Box, ascend, corner_feeds
 from harness.tune.bound import Bound
-from harness.tune.stress import stress
+from harness.tune.stress import StressTarget, stress
 from tests.helpers.tune_heads import square_head, weights, worst_corner
 
 
@@ -65,15 +65,10 @@ def test_the_hunt_finds_the_square_head_overflow_for_every_seed(seed: int) -> No
     assert set(all_low.low_nodes) == {"proj", "square", "mean"}
     rng = np.random.default_rng(seed)
     tuning = [{"x": rng.uniform(-1, 1, (1, 256)).astype(np.float32)} for _ in range(8)]
-    found = stress(
-        model,
-        all_low.model,
-        bound=Bound(max_error=1e-2),
-        calibration=tuning,
-        examples=30,
-        seed=seed,
-        low_nodes=all_low.low_nodes,
+    target = StressTarget(
+        model, all_low.model, bound=Bound(max_error=1e-2), calibration=tuning, low_nodes=all_low.low_nodes
     )
+    found = stress(target, examples=30, seed=seed)
     assert found.failing_feed is not None and found.found_by == "corner search"
     assert found.worst_peak > 1.0  # a low-precision tensor past 65504
     x = found.failing_feed["x"].astype(np.float64).ravel()
