@@ -273,8 +273,7 @@ class _Run:
                 plan = add_reductions(
                     child.model,
                     names,
-                    types=facts.types,
-                    ranks=facts.ranks,
+                    facts=facts,
                     raw_names=small,
                     absmin_names=names if self.path.absmin_everywhere else denominators(self.model),
                 )

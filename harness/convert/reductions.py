@@ -35,6 +35,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from harness.convert.outputs import TensorFacts
 from harness.core.dtypes import FLOAT_TYPES, INT_TYPES
 
 MIN_OPSET = 7
@@ -214,15 +215,16 @@ def add_reductions(
     model: onnx.ModelProto,
     names: Iterable[str],
     *,
-    types: Mapping[str, int],
+    facts: TensorFacts,
     absmin_names: Iterable[str],
-    ranks: Mapping[str, int] | None = None,
     raw_names: Iterable[str] = (),
 ) -> ReductionPlan:
     """Replace `model`'s outputs (in place: pass the child's own copy) by the reductions of `names` (the tensors
     the reference run records) and the ones that stay raw: `raw_names` (small tensors: whole, they cost less than
-    the nodes that reduce them) and those `types` does not know. `ranks`: the ranks inference knows (the others
-    are read with Shape(Shape(x))). ValueError: the model's opset is too old."""
+    the nodes that reduce them) and those whose type onnx inference does not know (``facts.types``). Ranks
+    inference does not know (``facts.ranks``) are read with Shape(Shape(x)). ValueError: the model's opset is too
+    old."""
+    types = facts.types
     opset = default_opset(model)
     if opset is None or opset < MIN_OPSET:
         raise ValueError(f"default-domain opset {opset} (in-graph reductions need {MIN_OPSET} or later)")
@@ -231,7 +233,7 @@ def add_reductions(
     taken = {n for node in graph.node for n in [*node.input, *node.output, node.name]}
     taken |= {v.name for v in [*graph.input, *graph.initializer, *graph.value_info]}
     build = GraphBuilder(graph, opset, taken)
-    wanted_absmin, forced, ranks = set(absmin_names), set(raw_names), ranks or {}
+    wanted_absmin, forced, ranks = set(absmin_names), set(raw_names), facts.ranks
     parts: dict[str, list[str]] = {k: [] for k in ("f32", "f64", "i64", "absmin", "absmin64", "shapes")}
     floats: list[str] = []
     doubles: list[str] = []

@@ -266,14 +266,7 @@ class AccuracySession:
         golden stops it: not made (onnxruntime failed: said once by test_fp32_golden), written by this case
         (nothing to compare yet), or a user error."""
         loaded = self.models[sweep_case.model]
-        run = begin(
-            sweep_case.model,
-            loaded.spec.sha256,
-            loaded.recipe.id,
-            sweep_case.case,
-            settings=self.settings,
-            notes=(loaded.inputs_note,),
-        )
+        run = begin(sweep_case.model, loaded, sweep_case.case, settings=self.settings)
         try:
             golden, written = self.golden(sweep_case.model, allow_update=False)
             if written is not None:
@@ -307,8 +300,8 @@ class AccuracySession:
         if not found:
             return None
         loaded = self.models[found[0].model]
-        run = begin(found[0].model, loaded.spec.sha256, loaded.recipe.id, found[0].case, settings=self.settings)
-        return record(replace(run, notes=(loaded.inputs_note,), stop=Stop("not_reached", why)))
+        run = begin(found[0].model, loaded, found[0].case, settings=self.settings)
+        return record(replace(run, stop=Stop("not_reached", why)))
 
 
 def outcome_of(case_record: CaseRecord) -> Outcome:
