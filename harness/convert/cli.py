@@ -16,8 +16,8 @@ from pathlib import Path
 import onnx
 
 from harness.convert.api import DEFAULT_DATA_MAX, DEFAULT_INIT_MAX, convert_path
-from harness.convert.magnitudes import ReferenceData
 from harness.convert.options import TARGETS, ConvertOptions, parse_node_precisions
+from harness.convert.reference import ReferenceData
 from harness.core.argv import ArgumentParser
 from harness.core.errors import INTERRUPTED_EXIT, ConversionError, UserError
 from harness.data.onnxfile import is_lazy, load_model, save_model

@@ -270,9 +270,10 @@ def recipe_lines(model: onnx.ModelProto, recipe: InputRecipe) -> list[str]:
     return [head, *(p.line() for p in plans), *notes]
 
 
-def _draw(
-    rng: np.random.Generator, dtype: np.dtype, shape: tuple[int, ...], lo: float, hi: float, *, name: str
-) -> np.ndarray:
+def _draw(rng: np.random.Generator, plan: InputPlan) -> np.ndarray:
+    """One random array as ``plan`` says (its dtype, shape and value range)."""
+    dtype = np.dtype(plan.dtype) if plan.dtype != "bfloat16" else BFLOAT16
+    shape, lo, hi, name = plan.shape, plan.low, plan.high, plan.name
     if dtype == np.dtype(np.bool_):
         return rng.random(shape) < 0.5
     if dtype.kind in "iu":
@@ -309,15 +310,7 @@ def generate_feeds(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -
     """Seeded random feeds following :func:`plan_inputs`."""
     plans, _ = plan_inputs(model, recipe, where=where)
     rng = np.random.default_rng(recipe.seed)
-    return [
-        {
-            p.name: _draw(
-                rng, np.dtype(p.dtype) if p.dtype != "bfloat16" else BFLOAT16, p.shape, p.low, p.high, name=p.name
-            )
-            for p in plans
-        }
-        for _ in range(recipe.iterations)
-    ]
+    return [{p.name: _draw(rng, p) for p in plans} for _ in range(recipe.iterations)]
 
 
 def make_feeds(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> list[Feed]:

@@ -30,7 +30,7 @@ from typing import Any
 from harness.core.errors import UserError
 from harness.core.files import atomic_write
 from harness.core.jsonfile import read_json
-from harness.nightly.rules import Change, Comparison, judge
+from harness.nightly.comparison import Change, Comparison, judge
 from harness.report.model import CaseRecord, Report
 from harness.report.serde import ReportFormatError, report_from_dict, report_to_dict
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.errors import UserError
+from harness.nightly.comparison import Comparison, compare_reports
 from harness.nightly.history import (
     DEFAULT_TREND_RUNS,
     History,
@@ -23,7 +24,7 @@ from harness.nightly.history import (
     with_since,
     write_run,
 )
-from harness.nightly.rules import OPTION, RECOMMENDED_RULES, Comparison, Rule, compare_reports, parse_rules
+from harness.nightly.rules import OPTION, RECOMMENDED_RULES, Rule, parse_rules
 from harness.report.io import read_report
 from harness.report.model import Report
 

@@ -31,7 +31,7 @@ import onnx
 
 from harness.convert import ConversionResult, ConvertOptions, ReferenceData, convert
 from harness.convert.calibration import WHERE, load_calibration, sized_inputs
-from harness.convert.magnitudes import reference_run
+from harness.convert.reference import reference_run
 from harness.core.dtypes import LOW_MAX
 from harness.core.errors import UserError
 from harness.core.version import __version__

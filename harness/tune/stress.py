@@ -167,7 +167,7 @@ def stress(stressed: StressTarget, *, examples: int, seed: int = 0, max_probes: 
     ranges, shapes = calibration_domain(calibration)
     domain = ", ".join(f"{n}:[{lo:.4g},{hi:.4g}]" for n, lo, hi in ranges) or "inputs as declared"
     watched = low_tensors(model, stressed.low_nodes)
-    box = Box(ranges=ranges, base=dict(calibration[0]))
+    box = Box(ranges=ranges, base=dict(calibration[0]), max_probes=max_probes)
     with (
         make_runner("ort", with_outputs(model, watched), model_dir=stressed.model_dir) as golden,
         make_runner("emulate", stressed.tuned, model_dir=stressed.model_dir) as low,
@@ -186,7 +186,7 @@ def stress(stressed: StressTarget, *, examples: int, seed: int = 0, max_probes: 
                 failing_ratio=trial.failing_ratio if feed is not None else None,
             )
 
-        corners = corner_feeds(trial.watched_values, box, max_probes=max_probes, top=CORNERS) if ranges else []
+        corners = corner_feeds(trial.watched_values, box, top=CORNERS) if ranges else []
         best: tuple[float, Feed] | None = None
         for tried, corner in enumerate(corners, start=1):
             ratio, peak, over = trial.run(corner)
@@ -203,7 +203,7 @@ def stress(stressed: StressTarget, *, examples: int, seed: int = 0, max_probes: 
                     failing.append(feed)
                 return ratio + peak
 
-            ascend(score, best[1], box, max_probes=max_probes, max_evals=ASCENT_EVALS, stop=lambda _: bool(failing))
+            ascend(score, best[1], box, max_evals=ASCENT_EVALS, stop=lambda _: bool(failing))
             if failing:
                 return result(failing[0], "coordinate ascent", len(corners))
         if not examples:

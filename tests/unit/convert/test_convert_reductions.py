@@ -19,8 +19,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from harness.convert import ConvertOptions, convert
-from harness.convert.magnitudes import Magnitudes, ReductionPath, ReferenceData, ReferenceRun, reference_run
+from harness.convert.magnitudes import Magnitudes
 from harness.convert.reductions import denominators
+from harness.convert.reference import ReductionPath, ReferenceData, ReferenceRun, reference_run
 from harness.core.errors import ConversionError
 from test_models import MODELS
 from tests.helpers.convert_builders import F32, init, model, node, vi
@@ -217,7 +218,7 @@ def test_reductions_refused_fall_back_to_the_copy_path_with_one_warning(
 ) -> None:
     """Wrong types for the added nodes (as a wrong inference would give): onnxruntime refuses them at load, and
     the run is redone the former way, said once, with the same figures."""
-    from harness.convert import magnitudes as module
+    from harness.convert import reference as module
 
     built, feed = _edge_model()
     copy = reference_run(built, PLAIN, feeds=[feed], path=ReductionPath(reduce="copy"))
