@@ -22,8 +22,8 @@ sys.path.insert(0, str(ROOT))
 from harness.convert import ConvertOptions, convert
 from harness.convert.calibration import random_feeds
 from harness.data.feeds import cast_feeds, input_specs
-from harness.diagnose import diagnose_failure
-from harness.diagnose.profile import divergence_profile
+from harness.diagnose import FailedCase, diagnose_failure
+from harness.diagnose.profile import ModelPair, divergence_profile
 from harness.judge.tolerances import TolerancePolicy
 from harness.runners import make_runner
 
@@ -41,12 +41,12 @@ def bench(name: str, model: onnx.ModelProto, path: Path, feeds: list[dict]) -> N
     )
     start = time.perf_counter()
     divergence_profile(
-        model, conversion.model, feeds, precision="fp16", policy=TolerancePolicy(), model_dir=path.parent
+        ModelPair(model, conversion.model, feeds, precision="fp16", policy=TolerancePolicy(), model_dir=path.parent)
     )
     profile_s = time.perf_counter() - start
     with tempfile.TemporaryDirectory() as work:
         start = time.perf_counter()
-        found = diagnose_failure(
+        case = FailedCase(
             reference=model,
             model_path=path,
             conversion=conversion,
@@ -55,10 +55,9 @@ def bench(name: str, model: onnx.ModelProto, path: Path, feeds: list[dict]) -> N
             feeds=feeds,
             goldens=goldens,
             obtained=obtained,
-            runner="emulate",
             policy=TolerancePolicy(),
-            work_dir=Path(work),
         )
+        found = diagnose_failure(case, work_dir=Path(work))
         total_s = time.perf_counter() - start
     cause = found.cause.node if found.cause else "-"
     print(

@@ -42,7 +42,9 @@ def one(way: str, size: str, batch: int, seq: int) -> None:
     converted = convert(model, options=ConvertOptions(data_max=float("inf")), magnitudes=None).model
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     start = time.perf_counter()
-    found = getattr(profile, way)(model, converted, feeds, precision="fp16", policy=TolerancePolicy())
+    found = getattr(profile, way)(
+        profile.ModelPair(model, converted, feeds, precision="fp16", policy=TolerancePolicy())
+    )
     wall = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     cause = cause_of(model, found)

@@ -55,6 +55,7 @@ _API: dict[str, str] = {  # public name -> "module" or "module:attribute"
     "TolerancePolicy": "harness.judge.tolerances",
     "judge_outputs": "harness.judge.paired",
     "first_divergence": "harness.diagnose",
+    "ModelPair": "harness.diagnose",
     # report and the main job
     "Report": "harness.report",
     "CaseRecord": "harness.report",
@@ -102,7 +103,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from harness.data.models import bundled_models_dir, resolve_model
     from harness.data.onnxfile import load_model
     from harness.data.recipes import InputRecipe, make_feeds, recipe_for_file
-    from harness.diagnose import first_divergence
+    from harness.diagnose import ModelPair, first_divergence
     from harness.judge.compare import Tolerance, compare_outputs
     from harness.judge.paired import judge_outputs
     from harness.judge.tolerances import TolerancePolicy

@@ -33,7 +33,7 @@ from harness.core.errors import RunnerUnavailable, UserError
 from harness.core.files import atomic_write_text, own_folder
 from harness.data.goldens import Golden
 from harness.diagnose.facts import Divergence
-from harness.pipeline.session import AccuracySession, Case
+from harness.pipeline.session import AccuracySession, Case, SessionRole
 from harness.report import CaseRecord, OutputStats
 from harness.runners.options import RunnerOptionsTable, merge_options, parse_runner_options
 from harness.runners.tensorrt.typed_build import TrtBuild
@@ -295,13 +295,8 @@ class Checker:
                 **options,  # type: ignore[arg-type]
             )
             try:
-                self._sessions[where] = AccuracySession.open(
-                    config,
-                    bundled_dir=self.bundled_dir,
-                    strict_provenance=self.strict_provenance,
-                    output_dir=self.output_dir,
-                    suite=False,
-                )
+                role = SessionRole(suite=False, output_dir=self.output_dir, strict_provenance=self.strict_provenance)
+                self._sessions[where] = AccuracySession.open(config, bundled_dir=self.bundled_dir, role=role)
             except UserError as err:
                 if not in_memory(inputs) or err.where != inputs_key:
                     raise

@@ -30,7 +30,7 @@ from harness.core.errors import INTERRUPTED_EXIT, HarnessError, UserError
 from harness.core.files import check_folder, check_writable
 from harness.nightly.run import NightlyOptions, NightlyRun, options_from
 from harness.options import given_options
-from harness.pipeline.session import AccuracySession
+from harness.pipeline.session import AccuracySession, SessionRole
 from harness.pipeline.verdict import settled
 from harness.report import CaseRecord, Provenance
 from harness.report.banner import RunTrouble, all_skipped, run_status_sections, skipped_runner_lines, xpass_lines
@@ -158,16 +158,10 @@ class CastguardRun:
             if with_report
             else None
         )
-        session = (
-            AccuracySession.open(
-                config,
-                bundled_dir=_bundled_dir(),
-                strict_provenance=nightly_options.strict_provenance,
-                output_dir=report.run_dir if report else None,
-            )
-            if config.models
-            else None
+        role = SessionRole(
+            output_dir=report.run_dir if report else None, strict_provenance=nightly_options.strict_provenance
         )
+        session = AccuracySession.open(config, bundled_dir=_bundled_dir(), role=role) if config.models else None
         if session is not None and session.shard_work is not None and nightly_options.active:
             raise UserError(
                 where="--shard",

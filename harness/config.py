@@ -29,8 +29,8 @@ from harness.options import DESTS, SWEEP_DESTS, SWEEP_FILE_DEST
 from harness.runners.options import RunnerOptionsTable, parse_runner_options
 from harness.runners.registry import BUILTIN, check_clash
 from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec
+from harness.sweep.checks import check_runner
 from harness.sweep.expected import parse_patterns
-from harness.sweep.grid import check_runner
 from harness.sweep.shards import Shard, parse_shard
 
 CLI_ONLY = frozenset({"models", "update_goldens"})

@@ -7,10 +7,11 @@ Two steps: :func:`collect_magnitudes` (one onnxruntime run, the expensive part, 
 
 from __future__ import annotations
 
-from harness.convert.api import ReferenceData, convert_path, convert_to_mixed_precision
-from harness.convert.magnitudes import Magnitudes, collect_magnitudes
+from harness.convert.api import convert_path, convert_to_mixed_precision
+from harness.convert.magnitudes import Magnitudes
 from harness.convert.options import ConvertOptions, parse_node_precisions
 from harness.convert.pipeline import ConversionResult, convert
+from harness.convert.reference import ReferenceData, collect_magnitudes
 
 __all__ = [
     "ConversionResult",

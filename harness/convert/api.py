@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
@@ -19,13 +19,14 @@ import onnx
 
 from harness.convert.calibration import dynamic_dims_warning, sized_inputs
 from harness.convert.flopshapes import concrete_inputs
-from harness.convert.magnitudes import Magnitudes, ReferenceRunError, collect_magnitudes
+from harness.convert.magnitudes import Magnitudes
 from harness.convert.options import ConvertOptions
 from harness.convert.pipeline import ConversionResult, convert
 from harness.convert.refdata import shape_like_inputs, unholdable_inputs
+from harness.convert.reference import ReferenceData, reference_run
+from harness.convert.referror import ReferenceRunError
 from harness.core.errors import ConversionError
 from harness.data.onnxfile import load_model
-from harness.data.sizing import DYNAMIC_DEFAULT
 
 LOG = logging.getLogger("harness.convert")
 
@@ -120,20 +121,6 @@ def _limit(value: float | None) -> float:
     """AutoCast's None threshold means no limit (inf); anything else (numpy scalars included) is checked and
     made a float by the options."""
     return math.inf if value is None else value
-
-
-@dataclass(frozen=True)
-class ReferenceData:
-    """Where the reference run gets its data and how it runs."""
-
-    calibration_data: str | Path | Mapping[str, np.ndarray] | None = None
-    input_shapes: Mapping[str, Sequence[int]] | None = None
-    providers: tuple[str, ...] = ("cpu",)
-    trt_plugins: tuple[str, ...] = ()
-    seed: int = 0
-    dynamic_default: int | None = DYNAMIC_DEFAULT
-    """Size of a dynamic non-batch dim that neither ``input_shapes`` nor the calibration data gives (None:
-    refuse it); :data:`~harness.data.sizing.DYNAMIC_DEFAULT`, the batch 1, named in one warning."""
 
 
 def convert_path(
@@ -231,13 +218,4 @@ def _reference_run(model: onnx.ModelProto, reference: ReferenceData, base_dir: P
 def _collect(
     model: onnx.ModelProto, reference: ReferenceData, base_dir: Path | None, dynamic_default: int | None
 ) -> Magnitudes:
-    return collect_magnitudes(
-        model,
-        calibration_data=reference.calibration_data,
-        input_shapes=reference.input_shapes,
-        providers=reference.providers,
-        seed=reference.seed,
-        trt_plugins=reference.trt_plugins,
-        base_dir=base_dir,
-        dynamic_default=dynamic_default,
-    )
+    return reference_run(model, replace(reference, dynamic_default=dynamic_default), base_dir=base_dir).magnitudes

@@ -23,27 +23,13 @@ from onnx import TensorProto, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
 from harness.convert.graphinfo import copy_except, value_bytes
+from harness.core.dtypes import FLOAT_TYPES, INT_TYPES
 
 WEIGHTS_FILE = "weights.bin"
 ALIGN = 4096
 INLINE_BELOW = 1024
-_PLAIN = frozenset(
-    {
-        TensorProto.FLOAT,
-        TensorProto.FLOAT16,
-        TensorProto.BFLOAT16,
-        TensorProto.DOUBLE,
-        TensorProto.INT8,
-        TensorProto.INT16,
-        TensorProto.INT32,
-        TensorProto.INT64,
-        TensorProto.UINT8,
-        TensorProto.UINT16,
-        TensorProto.UINT32,
-        TensorProto.UINT64,
-        TensorProto.BOOL,
-    }
-)
+_PLAIN = FLOAT_TYPES | INT_TYPES | {TensorProto.UINT64}
+"""Element types of a plain tensor (no string, no float8/int4)."""
 SHM = Path("/dev/shm")
 
 

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import onnx
 
-from harness.convert.api import DEFAULT_DATA_MAX, DEFAULT_INIT_MAX, ReferenceData, convert_path
+from harness.convert.api import DEFAULT_DATA_MAX, DEFAULT_INIT_MAX, convert_path
 from harness.convert.options import TARGETS, ConvertOptions, parse_node_precisions
+from harness.convert.reference import ReferenceData
 from harness.core.argv import ArgumentParser
 from harness.core.console import Console, add_console_options
 from harness.core.errors import INTERRUPTED_EXIT, ConversionError, UserError

@@ -123,7 +123,8 @@ def flop_share(
 ) -> FlopCount:
     """The low-precision share of the estimated FLOPs of `nodes`; with a `scope`, through control flow."""
     reasons: list[str] = []
-    total, low, unknown = _count(nodes, is_low, shape_of, initializers, scope, 1, reasons)
+    level = _Level(is_low=is_low, shape_of=shape_of, initializers=initializers, scope=scope)
+    total, low, unknown = _count(level, nodes, 1, reasons)
     share = low / total if total else 0.0
     names = tuple(
         n.name or n.op_type
@@ -135,7 +136,7 @@ def flop_share(
         reasons.append(f"{len(names)} node(s) with shapes unknown at the input shapes, not counted: {shown}")
     if not reasons:
         return FlopCount(share=share, total=total, low=low, unknown=unknown)
-    many_total, many_low, _ = _count(nodes, is_low, shape_of, initializers, scope, MANY_TRIPS, [])
+    many_total, many_low, _ = _count(level, nodes, MANY_TRIPS, [])
     share = max(share, many_low / many_total if many_total else 0.0)
     bound = "; ".join(dict.fromkeys(reasons))
     return FlopCount(share=share, total=total, low=low, unknown=unknown, bound=bound, unknown_nodes=names)
@@ -145,15 +146,21 @@ def _bodies(node: onnx.NodeProto) -> list[onnx.GraphProto]:
     return [a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH]
 
 
-def _count(
-    nodes: list[onnx.NodeProto],
-    is_low: Callable[[onnx.NodeProto], bool],
-    shape_of: ShapeOf,
-    initializers: Mapping[str, onnx.TensorProto],
-    scope: Scope | None,
-    trips: int,
-    reasons: list[str],
-) -> _Tally:
+@dataclass(frozen=True)
+class _Level:
+    """How one graph level's nodes are counted: which run in low precision, their tensors' shapes, the initializers
+    in scope, and the control-flow scope (None: bodies are not entered)."""
+
+    is_low: Callable[[onnx.NodeProto], bool]
+    shape_of: ShapeOf
+    initializers: Mapping[str, onnx.TensorProto]
+    scope: Scope | None
+
+
+def _count(level: _Level, nodes: list[onnx.NodeProto], trips: int, reasons: list[str]) -> _Tally:
+    """(total, low, unknown) FLOPs of ``nodes``; a Loop/Scan of unknown trip count counts ``trips`` trips (the
+    reason is added to ``reasons``)."""
+    is_low, shape_of, initializers, scope = level.is_low, level.shape_of, level.initializers, level.scope
     total = low = unknown = 0
     for node in nodes:
         if scope is not None and node.op_type in ("If", "Loop", "Scan", "SequenceMap") and _bodies(node):
@@ -204,7 +211,8 @@ def _body(
         floats = [scope.types[n] for n in [*node.output, *node.input] if n and scope.types.get(n) in FLOAT_TYPES]
         return any(t in LOW_ELEMS for t in floats)
 
-    return _count(list(graph.node), own_precision_low, shape_of, inner_inits, inner_scope, trips, reasons)
+    inner = _Level(is_low=own_precision_low, shape_of=shape_of, initializers=inner_inits, scope=inner_scope)
+    return _count(inner, list(graph.node), trips, reasons)
 
 
 def _trip_count(node: onnx.NodeProto, scope: Scope, initializers: Mapping[str, onnx.TensorProto]) -> int | str:

@@ -30,6 +30,7 @@ from onnx import TensorProto
 
 from harness.convert.classify import Decision
 from harness.convert.graphinfo import GraphInfo, domain_of
+from harness.convert.options import ConvertOptions
 from harness.core.dtypes import LOW_ELEMS
 
 LOG = logging.getLogger("harness.convert")
@@ -187,13 +188,13 @@ def merge_small_islands(
     info: GraphInfo,
     decisions: dict[str, Decision],
     *,
-    low: int,
-    min_flops: int,
+    options: ConvertOptions,
     flops_of: FlopsOf,
-    respect_fp32_casts: bool = True,
 ) -> int:
-    """Rule 9. Returns the number of nodes made low. With ``respect_fp32_casts`` a reader of any user upcast,
-    an identity one included, holds its island (see ``ConvertOptions.respect_fp32_casts``)."""
+    """Rule 9: FP32 islands under ``options.fp32_island_min_flops`` go to ``options``' low type unless a rule
+    requires FP32. Returns the number of nodes made low. With ``options.respect_fp32_casts`` a reader of any user
+    upcast, an identity one included, holds its island (see ``ConvertOptions.respect_fp32_casts``)."""
+    low, min_flops, respect_fp32_casts = options.low_elem, options.fp32_island_min_flops, options.respect_fp32_casts
     if min_flops <= 0:
         return 0
     changed = kept = merged = 0

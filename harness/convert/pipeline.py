@@ -215,8 +215,7 @@ def _convert_once(
             work,
             original_inputs=original_inputs,
             original_outputs=original_outputs,
-            keep_io_types=options.keeps_io_types,
-            low=options.low_elem,
+            options=options,
             input_error=lambda: _input_error(model, options),
         )
     except ConversionError as err:
@@ -276,15 +275,7 @@ def _fold(
 
     follow_data(nodes, info, decisions, storage_in)
     selections_follow_readers(nodes, info, decisions)
-    merge_small_islands(
-        nodes,
-        info,
-        decisions,
-        low=options.low_elem,
-        min_flops=options.fp32_island_min_flops,
-        flops_of=flops_of,
-        respect_fp32_casts=options.respect_fp32_casts,
-    )
+    merge_small_islands(nodes, info, decisions, options=options, flops_of=flops_of)
     identities = identity_casts(nodes, info, decisions, low=options.low_elem)
     for node in nodes:
         if node.name in identities:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 import numpy as np
 import onnx
 
+from harness.core.entrypoints import Registered, builtin_first, discover_group
 from harness.core.errors import UserError
 
 if TYPE_CHECKING:
@@ -96,73 +97,35 @@ class ConverterPlugin(Protocol):
     def __call__(self, request: ConvertRequest) -> onnx.ModelProto | ConversionResult: ...
 
 
-@dataclass(frozen=True)
-class RegisteredConverter:
-    """One discovered converter: its name, the distribution and version it came from (provenance)."""
-
-    name: str
-    distribution: str
-    version: str
-    value: str
-    entry_point: metadata.EntryPoint
-
-    def load(self) -> ConverterPlugin:
-        where = f"entry point {self.name} = {self.value!r} of {self.distribution} {self.version} (group {GROUP})"
-        try:
-            plugin = self.entry_point.load()
-        except Exception as err:  # noqa: BLE001 - a plugin's import error is its own; name it and its package
-            raise UserError(
-                where=where,
-                problem=f"it does not import: {type(err).__name__}: {err}",
-                fix=f"fix or reinstall {self.distribution}, or drop --converter {self.name}",
-            ) from None
-        if not callable(plugin) or not isinstance(getattr(plugin, "traits", None), ConverterTraits):
-            raise UserError(
-                where=where,
-                problem="it is not a converter: it needs `traits = ConverterTraits(...)` and to be callable",
-                fix="name an object with traits that is called as plugin(request) -> onnx.ModelProto",
-            )
-        return cast(ConverterPlugin, plugin)
+def load_plugin(entry: Registered) -> ConverterPlugin:
+    """The converter plugin an entry point of the group names, checked: callable, with its traits."""
+    plugin = entry.load(option="--converter")
+    if not callable(plugin) or not isinstance(getattr(plugin, "traits", None), ConverterTraits):
+        raise UserError(
+            where=entry.where,
+            problem="it is not a converter: it needs `traits = ConverterTraits(...)` and to be callable",
+            fix="name an object with traits that is called as plugin(request) -> onnx.ModelProto",
+        )
+    return cast(ConverterPlugin, plugin)
 
 
 @lru_cache(maxsize=1)
-def registered() -> dict[str, RegisteredConverter]:
+def registered() -> dict[str, Registered]:
     """Every converter of the group, by name (read once per process); a name claimed twice is a user error."""
-    found: dict[str, RegisteredConverter] = {}
-    for ep in metadata.entry_points(group=GROUP):
-        dist = ep.dist
-        entry = RegisteredConverter(
-            name=ep.name,
-            distribution=dist.name if dist else "unknown",
-            version=dist.version if dist else "unknown",
-            value=ep.value,
-            entry_point=ep,
-        )
-        other = found.get(ep.name)
-        if other is not None and (other.distribution, other.value) != (entry.distribution, entry.value):
-            raise UserError(
-                where=f"converter {ep.name!r} (group {GROUP})",
-                problem=f"registered by both {other.distribution} ({other.value}) and "
-                f"{entry.distribution} ({entry.value})",
-                fix="uninstall the plugin: pip uninstall "
-                + next(d for d in (entry.distribution, other.distribution) if d != "castguard"),
-            )
-        found[ep.name] = entry
-    missing = [name for name in BUILTIN if name not in found]
-    if missing:
+    group = discover_group(GROUP, builtin=BUILTIN, kind="converter")
+    for name, (other, entry) in group.clashes.items():
         raise UserError(
-            where=f"entry points {GROUP}",
-            problem=f"castguard's own converters are not registered ({', '.join(missing)}): the installed "
-            "castguard metadata predates converter plugins",
-            fix="reinstall castguard: pip install -e . (or pip install castguard)",
+            where=f"converter {name!r} (group {GROUP})",
+            problem=f"registered by both {other.distribution} ({other.value}) and {entry.distribution} ({entry.value})",
+            fix="uninstall the plugin: pip uninstall "
+            + next(d for d in (entry.distribution, other.distribution) if d != "castguard"),
         )
-    return found
+    return group.found
 
 
 def converter_names() -> tuple[str, ...]:
     """Every converter ``--converter`` accepts: castguard's first, then installed plugins by name."""
-    found = registered()
-    return (*BUILTIN, *sorted(n for n in found if n not in BUILTIN))
+    return builtin_first(registered(), BUILTIN)
 
 
 def check_converter(value: object, *, where: str) -> None:
@@ -182,11 +145,11 @@ def traits_of(name: str) -> ConverterTraits:
     """A converter's declared traits (loads its entry point); the candidate takes no setting."""
     if name == CANDIDATE:
         return ConverterTraits(takes=frozenset(), precisions=("fp16", "bf16"))
-    return registered()[name].load().traits
+    return load_plugin(registered()[name]).traits
 
 
 def load_converter(name: str) -> ConverterPlugin:
-    return registered()[name].load()
+    return load_plugin(registered()[name])
 
 
 def converter_sources(names: Sequence[str]) -> tuple[tuple[str, str, str], ...]:

@@ -35,21 +35,12 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from harness.convert.outputs import TensorFacts
+from harness.core.dtypes import FLOAT_TYPES, INT_TYPES
+
 MIN_OPSET = 7
 PREFIX = "castguard_mag"
 _FLOATS = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16})
-_INTS = frozenset(
-    {
-        TensorProto.INT8,
-        TensorProto.INT16,
-        TensorProto.INT32,
-        TensorProto.INT64,
-        TensorProto.UINT8,
-        TensorProto.UINT16,
-        TensorProto.UINT32,
-        TensorProto.BOOL,
-    }
-)
 REPORTED_ELEMS = frozenset(
     {
         TensorProto.FLOAT,
@@ -224,15 +215,16 @@ def add_reductions(
     model: onnx.ModelProto,
     names: Iterable[str],
     *,
-    types: Mapping[str, int],
+    facts: TensorFacts,
     absmin_names: Iterable[str],
-    ranks: Mapping[str, int] | None = None,
     raw_names: Iterable[str] = (),
 ) -> ReductionPlan:
     """Replace `model`'s outputs (in place: pass the child's own copy) by the reductions of `names` (the tensors
     the reference run records) and the ones that stay raw: `raw_names` (small tensors: whole, they cost less than
-    the nodes that reduce them) and those `types` does not know. `ranks`: the ranks inference knows (the others
-    are read with Shape(Shape(x))). ValueError: the model's opset is too old."""
+    the nodes that reduce them) and those whose type onnx inference does not know (``facts.types``). Ranks
+    inference does not know (``facts.ranks``) are read with Shape(Shape(x)). ValueError: the model's opset is too
+    old."""
+    types = facts.types
     opset = default_opset(model)
     if opset is None or opset < MIN_OPSET:
         raise ValueError(f"default-domain opset {opset} (in-graph reductions need {MIN_OPSET} or later)")
@@ -241,7 +233,7 @@ def add_reductions(
     taken = {n for node in graph.node for n in [*node.input, *node.output, node.name]}
     taken |= {v.name for v in [*graph.input, *graph.initializer, *graph.value_info]}
     build = GraphBuilder(graph, opset, taken)
-    wanted_absmin, forced, ranks = set(absmin_names), set(raw_names), ranks or {}
+    wanted_absmin, forced, ranks = set(absmin_names), set(raw_names), facts.ranks
     parts: dict[str, list[str]] = {k: [] for k in ("f32", "f64", "i64", "absmin", "absmin64", "shapes")}
     floats: list[str] = []
     doubles: list[str] = []
@@ -260,8 +252,8 @@ def add_reductions(
         elem = types.get(name, 0)
         if (
             name in forced
-            or elem not in _FLOATS | _INTS | {TensorProto.DOUBLE, TensorProto.STRING}
-            or (name in wanted_absmin and elem not in _INTS and opset < 9)
+            or elem not in FLOAT_TYPES | INT_TYPES | {TensorProto.STRING}
+            or (name in wanted_absmin and elem not in INT_TYPES and opset < 9)
         ):  # Where: opset 9
             raw.append(name)
             continue
@@ -280,7 +272,7 @@ def add_reductions(
             pinned.append(build.node("Identity", [name], "pinned"))
             source = build.node("Cast", [pinned[-1]], "float", to=TensorProto.FLOAT)
         flat = build.node("Reshape", [source, build.const(np.array([-1], np.int64))], "flat")
-        kind = "i64" if elem in _INTS else "f64" if elem == TensorProto.DOUBLE else "f32"
+        kind = "i64" if elem in INT_TYPES else "f64" if elem == TensorProto.DOUBLE else "f32"
         high = build.reduce("ReduceMax", flat, "reducemax")
         # max(|max|, |min|) is |max| where no value is below zero: the min slot repeats the max
         low = (

@@ -16,6 +16,7 @@ import onnx
 from onnx import TensorProto
 
 from harness.convert.graphinfo import STUB_LOCATION, light_copy
+from harness.convert.options import ConvertOptions
 from harness.core.dtypes import FLOAT_TYPES
 from harness.core.errors import ConversionError
 
@@ -83,15 +84,16 @@ def validate(
     *,
     original_inputs: Mapping[str, int],
     original_outputs: Mapping[str, int],
-    keep_io_types: bool,
-    low: int,
+    options: ConvertOptions,
     input_error: Callable[[], str | None] = lambda: None,
 ) -> onnx.ModelProto:
-    """Check `model`; returns its strictly inferred light copy (types and shapes of every tensor).
+    """Check `model`, converted with `options`; returns its strictly inferred light copy (types and shapes of every
+    tensor). The graph I/O types are the originals, or ``options``' low type where the I/O is not kept.
 
     `input_error` gives the strict check's message on the (prepared) input model; when the converted model
     fails with that very message, the fault is the input's (an onnx function body that fails strict inference
     at this opset, say): a warning says so, and the model is checked by the checker and non-strict inference."""
+    keep_io_types, low = options.keeps_io_types, options.low_elem
     try:
         inferred = _check(model)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:

@@ -23,6 +23,19 @@ PRECISION_ALIASES: dict[str, str] = {"float32": "fp32", "float16": "fp16", "bflo
 LOW_TYPES: dict[int, str] = {TensorProto.FLOAT16: "fp16", TensorProto.BFLOAT16: "bf16"}
 LOW_ELEMS = frozenset(LOW_TYPES)
 FLOAT_TYPES = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE})
+INT_TYPES = frozenset(
+    {
+        TensorProto.INT8,
+        TensorProto.INT16,
+        TensorProto.INT32,
+        TensorProto.INT64,
+        TensorProto.UINT8,
+        TensorProto.UINT16,
+        TensorProto.UINT32,
+        TensorProto.BOOL,
+    }
+)
+"""Integer and bool element types that int64 holds exactly (UINT64 aside): compared exactly, reduced as int64."""
 ELEM_NAMES: dict[int, str] = {
     TensorProto.FLOAT: "fp32",
     TensorProto.FLOAT16: "fp16",

@@ -272,7 +272,9 @@ def recipe_lines(model: onnx.ModelProto, recipe: InputRecipe) -> list[str]:
     return [head, *(p.line() for p in plans), *notes]
 
 
-def _draw(rng: np.random.Generator, dtype: np.dtype, plan: InputPlan, *, flags: InputFlags) -> np.ndarray:
+def _draw(rng: np.random.Generator, plan: InputPlan, *, flags: InputFlags) -> np.ndarray:
+    """One random array as ``plan`` says (its dtype, shape and value range)."""
+    dtype = np.dtype(plan.dtype) if plan.dtype != "bfloat16" else BFLOAT16
     shape, lo, hi, name = plan.shape, plan.low, plan.high, plan.name
     if dtype == np.dtype(np.bool_):
         return rng.random(shape) < 0.5
@@ -310,13 +312,7 @@ def generate_feeds(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -
     """Seeded random feeds following :func:`plan_inputs`."""
     plans, _ = plan_inputs(model, recipe, where=where)
     rng = np.random.default_rng(recipe.seed)
-    return [
-        {
-            p.name: _draw(rng, np.dtype(p.dtype) if p.dtype != "bfloat16" else BFLOAT16, p, flags=recipe.flags)
-            for p in plans
-        }
-        for _ in range(recipe.iterations)
-    ]
+    return [{p.name: _draw(rng, p, flags=recipe.flags) for p in plans} for _ in range(recipe.iterations)]
 
 
 def make_feeds(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> list[Feed]:

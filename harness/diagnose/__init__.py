@@ -16,6 +16,8 @@ _API = {
     "Diagnosis": "facts",
     "Divergence": "facts",
     "TensorError": "facts",
+    "FailedCase": "failure",
+    "ModelPair": "profile",
     "diagnose_failure": "failure",
     "first_divergence": "failure",
     "DEFAULT_BUDGET": "failure",
@@ -25,6 +27,8 @@ __all__ = [
     "DEFAULT_BUDGET",
     "Diagnosis",
     "Divergence",
+    "FailedCase",
+    "ModelPair",
     "TensorError",
     "diagnose_failure",
     "first_divergence",
@@ -49,5 +53,7 @@ if TYPE_CHECKING:
     from harness.diagnose.facts import Divergence as Divergence
     from harness.diagnose.facts import TensorError as TensorError
     from harness.diagnose.failure import DEFAULT_BUDGET as DEFAULT_BUDGET
+    from harness.diagnose.failure import FailedCase as FailedCase
     from harness.diagnose.failure import diagnose_failure as diagnose_failure
     from harness.diagnose.failure import first_divergence as first_divergence
+    from harness.diagnose.profile import ModelPair as ModelPair

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import onnx
@@ -18,11 +18,12 @@ from harness.diagnose.command import (
     write_feeds,
 )
 from harness.diagnose.facts import Diagnosis, Divergence
-from harness.diagnose.profile import Profile, divergence_profile
+from harness.diagnose.profile import ModelPair, Profile, divergence_profile
 from harness.diagnose.verify import (
     CaseSetup,
     FixOutcome,
     case_bound,
+    failing_evaluation,
     verify_as_is,
     verify_fix,
 )
@@ -53,122 +54,121 @@ def cause_of(reference: onnx.ModelProto, profile: Profile) -> Divergence | None:
     )
 
 
-def first_divergence(
-    reference: onnx.ModelProto,
-    converted: onnx.ModelProto,
-    feeds: Sequence[Feed],
-    *,
-    precision: str,
-    policy: TolerancePolicy,
-    model_dir: Path | None = None,
-    converted_dir: Path | None = None,
-) -> Divergence | None:
+def first_divergence(pair: ModelPair) -> Divergence | None:
     """The diagnosed cause alone (see :mod:`harness.diagnose.cause`): a computed tensor whose error reaches a
     failing output, or None."""
-    profile = divergence_profile(
-        reference,
-        converted,
-        feeds,
-        precision=precision,
-        policy=policy,
-        model_dir=model_dir,
-        converted_dir=converted_dir,
-    )
-    return cause_of(reference, profile)
+    return cause_of(pair.reference, divergence_profile(pair))
 
 
-def diagnose_failure(
-    *,
-    reference: onnx.ModelProto,
-    model_path: Path,
-    conversion: ConversionResult,
-    options: ConvertOptions,
-    magnitudes: Magnitudes | None,
-    feeds: Sequence[Feed],
-    goldens: Outputs,
-    obtained: Outputs | None,
-    runner: str,
-    providers: Sequence[str] = (),
-    policy: TolerancePolicy,
-    work_dir: Path,
-    budget: int = DEFAULT_BUDGET,
-    runner_options: RunnerOptionsTable = (),
-    runner_timeout: float | None = None,
-) -> Diagnosis:
-    """Diagnose a failing case (see :mod:`harness.diagnose`). ``obtained``: the case's outputs (they spare one
-    evaluation); ``runner``/``providers``/``runner_options``/``runner_timeout``: the case's runner, as the case ran
-    it; ``work_dir``: where the fixed model's command writes it and the golden's feeds go when a command needs
-    them (created only then)."""
-    precision = options.low_precision_type
-    profile = divergence_profile(
-        reference,
-        conversion.model,
-        feeds,
-        precision=precision,
-        policy=policy,
-        model_dir=model_path.parent,
-        converted_dir=conversion.base_dir,
-    )
-    cause = cause_of(reference, profile)
-    low = set(conversion.low_nodes)
+@dataclass(frozen=True)
+class FailedCase:
+    """A failing case as it ran: the FP32 model and its file (the printed commands name it), the conversion with the
+    options and magnitudes that made it, the golden's feeds and outputs, the case's own outputs (``obtained``: they
+    spare one evaluation), the tolerance policy, and the case's runner as the case ran it."""
+
+    reference: onnx.ModelProto
+    model_path: Path
+    conversion: ConversionResult
+    options: ConvertOptions
+    magnitudes: Magnitudes | None
+    feeds: Sequence[Feed]
+    goldens: Outputs
+    obtained: Outputs | None
+    policy: TolerancePolicy
+    runner: str = "emulate"
+    providers: tuple[str, ...] = ()
+    runner_options: RunnerOptionsTable = ()
+    runner_timeout: float | None = None
+
+    @property
+    def pair(self) -> ModelPair:
+        """The FP32 model and the failing conversion, for the divergence profile."""
+        return ModelPair(
+            reference=self.reference,
+            converted=self.conversion.model,
+            feeds=self.feeds,
+            precision=self.options.low_precision_type,
+            policy=self.policy,
+            model_dir=self.model_path.parent,
+            converted_dir=self.conversion.base_dir,
+        )
+
+    def setup(self) -> CaseSetup:
+        """tune's setup that converts this case again and runs it on the case's runner."""
+        return CaseSetup(
+            model=self.reference,
+            options=self.options,
+            magnitudes=self.magnitudes,  # type: ignore[arg-type]
+            feeds=list(self.feeds),
+            goldens=list(self.goldens),
+            bound=case_bound(precision=self.options.low_precision_type, policy=self.policy),
+            model_dir=self.model_path.parent,
+            use_magnitudes=needs_feeds(self.options) and self.magnitudes is not None,
+            runner=self.runner,
+            providers=self.providers,
+            runner_options=self.runner_options,
+            runner_timeout=self.runner_timeout,
+        )
+
+
+def diagnose_failure(case: FailedCase, *, work_dir: Path, budget: int = DEFAULT_BUDGET) -> Diagnosis:
+    """Diagnose a failing case (see :mod:`harness.diagnose`). ``work_dir``: where the fixed model's command writes
+    it and the golden's feeds go when a command needs them (created only then)."""
+    profile = divergence_profile(case.pair)
+    cause = cause_of(case.reference, profile)
+    low = set(case.conversion.low_nodes)
     facts = Diagnosis(cause=cause, profile=profile.rows, budget=budget, low_nodes=len(low))
     if not low:
         return facts
-    region: list[str] = []
-    more: list[str] = []
-    if cause is not None and cause.node:
-        region = [n for n in fix_region(reference.graph, profile, cause.node, precision=precision) if n in low]
-        more = [n for n in neighbourhood(reference.graph, profile, cause.node, limit=MAX_CANDIDATES) if n in low]
-    outcome = FixOutcome(kept=(), verified=False, error=None, share=None, evaluations=0)
-    setup = CaseSetup(
-        model=reference,
-        options=options,
-        magnitudes=magnitudes,  # type: ignore[arg-type]
-        feeds=list(feeds),
-        goldens=list(goldens),
-        bound=case_bound(precision=precision, policy=policy),
-        model_dir=model_path.parent,
-        use_magnitudes=needs_feeds(options) and magnitudes is not None,
-        runner=runner,
-        providers=tuple(providers),
-        runner_options=runner_options,
-        runner_timeout=runner_timeout,
-    )
-    if region or more:
-        outcome = verify_fix(
-            setup, region=region, more=more, budget=budget, failing=obtained, failing_share=conversion.lowp_flop_share
-        )
-    fix_ops: tuple[str, ...] = ()
-    if not outcome.verified and cause is not None and not cause.node and outcome.evaluations < budget:
-        by_op = replace(options, op_types_to_exclude=(*options.op_types_to_exclude, cause.op))
-        tried = verify_as_is(replace(setup, options=by_op))
-        spent = outcome.evaluations + tried.evaluations
-        if tried.verified:
-            options, fix_ops, outcome = by_op, (cause.op,), replace(tried, evaluations=spent)
-        else:
-            outcome = replace(outcome, evaluations=spent)
+    options, fix_ops, outcome = _run_fix(case, profile, cause, budget=budget)
     calibration = None
     if needs_feeds(options) or not outcome.verified:
-        calibration = write_feeds(work_dir / "feeds", feeds)
+        calibration = write_feeds(work_dir / "feeds", case.feeds)
     command = tune = ""
     if outcome.verified:
         command = convert_command(
-            model_path, options, outcome.kept, output_path=work_dir / "fixed.onnx", calibration=calibration
+            case.model_path, options, outcome.kept, output_path=work_dir / "fixed.onnx", calibration=calibration
         )
     else:
-        tune = tune_command(model_path, options, output_path=work_dir / "tuned.onnx", calibration=calibration)
-    return Diagnosis(
-        cause=cause,
-        profile=profile.rows,
+        tune = tune_command(case.model_path, options, output_path=work_dir / "tuned.onnx", calibration=calibration)
+    return replace(
+        facts,
         fix_nodes=outcome.kept,
         fix_ops=fix_ops,
         verified=outcome.verified,
         fix_error=outcome.error,
         fix_share=outcome.share,
         evaluations=outcome.evaluations,
-        budget=budget,
         command=command,
         tune_command=tune,
-        low_nodes=len(low),
         problem=outcome.problem,
     )
+
+
+def _run_fix(
+    case: FailedCase, profile: Profile, cause: Divergence | None, *, budget: int
+) -> tuple[ConvertOptions, tuple[str, ...], FixOutcome]:
+    """The fix run on the case's runner: the cause's region kept FP32, then tune's search over its neighbourhood;
+    for a cause node with no name, its op type kept FP32. Returns the fix's options, its op types and outcome."""
+    options, precision, graph = case.options, case.options.low_precision_type, case.reference.graph
+    low = set(case.conversion.low_nodes)
+    region: list[str] = []
+    more: list[str] = []
+    if cause is not None and cause.node:
+        region = [n for n in fix_region(graph, profile, cause.node, precision=precision) if n in low]
+        more = [n for n in neighbourhood(graph, profile, cause.node, limit=MAX_CANDIDATES) if n in low]
+    outcome = FixOutcome(kept=(), verified=False, error=None, share=None, evaluations=0)
+    setup = case.setup()
+    if region or more:
+        failing = None
+        if case.obtained is not None:
+            failing = failing_evaluation(setup, case.obtained, share=case.conversion.lowp_flop_share)
+        outcome = verify_fix(setup, region=region, more=more, budget=budget, failing=failing)
+    if outcome.verified or cause is None or cause.node or outcome.evaluations >= budget:
+        return options, (), outcome
+    by_op = replace(options, op_types_to_exclude=(*options.op_types_to_exclude, cause.op))
+    tried = verify_as_is(replace(setup, options=by_op))
+    spent = outcome.evaluations + tried.evaluations
+    if tried.verified:
+        return by_op, (cause.op,), replace(tried, evaluations=spent)
+    return options, (), replace(outcome, evaluations=spent)

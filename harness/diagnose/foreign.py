@@ -11,18 +11,14 @@ op on fp16 tensors), the diagnosis says that, and names no cause.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 
 import onnx
 
 from harness.core.errors import RunnerError, RunnerUnavailable
-from harness.data.recipes import Feed
 from harness.diagnose.facts import Diagnosis
 from harness.diagnose.failure import cause_of
-from harness.diagnose.profile import computed_tensors, divergence_profile
-from harness.judge.tolerances import TolerancePolicy
+from harness.diagnose.profile import ModelPair, computed_tensors, divergence_profile
 
 _SHOWN = 6
 
@@ -38,28 +34,11 @@ def unfollowed(reference: onnx.ModelProto, converted: onnx.ModelProto) -> list[s
     ]
 
 
-def diagnose_foreign(
-    *,
-    reference: onnx.ModelProto,
-    converted: onnx.ModelProto,
-    feeds: Sequence[Feed],
-    precision: str,
-    policy: TolerancePolicy,
-    model_dir: Path | None,
-    converted_dir: Path | None,
-    converter: str,
-) -> Diagnosis:
+def diagnose_foreign(pair: ModelPair, *, converter: str) -> Diagnosis:
     """See the module docstring."""
+    reference, converted = pair.reference, pair.converted
     try:
-        profile = divergence_profile(
-            reference,
-            converted,
-            feeds,
-            precision=precision,
-            policy=policy,
-            model_dir=model_dir,
-            converted_dir=converted_dir,
-        )
+        profile = divergence_profile(pair)
     except (RunnerUnavailable, RunnerError) as err:
         return Diagnosis(cause=None, problem=f"the first-divergence search could not run: {err}", converter=converter)
     facts = Diagnosis(cause=cause_of(reference, profile), profile=profile.rows, converter=converter)

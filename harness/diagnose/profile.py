@@ -24,13 +24,15 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from harness.core.dtypes import INT_TYPES
 from harness.core.errors import RunnerError
 from harness.data.feeds import cast_feeds, input_specs
 from harness.data.marked import with_outputs
 from harness.data.onnxfile import is_lazy, stub_copy
 from harness.data.recipes import Feed
 from harness.diagnose.facts import TensorError
-from harness.diagnose.sidebyside import EXACT_ELEMS, LOW, Gate, materialise, read_figures, side_by_side
+from harness.diagnose.sidebyside import LOW, Gate, materialise, read_figures, side_by_side
+from harness.judge.compare import Tolerance
 from harness.judge.paired import judge_outputs
 from harness.judge.tolerances import TolerancePolicy
 from harness.runners import make_runner
@@ -54,6 +56,25 @@ def computed_tensors(graph: onnx.GraphProto) -> set[str]:
 
 
 @dataclass(frozen=True)
+class ModelPair:
+    """The FP32 model and its conversion, compared on ``feeds`` (the golden's, in the FP32 model's input dtypes)
+    under the case's tolerance policy; ``model_dir`` / ``converted_dir`` (default: ``model_dir``): the folders the
+    models' external data is in."""
+
+    reference: onnx.ModelProto
+    converted: onnx.ModelProto
+    feeds: Sequence[Feed]
+    precision: str
+    policy: TolerancePolicy
+    model_dir: Path | None = None
+    converted_dir: Path | None = None
+
+    def tolerance(self, name: str, golden: np.ndarray) -> Tolerance:
+        """The policy's tolerance for tensor ``name`` of this magnitude."""
+        return self.policy.tolerance_for(precision=self.precision, output=name, golden=golden)
+
+
+@dataclass(frozen=True)
 class Profile:
     """Per tensor in graph order: its error (:class:`TensorError`) and its largest finite |FP32| value."""
 
@@ -73,49 +94,42 @@ def _absmax(arrays: Sequence[np.ndarray]) -> float:
     return max((float(v.max()) for v in finite if v.size), default=0.0)
 
 
-def divergence_profile(
-    reference: onnx.ModelProto,
-    converted: onnx.ModelProto,
-    feeds: Sequence[Feed],
-    *,
-    precision: str,
-    policy: TolerancePolicy,
-    model_dir: Path | None = None,
-    converted_dir: Path | None = None,
-) -> Profile:
-    """See the module docstring. ``feeds`` are in the FP32 model's input dtypes (the golden's feeds);
-    ``model_dir`` / ``converted_dir`` (default: ``model_dir``): the folders the models' external data is in."""
-    order = _order(reference, converted)
-    types = tensor_types(reference)
-    computed = computed_tensors(reference.graph)  # the others are small or folded: fetched whole
-    gates = _gates([name for name, _ in order if name in computed], types, precision=precision, policy=policy)
-    dirs = (model_dir, converted_dir)
+def divergence_profile(pair: ModelPair) -> Profile:
+    """See the module docstring."""
+    order = _order(pair.reference, pair.converted)
+    types = tensor_types(pair.reference)
+    computed = computed_tensors(pair.reference.graph)  # the others are small or folded: fetched whole
+    gates = _gates(pair, [name for name, _ in order if name in computed], types)
     try:
-        measured, raw = _measure(reference, converted, feeds, [name for name, _ in order], types, gates, dirs=dirs)
+        measured, raw = _measure(pair, [name for name, _ in order], types, gates)
         careful = {
             name: replace(gates[name], careful=True)
             for name, (_, counts) in measured.items()
-            if types[name] not in EXACT_ELEMS and bool((counts[:, 2] != counts[:, 3]).any())
+            if types[name] not in INT_TYPES and bool((counts[:, 2] != counts[:, 3]).any())
         }
         if careful:  # FP32 tensors that are not all finite: judged with the NaN/inf rules in a second run
-            measured.update(_measure(reference, converted, feeds, list(careful), types, careful, dirs=dirs)[0])
+            measured.update(_measure(pair, list(careful), types, careful)[0])
     except (ValueError, RunnerError, onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
         LOG.warning(
             "diagnosis: the FP32 model and the conversion cannot be compared in one graph (%s); every tensor of "
             "both is marked as a graph output instead, which holds all intermediates of two forwards in memory",
             err,
         )
-        return marked_profile(
-            reference,
-            converted,
-            feeds,
-            precision=precision,
-            policy=policy,
-            model_dir=model_dir,
-            converted_dir=converted_dir,
-        )
-    exact = frozenset(n for n in measured if types[n] in EXACT_ELEMS)
-    return _profile_from(reference, order, measured, raw, exact=exact, precision=precision, policy=policy)
+        return marked_profile(pair)
+    exact = frozenset(n for n in measured if types[n] in INT_TYPES)
+    judged: dict[str, Judged] = {}
+    for name, _ in order:
+        found: Judged | None = None
+        if name in measured:
+            found = _judge_figures(pair, name, measured[name], exact=name in exact)
+        elif raw and name in raw[0]:
+            gold = [np.asarray(run[name]) for run in raw]
+            found = _judge_raw(pair, name, [np.asarray(run[LOW + name]) for run in raw], gold)
+            if found is not None and found[5] is not None and name not in computed:
+                continue  # integer shape arithmetic: never a cause (its error shows downstream)
+        if found is not None:  # else strings, and tensors neither compared nor fetched
+            judged[name] = found
+    return _assemble(pair.reference, order, judged)
 
 
 Measured = dict[str, tuple[np.ndarray, np.ndarray]]
@@ -123,20 +137,13 @@ Measured = dict[str, tuple[np.ndarray, np.ndarray]]
 
 
 def _measure(
-    reference: onnx.ModelProto,
-    converted: onnx.ModelProto,
-    feeds: Sequence[Feed],
-    names: Sequence[str],
-    types: Mapping[str, int],
-    gates: Mapping[str, Gate],
-    *,
-    dirs: tuple[Path | None, Path | None],
+    pair: ModelPair, names: Sequence[str], types: Mapping[str, int], gates: Mapping[str, Gate]
 ) -> tuple[Measured, list[dict[str, np.ndarray]]]:
     """One side-by-side session run on every feed: the figures of the gated tensors and the raw others."""
-    model, plan = side_by_side(reference, converted, names, types=types, gates=gates)
-    where = _weights_dir(model, model_dir=dirs[0], converted_dir=dirs[1])
+    model, plan = side_by_side(pair.reference, pair.converted, names, types=types, gates=gates)
+    where = _weights_dir(model, model_dir=pair.model_dir, converted_dir=pair.converted_dir)
     session = create_session(model, providers=(CPU,), runner="emulate", model_dir=where, spinning=False, as_given=True)
-    runs = [run_session(session, dict(feed), runner="emulate") for feed in feeds]
+    runs = [run_session(session, dict(feed), runner="emulate") for feed in pair.feeds]
     del session
     per_run = [read_figures(run, plan) for run in runs]
     measured = {
@@ -166,17 +173,15 @@ def tensor_types(model: onnx.ModelProto) -> dict[str, int]:
     return {k: v for k, v in types.items() if v}
 
 
-def _gates(
-    names: Sequence[str], types: Mapping[str, int], *, precision: str, policy: TolerancePolicy
-) -> dict[str, Gate]:
+def _gates(pair: ModelPair, names: Sequence[str], types: Mapping[str, int]) -> dict[str, Gate]:
     """Tensors compared in the graph, with their tolerance's scale-free part: exact ones always, float ones
     whose tolerance is decided from maxima (the others stay raw: a statistic or top-k needs every element)."""
     gates: dict[str, Gate] = {}
     for name in names:
-        if types.get(name) in EXACT_ELEMS:
+        if types.get(name) in INT_TYPES:
             gates[name] = Gate(rtol=0.0, nan_equal=True, inf_equal=True)
             continue
-        tol = policy.tolerance_for(precision=precision, output=name, golden=np.zeros(1, np.float32))
+        tol = pair.tolerance(name, np.zeros(1, np.float32))
         if tol.mode in _IN_GRAPH_MODES and tol.top_k is None:
             gates[name] = Gate(
                 rtol=tol.rtol, nan_equal=tol.nan_equal, inf_equal=tol.inf_equal, isclose=tol.mode == "isclose"
@@ -196,34 +201,22 @@ def _weights_dir(model: onnx.ModelProto, *, model_dir: Path | None, converted_di
     return model_dir or low_dir
 
 
-def _profile_from(
-    reference: onnx.ModelProto,
-    order: Sequence[tuple[str, onnx.NodeProto]],
-    measured: Measured,
-    raw: Sequence[Mapping[str, np.ndarray]],
-    *,
-    exact: frozenset[str],
-    precision: str,
-    policy: TolerancePolicy,
+Judged = tuple[float, bool, float, float, float, int | None, int]
+"""(scaled error, passed, max_abs, max_rel, max finite |FP32|, differing positions (exact tensors), elements)."""
+
+
+def _assemble(
+    reference: onnx.ModelProto, order: Sequence[tuple[str, onnx.NodeProto]], judged: Mapping[str, Judged]
 ) -> Profile:
+    """The profile of the ``judged`` tensors, in graph ``order``."""
     computed = computed_tensors(reference.graph)
     rows: list[TensorError] = []
     absmax: dict[str, float] = {}
     stats: dict[str, tuple[float, float]] = {}
     for name, node in order:
-        judged: Judged | None = None
-        if name in measured:
-            figures, counts = measured[name]
-            judged = _judge_figures(name, figures, counts, exact=name in exact, precision=precision, policy=policy)
-        elif raw and name in raw[0]:
-            gold = [np.asarray(run[name]) for run in raw]
-            got = [np.asarray(run[LOW + name]) for run in raw]
-            judged = _judge_raw(name, got, gold, precision=precision, policy=policy)
-            if judged is not None and judged[5] is not None and name not in computed:
-                continue  # integer shape arithmetic: never a cause (its error shows downstream)
-        if judged is None:
-            continue  # strings, and tensors neither compared nor fetched
-        error, passed, max_abs, max_rel, scale, differing, elements = judged
+        if name not in judged:
+            continue
+        error, passed, max_abs, max_rel, scale, differing, elements = judged[name]
         stats[name] = (max_abs, max_rel)
         if differing is None:
             absmax[name] = scale
@@ -245,14 +238,9 @@ def _profile_from(
     )
 
 
-Judged = tuple[float, bool, float, float, float, int | None, int]
-"""(scaled error, passed, max_abs, max_rel, max finite |FP32|, differing positions (exact tensors), elements)."""
-
-
-def _judge_figures(
-    name: str, figures: np.ndarray, counts: np.ndarray, *, exact: bool, precision: str, policy: TolerancePolicy
-) -> Judged:
-    """The verdict :func:`judge_outputs` gives, from the in-graph figures of every run (see sidebyside)."""
+def _judge_figures(pair: ModelPair, name: str, measured: tuple[np.ndarray, np.ndarray], *, exact: bool) -> Judged:
+    """The verdict :func:`judge_outputs` gives, from the in-graph figures and counts of every run (see sidebyside)."""
+    figures, counts = measured
     present = counts[:, 3] > 0
     figures = np.where(present[:, None], figures, 0.0)
     scale = float(figures[:, 0].max(initial=0.0))
@@ -264,7 +252,7 @@ def _judge_figures(
         return error, mismatch == 0, finite_abs, float(figures[:, 2].max(initial=0.0)), scale, mismatch, elements
     max_abs = math.inf if mismatch else finite_abs
     max_rel = math.inf if mismatch else float(figures[:, 2].max(initial=0.0))
-    tol = policy.tolerance_for(precision=precision, output=name, golden=np.array([scale]))
+    tol = pair.tolerance(name, np.array([scale]))
     if tol.mode == "max":
         passed = not (max_abs > tol.atol and max_rel > tol.rtol)
     elif tol.mode == "isclose":
@@ -274,29 +262,21 @@ def _judge_figures(
     return error, passed and not mismatch, max_abs, max_rel, scale, None, elements
 
 
-def _judge_raw(
-    name: str, got: Sequence[np.ndarray], gold: Sequence[np.ndarray], *, precision: str, policy: TolerancePolicy
-) -> Judged | None:
+def _judge_raw(pair: ModelPair, name: str, got: Sequence[np.ndarray], gold: Sequence[np.ndarray]) -> Judged | None:
     """Tensors fetched whole: floats through the judge, integers and bools exactly, others (strings) not at all."""
+    elements = sum(int(g.size) for g in gold)
     if all(g.dtype.kind in "biu" for g in gold):  # exact: every differing position counts
         differing = sum(
             int(np.count_nonzero(np.asarray(a) != g)) if a.shape == g.shape else g.size for a, g in zip(got, gold)
         )
-        elements = sum(int(g.size) for g in gold)
-        return (
-            float(differing > 0),
-            differing == 0,
-            float(differing > 0),
-            float(differing > 0),
-            0.0,
-            differing,
-            elements,
-        )
+        bad = float(differing > 0)
+        return bad, differing == 0, bad, bad, 0.0, differing, elements
     if not all(np.issubdtype(g.dtype, np.floating) for g in gold):
         return None
-    verdict = judge_outputs([{name: g} for g in got], [{name: g} for g in gold], precision=precision, policy=policy)
+    verdict = judge_outputs(
+        [{name: g} for g in got], [{name: g} for g in gold], precision=pair.precision, policy=pair.policy
+    )
     (figures,) = verdict.outputs
-    elements = sum(int(g.size) for g in gold)
     error = scaled_error(zip(got, gold))
     return error, bool(verdict), float(figures.max_abs), float(figures.max_rel), _absmax(gold), None, elements
 
@@ -312,53 +292,24 @@ def output_port(node: onnx.NodeProto, tensor: str) -> str:
     return outputs[min(index, len(outputs) - 1)].name if outputs else ""
 
 
-def marked_profile(
-    reference: onnx.ModelProto,
-    converted: onnx.ModelProto,
-    feeds: Sequence[Feed],
-    *,
-    precision: str,
-    policy: TolerancePolicy,
-    model_dir: Path | None = None,
-    converted_dir: Path | None = None,
-) -> Profile:
-    """The profile from every tensor of both models marked as a graph output (the way before the in-graph
-    comparison, kept where the two cannot share a graph, and as the reference its tests compare with)."""
-    produced = {out for node in converted.graph.node for out in node.output}
-    order = [(out, node) for node in reference.graph.node for out in node.output if out and out in produced]
+def marked_profile(pair: ModelPair) -> Profile:
+    """The profile of the float tensors from every tensor of both models marked as a graph output (the way before
+    the in-graph comparison, kept where the two cannot share a graph, and as the reference its tests compare
+    with)."""
+    order = _order(pair.reference, pair.converted)
     names = [out for out, _ in order]
-    expected = make_runner("ort", with_outputs(reference, names), model_dir=model_dir).run(feeds).outputs
-    mixed = with_outputs(converted, names)
+    model_dir = pair.model_dir
+    expected = make_runner("ort", with_outputs(pair.reference, names), model_dir=model_dir).run(pair.feeds).outputs
+    mixed = with_outputs(pair.converted, names)
     obtained = (
-        make_runner("emulate", mixed, model_dir=converted_dir or model_dir)
-        .run(cast_feeds(feeds, input_specs(mixed)))
+        make_runner("emulate", mixed, model_dir=pair.converted_dir or model_dir)
+        .run(cast_feeds(pair.feeds, input_specs(mixed)))
         .outputs
     )
-    computed = computed_tensors(reference.graph)
-    rows: list[TensorError] = []
-    absmax: dict[str, float] = {}
-    stats: dict[str, tuple[float, float]] = {}
-    for name, node in order:
+    judged: dict[str, Judged] = {}
+    for name in names:
         gold = [np.asarray(it[name]) for it in expected]
-        got = [np.asarray(it[name]) for it in obtained]
-        if not all(np.issubdtype(g.dtype, np.floating) for g in gold):
-            continue
-        verdict = judge_outputs([{name: g} for g in got], [{name: g} for g in gold], precision=precision, policy=policy)
-        absmax[name] = _absmax(gold)
-        (figures,) = verdict.outputs
-        stats[name] = (float(figures.max_abs), float(figures.max_rel))
-        rows.append(
-            TensorError(
-                tensor=name,
-                node=node.name,
-                op=node.op_type,
-                error=scaled_error(zip(got, gold)),
-                passed=bool(verdict),
-                computed=name in computed,
-                elements=sum(int(g.size) for g in gold),
-                port=output_port(node, name),
-            )
-        )
-    return Profile(
-        rows=tuple(rows), fp32_absmax=absmax, outputs=tuple(o.name for o in reference.graph.output), stats=stats
-    )
+        if all(np.issubdtype(g.dtype, np.floating) for g in gold):
+            found = _judge_raw(pair, name, [np.asarray(it[name]) for it in obtained], gold)
+            judged.update({name: found} if found is not None else {})
+    return _assemble(pair.reference, order, judged)

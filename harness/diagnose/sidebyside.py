@@ -32,7 +32,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from harness.convert.reductions import GraphBuilder, default_opset
-from harness.core.dtypes import LOW_TYPES
+from harness.core.dtypes import FLOAT_TYPES, INT_TYPES, LOW_TYPES
 from harness.data.onnxfile import external_tensors, tensor_array
 from harness.runners.emulate import emulation_model
 
@@ -43,19 +43,6 @@ COUNTS = 4
 MIN_SIDE_OPSET = 11
 """Equal on float64 (the inf-matching rule) needs opset 11."""
 _ZERO_EPS = 2.220446049250313e-16
-FLOAT_ELEMS = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16})
-EXACT_ELEMS = frozenset(
-    {
-        TensorProto.INT8,
-        TensorProto.INT16,
-        TensorProto.INT32,
-        TensorProto.INT64,
-        TensorProto.UINT8,
-        TensorProto.UINT16,
-        TensorProto.UINT32,
-        TensorProto.BOOL,
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -191,7 +178,7 @@ def _compare(build: GraphBuilder, name: str, elem: int, gate: Gate) -> tuple[lis
     excess = build.node("Sub", [err, build.node("Mul", [gold, rtol], "rtolb")], "excess") if gate.isclose else gated
     figures = [build.reduce("ReduceMax", x, "max") for x in (gold, err, rel, gated)]
     figures.append(build.reduce("ReduceMax", excess, "max") if gate.isclose else figures[-1])
-    if elem in EXACT_ELEMS:
+    if elem in INT_TYPES:
         ints = [
             build.node("Reshape", [build.node("Cast", [x], "i64", to=TensorProto.INT64), flat_shape], "flati")
             for x in (LOW + name, name)
@@ -267,9 +254,9 @@ def side_by_side(
     compared: list[str] = []
     after: dict[str, list[onnx.NodeProto]] = {}
     for name in tensors:
-        if name in gates and types.get(name) in FLOAT_ELEMS | EXACT_ELEMS:
+        if name in gates and types.get(name) in FLOAT_TYPES | INT_TYPES:
             build.current = after.setdefault(name, [])
-            if gates[name].careful or types[name] in EXACT_ELEMS:
+            if gates[name].careful or types[name] in INT_TYPES:
                 f, c = _compare(build, name, types[name], gates[name])
                 figures += [*f, *c]  # one vector in tensor order: each chain finishes before the next starts
             else:
@@ -292,8 +279,8 @@ def side_by_side(
     graph.output.extend(onnx.ValueInfoProto(name=n) for name in raw for n in (name, LOW + name))
     plan = SidePlan(
         compared=tuple(compared),
-        exact=frozenset(n for n in compared if types[n] in EXACT_ELEMS),
-        fast=frozenset(n for n in compared if types[n] not in EXACT_ELEMS and not gates[n].careful),
+        exact=frozenset(n for n in compared if types[n] in INT_TYPES),
+        fast=frozenset(n for n in compared if types[n] not in INT_TYPES and not gates[n].careful),
         raw=tuple(raw),
         figures=vector,
     )

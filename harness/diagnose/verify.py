@@ -93,23 +93,26 @@ def _found(evaluation: Evaluation, order: Sequence[str], spent: int) -> FixOutco
     )
 
 
+def failing_evaluation(setup: CaseSetup, outputs: Outputs, *, share: float) -> Evaluation:
+    """The case's own outputs (everything low: nothing kept FP32) as an evaluation of ``setup``, which spares the
+    search its first one; ``share``: the conversion's low-precision FLOP share."""
+    return Evaluation(kept=frozenset(), measurement=measure(outputs, setup.goldens, setup.bound), lowp_flop_share=share)
+
+
 def verify_fix(
     setup: CaseSetup,
     *,
     region: Sequence[str],
     more: Sequence[str],
     budget: int,
-    failing: Outputs | None = None,
-    failing_share: float = 0.0,
+    failing: Evaluation | None = None,
 ) -> FixOutcome:
     """Try the ``region`` kept FP32 (1 evaluation); if the case still fails, run tune's search over
-    ``region`` + ``more`` within ``budget`` evaluations in all. ``failing`` (the case's own outputs) spares
-    the all-low evaluation the search starts with."""
+    ``region`` + ``more`` within ``budget`` evaluations in all. ``failing`` (the case's own outputs,
+    :func:`failing_evaluation`) spares the all-low evaluation the search starts with."""
     memo: dict[str, dict[str, object]] = {}
     if failing is not None:
-        memo[plan_key(())] = Evaluation(
-            kept=frozenset(), measurement=measure(failing, setup.goldens, setup.bound), lowp_flop_share=failing_share
-        ).to_json()
+        memo[plan_key(())] = failing.to_json()
     oracle = Oracle(setup, budget=budget, memo=memo)
     order = list(dict.fromkeys([*region, *more]))
     last: Evaluation | None = None

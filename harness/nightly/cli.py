@@ -100,7 +100,8 @@ def _merge(args: argparse.Namespace, out: Console) -> int:
 
 
 def _history(args: argparse.Namespace, out: Console) -> int:
-    from harness.nightly.history import DEFAULT_TREND_RUNS, accept_run, history_trends, read_history
+    from harness.nightly.history import accept_run, read_history
+    from harness.nightly.trend_data import DEFAULT_TREND_RUNS, history_trends
     from harness.nightly.trends import trend_table_text
 
     folder = Path(args.folder)

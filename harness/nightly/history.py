@@ -13,14 +13,13 @@ history folder is its latest *clean* run: one that had no regressions, or that s
 accepted, instead of becoming the next night's baseline. A *partial* run, one that lacks some of its baseline's
 cases (``baseline 12 cases, this run 12, shared 4``: a changed option renamed them), is never the baseline
 either unless accepted, so a baseline never shrinks silently: the next complete night is compared with the last
-baseline that had every case. :func:`trends` summarises the last N runs per model.
+baseline that had every case. :mod:`harness.nightly.trend_data` summarises the last N runs per model.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -30,12 +29,11 @@ from typing import Any
 from harness.core.errors import UserError
 from harness.core.files import atomic_write
 from harness.core.jsonfile import read_json
-from harness.nightly.rules import Change, Comparison, judge
-from harness.report.model import CaseRecord, Report
+from harness.nightly.comparison import Change, Comparison, judge
+from harness.report.model import Report
 from harness.report.serde import ReportFormatError, report_from_dict, report_to_dict
 
 HISTORY_SCHEMA = 1
-DEFAULT_TREND_RUNS = 20
 
 
 @dataclass(frozen=True)
@@ -308,75 +306,3 @@ def with_since(comparison: Comparison, history: History, baseline_run: HistoryRu
         replace(c, since=first_seen(c, base, history, since=baseline_run)) for c in comparison.regressions
     )
     return replace(comparison, regressions=regressions)
-
-
-# ---- trends (data only; drawn by harness.nightly.trends) -------------------------------------------------
-
-
-def family(record: CaseRecord) -> str:
-    """The case family a trend line follows: precision and runner (e.g. ``fp16-emulate``)."""
-    return f"{record.case.precision}-{record.case.runner}"
-
-
-@dataclass(frozen=True)
-class TrendRun:
-    created: str
-    commit: str | None
-    passed: int
-    total: int
-    max_error: tuple[float | None, ...]  # per family: largest worst_error (inf for overflow/NaN)
-    best_share: tuple[float | None, ...]  # per family: largest lowp FLOP share among passing cases
-    mark: str = ""  # how the night fared against its baseline (HistoryRun.mark); "" when not from a history
-
-
-@dataclass(frozen=True)
-class Trend:
-    model: str
-    families: tuple[str, ...]
-    runs: tuple[TrendRun, ...]
-
-
-def trends(
-    reports: Sequence[Report], *, last: int = DEFAULT_TREND_RUNS, marks: Sequence[str] = ()
-) -> tuple[Trend, ...]:
-    """Per model, over the last ``last`` reports (oldest first): max error and best passing share per family.
-    ``marks``: one per report (:attr:`HistoryRun.mark`), or none."""
-    if last < 1:
-        raise UserError(where="--last", problem=f"must be >= 1, got {last}", fix="e.g. --last 20")
-    if marks and len(marks) != len(reports):
-        raise ValueError(f"{len(marks)} marks for {len(reports)} reports")
-    recent = list(reports)[-last:]
-    recent_marks = list(marks)[-last:] if marks else [""] * len(recent)
-    models = dict.fromkeys(m for r in recent for m in r.models)
-    return tuple(_trend(model, recent, recent_marks) for model in models)
-
-
-def history_trends(history: History, *, last: int = DEFAULT_TREND_RUNS) -> tuple[Trend, ...]:
-    """:func:`trends` of a history folder's runs, each marked with how its night fared."""
-    return trends([run.report for run in history.runs], last=last, marks=[run.mark for run in history.runs])
-
-
-def _trend(model: str, reports: Sequence[Report], marks: Sequence[str]) -> Trend:
-    families = tuple(sorted({family(c) for r in reports for c in r.cases_of(model)}))
-    runs = []
-    for report, mark in zip(reports, marks):
-        cases = report.cases_of(model)
-        errors, shares = [], []
-        for fam in families:
-            mine = [c for c in cases if family(c) == fam]
-            errs = [c.worst_error for c in mine if c.worst_error is not None]
-            errors.append(max((math.inf if math.isnan(e) else e for e in errs), default=None))
-            ok = [c.lowp_flop_share for c in mine if c.status in ("pass", "xpass") and c.lowp_flop_share is not None]
-            shares.append(max(ok, default=None))
-        runs.append(
-            TrendRun(
-                created=report.created,
-                commit=report.provenance.git_commit,
-                passed=sum(c.status == "pass" for c in cases),
-                total=len(cases),
-                max_error=tuple(errors),
-                best_share=tuple(shares),
-                mark=mark,
-            )
-        )
-    return Trend(model=model, families=families, runs=tuple(runs))

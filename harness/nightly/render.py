@@ -7,8 +7,9 @@ import math
 from collections.abc import Iterable, Sequence
 from html import escape
 
+from harness.nightly.comparison import TRT_BUILDS, Change, Comparison
 from harness.nightly.history import Skipped
-from harness.nightly.rules import GOOD_STATUSES, TRT_BUILDS, Change, Comparison, Key, describe_rules
+from harness.nightly.rules import GOOD_STATUSES, Key, describe_rules
 from harness.report.format import fmt_error, fmt_share
 from harness.report.render_md import md_code
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.errors import UserError
+from harness.nightly.comparison import Comparison, compare_reports
 from harness.nightly.history import (
-    DEFAULT_TREND_RUNS,
     History,
     HistoryRun,
     Skipped,
@@ -23,7 +23,8 @@ from harness.nightly.history import (
     with_since,
     write_run,
 )
-from harness.nightly.rules import OPTION, RECOMMENDED_RULES, Comparison, Rule, compare_reports, parse_rules
+from harness.nightly.rules import OPTION, RECOMMENDED_RULES, Rule, parse_rules
+from harness.nightly.trend_data import DEFAULT_TREND_RUNS
 from harness.report.io import read_report
 from harness.report.model import Report
 
@@ -222,8 +223,8 @@ def trend_source(outcome: NightlyOutcome, report: Report, *, last: int) -> tuple
 
 def report_sections(outcome: NightlyOutcome, report: Report, *, last: int) -> tuple[list[str], list[str]]:
     """The markdown and HTML sections this run adds to ``report.md``/``report.html`` (comparison, trends)."""
-    from harness.nightly.history import trends
     from harness.nightly.render import comparison_html, comparison_markdown, notes_html, notes_markdown
+    from harness.nightly.trend_data import trends
     from harness.nightly.trends import trends_html, trends_markdown
 
     markdown, html = [notes_markdown(outcome.notes, outcome.skipped)], [notes_html(outcome.notes, outcome.skipped)]

@@ -1,6 +1,6 @@
 """Trends over the last N runs of a history folder: a terminal table and per-model plots for ``report.html``.
 
-The numbers come from :func:`harness.nightly.history.trends` (max error per case family, best passing low-precision
+The numbers come from :func:`harness.nightly.trend_data.trends` (max error per case family, best passing low-precision
 share); this module only formats and draws them (matplotlib object API, Agg canvas, no pyplot).
 """
 
@@ -14,7 +14,7 @@ from html import escape
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from harness.nightly.history import Trend, TrendRun
+from harness.nightly.trend_data import Trend, TrendRun
 from harness.report.format import fmt_error, fmt_share
 from harness.report.plots import _plain, _png, precision_colour, share_limits
 

@@ -19,6 +19,7 @@ from dataclasses import replace
 from harness.core.errors import RunnerError, RunnerUnavailable, UserError
 from harness.pipeline.caserun import CaseEnv, CaseRun, Stop
 from harness.pipeline.context import CaseSettings, ModelContext
+from harness.pipeline.plan import LoadedModel
 from harness.pipeline.steps.convert import build_check_step, check_runnable, convert_cached, convert_step
 from harness.pipeline.steps.diagnose import diagnose_step, failure_message, needs_diagnosis
 from harness.pipeline.steps.duplicate import find_duplicate, remember
@@ -57,26 +58,24 @@ SWEEP_STEPS: tuple[Step, ...] = (
 TUNED_STEPS: tuple[Step, ...] = (execute_step, judge_step, save_step)
 
 
-def begin(
-    model: str, sha256: str, inputs_id: str, point: SweepPoint, *, settings: CaseSettings, notes: Sequence[str] = ()
-) -> CaseRun:
-    """A case before any step: its model's facts, its sweep point, its runner's traits and providers. A runner
-    whose plugin does not load stops the case here (an error, recorded)."""
+def begin(name: str, loaded: LoadedModel, point: SweepPoint, *, settings: CaseSettings) -> CaseRun:
+    """A case before any step: its model's facts (``name``, the loaded model's hash, input set and how its inputs
+    were made), its sweep point, its runner's traits and providers. A runner whose plugin does not load stops the
+    case here (an error, recorded)."""
+    run = CaseRun(
+        model=name,
+        model_sha256=loaded.spec.sha256,
+        inputs_id=loaded.recipe.id,
+        point=point,
+        traits=RunnerTraits(),
+        notes=(loaded.inputs_note,),
+    )
     try:
         traits = runner_traits(point.runner)
     except UserError as err:
-        run = CaseRun(model=model, model_sha256=sha256, inputs_id=inputs_id, point=point, traits=RunnerTraits())
-        return replace(run, notes=tuple(notes), stop=Stop("error", str(err)))
+        return replace(run, stop=Stop("error", str(err)))
     providers = settings.ort_providers if traits.takes_providers else ()
-    return CaseRun(
-        model=model,
-        model_sha256=sha256,
-        inputs_id=inputs_id,
-        point=point,
-        traits=traits,
-        providers=providers,
-        notes=tuple(notes),
-    )
+    return replace(run, traits=traits, providers=providers)
 
 
 def run_steps(run: CaseRun, env: CaseEnv, steps: Sequence[Step]) -> CaseRun:

@@ -6,7 +6,6 @@ per process by :class:`harness.pipeline.session.AccuracySession`.
 
 from __future__ import annotations
 
-import time
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from harness.data.models import ModelSpec
 from harness.judge.tolerances import TolerancePolicy
 from harness.runners.options import RunnerOptionsTable
 from harness.runners.ort import CPU
-from harness.runners.timing import Clock, TimingConfig
+from harness.runners.timing import TimingConfig
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,6 @@ class CaseSettings:
     report_dir: Path = Path("castguard-report")
     fixes_dir: Path = Path("castguard-report") / FIXES_DIR  # printed fix/tune commands' files (never pruned)
     timing: TimingConfig = TimingConfig()
-    clock: Clock = time.perf_counter
     trt_build_check: bool = False  # build every converted model with TensorRT (harness.pipeline.build_check)
     runner_options: RunnerOptionsTable = ()  # --runner-option NAME:key=value, per runner plugin
     runner_timeout: float | None = None  # a plugin's child process; None: fitted to the model (runners/isolated.py)

@@ -79,18 +79,22 @@ class Outcome:
     record: CaseRecord | None = None
 
 
+@dataclass(frozen=True)
+class SessionRole:
+    """Whose session it is and what its run asks of it: the packaged suite's (``suite`` False: the castguard
+    fixture's, whose tests are the user's), the run's folder for saved outputs (``output_dir`` None: the config's
+    report folder), and whether golden version drift is an error (``strict_provenance``: --strict-provenance)."""
+
+    suite: bool = True
+    output_dir: Path | None = None
+    strict_provenance: bool = False
+
+
 class AccuracySession:
     """Per-process state of one accuracy run; see the module docstring."""
 
     def __init__(
-        self,
-        config: HarnessConfig,
-        plan: SessionPlan,
-        *,
-        cache: ContentCache,
-        strict_provenance: bool = False,
-        output_dir: Path | None = None,
-        suite: bool = True,
+        self, config: HarnessConfig, plan: SessionPlan, *, cache: ContentCache, role: SessionRole = SessionRole()
     ) -> None:
         """Hold a planned run (:func:`harness.pipeline.plan.plan_session`); no I/O here: see :meth:`open`."""
         self.config = config
@@ -99,11 +103,11 @@ class AccuracySession:
         self.cases = list(plan.cases)
         self.tuned_cases = list(plan.tuned_cases)
         self.shard_work = plan.shard_work
-        self.output_dir = output_dir or config.report_dir  # this run's folder for saved outputs
-        self.suite = suite  # the packaged suite's session (False: the castguard fixture's, whose tests are the user's)
+        self.output_dir = role.output_dir or config.report_dir  # this run's folder for saved outputs
+        self.suite = role.suite  # the packaged suite's session (False: the castguard fixture's tests, the user's)
         # the run this session belongs to (every xdist worker of one run shares it); stamped on goldens it writes
         self.run_id = self.output_dir.name if is_run_id(self.output_dir.name) else None
-        self.strict_provenance = strict_provenance  # --strict-provenance: golden version drift is an error
+        self.strict_provenance = role.strict_provenance  # --strict-provenance: golden version drift is an error
         self.store = GoldenStore(config.goldens_dir)
         self.cache = cache
         self.settings = CaseSettings(
@@ -123,23 +127,10 @@ class AccuracySession:
         self.same_models = SameModels()  # identical converted models run once per process
 
     @classmethod
-    def open(
-        cls,
-        config: HarnessConfig,
-        *,
-        bundled_dir: Path,
-        strict_provenance: bool = False,
-        output_dir: Path | None = None,
-        suite: bool = True,
-    ) -> AccuracySession:
+    def open(cls, config: HarnessConfig, *, bundled_dir: Path, role: SessionRole = SessionRole()) -> AccuracySession:
         """Plan the run (load its models, make their feeds, list its cases) and hold it."""
         return cls(
-            config,
-            plan_session(config, bundled_dir=bundled_dir),
-            cache=ContentCache(config.cache_dir),
-            strict_provenance=strict_provenance,
-            output_dir=output_dir,
-            suite=suite,
+            config, plan_session(config, bundled_dir=bundled_dir), cache=ContentCache(config.cache_dir), role=role
         )
 
     def golden(self, name: str, *, allow_update: bool) -> tuple[Golden, Path | None]:
@@ -266,14 +257,7 @@ class AccuracySession:
         golden stops it: not made (onnxruntime failed: said once by test_fp32_golden), written by this case
         (nothing to compare yet), or a user error."""
         loaded = self.models[sweep_case.model]
-        run = begin(
-            sweep_case.model,
-            loaded.spec.sha256,
-            loaded.recipe.id,
-            sweep_case.case,
-            settings=self.settings,
-            notes=(loaded.inputs_note,),
-        )
+        run = begin(sweep_case.model, loaded, sweep_case.case, settings=self.settings)
         try:
             golden, written = self.golden(sweep_case.model, allow_update=False)
             if written is not None:
@@ -307,8 +291,8 @@ class AccuracySession:
         if not found:
             return None
         loaded = self.models[found[0].model]
-        run = begin(found[0].model, loaded.spec.sha256, loaded.recipe.id, found[0].case, settings=self.settings)
-        return record(replace(run, notes=(loaded.inputs_note,), stop=Stop("not_reached", why)))
+        run = begin(found[0].model, loaded, found[0].case, settings=self.settings)
+        return record(replace(run, stop=Stop("not_reached", why)))
 
 
 def outcome_of(case_record: CaseRecord) -> Outcome:

@@ -26,7 +26,7 @@ from harness.core.errors import RunnerError, RunnerUnavailable
 from harness.data.feeds import Feed, cast_feeds, input_specs
 from harness.runners import make_runner
 from harness.runners.base import Runner
-from harness.runners.timing import Clock, TimingConfig, interleaved, speed_claim, speedup
+from harness.runners.timing import TimingConfig, interleaved, speed_claim, speedup
 
 DEVICE_RESIDENT = "device-resident"
 END_TO_END = "end to end"
@@ -48,9 +48,7 @@ class Speed:
     e2e_speedup: float | None = None
 
 
-def time_pair(
-    low: Runner, fp32: Runner, low_feed: Feed, fp32_feed: Feed, *, config: TimingConfig, clock: Clock
-) -> Speed:
+def time_pair(low: Runner, fp32: Runner, low_feed: Feed, fp32_feed: Feed, *, config: TimingConfig) -> Speed:
     """Time two active runners interleaved (see :func:`harness.runners.timing.interleaved`): device-resident
     (where both have a device call) and end to end, in the same rounds."""
     calls: dict[str, Callable[[], object]] = {
@@ -60,7 +58,7 @@ def time_pair(
     low_bound, fp32_bound = low.device_call(low_feed), fp32.device_call(fp32_feed)
     if low_bound is not None and fp32_bound is not None:
         calls.update({"low_resident": low_bound, "fp32_resident": fp32_bound})
-    result = interleaved(calls, config=config, clock=clock)
+    result = interleaved(calls, config=config)
     low_ms, fp32_ms = result["low"].median_ms, result["fp32"].median_ms
     end_to_end = Speed(
         latency_ms=low_ms,
@@ -97,7 +95,7 @@ class SpeedPair:
     low_model_dir: Path | None = None
 
 
-def measure_speed(pair: SpeedPair, *, config: TimingConfig, clock: Clock) -> Speed:
+def measure_speed(pair: SpeedPair, *, config: TimingConfig) -> Speed:
     """The case's :class:`Speed`, or a note saying why it claims none (the runner's declared speed claim, or a
     timing failure)."""
     runner, providers = pair.runner, pair.providers
@@ -112,6 +110,6 @@ def measure_speed(pair: SpeedPair, *, config: TimingConfig, clock: Clock) -> Spe
             make_runner(runner, pair.low_model, model_dir=low_dir, providers=providers) as low,
             make_runner(runner, pair.fp32_model, model_dir=pair.model_dir, providers=providers) as fp32,
         ):
-            return time_pair(low, fp32, low_feed, fp32_feed, config=config, clock=clock)
+            return time_pair(low, fp32, low_feed, fp32_feed, config=config)
     except (RunnerError, RunnerUnavailable) as err:
         return Speed(note=f"timing failed on {runner}: {err}")

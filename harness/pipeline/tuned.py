@@ -31,7 +31,7 @@ from harness.pipeline.caserun import Converted, Stop, Tuned
 from harness.pipeline.context import ModelContext
 from harness.pipeline.session import AccuracySession, Case, Outcome
 from harness.tune.bound import Bound
-from harness.tune.engine import TuneOutcome, TuneSettings, tune_setup
+from harness.tune.engine import TuneOutcome, TuneSettings, TuneSource, tune_setup
 from harness.tune.oracle import Evaluation, Oracle, Setup
 
 STRESS_EXAMPLES = 10
@@ -95,7 +95,7 @@ class TuneJob:
 
     def retune(self) -> TuneOutcome:
         return tune_setup(
-            self.setup, model_path=self.model_path, sha256=self.sha256, settings=self.settings, reference=None
+            self.setup, TuneSource(model_path=self.model_path, sha256=self.sha256), settings=self.settings
         )
 
 
@@ -167,22 +167,25 @@ def _check_stored(job: TuneJob, stored: JsonObject) -> Tuned:
     back = [n for n in old_kept if n not in new_kept and n in present]
     if job.update:
         atomic_write_text(job.path, outcome.plan.to_json())
-    message = _missed_message(job, stored, check, outcome, move=move, back=back)
+    message = _missed_message(job, stored, check, outcome, Moves(to_fp32=tuple(move), back=tuple(back)))
     kept = tuple((n, outcome.plan.why.get(n, "")) for n in new_kept)
     return job.tuned(
         outcome.conversion, kept, meets_bound=False, message=message, notes=tuple(notes), moved=tuple(move)
     )
 
 
-def _missed_message(
-    job: TuneJob,
-    stored: JsonObject,
-    check: Evaluation,
-    outcome: TuneOutcome,
-    *,
-    move: list[str],
-    back: list[str],
-) -> str:
+@dataclass(frozen=True)
+class Moves:
+    """How a re-tuned plan differs from the stored one: the nodes it moves to FP32 and those that may go back to
+    the low precision."""
+
+    to_fp32: tuple[str, ...]
+    back: tuple[str, ...]
+
+
+def _missed_message(job: TuneJob, stored: JsonObject, check: Evaluation, outcome: TuneOutcome, moves: Moves) -> str:
+    """A stored plan that no longer meets its bound: by how much, the moves of the re-tuned plan, and the fix."""
+    move, back = moves.to_fp32, moves.back
     worst = check.measurement.worst_output()
     path, bound = job.path, job.settings.bound
     return (

@@ -23,6 +23,7 @@ from harness.runners.registry import (
     build_runner,
     check_clash,
     is_isolated,
+    load_plugin,
     low_types_in,
     registered,
     runner_names,
@@ -71,7 +72,7 @@ def make_runner(
     if providers and not traits.takes_providers:
         raise ValueError(f"runner {name!r} takes no providers (its traits say takes_providers=False)")
     entry = registered()[name]
-    plugin = entry.load()
+    plugin = load_plugin(entry)
     missing = sorted(low_types_in(model) - set(plugin.precisions))
     if missing:
         raise RunnerUnavailable(

@@ -33,7 +33,7 @@ from harness.core.dtypes import BFLOAT16
 from harness.core.errors import HarnessError, RunnerError, RunnerUnavailable
 from harness.data.feeds import Feed, validate_feeds
 from harness.runners.base import Runner, RunnerOptions, RunResult
-from harness.runners.registry import build_runner, registered
+from harness.runners.registry import build_runner, load_plugin, registered
 
 START_S = 60.0
 """Seconds allowed for the child to start, import the plugin and activate it (on a loaded 2-core machine)."""
@@ -165,7 +165,7 @@ def child_main() -> None:
         feeds[int(index)][name] = value
     model_dir = None if request["model_dir"] is None else Path(request["model_dir"])
     try:
-        plugin = registered()[request["name"]].load()
+        plugin = load_plugin(registered()[request["name"]])
         runner = build_runner(request["name"], plugin, model, model_dir=model_dir, options=request["options"])
         result = runner.run(feeds)
         _save_outputs(folder / "outputs.npz", result, name=request["name"])

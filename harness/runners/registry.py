@@ -30,14 +30,13 @@ distribution and version each runner of the run came from (:func:`runner_sources
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 from typing import Protocol, cast, runtime_checkable
 
 import onnx
 
+from harness.core.entrypoints import Discovered, Registered, builtin_first, discover_group
 from harness.core.errors import UserError
 from harness.runners.base import Runner
 from harness.runners.traits import RunnerTraits
@@ -57,28 +56,11 @@ class RunnerPlugin(Protocol):
     def __call__(self, model: onnx.ModelProto, *, model_dir: Path | None = None) -> Runner: ...
 
 
-@dataclass(frozen=True)
-class RegisteredRunner:
-    """One discovered runner: its name, where it came from, and what it declares."""
-
-    name: str
-    distribution: str
-    version: str
-    value: str  # the entry point's target, e.g. "castguard_echo_runner:EchoRunner"
-    entry_point: metadata.EntryPoint
-
-    def load(self) -> RunnerPlugin:
-        where = f"entry point {self.name} = {self.value!r} of {self.distribution} {self.version} (group {GROUP})"
-        try:
-            plugin = self.entry_point.load()
-        except Exception as err:  # noqa: BLE001 - a plugin's import error is its own; name it and its package
-            raise UserError(
-                where=where,
-                problem=f"it does not import: {type(err).__name__}: {err}",
-                fix=f"fix or reinstall {self.distribution}, or drop --runner {self.name}",
-            ) from None
-        check_plugin(plugin, where=where)
-        return cast(RunnerPlugin, plugin)
+def load_plugin(entry: Registered) -> RunnerPlugin:
+    """The runner plugin an entry point of the group names, checked (:func:`check_plugin`)."""
+    plugin = entry.load(option="--runner")
+    check_plugin(plugin, where=entry.where)
+    return cast(RunnerPlugin, plugin)
 
 
 def check_plugin(plugin: object, *, where: str) -> None:
@@ -112,50 +94,19 @@ def check_plugin(plugin: object, *, where: str) -> None:
         )
 
 
-@dataclass(frozen=True)
-class Discovered:
-    """The group as read once per process: the runners by name, and the names two distributions claim."""
-
-    found: dict[str, RegisteredRunner]
-    clashes: dict[str, tuple[RegisteredRunner, RegisteredRunner]]
-
-
 @lru_cache(maxsize=1)
 def discover() -> Discovered:
-    """Read the entry-point group (once per process). castguard's own runners missing (metadata of an install
-    made before the group existed) is a user error; a name claimed twice is recorded, and an error only where that
-    name is used (:func:`check_clash`), so a plugin that claims ``emulate`` cannot break runs that never use it."""
-    found: dict[str, RegisteredRunner] = {}
-    clashes: dict[str, tuple[RegisteredRunner, RegisteredRunner]] = {}
-    for ep in metadata.entry_points(group=GROUP):
-        dist = ep.dist
-        entry = RegisteredRunner(
-            name=ep.name,
-            distribution=dist.name if dist else "unknown",
-            version=dist.version if dist else "unknown",
-            value=ep.value,
-            entry_point=ep,
-        )
-        other = found.get(ep.name)
-        if other is not None and (other.distribution, other.value) != (entry.distribution, entry.value):
-            clashes[ep.name] = (other, entry)
-        found.setdefault(ep.name, entry)
-    missing = [name for name in BUILTIN if name not in found]
-    if missing:
-        raise UserError(
-            where=f"entry points {GROUP}",
-            problem="castguard's own runners are not registered "
-            f"({', '.join(missing)}): the installed castguard metadata predates runner plugins",
-            fix="reinstall castguard: pip install -e . (or pip install castguard)",
-        )
-    return Discovered(found=found, clashes=clashes)
+    """Read the group (once per process). castguard's own runners missing is a user error; a name claimed twice
+    is recorded, and an error only where that name is used (:func:`check_clash`), so a plugin that claims
+    ``emulate`` cannot break runs that never use it."""
+    return discover_group(GROUP, builtin=BUILTIN, kind="runner")
 
 
 class _Registered:
     """``registered()``: every runner of the group, by name (a name two distributions claim maps to the first one
     read); ``registered.cache_clear()`` forgets the group (tests that install a plugin on sys.path)."""
 
-    def __call__(self) -> dict[str, RegisteredRunner]:
+    def __call__(self) -> dict[str, Registered]:
         return discover().found
 
     def cache_clear(self) -> None:
@@ -219,15 +170,14 @@ def runner_traits(name: str) -> RunnerTraits:
             fix=f"use one of: {', '.join(runner_names())} (or pip install the package that "
             f"registers {name!r} under castguard.runners)",
         )
-    traits = getattr(found[name].load(), "traits", RunnerTraits())
+    traits = getattr(load_plugin(found[name]), "traits", RunnerTraits())
     assert isinstance(traits, RunnerTraits), "check_plugin refuses other traits"
     return traits
 
 
 def runner_names() -> tuple[str, ...]:
     """Every runner ``--runner`` accepts: castguard's first, then installed plugins by name."""
-    found = registered()
-    return (*BUILTIN, *sorted(n for n in found if n not in BUILTIN))
+    return builtin_first(registered(), BUILTIN)
 
 
 def runner_sources(names: Sequence[str]) -> tuple[tuple[str, str, str], ...]:

@@ -5,7 +5,8 @@ Only runners whose kernels really run in fp16/bf16 on an accelerator claim a spe
 fp32 with Cast pairs and ORT's CPU provider computes fp16 in fp32, so their timings say nothing about the speed of
 low precision on a deployment target.
 
-The clock is a parameter (``time.perf_counter`` by default) so tests drive the logic with a fake timer.
+The clock is part of :class:`TimingConfig` (``time.perf_counter`` by default) so tests drive the logic with a fake
+timer.
 Several models are timed *interleaved* (:func:`interleaved`): round after round, each model's repeats in turn,
 and the median of the per-round medians, which cancels the slow drift of a shared, noisy machine.
 """
@@ -29,6 +30,8 @@ class TimingConfig:
     warmup: int = 5
     repeats: int = 20
     rounds: int = 5
+    clock: Clock = time.perf_counter
+    """Seconds now (a fake one in tests, which drive the logic without real time)."""
 
     def __post_init__(self) -> None:
         if self.warmup < 0 or self.repeats < 1 or self.rounds < 1:
@@ -63,7 +66,6 @@ def interleaved(
     calls: Mapping[str, Callable[[], object]],
     *,
     config: TimingConfig = TimingConfig(),
-    clock: Clock = time.perf_counter,
 ) -> dict[str, Latency]:
     """Time every call in `calls` round by round (all of them in each round), after ``warmup`` calls each."""
     for call in calls.values():
@@ -72,7 +74,7 @@ def interleaved(
     medians: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(config.rounds):
         for name, call in calls.items():
-            medians[name].append(_round_median(call, config.repeats, clock))
+            medians[name].append(_round_median(call, config.repeats, config.clock))
     return {
         name: Latency(
             median_ms=1e3 * statistics.median(values),

@@ -44,10 +44,12 @@ class Block:
 @dataclass(frozen=True)
 class Box:
     """The input domain: per float input ``(name, lo, hi)``; ``base`` gives every input's shape and dtype and the
-    values of the inputs without a range (integer ids, masks)."""
+    values of the inputs without a range (integer ids, masks). ``max_probes``: the blocks the inputs are split into
+    at most (each coordinate its own block when they hold no more)."""
 
     ranges: tuple[tuple[str, float, float], ...]
     base: Feed
+    max_probes: int = MAX_PROBES
 
     def bounds(self, name: str) -> tuple[float, float]:
         return next((lo, hi) for n, lo, hi in self.ranges if n == name)
@@ -58,7 +60,8 @@ class Box:
             feed[name] = np.full_like(feed[name], (lo + hi) / 2)
         return feed
 
-    def blocks(self, max_probes: int) -> list[Block]:
+    def blocks(self) -> list[Block]:
+        max_probes = self.max_probes
         sizes = {name: int(self.base[name].size) for name, _, _ in self.ranges}
         total = sum(sizes.values())
         found: list[Block] = []
@@ -86,11 +89,11 @@ class Slopes:
     elements: np.ndarray  # which watched elements were kept (flat indices)
 
 
-def slopes(probe: Probe, box: Box, *, max_probes: int = MAX_PROBES) -> Slopes:
+def slopes(probe: Probe, box: Box) -> Slopes:
     """One probe at the centre and one per block; see the module docstring."""
     centre = box.centre()
     v0 = np.nan_to_num(np.asarray(probe(centre), dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
-    blocks = tuple(box.blocks(max_probes))
+    blocks = tuple(box.blocks())
     keep = np.arange(v0.size)
     if blocks and v0.size * len(blocks) > _MAX_SLOPE_VALUES:
         keep = np.linspace(0, v0.size - 1, _MAX_SLOPE_VALUES // len(blocks)).astype(np.int64)
@@ -101,9 +104,9 @@ def slopes(probe: Probe, box: Box, *, max_probes: int = MAX_PROBES) -> Slopes:
     return Slopes(blocks=blocks, centre=v0[keep], delta=delta, elements=keep)
 
 
-def corner_feeds(probe: Probe, box: Box, *, max_probes: int = MAX_PROBES, top: int = 8) -> list[Feed]:
+def corner_feeds(probe: Probe, box: Box, *, top: int = 8) -> list[Feed]:
     """Up to ``top`` distinct corners, highest predicted peak ``|value|`` first (see the module docstring)."""
-    found = slopes(probe, box, max_probes=max_probes)
+    found = slopes(probe, box)
     if not found.blocks or found.elements.size == 0:
         return []
     reach = np.abs(found.delta).astype(np.float64).sum(axis=0)  # moving each block to the bound it points to
@@ -135,7 +138,6 @@ def ascend(
     start: Feed,
     box: Box,
     *,
-    max_probes: int = MAX_PROBES,
     max_evals: int = 32,
     stop: Callable[[float], bool] | None = None,
 ) -> tuple[Feed, float, int]:
@@ -143,7 +145,7 @@ def ascend(
     farther one), keep the move when ``score`` grows; at most ``max_evals`` scores, or until ``stop(score)``.
     Returns the best feed, its score and the evaluations spent."""
     best, best_score, spent = start, score(start), 1
-    blocks: Sequence[Block] = box.blocks(max_probes)
+    blocks: Sequence[Block] = box.blocks()
     improved = True
     while improved and spent < max_evals and not (stop is not None and stop(best_score)):
         improved = False

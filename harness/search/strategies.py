@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import ml_dtypes
@@ -247,20 +248,35 @@ def onnx_models(
             raise _fail(f"onnx_models({option}=...)", f"{value!r} is below {least}", f"use {option} >= {least}")
     if not opsets or any(not 13 <= o <= 21 for o in opsets):
         raise _fail("onnx_models(opsets=...)", f"{list(opsets)} must be opsets in 13..21", "e.g. (13, 17)")
-    return _models(tuple(ops), max_nodes, max_inputs, max_rank, max_dim, max_elements, tuple(opsets))
+    limits = _Limits(
+        ops=tuple(ops),
+        max_nodes=max_nodes,
+        max_inputs=max_inputs,
+        max_rank=max_rank,
+        max_dim=max_dim,
+        max_elements=max_elements,
+        opsets=tuple(opsets),
+    )
+    return _models(limits)
+
+
+@dataclass(frozen=True)
+class _Limits:
+    """What :func:`onnx_models` may draw (its arguments, checked)."""
+
+    ops: tuple[str, ...]
+    max_nodes: int
+    max_inputs: int
+    max_rank: int
+    max_dim: int
+    max_elements: int
+    opsets: tuple[int, ...]
 
 
 @st.composite
-def _models(
-    draw: DrawFn,
-    ops: tuple[str, ...],
-    max_nodes: int,
-    max_inputs: int,
-    max_rank: int,
-    max_dim: int,
-    max_elements: int,
-    opsets: tuple[int, ...],
-) -> onnx.ModelProto:
+def _models(draw: DrawFn, limits: _Limits) -> onnx.ModelProto:
+    ops, max_nodes, max_inputs, max_rank = limits.ops, limits.max_nodes, limits.max_inputs, limits.max_rank
+    opsets, max_dim, max_elements = limits.opsets, limits.max_dim, limits.max_elements
     build = graphgen.Build(
         draw=draw, opset=draw(st.sampled_from(opsets), label="opset"), max_dim=max_dim, max_elements=max_elements
     )

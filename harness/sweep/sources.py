@@ -41,16 +41,8 @@ from typing import Any
 
 from harness.core.errors import UserError, unknown_key
 from harness.core.files import read_toml
-from harness.sweep.grid import (
-    BUILTIN_EXCLUSIONS,
-    TARGETS,
-    ExclusionSet,
-    SweepSpec,
-    check_choice,
-    check_limit,
-    check_node_precisions,
-    check_unique,
-)
+from harness.sweep.checks import check_choice, check_limit, check_node_precisions, check_unique
+from harness.sweep.grid import BUILTIN_EXCLUSIONS, TARGETS, ExclusionSet, SweepSpec
 
 KEEP_IO_CHOICES = {"both": (False, True), "true": (True,), "false": (False,)}
 

@@ -29,8 +29,9 @@ from pathlib import Path
 
 import onnx
 
-from harness.convert import ConversionResult, ConvertOptions, ReferenceData, collect_magnitudes, convert
+from harness.convert import ConversionResult, ConvertOptions, ReferenceData, convert
 from harness.convert.calibration import WHERE, load_calibration, sized_inputs
+from harness.convert.reference import reference_run
 from harness.core.dtypes import LOW_MAX
 from harness.core.errors import UserError
 from harness.core.version import __version__
@@ -45,7 +46,7 @@ from harness.tune.memo import TuneCache
 from harness.tune.oracle import Oracle, Setup, exact, fp32_outputs
 from harness.tune.plan import Plan, convert_args
 from harness.tune.probe import Sensitivity
-from harness.tune.rounds import Progress, Rounds, search_rounds
+from harness.tune.rounds import Progress, Rounds, RoundsPlan, search_rounds
 from harness.tune.search import SearchResult
 from harness.tune.stress import StressOutcome
 
@@ -89,6 +90,18 @@ class TuneSettings:
                 problem=f"must be >= 0, got {self.stress_examples!r}",
                 fix="give e.g. 30, or 0 to skip the Hypothesis search",
             )
+
+
+@dataclass(frozen=True)
+class TuneSource:
+    """Where the tuned model and its data came from: the model file and its content hash (the plan names both),
+    the reference data settings (None: in-memory data, so no ``castguard convert`` replay line) and what the
+    tuning inputs are (the plan's ``inputs`` record)."""
+
+    model_path: Path
+    sha256: str
+    reference: ReferenceData | None = None
+    inputs_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -171,15 +184,8 @@ def tune(
     start = time.perf_counter()
     model = load_model(onnx_path)
     _refuse_unsized(model, reference, where=onnx_path)
-    magnitudes = collect_magnitudes(
-        model,
-        calibration_data=reference.calibration_data,
-        input_shapes=reference.input_shapes,
-        providers=reference.providers,
-        seed=reference.seed,
-        trt_plugins=reference.trt_plugins,
-    )
-    feeds, source = load_feeds(model, reference, random_inputs=settings.random_inputs)
+    magnitudes = reference_run(model, replace(reference, dynamic_default=None)).magnitudes  # unsized: refused above
+    feeds, inputs_source = load_feeds(model, reference, random_inputs=settings.random_inputs)
     setup = Setup(
         model=model,
         options=options,
@@ -203,17 +209,11 @@ def tune(
             ),
         )
     )
-    return tune_setup(
-        setup,
-        model_path=onnx_path,
-        sha256=model_sha256(onnx_path),
-        settings=settings,
-        reference=reference,
-        progress=progress,
-        start=start,
-        default=default,
-        inputs_source=source,
+    source = TuneSource(
+        model_path=onnx_path, sha256=model_sha256(onnx_path), reference=reference, inputs_source=inputs_source
     )
+    outcome = tune_setup(setup, source, settings=settings, progress=progress, default=default)
+    return replace(outcome, plan=replace(outcome.plan, seconds=time.perf_counter() - start))
 
 
 def candidates_of(setup: Setup) -> tuple[ConversionResult, list[str]]:
@@ -226,20 +226,17 @@ def candidates_of(setup: Setup) -> tuple[ConversionResult, list[str]]:
 
 def tune_setup(
     setup: Setup,
+    source: TuneSource,
     *,
-    model_path: Path,
-    sha256: str,
     settings: TuneSettings,
-    reference: ReferenceData | None,
     progress: Progress | None = None,
-    start: float | None = None,
     default: DefaultCheck | None = None,
-    inputs_source: str = "",
 ) -> TuneOutcome:
-    """The search on a ready :class:`Setup` (the harness passes its goldens and magnitudes);
-    ``reference`` None: no ``castguard convert`` replay line (in-memory data). ``default``: castguard convert's
-    default conversion measured against the bound (:func:`baseline.check_default`)."""
-    start = time.perf_counter() if start is None else start
+    """The search on a ready :class:`Setup` (the harness passes its goldens and magnitudes). ``default``: castguard
+    convert's default conversion measured against the bound (:func:`baseline.check_default`). The plan's
+    ``seconds`` count from here (:func:`tune` counts its loading and reference run too)."""
+    start = time.perf_counter()
+    model_path, sha256, reference = source.model_path, source.sha256, source.reference
     options, bound = setup.options, settings.bound
     if bound != setup.bound or bound.precision != options.low_precision_type:
         raise UserError(
@@ -251,17 +248,15 @@ def tune_setup(
     base, candidates = candidates_of(setup)
     cache = TuneCache(settings.cache_dir) if settings.cache_dir is not None else None
     budget = settings.budget if settings.budget is not None else sized_budget(len(candidates), settings.rounds)
-    done = search_rounds(
-        setup,
-        candidates,
+    searching = RoundsPlan(
         sha256=sha256,
         budget=budget,
         extra_rounds=settings.rounds,
         stress_examples=settings.stress_examples,
         seed=settings.seed,
         cache=cache,
-        progress=progress,
     )
+    done = search_rounds(setup, candidates, searching, progress=progress)
     oracle, result, final, found = done.oracle, done.result, done.final, done.stress
     kept = tuple(n for n in candidates if n in result.best.kept)
     if not result.complete:
@@ -300,7 +295,7 @@ def tune_setup(
         convert_args=replay,
         nodes_to_exclude=excludes,
         adversarial=found.to_json() if found is not None else {"examples": 0},
-        inputs=_inputs_json(setup, done, inputs_source, reference),
+        inputs=_inputs_json(setup, done, source.inputs_source, reference),
         rounds=tuple(r.to_json() for r in done.rounds),
         holds=done.holds,
         default_conversion=default.to_json() if default is not None else {},

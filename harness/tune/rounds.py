@@ -26,7 +26,7 @@ from harness.tune.memo import TuneCache, TuneMemo, tune_key
 from harness.tune.oracle import Evaluation, Oracle, Setup, fp32_outputs
 from harness.tune.probe import Sensitivity, measure_sensitivity, rank
 from harness.tune.search import SearchResult, search
-from harness.tune.stress import StressOutcome, stress
+from harness.tune.stress import StressOutcome, StressTarget, stress
 
 Progress = Callable[[Evaluation, int, "Evaluation | None"], None]
 _INLINE_VALUES = 1024  # a counterexample this small is stored in plan.json value by value
@@ -110,17 +110,22 @@ def with_input(setup: Setup, feed: Feed) -> Setup:
     return replace(setup, feeds=[*setup.feeds, feed], goldens=[*setup.goldens, *gold])
 
 
+@dataclass(frozen=True)
+class RoundsPlan:
+    """What the rounds search with: the model's content hash (the tune cache's key), the evaluations they may spend
+    in all, the extra rounds after the first, the hunt's examples per round (0: no hunt) and its first seed, and the
+    tune cache (None: none)."""
+
+    sha256: str
+    budget: int
+    extra_rounds: int
+    stress_examples: int
+    seed: int
+    cache: TuneCache | None
+
+
 def search_rounds(
-    setup: Setup,
-    candidates: Sequence[str],
-    *,
-    sha256: str,
-    budget: int,
-    extra_rounds: int,
-    stress_examples: int,
-    seed: int,
-    cache: TuneCache | None,
-    progress: Progress | None = None,
+    setup: Setup, candidates: Sequence[str], plan: RoundsPlan, *, progress: Progress | None = None
 ) -> Rounds:
     """See the module docstring. UserError (from the search) for an unreachable bound or a spent budget."""
     rounds: list[Round] = []
@@ -133,11 +138,9 @@ def search_rounds(
             oracle, result, memo = _one_search(
                 current,
                 candidates,
-                sha256=sha256,
-                budget=budget - spent - reused,  # cached evaluations count: the same verdict warm or cold
-                cache=cache,
-                progress=progress,
-                spent_before=spent,
+                plan,
+                budget=plan.budget - spent - reused,  # cached evaluations count: the same verdict warm or cold
+                on_eval=_reporter(progress, spent_before=spent),
             )
         except UserError as err:
             if not rounds:
@@ -148,18 +151,17 @@ def search_rounds(
         spent, reused = spent + oracle.spent, reused + oracle.reused
         final = current.convert(result.best.kept)
         hunt = None
-        if stress_examples:
-            hunt = stress(
-                current.model,
-                final.model,
+        if plan.stress_examples:
+            target = StressTarget(
+                model=current.model,
+                tuned=final.model,
                 bound=current.bound,
                 calibration=current.feeds,
-                examples=stress_examples,
-                seed=seed + len(rounds),
                 model_dir=current.model_dir,
                 low_nodes=final.low_nodes,
                 limit=LOW_MAX[current.options.low_elem],
             )
+            hunt = stress(target, examples=plan.stress_examples, seed=plan.seed + len(rounds))
         rounds.append(
             Round(
                 inputs=len(current.feeds),
@@ -168,28 +170,17 @@ def search_rounds(
                 stress=hunt,
             )
         )
-        if hunt is None or hunt.failing_feed is None or len(rounds) > extra_rounds or budget - spent - reused < 2:
+        if hunt is not None and hunt.failing_feed is not None:
+            error_over_bound = hunt.failing_ratio or hunt.worst_ratio
+            found.append(Counterexample(len(rounds), hunt.found_by, error_over_bound, hunt.failing_feed))
+        if (
+            hunt is None
+            or hunt.failing_feed is None
+            or len(rounds) > plan.extra_rounds
+            or plan.budget - spent - reused < 2
+        ):
             break
-        found.append(
-            Counterexample(
-                round=len(rounds),
-                found_by=hunt.found_by,
-                error_over_bound=hunt.failing_ratio or hunt.worst_ratio,
-                feed=hunt.failing_feed,
-            )
-        )
         previous, current = current, with_input(current, hunt.failing_feed)
-    if not stopped and rounds[-1].stress is not None and rounds[-1].stress.failing_feed is not None:
-        last = rounds[-1].stress
-        assert last.failing_feed is not None
-        found.append(
-            Counterexample(
-                round=len(rounds),
-                found_by=last.found_by,
-                error_over_bound=last.failing_ratio or last.worst_ratio,
-                feed=last.failing_feed,
-            )
-        )
     return Rounds(
         setup=current,
         oracle=oracle,
@@ -204,18 +195,9 @@ def search_rounds(
     )
 
 
-def _one_search(
-    setup: Setup,
-    candidates: Sequence[str],
-    *,
-    sha256: str,
-    budget: int,
-    cache: TuneCache | None,
-    progress: Progress | None,
-    spent_before: int,
-) -> tuple[Oracle, SearchResult, TuneMemo]:
-    key = tune_key(model_sha256=sha256, options=setup.options, feeds=setup.feeds, bound=setup.bound)
-    memo = cache.load(key) if cache is not None else TuneMemo()
+def _reporter(progress: Progress | None, *, spent_before: int) -> Callable[[Evaluation, int], None]:
+    """The oracle's listener for one round's search: passes each evaluation to ``progress`` with the evaluations
+    spent in all and the best passing plan of this round so far."""
     best: list[Evaluation] = []
 
     def heard(evaluation: Evaluation, spent: int) -> None:
@@ -223,6 +205,21 @@ def _one_search(
             best[:] = [evaluation]
         if progress is not None:
             progress(evaluation, spent_before + spent, best[0] if best else None)
+
+    return heard
+
+
+def _one_search(
+    setup: Setup,
+    candidates: Sequence[str],
+    plan: RoundsPlan,
+    *,
+    budget: int,
+    on_eval: Callable[[Evaluation, int], None],
+) -> tuple[Oracle, SearchResult, TuneMemo]:
+    key = tune_key(model_sha256=plan.sha256, options=setup.options, feeds=setup.feeds, bound=setup.bound)
+    cache = plan.cache
+    memo = cache.load(key) if cache is not None else TuneMemo()
 
     def ranking() -> list[str]:
         if memo.sensitivity is None or set(memo.sensitivity.local) != set(candidates):
@@ -235,7 +232,7 @@ def _one_search(
             )
         return rank(list(candidates), memo.sensitivity)
 
-    oracle = Oracle(setup, budget=budget, memo=memo.evaluations, on_eval=heard)
+    oracle = Oracle(setup, budget=budget, memo=memo.evaluations, on_eval=on_eval)
     try:
         result = search(oracle, candidates, ranking)
     finally:

@@ -92,28 +92,38 @@ def low_tensors(model: onnx.ModelProto, low_nodes: Sequence[str]) -> list[str]:
     return [out for node in model.graph.node if node.name in low for out in node.output if out and out not in outputs]
 
 
+@dataclass(frozen=True)
+class StressTarget:
+    """What a hunt stresses: the FP32 model and its tuned conversion (``model_dir``: their external data's
+    folder), the bound the plan must keep over the tuning inputs (``calibration``, whose value ranges are the
+    search domain), and the tuned plan's low-precision nodes, whose tensors are watched against ``limit`` (the low
+    type's largest finite value)."""
+
+    model: onnx.ModelProto
+    tuned: onnx.ModelProto
+    bound: Bound
+    calibration: Sequence[Feed]
+    model_dir: Path | None = None
+    low_nodes: Sequence[str] = ()
+    limit: float = float(np.finfo(np.float16).max)
+
+
 class _Trial:
     """Runs one feed through both models and keeps the worst figures seen."""
 
-    def __init__(
-        self,
-        golden: object,
-        low: object,
-        *,
-        tuned: onnx.ModelProto,
-        bound: Bound,
-        outputs: Sequence[str],
-        watched: Sequence[str],
-        limit: float,
-        tuning: Sequence[Feed],
-    ) -> None:
-        self.golden, self.low, self.bound = golden, low, bound
-        self.outputs, self.watched, self.limit = list(outputs), list(watched), limit
-        self.low_specs = input_specs(tuned)
+    def __init__(self, golden: object, low: object, stressed: StressTarget, *, watched: Sequence[str]) -> None:
+        self.golden, self.low, self.bound = golden, low, stressed.bound
+        self.outputs, self.watched, self.limit = (
+            [o.name for o in stressed.model.graph.output],
+            list(watched),
+            stressed.limit,
+        )
+        self.low_specs = input_specs(stressed.tuned)
         self.tried, self.worst, self.worst_peak = 0, 0.0, 0.0
         self.failing_ratio: float | None = None  # error/bound of the first input found over the bound
         # the bound is judged over the tuning inputs together (max error / max |golden| over all of them), so a
         # candidate is judged with them: "added to the tuning inputs, it breaks the bound", as the next round sees it
+        tuning = stressed.calibration
         self.tuning_gold = [{n: self.golden.infer(f)[n] for n in self.outputs} for f in tuning]  # type: ignore[attr-defined]
         self.tuning_got = [self.low.infer(f) for f in cast_feeds(list(tuning), self.low_specs)]  # type: ignore[attr-defined]
 
@@ -151,32 +161,18 @@ class _Trial:
         return ratio, peak, over
 
 
-def stress(
-    model: onnx.ModelProto,
-    tuned: onnx.ModelProto,
-    *,
-    bound: Bound,
-    calibration: Sequence[Feed],
-    examples: int,
-    seed: int = 0,
-    model_dir: Path | None = None,
-    low_nodes: Sequence[str] = (),
-    limit: float = float(np.finfo(np.float16).max),
-    max_probes: int = MAX_PROBES,
-) -> StressOutcome:
+def stress(stressed: StressTarget, *, examples: int, seed: int = 0, max_probes: int = MAX_PROBES) -> StressOutcome:
     """See the module docstring; ``examples`` Hypothesis feeds at most (generate + target phases, no shrinking)."""
+    model, calibration = stressed.model, stressed.calibration
     ranges, shapes = calibration_domain(calibration)
     domain = ", ".join(f"{n}:[{lo:.4g},{hi:.4g}]" for n, lo, hi in ranges) or "inputs as declared"
-    outputs = [o.name for o in model.graph.output]
-    watched = low_tensors(model, low_nodes)
-    box = Box(ranges=ranges, base=dict(calibration[0]))
+    watched = low_tensors(model, stressed.low_nodes)
+    box = Box(ranges=ranges, base=dict(calibration[0]), max_probes=max_probes)
     with (
-        make_runner("ort", with_outputs(model, watched), model_dir=model_dir) as golden,
-        make_runner("emulate", tuned, model_dir=model_dir) as low,
+        make_runner("ort", with_outputs(model, watched), model_dir=stressed.model_dir) as golden,
+        make_runner("emulate", stressed.tuned, model_dir=stressed.model_dir) as low,
     ):
-        trial = _Trial(
-            golden, low, tuned=tuned, bound=bound, outputs=outputs, watched=watched, limit=limit, tuning=calibration
-        )
+        trial = _Trial(golden, low, stressed, watched=watched)
 
         def result(feed: Feed | None, how: str, corners: int) -> StressOutcome:
             return StressOutcome(
@@ -190,7 +186,7 @@ def stress(
                 failing_ratio=trial.failing_ratio if feed is not None else None,
             )
 
-        corners = corner_feeds(trial.watched_values, box, max_probes=max_probes, top=CORNERS) if ranges else []
+        corners = corner_feeds(trial.watched_values, box, top=CORNERS) if ranges else []
         best: tuple[float, Feed] | None = None
         for tried, corner in enumerate(corners, start=1):
             ratio, peak, over = trial.run(corner)
@@ -207,7 +203,7 @@ def stress(
                     failing.append(feed)
                 return ratio + peak
 
-            ascend(score, best[1], box, max_probes=max_probes, max_evals=ASCENT_EVALS, stop=lambda _: bool(failing))
+            ascend(score, best[1], box, max_evals=ASCENT_EVALS, stop=lambda _: bool(failing))
             if failing:
                 return result(failing[0], "coordinate ascent", len(corners))
         if not examples:

@@ -16,7 +16,7 @@ import onnx
 
 from harness.convert import ConvertOptions, collect_magnitudes, convert
 from harness.data.feeds import cast_feeds, input_specs
-from harness.diagnose import Diagnosis, diagnose_failure
+from harness.diagnose import Diagnosis, FailedCase, diagnose_failure
 from harness.judge.paired import judge_outputs
 from harness.judge.tolerances import TolerancePolicy
 from harness.runners import make_runner
@@ -38,7 +38,7 @@ def diagnose(
     goldens = make_runner("ort", model).run(feeds).outputs
     obtained = make_runner("emulate", conversion.model).run(cast_feeds(feeds, input_specs(conversion.model))).outputs
     assert not judge_outputs(obtained, goldens, precision=options.low_precision_type, policy=TolerancePolicy())
-    found = diagnose_failure(
+    case = FailedCase(
         reference=model,
         model_path=path,
         conversion=conversion,
@@ -47,11 +47,10 @@ def diagnose(
         feeds=feeds,
         goldens=goldens,
         obtained=obtained,
-        runner="emulate",
         policy=TolerancePolicy(),
-        work_dir=folder / "diagnosis",
-        budget=budget,
+        runner="emulate",
     )
+    found = diagnose_failure(case, work_dir=folder / "diagnosis", budget=budget)
     return found, path, goldens
 
 

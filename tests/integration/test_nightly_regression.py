@@ -28,8 +28,9 @@ from onnx import numpy_helper
 
 from harness.config import HarnessConfig
 from harness.data.models import bundled_models_dir
+from harness.nightly.comparison import compare_reports
 from harness.nightly.history import read_history
-from harness.nightly.rules import RECOMMENDED_RULES, compare_reports, parse_rules
+from harness.nightly.rules import RECOMMENDED_RULES, parse_rules
 from harness.pipeline.session import AccuracySession, Case
 from harness.report import Report, collect_provenance, utc_now
 from harness.sweep import SweepPoint, SweepSpec, expand

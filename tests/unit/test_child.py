@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from harness.convert.magnitudes import REFRUN
+from harness.convert.reference import REFRUN
 from harness.core import ortenv
 from harness.core.child import ChildFailed, run_child
 from harness.runners.tensorrt.typed_build import BUILD_SCRIPT

@@ -10,16 +10,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from harness.convert import ConversionResult
-from harness.diagnose import Diagnosis, diagnose_failure
+from harness.diagnose import Diagnosis, FailedCase, ModelPair, diagnose_failure
 from harness.diagnose.foreign import diagnose_foreign
-from harness.judge.compare import CompareResult
 from harness.pipeline.caserun import CaseEnv, CaseRun, Diagnosed
-from harness.pipeline.context import ModelContext
 from harness.report import outputs_relpath
 from harness.report.diagnosis import diagnosis_lines
 from harness.report.format import fmt_error
-from harness.sweep import SweepPoint
 
 
 def needs_diagnosis(run: CaseRun) -> bool:
@@ -30,20 +26,22 @@ def needs_diagnosis(run: CaseRun) -> bool:
 
 def diagnose_step(run: CaseRun, env: CaseEnv) -> CaseRun:
     """Diagnose a case whose comparison failed on a runner that rounds (others are not diagnosed)."""
-    executed, judged, converted = run.executed, run.judged, run.converted
-    if (
-        executed is None
-        or judged is None
-        or converted is None
-        or judged.comparison
-        or not executed.rounds_low_precision
-    ):
+    if not needs_diagnosis(run):
         return run
     start = time.perf_counter()
+    diagnosis = _diagnose(run, env)
+    message = failure_message(run, diagnosis)
+    return replace(run, diagnosed=Diagnosed(diagnosis=diagnosis, message=message, seconds=time.perf_counter() - start))
+
+
+def _diagnose(run: CaseRun, env: CaseEnv) -> Diagnosis:
+    """castguard's own conversion: the cause and a fix run on the case's runner; another converter's output: the
+    search only, said what it could not follow."""
+    executed, converted = run.executed, run.converted
+    assert executed is not None and converted is not None, "a diagnosed case was converted and executed"
     ctx, case, conversion = run.context, run.point, converted.conversion
-    relpath = outputs_relpath(ctx.spec.name, ctx.inputs_id, case.id)
-    if case.converter != "castguard":  # another converter's output: the search only, said what it could not follow
-        diagnosis = diagnose_foreign(
+    if case.converter != "castguard":
+        pair = ModelPair(
             reference=ctx.model,
             converted=conversion.model,
             feeds=ctx.golden.feeds,
@@ -51,42 +49,34 @@ def diagnose_step(run: CaseRun, env: CaseEnv) -> CaseRun:
             policy=env.settings.tolerances,
             model_dir=ctx.spec.path.parent,
             converted_dir=conversion.base_dir,
-            converter=case.converter,
         )
-        message = failure_message(ctx, case, judged.comparison, conversion, executed.runner, diagnosis)
-        return replace(
-            run, diagnosed=Diagnosed(diagnosis=diagnosis, message=message, seconds=time.perf_counter() - start)
-        )
-    diagnosis = diagnose_failure(
+        return diagnose_foreign(pair, converter=case.converter)
+    failed = FailedCase(
         reference=ctx.model,
         model_path=ctx.spec.path,
-        conversion=converted.conversion,
+        conversion=conversion,
         options=case.convert_options(),
         magnitudes=ctx.magnitudes,
         feeds=ctx.golden.feeds,
         goldens=ctx.golden.outputs,
         obtained=executed.outputs,
-        runner=case.runner,
-        providers=run.providers,
         policy=env.settings.tolerances,
-        work_dir=env.settings.fixes_dir.resolve() / Path(relpath).relative_to("outputs").with_suffix(""),
+        runner=case.runner,
+        providers=tuple(run.providers),
         runner_options=env.settings.runner_options,
         runner_timeout=env.settings.runner_timeout,
     )
-    message = failure_message(ctx, case, judged.comparison, converted.conversion, executed.runner, diagnosis)
-    diagnosed = Diagnosed(diagnosis=diagnosis, message=message, seconds=time.perf_counter() - start)
-    return replace(run, diagnosed=diagnosed)
+    relpath = outputs_relpath(ctx.spec.name, ctx.inputs_id, case.id)
+    return diagnose_failure(
+        failed, work_dir=env.settings.fixes_dir.resolve() / Path(relpath).relative_to("outputs").with_suffix("")
+    )
 
 
-def failure_message(
-    ctx: ModelContext,
-    case: SweepPoint,
-    comparison: CompareResult,
-    conversion: ConversionResult,
-    runner: str,
-    diagnosis: Diagnosis,
-) -> str:
+def failure_message(run: CaseRun, diagnosis: Diagnosis) -> str:
     """What failed, by how much, where it started, and the fix castguard ran (:mod:`harness.report.diagnosis`)."""
+    executed, judged, converted = run.executed, run.judged, run.converted
+    assert executed is not None and judged is not None and converted is not None, "a failing case was judged"
+    ctx, case, comparison, conversion = run.context, run.point, judged.comparison, converted.conversion
     low, high, share = conversion.low_nodes, conversion.high_nodes, conversion.lowp_flop_share
     summary = "\n".join("  " + line for line in comparison.summary().splitlines())
     options = case.convert_options()
@@ -102,7 +92,7 @@ def failure_message(
         taken = ", ".join(case.applied_settings()) or "no sweep setting"
         settings = f"converter {case.converter} ({taken})" + (f": {case.candidate}" if case.candidate else "")
     worst = max((o for o in comparison.outputs if not o.passed), key=lambda o: o.max_rel, default=None)
-    head = f"{ctx.spec.name} [{case.id}] does not match its FP32 golden on {runner}:"
+    head = f"{ctx.spec.name} [{case.id}] does not match its FP32 golden on {executed.runner}:"
     if worst is not None:
         head += f" output {worst.name!r} max_rel {fmt_error(worst.max_rel)}"
     if diagnosis.cause is not None:

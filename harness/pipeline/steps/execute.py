@@ -81,5 +81,5 @@ def time_step(run: CaseRun, env: CaseEnv) -> CaseRun:
         model_dir=run.context.spec.path.parent,
         low_model_dir=run.converted.conversion.base_dir,
     )
-    speed = measure_speed(pair, config=env.settings.timing, clock=env.settings.clock)
+    speed = measure_speed(pair, config=env.settings.timing)
     return replace(run, timed=Timed(speed=speed, seconds=time.perf_counter() - start))

@@ -162,20 +162,30 @@ def _check_validity(trt_module: TrtModule, runtime: Any, plan: bytes, device: De
         return
     bits = {name: int(value) for name, value in trt.EngineInvalidityDiagnostics.__members__.items()}
     reasons = [name for name, bit in bits.items() if int(diagnostics) & bit]
-    said = next((text for _, text in reversed(logger.lines) if "compute capabilit" in text.lower()), "")
+    said = _capability_said(logger)
     if "UNSUPPORTED_CC" in reasons or said or device.compute_capability not in _supported(trt_module):
-        raise RunnerUnavailable(
-            unsupported_gpu(
-                trt_module.backend,
-                gpu=device.name,
-                capability=device.compute_capability,
-                supported=_supported(trt_module),
-                detail=said,
-            )
-        )
+        raise _unsupported(trt_module, device, said)
     raise RunnerUnavailable(
         f"{trt_module.backend} says its engine is not valid on this machine "
         f"({', '.join(reasons) or 'no diagnostic'}); GPU {device.name}"
+    )
+
+
+def _capability_said(logger: Any) -> str:
+    """The last line of TensorRT's log about the GPU's compute capability, or ""."""
+    return next((text for _, text in reversed(logger.lines) if "compute capabilit" in text.lower()), "")
+
+
+def _unsupported(trt_module: TrtModule, device: Device, said: str) -> RunnerUnavailable:
+    """This GPU is not one the TensorRT build's engines run on (``said``: TensorRT's own words)."""
+    return RunnerUnavailable(
+        unsupported_gpu(
+            trt_module.backend,
+            gpu=device.name,
+            capability=device.compute_capability,
+            supported=_supported(trt_module),
+            detail=said,
+        )
     )
 
 
@@ -196,17 +206,9 @@ def open_engine(runner: EngineSource) -> LiveEngine:
     _check_validity(trt_module, runtime, plan, device, logger)
     engine = runtime.deserialize_cuda_engine(plan)
     if engine is None:
-        said = next((text for _, text in reversed(logger.lines) if "compute capabilit" in text.lower()), "")
+        said = _capability_said(logger)
         if said:
-            raise RunnerUnavailable(
-                unsupported_gpu(
-                    trt_module.backend,
-                    gpu=device.name,
-                    capability=device.compute_capability,
-                    supported=_supported(trt_module),
-                    detail=said,
-                )
-            )
+            raise _unsupported(trt_module, device, said)
         raise RunnerError("trt: the built plan could not be deserialized (see the TensorRT log above)")
     cache, cache_file = None, runner.options.runtime_cache
     if hasattr(engine, "create_runtime_config"):  # TensorRT-RTX: kernels are compiled at first run

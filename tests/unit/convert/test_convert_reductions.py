@@ -10,6 +10,7 @@ import logging
 import math
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +19,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from harness.convert import ConvertOptions, convert
-from harness.convert.magnitudes import Magnitudes, ReferenceRun, reference_run
+from harness.convert.magnitudes import Magnitudes
 from harness.convert.reductions import denominators
+from harness.convert.reference import ReductionPath, ReferenceData, ReferenceRun, reference_run
 from harness.core.errors import ConversionError
 from test_models import MODELS
 from tests.helpers.convert_builders import F32, init, model, node, vi
@@ -27,12 +29,18 @@ from tests.helpers.convert_builders import F32, init, model, node, vi
 F16, F64, I64, BOOL = TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.INT64, TensorProto.BOOL
 
 
-def _both(source: onnx.ModelProto | Path, **kwargs: object) -> tuple[ReferenceRun, ReferenceRun, ReferenceRun]:
+PLAIN = ReferenceData(dynamic_default=None)  # collect_magnitudes's defaults
+FULL = ReductionPath(absmin_everywhere=True, raw_below=-1)  # absmin everywhere, no tensor copied out
+
+
+def _both(
+    source: onnx.ModelProto | Path, data: ReferenceData = PLAIN, *, feeds: list[dict[str, np.ndarray]] | None = None
+) -> tuple[ReferenceRun, ReferenceRun, ReferenceRun]:
     """(copy path, graph path with absmin everywhere and no tensor copied out, graph path as the converter runs
     it)."""
-    copy = reference_run(source, reduce="copy", **kwargs)  # type: ignore[arg-type]
-    full = reference_run(source, reduce="graph", absmin_everywhere=True, raw_below=-1, **kwargs)  # type: ignore[arg-type]
-    default = reference_run(source, reduce="graph", **kwargs)  # type: ignore[arg-type]
+    copy = reference_run(source, data, feeds=feeds, path=ReductionPath(reduce="copy"))
+    full = reference_run(source, data, feeds=feeds, path=FULL)
+    default = reference_run(source, data, feeds=feeds)
     return copy, full, default
 
 
@@ -56,8 +64,8 @@ def _assert_same(copy: Magnitudes, graph: Magnitudes, *, absmin_names: set[str] 
     )
 
 
-def _check_equivalent(source: onnx.ModelProto | Path, **kwargs: object) -> ReferenceRun:
-    copy, full, default = _both(source, **kwargs)
+def _check_equivalent(source: onnx.ModelProto | Path, data: ReferenceData) -> ReferenceRun:
+    copy, full, default = _both(source, data)
     assert full.reduce == "graph" and default.reduce == "graph" and copy.reduce == "copy"
     _assert_same(copy.magnitudes, full.magnitudes)
     loaded = source if isinstance(source, onnx.ModelProto) else onnx.load(source)
@@ -75,9 +83,9 @@ def _check_equivalent(source: onnx.ModelProto | Path, **kwargs: object) -> Refer
 def test_bundled_model_same_figures_and_same_conversion(name: str) -> None:
     spec = MODELS[name]
     if spec.inputs_file:  # the model's own inputs, split into batches as calibration data is
-        run = _check_equivalent(spec.path, calibration_data=spec.folder / spec.inputs_file)
+        run = _check_equivalent(spec.path, replace(PLAIN, calibration_data=spec.folder / spec.inputs_file))
     else:
-        run = _check_equivalent(spec.path, dynamic_default=64)
+        run = _check_equivalent(spec.path, ReferenceData(dynamic_default=64))
     assert run.copied == ()
 
 
@@ -210,10 +218,10 @@ def test_reductions_refused_fall_back_to_the_copy_path_with_one_warning(
 ) -> None:
     """Wrong types for the added nodes (as a wrong inference would give): onnxruntime refuses them at load, and
     the run is redone the former way, said once, with the same figures."""
-    from harness.convert import magnitudes as module
+    from harness.convert import reference as module
 
     built, feed = _edge_model()
-    copy = reference_run(built, feeds=[feed], reduce="copy")
+    copy = reference_run(built, PLAIN, feeds=[feed], path=ReductionPath(reduce="copy"))
     facts = module.tensor_facts
 
     def wrong(child: onnx.ModelProto, first: dict[str, np.ndarray]) -> object:
@@ -222,7 +230,7 @@ def test_reductions_refused_fall_back_to_the_copy_path_with_one_warning(
 
     monkeypatch.setattr(module, "tensor_facts", wrong)  # "wide", a double divisor, said float: absmin nodes mismatch
     with caplog.at_level(logging.WARNING, logger="harness.convert"):
-        run = reference_run(built, feeds=[feed], raw_below=-1)
+        run = reference_run(built, PLAIN, feeds=[feed], path=ReductionPath(raw_below=-1))
     assert run.reduce == "copy" and run.magnitudes == copy.magnitudes
     assert [r.message for r in caplog.records].count(run.notes[-1]) == 1
     assert "refused the in-graph reductions" in run.notes[-1]
@@ -239,7 +247,7 @@ def test_model_errors_are_unchanged_on_the_graph_path() -> None:
     errors = []
     for reduce in ("copy", "graph"):
         with pytest.raises(ConversionError) as err:
-            reference_run(graph, reduce=reduce, dynamic_default=1)  # type: ignore[arg-type]
+            reference_run(graph, ReferenceData(dynamic_default=1), path=ReductionPath(reduce=reduce))
         errors.append((err.value.node, err.value.problem))
     assert errors[0] == errors[1] and errors[0][0] == "reshape_3rows"
 
@@ -250,9 +258,11 @@ def test_cuda_unavailable_falls_back_to_cpu_with_one_warning(caplog: pytest.LogC
     if "CUDAExecutionProvider" in ort.get_available_providers():
         pytest.skip("this onnxruntime has CUDA: the fallback path is for CPU-only installs")
     built, feed = _edge_model()
-    cpu = reference_run(built, feeds=[feed], raw_below=-1)
+    cpu = reference_run(built, PLAIN, feeds=[feed], path=ReductionPath(raw_below=-1))
     with caplog.at_level(logging.WARNING, logger="harness.convert"):
-        run = reference_run(built, feeds=[feed], providers=["cuda:0"], raw_below=-1)
+        run = reference_run(
+            built, replace(PLAIN, providers=("cuda:0",)), feeds=[feed], path=ReductionPath(raw_below=-1)
+        )
     warnings = [r.message for r in caplog.records if "CUDAExecutionProvider" in r.message]
     assert len(warnings) == 1 and "uses the CPU" in warnings[0]
     assert run.providers == ("CPUExecutionProvider",) and run.magnitudes == cpu.magnitudes
@@ -269,9 +279,9 @@ def test_fold_keeps_no_batch(tmp_path: Path) -> None:
     )
     rng = np.random.default_rng(0)
     np.savez(tmp_path / "calib.npz", x=rng.standard_normal((200, 512, 1024), np.float32))
-    many = reference_run(built, calibration_data=tmp_path / "calib.npz")
+    many = reference_run(built, replace(PLAIN, calibration_data=tmp_path / "calib.npz"))
     np.savez(tmp_path / "two.npz", x=rng.standard_normal((2, 512, 1024), np.float32))
-    few = reference_run(built, calibration_data=tmp_path / "two.npz")
+    few = reference_run(built, replace(PLAIN, calibration_data=tmp_path / "two.npz"))
     assert many.magnitudes.batches == 200 and few.magnitudes.batches == 2
     assert many.peak_rss_mb - few.peak_rss_mb < 40, (many.peak_rss_mb, few.peak_rss_mb)
 
@@ -287,23 +297,15 @@ def test_stored_node_test_same_figures(name: str) -> None:
     return to numpy (onnxruntime: 'No corresponding Numpy type'), is reduced in-graph."""
     source = onnx.load(NODE_DATA / name / "model.onnx")
     inputs = sorted((NODE_DATA / name).glob("test_data_set_0/input_*.pb"))
-    kwargs: dict[str, object] = {"dynamic_default": 4}
+    data, feeds = ReferenceData(dynamic_default=4), None
     if inputs and len(inputs) == len([i for i in source.graph.input]):
         arrays = [onnx.numpy_helper.to_array(onnx.load_tensor(str(p))) for p in inputs]
         if all(isinstance(a, np.ndarray) and a.dtype.kind in "fiub" for a in arrays):
-            kwargs = {"feeds": [{vi_.name: a for vi_, a in zip(source.graph.input, arrays)}]}
+            data, feeds = PLAIN, [{vi_.name: a for vi_, a in zip(source.graph.input, arrays)}]
     outcomes: list[object] = []
     for reduce in ("copy", "graph"):
         try:
-            outcomes.append(
-                reference_run(
-                    source,
-                    reduce=reduce,
-                    absmin_everywhere=True,
-                    raw_below=-1,  # type: ignore[arg-type]
-                    **kwargs,
-                )
-            )
+            outcomes.append(reference_run(source, data, feeds=feeds, path=replace(FULL, reduce=reduce)))
         except Exception as err:  # noqa: BLE001 - the two paths must fail alike
             outcomes.append(err)
     copy, graph = outcomes

@@ -124,7 +124,7 @@ def test_reference_child_reads_big_in_memory_weights_from_raw_bytes(tmp_path: Pa
     """Weights above 1 KiB go to the child as external data (weights.bin, page-aligned), not serialized into
     the graph; the figures match numpy's."""
     from harness.convert.childmodel import WEIGHTS_FILE, child_model
-    from harness.convert.magnitudes import collect_magnitudes
+    from harness.convert.reference import collect_magnitudes
     from tests.helpers.convert_builders import init
 
     rng = np.random.default_rng(3)

@@ -140,7 +140,8 @@ def test_converters_and_candidates_come_from_options_and_pyproject(tmp_path: Pat
 
 
 def test_nightly_compares_each_converter_with_itself() -> None:
-    from harness.nightly.rules import compare_reports, parse_rules
+    from harness.nightly.comparison import compare_reports
+    from harness.nightly.rules import parse_rules
     from harness.report.model import Provenance, Report
 
     prov = Provenance(castguard="0", onnx="0", onnxruntime="0", numpy="0", python="3", platform="p", hostname="h")

@@ -26,7 +26,7 @@ import pytest
 from onnx.backend.test.case import node as node_cases
 
 from harness.convert import convert_to_mixed_precision
-from harness.convert.magnitudes import ReferenceRunError
+from harness.convert.referror import ReferenceRunError
 from harness.core.errors import ConversionError
 from tests.helpers.node_validity import validity_problem
 

@@ -9,7 +9,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from harness.convert import ConvertOptions, convert
-from harness.diagnose import first_divergence
+from harness.diagnose import ModelPair, first_divergence
 from harness.diagnose.profile import divergence_profile
 from harness.judge.tolerances import TolerancePolicy
 from tests.helpers.graphs import make_model
@@ -21,12 +21,12 @@ F32 = TensorProto.FLOAT
 def test_llama_at_data_max_inf_is_diagnosed_at_the_rmsnorm_not_the_mask_fill() -> None:
     model, feeds = llama_model(), llama_feeds()
     converted = convert(model, options=ConvertOptions(data_max=math.inf), magnitudes=None).model
-    profile = divergence_profile(model, converted, feeds, precision="fp16", policy=TolerancePolicy())
+    profile = divergence_profile(ModelPair(model, converted, feeds, precision="fp16", policy=TolerancePolicy()))
     rows = {r.tensor: r for r in profile.rows}
     # the mask fill and the masked scores are beyond tolerance (clamped -FLT_MAX); Softmax absorbs it
     assert not rows[f"{MASK_FILL}_output_0"].passed and not rows[f"{MASK_FILL}_output_0"].computed
     assert not rows["masked"].passed and rows["masked"].computed and rows["probs"].passed
-    found = first_divergence(model, converted, feeds, precision="fp16", policy=TolerancePolicy())
+    found = first_divergence(ModelPair(model, converted, feeds, precision="fp16", policy=TolerancePolicy()))
     assert found is not None
     assert found.node in NORM_NODES and found.op in ("Pow", "Mul", "ReduceMean")
     assert (found.tensor, found.node) == ("x2", "/m/norm/Pow") and math.isinf(found.max_abs)
@@ -62,10 +62,10 @@ def test_a_computed_divergence_that_relu_absorbs_is_not_the_cause() -> None:
     model = relu_absorbs_model()
     feeds = [{"x": np.random.default_rng(0).uniform(200, 250, (1, 4)).astype(np.float32)}]
     converted = convert(model, options=ConvertOptions(data_max=math.inf), magnitudes=None).model
-    profile = divergence_profile(model, converted, feeds, precision="fp16", policy=TolerancePolicy())
+    profile = divergence_profile(ModelPair(model, converted, feeds, precision="fp16", policy=TolerancePolicy()))
     rows = {r.tensor: r for r in profile.rows}
     assert not rows["t"].passed and rows["t"].computed and rows["r"].passed  # born and absorbed
-    found = first_divergence(model, converted, feeds, precision="fp16", policy=TolerancePolicy())
+    found = first_divergence(ModelPair(model, converted, feeds, precision="fp16", policy=TolerancePolicy()))
     assert found is not None and (found.tensor, found.node, found.op) == ("sq", "square", "Mul")
 
 
@@ -73,9 +73,9 @@ def test_no_cause_when_every_output_agrees() -> None:
     model = relu_absorbs_model()
     feeds = [{"x": np.random.default_rng(0).uniform(1, 2, (1, 4)).astype(np.float32)}]
     converted = convert(model, options=ConvertOptions(data_max=math.inf), magnitudes=None).model
-    profile = divergence_profile(model, converted, feeds, precision="fp16", policy=TolerancePolicy())
+    profile = divergence_profile(ModelPair(model, converted, feeds, precision="fp16", policy=TolerancePolicy()))
     assert not profile.row("t").passed  # type: ignore[union-attr]
-    assert first_divergence(model, converted, feeds, precision="fp16", policy=TolerancePolicy()) is None
+    assert first_divergence(ModelPair(model, converted, feeds, precision="fp16", policy=TolerancePolicy())) is None
 
 
 def if_reads_the_square() -> onnx.ModelProto:
@@ -105,5 +105,5 @@ def test_a_cause_read_only_inside_an_if_branch_is_still_the_cause() -> None:
     model = if_reads_the_square()
     feeds = [{"x": np.random.default_rng(0).uniform(300, 400, (1, 4)).astype(np.float32), "flag": np.array(True)}]
     converted = convert(model, options=ConvertOptions(data_max=math.inf), magnitudes=None).model
-    found = first_divergence(model, converted, feeds, precision="fp16", policy=TolerancePolicy())
+    found = first_divergence(ModelPair(model, converted, feeds, precision="fp16", policy=TolerancePolicy()))
     assert found is not None and (found.tensor, found.node) == ("sq", "square")

@@ -8,6 +8,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from harness.diagnose.foreign import diagnose_foreign, unfollowed
+from harness.diagnose.profile import ModelPair
 from harness.judge.tolerances import TolerancePolicy
 from tests.helpers.graphs import cancellation_model, make_model
 
@@ -29,14 +30,7 @@ def test_no_cause_is_named_past_a_part_the_search_cannot_follow() -> None:
     assert unfollowed(reference, converted) == ["add"]
     feeds = [{"x": np.random.default_rng(0).uniform(-0.5, 0.5, (1, 16)).astype(np.float32)}]
     diagnosis = diagnose_foreign(
-        reference=reference,
-        converted=converted,
-        feeds=feeds,
-        precision="fp16",
-        policy=TolerancePolicy(),
-        model_dir=None,
-        converted_dir=None,
-        converter="candidate",
+        ModelPair(reference, converted, feeds, precision="fp16", policy=TolerancePolicy()), converter="candidate"
     )
     assert diagnosis.cause is None  # the error shows at y, but it began in the Add the search cannot see
     assert "could not follow 1 FP32 node(s)" in diagnosis.problem and "(add)" in diagnosis.problem
@@ -56,14 +50,7 @@ def test_a_fused_fp16_op_is_said_not_guessed() -> None:
         init.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(init).astype(np.float32), init.name))
     feeds = [{"x": np.ones((1, 2, 8), np.float32), "skip": np.ones((1, 2, 8), np.float32)}]
     diagnosis = diagnose_foreign(
-        reference=reference,
-        converted=converted,
-        feeds=feeds,
-        precision="fp16",
-        policy=TolerancePolicy(),
-        model_dir=None,
-        converted_dir=None,
-        converter="ort-fp16",
+        ModelPair(reference, converted, feeds, precision="fp16", policy=TolerancePolicy()), converter="ort-fp16"
     )
     assert diagnosis.cause is None
     assert "could not run" in diagnosis.problem and "com.microsoft::SkipLayerNormalization" in diagnosis.problem
@@ -74,13 +61,7 @@ def test_the_message_names_the_unfollowed_part_and_offers_no_castguard_fix() -> 
 
     feeds = [{"x": np.random.default_rng(0).uniform(-0.5, 0.5, (1, 16)).astype(np.float32)}]
     diagnosis = diagnose_foreign(
-        reference=cancellation_model(),
-        converted=_renamed_fp16(),
-        feeds=feeds,
-        precision="fp16",
-        policy=TolerancePolicy(),
-        model_dir=None,
-        converted_dir=None,
+        ModelPair(cancellation_model(), _renamed_fp16(), feeds, precision="fp16", policy=TolerancePolicy()),
         converter="candidate",
     )
     text = "\n".join(diagnosis_lines(diagnosis, precision="fp16"))

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 from harness.convert import ConvertOptions, collect_magnitudes, convert
 from harness.diagnose.cause import fix_region
 from harness.diagnose.failure import cause_of
-from harness.diagnose.profile import Profile, divergence_profile, marked_profile, tensor_types
+from harness.diagnose.profile import ModelPair, Profile, divergence_profile, marked_profile, tensor_types
 from harness.diagnose.sidebyside import COUNTS, FIGURES, Gate, side_by_side
 from harness.judge.tolerances import TolerancePolicy
 from harness.report.diagnosis import diagnosis_lines
@@ -30,11 +30,10 @@ F32, I64 = TensorProto.FLOAT, TensorProto.INT64
 def _both(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]], options: ConvertOptions, where: Path | None):
     magnitudes = collect_magnitudes(model, feeds=feeds) if math.isfinite(options.data_max) else None
     converted = convert(model, options=options, magnitudes=magnitudes).model
-    kwargs = {"precision": options.low_precision_type, "policy": TolerancePolicy(), "model_dir": where}
-    return (
-        divergence_profile(model, converted, feeds, **kwargs),  # type: ignore[arg-type]
-        marked_profile(model, converted, feeds, **kwargs),  # type: ignore[arg-type]
+    pair = ModelPair(
+        model, converted, feeds, precision=options.low_precision_type, policy=TolerancePolicy(), model_dir=where
     )
+    return divergence_profile(pair), marked_profile(pair)
 
 
 def _assert_same(model: onnx.ModelProto, new: Profile, old: Profile) -> None:

@@ -9,7 +9,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from harness.convert import ConvertOptions, convert
-from harness.diagnose import first_divergence, with_outputs
+from harness.diagnose import ModelPair, first_divergence, with_outputs
 from harness.judge.tolerances import TolerancePolicy
 from tests.helpers.graphs import cancellation_model, make_model, mlp_model
 
@@ -34,7 +34,9 @@ def _feeds(low: float, high: float, shape: tuple[int, ...]) -> list[dict[str, np
 def test_the_first_tensor_beyond_tolerance_is_named_not_a_later_one() -> None:
     model = overflow_chain()
     converted = convert(model, options=ConvertOptions(data_max=math.inf), magnitudes=None).model
-    found = first_divergence(model, converted, _feeds(300, 400, (1, 4)), precision="fp16", policy=TolerancePolicy())
+    found = first_divergence(
+        ModelPair(model, converted, _feeds(300, 400, (1, 4)), precision="fp16", policy=TolerancePolicy())
+    )
     assert found is not None
     assert (found.tensor, found.node, found.op) == ("sq", "square", "Mul")
     assert math.isinf(found.max_abs)
@@ -43,7 +45,9 @@ def test_the_first_tensor_beyond_tolerance_is_named_not_a_later_one() -> None:
 def test_rounding_that_only_shows_after_cancellation_is_found_where_it_shows() -> None:
     model = cancellation_model()
     converted = convert(model, options=ConvertOptions(), magnitudes=None).model
-    found = first_divergence(model, converted, _feeds(-0.5, 0.5, (1, 16)), precision="fp16", policy=TolerancePolicy())
+    found = first_divergence(
+        ModelPair(model, converted, _feeds(-0.5, 0.5, (1, 16)), precision="fp16", policy=TolerancePolicy())
+    )
     assert found is not None and (found.tensor, found.node, found.op) == ("y", "sub", "Sub")
     assert found.max_rel > 0.01
 
@@ -51,7 +55,10 @@ def test_rounding_that_only_shows_after_cancellation_is_found_where_it_shows() -
 def test_a_converted_model_within_tolerance_has_no_divergence() -> None:
     model = mlp_model()
     converted = convert(model, options=ConvertOptions(keep_io_types=True), magnitudes=None).model
-    assert first_divergence(model, converted, _feeds(-1, 1, (1, 8)), precision="fp16", policy=TolerancePolicy()) is None
+    assert (
+        first_divergence(ModelPair(model, converted, _feeds(-1, 1, (1, 8)), precision="fp16", policy=TolerancePolicy()))
+        is None
+    )
 
 
 def test_with_outputs_adds_only_missing_names_and_leaves_the_model_alone() -> None:

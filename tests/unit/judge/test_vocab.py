@@ -15,7 +15,8 @@ from harness.data.feeds import cast_feeds, input_specs
 from harness.judge.compare import Tolerance, compare_outputs
 from harness.judge.paired import judge_outputs
 from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
-from harness.nightly.rules import judge, parse_rule
+from harness.nightly.comparison import judge
+from harness.nightly.rules import parse_rule
 from harness.report.model import OutputStats
 from harness.runners import make_runner
 from tests.helpers.graphs import make_model

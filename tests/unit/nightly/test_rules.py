@@ -9,8 +9,9 @@ from collections.abc import Callable
 import pytest
 
 from harness.core.errors import UserError
+from harness.nightly.comparison import compare_reports, judge
 from harness.nightly.render import comparison_html, comparison_lines, comparison_markdown, fmt_change
-from harness.nightly.rules import TIME_FLOOR_S, Rule, compare_reports, judge, metric, parse_rule, parse_rules
+from harness.nightly.rules import TIME_FLOOR_S, Rule, metric, parse_rule, parse_rules
 from harness.report import CaseRecord, Report, Timings
 from harness.sweep import SweepPoint
 from tests.helpers.report_samples import PROVENANCE, output_stats, record_for, sample_report

@@ -8,8 +8,9 @@ import json
 import pytest
 
 from harness.core.errors import UserError
+from harness.nightly.comparison import TRT_BUILDS, compare_reports, judge
 from harness.nightly.render import comparison_markdown, fmt_change
-from harness.nightly.rules import RECOMMENDED_RULES, TRT_BUILDS, compare_reports, judge, parse_rule, parse_rules
+from harness.nightly.rules import RECOMMENDED_RULES, parse_rule, parse_rules
 from harness.report import CaseRecord, Report
 from harness.report.serde import report_from_dict, report_to_dict
 from harness.runners.tensorrt.typed_build import ParseFailure, TrtBuild

@@ -6,8 +6,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from harness.nightly.comparison import compare_reports
 from harness.nightly.render import comparison_markdown
-from harness.nightly.rules import compare_reports, parse_rules
+from harness.nightly.rules import parse_rules
 from harness.report import Report
 from harness.sweep import SweepPoint
 from tests.helpers.report_samples import PROVENANCE, record_for

@@ -11,8 +11,9 @@ import json
 import shutil
 from pathlib import Path
 
+from harness.nightly.comparison import compare_reports
 from harness.nightly.history import HISTORY_SCHEMA, read_run
-from harness.nightly.rules import RECOMMENDED_RULES, compare_reports, parse_rules
+from harness.nightly.rules import RECOMMENDED_RULES, parse_rules
 from harness.report import SCHEMA_VERSION, read_report
 from harness.report.format import case_notes, grouped_notes, reuse_text
 from harness.report.legacy import upgrade_case_v1

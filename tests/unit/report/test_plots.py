@@ -67,7 +67,7 @@ def test_fp16_and_bf16_keep_their_colours_in_every_chart() -> None:
     from matplotlib.colors import to_rgb
 
     assert colours == {tuple(round(v, 3) for v in to_rgb(PRECISION_COLOURS[p])) for p in ("fp16", "bf16")}
-    from harness.nightly.history import Trend, TrendRun
+    from harness.nightly.trend_data import Trend, TrendRun
 
     trend = Trend(
         model="m",

@@ -14,7 +14,8 @@ import pytest
 
 from harness.config import HarnessConfig
 from harness.core.errors import UserError
-from harness.nightly.rules import SPEEDUP_FLOOR, judge, parse_rule
+from harness.nightly.comparison import judge
+from harness.nightly.rules import SPEEDUP_FLOOR, parse_rule
 from harness.pipeline.session import AccuracySession, Case
 from harness.pipeline.speed import SpeedPair, measure_speed, time_pair
 from harness.report import CaseRecord, Report
@@ -125,7 +126,7 @@ def test_time_pair_on_cpu_runners_with_a_fake_clock() -> None:
     model = mlp_model()
     feed = {"x": np.ones((1, 8), np.float32)}
     with make_runner("ort", model) as low, make_runner("ort", model) as fp32:
-        speed = time_pair(low, fp32, feed, feed, config=TimingConfig(warmup=1, repeats=3, rounds=2), clock=Clock())
+        speed = time_pair(low, fp32, feed, feed, config=TimingConfig(warmup=1, repeats=3, rounds=2, clock=Clock()))
     assert speed.latency_ms == pytest.approx(1.0) and speed.fp32_latency_ms == pytest.approx(1.0)
     assert speed.speedup == pytest.approx(1.0) and speed.note == ""
 
@@ -148,7 +149,7 @@ def test_cpu_runners_record_why_they_claim_no_speed(tmp_path: Path) -> None:
     assert outcome.record.speed_note.startswith("emulate computes in fp32")
     model = mlp_model()
     pair = SpeedPair("ort", model, model, [], providers=("CPUExecutionProvider",))
-    assert measure_speed(pair, config=TimingConfig(), clock=Clock()).note.startswith("ORT's CPU provider")
+    assert measure_speed(pair, config=TimingConfig(clock=Clock())).note.startswith("ORT's CPU provider")
 
 
 class _Timed(Runner):
@@ -183,7 +184,7 @@ def test_the_claimed_speedup_is_device_resident_and_the_copies_do_not_cancel() -
     """8.7 ms vs 7.1 ms on the device, plus 10 ms of copies each: 1.23x resident, 1.09x end to end (issue 31)."""
     now = [0.0]
     low, fp32 = _Timed(now, compute=7.1, copy=10.0), _Timed(now, compute=8.7, copy=10.0)
-    speed = time_pair(low, fp32, {}, {}, config=TimingConfig(warmup=1, repeats=3, rounds=2), clock=lambda: now[0])
+    speed = time_pair(low, fp32, {}, {}, config=TimingConfig(warmup=1, repeats=3, rounds=2, clock=lambda: now[0]))
     assert speed.basis == "device-resident"
     assert speed.latency_ms == pytest.approx(7.1) and speed.fp32_latency_ms == pytest.approx(8.7)
     assert speed.speedup == pytest.approx(8.7 / 7.1)
@@ -193,8 +194,7 @@ def test_the_claimed_speedup_is_device_resident_and_the_copies_do_not_cancel() -
         _Timed(now, compute=8.7, copy=10.0),
         {},
         {},
-        config=TimingConfig(warmup=0, repeats=2, rounds=1),
-        clock=lambda: now[0],
+        config=TimingConfig(warmup=0, repeats=2, rounds=1, clock=lambda: now[0]),
     )
     assert plain.basis == "end to end" and plain.speedup == pytest.approx(18.7 / 17.1)
 

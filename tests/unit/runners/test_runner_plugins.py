@@ -20,7 +20,7 @@ from harness.report.model import Provenance
 from harness.report.provenance import collect_provenance
 from harness.runners import make_runner, runner_names
 from harness.runners.registry import BUILTIN, registered
-from harness.sweep.grid import check_runner
+from harness.sweep.checks import check_runner
 from tests.helpers.convert_builders import F32, model, node, vi
 from tests.helpers.plugin_dist import PACKAGE, install_into
 

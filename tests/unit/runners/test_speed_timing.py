@@ -37,7 +37,7 @@ def test_interleaved_takes_the_median_of_round_medians_with_a_fake_clock() -> No
     clock = FakeClock()
     slow_rounds = itertools.cycle([0.004, 0.004, 0.010])  # one noisy repeat in three
     calls = {"fp32": clock.cost(0.002), "fp16": lambda: setattr(clock, "now", clock.now + next(slow_rounds))}
-    result = interleaved(calls, config=TimingConfig(warmup=2, repeats=3, rounds=4), clock=clock)
+    result = interleaved(calls, config=TimingConfig(warmup=2, repeats=3, rounds=4, clock=clock))
     assert result["fp32"].median_ms == pytest.approx(2.0)
     assert result["fp32"].spread_ms == pytest.approx(0.0)
     assert result["fp16"].median_ms == pytest.approx(4.0)
@@ -48,7 +48,7 @@ def test_interleaved_takes_the_median_of_round_medians_with_a_fake_clock() -> No
 def test_interleaving_runs_every_model_in_every_round() -> None:
     order: list[str] = []
     calls = {name: (lambda n=name: order.append(n)) for name in ("a", "b")}
-    interleaved(calls, config=TimingConfig(warmup=0, repeats=2, rounds=2), clock=FakeClock())
+    interleaved(calls, config=TimingConfig(warmup=0, repeats=2, rounds=2, clock=FakeClock()))
     assert order == ["a", "a", "b", "b", "a", "a", "b", "b"]
 
 

@@ -14,7 +14,7 @@ from harness.convert import ConvertOptions, collect_magnitudes, convert
 from harness.core.dtypes import FP16_MAX
 from harness.search.corners import Box, ascend, corner_feeds
 from harness.tune.bound import Bound
-from harness.tune.stress import stress
+from harness.tune.stress import StressTarget, stress
 from tests.helpers.tune_heads import square_head, weights, worst_corner
 
 
@@ -41,12 +41,12 @@ def test_blocks_and_ascent_on_an_input_larger_than_the_probe_budget() -> None:
     constant (exact at that granularity, not the coordinate-wise worst); the ascent keeps to the box's bounds."""
     rng = np.random.default_rng(7)
     w = rng.normal(size=(4096,))
-    box = Box(ranges=(("x", -1.0, 1.0),), base={"x": np.zeros((1, 4096), dtype=np.float32)})
+    box = Box(ranges=(("x", -1.0, 1.0),), base={"x": np.zeros((1, 4096), dtype=np.float32)}, max_probes=64)
 
     def probe(feed: dict[str, np.ndarray]) -> np.ndarray:
         return np.asarray([float(np.asarray(feed["x"], dtype=np.float64).ravel() @ w)])
 
-    (corner,) = corner_feeds(probe, box, max_probes=64)
+    (corner,) = corner_feeds(probe, box)
     assert np.isin(corner["x"], np.float32([-1.0, 1.0])).all()
 
     def score(feed: dict[str, np.ndarray]) -> float:
@@ -54,7 +54,7 @@ def test_blocks_and_ascent_on_an_input_larger_than_the_probe_budget() -> None:
 
     block_optimum = sum(abs(part.sum()) for part in np.array_split(w, 64))
     assert score(corner) == pytest.approx(block_optimum, rel=1e-4)
-    best, value, spent = ascend(score, corner, box, max_probes=64, max_evals=20)
+    best, value, spent = ascend(score, corner, box, max_evals=20)
     assert value >= score(corner) and spent <= 20 and np.isin(best["x"], np.float32([-1.0, 1.0])).all()
 
 
@@ -65,15 +65,10 @@ def test_the_hunt_finds_the_square_head_overflow_for_every_seed(seed: int) -> No
     assert set(all_low.low_nodes) == {"proj", "square", "mean"}
     rng = np.random.default_rng(seed)
     tuning = [{"x": rng.uniform(-1, 1, (1, 256)).astype(np.float32)} for _ in range(8)]
-    found = stress(
-        model,
-        all_low.model,
-        bound=Bound(max_error=1e-2),
-        calibration=tuning,
-        examples=30,
-        seed=seed,
-        low_nodes=all_low.low_nodes,
+    target = StressTarget(
+        model, all_low.model, bound=Bound(max_error=1e-2), calibration=tuning, low_nodes=all_low.low_nodes
     )
+    found = stress(target, examples=30, seed=seed)
     assert found.failing_feed is not None and found.found_by == "corner search"
     assert found.worst_peak > 1.0  # a low-precision tensor past 65504
     x = found.failing_feed["x"].astype(np.float64).ravel()
