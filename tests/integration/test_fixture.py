@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -297,7 +296,7 @@ def test_a_first_run_fails_the_same_tests_in_any_order_or_worker(
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "user_project"
 
 
-def test_the_example_project_runs_as_printed_in_the_readme(tmp_path: Path) -> None:
+def test_the_example_project_runs_as_printed_in_the_readme(tmp_path: Path, castguard_in: Run) -> None:
     """examples/user_project: the README prints its test file; run it twice (the first run writes goldens)."""
     readme = (EXAMPLE.parents[1] / "README.md").read_text()
     source = (EXAMPLE / "tests" / "test_castguard_mnist.py").read_text()
@@ -305,10 +304,9 @@ def test_the_example_project_runs_as_printed_in_the_readme(tmp_path: Path) -> No
     assert block in source
     folder = tmp_path / "user_project"
     shutil.copytree(EXAMPLE, folder)
-    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
-    first = subprocess.run(args, cwd=folder, capture_output=True, text=True, timeout=600, check=False)
+    first = castguard_in(folder, "-q").proc
     assert first.returncode == 1 and "golden written" in first.stdout, first.stdout[-3000:]
-    second = subprocess.run(args, cwd=folder, capture_output=True, text=True, timeout=600, check=False)
+    second = castguard_in(folder, "-q").proc
     assert second.returncode == 0, second.stdout[-3000:]
     assert "3 passed" in second.stdout
     report = json.loads((folder / "castguard-report" / "report.json").read_text())
