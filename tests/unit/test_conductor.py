@@ -11,10 +11,13 @@ import ast
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.conductor import CastguardRun
 from harness.core.runid import RUN_ID_KEY, new_run_id
 from harness.nightly.history import read_history
 from harness.nightly.merge import read_night
+from harness.nightly.rules import parse_rules
 from harness.nightly.run import NightlyOptions, NightlyRun
 from harness.options import add_nightly_options, add_options
 from tests.helpers.graphs import mlp_model, save
@@ -84,14 +87,15 @@ def test_default_runner_skips_do_not_fail(tmp_path: Path) -> None:
     assert run.requested == ()
 
 
-def _merged(tmp_path: Path, *, killed: bool) -> tuple[CastguardRun, int, list[str]]:
-    """``castguard merge`` of two shards (the second killed after one case, or complete), with a history."""
+def _merged(tmp_path: Path, *, killed: bool, rules: str = "") -> tuple[CastguardRun, int, list[str]]:
+    """``castguard merge`` of two shards (the second killed after one case, or complete), with a history (and
+    ``--fail-on-regression rules``)."""
     folders = [
         shard(tmp_path / "a", info(1)),
         shard(tmp_path / "b", info(2), cases=1 if killed else None, finished=not killed),
     ]
     night = read_night(folders, out=tmp_path / "merged")
-    nightly = NightlyRun(NightlyOptions(history=tmp_path / "history"))
+    nightly = NightlyRun(NightlyOptions(history=tmp_path / "history", rules=parse_rules(rules) if rules else ()))
     run = CastguardRun.from_night(night, out=tmp_path / "merged", nightly=nightly, invocation_dir=tmp_path)
     run.start()
     code = run.finish(night.exit_status())
@@ -121,6 +125,18 @@ def test_an_incomplete_merged_night_fails_with_the_run_banner_and_is_never_publi
     assert banner in run.finished.run_paths.markdown.read_text()
     assert "the merged run is INCOMPLETE" in lines[0]
     assert [r.unclean_reason for r in read_history(tmp_path / "history").runs] == ["incomplete"]
+
+
+@pytest.mark.parametrize("killed", [False, True])
+def test_an_unreadable_history_under_fail_on_regression_is_exit_2_whatever_the_cases_say(
+    tmp_path: Path, killed: bool
+) -> None:
+    """One rule for a pytest run and a merged night: the gate cannot be evaluated, a usage error (exit 2), also
+    when cases failed or the night is incomplete (before, pytest said 1 then and castguard merge 2)."""
+    (tmp_path / "history").mkdir()
+    (tmp_path / "history" / "20261101T030000Z-0badf00d.json").write_text('{"castguard_history": 1, "report": ')
+    run, code, lines = _merged(tmp_path, killed=killed, rules="status")
+    assert code == 2 and any("every file of the history folder is unreadable" in line for line in lines), lines
 
 
 def test_the_fixture_only_run_has_its_report_session_from_start_up(tmp_path: Path) -> None:
