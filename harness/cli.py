@@ -11,7 +11,8 @@
 * ``castguard replay FINDING.npz``: rerun a saved adversarial finding (exit 1 when it still fails).
 * ``castguard history DIR`` / ``castguard recheck REPORT_DIR ...``: nightly regression (``harness.nightly.cli``).
 * ``castguard merge SHARD_DIR... --out DIR``: the ``pytest --shard K/N`` runs of one night as one report and
-  verdict (``harness.nightly.merge``).
+  verdict (``harness.nightly.merge``): the run object of a ``pytest`` run, built from the shards, finished by the
+  same ``CastguardRun.finish``.
 
 User errors print one message on stderr and exit 2, without a traceback. Every subcommand takes ``-q``/``-qq``,
 ``-v`` and ``--color``, before or after its name (:mod:`harness.core.console`).
@@ -70,6 +71,27 @@ def _goldens(args: argparse.Namespace, out: Console) -> int:
         out.result(f"{name}: {outcome.status}" + (f"\n{outcome.message}" if outcome.message else ""))
         status = status or (1 if outcome.status in ("fail", "error") else 0)
     return status
+
+
+def _merge(args: argparse.Namespace, out: Console) -> int:
+    """``castguard merge``: the shards' night as the run object, finished as a ``pytest`` run is."""
+    from harness.conductor import CastguardRun
+    from harness.nightly.cli import merge_nightly
+    from harness.nightly.merge import read_night
+
+    here = Path.cwd()
+    folder = (here / args.out).resolve()
+    night = read_night([Path(d) for d in args.shard_dirs], out=folder)
+    run = CastguardRun.from_night(
+        night, out=folder, nightly=merge_nightly(args, invocation_dir=here), invocation_dir=here
+    )
+    try:
+        run.start()
+        code = run.finish(night.exit_status())
+    finally:
+        run.close()
+    out.result("\n".join(run.terminal_lines()))
+    return code
 
 
 def _unused_goldens(goldens_dir: Path, report_dir: Path, *, prune: bool, out: Console) -> int:
@@ -216,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.set_defaults(func=_replay)
     add_history_command(sub)
     add_recheck_command(sub)
-    add_merge_command(sub)
+    add_merge_command(sub).set_defaults(func=_merge)
     return parser
 
 

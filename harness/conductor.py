@@ -1,13 +1,16 @@
 """One castguard run, start to end, without pytest: :class:`CastguardRun` owns everything a run carries.
 
 The pytest plugin (:mod:`harness.plugin`) keeps one :class:`CastguardRun` in ``config.stash`` and its hooks only
-call it; ``castguard goldens`` builds the same object. It owns:
+call it; ``castguard goldens`` builds the same object, and ``castguard merge`` builds it from the shards of one
+night (:meth:`CastguardRun.from_night`), so that a merged night is judged, written and stored by the same
+:meth:`CastguardRun.finish` as a ``pytest`` run. It owns:
 
 * the validated :class:`~harness.config.HarnessConfig` and the project folder it came from;
 * the :class:`~harness.pipeline.session.AccuracySession` (goldens, sweep cases) when models are given;
 * the :class:`~harness.report.collect.ReportSession` (this run's folder, case files, the published report);
 * the :class:`~harness.nightly.run.NightlyRun` (``--baseline``/``--history``/``--fail-on-regression``);
-* the shard (``--shard K/N``): its work, its start record and the non-case tests that failed.
+* the shard (``--shard K/N``): its work, its start record and the non-case tests that failed;
+* ``castguard merge``: the shards' night (:class:`~harness.nightly.merge.ShardNight`) in place of a session.
 
 Life cycle: :meth:`CastguardRun.from_options` (usage errors raise :class:`~harness.core.errors.UserError` before
 anything runs) -> :meth:`start` -> :meth:`add` per settled case record -> :meth:`finish` (builds, judges and
@@ -18,47 +21,33 @@ A requested runner whose every case skipped fails the run: :mod:`harness.report.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.config import HarnessConfig, find_project, load_table
-from harness.core.errors import INTERRUPTED_EXIT, HarnessError, UserError
+from harness.core.errors import INTERRUPTED_EXIT, UserError
 from harness.core.files import check_folder, check_writable
+from harness.core.runid import RUN_ID_KEY
+from harness.nightly.merge import ShardNight
 from harness.nightly.run import NightlyOptions, NightlyRun, options_from
 from harness.options import given_options
 from harness.pipeline.session import AccuracySession, SessionRole
+from harness.pipeline.shard_run import ShardState
 from harness.pipeline.verdict import settled
-from harness.report import CaseRecord, Provenance
+from harness.report import CaseRecord, Provenance, Report
 from harness.report.banner import RunTrouble, all_skipped, run_status_sections, skipped_runner_lines, xpass_lines
-from harness.report.collect import FinishedReport, ReportSession, worker_name
-from harness.report.model import ShardInfo
-from harness.sweep.shards import ShardWork
+from harness.report.collect import CASES_DIR, FinishedReport, ReportSession, worker_name
 
 if TYPE_CHECKING:
     from harness.check import Checker
 
-RUN_ID_KEY = "castguard_run_id"  # the controller's run id, handed to xdist workers in their workerinput
 TESTS_FAILED = 1  # pytest's ExitCode.TESTS_FAILED (no pytest import here)
 SHARD_REFUSES = (
     "a shard is one part of the night: comparing it with a baseline would call the other shards' cases missing"
 )
-
-
-@dataclass
-class ShardState:
-    """This process's shard: its work, its start record, the non-case tests that failed (for the merge)."""
-
-    work: ShardWork
-    info: ShardInfo
-    failed_tests: list[str] = field(default_factory=list)
-
-    def finished(self, exit_status: int) -> ShardInfo:
-        """The start record with how the shard ended (for its report.json)."""
-        return replace(self.info, exit_status=exit_status, failed_tests=tuple(dict.fromkeys(self.failed_tests)))
 
 
 @dataclass(frozen=True)
@@ -112,6 +101,7 @@ class CastguardRun:
         self.hypothesis_seed = hypothesis_seed
         self.nightly_options = nightly_options
         self.shard: ShardState | None = None
+        self.night: ShardNight | None = None  # castguard merge: the shards' cases (:meth:`from_night`)
         self.planned: int | None = None
         self.planned_ids: tuple[str, ...] = ()  # the selected sweep cases' parameter ids (Case.id)
         self.finished: FinishedReport | None = None
@@ -120,6 +110,7 @@ class CastguardRun:
         self.failed_tests: list[str] = []  # failed tests that are not sweep cases (the banner names them)
         self._pending: dict[str, list[CaseRecord]] = {}  # a test's records until pytest judges it
         self._checker: Checker | None = None
+        self._report_started = False  # this run's folder is made and locked (:meth:`_start_report`)
         self._benchmarks_existed = (invocation_dir / ".benchmarks").exists()
 
     @classmethod
@@ -132,10 +123,13 @@ class CastguardRun:
         worker_input: Mapping[str, Any] | None = None,
         project: Path | None = None,
         with_report: bool = True,
+        run_id: str | None = None,
     ) -> CastguardRun:
         """The run the parsed options describe (pytest's ``config.option`` or the CLI's namespace); usage errors
         raise :class:`UserError` before anything runs. ``with_report=False``: no report folder (``castguard
-        goldens``)."""
+        goldens``). The report session is made here, with or without ``--model`` (the ``castguard`` fixture's
+        cases go into it): an xdist worker's under its controller's run id, a controller's under ``run_id`` when
+        it handed one to its workers before the run was built."""
         given = given_options(option)
         project = project or find_project(invocation_dir, fallback=rootpath)
         table = load_table(project)
@@ -147,7 +141,7 @@ class CastguardRun:
         nightly_options = options_from(option, invocation_dir=invocation_dir)
         if config.models and nightly_options.history is not None and worker_input is None:
             check_writable(nightly_options.history, what="the history folder (--history)")
-        run_id = worker_input.get(RUN_ID_KEY) if worker_input else None  # absent when the controller runs no model
+        run_id = worker_input.get(RUN_ID_KEY) if worker_input else run_id
         report = (
             ReportSession(
                 report_dir=config.report_dir,
@@ -171,7 +165,7 @@ class CastguardRun:
             )
         nightly = (
             NightlyRun(nightly_options)
-            if session is not None and nightly_options.active and worker_input is None
+            if report is not None and nightly_options.active and worker_input is None
             else None
         )
         return cls(
@@ -181,53 +175,57 @@ class CastguardRun:
             worker_input=worker_input,
             nightly=nightly,
             session=session,
-            report=report if session is not None else None,
+            report=report,
             requested=requested_runners(given, table, config),
             allow_skipped_runner=bool(getattr(option, "castguard_allow_skipped_runner", None)),
             hypothesis_seed=getattr(option, "hypothesis_seed", None),
             nightly_options=nightly_options,
         )
 
+    @classmethod
+    def from_night(
+        cls, night: ShardNight, *, out: Path, nightly: NightlyRun | None, invocation_dir: Path
+    ) -> CastguardRun:
+        """``castguard merge``: the run the shards of one night make, written into ``out``. No session and no
+        cache: the shards ran the cases; :meth:`start` copies their outputs, :meth:`finish` judges and writes."""
+        config = HarnessConfig(report_dir=out, cache_max_mb=0)
+        run = cls(
+            config=config,
+            project=invocation_dir,
+            invocation_dir=invocation_dir,
+            nightly=nightly,
+            report=ReportSession(report_dir=out, keep_runs=config.keep_runs),
+        )
+        run.night = night
+        run.failed_tests = list(night.merged.failed_tests)
+        return run
+
     @property
     def run_id(self) -> str | None:
         return self.report.run_id if self.report is not None else None
 
-    def worker_input(self) -> dict[str, str]:
-        """What an xdist worker is handed (its ``workerinput``): this run's id, so every worker writes into its folder."""
-        return {RUN_ID_KEY: self.run_id} if self.run_id is not None else {}
-
     def start(self) -> None:
-        """The owning process (not an xdist worker): lock this run's folder; a shard writes its start marker."""
-        if self.is_worker or self.report is None or self.session is None:
+        """The owning process (not an xdist worker): lock this run's folder; a shard writes its start marker; a
+        merged night copies its shards' outputs in."""
+        if self.is_worker or self.report is None or (self.session is None and self.night is None):
+            return  # the castguard fixture's run: its folder is made by its first check, or at the end (finish)
+        self._start_report()
+        if self.night is not None:
+            self.night.copy_outputs(self.report)
             return
-        self.report.start()
+        assert self.session is not None
         if self.session.shard_work is not None:
             from harness.pipeline.shard_run import shard_info
 
             self.shard = ShardState(self.session.shard_work, shard_info(self.config, self.session.shard_work))
             self.report.mark_shard(self.shard.info, provenance=self.provenance())
 
-    def report_session(self, *, run_id: str | None = None, start: bool = True) -> ReportSession:
-        """The run's report session, made now when the run has none (a run without ``--model`` whose tests use the
-        ``castguard`` fixture): an xdist worker writes into the ``run_id`` its controller reserved; the owning process
-        locks the folder (``start``). The nightly options then apply to it as to a ``--model`` run."""
-        if self.report is None:
-            self.report = ReportSession(
-                report_dir=self.config.report_dir,
-                worker=worker_name(self._worker_input or None),
-                run_id=run_id,
-                keep_runs=self.config.keep_runs,
-            )
-            if not self.is_worker and start:
-                self.report.start()
-            if (
-                self.nightly is None
-                and self.nightly_options is not None
-                and self.nightly_options.active
-                and not self.is_worker
-            ):
-                self.nightly = NightlyRun(self.nightly_options)
-        return self.report
+    def _start_report(self) -> None:
+        """Make and lock this run's folder, once, in the owning process (an xdist worker writes into its
+        controller's)."""
+        if self.report is not None and not self.is_worker and not self._report_started:
+            self.report.start()
+            self._report_started = True
 
     def provenance(self) -> Provenance:
         from hypothesis import settings
@@ -275,16 +273,18 @@ class CastguardRun:
                 if record is not None:
                     self.add(record)
 
-    def checker(self, *, run_id: str | None = None) -> Checker:
+    def checker(self) -> Checker:
         """The ``castguard`` fixture's checker of this process (:mod:`harness.check`), writing into this run's
-        report folder (made now when the run has none: see :meth:`report_session`)."""
+        report folder (made and locked now by the owning process)."""
         if self._checker is None:
             from harness.check import Checker
 
+            assert self.report is not None, "the castguard fixture's run has a report session (from_options)"
+            self._start_report()
             strict = self.nightly_options.strict_provenance if self.nightly_options is not None else False
             self._checker = Checker(
                 self.config,
-                output_dir=self.report_session(run_id=run_id).run_dir,
+                output_dir=self.report.run_dir,
                 bundled_dir=_bundled_dir(),
                 strict_provenance=strict,
             )
@@ -313,17 +313,11 @@ class CastguardRun:
     def _finish(self, exitstatus: int, *, interrupted: bool) -> int:
         if self.report is None or self.is_worker:
             return exitstatus
-        self._record_unreached(interrupted=interrupted)
-        shard = self.shard
-        planned = self.planned if self.planned is not None or shard is None else shard.work.case_count
-        if self.session is None:  # only the castguard fixture: its tests record cases as they go, none planned
-            planned = None
-        report = self.report.build(
-            provenance=self.provenance(),
-            interrupted=interrupted,
-            planned_cases=planned,
-            shard=None if shard is None else shard.finished(exitstatus),
-        )
+        if not self._report_started:  # the castguard fixture's run: used here or by an xdist worker, or not at all
+            if not (self.report.run_dir / CASES_DIR).is_dir():
+                return exitstatus
+            self._start_report()  # an xdist controller takes over the folder its workers' checks wrote into
+        report = self._build(exitstatus, interrupted=interrupted)
         if report is None:  # no case ran: a failed run still never leaves an older report passing
             if exitstatus != 0:
                 from harness.report import utc_now
@@ -342,11 +336,14 @@ class CastguardRun:
             (self.nightly is not None and self.nightly.exit_code) or self.skipped_runners or no_golden
         ):
             exitstatus = TESTS_FAILED  # nightly rules / a requested runner that never ran / a golden not made
-            if self.nightly is not None and self.nightly.exit_code == 2:
-                exitstatus = 2  # --fail-on-regression with a history that cannot be read: as castguard merge says
+        if exitstatus == TESTS_FAILED and self.nightly is not None and self.nightly.exit_code == 2:
+            exitstatus = 2  # --fail-on-regression with a history that cannot be read: a usage error
         extra_md, extra_html = (
             self.nightly.sections() if self.nightly is not None else ([], [])
         )  # ... then its rendering
+        if self.night is not None:  # castguard merge: the merge notes come first
+            night_md, night_html = self.night.sections()
+            extra_md, extra_html = [night_md, *extra_md], [night_html, *extra_html]
         trouble = RunTrouble(
             regressions=self.nightly.failing_regressions if self.nightly is not None else 0,
             skipped_runners=() if self.allow_skipped_runner else all_skipped(report, self.requested),
@@ -364,37 +361,33 @@ class CastguardRun:
         self.evicted = evict_note(self.config.cache_dir, max_mb=self.config.cache_max_mb)
         return exitstatus
 
-    def interrupted_at_end(self) -> str:
-        """Ctrl-C while the run's report was written (issue 33.5): every file castguard writes is atomic, so what
-        is there is whole; unless this run's report was published, the published one (an older run's) is marked
-        as not the latest. The one line the run prints."""
-        if self.report is None or self.is_worker:
-            return "castguard: interrupted (Ctrl-C)"
-        try:
-            published = json.loads((self.config.report_dir / "report.json").read_text(encoding="utf-8"))
-            ours = isinstance(published, dict) and published.get("run_id") == self.report.run_id
-        except (OSError, ValueError):
-            ours = False
-        if ours:
-            return "castguard: interrupted (Ctrl-C) after this run's report was published; it is whole"
-        try:
-            from harness.report import utc_now
-
-            self.report.supersede(
-                created=utc_now(), why="was interrupted (Ctrl-C) while its report was written", own_report=False
-            )
-        except (OSError, HarnessError):
-            pass  # nothing published, or a folder that cannot be written: the line below stays true
-        finally:
-            self.report.close()
-        return (
-            "castguard: interrupted (Ctrl-C) while the report was written: no report for this run (files already "
-            "there are whole; a published report is marked as not the latest run)"
+    def _build(self, exitstatus: int, *, interrupted: bool) -> Report | None:
+        """This run's report from its case files (None: no case ran), or a merged night's from its shards."""
+        assert self.report is not None
+        if self.night is not None:
+            return self.night.report(run_id=self.report.run_id)
+        self._record_unreached(interrupted=interrupted)
+        shard = self.shard
+        planned = self.planned if self.planned is not None or shard is None else shard.work.case_count
+        if self.session is None:  # only the castguard fixture: its tests record cases as they go, none planned
+            planned = None
+        return self.report.build(
+            provenance=self.provenance(),
+            interrupted=interrupted,
+            planned_cases=planned,
+            shard=None if shard is None else shard.finished(exitstatus),
         )
+
+    def interrupted_at_end(self) -> str:
+        """Ctrl-C while the run's report was written (issue 33.5): the one line the run prints
+        (:meth:`harness.report.collect.ReportSession.interrupted_at_end`)."""
+        if self.report is None or self.is_worker or not self._report_started:
+            return "castguard: interrupted (Ctrl-C)"
+        return self.report.interrupted_at_end()
 
     def terminal_sections(self) -> list[Section]:
         """What the run prints at the end: the report's place and headline, inputs, nightly verdict."""
-        sections: list[Section] = []
+        sections = [Section(None, tuple(self.night.terminal_lines()))] if self.night is not None else []
         if self.finished is not None:
             from harness.report.format import degenerate_lines, summary_facts
             from harness.report.view import trt_terminal_lines
@@ -418,8 +411,9 @@ class CastguardRun:
             tail.append(f"castguard {self.shard.work.summary()}")
         if tail:
             sections.append(Section(None, tuple(tail)))
-        if self.nightly is not None:
-            sections.append(Section("castguard nightly regression", tuple(self.nightly.terminal_lines())))
+        nightly = self.nightly.terminal_lines() if self.nightly is not None else []
+        if nightly:  # decided: the run wrote its report
+            sections.append(Section("castguard nightly regression", tuple(nightly)))
         return sections
 
     def terminal_lines(self) -> list[str]:

@@ -1,4 +1,4 @@
-"""A run's id: made where nothing else of castguard is loaded yet (the pytest plugin reserves one for its xdist
+"""A run's id, and the key xdist workers get it under: made where nothing else of castguard is loaded yet (the pytest plugin reserves one for its xdist
 workers before it knows that any of them will use castguard), read and checked by :mod:`harness.report.runs`."""
 
 from __future__ import annotations
@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import secrets
 from datetime import datetime, timezone
+
+RUN_ID_KEY = "castguard_run_id"  # an xdist worker's workerinput: the run id its controller writes the report under
 
 
 def new_run_id(*, now: datetime | None = None) -> str:

@@ -3,7 +3,8 @@
 * ``castguard history DIR [--last N] [--accept NAME|latest]``: the trend table of a history folder; corrupt
   files are listed by name and counted. ``--accept`` marks a regressed run as an accepted baseline.
 * ``castguard merge SHARD_DIR... --out DIR [--baseline PATH] [--history DIR] [--fail-on-regression RULES]``: the
-  ``pytest --shard K/N`` runs of one night as one report, compared once (:mod:`harness.nightly.merge`).
+  ``pytest --shard K/N`` runs of one night as one report, compared once (:mod:`harness.nightly.merge`; the command
+  itself is in :mod:`harness.cli`, which builds the run object from the shards).
 * ``castguard recheck REPORT_DIR [--atol [OUT:]V ...] [--rtol [OUT:]V ...] [--check-error-stat [OUT:]MODE ...]
   [--quantile [OUT:]Q ...]``: re-judge a report folder's saved outputs; exit 1 when a case now fails.
 """
@@ -12,12 +13,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.core.console import Console
 from harness.core.errors import UserError
 from harness.judge.compare import MODES
 from harness.options import NIGHTLY_OPTIONS
+
+if TYPE_CHECKING:
+    from harness.nightly.run import NightlyRun
 
 _PER_OUTPUT = "[OUTPUT:]VALUE"
 
@@ -64,8 +68,9 @@ def add_recheck_command(sub: Any) -> None:
 _MERGE_OPTIONS = ("--baseline", "--fail-on-regression", "--history")
 
 
-def add_merge_command(sub: Any) -> None:
-    parser = sub.add_parser(
+def add_merge_command(sub: Any) -> argparse.ArgumentParser:
+    """``castguard merge``'s arguments; the command (:func:`harness.cli`) builds the run object from the shards."""
+    parser: argparse.ArgumentParser = sub.add_parser(
         "merge",
         help="merge the report folders of pytest --shard K/N runs into one report, compared with the baseline once",
     )
@@ -74,29 +79,21 @@ def add_merge_command(sub: Any) -> None:
     for option in NIGHTLY_OPTIONS:
         if option.flag in _MERGE_OPTIONS:
             option.register(parser.add_argument)
-    parser.set_defaults(func=_merge)
+    return parser
 
 
-def _merge(args: argparse.Namespace, out: Console) -> int:
-    from harness.nightly.merge import merge_command
+def merge_nightly(args: argparse.Namespace, *, invocation_dir: Path) -> NightlyRun | None:
+    """``castguard merge``'s ``--baseline``/``--history``/``--fail-on-regression`` (None when none is given)."""
     from harness.nightly.run import NightlyRun, nightly_options
 
-    here = Path.cwd()
     options = nightly_options(
         baseline=args.castguard_baseline,
         rules=args.castguard_fail_on_regression,
         history=args.castguard_history,
         strict_provenance=False,
-        invocation_dir=here,
+        invocation_dir=invocation_dir,
     )
-    lines, code = merge_command(
-        [Path(d) for d in args.shard_dirs],
-        out=(here / args.out).resolve(),
-        nightly=NightlyRun(options) if options.active else None,
-        shown_from=here,
-    )
-    out.result("\n".join(lines))
-    return code
+    return NightlyRun(options) if options.active else None
 
 
 def _history(args: argparse.Namespace, out: Console) -> int:

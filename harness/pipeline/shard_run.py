@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.config import HarnessConfig
@@ -67,3 +68,16 @@ def shard_info(config: HarnessConfig, work: ShardWork) -> ShardInfo:
     return ShardInfo(
         part=work, settings=shard_settings(config), goldens=golden_digests(config.goldens_dir), started=utc_now()
     )
+
+
+@dataclass
+class ShardState:
+    """This process's shard: its work, its start record, the non-case tests that failed (for the merge)."""
+
+    work: ShardWork
+    info: ShardInfo
+    failed_tests: list[str] = field(default_factory=list)
+
+    def finished(self, exit_status: int) -> ShardInfo:
+        """The start record with how the shard ended (for its report.json)."""
+        return replace(self.info, exit_status=exit_status, failed_tests=tuple(dict.fromkeys(self.failed_tests)))

@@ -41,7 +41,7 @@ from harness.plugin.aliases import add_namespaced, add_short_forms, header_line
 from harness.plugin.nodeids import case_param, is_case
 from harness.plugin.rootdir import correct_rootdir
 from harness.plugin.state import current_run as _run
-from harness.plugin.state import ensure_run, state
+from harness.plugin.state import ensure_run, finishing_run, state, workers_run_id
 
 if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin import
     from harness.conductor import CastguardRun, Section
@@ -165,6 +165,7 @@ def _configured_run(config: pytest.Config) -> CastguardRun:
             invocation_dir=config.invocation_params.dir,
             rootpath=config.rootpath,
             worker_input=worker_input,
+            run_id=state(config).reserved_run_id,
         )
     except UserError as err:
         raise pytest.UsageError(str(err)) from None
@@ -185,10 +186,10 @@ def _suite_args(config: pytest.Config, *, tune: bool) -> list[str]:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: object) -> None:
-    """pytest-xdist, controller: every worker writes into this run's folder."""
-    run = _run(node.config)  # type: ignore[attr-defined]
-    if run is not None:
-        node.workerinput.update(run.worker_input())  # type: ignore[attr-defined]
+    """pytest-xdist, controller: every worker writes into this run's folder (reserved while the run is not built)."""
+    from harness.core.runid import RUN_ID_KEY
+
+    node.workerinput[RUN_ID_KEY] = workers_run_id(node.config)  # type: ignore[attr-defined]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -290,7 +291,7 @@ def _settle(item: pytest.Item, report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    run = _run(session.config)
+    run = finishing_run(session.config)
     if run is not None:
         session.exitstatus = run.finish(int(session.exitstatus), interrupted=_interrupted(session))
 

@@ -10,10 +10,12 @@
 The work is :class:`harness.check.Checker` (no pytest there), one per process, built from the run's
 :class:`~harness.config.HarnessConfig` (``[tool.castguard]`` of the project + command-line options). Its records
 go into the run's report exactly as the packaged suite's do: settled against the test's own outcome (xfail) in
-the main plugin's ``pytest_runtest_makereport`` (the run object holds them per test). A run without ``--model`` has no report
-session until a test uses the fixture; then this process makes one (under xdist the controller reserves a run id
-for its workers and takes the folder over at the end, if any worker wrote a case). The main plugin's
-``pytest_sessionfinish`` then builds, judges (nightly rules) and writes that report as for ``pytest --model``.
+the main plugin's ``pytest_runtest_makereport`` (the run object holds them per test). The run object has its report
+session from start-up (:meth:`harness.conductor.CastguardRun.from_options`), with or without ``--model``; the
+first check makes and locks its folder. Under xdist each worker writes into its controller's run (the run id in its
+``workerinput``); a worker that used the fixture says so (:func:`pytest_testnodedown`), and the controller's run,
+built then if no castguard option built it, takes the folder over at the end. The main plugin's
+``pytest_sessionfinish`` builds, judges (nightly rules) and writes that report as for ``pytest --model``.
 
 Bad input (a missing model, inputs that do not fit it) fails the test with castguard's message and no traceback.
 """
@@ -26,12 +28,11 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import pytest
 
-from harness.plugin.state import current_run, ensure_run, state
+from harness.plugin.state import ensure_run, state
 
 if TYPE_CHECKING:
     from harness.check import Checker, CheckResult, Inputs
 
-FIXTURE_RUN_ID = "castguard_fixture_run_id"
 FIXTURE_USED = "castguard_fixture_used"  # an xdist worker's workeroutput: a test there used the fixture
 T = TypeVar("T")
 
@@ -170,19 +171,15 @@ def _fail(message: str) -> NoReturn:
     pytest.fail(message, pytrace=False)
 
 
-def _is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
-
-
 def _checker(config: pytest.Config) -> Checker:
-    """This process's checker, from the run object (its report session is made on first use: see the module
-    docstring); an xdist worker writes into the run id its controller reserved."""
+    """This process's checker, from the run object, writing into its report session (an xdist worker's is its
+    controller's run: see the module docstring)."""
+    from harness.core.runid import RUN_ID_KEY
+
     workerinput = getattr(config, "workerinput", None)
-    run = ensure_run(config)
-    run_id = workerinput.get(FIXTURE_RUN_ID) if workerinput else None
-    if workerinput is not None and not run_id and run.report is None:
+    if workerinput is not None and RUN_ID_KEY not in workerinput:
         _fail("castguard: this xdist worker got no run id from its controller (castguard is not loaded there?)")
-    return run.checker(run_id=str(run_id) if run_id else None)
+    return ensure_run(config).checker()
 
 
 @pytest.fixture
@@ -198,41 +195,7 @@ def castguard(request: pytest.FixtureRequest) -> CastguardFixture:
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: object) -> None:
-    """pytest-xdist, controller without --model: reserve a run id for the workers' fixture records (the run
-    itself is only built if a worker used the fixture: :func:`pytest_testnodedown`)."""
-    config = node.config  # type: ignore[attr-defined]
-    run = current_run(config)
-    if run is not None and run.report is not None:
-        return
-    plugin_state = state(config)
-    if plugin_state.reserved_run_id is None:
-        from harness.core.runid import new_run_id
-
-        plugin_state.reserved_run_id = new_run_id()
-    node.workerinput[FIXTURE_RUN_ID] = plugin_state.reserved_run_id  # type: ignore[attr-defined]
-
-
-@pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: object, error: object) -> None:
     """pytest-xdist, controller: a worker that used the fixture says so in its ``workeroutput``."""
     if getattr(node, "workeroutput", {}).get(FIXTURE_USED):
         state(node.config).fixture_used = True  # type: ignore[attr-defined]
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Controller of an xdist run without --model: when workers wrote fixture cases, this process owns the run's
-    report (the main plugin's sessionfinish, next, builds and writes it); the nightly options apply to it."""
-    config = session.config
-    plugin_state = state(config)
-    reserved = plugin_state.reserved_run_id
-    if _is_worker(config) or reserved is None:
-        return
-    run = ensure_run(config) if plugin_state.fixture_used else plugin_state.run
-    if run is not None and run.report is None:
-        from harness.report.collect import CASES_DIR
-        from harness.report.runs import run_dir
-
-        if (run_dir(run.config.report_dir, reserved) / CASES_DIR).is_dir():
-            run.report_session(run_id=reserved)

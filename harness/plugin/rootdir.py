@@ -13,7 +13,7 @@ option values removed), and when that gives another rootdir or ini file it insta
 ``.pytest_cache``, node ids, the ``rootdir:`` header line) then uses it.
 
 pytest has no public way to do this, so the private attributes it writes are fenced: pyproject bounds pytest to
-``>=8.0,<10`` and tests/unit/plugin/test_pytest_fence.py checks, on the installed pytest, that each one is there.
+``>=8.0,<10`` and tests/unit/plugin/test_rootdir.py checks, on the installed pytest, that each one is there.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The assignment is :func:`harness.sweep.shards.assign` (done by :class:`harness.pipeline.session.AccuracySession`);
 what the shard records about itself is :mod:`harness.pipeline.shard_run`, held by the run object
-(:class:`harness.conductor.ShardState`, which also prints ``castguard shard 2/4: 13 of 50 models, 156 cases``).
+(:class:`harness.pipeline.shard_run.ShardState`, which also prints ``castguard shard 2/4: 13 of 50 models, 156 cases``).
 Here:
 
 * a shard with no work deselects the packaged suite's placeholder items and ends with exit status 0 instead of

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
+from harness.report.format import completion_text
 from harness.report.model import CaseRecord, Report
 
 _SHOWN = 5  # names listed per reason
@@ -55,6 +56,8 @@ def failure_reasons(report: Report, trouble: RunTrouble, *, exitstatus: int) -> 
         reasons.append(f"{trouble.regressions} regression(s) against the baseline (--fail-on-regression)")
     if trouble.skipped_runners:
         reasons.append(f"every case of the requested runner(s) {_names(trouble.skipped_runners)} skipped")
+    if report.interrupted:  # a run cut short, or a merged night with a shard that did not complete
+        reasons.append(completion_text(report))
     if not reasons:
         reasons.append(f"pytest ended with exit status {exitstatus} for a reason outside castguard's cases")
     return reasons

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from harness.core.errors import DiskFull, UserError
+from harness.core.errors import DiskFull, HarnessError, UserError
 from harness.core.files import disk_full, own_folder, safe_component
 from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now, write_report
 from harness.report.format import completion_text, counts_text
@@ -219,6 +219,30 @@ class ReportSession:
         """Mark the published report as not this run's (:func:`~harness.report.runs.mark_superseded`)."""
         with publish_lock(self.report_dir):
             mark_superseded(self.report_dir, run_id=self.run_id, created=created, why=why, own_report=own_report)
+
+    def interrupted_at_end(self) -> str:
+        """Ctrl-C while this run's report was written (issue 33.5): every file castguard writes is atomic, so what
+        is there is whole; unless this run's report was published, the published one (an older run's) is marked
+        as not the latest, and the folder is unlocked. The one line the run prints."""
+        try:
+            published = json.loads((self.report_dir / "report.json").read_text(encoding="utf-8"))
+            ours = isinstance(published, dict) and published.get("run_id") == self.run_id
+        except (OSError, ValueError):
+            ours = False
+        if ours:
+            return "castguard: interrupted (Ctrl-C) after this run's report was published; it is whole"
+        try:
+            self.supersede(
+                created=utc_now(), why="was interrupted (Ctrl-C) while its report was written", own_report=False
+            )
+        except (OSError, HarnessError):
+            pass  # nothing published, or a folder that cannot be written: the line below stays true
+        finally:
+            self.close()
+        return (
+            "castguard: interrupted (Ctrl-C) while the report was written: no report for this run (files already "
+            "there are whole; a published report is marked as not the latest run)"
+        )
 
     def close(self) -> None:
         """Unlock the run folder (the run is over); idempotent."""

@@ -6,28 +6,24 @@ minute (pip's local cache, no network)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import venv
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import Run
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=900, check=False)
-
-
 @pytest.mark.slow
-def test_example_converter_installed_in_a_fresh_venv_runs_and_is_reported(tmp_path: Path) -> None:
+def test_example_converter_installed_in_a_fresh_venv_runs_and_is_reported(tmp_path: Path, castguard_in: Run) -> None:
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = str(env_dir / ("Scripts" if sys.platform == "win32" else "bin") / "python")
-    done = _run(
-        [python, "-m", "pip", "install", "-q", str(ROOT), str(ROOT / "examples" / "converter_plugin")], tmp_path
-    )
+    install = ("-m", "pip", "install", "-q", str(ROOT), str(ROOT / "examples" / "converter_plugin"))
+    done = castguard_in(tmp_path, *install, tool="python", python=python, timeout=900).proc
     assert done.returncode == 0, done.stderr[-3000:]
     project = tmp_path / "my project"
     project.mkdir()
@@ -35,7 +31,7 @@ def test_example_converter_installed_in_a_fresh_venv_runs_and_is_reported(tmp_pa
         '[project]\nname = "p"\nversion = "0"\n\n[tool.castguard.sweep]\nconverters = ["castguard", "plain-fp16"]\n'
     )
     args = ["--model", "mnist", "--precision", "fp16", "--data-max", "8,512", "--exclude-ops", "none"]
-    first = _run([python, "-m", "pytest", "-p", "no:cacheprovider", "-rs", *args], project)
+    first = castguard_in(project, "-rs", *args, python=python, timeout=900).proc
     assert "golden written" in first.stdout, first.stdout[-3000:] + first.stderr[-3000:]
     report = json.loads((project / "castguard-report" / "report.json").read_text())
     statuses = {c["case_id"]: c["status"] for c in report["cases"]}

@@ -7,18 +7,16 @@ case whose stored plan is unreadable, and cases never reached (``-x``)."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from onnx import TensorProto, helper
 
-from tests.conftest import CastguardDone
+from tests.conftest import CastguardDone, Run
 from tests.helpers.graphs import make_model, mlp_model, save
 
 TWO_CASES = ("--precision", "fp16,bf16", "--data-max", "512", "--exclude-ops", "none", "--keep-io-types", "false")
-Run = Callable[..., CastguardDone]
 BAD_RUNNERS = textwrap.dedent(
     """
     import numpy as np

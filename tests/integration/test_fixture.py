@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 
 from harness.nightly.history import read_history
 from harness.runners.registry import registered
+from tests.conftest import Run
 from tests.helpers.graphs import cancellation_model, mlp_model, save
 from tests.helpers.plugin_dist import PACKAGE, install_into
 
@@ -62,14 +62,10 @@ def _report(project: pytest.Pytester) -> dict:  # type: ignore[type-arg]
     return json.loads((project.path / "rep" / "report.json").read_text())
 
 
-def _run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return project.runpytest("-p", "no:cacheprovider", *args)
-
-
 def test_user_tests_over_two_precisions_write_the_golden_once_then_pass_into_report_and_history(
-    project: pytest.Pytester, tmp_path: Path
+    project: pytest.Pytester, tmp_path: Path, castguard_in: Run
 ) -> None:
-    first = _run(project, "-v")
+    first = castguard_in(project, "-v")
     first.assert_outcomes(failed=2)  # every check of the run that wrote the golden fails, whichever wrote it
     first.stdout.fnmatch_lines(
         [
@@ -80,7 +76,7 @@ def test_user_tests_over_two_precisions_write_the_golden_once_then_pass_into_rep
     )
     assert "Traceback" not in first.stdout.str()
     history = tmp_path / "history"
-    second = _run(project, "-v", f"--history={history}")
+    second = castguard_in(project, "-v", f"--history={history}")
     second.assert_outcomes(passed=2)
     second.stdout.fnmatch_lines(["*castguard sweep report*", "*castguard: 2 cases: 2 pass*rep/report.md*"])
     cases = {(c["model"], c["case_id"], c["status"]) for c in _report(project)["cases"]}
@@ -91,11 +87,15 @@ def test_user_tests_over_two_precisions_write_the_golden_once_then_pass_into_rep
     night = read_history(history).runs
     assert len(night) == 1
     assert {(c.model, c.case_id, c.status) for c in night[0].report.cases} == cases
-    same = _run(project, "-v", "--update-goldens")  # regenerated, value-identical: nothing to review (issue 34.5)
+    same = castguard_in(
+        project, "-v", "--update-goldens"
+    )  # regenerated, value-identical: nothing to review (issue 34.5)
     same.assert_outcomes(passed=2)
 
 
-def test_a_broken_conversion_fails_the_users_test_with_castguards_message(project: pytest.Pytester) -> None:
+def test_a_broken_conversion_fails_the_users_test_with_castguards_message(
+    project: pytest.Pytester, castguard_in: Run
+) -> None:
     project.makepyfile(
         test_cg_cancel="""
 def test_cancel(castguard):
@@ -104,8 +104,8 @@ def test_cancel(castguard):
     assert result.passed, result.explain()
 """
     )
-    _run(project, "test_cg_cancel.py")  # writes the golden
-    result = _run(project, "test_cg_cancel.py")
+    castguard_in(project, "test_cg_cancel.py")  # writes the golden
+    result = castguard_in(project, "test_cg_cancel.py")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -121,7 +121,7 @@ def test_cancel(castguard):
     assert case["status"] == "fail" and case["model"] == "models.cancel"
 
 
-def test_sweep_returns_every_case_with_typed_figures(project: pytest.Pytester) -> None:
+def test_sweep_returns_every_case_with_typed_figures(project: pytest.Pytester, castguard_in: Run) -> None:
     project.makepyfile(
         test_cg_sweep="""
 from harness.report import OutputStats
@@ -140,14 +140,14 @@ def test_sweep(castguard, my_batches):
         assert r.explain().startswith(f"castguard models.mlp [{r.case_id}]: pass; on emulate")
 """
     )
-    first = _run(project, "test_cg_sweep.py")  # writes the golden: every case of this run says so
+    first = castguard_in(project, "test_cg_sweep.py")  # writes the golden: every case of this run says so
     first.assert_outcomes(failed=1)
     first.stdout.fnmatch_lines(["*golden written in this run*"])
-    _run(project, "test_cg_sweep.py").assert_outcomes(passed=1)
+    castguard_in(project, "test_cg_sweep.py").assert_outcomes(passed=1)
     assert len(_report(project)["cases"]) == 4
 
 
-def test_bad_input_fails_the_test_with_one_message(project: pytest.Pytester) -> None:
+def test_bad_input_fails_the_test_with_one_message(project: pytest.Pytester, castguard_in: Run) -> None:
     project.makepyfile(
         test_cg_bad="""
 import numpy as np
@@ -161,7 +161,7 @@ def test_wrong_inputs(castguard):
     castguard.check("models/mlp.onnx", inputs=[{"x": np.zeros((3, 3), np.float32)}])
 """
     )
-    result = _run(project, "test_cg_bad.py")
+    result = castguard_in(project, "test_cg_bad.py")
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
     assert "Traceback" not in out and "harness/check.py" not in out
@@ -179,16 +179,16 @@ def test_wrong_inputs(castguard):
     )
 
 
-def test_under_xdist_every_workers_cases_reach_the_report(project: pytest.Pytester) -> None:
-    _run(project)  # goldens
-    result = _run(project, "-n", "2")
+def test_under_xdist_every_workers_cases_reach_the_report(project: pytest.Pytester, castguard_in: Run) -> None:
+    castguard_in(project)  # goldens
+    result = castguard_in(project, "-n", "2")
     result.assert_outcomes(passed=2)
     assert len(_report(project)["cases"]) == 2
     assert sorted(c["case_id"][:4] for c in _report(project)["cases"]) == ["bf16", "fp16"]
 
 
 def test_a_plugin_runner_through_the_fixture_is_named_in_provenance(
-    project: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    project: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, castguard_in: Run
 ) -> None:
     registered.cache_clear()
     monkeypatch.syspath_prepend(str(install_into(tmp_path / "site")))
@@ -209,8 +209,8 @@ def test_onnxref(castguard, my_batches, precision):
 """
     )
     try:
-        _run(project, "test_cg_plugin.py").assert_outcomes(failed=2)  # the run that writes the golden
-        _run(project, "test_cg_plugin.py").assert_outcomes(passed=2)
+        castguard_in(project, "test_cg_plugin.py").assert_outcomes(failed=2)  # the run that writes the golden
+        castguard_in(project, "test_cg_plugin.py").assert_outcomes(passed=2)
         report = _report(project)
     finally:
         registered.cache_clear()
@@ -222,7 +222,7 @@ def test_onnxref(castguard, my_batches, precision):
     }
 
 
-def test_an_xfail_user_test_records_its_cases_as_xfail(project: pytest.Pytester) -> None:
+def test_an_xfail_user_test_records_its_cases_as_xfail(project: pytest.Pytester, castguard_in: Run) -> None:
     project.makepyfile(
         test_cg_xfail="""
 import pytest
@@ -234,10 +234,10 @@ def test_cancel(castguard):
     assert result.passed, result.explain()
 """
     )
-    first = _run(project, "test_cg_xfail.py")  # writes the golden: a failure the xfail mark does not cover
+    first = castguard_in(project, "test_cg_xfail.py")  # writes the golden: a failure the xfail mark does not cover
     first.assert_outcomes(failed=1)
     first.stdout.fnmatch_lines(["*golden written in this run*", "*marked xfail; a golden written in this run*"])
-    _run(project, "test_cg_xfail.py").assert_outcomes(xfailed=1)
+    castguard_in(project, "test_cg_xfail.py").assert_outcomes(xfailed=1)
     assert [c["status"] for c in _report(project)["cases"]] == ["xfail"]
 
 
@@ -262,10 +262,10 @@ def test_skip_strict(castguard, my_batches):
 """
 
 
-def test_strict_checks_fail_the_test_without_an_assert(project: pytest.Pytester) -> None:
+def test_strict_checks_fail_the_test_without_an_assert(project: pytest.Pytester, castguard_in: Run) -> None:
     project.makepyfile(test_cg_strict=STRICT_TESTS)
-    _run(project, "test_cg_strict.py")  # the goldens
-    result = _run(project, "test_cg_strict.py", "-rs", "-v")
+    castguard_in(project, "test_cg_strict.py")  # the goldens
+    result = castguard_in(project, "test_cg_strict.py", "-rs", "-v")
     result.assert_outcomes(passed=1, failed=2, skipped=1)
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
@@ -283,20 +283,20 @@ def test_strict_checks_fail_the_test_without_an_assert(project: pytest.Pytester)
 @pytest.mark.parametrize("order", ['"fp16", "bf16"', '"bf16", "fp16"'])
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]])
 def test_a_first_run_fails_the_same_tests_in_any_order_or_worker(
-    project: pytest.Pytester, workers: list[str], order: str
+    project: pytest.Pytester, workers: list[str], order: str, castguard_in: Run
 ) -> None:
     project.makepyfile(test_cg_user=USER_TESTS.replace('"fp16", "bf16"', order))
-    first = _run(project, "-v", *workers)
+    first = castguard_in(project, "-v", *workers)
     first.assert_outcomes(failed=2)
     first.stdout.fnmatch_lines_random(["FAILED *test_mlp?fp16?*", "FAILED *test_mlp?bf16?*"])
     assert first.stdout.str().count("golden written in this run") >= 2
-    _run(project, *workers).assert_outcomes(passed=2)
+    castguard_in(project, *workers).assert_outcomes(passed=2)
 
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "user_project"
 
 
-def test_the_example_project_runs_as_printed_in_the_readme(tmp_path: Path) -> None:
+def test_the_example_project_runs_as_printed_in_the_readme(tmp_path: Path, castguard_in: Run) -> None:
     """examples/user_project: the README prints its test file; run it twice (the first run writes goldens)."""
     readme = (EXAMPLE.parents[1] / "README.md").read_text()
     source = (EXAMPLE / "tests" / "test_castguard_mnist.py").read_text()
@@ -304,17 +304,16 @@ def test_the_example_project_runs_as_printed_in_the_readme(tmp_path: Path) -> No
     assert block in source
     folder = tmp_path / "user_project"
     shutil.copytree(EXAMPLE, folder)
-    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"]
-    first = subprocess.run(args, cwd=folder, capture_output=True, text=True, timeout=600, check=False)
+    first = castguard_in(folder, "-q").proc
     assert first.returncode == 1 and "golden written" in first.stdout, first.stdout[-3000:]
-    second = subprocess.run(args, cwd=folder, capture_output=True, text=True, timeout=600, check=False)
+    second = castguard_in(folder, "-q").proc
     assert second.returncode == 0, second.stdout[-3000:]
     assert "3 passed" in second.stdout
     report = json.loads((folder / "castguard-report" / "report.json").read_text())
     assert len(report["cases"]) == 4 and {c["status"] for c in report["cases"]} == {"pass"}
 
 
-def test_a_candidate_is_judged_through_the_fixture(project: pytest.Pytester) -> None:
+def test_a_candidate_is_judged_through_the_fixture(project: pytest.Pytester, castguard_in: Run) -> None:
     """``castguard.check(model, candidate=path)``: the user's own fp16 file against the FP32 golden (issue 30)."""
     from onnxruntime.transformers import float16
 
@@ -327,8 +326,8 @@ def test_candidate(castguard):
     assert result.status == "fail" and result.worst_error > 0.01, result.explain()
 """
     )
-    _run(project, "test_cg_candidate.py")  # writes the golden
-    result = _run(project, "test_cg_candidate.py")
+    castguard_in(project, "test_cg_candidate.py")  # writes the golden
+    result = castguard_in(project, "test_cg_candidate.py")
     result.assert_outcomes(passed=1)
     (case,) = _report(project)["cases"]
     assert case["case"]["converter"] == "candidate" and case["case"]["candidate"].endswith("cancel16.onnx")

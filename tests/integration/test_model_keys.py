@@ -10,22 +10,25 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import Run
 from tests.helpers.graphs import bert_like_model, mlp_model, save
 from tests.integration.test_any_folder import ONE_CASE, pytest_in
 
 pytest_plugins = ["pytester"]
 
 
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", *args, *ONE_CASE)
+SUITE_ARGS = (*ONE_CASE,)  # the options of most runs here
 
 
-def test_two_models_named_model_onnx_get_their_own_goldens(pytester: pytest.Pytester, tmp_path: Path) -> None:
+def test_two_models_named_model_onnx_get_their_own_goldens(
+    pytester: pytest.Pytester, tmp_path: Path, castguard_in: Run
+) -> None:
     save(mlp_model(seed=1), pytester.path / "a" / "model.onnx")
     save(mlp_model(seed=2), pytester.path / "b" / "model.onnx")
     outside = save(mlp_model(seed=3), tmp_path / "elsewhere" / "model.onnx")
-    _run(
+    castguard_in(
         pytester,
+        *SUITE_ARGS,
         "--model",
         "a/model.onnx",
         "--model",
@@ -38,8 +41,9 @@ def test_two_models_named_model_onnx_get_their_own_goldens(pytester: pytest.Pyte
     keys = {p.name for p in (pytester.path / "goldens").iterdir()}
     hashed = [k for k in keys if k.startswith("model-")]  # outside the project: stem + path hash
     assert keys - set(hashed) == {"a.model", "b.model", "mine"} and len(hashed) == 1 and len(hashed[0]) == 14
-    _run(
+    castguard_in(
         pytester,
+        *SUITE_ARGS,
         "--model",
         "a/model.onnx",
         "--model",
@@ -49,20 +53,20 @@ def test_two_models_named_model_onnx_get_their_own_goldens(pytester: pytest.Pyte
         "--model",
         f"mine={outside}",
     ).assert_outcomes(passed=8)  # nothing overwrote another
-    clash = _run(pytester, "--model", "a/model.onnx", "--model", f"a.model={outside}")
+    clash = castguard_in(pytester, *SUITE_ARGS, "--model", "a/model.onnx", "--model", f"a.model={outside}")
     assert clash.ret == pytest.ExitCode.USAGE_ERROR and "OTHERKEY=" in clash.stderr.str()
 
 
 def test_the_golden_written_message_prints_a_rerun_command_that_keeps_the_input_options(
-    pytester: pytest.Pytester, tmp_path: Path
+    pytester: pytest.Pytester, tmp_path: Path, castguard_in: Run
 ) -> None:
     model = save(mlp_model(), tmp_path / "models" / "mlp.onnx")
-    first = _run(pytester, "--model", str(model), "--val-range", "x:[0,2]", "--seed", "3")
+    first = castguard_in(pytester, *SUITE_ARGS, "--model", str(model), "--val-range", "x:[0,2]", "--seed", "3")
     first.assert_outcomes(passed=1, failed=1)
     line = next(line for line in first.stdout.lines if "fix: review it, commit it, and rerun:" in line)
     command = shlex.split(line.split("`")[1])
     assert command[:3] == ["pytest", "--model", str(model)] and "x:[0,2]" in command and "3" in command
-    _run(pytester, *command[1:]).assert_outcomes(passed=2)  # the command finds that golden
+    castguard_in(pytester, *SUITE_ARGS, *command[1:]).assert_outcomes(passed=2)  # the command finds that golden
 
 
 def test_a_bert_export_with_dynamic_batch_and_sequence_from_an_empty_folder(tmp_path: Path) -> None:

@@ -4,13 +4,12 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import onnx
 from onnx import TensorProto, helper
+
+from tests.conftest import Run
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,23 +28,16 @@ def _parses_but_is_invalid(path: Path) -> Path:
     return path
 
 
-def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("PYTEST_ADDOPTS", None)
-    return subprocess.run(
-        [sys.executable, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=120, check=False
-    )
-
-
-def test_convert_and_the_plugin_refuse_the_same_model_the_same_way(tmp_path: Path) -> None:
+def test_convert_and_the_plugin_refuse_the_same_model_the_same_way(tmp_path: Path, castguard_in: Run) -> None:
     bad = _parses_but_is_invalid(tmp_path / "models" / "bad.onnx")
     try:
         onnx.checker.check_model(bad)
         raise AssertionError("the model should fail onnx's checker")
     except onnx.checker.ValidationError:
         pass
-    convert = _run(tmp_path, "-m", "harness", "convert", "--onnx_path", str(bad), "--output_path", "out.onnx")
-    plugin = _run(tmp_path, "-m", "pytest", "-p", "no:cacheprovider", "--model", str(bad))
+    args = ("convert", "--onnx_path", str(bad), "--output_path", "out.onnx")
+    convert = castguard_in(tmp_path, *args, tool="castguard", extra_path=[REPO], timeout=120).proc
+    plugin = castguard_in(tmp_path, "--model", str(bad), extra_path=[REPO], timeout=120).proc
     assert convert.returncode != 0 and plugin.returncode != 0
     assert "Traceback" not in convert.stderr and not (tmp_path / "out.onnx").exists()
     said = f"{bad}: not a valid ONNX model:"

@@ -9,12 +9,12 @@ level, so the quick start stopped at start-up.
 from __future__ import annotations
 
 import ast
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import onnx
+import pytest
+
+from tests.conftest import Run
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO / "harness"
@@ -23,35 +23,36 @@ BLOCK = f"import sys\nfor _name in {POSIX_ONLY!r}:\n    sys.modules[_name] = Non
 ONE_CASE = ("--precision", "fp16", "--data-max", "512", "--exclude-ops", "none", "--keep-io-types", "true")
 
 
-def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    site = folder.parent / "site"
-    site.mkdir(exist_ok=True)
+@pytest.fixture
+def blocked(tmp_path: Path) -> list[Path]:
+    """The ``PYTHONPATH`` of a process without the POSIX-only modules: the blocking ``sitecustomize``, the repo."""
+    site = tmp_path / "site"
+    site.mkdir()
     (site / "sitecustomize.py").write_text(BLOCK)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
-    env.pop("PYTEST_ADDOPTS", None)
-    return subprocess.run(
-        [sys.executable, *args], cwd=folder, env=env, capture_output=True, text=True, timeout=120, check=False
-    )
+    return [site, REPO]
 
 
-def test_the_blocker_really_blocks(tmp_path: Path) -> None:
+def test_the_blocker_really_blocks(tmp_path: Path, blocked: list[Path], castguard_in: Run) -> None:
     (tmp_path / "work").mkdir()
-    proc = _run(tmp_path / "work", "-c", "import fcntl")
+    proc = castguard_in(tmp_path / "work", "-c", "import fcntl", tool="python", extra_path=blocked, timeout=120).proc
     assert proc.returncode != 0 and "import of fcntl halted" in proc.stderr, proc.stderr
 
 
-def test_quick_start_and_convert_without_posix_only_modules(tmp_path: Path) -> None:
+def test_quick_start_and_convert_without_posix_only_modules(
+    tmp_path: Path, blocked: list[Path], castguard_in: Run
+) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    first = _run(work, "-m", "pytest", "-p", "no:cacheprovider", "--model", "mnist", *ONE_CASE)
+    first = castguard_in(work, "--model", "mnist", *ONE_CASE, extra_path=blocked, timeout=120).proc
     assert first.returncode == 1, first.stdout[-3000:] + first.stderr[-3000:]  # the golden is written once
     assert "golden written" in first.stdout and "1 failed, 1 passed" in first.stdout
-    second = _run(work, "-m", "pytest", "-p", "no:cacheprovider", "--model", "mnist", *ONE_CASE)
+    second = castguard_in(work, "--model", "mnist", *ONE_CASE, extra_path=blocked, timeout=120).proc
     assert second.returncode == 0 and "2 passed" in second.stdout, second.stdout[-3000:] + second.stderr[-3000:]
     assert "Traceback" not in first.stderr + second.stderr
 
     mnist = REPO / "test_models" / "mnist" / "mnist.onnx"
-    proc = _run(work, "-m", "harness", "convert", "--onnx_path", str(mnist), "--output_path", "mnist16.onnx")
+    convert = ("convert", "--onnx_path", str(mnist), "--output_path", "mnist16.onnx")
+    proc = castguard_in(work, *convert, tool="castguard", extra_path=blocked, timeout=120).proc
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     onnx.checker.check_model(str(work / "mnist16.onnx"), full_check=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.runners.registry import registered
+from tests.conftest import Run
 from tests.helpers.faulty_runners import ENTRY_POINTS, PLUGINS
 from tests.helpers.graphs import mlp_model, save
 from tests.helpers.plugin_dist import PACKAGE, install_into
@@ -38,8 +39,7 @@ def project(pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.Monke
     registered.cache_clear()
 
 
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "-rs", "--model", "models/my mlp.onnx", *ONE_CASE, *args)
+SUITE_ARGS = ("-rs", "--model", "models/my mlp.onnx", *ONE_CASE)  # the options of most runs here
 
 
 def _statuses(pytester: pytest.Pytester) -> dict[str, tuple[str, str]]:
@@ -47,9 +47,13 @@ def _statuses(pytester: pytest.Pytester) -> dict[str, tuple[str, str]]:
     return {c["case_id"]: (c["status"], c["message"]) for c in report["cases"]}
 
 
-def test_a_hanging_and_a_crashing_plugin_fail_their_cases_and_the_run_goes_on(project: pytest.Pytester) -> None:
-    _run(project)  # the golden
-    result = _run(project, "--runner", "hang", "--runner", "segv", "--runner", "emulate", "--runner-timeout", "20")
+def test_a_hanging_and_a_crashing_plugin_fail_their_cases_and_the_run_goes_on(
+    project: pytest.Pytester, castguard_in: Run
+) -> None:
+    castguard_in(project, *SUITE_ARGS)  # the golden
+    result = castguard_in(
+        project, *SUITE_ARGS, "--runner", "hang", "--runner", "segv", "--runner", "emulate", "--runner-timeout", "20"
+    )
     out = result.stdout.str()
     assert "INTERNALERROR" not in out and "Traceback" not in out
     result.assert_outcomes(passed=2, failed=2)  # the golden test, emulate; hang and segv
@@ -60,15 +64,15 @@ def test_a_hanging_and_a_crashing_plugin_fail_their_cases_and_the_run_goes_on(pr
     assert segv[0] == "error" and "crashed with SIGSEGV" in segv[1] and "touching freed memory" in segv[1]
 
 
-def test_runner_timeout_from_pyproject(project: pytest.Pytester) -> None:
+def test_runner_timeout_from_pyproject(project: pytest.Pytester, castguard_in: Run) -> None:
     project.makepyprojecttoml('[project]\nname = "p"\nversion = "0"\n\n[tool.castguard]\nrunner_timeout = 15\n')
-    _run(project)
-    _run(project, "--runner", "hang").assert_outcomes(passed=1, failed=1)
+    castguard_in(project, *SUITE_ARGS)
+    castguard_in(project, *SUITE_ARGS, "--runner", "hang").assert_outcomes(passed=1, failed=1)
     assert "no answer within 15 s" in _statuses(project)[f"{CASE}-hang"][1]
 
 
 def test_a_plugin_under_a_builtin_name_errs_only_where_that_name_is_used(
-    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, castguard_in: Run
 ) -> None:
     registered.cache_clear()
     site = install_into(
@@ -78,30 +82,32 @@ def test_a_plugin_under_a_builtin_name_errs_only_where_that_name_is_used(
     monkeypatch.delitem(sys.modules, PACKAGE, raising=False)
     save(mlp_model(), pytester.path / "models" / "m.onnx")
     try:
-        used = pytester.runpytest("-p", "no:cacheprovider", "--model", "models/m.onnx", *ONE_CASE)
+        used = castguard_in(pytester, "--model", "models/m.onnx", *ONE_CASE)
         text = used.stdout.str() + used.stderr.str()
         assert "INTERNALERROR" not in text and "Traceback" not in text
         assert used.ret != 0
         assert text.count("registered by both") == 1 and "pip uninstall evil-runner" in text
-        unused = pytester.runpytest(
-            "-p", "no:cacheprovider", "--model", "models/m.onnx", "--runner", "reference", *ONE_CASE
-        )
+        unused = castguard_in(pytester, "--model", "models/m.onnx", "--runner", "reference", *ONE_CASE)
         assert "INTERNALERROR" not in unused.stdout.str()
         unused.assert_outcomes(passed=1, failed=1)  # the golden written once, the reference case passes
     finally:
         registered.cache_clear()
 
 
-def test_runner_options_from_the_command_line_pyproject_and_the_fixture(project: pytest.Pytester) -> None:
-    _run(project)
-    _run(project, "--runner", "readme").assert_outcomes(passed=2)
-    doubled = _run(project, "--runner", "readme", "--runner-option", "readme:scale=2")
+def test_runner_options_from_the_command_line_pyproject_and_the_fixture(
+    project: pytest.Pytester, castguard_in: Run
+) -> None:
+    castguard_in(project, *SUITE_ARGS)
+    castguard_in(project, *SUITE_ARGS, "--runner", "readme").assert_outcomes(passed=2)
+    doubled = castguard_in(project, *SUITE_ARGS, "--runner", "readme", "--runner-option", "readme:scale=2")
     doubled.assert_outcomes(passed=1, failed=1)  # outputs x2: the plugin got its option
     project.makepyprojecttoml(
         '[project]\nname = "p"\nversion = "0"\n\n[tool.castguard]\nrunner_options = {readme = {scale = 2}}\n'
     )
-    _run(project, "--runner", "readme").assert_outcomes(passed=1, failed=1)
-    _run(project, "--runner", "readme", "--runner-option", "readme:scale=1").assert_outcomes(passed=2)
+    castguard_in(project, *SUITE_ARGS, "--runner", "readme").assert_outcomes(passed=1, failed=1)
+    castguard_in(project, *SUITE_ARGS, "--runner", "readme", "--runner-option", "readme:scale=1").assert_outcomes(
+        passed=2
+    )
     project.makepyprojecttoml('[project]\nname = "p"\nversion = "0"\n\n[tool.castguard]\n')
     project.makepyfile(
         test_user="""
@@ -112,12 +118,14 @@ def test_options(castguard):
     assert not scaled.passed and scaled.status == "fail", scaled.explain()
 """
     )
-    project.runpytest("-p", "no:cacheprovider", "test_user.py").assert_outcomes(passed=1)
+    castguard_in(project, "test_user.py").assert_outcomes(passed=1)
 
 
-def test_an_honest_fp32_plugin_is_told_it_ran_not_to_make_itself_available(project: pytest.Pytester) -> None:
-    _run(project)
-    result = _run(project, "--runner", "wide")
+def test_an_honest_fp32_plugin_is_told_it_ran_not_to_make_itself_available(
+    project: pytest.Pytester, castguard_in: Run
+) -> None:
+    castguard_in(project, *SUITE_ARGS)
+    result = castguard_in(project, *SUITE_ARGS, "--runner", "wide")
     out = result.stdout.str()
     assert result.ret == 1
     assert "wide ran, but it computes fp16/bf16 in fp32" in out

@@ -5,12 +5,13 @@ its package and version. Slow: the install takes about a minute (pip's local cac
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import venv
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import Run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,43 +29,35 @@ def test_mnist_on_onnxref(castguard, precision):
 """
 
 
-def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=900, check=False)
-
-
 @pytest.mark.slow
-def test_example_plugin_installed_in_a_fresh_venv_runs_and_is_reported(tmp_path: Path) -> None:
+def test_example_plugin_installed_in_a_fresh_venv_runs_and_is_reported(tmp_path: Path, castguard_in: Run) -> None:
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = str(env_dir / ("Scripts" if sys.platform == "win32" else "bin") / "python")
-    done = _run([python, "-m", "pip", "install", "-q", str(ROOT), str(ROOT / "examples" / "runner_plugin")], tmp_path)
+    install = ("-m", "pip", "install", "-q", str(ROOT), str(ROOT / "examples" / "runner_plugin"))
+    done = castguard_in(tmp_path, *install, tool="python", python=python, timeout=900).proc
     assert done.returncode == 0, done.stderr[-3000:]
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n\n[tool.castguard]\n')
     (project / "test_mine.py").write_text(USER_TEST)
 
-    suite = _run(
-        [
-            python,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-rs",
-            "--model",
-            "mnist",
-            "--runner",
-            "onnxref",
-            "--precision",
-            "fp16,bf16",
-            "--data-max",
-            "512",
-            "--exclude-ops",
-            "none",
-        ],
+    suite = castguard_in(
         project,
-    )
+        "-rs",
+        "--model",
+        "mnist",
+        "--runner",
+        "onnxref",
+        "--precision",
+        "fp16,bf16",
+        "--data-max",
+        "512",
+        "--exclude-ops",
+        "none",
+        python=python,
+        timeout=900,
+    ).proc
     assert suite.returncode == 1, suite.stdout[-3000:]  # the golden test fails once: it wrote the golden
     assert "golden written" in suite.stdout
     assert "runner onnxref (castguard-onnxref-runner 0.1.0) runs fp16 only; this model holds bf16" in suite.stdout
@@ -76,7 +69,7 @@ def test_example_plugin_installed_in_a_fresh_venv_runs_and_is_reported(tmp_path:
     assert ["onnxref", "castguard-onnxref-runner", "0.1.0"] in report["provenance"]["runner_sources"]
     assert "onnxref (castguard-onnxref-runner 0.1.0)" in (project / "castguard-report" / "report.md").read_text()
 
-    fixture = _run([python, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_mine.py"], project)
+    fixture = castguard_in(project, "-q", "test_mine.py", python=python, timeout=900).proc
     assert fixture.returncode == 0, fixture.stdout[-3000:]
     report = json.loads((project / "castguard-report" / "report.json").read_text())
     assert {c["case_id"]: c["status"] for c in report["cases"]} == {

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import Run
 from tests.helpers.graphs import mlp_model, save
 
 ONE_CASE = ["--precision", "fp16", "--data-max", "512", "--exclude-ops", "none", "--keep-io-types", "false"]
+SUITE_ARGS = ("--model", "m.onnx", *ONE_CASE)  # the options of every pytest run here
 Mount = Callable[..., Path]
 
 
@@ -52,17 +53,12 @@ def fill(folder: Path, *, leave_kb: int) -> None:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
+def project(tmp_path: Path, castguard_in: Run) -> Path:
     folder = tmp_path / "my project"
     save(mlp_model(), folder / "m.onnx")
     (folder / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n\n[tool.castguard]\n')
-    assert pytest_run(folder).returncode == 1  # the golden, written once
+    assert castguard_in(folder, *SUITE_ARGS, timeout=300).proc.returncode == 1  # the golden, written once
     return folder
-
-
-def pytest_run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--model", "m.onnx", *ONE_CASE, *args]
-    return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300, check=False)
 
 
 def no_leftovers(folder: Path) -> None:
@@ -72,13 +68,13 @@ def no_leftovers(folder: Path) -> None:
 
 
 @pytest.mark.parametrize("how", ["full", "read-only"])
-def test_a_history_folder_that_cannot_take_the_run(project: Path, disk: Mount, how: str) -> None:
+def test_a_history_folder_that_cannot_take_the_run(project: Path, disk: Mount, how: str, castguard_in: Run) -> None:
     point = disk(kb=64, read_only=how == "read-only")
     if how == "full":
         (point / "hist").mkdir()
         fill(point, leave_kb=0)
     history = point / "hist"
-    done = pytest_run(project, "--history", str(history))
+    done = castguard_in(project, *SUITE_ARGS, "--history", str(history), timeout=300).proc
     out = done.stdout + done.stderr
     if how == "read-only":  # known before anything runs: one usage error naming the folder, nothing run
         assert done.returncode == 4, out[-3000:]
@@ -96,13 +92,15 @@ def test_a_history_folder_that_cannot_take_the_run(project: Path, disk: Mount, h
         assert [p.name for p in history.iterdir()] == []
 
 
-def test_a_report_folder_that_fills_up_marks_the_previous_report_stale(project: Path, disk: Mount) -> None:
+def test_a_report_folder_that_fills_up_marks_the_previous_report_stale(
+    project: Path, disk: Mount, castguard_in: Run
+) -> None:
     point = disk(kb=1024)
     reports = point / "reports"
-    assert pytest_run(project, "--report-dir", str(reports)).returncode == 0
+    assert castguard_in(project, *SUITE_ARGS, "--report-dir", str(reports), timeout=300).proc.returncode == 0
     first = json.loads((reports / "report.json").read_text())["run_id"]
     fill(point, leave_kb=16)
-    done = pytest_run(project, "--report-dir", str(reports))
+    done = castguard_in(project, *SUITE_ARGS, "--report-dir", str(reports), timeout=300).proc
     out = done.stdout + done.stderr
     assert done.returncode == 1, out[-3000:]
     assert "Traceback" not in out and "INTERNALERROR" not in out
@@ -115,15 +113,16 @@ def test_a_report_folder_that_fills_up_marks_the_previous_report_stale(project: 
 
 
 def test_merge_out_on_a_full_disk_is_one_error_and_leaves_no_empty_npz(
-    tmp_path: Path, project: Path, disk: Mount
+    tmp_path: Path, project: Path, disk: Mount, castguard_in: Run
 ) -> None:
     for k in (1, 2):
-        pytest_run(project, "--shard", f"{k}/2", "--report-dir", f"shard {k}", "--precision", "fp16,bf16")
+        shard = ("--shard", f"{k}/2", "--report-dir", f"shard {k}", "--precision", "fp16,bf16")
+        castguard_in(project, *SUITE_ARGS, *shard, timeout=300)
     point = disk(kb=64)
     fill(point, leave_kb=4)
     out_dir = point / "merged"
-    command = [sys.executable, "-m", "harness", "merge", "shard 1", "shard 2", "--out", str(out_dir)]
-    done = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=300, check=False)
+    merge = ("merge", "shard 1", "shard 2", "--out", str(out_dir))
+    done = castguard_in(project, *merge, tool="castguard", timeout=300).proc
     out = done.stdout + done.stderr
     assert done.returncode == 2, out[-3000:]
     assert "Traceback" not in out and "shutil.Error" not in out

@@ -13,16 +13,14 @@ folder and a cold cache, against the committed goldens:
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness.nightly.history import read_history
 from harness.nightly.run import load_baseline
+from tests.conftest import run_castguard
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS = ["--model", "mnist", "--model", "needs_constraints", "--model", "transformer_block"]
@@ -40,29 +38,11 @@ def pytest_runtest_logreport(report):
 UNSTABLE = ("timings", "outputs_file", "golden_file", "conversion_cached")
 
 
-def pytest_run(
-    folder: Path, name: str, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-p",
-        "no:cacheprovider",
-        *MODELS,
-        *SWEEP,
-        f"--goldens-dir={REPO / 'goldens'}",
-        f"--report-dir={folder / name}",
-        f"--cache-dir={folder / f'cache-{name}'}",
-        *args,
-    ]
-    return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300, check=False, env=env)
-
-
-def castguard(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], cwd=folder, capture_output=True, text=True, timeout=300, check=False
-    )
+def night_args(folder: Path, name: str) -> tuple[str, ...]:
+    """What every pytest run of the night passes: the models, the sweep, the committed goldens, a report folder of
+    its own and a cold cache."""
+    report, cache = f"--report-dir={folder / name}", f"--cache-dir={folder / f'cache-{name}'}"
+    return (*MODELS, *SWEEP, f"--goldens-dir={REPO / 'goldens'}", report, cache)
 
 
 def comparable(report: dict) -> list[dict]:
@@ -88,7 +68,7 @@ def night(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Shards 1/3 and 3/3 of the night (shard 2/3 is run by each test) and a stored baseline."""
     folder = tmp_path_factory.mktemp("night")
     for k in (1, 3):
-        done = pytest_run(folder, f"shard{k}", f"--shard={k}/3")
+        done = run_castguard(folder, *night_args(folder, f"shard{k}"), f"--shard={k}/3", timeout=300).proc
         assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
         assert f"castguard shard {k}/3: 1 of 3 models, 4 cases" in done.stdout
     baseline = json.loads((folder / "shard3" / "report.json").read_text())  # needs_constraints' 4 cases
@@ -101,10 +81,12 @@ def night(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_three_shards_merged_are_the_whole_run_with_the_same_verdict(night: Path) -> None:
     gate = [f"--baseline={night / 'baseline.json'}", f"--fail-on-regression={RULES}"]
-    whole = pytest_run(night, "judged", *gate)
-    shard = pytest_run(night, "shard2", "--shard", "2/3")
+    whole = run_castguard(night, *night_args(night, "judged"), *gate, timeout=300).proc
+    shard = run_castguard(night, *night_args(night, "shard2"), "--shard", "2/3", timeout=300).proc
     assert shard.returncode == 0 and "castguard shard 2/3: 1 of 3 models, 4 cases" in shard.stdout, shard.stdout
-    merged = castguard(night, "merge", "shard1", "shard2", "shard3", "--out", "merged", *gate)
+    merged = run_castguard(
+        night, "merge", "shard1", "shard2", "shard3", "--out", "merged", *gate, tool="castguard", timeout=300
+    ).proc
     assert merged.returncode == whole.returncode == 1, merged.stdout + merged.stderr  # 2 regressions each
     assert "castguard merge: 3 of 3 shards complete" in merged.stdout
     ours, theirs = (json.loads((night / d / "report.json").read_text()) for d in ("merged", "judged"))
@@ -119,18 +101,22 @@ def test_three_shards_merged_are_the_whole_run_with_the_same_verdict(night: Path
     assert verdicts[0] == verdicts[1] and "2 regression(s)" in verdicts[0] and "New cases" in verdicts[0]
     for case in ours["cases"]:  # every shard's outputs came along
         assert (night / "merged" / case["outputs_file"]).is_file()
-    recheck = castguard(night, "recheck", "merged")
+    recheck = run_castguard(night, "recheck", "merged", tool="castguard", timeout=300).proc
     assert "12 of 12 case(s) rechecked" in recheck.stdout and recheck.returncode == 1, recheck.stdout + recheck.stderr
 
 
 def test_a_killed_shard_makes_an_incomplete_night_that_is_never_a_baseline(night: Path) -> None:
     (night / "plugins").mkdir(exist_ok=True)
     (night / "plugins" / "cg_killer.py").write_text(KILLER)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(night / "plugins"), os.environ.get("PYTHONPATH", "")])}
-    killed = pytest_run(night, "killed2", "--shard=2/3", "-p", "cg_killer", env=env)
+    killer = ("--shard=2/3", "-p", "cg_killer")
+    killed = run_castguard(
+        night, *night_args(night, "killed2"), *killer, extra_path=[night / "plugins"], timeout=300
+    ).proc
     assert killed.returncode == -9, killed.stdout[-2000:]
     history = ["--history=history"]
-    first = castguard(night, "merge", "shard1", "shard3", "killed2", "--out", "incomplete", *history)
+    first = run_castguard(
+        night, "merge", "shard1", "shard3", "killed2", "--out", "incomplete", *history, tool="castguard", timeout=300
+    ).proc
     assert first.returncode == 1, first.stdout + first.stderr
     assert "the merged run is INCOMPLETE" in first.stdout
     assert "shard 2/3: killed (2 of 4 cases)" in first.stdout
@@ -149,5 +135,7 @@ def test_a_killed_shard_makes_an_incomplete_night_that_is_never_a_baseline(night
     assert [r.unclean_reason for r in runs] == ["incomplete"]
     baseline, note = load_baseline(night / "history")
     assert baseline is None and "1 incomplete" in note, note
-    missing = castguard(night, "merge", "shard1", "shard3", "--out", "two")  # shard 2 not given at all
+    missing = run_castguard(
+        night, "merge", "shard1", "shard3", "--out", "two", tool="castguard", timeout=300
+    ).proc  # shard 2 not given at all
     assert missing.returncode == 1 and "shard 2/3: missing" in missing.stdout

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Run
 from tests.helpers.graphs import mlp_model, save
 
 pytest_plugins = ["pytester"]
@@ -19,8 +20,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "-rs", "--model", "mlp.onnx", *args)
+SUITE_ARGS = ("-rs", "--model", "mlp.onnx")  # the options of most runs here
 
 
 def _report(pytester: pytest.Pytester, folder: str = "castguard-report") -> dict:
@@ -28,8 +28,10 @@ def _report(pytester: pytest.Pytester, folder: str = "castguard-report") -> dict
     return data
 
 
-def test_the_default_sweep_runs_12_cases_and_writes_the_report_then_reuses_the_cache(project: pytest.Pytester) -> None:
-    first = _run(project)
+def test_the_default_sweep_runs_12_cases_and_writes_the_report_then_reuses_the_cache(
+    project: pytest.Pytester, castguard_in: Run
+) -> None:
+    first = castguard_in(project, *SUITE_ARGS)
     first.assert_outcomes(passed=12, failed=1)  # the golden is written once (and fails once)
     first.stdout.fnmatch_lines(
         [
@@ -56,17 +58,19 @@ def test_the_default_sweep_runs_12_cases_and_writes_the_report_then_reuses_the_c
     (run,) = (project.path / "castguard-report" / "runs").iterdir()
     assert {p.name for p in run.iterdir()} == {"report.json", "report.md", "report.html", "outputs"}
     assert all(c["outputs_file"].startswith(f"runs/{run.name}/outputs/") for c in report["cases"])
-    second = _run(project)
+    second = castguard_in(project, *SUITE_ARGS)
     second.assert_outcomes(passed=13)
     inputs = "inputs: seed 0, 1 iteration(s); x float32[1x8]: uniform in [-1, 1] (default; --val-range to change)"
     assert all(c["notes"] == [inputs] and c["conversion_cached"] for c in _report(project)["cases"])
     assert all(c["timings"]["magnitudes_s"] == 0.0 for c in _report(project)["cases"])
 
 
-def test_settings_layer_pyproject_then_sweep_file_then_options(project: pytest.Pytester) -> None:
+def test_settings_layer_pyproject_then_sweep_file_then_options(project: pytest.Pytester, castguard_in: Run) -> None:
     project.makepyprojecttoml('[tool.castguard.sweep]\nprecisions = ["bf16"]\ndata_max = [64]\nrunners = ["emulate"]\n')
     (project.path / "sweep.toml").write_text("data_max = [16, 32]\n")
-    result = _run(project, "--sweep", "sweep.toml", "--keep-io-types", "true", "--collect-only", "-q")
+    result = castguard_in(
+        project, *SUITE_ARGS, "--sweep", "sweep.toml", "--keep-io-types", "true", "--collect-only", "-q"
+    )
     ids = [line.split("[", 1)[1].rstrip("]") for line in result.stdout.lines if "test_low_precision[" in line]
     assert ids == [
         "mlp-bf16-dmax16-imax65504-excl_none-keepio1-emulate",
@@ -76,9 +80,12 @@ def test_settings_layer_pyproject_then_sweep_file_then_options(project: pytest.P
     ]
 
 
-def test_exclusion_sets_node_precisions_and_fp32_accumulation_show_in_ids(project: pytest.Pytester) -> None:
-    result = _run(
+def test_exclusion_sets_node_precisions_and_fp32_accumulation_show_in_ids(
+    project: pytest.Pytester, castguard_in: Run
+) -> None:
+    result = castguard_in(
         project,
+        *SUITE_ARGS,
         "--precision",
         "fp16",
         "--data-max",
@@ -99,8 +106,10 @@ def test_exclusion_sets_node_precisions_and_fp32_accumulation_show_in_ids(projec
     assert case["case"]["exclusion"] == {"name": "gemms", "ops": ["Gemm"]} and case["lowp_flop_share"] == 0.0
 
 
-def test_bf16_on_ort_cpu_is_skipped_with_the_reason(project: pytest.Pytester) -> None:
-    result = _run(project, *NARROW, "--precision", "bf16", "--keep-io-types", "true", "--runner", "ort")
+def test_bf16_on_ort_cpu_is_skipped_with_the_reason(project: pytest.Pytester, castguard_in: Run) -> None:
+    result = castguard_in(
+        project, *SUITE_ARGS, *NARROW, "--precision", "bf16", "--keep-io-types", "true", "--runner", "ort"
+    )
     result.assert_outcomes(failed=1, skipped=1)
     result.stdout.fnmatch_lines(["*SKIPPED*ort[[]CPUExecutionProvider[]] has no bf16 kernels*--runner emulate*"])
     (case,) = _report(project)["cases"]
@@ -122,16 +131,28 @@ def test_bf16_on_ort_cpu_is_skipped_with_the_reason(project: pytest.Pytester) ->
     ],
 )
 def test_bad_sweep_settings_are_one_usage_error(
-    project: pytest.Pytester, args: tuple[str, ...], pyproject: str, message: str
+    project: pytest.Pytester, args: tuple[str, ...], pyproject: str, message: str, castguard_in: Run
 ) -> None:
     if pyproject:
         project.makepyprojecttoml(pyproject)
-    result = _run(project, *args)
+    result = castguard_in(project, *SUITE_ARGS, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str() and "fix:" in result.stderr.str()
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
 
 
-def test_the_report_dir_option_is_relative_to_the_invocation_dir(project: pytest.Pytester, tmp_path: Path) -> None:
-    _run(project, *NARROW, "--precision", "fp16", "--keep-io-types", "true", "--report-dir", str(tmp_path / "r"))
+def test_the_report_dir_option_is_relative_to_the_invocation_dir(
+    project: pytest.Pytester, tmp_path: Path, castguard_in: Run
+) -> None:
+    castguard_in(
+        project,
+        *SUITE_ARGS,
+        *NARROW,
+        "--precision",
+        "fp16",
+        "--keep-io-types",
+        "true",
+        "--report-dir",
+        str(tmp_path / "r"),
+    )
     assert (tmp_path / "r" / "report.html").is_file()

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from tests.conftest import Run
 from tests.helpers.graphs import make_model, mlp_model, save
 
 pytest_plugins = ["pytester"]
@@ -19,8 +20,7 @@ pytest_plugins = ["pytester"]
 ONE_CASE = ("--precision", "fp16", "--data-max", "512", "--exclude-ops", "none", "--keep-io-types", "false")
 
 
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "-rs", *ONE_CASE, *args)
+SUITE_ARGS = ("-rs", *ONE_CASE)  # the options of most runs here
 
 
 def _log_model() -> object:
@@ -58,9 +58,11 @@ def _embedding_model(*, batch: int | str = "b") -> object:
     )
 
 
-def test_a_nan_golden_is_said_when_written_and_never_called_irreproducible(pytester: pytest.Pytester) -> None:
+def test_a_nan_golden_is_said_when_written_and_never_called_irreproducible(
+    pytester: pytest.Pytester, castguard_in: Run
+) -> None:
     save(_log_model(), pytester.path / "logm.onnx")
-    first = _run(pytester, "--model", "logm.onnx")
+    first = castguard_in(pytester, *SUITE_ARGS, "--model", "logm.onnx")
     first.assert_outcomes(passed=1, failed=1)
     first.stdout.fnmatch_lines(
         [
@@ -72,25 +74,29 @@ def test_a_nan_golden_is_said_when_written_and_never_called_irreproducible(pytes
             "*likely fix:*--val-range 'x:[[]LO,HI[]]' --update-goldens*",
         ]
     )
-    second = _run(pytester, "--model", "logm.onnx")
+    second = castguard_in(pytester, *SUITE_ARGS, "--model", "logm.onnx")
     second.assert_outcomes(passed=2)  # NaN where the golden is NaN is equal: nothing changed
     assert "no longer reproduces" not in second.stdout.str()
 
 
-def test_a_finite_golden_gets_no_warning(pytester: pytest.Pytester) -> None:
+def test_a_finite_golden_gets_no_warning(pytester: pytest.Pytester, castguard_in: Run) -> None:
     save(mlp_model(), pytester.path / "mlp.onnx")
-    assert "not finite" not in _run(pytester, "--model", "mlp.onnx").stdout.str()
+    assert "not finite" not in castguard_in(pytester, *SUITE_ARGS, "--model", "mlp.onnx").stdout.str()
 
 
-def test_an_onnxruntime_failure_is_one_message_and_the_run_still_reports(pytester: pytest.Pytester) -> None:
+def test_an_onnxruntime_failure_is_one_message_and_the_run_still_reports(
+    pytester: pytest.Pytester, castguard_in: Run
+) -> None:
     save(mlp_model(), pytester.path / "mlp.onnx")
-    _run(pytester, "--model", "mlp.onnx")
-    green = _run(pytester, "--model", "mlp.onnx")
+    castguard_in(pytester, *SUITE_ARGS, "--model", "mlp.onnx")
+    green = castguard_in(pytester, *SUITE_ARGS, "--model", "mlp.onnx")
     green.assert_outcomes(passed=2)
     top = pytester.path / "castguard-report" / "report.md"
     assert "1 case: 1 pass" in top.read_text()
     save(_mask_model(), pytester.path / "mask.onnx")
-    result = _run(pytester, "--model", "mask.onnx", "--input-shapes", "x:1x8,mask:1x5", "--data-max", "512,inf")
+    result = castguard_in(
+        pytester, *SUITE_ARGS, "--model", "mask.onnx", "--input-shapes", "x:1x8,mask:1x5", "--data-max", "512,inf"
+    )
     result.assert_outcomes(failed=1, skipped=2)
     out = result.stdout.str()
     assert result.ret == 1 and "Traceback" not in out and len(out.splitlines()) < 40
@@ -108,23 +114,29 @@ def test_an_onnxruntime_failure_is_one_message_and_the_run_still_reports(pyteste
     text = top.read_text()  # this run's report, saying it failed; not the green one
     assert [c["model"] for c in published["cases"]] == ["mask", "mask"]
     assert "**This run FAILED (exit status 1)" in text and "2 case(s) skipped: no golden for 'mask'" in text
-    cases_only = _run(pytester, "-k", "low_precision", "--model", "mask.onnx", "--input-shapes", "x:1x8,mask:1x5")
+    cases_only = castguard_in(
+        pytester, *SUITE_ARGS, "-k", "low_precision", "--model", "mask.onnx", "--input-shapes", "x:1x8,mask:1x5"
+    )
     cases_only.assert_outcomes(skipped=1)  # the golden test deselected: the skips still do not pass
     assert cases_only.ret == 1
 
 
-def test_a_stopped_run_never_leaves_an_older_report_passing_for_it(pytester: pytest.Pytester) -> None:
+def test_a_stopped_run_never_leaves_an_older_report_passing_for_it(
+    pytester: pytest.Pytester, castguard_in: Run
+) -> None:
     save(mlp_model(), pytester.path / "mlp.onnx")
-    _run(pytester, "--model", "mlp.onnx")
-    _run(pytester, "--model", "mlp.onnx").assert_outcomes(passed=2)
+    castguard_in(pytester, *SUITE_ARGS, "--model", "mlp.onnx")
+    castguard_in(pytester, *SUITE_ARGS, "--model", "mlp.onnx").assert_outcomes(passed=2)
     save(_mask_model(), pytester.path / "mask.onnx")
-    stopped = _run(pytester, "-x", "--model", "mask.onnx", "--input-shapes", "x:1x8,mask:1x5")
+    stopped = castguard_in(pytester, *SUITE_ARGS, "-x", "--model", "mask.onnx", "--input-shapes", "x:1x8,mask:1x5")
     assert stopped.ret == 1
     run_ids = sorted(p.name for p in (pytester.path / "castguard-report" / "runs").iterdir())
     top = (pytester.path / "castguard-report" / "report.md").read_text()
     assert f"The latest run, `{run_ids[-1]}`" in top and "did not complete" in top
     assert f"runs/{run_ids[-1]}/report.md" in top
-    golden_only = _run(pytester, "-k", "fp32_golden", "--model", "mask.onnx", "--input-shapes", "x:1x8,mask:1x5")
+    golden_only = castguard_in(
+        pytester, *SUITE_ARGS, "-k", "fp32_golden", "--model", "mask.onnx", "--input-shapes", "x:1x8,mask:1x5"
+    )
     assert golden_only.ret == 1  # no case ran at all: the older report still says it is not this run
     run_ids = sorted(p.name for p in (pytester.path / "castguard-report" / "runs").iterdir())
     top = (pytester.path / "castguard-report" / "report.md").read_text()
@@ -147,10 +159,10 @@ def test_a_stopped_run_never_leaves_an_older_report_passing_for_it(pytester: pyt
     ],
 )
 def test_what_can_be_checked_before_running_is_a_usage_error(
-    pytester: pytest.Pytester, args: list[str], message: str, fix: str
+    pytester: pytest.Pytester, args: list[str], message: str, fix: str, castguard_in: Run
 ) -> None:
     save(_embedding_model(), pytester.path / "emb.onnx")
-    result = _run(pytester, "--model", "emb.onnx", *args)
+    result = castguard_in(pytester, *SUITE_ARGS, "--model", "emb.onnx", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert message in err and f"fix: {fix}" in err and "emb.onnx" in err
@@ -158,23 +170,27 @@ def test_what_can_be_checked_before_running_is_a_usage_error(
     assert not (pytester.path / "goldens").exists()  # refused before anything ran
 
 
-def test_a_models_own_zero_size_dimension_stays_valid(pytester: pytest.Pytester) -> None:
+def test_a_models_own_zero_size_dimension_stays_valid(pytester: pytest.Pytester, castguard_in: Run) -> None:
     save(_embedding_model(batch=0), pytester.path / "empty.onnx")
-    _run(pytester, "--model", "empty.onnx", "--val-range", "ids:[0,9]").assert_outcomes(passed=1, failed=1)
-    _run(pytester, "--model", "empty.onnx", "--val-range", "ids:[0,9]").assert_outcomes(passed=2)
+    castguard_in(pytester, *SUITE_ARGS, "--model", "empty.onnx", "--val-range", "ids:[0,9]").assert_outcomes(
+        passed=1, failed=1
+    )
+    castguard_in(pytester, *SUITE_ARGS, "--model", "empty.onnx", "--val-range", "ids:[0,9]").assert_outcomes(passed=2)
 
 
-def test_a_requested_runner_that_only_skipped_fails_the_run(pytester: pytest.Pytester) -> None:
+def test_a_requested_runner_that_only_skipped_fails_the_run(pytester: pytest.Pytester, castguard_in: Run) -> None:
     save(mlp_model(), pytester.path / "mlp.onnx")
-    _run(pytester, "--model", "mlp.onnx")
-    result = _run(pytester, "--model", "mlp.onnx", "--runner", "ort-cuda")
+    castguard_in(pytester, *SUITE_ARGS, "--model", "mlp.onnx")
+    result = castguard_in(pytester, *SUITE_ARGS, "--model", "mlp.onnx", "--runner", "ort-cuda")
     result.assert_outcomes(passed=1, skipped=1)
     assert result.ret == 1
     said = [line for line in result.stdout.lines if "every case of the requested runner 'ort-cuda' skipped" in line]
     assert len(said) == 1 and "CUDAExecutionProvider" in said[0]
     result.stdout.fnmatch_lines(["*fix: *--allow-skipped-runner*"])
-    accepted = _run(pytester, "--model", "mlp.onnx", "--runner", "ort-cuda", "--allow-skipped-runner")
+    accepted = castguard_in(
+        pytester, *SUITE_ARGS, "--model", "mlp.onnx", "--runner", "ort-cuda", "--allow-skipped-runner"
+    )
     accepted.assert_outcomes(passed=1, skipped=1)
     assert accepted.ret == 0 and "requested runner" not in accepted.stdout.str()
-    default = _run(pytester, "--model", "mlp.onnx")  # the default runner is not "asked for"
+    default = castguard_in(pytester, *SUITE_ARGS, "--model", "mlp.onnx")  # the default runner is not "asked for"
     assert default.ret == 0

@@ -9,13 +9,13 @@ import onnx
 import pytest
 
 from test_models import tune_models
+from tests.conftest import Run
 
 pytest_plugins = ["pytester"]
 GRID = ("--precision", "fp16", "--data-max", "512", "--exclude-ops", "none", "--keep-io-types", "false")
 
 
-def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", "--model", "rc.onnx", "--tune", *GRID, *args)
+SUITE_ARGS = ("--model", "rc.onnx", "--tune", *GRID)  # the options of most runs here
 
 
 def _cases(pytester: pytest.Pytester) -> dict[str, dict]:
@@ -23,9 +23,9 @@ def _cases(pytester: pytest.Pytester) -> dict[str, dict]:
     return {c["case_id"]: c for c in report["cases"]}
 
 
-def test_tuned_case_plan_report_and_new_model_version(pytester: pytest.Pytester) -> None:
+def test_tuned_case_plan_report_and_new_model_version(pytester: pytest.Pytester, castguard_in: Run) -> None:
     onnx.save(tune_models.residual_cancel(), pytester.path / "rc.onnx")
-    first = _run(pytester)
+    first = castguard_in(pytester, *SUITE_ARGS)
     first.assert_outcomes(passed=1, failed=2)  # golden written once; the default grid case misses
     cases = _cases(pytester)
     grid, tuned = cases["fp16-dmax512-imax65504-excl_none-keepio0-emulate"], cases["fp16-tuned-keepio0-emulate"]
@@ -46,12 +46,12 @@ def test_tuned_case_plan_report_and_new_model_version(pytester: pytest.Pytester)
     assert "Tuned plans" in md and "`cancel_sub`: local error" in md
     assert "Tuned plans" in (pytester.path / "castguard-report" / "report.html").read_text()
 
-    _run(pytester).assert_outcomes(passed=2, failed=1)  # the stored plan still meets its bound
+    castguard_in(pytester, *SUITE_ARGS).assert_outcomes(passed=2, failed=1)  # the stored plan still meets its bound
     notes = _cases(pytester)["fp16-tuned-keepio0-emulate"]["notes"]
     assert notes[0].startswith("inputs: ") and "still meets its bound" in notes[-1]  # like every case: its inputs
 
     onnx.save(tune_models.residual_cancel(second_cancel=True), pytester.path / "rc.onnx")  # a new version
-    renewed = _run(pytester, "--update-goldens")
+    renewed = castguard_in(pytester, *SUITE_ARGS, "--update-goldens")
     renewed.assert_outcomes(failed=3)
     renewed.stdout.fnmatch_lines(
         [
@@ -63,15 +63,15 @@ def test_tuned_case_plan_report_and_new_model_version(pytester: pytest.Pytester)
     assert {"residual_add", "cancel_sub", "shift_add", "unshift_sub"} <= set(
         json.loads(plan_file.read_text())["kept_fp32"]
     )
-    _run(pytester).assert_outcomes(passed=2, failed=1)
+    castguard_in(pytester, *SUITE_ARGS).assert_outcomes(passed=2, failed=1)
 
 
-def test_tune_from_pyproject_and_bad_value(pytester: pytest.Pytester) -> None:
+def test_tune_from_pyproject_and_bad_value(pytester: pytest.Pytester, castguard_in: Run) -> None:
     onnx.save(tune_models.wide_activations(), pytester.path / "rc.onnx")
     pytester.makepyprojecttoml("[tool.castguard]\ntune = true\n")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--model", "rc.onnx", *GRID, "--collect-only", "-q")
+    result = castguard_in(pytester, "--model", "rc.onnx", *GRID, "--collect-only", "-q")
     assert any("test_tuned[rc-fp16-tuned-keepio0-emulate]" in line for line in result.stdout.lines)
     pytester.makepyprojecttoml('[tool.castguard]\ntune = "yes"\n')
-    bad = pytester.runpytest("-p", "no:cacheprovider", "--model", "rc.onnx", *GRID, "--collect-only", "-q")
+    bad = castguard_in(pytester, "--model", "rc.onnx", *GRID, "--collect-only", "-q")
     assert bad.ret != 0
     bad.stderr.fnmatch_lines(["*tune*expected true or false*"])

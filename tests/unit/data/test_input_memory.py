@@ -4,8 +4,6 @@ not depend on the machine), in ``pytest --model``, the recipe planner and ``cast
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from onnx import TensorProto, helper
 from harness.core.errors import UserError
 from harness.core.memory import available_bytes
 from harness.data.recipes import InputRecipe, plan_inputs
+from tests.conftest import Run
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -52,24 +51,21 @@ def test_a_requested_shape_beyond_memory_is_refused() -> None:
         plan_inputs(relu(["b", "s"], name="input_ids"), recipe, where="m.onnx")
 
 
-def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=300, check=False)
-
-
 @pytest.mark.parametrize("how", ["pytest", "convert", "pytest-shapes", "convert-shapes"])
-def test_pytest_and_convert_refuse_before_running(tmp_path: Path, how: str) -> None:
+def test_pytest_and_convert_refuse_before_running(tmp_path: Path, how: str, castguard_in: Run) -> None:
     folder = tmp_path / "a folder"
     folder.mkdir()
     shapes = how.endswith("-shapes")
     onnx.save(relu(["b", "s"], name="input_ids") if shapes else relu([1, 10**12]), folder / "m.onnx")
-    if how.startswith("pytest"):
-        args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--model", "m.onnx"]
+    tool = "pytest" if how.startswith("pytest") else "castguard"
+    if tool == "pytest":
+        args = ["--model", "m.onnx"]
         args += ["--input-shapes", "input_ids:1x99999999999"] if shapes else []
     else:
-        args = [sys.executable, "-m", "harness", "convert", "--onnx_path", "m.onnx", "--output_path", "out.onnx"]
+        args = ["convert", "--onnx_path", "m.onnx", "--output_path", "out.onnx"]
         args += ["--input_shapes", "input_ids:1x99999999999"] if shapes else []
     start = time.monotonic()
-    done = _run(args, folder)
+    done = castguard_in(folder, *args, tool=tool, timeout=300).proc
     text = done.stdout + done.stderr
     assert done.returncode in (2, 4), text[-2000:]
     assert "Traceback" not in text and "INTERNALERROR" not in text and "MemoryError" not in text

@@ -23,7 +23,7 @@ RULES = parse_rules("error:+25%,status")
 CASE = SweepPoint(precision="fp16", data_max=512.0)
 
 
-def _run(day: int, *, max_rel: float = 1e-3, status: str = "pass", commit: str = "c0ffee") -> Report:
+def _night(day: int, *, max_rel: float = 1e-3, status: str = "pass", commit: str = "c0ffee") -> Report:
     record = dataclasses.replace(
         record_for(CASE), status=status, outputs=(output_stats("Plus214_Output_0", max_rel, passed=status == "pass"),)
     )
@@ -61,7 +61,7 @@ def test_a_run_round_trips_with_its_provenance(tmp_path: Path) -> None:
 )
 def test_corrupt_files_are_skipped_by_name_and_counted(tmp_path: Path, content: str | bytes, reason: str) -> None:
     folder = tmp_path / "hist"
-    good = write_run(folder, _run(1), comparison=None)
+    good = write_run(folder, _night(1), comparison=None)
     bad = folder / "20261102T020000-broken.json"
     if isinstance(content, bytes):
         bad.write_bytes(content)
@@ -75,15 +75,15 @@ def test_corrupt_files_are_skipped_by_name_and_counted(tmp_path: Path, content: 
     assert reason in history.skipped[0].reason
     baseline, _ = load_baseline(folder)
     assert baseline is not None and baseline.source == str(good)
-    outcome = finish(NightlyOptions(history=folder), baseline, _run(2))
+    outcome = finish(NightlyOptions(history=folder), baseline, _night(2))
     assert [s.path for s in outcome.skipped] == [bad]  # counted for the summary, by name
 
 
 def test_the_baseline_of_a_history_is_its_latest_clean_run(tmp_path: Path) -> None:
     folder = tmp_path / "hist"
-    first = _store(folder, _run(1))
+    first = _store(folder, _night(1))
     assert first is not None
-    regressed = _store(folder, _run(2, max_rel=5e-3))  # +400 %: stored, but not a baseline
+    regressed = _store(folder, _night(2, max_rel=5e-3))  # +400 %: stored, but not a baseline
     assert read_history(folder).runs[-1].verdict.regressions == 1  # type: ignore[union-attr]
     baseline, _ = load_baseline(folder)
     assert baseline is not None and baseline.source == str(first)
@@ -135,11 +135,11 @@ def test_verdicts_stored_before_the_case_counts_still_read(tmp_path: Path) -> No
 
 def test_a_regression_says_since_when(tmp_path: Path) -> None:
     folder = tmp_path / "hist"
-    _store(folder, _run(1))
-    _store(folder, _run(2, max_rel=1.1e-3))  # within the rule
-    _store(folder, _run(3, max_rel=5e-3, commit="bad123"))  # first bad night
+    _store(folder, _night(1))
+    _store(folder, _night(2, max_rel=1.1e-3))  # within the rule
+    _store(folder, _night(3, max_rel=5e-3, commit="bad123"))  # first bad night
     baseline, _ = load_baseline(folder)
-    outcome = finish(NightlyOptions(rules=RULES, history=folder), baseline, _run(4, max_rel=6e-3))
+    outcome = finish(NightlyOptions(rules=RULES, history=folder), baseline, _night(4, max_rel=6e-3))
     assert outcome.exit_code == 1
     (change,) = outcome.comparison.regressions  # type: ignore[union-attr]
     assert change.since == "2026-11-03T02:00:00+00:00"
@@ -148,9 +148,9 @@ def test_a_regression_says_since_when(tmp_path: Path) -> None:
 
 def test_without_rules_the_comparison_is_shown_but_never_fails(tmp_path: Path) -> None:
     base = tmp_path / "base.json"
-    base.write_text(json.dumps(json.loads(write_run(tmp_path / "h", _run(1), comparison=None).read_text())["report"]))
+    base.write_text(json.dumps(json.loads(write_run(tmp_path / "h", _night(1), comparison=None).read_text())["report"]))
     baseline, note = load_baseline(base)
-    outcome = finish(NightlyOptions(baseline=base), baseline, _run(2, status="fail"))
+    outcome = finish(NightlyOptions(baseline=base), baseline, _night(2, status="fail"))
     assert note == f"baseline: {base}"
     assert outcome.comparison is not None and outcome.comparison.regressions
     assert outcome.exit_code == 0 and outcome.history_file is None
@@ -163,11 +163,11 @@ def test_baseline_paths(tmp_path: Path) -> None:
         load_baseline(tmp_path / "missing" / "report.json")
     report_dir = tmp_path / "castguard-report"
     report_dir.mkdir()
-    write_run(tmp_path / "h", _run(1), comparison=None)
+    write_run(tmp_path / "h", _night(1), comparison=None)
     stored = json.loads(next((tmp_path / "h").iterdir()).read_text())
     (report_dir / "report.json").write_text(json.dumps(stored["report"]))
     baseline, _ = load_baseline(report_dir)
-    assert baseline is not None and baseline.report == _run(1)
+    assert baseline is not None and baseline.report == _night(1)
 
 
 def test_rules_need_something_to_compare_with(tmp_path: Path) -> None:
@@ -237,7 +237,7 @@ def test_trends_follow_max_error_and_best_share_per_family() -> None:
 
 
 def test_a_single_run_draws_no_trend() -> None:
-    (trend,) = trends([_run(1)])
+    (trend,) = trends([_night(1)])
     assert trends_html([trend]) == "" and trends_markdown([trend]) == ""
 
 
@@ -248,7 +248,7 @@ def test_cli_history_prints_the_trend_table_and_counts_skips(
 
     folder = tmp_path / "hist"
     for day in (1, 2, 3):
-        _store(folder, _run(day, max_rel=1e-3 * day))
+        _store(folder, _night(day, max_rel=1e-3 * day))
     (folder / "20261104T020000Z-deadbeef.json").write_text("{truncated")
     assert main(["history", str(folder), "--last", "2"]) == 0
     out = capsys.readouterr().out
@@ -266,11 +266,11 @@ def test_cli_history_prints_the_trend_table_and_counts_skips(
 
 def test_the_run_summary_and_report_count_skipped_files(tmp_path: Path) -> None:
     folder = tmp_path / "hist"
-    _store(folder, _run(1))
+    _store(folder, _night(1))
     (folder / "20261101T030000Z-0badf00d.json").write_text('{"castguard_history": 1}')
     run = NightlyRun(NightlyOptions(history=folder, baseline=folder, rules=RULES))
     assert run.sections() == ([], []) and run.terminal_lines() == []  # nothing to render before the verdict
-    outcome = run.decide(_run(2, max_rel=5e-3))
+    outcome = run.decide(_night(2, max_rel=5e-3))
     assert run.exit_code == 1 and outcome.exit_code == 1 and run.outcome is outcome
     markdown, html = run.sections()
     lines = run.terminal_lines()
@@ -284,13 +284,13 @@ def test_the_run_summary_and_report_count_skipped_files(tmp_path: Path) -> None:
 
 
 def _interrupted(day: int) -> Report:
-    return dataclasses.replace(_run(day), interrupted=True, planned_cases=24)
+    return dataclasses.replace(_night(day), interrupted=True, planned_cases=24)
 
 
 def test_interrupted_and_unaccepted_failing_runs_are_never_the_baseline(tmp_path: Path) -> None:
     folder = tmp_path / "hist"
-    first = _store(folder, _run(1))
-    _store(folder, _run(2, status="fail"))  # a failing case: stored, never a baseline
+    first = _store(folder, _night(1))
+    _store(folder, _night(2, status="fail"))  # a failing case: stored, never a baseline
     _store(folder, _interrupted(3))  # Ctrl-C after 1 of 24 cases: stored, never a baseline
     runs = read_history(folder).runs
     assert [run.unclean_reason for run in runs] == ["", "failing or erroring cases", "interrupted"]
@@ -300,7 +300,7 @@ def test_interrupted_and_unaccepted_failing_runs_are_never_the_baseline(tmp_path
         accept_run(folder, "latest")
     only_bad = tmp_path / "bad"
     _store(only_bad, _interrupted(1))
-    _store(only_bad, _run(2, status="error"))
+    _store(only_bad, _night(2, status="error"))
     baseline, note = load_baseline(only_bad)
     assert baseline is None
     assert "has no clean run (1 with failing or erroring cases, 1 interrupted)" in note
@@ -311,7 +311,7 @@ def test_a_night_with_known_failures_can_be_accepted_as_the_baseline(tmp_path: P
     """Issue 32.4: a model that fails somewhere (data_max=inf overflows) never had a baseline, and --accept
     refused it. Accepted, it is the baseline (even the first night, which had no verdict to mark)."""
     folder = tmp_path / "hist"
-    failing = _store(folder, _run(1, status="fail"))  # the first night: no baseline, so no verdict
+    failing = _store(folder, _night(1, status="fail"))  # the first night: no baseline, so no verdict
     assert read_history(folder).runs[0].verdict is None and load_baseline(folder)[0] is None
     assert accept_run(folder, "latest") == failing
     run = read_history(folder).runs[0]
@@ -325,7 +325,7 @@ def test_a_night_with_known_failures_can_be_accepted_as_the_baseline(tmp_path: P
 
 def test_an_interrupted_run_says_so_in_the_nightly_notes(tmp_path: Path) -> None:
     folder = tmp_path / "hist"
-    _store(folder, _run(1))
+    _store(folder, _night(1))
     run = NightlyRun(NightlyOptions(history=folder, baseline=folder, rules=RULES))
     run.decide(_interrupted(2))
     assert any(
@@ -338,7 +338,7 @@ def test_renamed_cases_are_nothing_comparable_not_zero_regressions(tmp_path: Pat
     from harness.nightly.render import comparison_lines, comparison_markdown
 
     folder = tmp_path / "hist"
-    _store(folder, _run(1))
+    _store(folder, _night(1))
     renamed = dataclasses.replace(
         record_for(SweepPoint(precision="fp16", data_max=8.0)),
         outputs=(output_stats("Plus214_Output_0", 1e-3, passed=True),),
@@ -358,9 +358,9 @@ def test_cli_history_marks_regressed_nights(tmp_path: Path, capsys: pytest.Captu
     from harness.cli import main
 
     folder = tmp_path / "hist"
-    _store(folder, _run(1))
-    _store(folder, _run(2, status="fail"))  # status regression against night 1
-    _store(folder, _run(3))  # compared with night 1 (night 2 is not clean): no regression
+    _store(folder, _night(1))
+    _store(folder, _night(2, status="fail"))  # status regression against night 1
+    _store(folder, _night(3))  # compared with night 1 (night 2 is not clean): no regression
     assert [run.mark for run in read_history(folder).runs] == ["clean", "REGRESSED (1)", "clean"]
     assert main(["history", str(folder)]) == 0
     rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("2026-11-0")}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.nightly.rules import parse_rules
 from harness.nightly.run import NightlyOptions, NightlyRun
-from tests.unit.nightly.test_history import _run
+from tests.unit.nightly.test_history import _night
 
 RULES = parse_rules("error:+25%,status")
 
@@ -22,7 +22,7 @@ def _damaged(folder: Path) -> None:
 def test_every_file_unreadable_exits_2_under_fail_on_regression(tmp_path: Path) -> None:
     _damaged(tmp_path / "hist")
     run = NightlyRun(NightlyOptions(history=tmp_path / "hist", rules=RULES))
-    outcome = run.decide(_run(3))
+    outcome = run.decide(_night(3))
     assert outcome.exit_code == run.exit_code == 2 and outcome.comparison is None
     lines = run.terminal_lines()
     assert lines[0].startswith(f"no baseline: {tmp_path / 'hist'}: every file of the history folder is unreadable")
@@ -32,11 +32,11 @@ def test_every_file_unreadable_exits_2_under_fail_on_regression(tmp_path: Path) 
 def test_without_rules_it_is_said_but_does_not_fail(tmp_path: Path) -> None:
     _damaged(tmp_path / "hist")
     run = NightlyRun(NightlyOptions(history=tmp_path / "hist"))
-    assert run.decide(_run(3)).exit_code == 0
+    assert run.decide(_night(3)).exit_code == 0
     assert "every file of the history folder is unreadable" in run.terminal_lines()[0]
 
 
 def test_an_empty_history_folder_still_starts_afresh(tmp_path: Path) -> None:
     (tmp_path / "hist").mkdir()
     run = NightlyRun(NightlyOptions(history=tmp_path / "hist", rules=RULES))
-    assert run.decide(_run(3)).exit_code == 0 and "has no runs yet" in run.terminal_lines()[0]
+    assert run.decide(_night(3)).exit_code == 0 and "has no runs yet" in run.terminal_lines()[0]

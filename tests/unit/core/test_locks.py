@@ -27,7 +27,7 @@ from harness.pipeline.cache import ContentCache
 from harness.report.runs import ActiveRun, is_active, publish_lock
 from tests.helpers.graphs import mlp_model, save
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 RECIPE = InputRecipe(seed=1, iterations=2)
 
 HOLDERS = {

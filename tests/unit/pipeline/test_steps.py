@@ -30,7 +30,7 @@ from harness.sweep import SweepPoint
 from tests.helpers.graphs import cancellation_model, mlp_model, save
 
 
-def _run(tmp_path: Path, *, model: str = "mlp", runner: str = "emulate", precision: str = "fp16") -> CaseRun:
+def _case_run(tmp_path: Path, *, model: str = "mlp", runner: str = "emulate", precision: str = "fp16") -> CaseRun:
     """A case of a model built here, with its golden (ORT FP32) and magnitudes made by hand."""
     proto = mlp_model() if model == "mlp" else cancellation_model()
     spec = resolve_model(str(save(proto, tmp_path / f"{model}.onnx")), search_dir=tmp_path)
@@ -71,34 +71,34 @@ def _env(tmp_path: Path, same: SameModels | None = None) -> CaseEnv:
 
 def test_check_runnable_stops_only_what_the_runner_cannot_run(tmp_path: Path) -> None:
     env = _env(tmp_path)
-    bf16_on_cpu = check_runnable(_run(tmp_path, runner="ort", precision="bf16"), env)
+    bf16_on_cpu = check_runnable(_case_run(tmp_path, runner="ort", precision="bf16"), env)
     assert bf16_on_cpu.stop is not None and bf16_on_cpu.stop.kind == "cannot_run"
-    fine = _run(tmp_path, runner="ort")
+    fine = _case_run(tmp_path, runner="ort")
     assert check_runnable(fine, env) == fine
 
 
 def test_convert_fills_converted_and_build_check_only_when_asked(tmp_path: Path) -> None:
     env = _env(tmp_path)
-    run = convert_step(_run(tmp_path), env)
+    run = convert_step(_case_run(tmp_path), env)
     assert run.converted is not None and run.converted.conversion.low_nodes and not run.converted.cached
-    assert convert_step(_run(tmp_path), env).converted.cached  # type: ignore[union-attr]
+    assert convert_step(_case_run(tmp_path), env).converted.cached  # type: ignore[union-attr]
     assert build_check_step(run, env) == run  # --trt-build-check not asked
 
 
 def test_find_duplicate_reuses_an_identical_conversion(tmp_path: Path) -> None:
     same = SameModels()
     env = _env(tmp_path, same)
-    first = run_steps(_run(tmp_path), env, SWEEP_STEPS)
+    first = run_steps(_case_run(tmp_path), env, SWEEP_STEPS)
     assert first.stop is None and first.duplicate is not None and first.duplicate.first is None
     same.remember(first.duplicate.graph, first.duplicate.plan, record(first))
-    again = find_duplicate(convert_step(_run(tmp_path), env), env)
+    again = find_duplicate(convert_step(_case_run(tmp_path), env), env)
     assert again.stop == Stop("reused") and again.duplicate is not None and again.duplicate.kind == "graph"
-    assert find_duplicate(convert_step(_run(tmp_path), env), replace(env, same=None)).duplicate is None
+    assert find_duplicate(convert_step(_case_run(tmp_path), env), replace(env, same=None)).duplicate is None
 
 
 def test_execute_fills_outputs_and_a_raising_runner_is_a_runner_error(tmp_path: Path) -> None:
     env = _env(tmp_path)
-    run = execute_step(convert_step(_run(tmp_path), env), env)
+    run = execute_step(convert_step(_case_run(tmp_path), env), env)
     assert run.executed is not None and run.executed.rounds_low_precision and run.executed.infer_s > 0
     runner = make_runner("emulate", run.converted.conversion.model)  # type: ignore[union-attr]
     runner.infer_impl = lambda feed: (_ for _ in ()).throw(KeyError("boom"))  # type: ignore[method-assign]
@@ -108,17 +108,17 @@ def test_execute_fills_outputs_and_a_raising_runner_is_a_runner_error(tmp_path: 
 
 def test_judge_fills_the_comparison_and_decide_gives_the_status(tmp_path: Path) -> None:
     env = _env(tmp_path)
-    judged = judge_step(execute_step(convert_step(_run(tmp_path), env), env), env)
+    judged = judge_step(execute_step(convert_step(_case_run(tmp_path), env), env), env)
     assert judged.judged is not None and judged.judged.comparison and decide(judged).status == "pass"
-    cpu = judge_step(execute_step(convert_step(_run(tmp_path, runner="ort"), env), env), env)
+    cpu = judge_step(execute_step(convert_step(_case_run(tmp_path, runner="ort"), env), env), env)
     assert decide(cpu).status == "skip" and "would pass" in decide(cpu).message
 
 
 def test_diagnose_runs_for_a_failing_case_only(tmp_path: Path) -> None:
     env = _env(tmp_path)
-    passing = judge_step(execute_step(convert_step(_run(tmp_path), env), env), env)
+    passing = judge_step(execute_step(convert_step(_case_run(tmp_path), env), env), env)
     assert diagnose_step(passing, env) == passing
-    failing = judge_step(execute_step(convert_step(_run(tmp_path, model="cancel"), env), env), env)
+    failing = judge_step(execute_step(convert_step(_case_run(tmp_path, model="cancel"), env), env), env)
     assert failing.judged is not None and not failing.judged.comparison
     diagnosed = diagnose_step(failing, env)
     assert diagnosed.diagnosed is not None and decide(diagnosed).message == diagnosed.diagnosed.message
@@ -126,13 +126,13 @@ def test_diagnose_runs_for_a_failing_case_only(tmp_path: Path) -> None:
 
 def test_time_fills_the_speed_note_of_a_runner_that_claims_none(tmp_path: Path) -> None:
     env = _env(tmp_path)
-    timed = time_step(convert_step(_run(tmp_path), env), env)
+    timed = time_step(convert_step(_case_run(tmp_path), env), env)
     assert timed.timed is not None and timed.timed.speed.latency_ms is None and "emulate" in timed.timed.speed.note
 
 
 def test_save_writes_the_outputs_and_record_reads_every_field(tmp_path: Path) -> None:
     env = _env(tmp_path)
-    run = run_steps(_run(tmp_path), env, SWEEP_STEPS)
+    run = run_steps(_case_run(tmp_path), env, SWEEP_STEPS)
     assert run.saved is not None and (tmp_path / "report" / run.saved.outputs_file).is_file()
     made = record(run)
     assert (made.status, made.stopped, made.outputs_file) == ("pass", "", run.saved.outputs_file)
@@ -140,15 +140,15 @@ def test_save_writes_the_outputs_and_record_reads_every_field(tmp_path: Path) ->
 
 
 def test_a_stopped_case_is_recorded_with_where_and_why(tmp_path: Path) -> None:
-    run = replace(_run(tmp_path), stop=Stop("golden_written", "golden written: g.npz"))
+    run = replace(_case_run(tmp_path), stop=Stop("golden_written", "golden written: g.npz"))
     assert run_steps(run, _env(tmp_path), SWEEP_STEPS) == run  # no step runs after a stop
     made = record(run)
     assert (made.status, made.stopped, made.message) == ("error", "golden_written", "golden written: g.npz")
-    unavailable = replace(_run(tmp_path), stop=Stop("unavailable", "no GPU here"))
+    unavailable = replace(_case_run(tmp_path), stop=Stop("unavailable", "no GPU here"))
     assert (record(unavailable).status, record(unavailable).stopped) == ("skip", "unavailable")
 
 
 def test_settled_marks_expected_failures(tmp_path: Path) -> None:
-    made = record(run_steps(_run(tmp_path), _env(tmp_path), SWEEP_STEPS))
+    made = record(run_steps(_case_run(tmp_path), _env(tmp_path), SWEEP_STEPS))
     assert settled(made, expected_failure=True).status == "xpass"
     assert settled(made, expected_failure=False).status == "pass"
