@@ -69,9 +69,19 @@ def low_precision_ulp(precision: str, magnitude: float) -> float:
 
 def golden_scale(golden: np.ndarray) -> float:
     """Largest finite magnitude of a golden output (0.0 when it has none)."""
-    values = np.abs(np.asarray(golden, dtype=np.float64))
-    finite = values[np.isfinite(values)]
-    return float(finite.max()) if finite.size else 0.0
+    flat = np.asarray(golden).ravel()
+    if flat.dtype == BFLOAT16 or flat.dtype.kind != "f":
+        flat = flat.astype(np.float64)
+    largest = 0.0  # the max of |x| in the array's own float type is exact, and widening keeps it
+    for start in range(0, flat.size, SCALE_CHUNK):
+        values = np.abs(flat[start : start + SCALE_CHUNK])
+        values = values[np.isfinite(values)]
+        largest = max(largest, float(values.max()) if values.size else 0.0)
+    return largest
+
+
+SCALE_CHUNK = 1 << 22
+"""Elements of a golden output read at a time by :func:`golden_scale` (no float64 copy of large logits)."""
 
 
 def default_tolerance(precision: str, golden: np.ndarray) -> Tolerance:
