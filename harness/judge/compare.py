@@ -248,9 +248,25 @@ class _Errors:
     total: int
 
 
-def _errors(pairs: Sequence[tuple[np.ndarray, np.ndarray]], tol: Tolerance) -> _Errors:
-    """Two passes over the pairs: the abs errors of every element in one float64 array, their statistics, then the
+def _maxima(pairs: Sequence[tuple[np.ndarray, np.ndarray]], tol: Tolerance) -> _Errors:
+    """One pass, no scratch array: the max errors and the counts (what an ``elemwise``, ``isclose`` or ``max``
+    verdict needs); the mean, median and quantile read NaN."""
+    over = mismatch = total = 0
+    top_abs = top_rel = 0.0
+    for where, chunk in _chunks(pairs, tol):
+        over, mismatch, total = over + chunk.over, mismatch + chunk.mismatch, where.stop
+        top_abs, top_rel = max(top_abs, float(chunk.abs.max())), max(top_rel, float(chunk.rel.max()))
+    nan = math.nan
+    return _Errors(
+        abs=(top_abs, nan, nan, nan), rel=(top_rel, nan, nan, nan), over=over, mismatch=mismatch, total=total
+    )
+
+
+def _errors(pairs: Sequence[tuple[np.ndarray, np.ndarray]], tol: Tolerance, *, full: bool = True) -> _Errors:
+    """``full=False`` in a mode that needs no mean, median or quantile: :func:`_maxima`. Otherwise two passes over the pairs: the abs errors of every element in one float64 array, their statistics, then the
     rel errors in the same array; the per-element temporaries never exceed :data:`DIFF_CHUNK` elements."""
+    if not full and tol.mode in ("elemwise", "isclose", "max"):
+        return _maxima(pairs, tol)
     total = sum(int(np.asarray(exp).size) for _, exp in pairs)
     values = np.empty(total)
     over = mismatch = 0
@@ -374,8 +390,11 @@ def compare_iterations(
     *,
     tolerances: Mapping[str, Tolerance],
     default: Tolerance,
+    full: bool = True,
 ) -> CompareResult:
-    """Compare every iteration; statistics per output are over all iterations together."""
+    """Compare every iteration; statistics per output are over all iterations together. ``full=False``: only what
+    the verdict needs, for callers that read nothing else (the diagnosis's and tune's candidate runs): the mean,
+    median and quantile only in their own modes (else NaN), the logits figures only with a rule on them."""
     problems: list[str] = []
     if len(obtained) != len(expected):
         problems.append(f"iteration count changed: golden {len(expected)}, obtained {len(obtained)}")
@@ -402,7 +421,8 @@ def compare_iterations(
             if broken:
                 break
             pairs.append((got, exp))
-            if is_vocabulary(name, exp, vocab=tol.vocab):
+            rules = tol.min_top1_agreement is not None or tol.max_kl is not None
+            if (full or rules) and is_vocabulary(name, exp, vocab=tol.vocab):
                 vocab = vocab_figures(got, exp) + (vocab or VocabFigures())
             if tol.top_k is not None:
                 h, t = _top_k_hits(got, exp, tol.top_k)
@@ -410,7 +430,7 @@ def compare_iterations(
         if broken:
             outputs.append(_structural_failure(name, broken, tol))
         else:
-            judged = _judge(name, _errors(pairs, tol), tol, (hits, total) if tol.top_k is not None else None)
+            judged = _judge(name, _errors(pairs, tol, full=full), tol, (hits, total) if tol.top_k is not None else None)
             outputs.append(judged if vocab is None else _with_vocab(judged, vocab))
     passed = not missing and not extra and not problems and all(o.passed for o in outputs)
     return CompareResult(outputs=tuple(outputs), missing=missing, extra=extra, passed=passed, problems=tuple(problems))

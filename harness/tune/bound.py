@@ -190,7 +190,9 @@ def measure(obtained: Outputs, goldens: Outputs, bound: Bound) -> Measurement:
     policy_failures: tuple[str, ...] = ()
     if bound.use_policy:
         tolerances = bound.policy.tolerances_for(precision=bound.precision, goldens=list(goldens))
-        comparison = compare_iterations(list(obtained), list(goldens), tolerances=tolerances, default=Tolerance())
+        comparison = compare_iterations(
+            list(obtained), list(goldens), tolerances=tolerances, default=Tolerance(), full=False
+        )
         policy_failures = tuple(o.name for o in comparison.outputs if not o.passed) + comparison.missing
     passed = (
         all(errors[n] <= bound.limit(n) for n in errors)

@@ -202,3 +202,23 @@ def test_chunked_statistics_equal_the_direct_formulas(mode: str, monkeypatch: py
     assert (out.quantile_abs, out.quantile_rel) == (np.quantile(abs_err, 0.9), np.quantile(rel_err, 0.9))
     over = abs_err > 5e-3 + 5e-3 * np.abs(b) if mode == "isclose" else (abs_err > 5e-3) & (rel_err > 5e-3)
     assert out.n_over == int(over.sum()) > 0 and out.n_total == 73
+
+
+@pytest.mark.parametrize("mode", ["elemwise", "max", "mean", "median", "quantile", "isclose"])
+def test_the_verdict_only_comparison_gives_the_same_verdict_and_maxima(mode: str) -> None:
+    """``full=False`` (the diagnosis's and tune's candidate runs): the same pass/fail, reason, counts and max errors
+    as the full comparison, NaN/inf pairs included, without the statistics the verdict does not read."""
+    rng = np.random.default_rng(5)
+    gold = rng.standard_normal((3, 1100)).astype(np.float32)
+    got = (gold + rng.standard_normal(gold.shape).astype(np.float32) * 2e-3).astype(np.float16)
+    got[0, 3], gold[1, 4], got[1, 4], gold[2, 0] = np.nan, np.inf, np.inf, 0.0
+    for tol in (
+        Tolerance(atol=4e-3, rtol=4e-3, mode=mode),
+        Tolerance(atol=1e-2, rtol=1e-2, mode=mode, nan_equal=False),
+    ):  # type: ignore[arg-type]
+        kwargs = {"tolerances": {}, "default": tol}
+        full = compare_iterations([{"logits": got}], [{"logits": gold}], **kwargs).outputs[0]  # type: ignore[arg-type]
+        quick = compare_iterations([{"logits": got}], [{"logits": gold}], full=False, **kwargs).outputs[0]  # type: ignore[arg-type]
+        same = ("passed", "reason", "n_over", "n_total", "max_abs", "max_rel", "required_atol", "required_rtol")
+        assert [getattr(quick, f) for f in same] == [getattr(full, f) for f in same]
+        assert full.top1_agreement is not None and quick.top1_agreement is None  # no rule on it: not computed
