@@ -155,11 +155,14 @@ def scaled_error(pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> float:
         got_flat, gold_flat = np.asarray(got_raw).ravel(), np.asarray(gold_raw).ravel()
         for start in range(0, gold_flat.size, ERROR_CHUNK):  # float64 temporaries of a chunk, not of the output
             gold = np.asarray(gold_flat[start : start + ERROR_CHUNK], dtype=np.float64)
+            got = np.asarray(got_flat[start : start + ERROR_CHUNK], dtype=np.float64)
             finite = np.isfinite(gold)
-            if not finite.any():
-                continue
-            scale = max(scale, float(np.abs(gold[finite]).max()))
-            diff = np.abs(np.asarray(got_flat[start : start + ERROR_CHUNK], dtype=np.float64)[finite] - gold[finite])
+            if not finite.all():  # only where the golden is finite
+                if not finite.any():
+                    continue
+                gold, got = gold[finite], got[finite]
+            scale = max(scale, float(np.abs(gold).max()))
+            diff = np.abs(got - gold)
             worst_diff = max(worst_diff, math.inf if not np.isfinite(diff).all() else float(diff.max(initial=0.0)))
     return worst_diff / scale if scale > 0 else (0.0 if worst_diff == 0 else math.inf)
 
