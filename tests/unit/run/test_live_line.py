@@ -6,11 +6,15 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from harness.config import HarnessConfig
 from harness.core.liveline import LiveLine
 from harness.pipeline.session import AccuracySession, Case
 from harness.sweep import SweepPoint, SweepSpec
 from tests.helpers.graphs import mlp_model, save
+
+pytest_plugins = ["pytester"]
 
 
 def test_a_slow_step_says_it_is_alive_and_a_fast_one_says_nothing() -> None:
@@ -110,3 +114,26 @@ def test_a_deploy_size_output_crosses_the_default_threshold(tmp_path: Path) -> N
     assert found is not None and found.peak_bytes == 8 * logits.size + 2 * logits.nbytes
     assert LiveLine(write=lines.append).announce("m [c]", seconds=found.seconds, peak_bytes=found.peak_bytes, text="x")
     assert lines == ["castguard: m [c]: x"]
+
+
+def test_pytest_model_shows_the_live_line_and_the_announcement_unless_quiet(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the plugin (``pytest --model``): the live line reaches pytest's terminal although castguard's
+    pytest_configure may run before the terminal reporter exists; with the thresholds at zero every long step
+    shows, the judge's cost first; under -q nothing does."""
+    import functools
+
+    import harness.plugin
+
+    monkeypatch.setattr(
+        harness.plugin, "LiveLine", functools.partial(LiveLine, after_s=0.0, every_s=60.0, announce_s=0.0)
+    )
+    save(mlp_model(), pytester.path / "mlp.onnx")
+    args = ("-p", "no:cacheprovider", "--model", "mlp.onnx", "--precision", "fp16", "--data-max", "512")
+    result = pytester.runpytest_inprocess(*args, "--exclude-ops", "none", "--keep-io-types", "false")
+    lines = [line for line in result.outlines if line.startswith("castguard: mlp [")]
+    judging = [i for i, line in enumerate(lines) if ": judging will take about " in line]
+    assert judging and ": judging ... " in lines[judging[0] + 1] and any(": converting ... " in x for x in lines)
+    quiet = pytester.runpytest_inprocess(*args, "--exclude-ops", "none", "--keep-io-types", "false", "-q")
+    assert not [line for line in quiet.outlines if line.startswith("castguard: mlp [")]
