@@ -227,6 +227,12 @@ def read_toml(path: Path, *, what: str) -> dict[str, object]:
         raise UserError(where=path, problem=f"{what} is not valid TOML: {err}", fix="fix the TOML syntax") from err
 
 
+COMPRESS_MAX_BYTES = 16_000_000
+"""Arrays (a golden's members, a case's saved outputs) above this are stored in their ``.npz`` uncompressed: float
+tensors barely deflate (random fp32 logits by about 7 %), and deflating a 134 MB logits tensor took 45 s on the
+2-core machine (issue 31). Smaller ones stay compressed, so small committed goldens stay small."""
+
+
 def save_npz(file: IO[bytes] | Path, arrays: Mapping[str, Any], *, compressed: bool = False) -> None:
     """``np.savez`` (``np.savez_compressed``) of plain arrays, on every numpy castguard supports.
 

@@ -1,7 +1,8 @@
 """FP32 goldens: ``<root>/<model>/<inputs-id>.npz`` (feeds and outputs) plus a ``.json`` sidecar.
 
 The ``.npz`` holds ``input/<i>/<name>`` and ``output/<i>/<name>`` for every iteration, written
-deterministically (fixed zip timestamps, no pickle) so identical goldens are identical bytes. bf16 arrays are
+deterministically (fixed zip timestamps, no pickle) so identical goldens are identical bytes; a member above
+:data:`~harness.core.files.COMPRESS_MAX_BYTES` (large logits) is stored uncompressed, smaller ones deflated. bf16 arrays are
 stored as their uint16 bits and listed in the sidecar. The sidecar records the schema version, the model's
 sha256, library versions, the input recipe, the producer runner and the ``.npz`` sha256.
 
@@ -32,7 +33,7 @@ import numpy as np
 
 from harness.core.dtypes import BFLOAT16, bits_to_bf16
 from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale, ModelError
-from harness.core.files import atomic_write, atomic_write_all, sha256_file
+from harness.core.files import COMPRESS_MAX_BYTES, atomic_write, atomic_write_all, sha256_file
 from harness.core.jsonfile import JsonObject
 from harness.core.locks import held, lock_for
 from harness.data.models import ModelSpec
@@ -90,7 +91,9 @@ def _npz_bytes_to(handle: Any, arrays: dict[str, np.ndarray]) -> None:
     with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for key in sorted(arrays):
             info = zipfile.ZipInfo(key + ".npy", date_time=_ZIP_DATE)
-            info.compress_type = zipfile.ZIP_DEFLATED
+            info.compress_type = (
+                zipfile.ZIP_DEFLATED if arrays[key].nbytes <= COMPRESS_MAX_BYTES else zipfile.ZIP_STORED
+            )
             with archive.open(info, "w", force_zip64=True) as member:
                 np.lib.format.write_array(member, np.ascontiguousarray(arrays[key]), allow_pickle=False)
 
@@ -424,10 +427,13 @@ def degenerate(outputs: Sequence[Mapping[str, np.ndarray]]) -> tuple[Degenerate,
         arrays = [np.asarray(iteration[name]) for iteration in outputs if name in iteration]
         if not arrays or (arrays[0].dtype != BFLOAT16 and arrays[0].dtype.kind not in "fc"):
             continue
-        values = np.concatenate([a.astype(np.float64).ravel() for a in arrays])
-        finite = np.isfinite(values)
-        if values.size and not finite.any():
-            found.append(Degenerate(output=name, kind="not_finite", values=int(values.size)))
-        elif values.size > 1 and finite.all() and np.all(values == values[0]):
-            found.append(Degenerate(output=name, kind="constant", values=int(values.size), value=float(values[0])))
+        flats = [a.astype(np.float32).ravel() if a.dtype == BFLOAT16 else a.ravel() for a in arrays]  # exact
+        size = sum(int(f.size) for f in flats)
+        finite = [bool(np.isfinite(f).any()) for f in flats], [bool(np.isfinite(f).all()) for f in flats]
+        if size and not any(finite[0]):
+            found.append(Degenerate(output=name, kind="not_finite", values=size))
+        elif size > 1 and all(finite[1]):
+            first = next(f.flat[0] for f in flats if f.size)
+            if all(bool(np.all(f == first)) for f in flats):
+                found.append(Degenerate(output=name, kind="constant", values=size, value=float(first)))
     return tuple(found)

@@ -23,7 +23,7 @@ Semantics (Polygraphy-compatible, see ``docs/ARCHITECTURE.md``):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -159,14 +159,6 @@ def _describe_output(out: OutputComparison) -> str:
     return text
 
 
-@dataclass(frozen=True)
-class _Diff:
-    abs: np.ndarray  # float64, flat; inf where a non-finite mismatch
-    rel: np.ndarray
-    expected_abs: np.ndarray
-    mismatch: np.ndarray  # bool, flat: non-finite pairs that do not match under the policy
-
-
 def _widen64(x: np.ndarray) -> np.ndarray:
     arr = np.asarray(x)
     if arr.dtype == BFLOAT16:
@@ -186,29 +178,105 @@ DIFF_CHUNK = 1 << 20
 """Elements widened to float64 at a time: the temporaries of a 134 MB logits tensor stay a few MB each."""
 
 
-def _diff(obtained: np.ndarray, expected: np.ndarray, tol: Tolerance) -> _Diff:
-    flat_a, flat_b = np.asarray(obtained).ravel(), np.asarray(expected).ravel()
-    size = flat_b.size
-    abs_out, rel_out, exp_out = np.empty(size), np.empty(size), np.empty(size)
-    mismatch_out = np.empty(size, dtype=bool)
-    for start in range(0, size, DIFF_CHUNK):
-        part = slice(start, start + DIFF_CHUNK)
-        a, b = _widen64(flat_a[part]), _widen64(flat_b[part])
-        finite = np.isfinite(a) & np.isfinite(b)
+@dataclass(frozen=True)
+class _Chunk:
+    """The errors of one chunk of elements, in float64 (see the module docstring for the NaN/inf policy)."""
+
+    abs: np.ndarray  # inf where a non-finite mismatch
+    rel: np.ndarray
+    over: int  # elements over the tolerance (isclose: numpy's rule)
+    mismatch: int  # non-finite pairs that do not match under the policy
+
+
+def _chunk(a_raw: np.ndarray, b_raw: np.ndarray, tol: Tolerance) -> _Chunk:
+    a, b = _widen64(a_raw), _widen64(b_raw)
+    exp_abs = np.abs(b)
+    denom = np.where(exp_abs == 0.0, _ZERO_EPS, exp_abs)
+    finite = np.isfinite(a) & np.isfinite(b)
+    if finite.all():  # the common chunk: no NaN/inf policy to apply
+        abs_err = np.abs(a - b)
+        rel_err = abs_err / denom
+        mismatch = 0
+    else:
         with np.errstate(invalid="ignore", over="ignore"):
             abs_err = np.where(finite, np.abs(a - b), 0.0)
         both_nan = np.isnan(a) & np.isnan(b)
         same_inf = np.isinf(a) & np.isinf(b) & (a == b)
-        matched_special = (both_nan & tol.nan_equal) | (same_inf & tol.inf_equal)
-        mismatch = ~finite & ~matched_special
-        abs_out[part] = np.where(mismatch, np.inf, abs_err)
-        exp_abs = np.where(np.isfinite(b), np.abs(b), np.inf)
-        denom = np.where(exp_abs == 0.0, _ZERO_EPS, exp_abs)
+        matched = ~finite & ~((both_nan & tol.nan_equal) | (same_inf & tol.inf_equal))
+        abs_err = np.where(matched, np.inf, abs_err)
         with np.errstate(invalid="ignore"):
-            rel_out[part] = np.where(mismatch, np.inf, np.where(finite, abs_out[part] / denom, 0.0))
-        exp_out[part] = np.where(np.isfinite(b), np.abs(b), 0.0)
-        mismatch_out[part] = mismatch
-    return _Diff(abs=abs_out, rel=rel_out, expected_abs=exp_out, mismatch=mismatch_out)
+            rel_err = np.where(matched, np.inf, np.where(finite, abs_err / denom, 0.0))
+        mismatch = int(matched.sum())
+        exp_abs = np.where(np.isfinite(b), exp_abs, 0.0)
+    if tol.mode == "isclose":
+        over = abs_err > tol.atol + tol.rtol * exp_abs
+    else:
+        over = (abs_err > tol.atol) & (rel_err > tol.rtol)
+    return _Chunk(abs=abs_err, rel=rel_err, over=int(over.sum()), mismatch=mismatch)
+
+
+def _chunks(pairs: Sequence[tuple[np.ndarray, np.ndarray]], tol: Tolerance) -> Iterator[tuple[slice, _Chunk]]:
+    """Every chunk of every iteration's (obtained, golden) pair, with where it goes in the joined flat arrays."""
+    offset = 0
+    for got, exp in pairs:
+        flat_a, flat_b = np.asarray(got).ravel(), np.asarray(exp).ravel()
+        for start in range(0, flat_b.size, DIFF_CHUNK):
+            part = slice(start, start + DIFF_CHUNK)
+            chunk = _chunk(flat_a[part], flat_b[part], tol)
+            yield slice(offset + start, offset + start + chunk.abs.size), chunk
+        offset += flat_b.size
+
+
+def _stats(values: np.ndarray, q: float) -> tuple[float, float, float, float]:
+    """max, mean, median, quantile of ``values`` (a scratch array: the median and quantile reorder it in place)."""
+    if values.size == 0:
+        return 0.0, 0.0, 0.0, 0.0
+    with np.errstate(invalid="ignore"):
+        top, mean = float(np.max(values)), float(np.mean(values))  # before the selections reorder it
+        median = float(np.median(values, overwrite_input=True))
+        return top, mean, median, float(np.quantile(values, q, overwrite_input=True))
+
+
+@dataclass(frozen=True)
+class _Errors:
+    """One output's error statistics over all iterations: (max, mean, median, quantile) of abs and of rel."""
+
+    abs: tuple[float, float, float, float]
+    rel: tuple[float, float, float, float]
+    over: int
+    mismatch: int
+    total: int
+
+
+def _maxima(pairs: Sequence[tuple[np.ndarray, np.ndarray]], tol: Tolerance) -> _Errors:
+    """One pass, no scratch array: the max errors and the counts (what an ``elemwise``, ``isclose`` or ``max``
+    verdict needs); the mean, median and quantile read NaN."""
+    over = mismatch = total = 0
+    top_abs = top_rel = 0.0
+    for where, chunk in _chunks(pairs, tol):
+        over, mismatch, total = over + chunk.over, mismatch + chunk.mismatch, where.stop
+        top_abs, top_rel = max(top_abs, float(chunk.abs.max())), max(top_rel, float(chunk.rel.max()))
+    nan = math.nan
+    return _Errors(
+        abs=(top_abs, nan, nan, nan), rel=(top_rel, nan, nan, nan), over=over, mismatch=mismatch, total=total
+    )
+
+
+def _errors(pairs: Sequence[tuple[np.ndarray, np.ndarray]], tol: Tolerance, *, full: bool = True) -> _Errors:
+    """``full=False`` in a mode that needs no mean, median or quantile: :func:`_maxima`. Otherwise two passes over the pairs: the abs errors of every element in one float64 array, their statistics, then the
+    rel errors in the same array; the per-element temporaries never exceed :data:`DIFF_CHUNK` elements."""
+    if not full and tol.mode in ("elemwise", "isclose", "max"):
+        return _maxima(pairs, tol)
+    total = sum(int(np.asarray(exp).size) for _, exp in pairs)
+    values = np.empty(total)
+    over = mismatch = 0
+    for where, chunk in _chunks(pairs, tol):
+        values[where] = chunk.abs
+        over, mismatch = over + chunk.over, mismatch + chunk.mismatch
+    abs_stats = _stats(values, tol.quantile)
+    for where, chunk in _chunks(pairs, tol):
+        values[where] = chunk.rel
+    return _Errors(abs=abs_stats, rel=_stats(values, tol.quantile), over=over, mismatch=mismatch, total=total)
 
 
 def _top_k_hits(obtained: np.ndarray, expected: np.ndarray, k: int) -> tuple[int, int]:
@@ -225,30 +293,10 @@ def _top_k_hits(obtained: np.ndarray, expected: np.ndarray, k: int) -> tuple[int
     return int(hits), k * a2.shape[0]
 
 
-def _stats(values: np.ndarray, q: float) -> tuple[float, float, float, float]:
-    if values.size == 0:
-        return 0.0, 0.0, 0.0, 0.0
-    with np.errstate(invalid="ignore"):
-        return (float(np.max(values)), float(np.mean(values)), float(np.median(values)), float(np.quantile(values, q)))
-
-
-def _joined(parts: list[np.ndarray]) -> np.ndarray:
-    """The iterations' arrays end to end (one iteration's as it is: no copy)."""
-    return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts else np.zeros(0)
-
-
-def _judge(name: str, diffs: Sequence[_Diff], tol: Tolerance, top_k: tuple[int, int] | None) -> OutputComparison:
-    abs_err, rel_err, exp_abs = (
-        _joined([getattr(d, field) for d in diffs]) for field in ("abs", "rel", "expected_abs")
-    )
-    n_mismatch = int(sum(int(d.mismatch.sum()) for d in diffs))
-    max_a, mean_a, med_a, q_a = _stats(abs_err, tol.quantile)
-    max_r, mean_r, med_r, q_r = _stats(rel_err, tol.quantile)
-    if tol.mode == "isclose":
-        over = abs_err > tol.atol + tol.rtol * exp_abs
-    else:
-        over = (abs_err > tol.atol) & (rel_err > tol.rtol)
-    n_over = int(over.sum())
+def _judge(name: str, errors: _Errors, tol: Tolerance, top_k: tuple[int, int] | None) -> OutputComparison:
+    max_a, mean_a, med_a, q_a = errors.abs
+    max_r, mean_r, med_r, q_r = errors.rel
+    n_over, n_mismatch = errors.over, errors.mismatch
     stat_by_mode = {"max": (max_a, max_r), "mean": (mean_a, mean_r), "median": (med_a, med_r), "quantile": (q_a, q_r)}
     if tol.mode in stat_by_mode:
         stat_abs, stat_rel = stat_by_mode[tol.mode]
@@ -286,7 +334,7 @@ def _judge(name: str, diffs: Sequence[_Diff], tol: Tolerance, top_k: tuple[int, 
         median_rel=med_r,
         quantile_rel=q_r,
         n_over=n_over,
-        n_total=int(abs_err.size),
+        n_total=errors.total,
         required_atol=required_atol,
         required_rtol=required_rtol,
         top_k_agreement=agreement,
@@ -342,8 +390,11 @@ def compare_iterations(
     *,
     tolerances: Mapping[str, Tolerance],
     default: Tolerance,
+    full: bool = True,
 ) -> CompareResult:
-    """Compare every iteration; statistics per output are over all iterations together."""
+    """Compare every iteration; statistics per output are over all iterations together. ``full=False``: only what
+    the verdict needs, for callers that read nothing else (the diagnosis's and tune's candidate runs): the mean,
+    median and quantile only in their own modes (else NaN), the logits figures only with a rule on them."""
     problems: list[str] = []
     if len(obtained) != len(expected):
         problems.append(f"iteration count changed: golden {len(expected)}, obtained {len(obtained)}")
@@ -357,7 +408,7 @@ def compare_iterations(
     outputs: list[OutputComparison] = []
     for name in (n for n in names if n not in missing):
         tol = tolerances.get(name, default)
-        diffs: list[_Diff] = []
+        pairs: list[tuple[np.ndarray, np.ndarray]] = []
         hits = total = 0
         broken = None
         vocab: VocabFigures | None = None
@@ -369,8 +420,9 @@ def compare_iterations(
             broken = _structure_problem(got, exp)
             if broken:
                 break
-            diffs.append(_diff(got, exp, tol))
-            if is_vocabulary(name, exp, vocab=tol.vocab):
+            pairs.append((got, exp))
+            rules = tol.min_top1_agreement is not None or tol.max_kl is not None
+            if (full or rules) and is_vocabulary(name, exp, vocab=tol.vocab):
                 vocab = vocab_figures(got, exp) + (vocab or VocabFigures())
             if tol.top_k is not None:
                 h, t = _top_k_hits(got, exp, tol.top_k)
@@ -378,7 +430,7 @@ def compare_iterations(
         if broken:
             outputs.append(_structural_failure(name, broken, tol))
         else:
-            judged = _judge(name, diffs, tol, (hits, total) if tol.top_k is not None else None)
+            judged = _judge(name, _errors(pairs, tol, full=full), tol, (hits, total) if tol.top_k is not None else None)
             outputs.append(judged if vocab is None else _with_vocab(judged, vocab))
     passed = not missing and not extra and not problems and all(o.passed for o in outputs)
     return CompareResult(outputs=tuple(outputs), missing=missing, extra=extra, passed=passed, problems=tuple(problems))

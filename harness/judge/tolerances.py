@@ -69,9 +69,25 @@ def low_precision_ulp(precision: str, magnitude: float) -> float:
 
 def golden_scale(golden: np.ndarray) -> float:
     """Largest finite magnitude of a golden output (0.0 when it has none)."""
-    values = np.abs(np.asarray(golden, dtype=np.float64))
-    finite = values[np.isfinite(values)]
-    return float(finite.max()) if finite.size else 0.0
+    flat = np.asarray(golden).ravel()
+    if flat.dtype == BFLOAT16 or flat.dtype.kind != "f":
+        flat = flat.astype(np.float64)
+    if not flat.size:
+        return 0.0
+    with np.errstate(invalid="ignore"):
+        top, bottom = float(flat.max()), float(flat.min())  # no copy; NaN or inf here: the masked way below
+    if math.isfinite(top) and math.isfinite(bottom):
+        return max(top, -bottom, 0.0)
+    largest = 0.0  # the max of |x| in the array's own float type is exact, and widening keeps it
+    for start in range(0, flat.size, SCALE_CHUNK):
+        values = np.abs(flat[start : start + SCALE_CHUNK])
+        values = values[np.isfinite(values)]
+        largest = max(largest, float(values.max()) if values.size else 0.0)
+    return largest
+
+
+SCALE_CHUNK = 1 << 22
+"""Elements of a golden output with NaN/inf read at a time by :func:`golden_scale` (no float64 copy of logits)."""
 
 
 def default_tolerance(precision: str, golden: np.ndarray) -> Tolerance:

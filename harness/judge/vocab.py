@@ -60,15 +60,24 @@ def _log_softmax(x: np.ndarray) -> np.ndarray:
     return result
 
 
+def _wide32(rows: np.ndarray) -> np.ndarray:
+    """fp16/bf16 rows as float32 (exact); float32 and float64 rows as they are."""
+    return rows if rows.dtype in (np.float32, np.float64) else rows.astype(np.float32)
+
+
 def vocab_figures(obtained: np.ndarray, golden: np.ndarray) -> VocabFigures:
     """Top-1 hits and summed KL over the positions of one iteration (same shapes)."""
     width = golden.shape[-1] if golden.ndim else 1
     got_rows, gold_rows = obtained.reshape(-1, width), golden.reshape(-1, width)
     total = VocabFigures()
     for start in range(0, gold_rows.shape[0], CHUNK_ROWS):
-        gold = np.asarray(gold_rows[start : start + CHUNK_ROWS], dtype=np.float64)
-        got = np.asarray(got_rows[start : start + CHUNK_ROWS], dtype=np.float64)
-        hits = int((np.nan_to_num(got, nan=-np.inf).argmax(axis=1) == gold.argmax(axis=1)).sum())
+        gold_part, got_part = (
+            _wide32(gold_rows[start : start + CHUNK_ROWS]),
+            _wide32(got_rows[start : start + CHUNK_ROWS]),
+        )
+        # the argmax in the rows' own float type (widening keeps the order, so the same index), NaN as -inf
+        hits = int((np.where(np.isnan(got_part), -np.inf, got_part).argmax(axis=1) == gold_part.argmax(axis=1)).sum())
+        gold, got = gold_part.astype(np.float64), got_part.astype(np.float64)
         log_p, log_q = _log_softmax(gold), _log_softmax(got)
         with np.errstate(invalid="ignore", over="ignore"):
             terms = np.where(log_p > -np.inf, np.exp(log_p) * (log_p - log_q), 0.0)

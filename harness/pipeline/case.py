@@ -19,6 +19,7 @@ from dataclasses import replace
 from harness.core.errors import RunnerError, RunnerUnavailable, UserError
 from harness.pipeline.caserun import CaseEnv, CaseRun, Stop
 from harness.pipeline.context import CaseSettings, ModelContext
+from harness.pipeline.estimate import Estimate, diagnose_estimate, judge_estimate, time_estimate
 from harness.pipeline.plan import LoadedModel
 from harness.pipeline.steps.convert import build_check_step, check_runnable, convert_cached, convert_step
 from harness.pipeline.steps.diagnose import diagnose_step, failure_message, needs_diagnosis
@@ -84,6 +85,7 @@ def run_steps(run: CaseRun, env: CaseEnv, steps: Sequence[Step]) -> CaseRun:
         if run.stop is not None:
             break
         try:
+            _announce(run, env, step)
             with _live(run, env, step):
                 run = step(run, env)
         except RunnerUnavailable as err:
@@ -104,6 +106,23 @@ def _live(run: CaseRun, env: CaseEnv, step: Step) -> AbstractContextManager[None
     }
     said = words.get(step) if step is not diagnose_step or needs_diagnosis(run) else None
     return nullcontext() if said is None else env.settings.step(f"{run.model} [{run.point.id}]", said)
+
+
+def _announce(run: CaseRun, env: CaseEnv, step: Step) -> None:
+    """Before a step not bounded by one forward, its estimated cost when it crosses the live line's thresholds
+    (:mod:`harness.pipeline.estimate`); a diagnosis only when the case will be diagnosed."""
+    live = env.settings.live
+    if live is None:
+        return
+    estimates: dict[Step, Callable[[], Estimate | None]] = {
+        judge_step: lambda: judge_estimate(run),
+        diagnose_step: lambda: diagnose_estimate(run) if needs_diagnosis(run) else None,
+        time_step: lambda: time_estimate(run, config=env.settings.timing),
+    }
+    found = estimates[step]() if step in estimates else None
+    if found is not None:
+        label = f"{run.model} [{run.point.id}]"
+        live.announce(label, seconds=found.seconds, peak_bytes=found.peak_bytes, text=found.describe())
 
 
 def finish_case(run: CaseRun, env: CaseEnv, steps: Sequence[Step] = SWEEP_STEPS) -> CaseRecord:

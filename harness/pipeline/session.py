@@ -196,9 +196,10 @@ class AccuracySession:
         if written is not None:
             return Outcome("fail", self._written(loaded, written, golden))
         result = make_runner(FP32_RUNNER, loaded.model, model_dir=loaded.spec.path.parent).run(golden.feeds)
+        quick = compare_iterations(result.outputs, golden.outputs, tolerances={}, default=FP32_TOLERANCE, full=False)
+        if quick:  # the verdict alone; the full statistics only for the message of a golden no longer reproduced
+            return Outcome("pass", comparison=quick, runner=result.runner)
         comparison = compare_iterations(result.outputs, golden.outputs, tolerances={}, default=FP32_TOLERANCE)
-        if comparison:
-            return Outcome("pass", comparison=comparison, runner=result.runner)
         path = self.store.path_for(loaded.spec, loaded.recipe)
         return Outcome(
             "fail",

@@ -121,12 +121,14 @@ def _build_run(config: pytest.Config) -> CastguardRun:
 
 def _live_line(config: pytest.Config) -> LiveLine | None:
     """The live line of long case steps on pytest's terminal, written past output capture; None under -q."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    capture = config.pluginmanager.get_plugin("capturemanager")
-    if reporter is None or config.get_verbosity() < 0:
+    if config.get_verbosity() < 0:
         return None
 
-    def write(text: str) -> None:
+    def write(text: str) -> None:  # looked up now: castguard's pytest_configure may run before the terminal's
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        capture = config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None:
+            return
         if capture is None:
             reporter.write_line(text)
             return

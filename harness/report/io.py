@@ -23,7 +23,7 @@ import numpy as np
 
 from harness.core.dtypes import BFLOAT16
 from harness.core.errors import UserError
-from harness.core.files import atomic_write, atomic_write_all, safe_component, save_npz
+from harness.core.files import COMPRESS_MAX_BYTES, atomic_write, atomic_write_all, safe_component, save_npz
 from harness.core.jsonfile import read_json
 from harness.report.model import Provenance, Report, ShardInfo
 from harness.report.render_html import render_html
@@ -147,7 +147,8 @@ def save_outputs(report_dir: Path, relpath: str, iterations: Sequence[Mapping[st
             array = np.asarray(value)
             arrays[f"{index}/{name}"] = array.astype(np.float32) if array.dtype in (np.float16, BFLOAT16) else array
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda handle: save_npz(handle, arrays, compressed=True))
+    small = sum(int(a.nbytes) for a in arrays.values()) <= COMPRESS_MAX_BYTES
+    atomic_write(path, lambda handle: save_npz(handle, arrays, compressed=small))
     return path
 
 

@@ -173,6 +173,7 @@ def _model_section(index: int, view: ModelView) -> str:
         _front_table(view),
         _converters_table(view),
         _speed_section(view),
+        _logits_table(view),
         "<h3>Cases (failing first)</h3>" + _case_table(cases, multi=multi),
         _failures(view),
         _tuned(view),
@@ -181,6 +182,25 @@ def _model_section(index: int, view: ModelView) -> str:
         "</section>",
     ]
     return "\n".join(parts)
+
+
+def _logits_table(view: ModelView) -> str:
+    """Outputs judged as logits (:mod:`harness.judge.vocab`): top-1 token agreement and mean KL per case."""
+    rows = "".join(
+        f'<tr><td><code class="id">{escape(case_label(c, with_inputs=view.multi_inputs))}</code></td>'
+        f"<td>{_status(c.status)}</td><td><code>{escape(o.name)}</code></td>"
+        f'<td class="num">{o.top1_agreement:.4f}</td><td class="num">{o.kl_mean:.3g}</td></tr>'
+        for c in view.cases
+        for o in c.outputs
+        if o.top1_agreement is not None and o.kl_mean is not None
+    )
+    if not rows:
+        return ""
+    return (
+        "<h3>Logits</h3><p>Outputs whose last axis is a vocabulary: top-1 token agreement with the golden, and the "
+        "mean KL(softmax(golden) &#8214; softmax(obtained)) per position, in nats.</p><table><tr><th>case</th>"
+        f"<th>status</th><th>output</th><th>top-1 agreement</th><th>mean KL</th></tr>{rows}</table>"
+    )
 
 
 def _converters_table(view: ModelView) -> str:

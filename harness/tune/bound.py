@@ -143,18 +143,27 @@ class Measurement:
         return max(self.errors, key=lambda item: item[1])[0] if self.errors else ""
 
 
+ERROR_CHUNK = 1 << 20
+"""Elements of an output widened to float64 at a time by :func:`scaled_error`."""
+
+
 def scaled_error(pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> float:
     """max |y - gold| / max |gold| over (y, gold) pairs, on the positions where gold is finite (inf when y is
     non-finite there; 0/0 = 0)."""
     worst_diff, scale = 0.0, 0.0
     for got_raw, gold_raw in pairs:
-        gold = np.asarray(gold_raw, dtype=np.float64)
-        finite = np.isfinite(gold)
-        if not finite.any():
-            continue
-        scale = max(scale, float(np.abs(gold[finite]).max()))
-        diff = np.abs(np.asarray(got_raw, dtype=np.float64)[finite] - gold[finite])
-        worst_diff = max(worst_diff, math.inf if not np.isfinite(diff).all() else float(diff.max(initial=0.0)))
+        got_flat, gold_flat = np.asarray(got_raw).ravel(), np.asarray(gold_raw).ravel()
+        for start in range(0, gold_flat.size, ERROR_CHUNK):  # float64 temporaries of a chunk, not of the output
+            gold = np.asarray(gold_flat[start : start + ERROR_CHUNK], dtype=np.float64)
+            got = np.asarray(got_flat[start : start + ERROR_CHUNK], dtype=np.float64)
+            finite = np.isfinite(gold)
+            if not finite.all():  # only where the golden is finite
+                if not finite.any():
+                    continue
+                gold, got = gold[finite], got[finite]
+            scale = max(scale, float(np.abs(gold).max()))
+            diff = np.abs(got - gold)
+            worst_diff = max(worst_diff, math.inf if not np.isfinite(diff).all() else float(diff.max(initial=0.0)))
     return worst_diff / scale if scale > 0 else (0.0 if worst_diff == 0 else math.inf)
 
 
@@ -184,7 +193,9 @@ def measure(obtained: Outputs, goldens: Outputs, bound: Bound) -> Measurement:
     policy_failures: tuple[str, ...] = ()
     if bound.use_policy:
         tolerances = bound.policy.tolerances_for(precision=bound.precision, goldens=list(goldens))
-        comparison = compare_iterations(list(obtained), list(goldens), tolerances=tolerances, default=Tolerance())
+        comparison = compare_iterations(
+            list(obtained), list(goldens), tolerances=tolerances, default=Tolerance(), full=False
+        )
         policy_failures = tuple(o.name for o in comparison.outputs if not o.passed) + comparison.missing
     passed = (
         all(errors[n] <= bound.limit(n) for n in errors)

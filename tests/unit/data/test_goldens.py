@@ -205,3 +205,37 @@ def test_a_golden_over_100_mb_warns_with_its_size_and_a_smaller_command(
     with caplog.at_level("WARNING", logger="harness.data"):
         store.write(spec, recipe, big)
     assert any("this golden is 102 MB" in r.getMessage() for r in caplog.records)
+
+
+def test_a_large_member_is_stored_uncompressed_and_reads_back(
+    tmp_path: Path, spec: ModelSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Members above COMPRESS_MAX_BYTES (large logits) are stored, not deflated (issue 31: deflating 134 MB took 45 s);
+    smaller ones stay deflated, and both read back exactly."""
+    import zipfile
+
+    monkeypatch.setattr("harness.data.goldens.COMPRESS_MAX_BYTES", 40)  # x (32 bytes), h (12): small
+    golden = _golden()
+    golden.outputs[0]["y"] = np.linspace(-1, 1, 64, dtype=np.float32).reshape(4, 16)  # 256 bytes: large
+    path = GoldenStore(tmp_path / "goldens").write(spec, RECIPE, golden)
+    with zipfile.ZipFile(path) as archive:
+        kinds = {info.filename: info.compress_type for info in archive.infolist()}
+    assert kinds["output/0/y.npy"] == zipfile.ZIP_STORED
+    assert kinds["output/0/h.npy"] == kinds["input/0/x.npy"] == zipfile.ZIP_DEFLATED
+    back = GoldenStore(tmp_path / "goldens").load(spec, RECIPE)
+    np.testing.assert_array_equal(back.outputs[0]["y"], golden.outputs[0]["y"])
+    np.testing.assert_array_equal(back.outputs[1]["y"], golden.outputs[1]["y"])
+
+
+def test_degenerate_reads_each_iteration_in_its_own_type() -> None:
+    """degenerate() (no float64 copy of the outputs, issue 31): constant over fp16 and bf16 iterations, all non-finite,
+    and not constant when one value of a later iteration differs."""
+    from harness.data.goldens import degenerate
+
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    constant = [{"y": np.full(3, 2.5, np.float16)}, {"y": np.full(2, 2.5, bf16)}]
+    assert [(d.kind, d.values, d.value) for d in degenerate(constant)] == [("constant", 5, 2.5)]
+    nans = [{"y": np.array([np.nan, np.inf], np.float32)}, {"y": np.array([-np.inf], np.float32)}]
+    assert [(d.kind, d.values) for d in degenerate(nans)] == [("not_finite", 3)]
+    varied = [{"y": np.full(3, 2.5, np.float32)}, {"y": np.array([2.5, 2.5000002], np.float32)}]
+    assert degenerate(varied) == ()

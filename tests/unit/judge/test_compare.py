@@ -180,3 +180,45 @@ def test_required_tolerances_really_pass(expected: np.ndarray, noise: np.ndarray
     assert _one(obtained, expected, Tolerance(atol=out.required_atol, rtol=0.0))[1].passed
     assert _one(obtained, expected, Tolerance(atol=0.0, rtol=out.required_rtol))[1].passed
     assert out.max_abs >= out.median_abs >= 0.0
+
+
+@pytest.mark.parametrize("mode", ["elemwise", "median", "quantile", "isclose"])
+def test_chunked_statistics_equal_the_direct_formulas(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The statistics are computed a chunk at a time in two passes (abs, then rel, in one scratch array: issue 31);
+    over two iterations, with chunks that end inside each, they equal the whole-array float64 formulas."""
+    monkeypatch.setattr("harness.judge.compare.DIFF_CHUNK", 7)
+    rng = np.random.default_rng(3)
+    gold = [rng.standard_normal(40).astype(np.float32), rng.standard_normal(33).astype(np.float32)]
+    gold[0][5] = 0.0
+    got = [(g + rng.standard_normal(g.size).astype(np.float32) * 0.01).astype(np.float16) for g in gold]
+    tol = Tolerance(atol=5e-3, rtol=5e-3, mode=mode, quantile=0.9)  # type: ignore[arg-type]
+    out = compare_iterations([{"y": a} for a in got], [{"y": b} for b in gold], tolerances={}, default=tol).outputs[0]
+    a = np.concatenate(got).astype(np.float64)
+    b = np.concatenate(gold).astype(np.float64)
+    abs_err = np.abs(a - b)
+    rel_err = abs_err / np.where(b == 0, 2.220446049250313e-16, np.abs(b))
+    assert (out.max_abs, out.mean_abs, out.median_abs) == (abs_err.max(), abs_err.mean(), np.median(abs_err))
+    assert (out.max_rel, out.mean_rel, out.median_rel) == (rel_err.max(), rel_err.mean(), np.median(rel_err))
+    assert (out.quantile_abs, out.quantile_rel) == (np.quantile(abs_err, 0.9), np.quantile(rel_err, 0.9))
+    over = abs_err > 5e-3 + 5e-3 * np.abs(b) if mode == "isclose" else (abs_err > 5e-3) & (rel_err > 5e-3)
+    assert out.n_over == int(over.sum()) > 0 and out.n_total == 73
+
+
+@pytest.mark.parametrize("mode", ["elemwise", "max", "mean", "median", "quantile", "isclose"])
+def test_the_verdict_only_comparison_gives_the_same_verdict_and_maxima(mode: str) -> None:
+    """``full=False`` (the diagnosis's and tune's candidate runs): the same pass/fail, reason, counts and max errors
+    as the full comparison, NaN/inf pairs included, without the statistics the verdict does not read."""
+    rng = np.random.default_rng(5)
+    gold = rng.standard_normal((3, 1100)).astype(np.float32)
+    got = (gold + rng.standard_normal(gold.shape).astype(np.float32) * 2e-3).astype(np.float16)
+    got[0, 3], gold[1, 4], got[1, 4], gold[2, 0] = np.nan, np.inf, np.inf, 0.0
+    for tol in (
+        Tolerance(atol=4e-3, rtol=4e-3, mode=mode),
+        Tolerance(atol=1e-2, rtol=1e-2, mode=mode, nan_equal=False),
+    ):  # type: ignore[arg-type]
+        kwargs = {"tolerances": {}, "default": tol}
+        full = compare_iterations([{"logits": got}], [{"logits": gold}], **kwargs).outputs[0]  # type: ignore[arg-type]
+        quick = compare_iterations([{"logits": got}], [{"logits": gold}], full=False, **kwargs).outputs[0]  # type: ignore[arg-type]
+        same = ("passed", "reason", "n_over", "n_total", "max_abs", "max_rel", "required_atol", "required_rtol")
+        assert [getattr(quick, f) for f in same] == [getattr(full, f) for f in same]
+        assert full.top1_agreement is not None and quick.top1_agreement is None  # no rule on it: not computed

@@ -184,3 +184,17 @@ def _report(*records: CaseRecord) -> Report:
 def test_single_records_round_trip_for_worker_hand_off() -> None:
     for record in sample_report().cases:
         assert record_from_dict(json.loads(json.dumps(record_to_dict(record)))) == record
+
+
+def test_large_saved_outputs_are_stored_uncompressed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Saved outputs above COMPRESS_MAX_BYTES are stored, not deflated (issue 31: deflating a case's 134 MB of
+    fp16-rounded logits took 42 s); smaller ones stay deflated; both read back the same."""
+    import zipfile
+
+    monkeypatch.setattr("harness.report.io.COMPRESS_MAX_BYTES", 100)
+    small, large = [{"y": np.arange(4, dtype=np.float32)}], [{"y": np.arange(64, dtype=np.float16)}]  # 16, 256 B
+    for name, runs, kind in (("small.npz", small, zipfile.ZIP_DEFLATED), ("large.npz", large, zipfile.ZIP_STORED)):
+        path = save_outputs(tmp_path, f"outputs/m/{name}", runs)
+        with zipfile.ZipFile(path) as archive:
+            assert {info.compress_type for info in archive.infolist()} == {kind}
+        assert load_outputs(tmp_path, f"outputs/m/{name}")[0]["y"].tolist() == runs[0]["y"].tolist()

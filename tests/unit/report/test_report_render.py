@@ -118,3 +118,34 @@ def test_empty_report_renders() -> None:
     report = Report.build([], created="t", provenance=PROVENANCE)
     assert "0 cases" in render_markdown(report_view(report))
     assert "0 cases" in render_html(report_view(report))
+
+
+def test_report_html_and_md_show_top1_and_kl_of_a_vocab_output() -> None:
+    """A case with a logits output (last axis a vocabulary, judged without configuration: harness.judge.vocab):
+    report.html and report.md both show its top-1 token agreement and mean KL, as report.json carries them; a
+    report without such an output has no logits table."""
+    import dataclasses
+
+    import numpy as np
+
+    from harness.judge.compare import Tolerance, compare_outputs
+    from harness.report.model import output_stats as stats_of
+    from tests.helpers.report_samples import record_for
+
+    rng = np.random.default_rng(0)
+    gold = rng.standard_normal((2, 4, 1200)).astype(np.float32) * 3
+    got = gold + rng.standard_normal(gold.shape).astype(np.float32) * 0.05
+    got.reshape(-1, 1200)[np.arange(2), gold.reshape(-1, 1200).argmax(axis=1)[:2]] -= 50.0  # 2 of 8 positions flip
+    comparison = compare_outputs({"logits": got}, {"logits": gold}, tolerances={}, default=Tolerance(atol=1, rtol=1))
+    (out,) = stats_of(comparison, [{"logits": gold}])
+    assert out.top1_agreement == 0.75 and out.kl_mean is not None and out.kl_mean > 0
+    record = dataclasses.replace(record_for(SweepPoint(precision="fp16")), outputs=(out,))
+    report = Report.build([record], created="2026-11-20T10:00:00+00:00", provenance=PROVENANCE)
+    html, md = render_html(report_view(report)), render_markdown(report_view(report))
+    kl = f"{out.kl_mean:.3g}"
+    assert "<h3>Logits</h3>" in html and re.search(
+        rf"<code>logits</code></td><td[^>]*>0\.7500</td><td[^>]*>{kl}<", html
+    )
+    assert re.search(rf"\| `logits` \| 0\.7500 \| {re.escape(kl)} \|", md)
+    plain = render_html(report_view(sample_report()))
+    assert "<h3>Logits</h3>" not in plain and "top-1 agreement" not in plain

@@ -1,0 +1,123 @@
+"""What a step of a case will cost, said before it starts when it is not bounded by one forward (issue 31). No pytest.
+
+Converting, running and judging a case each cost about one forward of the model at the case's shapes. Three steps
+can cost much more, and say so first when their estimate crosses the live line's thresholds
+(:attr:`~harness.core.liveline.LiveLine.announce_s`, :attr:`~harness.core.liveline.LiveLine.announce_bytes`):
+
+- the judge holds one float64 scratch array of the largest output (8 bytes a value: 1 GB for 8x512x32000 logits);
+- the diagnosis of a failing case runs the FP32 model and the emulated conversion side by side (the divergence
+  profile), then converts and runs up to ``budget`` candidate fixes, each judged;
+- the timing (runners that claim a speed) calls each of the two models ``warmup + rounds x repeats`` times.
+
+The figures come from what the case has measured already: its runner's forward (``Executed.infer_s``), its
+conversion and judge seconds, the bytes of its golden's outputs and of the model's weights. The way to shrink every
+one of them is a smaller ``--input-shapes`` (the halved shapes are named); the diagnosis runs only for failing cases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+
+from harness.diagnose.failure import DEFAULT_BUDGET
+from harness.pipeline.caserun import CaseRun
+from harness.runners.timing import TimingConfig, speed_claim
+
+PROFILE_FORWARDS = 2
+"""The divergence profile runs the FP32 model and the emulated conversion in one session: about two forwards."""
+JUDGE_S_PER_VALUE = 1e-7
+"""The judge's seconds per output value (measured: 3.1 s for 34 M logits on the shared 2-core machine)."""
+DIAGNOSE_HOLDS = 4
+"""Copies of the outputs the diagnosis holds at once (golden, failing, the profile's pair of models' outputs)."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A step's estimated wall time and peak memory, how they were estimated, and the option that shrinks them."""
+
+    step: str
+    seconds: float
+    peak_bytes: int
+    basis: str
+    shrink: str
+
+    def describe(self) -> str:
+        return (
+            f"{self.step} will take about {self.seconds:.0f} s and {self.peak_bytes / 1e6:.0f} MB ({self.basis}); "
+            f"to shrink it: {self.shrink}"
+        )
+
+
+def _largest_output(run: CaseRun) -> int:
+    return max((int(np.asarray(a).size) for it in run.context.golden.outputs for a in it.values()), default=0)
+
+
+def _outputs_bytes(run: CaseRun) -> int:
+    return sum(int(np.asarray(a).nbytes) for it in run.context.golden.outputs for a in it.values())
+
+
+def _weights_bytes(model: onnx.ModelProto) -> int:
+    """The initializers' bytes from their declared dims and types (external data is not read)."""
+    return sum(
+        int(np.prod(t.dims, dtype=np.int64)) * onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+        for t in model.graph.initializer
+    )
+
+
+def _shrink(run: CaseRun) -> str:
+    """A smaller ``--input-shapes`` (batch and sequence halved), from the golden's feeds."""
+    feeds = run.context.golden.feeds[0]
+    halved = ",".join(
+        f"{name}:{'x'.join(str(max(1, d // 2) if i < 2 else d) for i, d in enumerate(np.asarray(a).shape))}"
+        for name, a in feeds.items()
+        if np.asarray(a).ndim
+    )
+    return f"smaller shapes, e.g. --input-shapes {halved}" if halved else "fewer --iterations"
+
+
+def judge_estimate(run: CaseRun) -> Estimate | None:
+    """The judge's scratch memory (one float64 array of the largest output) beside the outputs themselves."""
+    if run.executed is None or run.ctx is None:
+        return None
+    values = _largest_output(run)
+    return Estimate(
+        step="judging",
+        seconds=JUDGE_S_PER_VALUE
+        * sum(int(np.asarray(a).size) for it in run.context.golden.outputs for a in it.values()),
+        peak_bytes=8 * values + 2 * _outputs_bytes(run),
+        basis=f"a float64 scratch array of the largest output's {values} values, and the outputs",
+        shrink=_shrink(run),
+    )
+
+
+def diagnose_estimate(run: CaseRun, *, budget: int = DEFAULT_BUDGET) -> Estimate | None:
+    """The divergence profile (about two forwards) and up to ``budget`` candidate fixes, each converted, run, judged."""
+    executed, judged, converted = run.executed, run.judged, run.converted
+    if executed is None or judged is None or converted is None or run.ctx is None:
+        return None
+    forward = executed.infer_s
+    fix = converted.seconds + forward + judged.seconds
+    return Estimate(
+        step="diagnosing",
+        seconds=PROFILE_FORWARDS * forward + budget * fix,
+        peak_bytes=2 * _weights_bytes(run.context.model) + DIAGNOSE_HOLDS * _outputs_bytes(run),
+        basis=f"the profile: {PROFILE_FORWARDS} forwards of {forward:.1f} s; up to {budget} fixes of {fix:.1f} s "
+        "each (convert, run, judge)",
+        shrink=_shrink(run) + "; only failing cases are diagnosed",
+    )
+
+
+def time_estimate(run: CaseRun, *, config: TimingConfig) -> Estimate | None:
+    """Each model called ``warmup + rounds x repeats`` times (runners that claim a speed; None for the others)."""
+    if run.executed is None or run.ctx is None or speed_claim(run.point.runner, run.providers):
+        return None
+    calls = 2 * (config.warmup + config.rounds * config.repeats)
+    return Estimate(
+        step="timing",
+        seconds=calls * run.executed.infer_s,
+        peak_bytes=2 * _weights_bytes(run.context.model) + 2 * _outputs_bytes(run),
+        basis=f"{calls} calls of about {run.executed.infer_s:.2f} s (both models)",
+        shrink=_shrink(run),
+    )
