@@ -25,33 +25,44 @@ import secrets
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
-from hypothesis.database import DirectoryBasedExampleDatabase
 
-DATABASE = DirectoryBasedExampleDatabase(
-    os.environ.get("CASTGUARD_HYPOTHESIS_DB") or Path(__file__).resolve().parent / ".hypothesis" / "examples"
-)
-SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
+HERE = Path(__file__).resolve().parent
 
-settings.register_profile("dev", max_examples=30, deadline=None, database=DATABASE)
-settings.register_profile(
-    "ci",
-    max_examples=60,
-    derandomize=True,
-    deadline=None,
-    database=None,
-    print_blob=True,
-    suppress_health_check=SLOW_OK,
-)
-settings.register_profile(
-    "nightly", max_examples=5000, deadline=None, database=DATABASE, print_blob=True, suppress_health_check=SLOW_OK
-)
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+def _register_profiles() -> None:
+    """The profiles above, loaded for this repository's own runs only. With an editable install, a user's
+    ``pytest --model X`` in another folder also loads this file (pytest walks up from the suite inside
+    ``harness/``): it must not import Hypothesis there, nor change a user's Hypothesis settings."""
+    from hypothesis import HealthCheck, settings
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    database = DirectoryBasedExampleDatabase(
+        os.environ.get("CASTGUARD_HYPOTHESIS_DB") or HERE / ".hypothesis" / "examples"
+    )
+    slow_ok = [HealthCheck.too_slow, HealthCheck.data_too_large]
+    settings.register_profile("dev", max_examples=30, deadline=None, database=database)
+    settings.register_profile(
+        "ci",
+        max_examples=60,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        print_blob=True,
+        suppress_health_check=slow_ok,
+    )
+    settings.register_profile(
+        "nightly", max_examples=5000, deadline=None, database=database, print_blob=True, suppress_health_check=slow_ok
+    )
+    settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """Give a nightly run a seed (before Hypothesis' own plugin reads ``--hypothesis-seed``)."""
+    """Register the profiles and give a nightly run a seed (before Hypothesis' own plugin reads
+    ``--hypothesis-profile`` and ``--hypothesis-seed``)."""
+    if Path(config.rootpath).resolve() != HERE:
+        return
+    _register_profiles()
     if config.getoption("hypothesis_profile", None) == "nightly" and not config.getoption("hypothesis_seed", None):
         config.option.hypothesis_seed = os.environ.get("CASTGUARD_HYPOTHESIS_SEED") or str(secrets.randbelow(2**32))
 

@@ -228,12 +228,12 @@ class CastguardRun:
             self._report_started = True
 
     def provenance(self) -> Provenance:
-        from hypothesis import settings
-
         from harness.report import collect_provenance
 
         seed = self.hypothesis_seed  # a nightly run's seed, recorded to replay it
-        profile = settings.get_current_profile_name() + (f" (seed {seed})" if seed is not None else "")
+        hypothesis = sys.modules.get("hypothesis")  # never imported here: a run without a hunt does not load it
+        name = hypothesis.settings.get_current_profile_name() if hypothesis is not None else "default"
+        profile = name + (f" (seed {seed})" if seed is not None else "")
         return collect_provenance(hypothesis_profile=profile, runners=self.config.runners, project_dir=self.project)
 
     def hold(self, test_id: str, record: CaseRecord) -> None:

@@ -27,14 +27,11 @@ from random import Random
 
 import numpy as np
 import onnx
-from hypothesis import HealthCheck, Phase, find, settings, target
-from hypothesis.errors import NoSuchExample
 
 from harness.data.feeds import Feed, cast_feeds, input_specs
 from harness.data.marked import with_outputs
 from harness.runners import make_runner
 from harness.search.corners import MAX_PROBES, Box, ascend, corner_feeds
-from harness.search.strategies import feeds as feed_strategy
 from harness.tune.bound import Bound, measure
 
 _CAP = 1e6
@@ -208,6 +205,13 @@ def stress(stressed: StressTarget, *, examples: int, seed: int = 0, max_probes: 
                 return result(failing[0], "coordinate ascent", len(corners))
         if not examples:
             return result(None, "", len(corners))
+
+        # imported here, not at the top: a sweep imports this module (diagnosis -> tune) but only a hunt needs
+        # Hypothesis, whose import is the largest part of a warm run's start-up (benchmarks/bench_pipeline.py)
+        from hypothesis import HealthCheck, Phase, find, settings, target
+        from hypothesis.errors import NoSuchExample
+
+        from harness.search.strategies import feeds as feed_strategy
 
         def fails(feed: Feed) -> bool:
             ratio, peak, over = trial.run(feed)

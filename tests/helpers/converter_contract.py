@@ -33,7 +33,7 @@ VAL_RANGES = ((-1.0, 1.0), (-100.0, 100.0), None)
 
 
 @dataclass(frozen=True)
-class Case:
+class ContractCase:
     """One fuzz case. ``feed`` holds the values the converted model receives, widened to the model's fp32."""
 
     model: onnx.ModelProto
@@ -42,7 +42,9 @@ class Case:
 
     def __repr__(self) -> str:
         arrays_text = ", ".join(f"{k}={v.tolist()!r}" for k, v in self.feed.items())
-        return f"Case(options={self.options!r}, feed=({arrays_text}), model=\n{onnx.printer.to_text(self.model)})"
+        return (
+            f"ContractCase(options={self.options!r}, feed=({arrays_text}), model=\n{onnx.printer.to_text(self.model)})"
+        )
 
 
 def input_dtype(options: ConvertOptions) -> np.dtype:
@@ -50,7 +52,7 @@ def input_dtype(options: ConvertOptions) -> np.dtype:
 
 
 @st.composite
-def cases(draw: DrawFn, *, precision: str) -> Case:
+def cases(draw: DrawFn, *, precision: str) -> ContractCase:
     model = draw(onnx_models())
     options = draw(convert_options(precisions=(precision,)))
     val_range = draw(st.sampled_from(VAL_RANGES), label="feed range")
@@ -59,7 +61,7 @@ def cases(draw: DrawFn, *, precision: str) -> Case:
         shape = tuple(d or 1 for d in spec.dims or ())
         values = draw(arrays(dtype=input_dtype(options), shape=shape, val_range=val_range), label=spec.name)
         feed[spec.name] = values.astype(np.float32)
-    return Case(model=model, options=options, feed=feed)
+    return ContractCase(model=model, options=options, feed=feed)
 
 
 def _types(model: onnx.ModelProto) -> dict[str, int]:
@@ -130,7 +132,7 @@ def check_refusal(
     assert LOW_MAX[options.low_elem] < magnitudes.absmax[err.node] < math.inf, str(err)
 
 
-def check_contract(case: Case) -> ConversionResult | None:
+def check_contract(case: ContractCase) -> ConversionResult | None:
     """Convert and check the contract; None when the converter refused with a justified I/O range error."""
     model, options = case.model, case.options
     magnitudes = collect_magnitudes(model, feeds=[case.feed])

@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from harness.convert import ConvertOptions, Magnitudes, collect_magnitudes, convert
 from harness.core.errors import ConversionError
-from tests.helpers.converter_contract import SweepPoint, cases, check_contract
+from tests.helpers.converter_contract import ContractCase, cases, check_contract
 
 F32 = TensorProto.FLOAT
 
@@ -41,7 +41,7 @@ def _model(
 # Found by test_converter_contract_fp16: a graph output whose FP32 values pass 65504 became an fp16 output
 # (keep_io_types=False) and held inf although its producer was kept FP32 (init_max). The converter now refuses
 # with a ConversionError naming the output (harness.convert.pipeline.check_io_range).
-OUTPUT_OVERFLOW = SweepPoint(
+OUTPUT_OVERFLOW = ContractCase(
     model=_model(
         [
             helper.make_node(
@@ -61,7 +61,7 @@ OUTPUT_OVERFLOW = SweepPoint(
 # Found by test_converter_contract_bf16 (a false alarm of the data_max check, kept so the check stays right):
 # Pow kept FP32 for its inf output reads its exponent from a bf16 tensor through Pow's second type variable;
 # the node computes in fp32, so it is not a low-precision node.
-POW_EXPONENT = SweepPoint(
+POW_EXPONENT = ContractCase(
     model=_model(
         [
             helper.make_node("Exp", ["x1"], ["t2"], name="Exp_1"),
@@ -80,7 +80,7 @@ POW_EXPONENT = SweepPoint(
 # case: Mul(x, 5e-8) ran in fp16 (all its values are tiny) and flushed most of its output to zero; the FP32 Div reading it as a denominator made inf. The converter
 # now keeps a Div whose magnitudes prove a denominator below fp16's smallest normal, and that denominator's
 # producer, in FP32 (harness.convert.classify, rule 7).
-DIV_UNDERFLOW = SweepPoint(
+DIV_UNDERFLOW = ContractCase(
     model=_model(
         [
             helper.make_node("Mul", ["x", "c"], ["m"], name="mul"),
@@ -98,7 +98,7 @@ DIV_UNDERFLOW = SweepPoint(
 # Found by the nightly profile (seed 20261121, after 725 models): Add(x, 1.37e-8) ran in fp16, where 1.37e-8
 # rounds to 0, so x = 0 gave 0/0 = NaN in the Div that FP32 computes as 0/1.37e-8 = 0. Rule 7 now also keeps a
 # Div whose denominator is tiny everywhere (max |b| below fp16's smallest normal) in FP32, with its producer.
-ZERO_OVER_TINY = SweepPoint(
+ZERO_OVER_TINY = ContractCase(
     model=_model(
         [
             helper.make_node("Add", ["x0", "x0"], ["t1"], name="Add_1"),
@@ -117,7 +117,7 @@ ZERO_OVER_TINY = SweepPoint(
 # Found by the nightly profile once ZERO_OVER_TINY was fixed (same seed, again after 726 models): x1 = [1, 0], so
 # x1 + 1.37e-8 is 1 at most but 1.37e-8 at one element, which fp16 flushes: 0/0 = NaN. Magnitudes now also record
 # each tensor's smallest non-zero |x| (absmin), and rule 7 reads it.
-PARTLY_TINY = SweepPoint(
+PARTLY_TINY = ContractCase(
     model=_model(
         [
             helper.make_node("Add", ["x1", "c3"], ["t4"], name="Add_4"),
@@ -133,7 +133,7 @@ PARTLY_TINY = SweepPoint(
 
 # Found by reasoning after PARTLY_TINY (the random search had not hit it): Pow(x + 1.37e-8, -1) divides just
 # the same; rule 7 treats the base of a Pow whose exponent may be negative as a denominator.
-POW_NEGATIVE = SweepPoint(
+POW_NEGATIVE = ContractCase(
     model=_model(
         [
             helper.make_node("Add", ["x", "c"], ["m"], name="add"),
@@ -154,7 +154,7 @@ POW_NEGATIVE = SweepPoint(
 @example(case=ZERO_OVER_TINY)
 @example(case=PARTLY_TINY)
 @example(case=POW_NEGATIVE)
-def test_converter_contract_fp16(case: SweepPoint) -> None:
+def test_converter_contract_fp16(case: ContractCase) -> None:
     check_contract(case)
 
 
@@ -187,7 +187,7 @@ def test_a_tiny_denominator_keeps_the_div_and_its_producer_fp32() -> None:
 
 @given(case=cases(precision="bf16"))
 @example(case=POW_EXPONENT)
-def test_converter_contract_bf16(case: SweepPoint) -> None:
+def test_converter_contract_bf16(case: ContractCase) -> None:
     check_contract(case)
 
 
