@@ -78,6 +78,9 @@ class HarnessConfig:
     trt_build_check: bool | None = None
     """``--trt-build-check`` / ``--no-trt-build-check`` / ``[tool.castguard] trt_build_check``; None: on when a
     TensorRT module is installed (:mod:`harness.pipeline.build_check`)."""
+    diagnose: bool = True
+    """``--no-diagnose`` / ``[tool.castguard] diagnose = false``: skip the diagnosis of failing cases (the
+    divergence profile and the verified fix: the costliest step of a failing case at deploy shapes)."""
     runner_options: RunnerOptionsTable = ()
     """``--runner-option NAME:key=value`` / ``[tool.castguard] runner_options = {NAME = {key = value}}``."""
     runner_timeout: float | None = None
@@ -222,7 +225,7 @@ def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
         return {key: (base / _strings(value, where=where)[0]).resolve()}
     if key == "update_goldens":
         return {"update_goldens": bool(value)}
-    if key in ("tune", "trt_build_check"):
+    if key in ("tune", "trt_build_check", "diagnose"):
         if not isinstance(value, bool):
             raise UserError(where=where, problem=f"expected true or false, got {value!r}", fix=f"write {key} = true")
         return {key: value}

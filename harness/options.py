@@ -38,6 +38,7 @@ DESTS: Mapping[str, str] = {
     "castguard_tune": "tune",
     "castguard_shard": "shard",
     "castguard_trt_build_check": "trt_build_check",
+    "castguard_diagnose": "diagnose",
     "castguard_candidates": "candidates",
     "castguard_runner_options": "runner_options",
     "castguard_runner_timeout": "runner_timeout",
@@ -146,6 +147,7 @@ RUN_OPTIONS: tuple[Option, ...] = (  # where the run writes, and the tuned case
     Option("--shard", "castguard_shard", metavar="K/N"),
     Option("--trt-build-check", "castguard_trt_build_check", action="store_true"),
     Option("--no-trt-build-check", "castguard_trt_build_check", action="store_false"),
+    Option("--no-diagnose", "castguard_diagnose", action="store_false"),
     Option("--xfail", "castguard_xfail", metavar="PATTERN", action="append"),
 )
 
@@ -229,6 +231,8 @@ HELP: Mapping[str, str] = {  # --flag -> help text (see the tables below)
     'default when TensorRT or TensorRT-RTX is installed: pip install "castguard[trt]"; no GPU needed); an '
     "error when neither is installed ([tool.castguard] trt_build_check)",
     "--no-trt-build-check": "skip the TensorRT build check even when TensorRT is installed",
+    "--no-diagnose": "do not diagnose failing cases (no divergence profile, no verified fix): the costliest step of a "
+    "failing case on a large model; the failure message says it was skipped ([tool.castguard] diagnose = false)",
     "--xfail": "mark sweep cases as expected to fail (repeatable; fnmatch over the case id or <model>-<case id>, e.g. "
     "'*-dmaxinf-*'); added to [tool.castguard] xfail. They are recorded as xfail, or xpass when they pass, and do "
     "not keep a night from being a baseline",

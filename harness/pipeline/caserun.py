@@ -98,9 +98,9 @@ class Judged:
 @dataclass(frozen=True)
 class Diagnosed:
     """A failing case's diagnosis (its cause: None when no tensor beyond tolerance reaches the outputs) and
-    message."""
+    message; ``diagnosis`` None: skipped by ``--no-diagnose`` (the message says so)."""
 
-    diagnosis: Diagnosis
+    diagnosis: Diagnosis | None
     message: str
     seconds: float = 0.0
 

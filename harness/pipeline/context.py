@@ -51,6 +51,7 @@ class CaseSettings:
     fixes_dir: Path = Path("castguard-report") / FIXES_DIR  # printed fix/tune commands' files (never pruned)
     timing: TimingConfig = TimingConfig()
     trt_build_check: bool = False  # build every converted model with TensorRT (harness.pipeline.build_check)
+    diagnose: bool = True  # diagnose failing cases on rounding runners (--no-diagnose: skip, say so in the message)
     runner_options: RunnerOptionsTable = ()  # --runner-option NAME:key=value, per runner plugin
     runner_timeout: float | None = None  # a plugin's child process; None: fitted to the model (runners/isolated.py)
     live: LiveLine | None = None  # a live line while a long step runs (None: silent, as under -q)

@@ -105,7 +105,7 @@ def diagnose_estimate(run: CaseRun, *, budget: int = DEFAULT_BUDGET) -> Estimate
         peak_bytes=2 * _weights_bytes(run.context.model) + DIAGNOSE_HOLDS * _outputs_bytes(run),
         basis=f"the profile: {PROFILE_FORWARDS} forwards of {forward:.1f} s; up to {budget} fixes of {fix:.1f} s "
         "each (convert, run, judge)",
-        shrink=_shrink(run) + "; only failing cases are diagnosed",
+        shrink=_shrink(run) + "; skip it: --no-diagnose",
     )
 
 

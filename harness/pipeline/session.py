@@ -116,6 +116,7 @@ class AccuracySession:
             report_dir=self.output_dir,
             fixes_dir=config.report_dir / FIXES_DIR,
             trt_build_check=plan.trt_build_check,
+            diagnose=config.diagnose,
             runner_options=config.runner_options,
             runner_timeout=config.runner_timeout,
         )

@@ -52,3 +52,22 @@ def test_llama_failure_is_diagnosed_verified_and_its_command_runs(tmp_path: Path
     assert '<svg class="profile"' in html and 'class="cause"' in html and html.count('class="fix"') == 2
     md = report_file.with_name("report.md").read_text()
     assert "verified: with '/m/norm/Pow', '/m/norm/ReduceMean' in FP32 this case passes: castguard convert" in md
+
+
+def test_no_diagnose_skips_the_diagnosis_and_says_so(tmp_path: Path) -> None:
+    """--no-diagnose (and ``[tool.castguard] diagnose = false``): the same failing case, judged the same, with no
+    divergence profile or fix, and a message that names the option that skipped it."""
+    empty = tmp_path / "run here"
+    empty.mkdir()
+    model = save(llama_model(), tmp_path / "models" / "llama.onnx")
+    run = pytest_in(empty, "--model", str(model), "--report-dir", str(tmp_path / "report"), "--no-diagnose", *CASE)
+    out = run.stdout
+    assert run.returncode == 1 and "FAILED ::test_low_precision[llama-" in out, out[-4000:] + run.stderr[-2000:]
+    assert "not diagnosed: --no-diagnose ([tool.castguard] diagnose = false) skipped the diagnosis" in out
+    assert "cause:" not in out and "verified:" not in out and "fix: castguard convert" not in out
+    (report_file,) = (tmp_path / "report" / "runs").glob("*/report.json")
+    (failed,) = [c for c in json.loads(report_file.read_text())["cases"] if c["status"] == "fail"]
+    assert failed["diagnosis"] is None and failed["timings"]["diagnose_s"] == 0.0
+    (empty / "pyproject.toml").write_text("[tool.castguard]\ndiagnose = false\n")
+    again = pytest_in(empty, "--model", str(model), "--report-dir", str(tmp_path / "report2"), *CASE)
+    assert again.returncode == 1 and "not diagnosed: --no-diagnose" in again.stdout, again.stdout[-3000:]

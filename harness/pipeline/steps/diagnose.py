@@ -17,6 +17,8 @@ from harness.report import outputs_relpath
 from harness.report.diagnosis import diagnosis_lines
 from harness.report.format import fmt_error
 
+NO_DIAGNOSE = "--no-diagnose ([tool.castguard] diagnose = false)"
+
 
 def needs_diagnosis(run: CaseRun) -> bool:
     """A case whose comparison failed on a runner that rounds (the only cases diagnosed)."""
@@ -28,6 +30,10 @@ def diagnose_step(run: CaseRun, env: CaseEnv) -> CaseRun:
     """Diagnose a case whose comparison failed on a runner that rounds (others are not diagnosed)."""
     if not needs_diagnosis(run):
         return run
+    if not env.settings.diagnose:
+        assert run.judged is not None, "needs_diagnosis: judged"
+        skipped = run.judged.comparison.summary() + f"\n  not diagnosed: {NO_DIAGNOSE} skipped the diagnosis"
+        return replace(run, diagnosed=Diagnosed(diagnosis=None, message=skipped))
     start = time.perf_counter()
     diagnosis = _diagnose(run, env)
     message = failure_message(run, diagnosis)

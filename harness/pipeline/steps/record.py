@@ -62,7 +62,7 @@ def _ran(run: CaseRun) -> dict[str, Any]:
         "rounds_low_precision": executed.rounds_low_precision if executed else False,
         "cpu_float_nodes": executed.cpu_float_nodes if executed else (),
         "outputs": output_stats(judged.comparison, run.context.golden.outputs) if judged else (),
-        "first_divergent": diagnosed.diagnosis.cause if diagnosed else None,
+        "first_divergent": diagnosed.diagnosis.cause if diagnosed and diagnosed.diagnosis else None,
         "diagnosis": diagnosed.diagnosis if diagnosed else None,
         "outputs_file": run.saved.outputs_file if run.saved else None,
         "latency_ms": speed.latency_ms if speed else None,
