@@ -11,11 +11,13 @@ can cost much more, and say so first when their estimate crosses the live line's
 
 The figures come from what the case has measured already: its runner's forward (``Executed.infer_s``), its
 conversion and judge seconds, the bytes of its golden's outputs and of the model's weights. The way to shrink every
-one of them is a smaller ``--input-shapes`` (the halved shapes are named); the diagnosis runs only for failing cases.
+one of them is a smaller ``--input-shapes`` (the model's dynamic dims halved, when it has any); the diagnosis, which runs
+only for failing cases, can be skipped (``--no-diagnose``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,15 +68,27 @@ def _weights_bytes(model: onnx.ModelProto) -> int:
     )
 
 
-def _shrink(run: CaseRun) -> str:
-    """A smaller ``--input-shapes`` (batch and sequence halved), from the golden's feeds."""
-    feeds = run.context.golden.feeds[0]
-    halved = ",".join(
-        f"{name}:{'x'.join(str(max(1, d // 2) if i < 2 else d) for i, d in enumerate(np.asarray(a).shape))}"
-        for name, a in feeds.items()
-        if np.asarray(a).ndim
-    )
-    return f"smaller shapes, e.g. --input-shapes {halved}" if halved else "fewer --iterations"
+def smaller_shapes(model: onnx.ModelProto, feed: Mapping[str, np.ndarray]) -> str:
+    """``--input-shapes`` with the model's dynamic dims halved (its fixed dims cannot change); '' when no input has
+    a dynamic dim above 1."""
+    dynamic = {
+        value.name: {i for i, d in enumerate(value.type.tensor_type.shape.dim) if not d.HasField("dim_value")}
+        for value in model.graph.input
+    }
+    items = []
+    for name, array in feed.items():
+        shape, axes = np.shape(array), dynamic.get(name, set())
+        if any(shape[i] > 1 for i in axes if i < len(shape)):
+            dims = (max(1, d // 2) if i in axes else d for i, d in enumerate(shape))
+            items.append(f"{name}:{'x'.join(map(str, dims))}")
+    return f"--input-shapes {','.join(items)}" if items else ""
+
+
+def _shrink(run: CaseRun, *, skip: str = "") -> str:
+    """The options that shrink or skip a step: smaller dynamic dims (from the golden's feeds), and ``skip``."""
+    shapes = smaller_shapes(run.context.model, run.context.golden.feeds[0])
+    ways = [f"smaller shapes, e.g. {shapes}" if shapes else "", skip]
+    return "; ".join(w for w in ways if w) or "none (the model's input shapes are fixed)"
 
 
 def judge_estimate(run: CaseRun) -> Estimate | None:
@@ -105,7 +119,7 @@ def diagnose_estimate(run: CaseRun, *, budget: int = DEFAULT_BUDGET) -> Estimate
         peak_bytes=2 * _weights_bytes(run.context.model) + DIAGNOSE_HOLDS * _outputs_bytes(run),
         basis=f"the profile: {PROFILE_FORWARDS} forwards of {forward:.1f} s; up to {budget} fixes of {fix:.1f} s "
         "each (convert, run, judge)",
-        shrink=_shrink(run) + "; skip it: --no-diagnose",
+        shrink=_shrink(run, skip="skip it: --no-diagnose"),
     )
 
 

@@ -81,7 +81,8 @@ def test_a_step_whose_estimate_crosses_the_threshold_says_its_cost_before_it_sta
     assert outcome.status == "fail" and outcome.record is not None and outcome.record.diagnosis is not None
     said = {line.split(": ", 2)[2].split(" will take")[0]: line for line in lines}
     assert set(said) == {"judging", "diagnosing"}  # emulate claims no speed: no timing
-    assert "forwards of" in said["diagnosing"] and "--input-shapes x:1x8" in said["diagnosing"]
+    assert "forwards of" in said["diagnosing"] and "skip it: --no-diagnose" in said["diagnosing"]
+    assert "--input-shapes" not in said["diagnosing"]  # x is declared [1, 16]: no smaller shape would be accepted
     assert said["judging"].startswith("castguard: cancel model") and " MB (" in said["judging"]
     quiet: list[str] = []
     session = _session(tmp_path / "default", model, quiet)
