@@ -30,6 +30,7 @@ from typing import Literal
 import numpy as np
 
 from harness.core.dtypes import BFLOAT16
+from harness.judge.orderstats import order_stats
 from harness.judge.vocab import VocabFigures, is_vocabulary, vocab_figures
 
 Mode = Literal["elemwise", "max", "mean", "median", "quantile", "isclose"]
@@ -174,8 +175,8 @@ def _dtype_kind(dtype: np.dtype) -> str:
     return str(dtype)
 
 
-DIFF_CHUNK = 1 << 20
-"""Elements widened to float64 at a time: the temporaries of a 134 MB logits tensor stay a few MB each."""
+DIFF_CHUNK = 1 << 16
+"""Elements widened to float64 at a time: the temporaries stay in the CPU's cache (512 KB each)."""
 
 
 @dataclass(frozen=True)
@@ -188,18 +189,23 @@ class _Chunk:
     mismatch: int  # non-finite pairs that do not match under the policy
 
 
-def _chunk(a_raw: np.ndarray, b_raw: np.ndarray, tol: Tolerance) -> _Chunk:
-    a, b = _widen64(a_raw), _widen64(b_raw)
-    exp_abs = np.abs(b)
-    denom = np.where(exp_abs == 0.0, _ZERO_EPS, exp_abs)
-    finite = np.isfinite(a) & np.isfinite(b)
-    if finite.all():  # the common chunk: no NaN/inf policy to apply
-        abs_err = np.abs(a - b)
-        rel_err = abs_err / denom
+def _chunk(a_raw: np.ndarray, b_raw: np.ndarray, tol: Tolerance, *, count: bool = True) -> _Chunk:
+    """``count=False``: the errors only (``over`` and ``mismatch`` read 0), for a later pass over the same chunk."""
+    a, b = _widen64(a_raw), _widen64(b_raw)  # copies of their own
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.subtract(a, b)
+        common = math.isfinite(float(np.add.reduce(diff)))  # both finite everywhere (a float32 d cannot overflow)
+    if common:  # the common chunk: no NaN/inf policy to apply
+        abs_err = np.abs(diff, out=diff)
+        exp_abs = np.abs(b, out=b)
+        rel_err = abs_err / np.where(exp_abs == 0.0, _ZERO_EPS, exp_abs)
         mismatch = 0
     else:
+        exp_abs = np.abs(b)
+        denom = np.where(exp_abs == 0.0, _ZERO_EPS, exp_abs)
+        finite = np.isfinite(a) & np.isfinite(b)
         with np.errstate(invalid="ignore", over="ignore"):
-            abs_err = np.where(finite, np.abs(a - b), 0.0)
+            abs_err = np.where(finite, np.abs(diff), 0.0)
         both_nan = np.isnan(a) & np.isnan(b)
         same_inf = np.isinf(a) & np.isinf(b) & (a == b)
         matched = ~finite & ~((both_nan & tol.nan_equal) | (same_inf & tol.inf_equal))
@@ -208,6 +214,8 @@ def _chunk(a_raw: np.ndarray, b_raw: np.ndarray, tol: Tolerance) -> _Chunk:
             rel_err = np.where(matched, np.inf, np.where(finite, abs_err / denom, 0.0))
         mismatch = int(matched.sum())
         exp_abs = np.where(np.isfinite(b), exp_abs, 0.0)
+    if not count:
+        return _Chunk(abs=abs_err, rel=rel_err, over=0, mismatch=0)
     if tol.mode == "isclose":
         over = abs_err > tol.atol + tol.rtol * exp_abs
     else:
@@ -215,26 +223,18 @@ def _chunk(a_raw: np.ndarray, b_raw: np.ndarray, tol: Tolerance) -> _Chunk:
     return _Chunk(abs=abs_err, rel=rel_err, over=int(over.sum()), mismatch=mismatch)
 
 
-def _chunks(pairs: Sequence[tuple[np.ndarray, np.ndarray]], tol: Tolerance) -> Iterator[tuple[slice, _Chunk]]:
+def _chunks(
+    pairs: Sequence[tuple[np.ndarray, np.ndarray]], tol: Tolerance, *, count: bool = True
+) -> Iterator[tuple[slice, _Chunk]]:
     """Every chunk of every iteration's (obtained, golden) pair, with where it goes in the joined flat arrays."""
     offset = 0
     for got, exp in pairs:
         flat_a, flat_b = np.asarray(got).ravel(), np.asarray(exp).ravel()
         for start in range(0, flat_b.size, DIFF_CHUNK):
             part = slice(start, start + DIFF_CHUNK)
-            chunk = _chunk(flat_a[part], flat_b[part], tol)
+            chunk = _chunk(flat_a[part], flat_b[part], tol, count=count)
             yield slice(offset + start, offset + start + chunk.abs.size), chunk
         offset += flat_b.size
-
-
-def _stats(values: np.ndarray, q: float) -> tuple[float, float, float, float]:
-    """max, mean, median, quantile of ``values`` (a scratch array: the median and quantile reorder it in place)."""
-    if values.size == 0:
-        return 0.0, 0.0, 0.0, 0.0
-    with np.errstate(invalid="ignore"):
-        top, mean = float(np.max(values)), float(np.mean(values))  # before the selections reorder it
-        median = float(np.median(values, overwrite_input=True))
-        return top, mean, median, float(np.quantile(values, q, overwrite_input=True))
 
 
 @dataclass(frozen=True)
@@ -263,20 +263,26 @@ def _maxima(pairs: Sequence[tuple[np.ndarray, np.ndarray]], tol: Tolerance) -> _
 
 
 def _errors(pairs: Sequence[tuple[np.ndarray, np.ndarray]], tol: Tolerance, *, full: bool = True) -> _Errors:
-    """``full=False`` in a mode that needs no mean, median or quantile: :func:`_maxima`. Otherwise two passes over the pairs: the abs errors of every element in one float64 array, their statistics, then the
-    rel errors in the same array; the per-element temporaries never exceed :data:`DIFF_CHUNK` elements."""
+    """``full=False`` in a mode that needs no mean, median or quantile: :func:`_maxima`. Otherwise the abs and rel
+    errors' statistics by :func:`harness.judge.orderstats.order_stats`, exact, in a few passes over the chunks: the
+    per-element temporaries never exceed :data:`DIFF_CHUNK` elements, and no array holds every error."""
     if not full and tol.mode in ("elemwise", "isclose", "max"):
         return _maxima(pairs, tol)
-    total = sum(int(np.asarray(exp).size) for _, exp in pairs)
-    values = np.empty(total)
-    over = mismatch = 0
-    for where, chunk in _chunks(pairs, tol):
-        values[where] = chunk.abs
-        over, mismatch = over + chunk.over, mismatch + chunk.mismatch
-    abs_stats = _stats(values, tol.quantile)
-    for where, chunk in _chunks(pairs, tol):
-        values[where] = chunk.rel
-    return _Errors(abs=abs_stats, rel=_stats(values, tol.quantile), over=over, mismatch=mismatch, total=total)
+    counts = {"over": 0, "mismatch": 0, "total": 0, "passes": 0}
+
+    def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        counts["passes"] += 1
+        for where, chunk in _chunks(pairs, tol, count=counts["passes"] == 1):
+            if counts["passes"] == 1:
+                counts["over"] += chunk.over
+                counts["mismatch"] += chunk.mismatch
+                counts["total"] = where.stop
+            yield chunk.abs, chunk.rel
+
+    abs_stats, rel_stats = order_stats(chunks, streams=2, q=tol.quantile)
+    return _Errors(
+        abs=abs_stats, rel=rel_stats, over=counts["over"], mismatch=counts["mismatch"], total=counts["total"]
+    )
 
 
 def _top_k_hits(obtained: np.ndarray, expected: np.ndarray, k: int) -> tuple[int, int]:

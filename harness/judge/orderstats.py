@@ -1,0 +1,174 @@
+"""Exact max, mean, median and quantile of error values that are never held all at once (issue 31).
+
+The judge's errors of a large output (a decoder's 8x512x32000 logits: 131 M values, 1 GB in float64) are made a
+chunk at a time. Holding them all to call ``np.median`` and ``np.quantile`` cost a float64 scratch array the size
+of the output and two full selections (1.4 s on 33 M values). Here the order statistics are found by radix
+selection on the values' bits: a non-negative float64 (+inf included) orders like its bit pattern read as an
+unsigned integer, so each pass over the chunks histograms 16 more bits of the candidates of every wanted rank,
+and once the candidates are few (:data:`COLLECT` at the most) they are gathered and selected with
+``np.partition``. A typical output takes two passes; four at the most. The results are bit-identical to
+``np.median`` and ``np.quantile(method="linear")`` (numpy's interpolation is mirrored below); the mean is the sum of
+the chunks' sums over the count (equal to ``np.mean`` up to summation order, exactly equal when everything fits in
+one gather). Values must be non-negative and never NaN (the judge's abs and rel errors are).
+
+Pure numpy; a pass is a callable that makes the chunks again (:func:`order_stats`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+COLLECT = 1 << 21
+"""Candidates gathered as values (16 MB of float64) rather than histogrammed further."""
+_BITS = 16
+
+Stats = tuple[float, float, float, float]
+"""(max, mean, median, quantile)."""
+
+
+def _median_ranks(n: int) -> tuple[int, ...]:
+    return (n // 2 - 1, n // 2) if n % 2 == 0 else (n // 2,)
+
+
+def _quantile_ranks(n: int, q: float) -> tuple[float, int, int]:
+    """numpy's ``linear`` method: the virtual index, and the two ranks it reads (clamped as numpy clamps)."""
+    virtual = float(np.float64(n - 1) * np.float64(q))
+    if virtual >= n - 1:
+        return virtual, n - 1, n - 1
+    if virtual < 0:
+        return virtual, 0, 0
+    low = math.floor(virtual)
+    return virtual, low, low + 1
+
+
+def _lerp(a: np.float64, b: np.float64, t: np.float64) -> float:
+    """numpy's ``_lerp`` on scalars: ``a + (b-a)*t``, or ``b - (b-a)*(1-t)`` from ``t >= 0.5``."""
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: NaN, as numpy gives
+        diff = b - a
+        return float(b - diff * (1 - t)) if t >= 0.5 else float(a + diff * t)
+
+
+@dataclass
+class _Target:
+    """The search for one rank of one stream: candidates are the values whose high bits equal ``prefix``."""
+
+    stream: int
+    rank: int  # within the candidates
+    shift: int = 64  # bits still undecided (64: every value is a candidate)
+    prefix: int = 0
+    count: int = -1  # candidates (-1: not yet known)
+    value: float | None = None
+    gathered: list[np.ndarray] | None = None
+
+    def key(self) -> tuple[int, int, int]:
+        return self.stream, self.shift, self.prefix
+
+
+def order_stats(chunks: Callable[[], Iterable[Sequence[np.ndarray]]], *, streams: int, q: float) -> list[Stats]:
+    """(max, mean, median, quantile ``q``) of each of ``streams`` value streams. ``chunks()`` yields, each time it
+    is called, the same sequence of tuples of ``streams`` float64 arrays (one chunk of every stream)."""
+    total, tops, sums = 0, [0.0] * streams, [0.0] * streams
+    small: list[list[np.ndarray]] | None = [[] for _ in range(streams)]
+    histograms: dict[tuple[int, int, int], np.ndarray] = {}
+    for parts in chunks():  # pass 1: the maxima, sums, and the top 16 bits' histogram
+        total += parts[0].size
+        small = small if total <= COLLECT else None  # more than one gather holds: histograms only
+        for s, part in enumerate(parts):
+            if part.size:
+                tops[s] = max(tops[s], float(part.max()))
+                sums[s] += float(part.sum())
+                if small is not None:
+                    small[s].append(part.copy())
+                bins = np.bincount(
+                    (part.view(np.uint64) >> np.uint64(64 - _BITS)).astype(np.intp), minlength=1 << _BITS
+                )
+                key = (s, 64, 0)
+                histograms[key] = histograms[key] + bins if key in histograms else bins
+    if total == 0:
+        return [(0.0, 0.0, 0.0, 0.0)] * streams
+    if small is not None:  # everything fits: numpy's own formulas on the whole array
+        return [_direct(np.concatenate(parts), q) for parts in small]
+    virtual, q_low, q_high = _quantile_ranks(total, q)
+    ranks = sorted({*_median_ranks(total), q_low, q_high})
+    targets = {(s, r): _Target(stream=s, rank=r) for s in range(streams) for r in ranks}
+    _advance(targets.values(), histograms)
+    while any(t.value is None for t in targets.values()):
+        _pass(chunks, [t for t in targets.values() if t.value is None], histograms)
+        _advance(targets.values(), histograms)
+    results: list[Stats] = []
+    for s in range(streams):
+        picked = {r: np.float64(targets[(s, r)].value) for r in ranks}
+        mid = _median_ranks(total)
+        median = float((picked[mid[0]] + picked[mid[1]]) / 2) if len(mid) == 2 else float(picked[mid[0]])
+        gamma = np.float64(virtual - (q_low if virtual < total - 1 else -1))  # numpy clamps the index to -1 there
+        quantile = _lerp(picked[q_low], picked[q_high], gamma)
+        results.append((tops[s], sums[s] / total, median, quantile))
+    return results
+
+
+def _direct(values: np.ndarray, q: float) -> Stats:
+    with np.errstate(invalid="ignore"):
+        top, mean = float(np.max(values)), float(np.mean(values))
+        median = float(np.median(values, overwrite_input=True))
+        return top, mean, median, float(np.quantile(values, q, overwrite_input=True))
+
+
+def _advance(targets: Iterable[_Target], histograms: dict[tuple[int, int, int], np.ndarray]) -> None:
+    """Narrow each unresolved target with the histogram of its candidates, or select among gathered values."""
+    for t in targets:
+        if t.value is not None:
+            continue
+        if t.gathered is not None:
+            values = np.concatenate(t.gathered)
+            values.partition(t.rank)
+            t.value, t.gathered = float(values[t.rank]), None
+            continue
+        bins = histograms.get(t.key())
+        if bins is None:
+            continue
+        below = np.cumsum(bins)
+        bucket = int(np.searchsorted(below, t.rank, side="right"))
+        t.rank -= int(below[bucket - 1]) if bucket else 0
+        t.count = int(bins[bucket])
+        t.shift -= _BITS
+        t.prefix = (t.prefix << _BITS) | bucket
+        if t.shift == 0:  # every bit decided: the candidates all equal this value
+            t.value = _exact(t)
+
+
+def _exact(t: _Target) -> float:
+    return float(np.array([t.prefix], dtype=np.uint64).view(np.float64)[0])
+
+
+def _pass(
+    chunks: Callable[[], Iterable[Sequence[np.ndarray]]],
+    open_targets: Sequence[_Target],
+    histograms: dict[tuple[int, int, int], np.ndarray],
+) -> None:
+    """One pass over the chunks: gather the candidates of the targets that have few, histogram the next 16 bits of
+    the others' (targets that share candidates share the work)."""
+    gather = {t.key(): t for t in open_targets if t.count <= COLLECT}
+    for t in open_targets:
+        if t.key() in gather:
+            t.gathered = []
+    refine = {t.key() for t in open_targets if t.key() not in gather}
+    found: dict[tuple[int, int, int], list[np.ndarray]] = {key: [] for key in gather}
+    for parts in chunks():
+        for key in {*gather, *refine}:
+            stream, shift, prefix = key
+            bits = parts[stream].view(np.uint64)
+            chosen = bits[(bits >> np.uint64(shift)) == np.uint64(prefix)]
+            if key in gather:
+                found[key].append(chosen.view(np.float64).copy())
+                continue
+            low = ((chosen >> np.uint64(shift - _BITS)) & np.uint64((1 << _BITS) - 1)).astype(np.intp)
+            bins = np.bincount(low, minlength=1 << _BITS)
+            histograms[key] = histograms[key] + bins if key in histograms else bins
+    for t in open_targets:
+        if t.key() in gather:
+            t.gathered = found[t.key()]
+            t.count = sum(part.size for part in t.gathered)
