@@ -268,21 +268,16 @@ def _errors(pairs: Sequence[tuple[np.ndarray, np.ndarray]], tol: Tolerance, *, f
     per-element temporaries never exceed :data:`DIFF_CHUNK` elements, and no array holds every error."""
     if not full and tol.mode in ("elemwise", "isclose", "max"):
         return _maxima(pairs, tol)
-    counts = {"over": 0, "mismatch": 0, "total": 0, "passes": 0}
+    tally = [0, 0, 0, 0]  # passes made, then the first pass's over, mismatch and total
 
     def chunks() -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        counts["passes"] += 1
-        for where, chunk in _chunks(pairs, tol, count=counts["passes"] == 1):
-            if counts["passes"] == 1:
-                counts["over"] += chunk.over
-                counts["mismatch"] += chunk.mismatch
-                counts["total"] = where.stop
+        tally[0] += 1
+        for where, chunk in _chunks(pairs, tol, count=tally[0] == 1):
+            tally[1:] = (tally[1] + chunk.over, tally[2] + chunk.mismatch, where.stop) if tally[0] == 1 else tally[1:]
             yield chunk.abs, chunk.rel
 
     abs_stats, rel_stats = order_stats(chunks, streams=2, q=tol.quantile)
-    return _Errors(
-        abs=abs_stats, rel=rel_stats, over=counts["over"], mismatch=counts["mismatch"], total=counts["total"]
-    )
+    return _Errors(abs=abs_stats, rel=rel_stats, over=tally[1], mismatch=tally[2], total=tally[3])
 
 
 def _top_k_hits(obtained: np.ndarray, expected: np.ndarray, k: int) -> tuple[int, int]:
