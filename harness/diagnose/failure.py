@@ -79,6 +79,8 @@ class FailedCase:
     providers: tuple[str, ...] = ()
     runner_options: RunnerOptionsTable = ()
     runner_timeout: float | None = None
+    work_providers: tuple[str, ...] = ()
+    """Where the diagnosis's own ORT work runs (:meth:`RunnerTraits.work_providers`; () : the CPU)."""
 
     @property
     def pair(self) -> ModelPair:
@@ -91,6 +93,7 @@ class FailedCase:
             policy=self.policy,
             model_dir=self.model_path.parent,
             converted_dir=self.conversion.base_dir,
+            **({"providers": self.work_providers} if self.work_providers else {}),
         )
 
     def setup(self) -> CaseSetup:

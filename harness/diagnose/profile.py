@@ -2,7 +2,8 @@
 
 Every main-graph node output of the FP32 model that the converted model also has (the converter keeps the
 original names; its Casts add new ones, which are ignored) is compared with its counterpart on the golden's
-feeds: the FP32 model on ORT CPU against the conversion on ``emulate`` (the truthful low-precision oracle),
+feeds: the FP32 model against the conversion as ``emulate`` rewrites it (the truthful low-precision oracle), on
+the case's device (the CPU, or CUDA for a case on ``ort-cuda``: :attr:`ModelPair.providers`),
 judged in the FP32 graph's topological order with the case's tolerance policy: each tensor's default tolerance
 scales with its own FP32 magnitude. Integer and bool tensors (TopK's indices, masks) must match exactly: any
 differing position is a divergence, counted (:attr:`TensorError.differing`).
@@ -26,6 +27,7 @@ import onnx
 
 from harness.core.dtypes import INT_TYPES
 from harness.core.errors import RunnerError
+from harness.core.providers import CUDA
 from harness.data.feeds import cast_feeds, input_specs
 from harness.data.marked import with_outputs
 from harness.data.onnxfile import is_lazy, stub_copy
@@ -68,6 +70,8 @@ class ModelPair:
     policy: TolerancePolicy
     model_dir: Path | None = None
     converted_dir: Path | None = None
+    providers: tuple[str, ...] = (CPU,)
+    """Where the side-by-side graph runs (the case's device first: :meth:`RunnerTraits.work_providers`)."""
 
     def tolerance(self, name: str, golden: np.ndarray) -> Tolerance:
         """The policy's tolerance for tensor ``name`` of this magnitude."""
@@ -142,7 +146,15 @@ def _measure(
     """One side-by-side session run on every feed: the figures of the gated tensors and the raw others."""
     model, plan = side_by_side(pair.reference, pair.converted, names, types=types, gates=gates)
     where = _weights_dir(model, model_dir=pair.model_dir, converted_dir=pair.converted_dir)
-    session = create_session(model, providers=(CPU,), runner="emulate", model_dir=where, spinning=False, as_given=True)
+    session = create_session(
+        model,
+        providers=pair.providers,
+        runner="the diagnosis's comparison",
+        model_dir=where,
+        spinning=False,
+        as_given=True,
+        provider_options={CUDA: {"use_tf32": "0"}},  # the FP32 half's MatMuls in FP32, not TF32's 10-bit mantissa
+    )
     runs = [run_session(session, dict(feed), runner="emulate") for feed in pair.feeds]
     del session
     per_run = [read_figures(run, plan) for run in runs]

@@ -12,6 +12,7 @@ from pathlib import Path
 import onnx
 
 from harness.core.errors import RunnerUnavailable, UserError
+from harness.core.providers import CUDA
 from harness.runners.base import Runner
 from harness.runners.traits import RunnerTraits, SpeedClaim
 
@@ -73,7 +74,7 @@ ort_cuda = Builtin(
     "harness.runners.ort_cuda",
     "OrtCudaRunner",
     rounds_low_precision=True,
-    traits=RunnerTraits(speed=ALWAYS, reports_cpu_placement=True),
+    traits=RunnerTraits(speed=ALWAYS, reports_cpu_placement=True, device_providers=(CUDA,)),
 )
 emulate = Builtin(
     "harness.runners.emulate",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,7 @@ def create_session(
     cpu_fallback: bool = True,
     spinning: bool = True,
     as_given: bool = False,
+    provider_options: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Any:
     """An ``InferenceSession`` for ``model`` (see :func:`session_source`); RunnerUnavailable for missing
     providers or kernels. With ``cpu_fallback=False`` a node without a kernel on the named providers fails the
@@ -87,7 +88,7 @@ def create_session(
     ``as_given`` the graph runs as given: no graph optimizations, nodes in the given order where the graph allows
     (priority-based order): for the diagnosis's side-by-side graph, whose every tensor is read by comparison nodes
     placed after its producers (so no fusion could apply, and onnxruntime's default order would keep them all
-    alive), and whose size makes the optimizers slow."""
+    alive), and whose size makes the optimizers slow. ``provider_options``: per provider named, its options."""
     import onnxruntime as ort
 
     missing = [p for p in providers if p not in ort.get_available_providers()]
@@ -112,6 +113,7 @@ def create_session(
                 session_source(model, model_dir=model_dir, scratch=Path(tmp), options=options),
                 sess_options=options,
                 providers=list(providers),
+                provider_options=[dict((provider_options or {}).get(p, {})) for p in providers],
             )
     except Exception as err:  # noqa: BLE001 - onnxruntime's error classes live in a private module
         if is_not_implemented(err):

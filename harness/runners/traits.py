@@ -12,7 +12,9 @@ exactly what a built-in gets:
 * ``takes_providers``: it takes the run's ORT execution providers (``--ort-providers``); ``cpu_precisions``: the
   low types it can run when the first provider is the CPU one;
 * ``deploys_to``: the deployment target it stands for (``"tensorrt"``: a model that does not build there fails);
-* ``reports_cpu_placement``: its runner's ``profile_placement(feed)`` names the float nodes left on the CPU.
+* ``reports_cpu_placement``: its runner's ``profile_placement(feed)`` names the float nodes left on the CPU;
+* ``device_providers``: the ORT providers of the device it runs on (``ort-cuda``: CUDA), where castguard's own ORT
+  work for its cases runs too (:meth:`RunnerTraits.work_providers`: the diagnosis's side-by-side comparison).
 """
 
 from __future__ import annotations
@@ -56,6 +58,14 @@ class RunnerTraits:
     cpu_precisions: tuple[str, ...] = ("fp16", "bf16")
     deploys_to: str = ""
     reports_cpu_placement: bool = False
+    device_providers: tuple[str, ...] = ()
+
+    def work_providers(self, providers: Sequence[str]) -> tuple[str, ...]:
+        """Where castguard's own ORT work for a case on this runner runs (the diagnosis's comparison graph): the
+        runner's device (its ``device_providers``, or a CUDA provider it was given) first, then the CPU for any
+        node that device has no kernel for."""
+        given = tuple(providers[:1]) if self.takes_providers and providers and providers[0] == CUDA else ()
+        return tuple(dict.fromkeys((*(self.device_providers or given), CPU)))
 
     def cannot_run(self, runner: str, precision: str, providers: Sequence[str]) -> str | None:
         """Why the runner cannot run a ``precision`` model with these providers (checked before converting)."""

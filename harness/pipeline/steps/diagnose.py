@@ -71,6 +71,7 @@ def _diagnose(run: CaseRun, env: CaseEnv) -> Diagnosis:
         providers=tuple(run.providers),
         runner_options=env.settings.runner_options,
         runner_timeout=env.settings.runner_timeout,
+        work_providers=run.traits.work_providers(run.providers),
     )
     relpath = outputs_relpath(ctx.spec.name, ctx.inputs_id, case.id)
     return diagnose_failure(

@@ -13,10 +13,14 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 
 from harness.config import HarnessConfig
+from harness.convert import convert_to_mixed_precision
+from harness.diagnose.profile import ModelPair
+from harness.judge.tolerances import TolerancePolicy
 from harness.pipeline.case import SWEEP_STEPS, run_steps
 from harness.pipeline.caserun import BuildChecked, CaseEnv, CaseRun
 from harness.pipeline.session import AccuracySession, Case
@@ -57,6 +61,9 @@ PLUGINS = textwrap.dedent(
     class Deploys(Plain):
         traits = RunnerTraits(deploys_to="tensorrt")
 
+    class Device(Plain):
+        traits = RunnerTraits(device_providers=("XpuExecutionProvider",))
+
     class Placed(Plain):
         traits = RunnerTraits(reports_cpu_placement=True)
 
@@ -66,6 +73,7 @@ PLUGINS = textwrap.dedent(
 )
 NAMES = {"plain": "Plain", "exact": "Exact", "fast": "Fast", "providers": "Providers", "deploys": "Deploys"}
 NAMES["placed"] = "Placed"
+NAMES["device"] = "Device"
 
 
 @pytest.fixture
@@ -174,3 +182,33 @@ def test_cpu_placement_is_asked_of_a_runner_that_reports_it(plugins: None, tmp_p
     plain = session.check_low_precision(Case("mlp", SweepPoint(runner="plain", keep_io_types=True))).record
     assert placed is not None and placed.cpu_float_nodes == ("mm1 (Gemm)",)
     assert plain is not None and plain.cpu_float_nodes == ()
+
+
+def test_the_diagnosis_runs_where_the_runner_runs(plugins: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``device_providers``: the diagnosis's side-by-side graph goes to the runner's device (ort-cuda: CUDA, with
+    TF32 off so the FP32 half stays FP32), the CPU after it for nodes the device lacks; a runner without a device
+    keeps it on the CPU; ``ort`` given CUDA takes it there too."""
+    cpu, cuda = "CPUExecutionProvider", "CUDAExecutionProvider"
+    assert runner_traits("ort-cuda").work_providers(()) == (cuda, cpu)
+    assert runner_traits("ort").work_providers((cuda, cpu)) == (cuda, cpu)
+    assert runner_traits("ort").work_providers((cpu,)) == (cpu,) == runner_traits("emulate").work_providers(())
+    assert runner_traits("device").work_providers(()) == ("XpuExecutionProvider", cpu)
+    assert runner_traits("plain").work_providers((cuda,)) == (cpu,)  # providers it does not take
+
+    import harness.diagnose.profile as profile
+
+    seen: list[dict[str, object]] = []
+    real = profile.create_session
+
+    def recording(model: onnx.ModelProto, **kwargs: object) -> object:
+        seen.append(kwargs)
+        return real(model, **{**kwargs, "providers": (cpu,)})  # type: ignore[arg-type]  # no GPU here
+
+    monkeypatch.setattr(profile, "create_session", recording)
+    reference = mlp_model()
+    converted = convert_to_mixed_precision(reference, "fp16", keep_io_types=True)
+    feeds = [{"x": np.ones((1, 8), np.float32)}]
+    pair = ModelPair(reference, converted, feeds, precision="fp16", policy=TolerancePolicy(), providers=(cuda, cpu))
+    rows = profile.divergence_profile(pair).rows
+    assert rows and seen and seen[0]["providers"] == (cuda, cpu)
+    assert seen[0]["provider_options"] == {cuda: {"use_tf32": "0"}}
