@@ -4,10 +4,12 @@ Converting, running and judging a case each cost about one forward of the model 
 can cost much more, and say so first when their estimate crosses the live line's thresholds
 (:attr:`~harness.core.liveline.LiveLine.announce_s`, :attr:`~harness.core.liveline.LiveLine.announce_bytes`):
 
-- the judge holds one float64 scratch array of the largest output (8 bytes a value: 1 GB for 8x512x32000 logits);
+- the judge holds the golden's and the case's outputs (2 GB for two copies of 8x512x32000 fp32 logits) and reads
+  them in a few chunked passes (no array of its own of the outputs' size: :mod:`harness.judge.orderstats`);
 - the diagnosis of a failing case runs the FP32 model and the emulated conversion side by side (the divergence
   profile), then converts and runs up to ``budget`` candidate fixes, each judged;
-- the timing (runners that claim a speed) calls each of the two models ``warmup + rounds x repeats`` times.
+- the timing (runners that claim a speed) calls each of the two models ``warmup`` times, then for up to
+  :attr:`~harness.runners.timing.TimingConfig.budget_s` seconds (``rounds x repeats`` calls when they fit).
 
 The figures come from what the case has measured already: its runner's forward (``Executed.infer_s``), its
 conversion and judge seconds, the bytes of its golden's outputs and of the model's weights. The way to shrink every
@@ -29,8 +31,9 @@ from harness.runners.timing import TimingConfig, speed_claim
 
 PROFILE_FORWARDS = 2
 """The divergence profile runs the FP32 model and the emulated conversion in one session: about two forwards."""
-JUDGE_S_PER_VALUE = 1e-7
-"""The judge's seconds per output value (measured: 3.1 s for 34 M logits on the shared 2-core machine)."""
+JUDGE_S_PER_VALUE = 4e-8
+"""The judge's seconds per output value (measured: 1.3 s for 34 M logits, full statistics and the logits figures,
+on the shared 2-core machine)."""
 DIAGNOSE_HOLDS = 4
 """Copies of the outputs the diagnosis holds at once (golden, failing, the profile's pair of models' outputs)."""
 
@@ -92,16 +95,15 @@ def _shrink(run: CaseRun, *, skip: str = "") -> str:
 
 
 def judge_estimate(run: CaseRun) -> Estimate | None:
-    """The judge's scratch memory (one float64 array of the largest output) beside the outputs themselves."""
+    """The judge's passes over the golden's and the case's outputs, which it holds."""
     if run.executed is None or run.ctx is None:
         return None
-    values = _largest_output(run)
+    values = sum(int(np.asarray(a).size) for it in run.context.golden.outputs for a in it.values())
     return Estimate(
         step="judging",
-        seconds=JUDGE_S_PER_VALUE
-        * sum(int(np.asarray(a).size) for it in run.context.golden.outputs for a in it.values()),
-        peak_bytes=8 * values + 2 * _outputs_bytes(run),
-        basis=f"a float64 scratch array of the largest output's {values} values, and the outputs",
+        seconds=JUDGE_S_PER_VALUE * values,
+        peak_bytes=2 * _outputs_bytes(run),
+        basis=f"a few passes over {values} output values, and two copies of the outputs",
         shrink=_shrink(run),
     )
 
@@ -124,14 +126,16 @@ def diagnose_estimate(run: CaseRun, *, budget: int = DEFAULT_BUDGET) -> Estimate
 
 
 def time_estimate(run: CaseRun, *, config: TimingConfig) -> Estimate | None:
-    """Each model called ``warmup + rounds x repeats`` times (runners that claim a speed; None for the others)."""
+    """Each model called ``warmup`` times, then timed within the budget (runners that claim a speed; None for the
+    others)."""
     if run.executed is None or run.ctx is None or speed_claim(run.point.runner, run.providers):
         return None
-    calls = 2 * (config.warmup + config.rounds * config.repeats)
+    forward = run.executed.infer_s
+    timed = config.rounds * config.repeats_for(2 * forward) * 2 * forward
     return Estimate(
         step="timing",
-        seconds=calls * run.executed.infer_s,
+        seconds=2 * config.warmup * forward + timed,
         peak_bytes=2 * _weights_bytes(run.context.model) + 2 * _outputs_bytes(run),
-        basis=f"{calls} calls of about {run.executed.infer_s:.2f} s (both models)",
+        basis=f"{2 * config.warmup} warm-up calls of about {forward:.2f} s, then {timed:.0f} s of timed calls",
         shrink=_shrink(run),
     )

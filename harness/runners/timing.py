@@ -25,17 +25,32 @@ Clock = Callable[[], float]
 
 @dataclass(frozen=True)
 class TimingConfig:
-    """How to time one case: ``warmup`` untimed calls, then ``rounds`` x ``repeats`` timed calls."""
+    """How to time one case: ``warmup`` untimed calls, then ``rounds`` x ``repeats`` timed calls. ``budget_s``: the
+    timed calls' expected seconds, all calls together, past which ``repeats`` shrinks (to :data:`MIN_REPEATS` at
+    the least), judged from the last warm-up call of each: a model at deploy shapes (a decoder's 8x512 logits, tens
+    of ms a call) is timed in about two forwards, not 400 calls; a small model keeps every repeat."""
 
     warmup: int = 5
     repeats: int = 20
     rounds: int = 5
     clock: Clock = time.perf_counter
     """Seconds now (a fake one in tests, which drive the logic without real time)."""
+    budget_s: float | None = 2.0
 
     def __post_init__(self) -> None:
         if self.warmup < 0 or self.repeats < 1 or self.rounds < 1:
             raise ValueError(f"TimingConfig needs warmup >= 0, repeats >= 1, rounds >= 1, got {self}")
+
+    def repeats_for(self, seconds_per_round_call: float) -> int:
+        """The repeats that keep ``rounds`` x repeats x ``seconds_per_round_call`` (one call of each model) within
+        the budget."""
+        if self.budget_s is None or seconds_per_round_call <= 0:
+            return self.repeats
+        fits = int(self.budget_s / (self.rounds * seconds_per_round_call))
+        return max(min(self.repeats, fits), min(MIN_REPEATS, self.repeats))
+
+
+MIN_REPEATS = 3
 
 
 @dataclass(frozen=True)
@@ -67,19 +82,24 @@ def interleaved(
     *,
     config: TimingConfig = TimingConfig(),
 ) -> dict[str, Latency]:
-    """Time every call in `calls` round by round (all of them in each round), after ``warmup`` calls each."""
-    for call in calls.values():
+    """Time every call in `calls` round by round (all of them in each round), after ``warmup`` calls each; the
+    repeats as :meth:`TimingConfig.repeats_for` allows."""
+    last: dict[str, float] = {}
+    for name, call in calls.items():
         for _ in range(config.warmup):
+            start = config.clock()
             call()
+            last[name] = config.clock() - start
+    repeats = config.repeats_for(sum(last.values())) if len(last) == len(calls) else config.repeats
     medians: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(config.rounds):
         for name, call in calls.items():
-            medians[name].append(_round_median(call, config.repeats, config.clock))
+            medians[name].append(_round_median(call, repeats, config.clock))
     return {
         name: Latency(
             median_ms=1e3 * statistics.median(values),
             spread_ms=1e3 * (max(values) - min(values)),
-            samples=config.rounds * config.repeats,
+            samples=config.rounds * repeats,
         )
         for name, values in medians.items()
     }
