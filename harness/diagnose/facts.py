@@ -7,45 +7,58 @@ Nothing here computes anything: :mod:`harness.diagnose.profile` measures the per
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
-class Divergence:
-    """A tensor where the converted model leaves FP32 beyond tolerance: the diagnosed cause of a failing case."""
+class TensorAt:
+    """A tensor of the FP32 graph, the node that makes it and that node's op; keyword-only (and last in every
+    subclass), what an exact comparison counts and the output's name in the op schema."""
 
     tensor: str
     node: str
     op: str
-    max_abs: float
-    max_rel: float
-    differing: int | None = None
-    """An integer or bool tensor (TopK's indices, a mask): the positions whose value differs from FP32's."""
-    elements: int = 0
+    differing: int | None = field(default=None, kw_only=True)
+    """An integer or bool tensor (TopK's indices, a mask), compared exactly: the positions whose value differs from
+    FP32's (None: a float tensor)."""
+    elements: int = field(default=0, kw_only=True)
     """Its elements over the golden's feeds (the denominator of `differing`)."""
-    port: str = ""
+    port: str = field(default="", kw_only=True)
     """The op schema's name for this output ("Indices" of TopK), "" when unknown."""
 
 
 @dataclass(frozen=True)
-class TensorError:
+class Divergence(TensorAt):
+    """A tensor where the converted model leaves FP32 beyond tolerance: the diagnosed cause of a failing case."""
+
+    max_abs: float
+    max_rel: float
+
+    @classmethod
+    def at(cls, row: TensorAt, *, max_abs: float, max_rel: float) -> Divergence:
+        """The divergence at the tensor ``row`` names, with its errors."""
+        return cls(
+            row.tensor,
+            row.node,
+            row.op,
+            max_abs,
+            max_rel,
+            differing=row.differing,
+            elements=row.elements,
+            port=row.port,
+        )
+
+
+@dataclass(frozen=True)
+class TensorError(TensorAt):
     """One tensor of the divergence profile, in the FP32 graph's topological order."""
 
-    tensor: str
-    node: str
-    op: str
     error: float
     """max |converted - fp32| / max |fp32| of this tensor over the golden's feeds (inf: non-finite where FP32 is)."""
     passed: bool
     """Within the tolerance the case's policy gives a tensor of this magnitude."""
     computed: bool
     """Depends on a graph input (False: a constant, an initializer expression or shape arithmetic)."""
-    differing: int | None = None
-    """Integer and bool tensors (compared exactly): the positions that differ from FP32 (None: a float tensor)."""
-    elements: int = 0
-    """Elements compared over the golden's feeds."""
-    port: str = ""
-    """The op schema's name for this output ("Indices" of TopK), "" when unknown."""
 
 
 @dataclass(frozen=True)

@@ -42,16 +42,7 @@ def cause_of(reference: onnx.ModelProto, profile: Profile) -> Divergence | None:
         return None
     row = profile.rows[index]
     max_abs, max_rel = profile.stats[row.tensor]
-    return Divergence(
-        tensor=row.tensor,
-        node=row.node,
-        op=row.op,
-        max_abs=max_abs,
-        max_rel=max_rel,
-        differing=row.differing,
-        elements=row.elements,
-        port=row.port,
-    )
+    return Divergence.at(row, max_abs=max_abs, max_rel=max_rel)
 
 
 def first_divergence(pair: ModelPair) -> Divergence | None:
