@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import onnx
 from onnx import TensorProto, helper
 
-from harness.convert.classify import Decision, elem_name
+from harness.convert.decision import Decision, elem_name
 from harness.convert.folding import fold_user_upcasts
 from harness.convert.graphinfo import GraphInfo, SigCache, Signature, signature
 from harness.convert.initializers import apply_storage, choose_storage

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 import onnx
 from onnx import TensorProto
 
-from harness.convert.classify import Decision
+from harness.convert.decision import Decision
 from harness.convert.graphinfo import GraphInfo, domain_of
 from harness.convert.options import ConvertOptions
 from harness.core.dtypes import LOW_ELEMS

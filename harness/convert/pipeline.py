@@ -15,7 +15,8 @@ import onnx
 from onnx import TensorProto, defs
 
 from harness.convert.casts import Rewriter
-from harness.convert.classify import Classifier, Decision, existing_elem
+from harness.convert.classify import Classifier
+from harness.convert.decision import Decision, existing_elem
 from harness.convert.flops import FlopCount, flop_share, node_flops
 from harness.convert.flopshapes import flop_scope, flop_shapes
 from harness.convert.folding import (
