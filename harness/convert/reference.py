@@ -23,9 +23,10 @@ import onnx
 
 from harness.convert.calibration import Feed, load_calibration, random_feeds
 from harness.convert.childmodel import ChildModel, child_model, scratch_folder
+from harness.convert.graphbuilder import PREFIX
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.outputs import MAX_OUTPUT_BYTES, output_groups, pack, tensor_facts
-from harness.convert.reductions import PREFIX, ReductionPlan, add_reductions, denominators
+from harness.convert.reductions import ReductionPlan, add_reductions, denominators
 from harness.convert.referror import crash_error, refused_error
 from harness.core.child import ChildFailed, run_child
 from harness.core.errors import ConversionError, InputDataError
