@@ -27,10 +27,11 @@ from onnx import TensorProto, helper
 
 from harness.convert.castcleanup import cleanup_casts, fold_user_upcasts
 from harness.convert.decision import Decision, elem_name
+from harness.convert.graphbuilder import graph_names
 from harness.convert.graphinfo import GraphInfo, SigCache, Signature, signature
 from harness.convert.initializers import apply_storage, choose_storage
 from harness.convert.options import ConvertOptions
-from harness.convert.subgraphs import captured, rename_captures, subgraphs
+from harness.convert.subgraphs import captured, rename_captures
 from harness.convert.validate import expected_io_type
 from harness.core.dtypes import FLOAT_TYPES
 from harness.core.errors import ConversionError
@@ -67,7 +68,7 @@ class Rewriter:
         self.exact_ints = exact_ints
         """Integer tensors the reference run saw within +-2**24 (exact in fp32), for the bf16 user-Cast fold."""
         self.state = _State()
-        self.taken = _names(model.graph)
+        self.taken = graph_names(model.graph)
 
     # -- planning ---------------------------------------------------------------------------------
     def _sig(self, node: onnx.NodeProto) -> Signature | None:
@@ -289,13 +290,3 @@ def ignored_roi(node: onnx.NodeProto, index: int) -> bool:
         return False
     mode = next((a.s for a in node.attribute if a.name == "coordinate_transformation_mode"), b"half_pixel")
     return mode != b"tf_crop_and_resize"
-
-
-def _names(graph: onnx.GraphProto) -> set[str]:
-    """Every node and tensor name in `graph` and its nested bodies (new names must not collide with any)."""
-    names = {v.name for v in [*graph.input, *graph.output, *graph.initializer, *graph.value_info]}
-    for node in graph.node:
-        names.update([node.name, *node.input, *node.output])
-        for body in subgraphs(node):
-            names |= _names(body)
-    return names

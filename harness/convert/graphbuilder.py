@@ -10,12 +10,24 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from harness.convert.subgraphs import subgraphs
+
 PREFIX = "castguard_mag"
 """The prefix of every name the builder makes (the reference run tells its own outputs by it)."""
 
 
 def default_opset(model: onnx.ModelProto) -> int | None:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+
+
+def graph_names(graph: onnx.GraphProto) -> set[str]:
+    """Every node and tensor name in `graph` and its nested bodies (new names must not collide with any)."""
+    names = {v.name for v in [*graph.input, *graph.output, *graph.initializer, *graph.value_info]}
+    for node in graph.node:
+        names.update([node.name, *node.input, *node.output])
+        for body in subgraphs(node):
+            names |= graph_names(body)
+    return names
 
 
 class GraphBuilder:
@@ -27,7 +39,8 @@ class GraphBuilder:
         self.constants: dict[tuple[str, bytes, tuple[int, ...]], str] = {}
         self.constant_nodes: list[onnx.NodeProto] = []
         self.current: list[onnx.NodeProto] = []
-        """The nodes reducing the tensor at hand; placed right after its producer (see :func:`harness.convert.reductions.add_reductions`)."""
+        """The nodes reducing the tensor at hand; placed right after its producer (see
+        :func:`harness.convert.reductions.add_reductions`)."""
 
     def fresh(self, hint: str) -> str:
         while True:

@@ -35,7 +35,7 @@ import onnx
 from onnx import TensorProto, helper
 
 # GraphBuilder and default_opset are imported from here by harness.diagnose.sidebyside
-from harness.convert.graphbuilder import PREFIX
+from harness.convert.graphbuilder import PREFIX, graph_names
 from harness.convert.graphbuilder import GraphBuilder as GraphBuilder
 from harness.convert.graphbuilder import default_opset as default_opset
 from harness.convert.outputs import TensorFacts
@@ -188,9 +188,7 @@ def add_reductions(
         raise ValueError(f"default-domain opset {opset} (in-graph reductions need {MIN_OPSET} or later)")
     graph = model.graph
     del graph.output[:]
-    taken = {n for node in graph.node for n in [*node.input, *node.output, node.name]}
-    taken |= {v.name for v in [*graph.input, *graph.initializer, *graph.value_info]}
-    build = GraphBuilder(graph, opset, taken)
+    build = GraphBuilder(graph, opset, graph_names(graph))
     wanted_absmin, forced, ranks = set(absmin_names), set(raw_names), facts.ranks
     parts: dict[str, list[str]] = {k: [] for k in ("f32", "f64", "i64", "absmin", "absmin64", "shapes")}
     floats: list[str] = []
