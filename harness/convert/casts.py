@@ -14,7 +14,8 @@ Rules:
   whose producer stores another type is renamed ``<name>_pre_cast`` and a final Cast restores the name;
 - fp32_accumulation: a low MatMul/Gemm reads fp32 Casts of its low inputs and writes fp32 that is cast
   down (Cast -> MatMul fp32 -> Cast, the pattern strongly typed TensorRT fuses);
-- the user's Casts are never removed or changed; cleanup only touches Casts inserted here.
+- the user's Casts are never removed or changed; cleanup (:mod:`harness.convert.castcleanup`) only touches Casts
+  inserted here.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from dataclasses import dataclass, field
 import onnx
 from onnx import TensorProto, helper
 
-from harness.convert.classify import Decision, elem_name
-from harness.convert.folding import fold_user_upcasts
+from harness.convert.castcleanup import cleanup_casts, fold_user_upcasts
+from harness.convert.decision import Decision, elem_name
+from harness.convert.graphbuilder import graph_names
 from harness.convert.graphinfo import GraphInfo, SigCache, Signature, signature
 from harness.convert.initializers import apply_storage, choose_storage
 from harness.convert.options import ConvertOptions
-from harness.convert.subgraphs import captured, rename_captures, subgraphs
+from harness.convert.subgraphs import captured, rename_captures
 from harness.convert.validate import expected_io_type
 from harness.core.dtypes import FLOAT_TYPES
 from harness.core.errors import ConversionError
@@ -37,13 +39,6 @@ from harness.data.names import fresh_name
 
 ANY = -1
 ACCUMULATING = frozenset({"MatMul", "Gemm"})
-_WIDENING = {
-    (TensorProto.FLOAT16, TensorProto.FLOAT),
-    (TensorProto.BFLOAT16, TensorProto.FLOAT),
-    (TensorProto.FLOAT16, TensorProto.DOUBLE),
-    (TensorProto.BFLOAT16, TensorProto.DOUBLE),
-    (TensorProto.FLOAT, TensorProto.DOUBLE),
-}
 
 
 @dataclass
@@ -73,7 +68,7 @@ class Rewriter:
         self.exact_ints = exact_ints
         """Integer tensors the reference run saw within +-2**24 (exact in fp32), for the bf16 user-Cast fold."""
         self.state = _State()
-        self.taken = _names(model.graph)
+        self.taken = graph_names(model.graph)
 
     # -- planning ---------------------------------------------------------------------------------
     def _sig(self, node: onnx.NodeProto) -> Signature | None:
@@ -295,43 +290,3 @@ def ignored_roi(node: onnx.NodeProto, index: int) -> bool:
         return False
     mode = next((a.s for a in node.attribute if a.name == "coordinate_transformation_mode"), b"half_pixel")
     return mode != b"tf_crop_and_resize"
-
-
-def _names(graph: onnx.GraphProto) -> set[str]:
-    """Every node and tensor name in `graph` and its nested bodies (new names must not collide with any)."""
-    names = {v.name for v in [*graph.input, *graph.output, *graph.initializer, *graph.value_info]}
-    for node in graph.node:
-        names.update([node.name, *node.input, *node.output])
-        for body in subgraphs(node):
-            names |= _names(body)
-    return names
-
-
-def cleanup_casts(graph: onnx.GraphProto, ours: set[str], storage: dict[str, int]) -> int:
-    """Tidy the Casts inserted here (never the user's): a Cast reading our lossless widening Cast reads
-    its source instead (and disappears when that makes it an identity); Casts nobody reads are dropped."""
-    removed = 0
-    outputs = {o.name for o in graph.output}
-    by_output = {n.output[0]: n for n in graph.node if n.name in ours}
-    rename: dict[str, str] = {}
-    for node in graph.node:
-        first = by_output.get(node.input[0]) if node.name in ours else None
-        if first is None or (storage.get(first.input[0]), storage[first.output[0]]) not in _WIDENING:
-            continue
-        node.input[0] = first.input[0]
-        if storage[node.output[0]] == storage.get(first.input[0]) and node.output[0] not in outputs:
-            rename[node.output[0]] = first.input[0]
-    if rename:
-        for node in graph.node:
-            for index, name in enumerate(node.input):
-                node.input[index] = rename.get(name, name)
-            rename_captures(node, rename)
-    while True:
-        used = {n for node in graph.node for n in node.input} | outputs
-        used |= {n for node in graph.node for n in captured(node)}
-        dead = [n for n in graph.node if n.name in ours and n.output[0] not in used]
-        if not dead:
-            return removed
-        for node in dead:
-            graph.node.remove(node)
-            removed += 1

@@ -20,21 +20,21 @@ Order (first match wins):
 6. Everything else -> the low precision type.
 7. Afterwards, denominators (with magnitudes): a Div (or a Pow with a possibly negative exponent) whose
    denominator went below the low type's smallest normal in FP32 stays FP32, and so does the node producing
-   that denominator (see :meth:`Classifier.guard_denominators`); explicit node_precisions and include lists win.
+   that denominator (:func:`harness.convert.denominators.guard_denominators`); explicit node_precisions and
+   include lists win.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 
-import ml_dtypes
 import onnx
 from onnx import TensorProto
 
+from harness.convert.decision import Decision, elem_name, existing_elem, float_names, schema_problem
+from harness.convert.denominators import guard_denominators
 from harness.convert.depth import reduction_depth
 from harness.convert.graphinfo import GraphInfo, SigCache, Signature, domain_of, signature
 from harness.convert.magnitudes import Magnitudes
@@ -42,7 +42,7 @@ from harness.convert.options import ConvertOptions
 from harness.convert.qdq import QDQ, QUANT_OPS, qdq_nodes
 from harness.convert.subgraphs import nested_nodes
 from harness.convert.targets import load_target
-from harness.core.dtypes import ELEM_NAMES, FLOAT_TYPES, LOW_ELEMS, PRECISION_ELEMS, np_dtype
+from harness.core.dtypes import FLOAT_TYPES, LOW_ELEMS, PRECISION_ELEMS
 from harness.core.errors import ConversionError
 
 LOG = logging.getLogger("harness.convert")
@@ -52,47 +52,6 @@ _UPCASTS = frozenset(
     for t in (TensorProto.FLOAT, TensorProto.DOUBLE)
     for s in (TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.FLOAT, t)
 )
-
-
-@dataclass(frozen=True)
-class Decision:
-    """elem: the type the node's float tensors get; None = keep the node's existing types."""
-
-    elem: int | None
-    reason: str = ""
-
-    @property
-    def is_low(self) -> bool:
-        return self.elem in LOW_ELEMS
-
-
-def elem_name(elem: int) -> str:
-    return ELEM_NAMES[elem] if elem in ELEM_NAMES else str(TensorProto.DataType.Name(elem))
-
-
-def _float_names(node: onnx.NodeProto, info: GraphInfo) -> list[str]:
-    return [n for n in [*node.input, *node.output] if n and info.is_float(n)]
-
-
-def existing_elem(node: onnx.NodeProto, info: GraphInfo) -> int:
-    types = [info.types[n] for n in _float_names(node, info)]
-    low = [t for t in types if t in LOW_ELEMS]
-    if low:
-        return low[0]
-    return TensorProto.DOUBLE if types and all(t == TensorProto.DOUBLE for t in types) else TensorProto.FLOAT
-
-
-def schema_problem(node: onnx.NodeProto, sig: Signature, info: GraphInfo, elem: int) -> str | None:
-    """Why `node` cannot run with its float tensors in `elem` at this opset, or None if it can."""
-    out_vars = {p for n, p in zip(node.output, sig.outputs) if n and info.is_float(n) and sig.is_var(p)}
-    in_vars = {p for n, p in zip(node.input, sig.inputs) if n and info.is_float(n) and sig.is_var(p)}
-    version = info.opsets.get(domain_of(node), 0)
-    lacking = f"schema: {node.op_type} has no tensor({elem_name(elem)}) at opset {version}"
-    if any(elem not in sig.allowed[v] for v in out_vars):
-        return lacking
-    if not any(elem in sig.allowed[v] for v in out_vars | in_vars):
-        return lacking
-    return None
 
 
 def _structural(
@@ -109,7 +68,7 @@ def _structural(
         return Decision(None, "control flow: bodies kept in their original types")
     if sig is None:
         return Decision(None, f"domain {node.domain or 'ai.onnx'}: op {node.op_type} is never rewritten")
-    if not _float_names(node, info):
+    if not float_names(node, info):
         return Decision(None, "no float tensors")
     untyped = [n for n in [*node.input, *node.output] if n and n not in info.types]
     if untyped:
@@ -162,7 +121,8 @@ class Classifier:
                     len(self.qdq) - quant,
                 )
         decisions = {node.name: self.decide(node) for node in nodes}
-        self.guard_denominators(decisions)
+        if self.magnitudes is not None:  # rule 7
+            guard_denominators(decisions, nodes, self.info, self.magnitudes, self.options)
         return decisions
 
     def warn_unmatched(self) -> None:
@@ -193,60 +153,6 @@ class Classifier:
                         op_type,
                         ", ".join(sorted(ops)[:12]),
                     )
-
-    def guard_denominators(self, decisions: dict[str, Decision]) -> None:
-        """Rule 7. A denominator (``b`` of ``Div(a, b)``; the base of a ``Pow`` whose exponent may be
-        negative) is below the low type's smallest normal when the reference run saw a non-zero value that
-        small (``Magnitudes.absmin``; for magnitudes without it: its max, or for Div the bound
-        max|a| / max|a/b| at the largest quotient). fp16 would flush or blur it (x/0 = inf, 0/0 = NaN), so the
-        node and the one producing the denominator stay FP32 (only the direct producer: a low tensor reshaped
-        on its way is not traced). Regressions in tests/property/test_fuzz_convert.py: DIV_UNDERFLOW,
-        ZERO_OVER_TINY, PARTLY_TINY and POW_NEGATIVE."""
-        if self.magnitudes is None:
-            return
-        tiny = float(ml_dtypes.finfo(np_dtype(self.options.low_elem)).tiny)  # type: ignore[no-untyped-call]
-        nodes = self.model.graph.node
-        for node in nodes:
-            index = self._denominator_index(node)
-            bound = math.inf if index is None else self._smallest_denominator(node, index)
-            if index is None or bound >= tiny:
-                continue
-            name = node.input[index]
-            reason = (
-                f"denominator: {name!r} of {node.op_type} {node.name!r} reaches {bound:.3g}, "
-                f"below {self.options.low_precision_type}'s smallest normal {tiny:.3g}"
-            )
-            producer = self.info.producers.get(name)
-            for target in [node, *([nodes[producer]] if producer is not None else [])]:
-                decision = decisions[target.name]
-                if decision.is_low and not decision.reason.startswith(("node_precisions", "included")):
-                    high = existing_elem(target, self.info)
-                    decisions[target.name] = Decision(high if high not in LOW_ELEMS else TensorProto.FLOAT, reason)
-
-    def _denominator_index(self, node: onnx.NodeProto) -> int | None:
-        if domain_of(node) or len(node.input) < 2 or node.op_type not in ("Div", "Pow"):
-            return None
-        if node.op_type == "Div":
-            return 1
-        exponent = self.info.initializers.get(node.input[1]) or self.info.constants.get(node.input[1])
-        if exponent is not None and self.info.weights.nonnegative(exponent):
-            return None
-        return 0
-
-    def _smallest_denominator(self, node: onnx.NodeProto, index: int) -> float:
-        """The smallest non-zero |denominator| the FP32 data shows or implies (inf: nothing known)."""
-        assert self.magnitudes is not None
-        name = node.input[index]
-        tensor = self.info.initializers.get(name) or self.info.constants.get(name)
-        if tensor is not None and tensor.data_type in FLOAT_TYPES:
-            return self.info.weights.absmin(tensor)
-        candidates = [self.magnitudes.absmin.get(name, 0.0), self.magnitudes.absmax.get(name, 0.0)]
-        quotient = self.magnitudes.absmax.get(node.output[0], 0.0)
-        numerator = self._constant_absmax(node.input[0])
-        numerator = self.magnitudes.absmax.get(node.input[0]) if numerator is None else numerator
-        if node.op_type == "Div" and numerator is not None and 0 < quotient < math.inf:
-            candidates.append(numerator / quotient)
-        return min((c for c in candidates if 0 < c < math.inf), default=math.inf)
 
     def decide(self, node: onnx.NodeProto) -> Decision:
         sig = signature(node, self.info.opsets, self.sig_cache)
@@ -304,15 +210,9 @@ class Classifier:
             return f"op_types_to_exclude: {node.op_type}"
         return self._init_reason(node) or self._data_reason(node) or self._depth_reason(node) or self._cast_reason(node)
 
-    def _constant_absmax(self, name: str) -> float | None:
-        tensor = self.info.initializers.get(name) or self.info.constants.get(name)
-        if tensor is None or tensor.data_type not in FLOAT_TYPES:
-            return None
-        return self.info.weights.absmax(tensor)
-
     def _init_reason(self, node: onnx.NodeProto) -> str:
         for name in node.input:
-            value = self._constant_absmax(name) if name else None
+            value = self.info.constant_absmax(name) if name else None
             if value is not None and value > self.options.init_max:
                 return f"init_max: initializer {name!r} absmax {value:.6g} > {self.options.init_max:g}"
         return ""

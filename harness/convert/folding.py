@@ -23,12 +23,12 @@ Three passes, in this order, on the classifier's decisions (rules 8-10 of :mod:`
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import onnx
 from onnx import TensorProto
 
-from harness.convert.classify import Decision
+from harness.convert.decision import Decision
 from harness.convert.graphinfo import GraphInfo, domain_of
 from harness.convert.options import ConvertOptions
 from harness.core.dtypes import LOW_ELEMS
@@ -283,64 +283,3 @@ def identity_casts(
             )
             found.add(node.name)
     return found
-
-
-def fold_user_upcasts(
-    graph: onnx.GraphProto,
-    ours: set[str],
-    storage: dict[str, int],
-    types: Mapping[str, int],
-    *,
-    exact_ints: frozenset[str] = frozenset(),
-) -> int:
-    """A user Cast from an integer/bool tensor to FLOAT whose only reader is our Cast to fp16 (or to bf16 from
-    a type fp32 holds exactly, or from a tensor in `exact_ints`: seen within +-2**24 by the reference run) casts
-    straight to that type: int -> fp32 -> fp16 rounds once either way (every integer below 2**24 is exact in
-    fp32, and fp16 overflows long before). Returns the Casts removed."""
-    outputs = {o.name for o in graph.output}
-    readers: dict[str, list[onnx.NodeProto]] = {}
-    for node in graph.node:
-        for name in node.input:
-            readers.setdefault(name, []).append(node)
-    by_output = {n.output[0]: n for n in graph.node if n.op_type == "Cast" and not domain_of(n) and n.name not in ours}
-    rename: dict[str, str] = {}
-    dead: list[onnx.NodeProto] = []
-    for ours_cast in [n for n in graph.node if n.name in ours and n.op_type == "Cast"]:
-        user = by_output.get(ours_cast.input[0])
-        to = storage.get(ours_cast.output[0])
-        if user is None or user.output[0] in outputs or to not in LOW_ELEMS:
-            continue
-        source, user_to = types.get(user.input[0]), next((a for a in user.attribute if a.name == "to"), None)
-        exact = _INTEGERS if to == TensorProto.FLOAT16 or user.input[0] in exact_ints else _EXACT_IN_BF16
-        if source not in exact or user_to is None or user_to.i != TensorProto.FLOAT:
-            continue
-        if [r.name for r in readers.get(user.output[0], [])] != [ours_cast.name]:
-            continue
-        user_to.i = to
-        storage[user.output[0]] = to
-        rename[ours_cast.output[0]] = user.output[0]
-        dead.append(ours_cast)
-    for node in dead:
-        graph.node.remove(node)
-    for node in graph.node:
-        for index, name in enumerate(node.input):
-            node.input[index] = rename.get(name, name)
-    return len(dead)
-
-
-_INTEGERS = frozenset(
-    {
-        TensorProto.BOOL,
-        TensorProto.INT8,
-        TensorProto.UINT8,
-        TensorProto.INT16,
-        TensorProto.UINT16,
-        TensorProto.INT32,
-        TensorProto.UINT32,
-        TensorProto.INT64,
-        TensorProto.UINT64,
-    }
-)
-_EXACT_IN_BF16 = frozenset(
-    {TensorProto.BOOL, TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16}
-)

@@ -110,6 +110,17 @@ class GraphInfo:
     def is_float(self, name: str) -> bool:
         return self.types.get(name) in FLOAT_TYPES
 
+    def constant(self, name: str) -> TensorProto | None:
+        """The initializer or Constant value named `name`, or None."""
+        return self.initializers.get(name) or self.constants.get(name)
+
+    def constant_absmax(self, name: str) -> float | None:
+        """max |value| of the float initializer or Constant named `name`; None when there is no such tensor."""
+        tensor = self.constant(name)
+        if tensor is None or tensor.data_type not in FLOAT_TYPES:
+            return None
+        return self.weights.absmax(tensor)
+
 
 def opset_map(model: onnx.ModelProto) -> dict[str, int]:
     return {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
@@ -163,6 +174,16 @@ def _shape_of(value_type: onnx.TypeProto) -> Shape | None:
     return tuple(d.dim_value if d.HasField("dim_value") else None for d in value_type.tensor_type.shape.dim)
 
 
+def _index_declared(graph: onnx.GraphProto, types: dict[str, int], shapes: dict[str, Shape]) -> None:
+    """The element type and shape of every tensor `graph` declares (inputs, value_info, outputs)."""
+    for vi in [*graph.input, *graph.value_info, *graph.output]:
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
+            types[vi.name] = vi.type.tensor_type.elem_type
+            shape = _shape_of(vi.type)
+            if shape is not None:
+                shapes[vi.name] = shape
+
+
 def build_info(
     model: onnx.ModelProto, *, observed_types: Mapping[str, int] | None = None, base_dir: Path | None = None
 ) -> GraphInfo:
@@ -175,12 +196,7 @@ def build_info(
     types: dict[str, int] = {}
     shapes: dict[str, Shape] = {}
     graph = inferred.graph
-    for vi in [*graph.input, *graph.value_info, *graph.output]:
-        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
-            types[vi.name] = vi.type.tensor_type.elem_type
-            shape = _shape_of(vi.type)
-            if shape is not None:
-                shapes[vi.name] = shape
+    _index_declared(graph, types, shapes)
     for name, elem in (observed_types or {}).items():
         types.setdefault(name, elem)
     initializers = {init.name: init for init in model.graph.initializer}
@@ -231,12 +247,7 @@ def _index_bodies(graph: onnx.GraphProto, types: dict[str, int], shapes: dict[st
         for attr in node.attribute:
             bodies = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
             for body in bodies:
-                for vi in [*body.input, *body.value_info, *body.output]:
-                    if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
-                        types[vi.name] = vi.type.tensor_type.elem_type
-                        shape = _shape_of(vi.type)
-                        if shape is not None:
-                            shapes[vi.name] = shape
+                _index_declared(body, types, shapes)
                 for init in body.initializer:
                     types[init.name], shapes[init.name] = init.data_type, tuple(init.dims)
                 _index_bodies(body, types, shapes)

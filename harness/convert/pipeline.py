@@ -6,17 +6,17 @@
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
-from onnx import TensorProto, defs
+from onnx import TensorProto
 
 from harness.convert.casts import Rewriter
-from harness.convert.classify import Classifier, Decision, existing_elem
-from harness.convert.flops import FlopCount, flop_share, node_flops
+from harness.convert.classify import Classifier
+from harness.convert.decision import Decision, existing_elem
+from harness.convert.flops import flop_share, node_flops
 from harness.convert.flopshapes import flop_scope, flop_shapes
 from harness.convert.folding import (
     USER_CAST,
@@ -25,22 +25,22 @@ from harness.convert.folding import (
     merge_small_islands,
     selections_follow_readers,
 )
-from harness.convert.graphinfo import GraphInfo, SigCache, build_info, domain_of
+from harness.convert.graphinfo import GraphInfo, SigCache, build_info
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.opset import prepare, warn_requested_opset
 from harness.convert.options import ConvertOptions
 from harness.convert.ortcpu import note_cpu_bf16
 from harness.convert.predicates import drop_predicate_casts
 from harness.convert.qdq import QDQ
+from harness.convert.refusals import check_io_range, check_known_ops
+from harness.convert.summary import log_summary
 from harness.convert.validate import expected_io_type, io_types, strict_error, validate
 from harness.convert.valueinfo import complete_value_info
-from harness.core.dtypes import LOW_ELEMS, LOW_MAX
+from harness.core.dtypes import LOW_ELEMS
 from harness.core.errors import ConversionError
 from harness.data.onnxfile import is_lazy
 
 LOG = logging.getLogger("harness.convert")
-RUNTIME_DOMAINS = ("com.microsoft",)
-"""Non-ONNX domains onnxruntime implements: their ops are known, never rewritten, kept in their types."""
 
 
 @dataclass(frozen=True)
@@ -73,54 +73,6 @@ class ConversionResult:
     def qdq_kept(self) -> tuple[str, ...]:
         """Nodes kept in their quantized/FP32 types as part of a DQ -> op -> Q pattern (a QDQ model)."""
         return tuple(n for n, r in self.high_nodes if r.startswith(f"{QDQ}:"))
-
-
-def check_known_ops(model: onnx.ModelProto, options: ConvertOptions) -> None:
-    """Every op must have an onnx schema, be an onnxruntime contrib op, or be declared in custom_ops."""
-    custom = options.custom_op_precisions()
-    opsets = {o.domain: o.version for o in model.opset_import}
-    for node in model.graph.node:
-        domain = domain_of(node)
-        if node.op_type in custom or domain.startswith(RUNTIME_DOMAINS):
-            continue
-        version = opsets.get(domain, opsets.get("ai.onnx", 0) if domain == "" else 0)
-        try:
-            defs.get_schema(node.op_type, max(version, 1), domain)
-            continue
-        except defs.SchemaError:
-            pass
-        raise ConversionError(
-            where="model",
-            step="classify",
-            node=node.name,
-            problem=f"op {node.op_type!r} (domain {domain or 'ai.onnx'!r}, opset {version}) is not an ONNX op at "
-            "this opset and not declared as a custom op",
-            fix=f"declare it: custom_ops=['{node.op_type}'] (CLI --custom_ops {node.op_type}[:fp16]), "
-            "or fix the model's opset_import",
-        )
-
-
-def check_io_range(model: onnx.ModelProto, options: ConvertOptions, magnitudes: Magnitudes | None) -> None:
-    """A graph input/output that becomes fp16/bf16 (keep_io_types=False) must hold its reference values: one
-    whose finite FP32 magnitude exceeds the low type's largest value would be inf (AutoCast converts it anyway;
-    found by the converter fuzzing in tests/property)."""
-    if magnitudes is None:
-        return
-    limit = LOW_MAX[options.low_elem]
-    for role, types in zip(("input", "output"), io_types(model)):
-        for name, elem in types.items():
-            value = magnitudes.absmax.get(name, 0.0)
-            low = expected_io_type(elem, keep_io_types=options.keeps_io_types, low=options.low_elem) != elem
-            if low and math.isfinite(value) and value > limit:
-                raise ConversionError(
-                    where="model",
-                    step="graph I/O types",
-                    node=name,
-                    problem=f"graph {role} {name!r} reaches {value:.6g} on the reference data "
-                    f"({magnitudes.data_source}), beyond {options.low_precision_type}'s largest value "
-                    f"{limit:g}: stored as {options.low_precision_type} it would be inf",
-                    fix="keep the graph inputs/outputs in fp32 (keep_io_types=True, CLI --keep_io_types)",
-                )
 
 
 MAX_REJECTED = 16
@@ -232,7 +184,7 @@ def _convert_once(
     low_nodes = tuple(n.name for n in nodes if decisions[n.name].is_low)
     high_nodes = tuple((n.name, decisions[n.name].reason or "fp32") for n in nodes if not decisions[n.name].is_low)
     inserted = sum(1 for n in work.graph.node if n.name in state.ours)  # ours still in the graph: the one count
-    _log(options, decisions, nodes, flops, inserted)  # that the CLI, the report and the nightly rule all show
+    log_summary(options, decisions, nodes, flops, inserted)  # that the CLI, the report and the nightly rule all show
     return ConversionResult(
         model=work,
         low_nodes=low_nodes,
@@ -291,57 +243,3 @@ def _keep_rejected(
         if node.name in rejected and decisions[node.name].is_low:
             high = existing_elem(node, info)
             decisions[node.name] = Decision(high if high not in LOW_ELEMS else TensorProto.FLOAT, rejected[node.name])
-
-
-SUMMARY_EXAMPLES = 3
-"""Node names shown per reason at INFO (``log_level DEBUG`` lists every node)."""
-
-
-def _reason_kind(reason: str) -> str:
-    """The rule behind a reason: its text before the first ':' (``data_max``, ``schema``, ``init_max``...)."""
-    return reason.partition(":")[0] or reason
-
-
-def _log(
-    options: ConvertOptions, decisions: dict[str, Decision], nodes: list[onnx.NodeProto], flops: FlopCount, casts: int
-) -> None:
-    """INFO: one summary line per reason (count and the first few nodes); DEBUG: one line per node."""
-    low = sum(1 for n in nodes if decisions[n.name].is_low)
-    groups: dict[str, list[str]] = {}
-    for node in nodes:
-        decision = decisions[node.name]
-        where = "out of" if not decision.is_low else "in"
-        if not decision.is_low or decision.reason:
-            LOG.debug(
-                "node %s (%s) %s %s: %s",
-                node.name,
-                node.op_type,
-                where,
-                options.low_precision_type,
-                decision.reason or "fp32",
-            )
-            key = (
-                f"{'kept out of' if not decision.is_low else 'in'} {options.low_precision_type}: "
-                f"{_reason_kind(decision.reason or 'fp32')}"
-            )
-            groups.setdefault(key, []).append(node.name)
-    for key, names in groups.items():
-        shown = ", ".join(names[:SUMMARY_EXAMPLES]) + (", ..." if len(names) > SUMMARY_EXAMPLES else "")
-        LOG.info("%d node(s) %s (%s)", len(names), key, shown)
-    if groups:
-        LOG.info("(--log_level DEBUG lists every node with its full reason)")
-    LOG.info(
-        "Converted %d/%d nodes (%.2f%%) to %s; %s%.2f%% of %.3g estimated FLOPs in %s%s%s; %d Casts inserted "
-        "(in the converted model; the model's own Casts, re-targeted ones included, are not counted)",
-        low,
-        len(nodes),
-        100.0 * low / max(len(nodes), 1),
-        options.low_precision_type,
-        "<= " if flops.bound else "",
-        100.0 * flops.share,
-        flops.total,
-        options.low_precision_type,
-        f" ({flops.unknown} nodes with unknown shapes not counted)" if flops.unknown else "",
-        f" (a bound: {flops.bound})" if flops.bound else "",
-        casts,
-    )

@@ -29,17 +29,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
+# GraphBuilder and default_opset are imported from here by harness.diagnose.sidebyside
+from harness.convert.graphbuilder import PREFIX, graph_names
+from harness.convert.graphbuilder import GraphBuilder as GraphBuilder
+from harness.convert.graphbuilder import default_opset as default_opset
 from harness.convert.outputs import TensorFacts
 from harness.core.dtypes import FLOAT_TYPES, INT_TYPES
 
 MIN_OPSET = 7
-PREFIX = "castguard_mag"
 _FLOATS = frozenset({TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16})
 REPORTED_ELEMS = frozenset(
     {
@@ -124,10 +126,6 @@ def _native_reduce(elem: int, opset: int) -> int:
     return TensorProto.INT64
 
 
-def default_opset(model: onnx.ModelProto) -> int | None:
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
-
-
 def denominators(model: onnx.ModelProto) -> set[str]:
     """Tensors whose smallest non-zero magnitude the converter reads: Div's divisor, Pow's base (top level)."""
     found: set[str] = set()
@@ -139,46 +137,6 @@ def denominators(model: onnx.ModelProto) -> set[str]:
         elif node.op_type == "Pow" and node.input[0]:
             found.add(node.input[0])
     return found
-
-
-class GraphBuilder:
-    """Fresh-named nodes and shared Constants added to a graph copy (the in-graph reductions and the diagnosis's
-    side-by-side comparison, :mod:`harness.diagnose.sidebyside`, build with it)."""
-
-    def __init__(self, graph: onnx.GraphProto, opset: int, taken: set[str]) -> None:
-        self.graph, self.opset, self.taken, self.count = graph, opset, taken, 0
-        self.constants: dict[tuple[str, bytes, tuple[int, ...]], str] = {}
-        self.constant_nodes: list[onnx.NodeProto] = []
-        self.current: list[onnx.NodeProto] = []
-        """The nodes reducing the tensor at hand; placed right after its producer (see :func:`_interleave`)."""
-
-    def fresh(self, hint: str) -> str:
-        while True:
-            self.count += 1
-            name = f"{PREFIX}/{self.count}_{hint}"
-            if name not in self.taken:
-                self.taken.add(name)
-                return name
-
-    def node(self, op: str, inputs: list[str], hint: str, **attrs: Any) -> str:
-        out = self.fresh(hint)
-        self.current.append(helper.make_node(op, inputs, [out], name=out, **attrs))
-        return out
-
-    def const(self, value: np.ndarray) -> str:
-        """A Constant node (not an initializer: IR < 4 wants every initializer among the inputs), made once."""
-        key = (value.dtype.str, value.tobytes(), value.shape)
-        if key not in self.constants:
-            out = self.fresh("const")
-            self.constant_nodes.append(
-                helper.make_node("Constant", [], [out], name=out, value=numpy_helper.from_array(value, out))
-            )
-            self.constants[key] = out
-        return self.constants[key]
-
-    def reduce(self, op: str, flat: str, hint: str) -> str:
-        """`op` over all of a 1-D tensor, keepdims: shape [1] (axes omitted: every axis, at any opset)."""
-        return self.node(op, [flat], hint, keepdims=1)
 
 
 def _around_low(graph: onnx.GraphProto, types: Mapping[str, int]) -> list[str]:
@@ -230,9 +188,7 @@ def add_reductions(
         raise ValueError(f"default-domain opset {opset} (in-graph reductions need {MIN_OPSET} or later)")
     graph = model.graph
     del graph.output[:]
-    taken = {n for node in graph.node for n in [*node.input, *node.output, node.name]}
-    taken |= {v.name for v in [*graph.input, *graph.initializer, *graph.value_info]}
-    build = GraphBuilder(graph, opset, taken)
+    build = GraphBuilder(graph, opset, graph_names(graph))
     wanted_absmin, forced, ranks = set(absmin_names), set(raw_names), facts.ranks
     parts: dict[str, list[str]] = {k: [] for k in ("f32", "f64", "i64", "absmin", "absmin64", "shapes")}
     floats: list[str] = []

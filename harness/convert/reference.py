@@ -23,14 +23,15 @@ import onnx
 
 from harness.convert.calibration import Feed, load_calibration, random_feeds
 from harness.convert.childmodel import ChildModel, child_model, scratch_folder
+from harness.convert.graphbuilder import PREFIX
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.outputs import MAX_OUTPUT_BYTES, output_groups, pack, tensor_facts
-from harness.convert.reductions import PREFIX, ReductionPlan, add_reductions, denominators
+from harness.convert.reductions import ReductionPlan, add_reductions, denominators
 from harness.convert.referror import crash_error, refused_error
+from harness.convert.refproviders import Provider, provider_list
 from harness.core.child import ChildFailed, run_child
-from harness.core.errors import ConversionError, InputDataError
+from harness.core.errors import InputDataError
 from harness.core.files import save_npz
-from harness.core.providers import CPU, CUDA, DIRECTML, TENSORRT
 from harness.data.onnxfile import is_lazy, load_model
 from harness.data.sizing import DYNAMIC_DEFAULT
 
@@ -40,8 +41,6 @@ Reduce = Literal["graph", "copy"]
 RAW_BELOW = 64 << 10
 """Tensors of at most this many bytes (at the first batch's shapes) come out whole on the graph path too: the
 nodes reducing them would cost more (session load time) than copying them."""
-Provider = tuple[str, dict[str, str]]
-_PROVIDERS = {"cpu": CPU, "cuda": CUDA, "trt": TENSORRT, "dml": DIRECTML}
 
 
 @dataclass(frozen=True)
@@ -161,7 +160,7 @@ def reference_run(
         model=model,
         batches=batches,
         source=source,
-        providers=_provider_list(data.providers, data.trt_plugins),
+        providers=provider_list(data.providers, data.trt_plugins),
         external_folder=base_dir if is_lazy(model) else None,
         path=path,
     )
@@ -282,22 +281,3 @@ class _Run:
                 raise _ReductionRefused(message.strip())
             raise refused_error(message, stage=result["stage"], model=child.model, source=source)
         return result
-
-
-def _provider_list(providers: Sequence[str], trt_plugins: Sequence[str]) -> list[Provider]:
-    result: list[Provider] = []
-    for spec in providers:
-        kind, _, device = spec.partition(":")
-        if kind not in _PROVIDERS or (device and not device.isdigit()):
-            raise ConversionError(
-                where="providers",
-                problem=f"unknown execution provider {spec!r}",
-                fix="use cpu, cuda:N, trt or dml",
-                step="reference run",
-            )
-        options: dict[str, str] = {"device_id": device} if device else {}
-        if kind == "trt" and trt_plugins:
-            options["trt_extra_plugin_lib_paths"] = ";".join(trt_plugins)
-        result.append((_PROVIDERS[kind], options))
-    result.sort(key=lambda p: p[0] != TENSORRT)  # TensorRT first, as AutoCast orders it
-    return result

@@ -9,7 +9,7 @@ import re
 
 import onnx
 
-from harness.convert.reductions import PREFIX
+from harness.convert.graphbuilder import PREFIX
 from harness.core.child import ChildFailed
 from harness.core.errors import ConversionError
 

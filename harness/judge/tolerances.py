@@ -18,7 +18,7 @@ FP32). Measured fp16 errors of real CNN/transformer exports are 0.7-2 eps of max
 (12.8 eps in bf16, 102 eps in fp16) or an overflow to inf still fails. Integer and bool outputs
 (argmax, masks) must match exactly (atol = rtol = 0).
 
-Overrides come from ``[tool.castguard.tolerances]``; each entry sets any :class:`~harness.judge.compare.Tolerance`
+Overrides come from ``[tool.castguard.tolerances]``; each entry sets any :class:`Tolerance`
 field and leaves the others at the computed default::
 
     [tool.castguard.tolerances]
@@ -35,14 +35,58 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Literal
 
 import ml_dtypes
 import numpy as np
 
 from harness.core.dtypes import BFLOAT16
 from harness.core.errors import UserError, unknown_key
-from harness.judge.compare import Tolerance
+
+Mode = Literal["elemwise", "max", "mean", "median", "quantile", "isclose"]
+MODES: tuple[str, ...] = ("elemwise", "max", "mean", "median", "quantile", "isclose")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How one output is judged. ``top_k`` adds a classifier check on the last axis."""
+
+    atol: float = 1e-3
+    rtol: float = 1e-3
+    mode: Mode = "elemwise"
+    quantile: float = 0.99
+    nan_equal: bool = True  # NaN obtained where the golden is NaN matches (see :mod:`harness.judge.compare`)
+    inf_equal: bool = True
+    top_k: int | None = None
+    min_top_k_agreement: float = 1.0
+    vocab: bool | None = None
+    """The output's last axis is a vocabulary (logits): None detects it (:mod:`harness.judge.vocab`)."""
+    min_top1_agreement: float | None = None
+    """Logits: fail when fewer positions than this fraction keep the golden's argmax token."""
+    max_kl: float | None = None
+    """Logits: fail when the mean KL(softmax(golden) || softmax(obtained)) exceeds this (nats)."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"Tolerance.mode must be one of {MODES}, got {self.mode!r}")
+        if not (self.atol >= 0 and self.rtol >= 0):
+            raise ValueError(f"Tolerance atol/rtol must be >= 0, got atol={self.atol} rtol={self.rtol}")
+        if not 0.0 <= self.quantile <= 1.0:
+            raise ValueError(f"Tolerance.quantile must be in [0, 1], got {self.quantile}")
+        if self.top_k is not None and self.top_k < 1:
+            raise ValueError(f"Tolerance.top_k must be >= 1 or None, got {self.top_k}")
+        if self.min_top1_agreement is not None and not 0.0 <= self.min_top1_agreement <= 1.0:
+            raise ValueError(f"Tolerance.min_top1_agreement must be in [0, 1], got {self.min_top1_agreement}")
+        if self.max_kl is not None and not self.max_kl >= 0:
+            raise ValueError(f"Tolerance.max_kl must be >= 0, got {self.max_kl}")
+        if not 0.0 <= self.min_top_k_agreement <= 1.0:
+            raise ValueError(f"Tolerance.min_top_k_agreement must be in [0, 1], got {self.min_top_k_agreement}")
+
+    def describe(self) -> str:
+        text = f"atol={self.atol:.3g} rtol={self.rtol:.3g} [{self.mode}"
+        text += f" q={self.quantile:g}]" if self.mode == "quantile" else "]"
+        return text
+
 
 ABS_ULPS = 8.0
 REL_EPS = 2.0

@@ -1,5 +1,7 @@
-"""What is said about a golden when it is made. No pytest here.
+"""A golden made, and what is said about it when it is made. No pytest here.
 
+* :func:`produce_golden`: the recipe's feeds run on ORT CPU FP32;
+* :func:`written_message`: the message of a just-written golden: where it is, what made it, the fix;
 * :func:`golden_run_failed`: onnxruntime failed while running the FP32 model: one error per model with
   onnxruntime's message, the inputs used (names, shapes, dtypes, value ranges) and the fix;
 * :func:`non_finite_note`: a golden with NaN or inf says so when it is written: how many values, which output,
@@ -26,7 +28,8 @@ from harness.core.errors import GoldenRunFailed, RunnerError, RunnerUnavailable,
 from harness.data.goldens import Golden, non_finite, rerun_command
 from harness.data.marked import with_outputs
 from harness.data.models import ModelSpec
-from harness.data.recipes import Feed, InputRecipe
+from harness.data.recipes import Feed, InputRecipe, describe_inputs
+from harness.pipeline.plan import LoadedModel
 from harness.runners import FP32_RUNNER, make_runner
 
 
@@ -119,4 +122,33 @@ def golden_run_failed(
         fix="give inputs this model accepts: --input-shapes NAME:DIMS for its dynamic dimensions (no 0; lengths "
         "that agree with each other), --val-range NAME:[lo,hi] within what the model indexes (ids below the "
         f"table's rows), or --inputs FILE with real data, then rerun: {rerun_command(spec, recipe)}",
+    )
+
+
+def produce_golden(loaded: LoadedModel, *, run_id: str | None = None) -> Golden:
+    """Run the recipe's feeds on ORT CPU FP32; onnxruntime's failure is :class:`GoldenRunFailed` (its message, the
+    inputs used, the fix). ``run_id``: the run writing it (sidecar ``written_in_run``), so that every check of that
+    run knows the golden is not reviewed yet."""
+    try:
+        result = make_runner(FP32_RUNNER, loaded.model, model_dir=loaded.spec.path.parent).run(loaded.feeds)
+    except RunnerError as err:
+        raise golden_run_failed(loaded.spec, loaded.recipe, loaded.feeds, err, input_lines=loaded.input_lines) from None
+    meta = {"producer": result.runner, "inputs": describe_inputs(loaded.model, loaded.recipe, loaded.feeds)}
+    if run_id is not None:
+        meta["written_in_run"] = run_id
+    return Golden(feeds=loaded.feeds, outputs=result.outputs, meta=meta)
+
+
+def written_message(loaded: LoadedModel, path: Path, golden: Golden, *, rerun: str) -> str:
+    """The message of a just-written golden; one holding NaN/inf says so (:func:`non_finite_note`)."""
+    note = non_finite_note(
+        loaded.model, golden, model_dir=loaded.spec.path.parent, input_lines=loaded.input_lines, rerun=rerun
+    )
+    return "\n".join(
+        [
+            f"{loaded.spec.name}: golden written (it was missing, or --update-goldens): {path}",
+            f"  {len(golden.feeds)} iteration(s) from {loaded.recipe.id}, produced by {golden.meta.get('producer')}",
+            *([note] if note else []),
+            f"  fix: review it, commit it, and rerun: `{rerun}` then compares against it",
+        ]
     )

@@ -34,14 +34,13 @@ from harness.data.drift import check_golden_provenance, installed_versions
 from harness.data.golden_usage import with_usage
 from harness.data.goldens import Golden, GoldenStore, degenerate, ensure_golden, rerun_command
 from harness.data.keys import content_key, feeds_digest
-from harness.data.recipes import describe_inputs
 from harness.judge.compare import CompareResult, Tolerance, compare_iterations
 from harness.pipeline.cache import ContentCache
 from harness.pipeline.case import SWEEP_STEPS, CaseSettings, ModelContext, Step, begin, finish_case
 from harness.pipeline.caserun import CaseEnv, CaseRun, Stop
 from harness.pipeline.context import FIXES_DIR
 from harness.pipeline.dedup import SameModels
-from harness.pipeline.golden_notes import golden_run_failed, non_finite_note
+from harness.pipeline.golden_notes import produce_golden, written_message
 from harness.pipeline.plan import Case, LoadedModel, SessionPlan, default_recipe, plan_session, tuned_case
 from harness.pipeline.steps.record import record
 from harness.pipeline.verdict import raised
@@ -214,16 +213,8 @@ class AccuracySession:
         )
 
     def _written(self, loaded: LoadedModel, written: Path, golden: Golden) -> str:
-        """The message of a just-written golden; a golden holding NaN/inf says so (harness.pipeline.golden_notes)."""
-        note = non_finite_note(
-            loaded.model,
-            golden,
-            model_dir=loaded.spec.path.parent,
-            input_lines=loaded.input_lines,
-            rerun=self.rerun(loaded),
-        )
-        head, fix = _written_message(loaded, written, golden, self.rerun(loaded)).rsplit("\n  fix: ", 1)
-        return "\n".join([head, *([note] if note else []), f"  fix: {fix}"])
+        """The message of a just-written golden (:func:`harness.pipeline.golden_notes.written_message`)."""
+        return written_message(loaded, written, golden, rerun=self.rerun(loaded))
 
     def context(self, name: str, golden: Golden) -> tuple[ModelContext, bool]:
         """The model's shared case context (built once per process); second item: built by this call."""
@@ -301,25 +292,3 @@ def outcome_of(case_record: CaseRecord) -> Outcome:
     """What a suite test reports for a case: a view of its record."""
     status = cast(Status, case_record.status)
     return Outcome(status, case_record.message, runner=case_record.runner, record=case_record)
-
-
-def produce_golden(loaded: LoadedModel, *, run_id: str | None = None) -> Golden:
-    """Run the recipe's feeds on ORT CPU FP32; onnxruntime's failure is :class:`GoldenRunFailed` (its message, the
-    inputs used, the fix). ``run_id``: the run writing it (sidecar ``written_in_run``), so that every check of that
-    run knows the golden is not reviewed yet."""
-    try:
-        result = make_runner(FP32_RUNNER, loaded.model, model_dir=loaded.spec.path.parent).run(loaded.feeds)
-    except RunnerError as err:
-        raise golden_run_failed(loaded.spec, loaded.recipe, loaded.feeds, err, input_lines=loaded.input_lines) from None
-    meta = {"producer": result.runner, "inputs": describe_inputs(loaded.model, loaded.recipe, loaded.feeds)}
-    if run_id is not None:
-        meta["written_in_run"] = run_id
-    return Golden(feeds=loaded.feeds, outputs=result.outputs, meta=meta)
-
-
-def _written_message(loaded: LoadedModel, path: Path, golden: Golden, rerun: str) -> str:
-    return (
-        f"{loaded.spec.name}: golden written (it was missing, or --update-goldens): {path}\n"
-        f"  {len(golden.feeds)} iteration(s) from {loaded.recipe.id}, produced by {golden.meta.get('producer')}\n"
-        f"  fix: review it, commit it, and rerun: `{rerun}` then compares against it"
-    )

@@ -33,7 +33,6 @@ holds the same keys at its top level. Every bad value raises a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,10 +40,19 @@ from typing import Any
 
 from harness.core.errors import UserError, unknown_key
 from harness.core.files import read_toml
-from harness.sweep.checks import check_choice, check_limit, check_node_precisions, check_unique
-from harness.sweep.grid import BUILTIN_EXCLUSIONS, TARGETS, ExclusionSet, SweepSpec
-
-KEEP_IO_CHOICES = {"both": (False, True), "true": (True,), "false": (False,)}
+from harness.sweep.checks import check_choice
+from harness.sweep.exclusions import BUILTIN_EXCLUSIONS, ExclusionSet
+from harness.sweep.grid import TARGETS, SweepSpec
+from harness.sweep.values import (
+    converter_options,
+    keep_io,
+    limit,
+    listed,
+    node_precision_table,
+    parse_node_precisions,
+    split,
+    strings,
+)
 
 
 @dataclass(frozen=True)
@@ -127,31 +135,29 @@ def _apply_table(
         )
     for name, ops in sets.items():
         known[name] = _define_set(
-            name, _strings(ops, where=f"{where} exclusion_sets.{name}"), where=f"{where} exclusion_sets.{name}"
+            name, strings(ops, where=f"{where} exclusion_sets.{name}"), where=f"{where} exclusion_sets.{name}"
         )
     changes: dict[str, Any] = {}  # SweepSpec field -> checked value
     for key in ("precisions", "runners", "converters", "fp32_casts"):
         if key in table:
-            _set(changes, key, _strings(table[key], where=f"{where} key {key!r}"), where=f"{where} key {key!r}")
+            _set(changes, key, strings(table[key], where=f"{where} key {key!r}"), where=f"{where} key {key!r}")
     for key in ("data_max", "init_max"):
         if key in table:
             _set(
                 changes,
                 key,
-                tuple(_limit(v, where=f"{where} key {key!r}") for v in _listed(table[key])),
+                tuple(limit(v, where=f"{where} key {key!r}") for v in listed(table[key])),
                 where=f"{where} key {key!r}",
             )
     if "exclusions" in table:
         here = f"{where} key 'exclusions'"
-        _set(changes, "exclusions", _select(_strings(table["exclusions"], where=here), known, where=here), where=here)
+        _set(changes, "exclusions", _select(strings(table["exclusions"], where=here), known, where=here), where=here)
     if "keep_io_types" in table:
-        changes["keep_io_types"] = _keep_io(table["keep_io_types"], where=f"{where} key 'keep_io_types'")
+        changes["keep_io_types"] = keep_io(table["keep_io_types"], where=f"{where} key 'keep_io_types'")
     if "converter_options" in table:
-        changes["converter_options"] = _converter_options(
-            table["converter_options"], where=f"{where} converter_options"
-        )
+        changes["converter_options"] = converter_options(table["converter_options"], where=f"{where} converter_options")
     if "node_precisions" in table:
-        changes["node_precisions"] = _node_precision_table(
+        changes["node_precisions"] = node_precision_table(
             table["node_precisions"], where=f"{where} key 'node_precisions'"
         )
     if "fp32_accumulation" in table:
@@ -172,25 +178,25 @@ def _apply_table(
 def _apply_options(spec: SweepSpec, known: dict[str, ExclusionSet], options: SweepOptions) -> SweepSpec:
     changes: dict[str, Any] = {}
     if options.precision is not None:
-        _set(changes, "precisions", _split(options.precision, where="--precision"), where="--precision")
+        _set(changes, "precisions", split(options.precision, where="--precision"), where="--precision")
     if options.runners is not None:
-        _set(changes, "runners", _split(options.runners, where="--runner"), where="--runner")
+        _set(changes, "runners", split(options.runners, where="--runner"), where="--runner")
     if options.converters is not None:
-        _set(changes, "converters", _split(options.converters, where="--converter"), where="--converter")
+        _set(changes, "converters", split(options.converters, where="--converter"), where="--converter")
     for attr, flag in (("data_max", "--data-max"), ("init_max", "--init-max")):
         text = getattr(options, attr)
         if text is not None:
-            _set(changes, attr, tuple(_limit(v, where=flag) for v in _split(text, where=flag)), where=flag)
+            _set(changes, attr, tuple(limit(v, where=flag) for v in split(text, where=flag)), where=flag)
     if options.exclude_ops:
         known, names = dict(known), []
-        for item in (i for text in options.exclude_ops for i in _split(text, where="--exclude-ops")):
+        for item in (i for text in options.exclude_ops for i in split(text, where="--exclude-ops")):
             name, eq, ops = item.partition("=")
             if eq:
                 known[name] = _define_set(name, tuple(o for o in ops.split("+") if o), where="--exclude-ops")
             names.append(name)
         _set(changes, "exclusions", _select(tuple(names), known, where="--exclude-ops"), where="--exclude-ops")
     if options.keep_io_types is not None:
-        changes["keep_io_types"] = _keep_io(options.keep_io_types, where="--keep-io-types")
+        changes["keep_io_types"] = keep_io(options.keep_io_types, where="--keep-io-types")
     if options.node_precisions is not None:
         changes["node_precisions"] = parse_node_precisions(options.node_precisions, where="--node-precisions")
     if options.fp32_accumulation is not None:
@@ -199,33 +205,8 @@ def _apply_options(spec: SweepSpec, known: dict[str, ExclusionSet], options: Swe
         check_choice(options.target, TARGETS, where="--target")
         changes["target"] = options.target
     if options.fp32_casts is not None:
-        _set(changes, "fp32_casts", _split(options.fp32_casts, where="--fp32-casts"), where="--fp32-casts")
+        _set(changes, "fp32_casts", split(options.fp32_casts, where="--fp32-casts"), where="--fp32-casts")
     return replace(spec, **changes)
-
-
-def parse_node_precisions(text: str, *, where: str) -> tuple[tuple[str, str], ...]:
-    """``"Add:fp16,Sub:fp32"`` -> ``(("Add", "fp16"), ("Sub", "fp32"))``, sorted by key.
-
-    The syntax is the converter's (:func:`harness.convert.options.parse_node_precisions`); the sweep adds the
-    order-independence and uniqueness its case ids need.
-    """
-    from harness.convert.options import parse_node_precisions as parse_pairs
-
-    _split(text, where=where)  # the sweep's stricter comma rule: no empty items
-    return _node_precision_pairs(list(parse_pairs(text, where=where)), where=where)
-
-
-def _node_precision_table(value: object, *, where: str) -> tuple[tuple[str, str], ...]:
-    if not isinstance(value, Mapping):
-        raise UserError(where=where, problem="not a table", fix='write { Add = "fp16", Sub = "fp32" }')
-    return _node_precision_pairs(list(value.items()), where=where)
-
-
-def _node_precision_pairs(pairs: Sequence[tuple[str, object]], *, where: str) -> tuple[tuple[str, str], ...]:
-    check_unique([key for key, _ in pairs], where=where)
-    result = tuple(sorted((str(key), str(prec)) for key, prec in pairs))
-    check_node_precisions(result, where=where)
-    return result
 
 
 def _set(changes: dict[str, Any], key: str, value: Any, *, where: str) -> None:
@@ -257,76 +238,3 @@ def _select(names: tuple[str, ...], known: Mapping[str, ExclusionSet], *, where:
                 fix="define it, e.g. --exclude-ops NAME=Op1+Op2, or in [tool.castguard.sweep.exclusion_sets]",
             )
     return tuple(known[name] for name in names)
-
-
-def _converter_options(value: object, *, where: str) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
-    """``[..converter_options.ort-fp16] model_type = "bert"``: each converter's own options, as strings."""
-    if not isinstance(value, Mapping) or not all(isinstance(v, Mapping) for v in value.values()):
-        raise UserError(
-            where=where, problem="not a table of tables", fix="write [tool.castguard.sweep.converter_options.ort-fp16]"
-        )
-    rows = []
-    for name, options in sorted(value.items()):
-        bad = [k for k, v in options.items() if not isinstance(v, (str, int, float)) or isinstance(v, bool)]
-        if bad:
-            raise UserError(
-                where=f"{where}.{name}",
-                problem=f"{bad[0]!r} is not a string or a number",
-                fix='e.g. model_type = "bert"',
-            )
-        rows.append((str(name), tuple(sorted((str(k), str(v)) for k, v in options.items()))))
-    return tuple(rows)
-
-
-def _keep_io(value: object, *, where: str) -> tuple[bool, ...]:
-    if isinstance(value, bool):
-        return (value,)
-    if isinstance(value, str) and value.lower() in KEEP_IO_CHOICES:
-        return KEEP_IO_CHOICES[value.lower()]
-    if isinstance(value, list) and value and all(isinstance(v, bool) for v in value):
-        return tuple(value)
-    raise UserError(
-        where=where,
-        problem=f"{value!r} is not a keep_io_types choice",
-        fix="use both, true or false (in TOML also [false, true])",
-    )
-
-
-def _listed(value: object) -> list[object]:
-    return list(value) if isinstance(value, list) else [value]
-
-
-def _strings(value: object, *, where: str) -> tuple[str, ...]:
-    items = _listed(value)
-    if not all(isinstance(v, str) and v for v in items):
-        raise UserError(
-            where=where,
-            problem=f"{value!r} is not a string or a list of strings",
-            fix='write a list such as ["a", "b"]',
-        )
-    return tuple(str(v) for v in items)
-
-
-def _split(text: str, *, where: str) -> tuple[str, ...]:
-    items = tuple(part.strip() for part in text.split(","))
-    if not all(items):
-        raise UserError(where=where, problem=f"{text!r} has an empty item", fix="separate values with single commas")
-    return items
-
-
-def _limit(value: object, *, where: str) -> float:
-    if isinstance(value, str) and value.strip().lower() in ("inf", "+inf", "infinity"):
-        return math.inf
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise UserError(
-                where=where,
-                problem=f"{value!r} is not a number",
-                fix="give non-negative numbers or inf, e.g. 64,512,inf",
-            ) from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise UserError(where=where, problem=f"{value!r} is not a number", fix="give non-negative numbers or inf")
-    check_limit(float(value), where=where)
-    return float(value)

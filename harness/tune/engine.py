@@ -27,21 +27,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import onnx
-
 from harness.convert import ConversionResult, ConvertOptions, ReferenceData, convert
-from harness.convert.calibration import WHERE, load_calibration, sized_inputs
 from harness.convert.reference import reference_run
 from harness.core.dtypes import LOW_MAX
 from harness.core.errors import UserError
 from harness.core.version import __version__
-from harness.data.feeds import Feed
-from harness.data.flagnames import CONVERT_FLAGS
 from harness.data.onnxfile import load_model, model_sha256
-from harness.data.recipes import InputRecipe, make_feeds, recipe_lines
-from harness.data.shapes import UnsizedDims
 from harness.tune.baseline import DefaultCheck, Spent, check_default, refuse_short_plan, sized_budget
 from harness.tune.bound import Bound
+from harness.tune.inputs import inputs_json, load_feeds, refuse_unsized
 from harness.tune.memo import TuneCache
 from harness.tune.oracle import Oracle, Setup, exact, fp32_outputs
 from harness.tune.plan import Plan, convert_args
@@ -127,35 +121,6 @@ def range_options(options: ConvertOptions, *, data_max_given: bool) -> ConvertOp
     return options if data_max_given else replace(options, data_max=LOW_MAX[options.low_elem])
 
 
-def load_feeds(model: onnx.ModelProto, reference: ReferenceData, *, random_inputs: int = 1) -> tuple[list[Feed], str]:
-    """The tuning inputs and what they are: the calibration data, else ``random_inputs`` seeded random feeds (the
-    first is the one ``collect_magnitudes`` runs)."""
-    if reference.calibration_data is not None:
-        return load_calibration(reference.calibration_data, model)
-    shapes = tuple((name, tuple(int(d) for d in dims)) for name, dims in (reference.input_shapes or {}).items())
-    recipe = InputRecipe(seed=reference.seed, iterations=random_inputs, input_shapes=shapes, flags=CONVERT_FLAGS)
-    return (
-        make_feeds(model, recipe, where=WHERE),
-        f"random: {random_inputs} input(s), seed {reference.seed}; " + "; ".join(recipe_lines(model, recipe)),
-    )
-
-
-def _refuse_unsized(model: onnx.ModelProto, reference: ReferenceData, *, where: Path) -> None:
-    """tune sizes no dynamic dim beyond the batch: its bound is a claim about the inputs it was checked on."""
-    if reference.calibration_data is not None:
-        return
-    try:
-        sized_inputs(model, input_shapes=reference.input_shapes, dynamic_default=None)
-    except UnsizedDims as err:
-        raise UnsizedDims(
-            where=where,
-            problem=f"{err.problem}. tune does not guess them, "
-            "because the error bound it checks is a claim about the sizes you deploy with "
-            "(castguard convert, which makes no such claim, sizes them with a default and a warning)",
-            fix=err.fix.replace("--input-shapes", "--input_shapes") + "; or give --calibration_data",
-        ) from None
-
-
 def _forced_low(options: ConvertOptions, names: list[str], ops: Mapping[str, str]) -> set[str]:
     """Low nodes the user forced low (include lists, low node_precisions): excluding them would do nothing."""
     include = [re.compile(p) for p in options.nodes_to_include]
@@ -183,7 +148,7 @@ def tune(
     (also when it leaves less in low precision than ``default_options``, castguard convert's own conversion)."""
     start = time.perf_counter()
     model = load_model(onnx_path)
-    _refuse_unsized(model, reference, where=onnx_path)
+    refuse_unsized(model, reference, where=onnx_path)
     magnitudes = reference_run(model, replace(reference, dynamic_default=None)).magnitudes  # unsized: refused above
     feeds, inputs_source = load_feeds(model, reference, random_inputs=settings.random_inputs)
     setup = Setup(
@@ -295,7 +260,7 @@ def tune_setup(
         convert_args=replay,
         nodes_to_exclude=excludes,
         adversarial=found.to_json() if found is not None else {"examples": 0},
-        inputs=_inputs_json(setup, done, source.inputs_source, reference),
+        inputs=inputs_json(setup, done, source.inputs_source, reference),
         rounds=tuple(r.to_json() for r in done.rounds),
         holds=done.holds,
         default_conversion=default.to_json() if default is not None else {},
@@ -309,27 +274,6 @@ def tune_setup(
         rounds=done,
         default=default,
     )
-
-
-def _inputs_json(setup: Setup, done: Rounds, inputs_source: str, reference: ReferenceData | None) -> dict[str, object]:
-    """Which inputs the plan was tuned on: the tuning data (its source: the calibration file, or the seed of the
-    random feeds) and every counterexample the hunt added, value by value when small."""
-    source: dict[str, object] = {}
-    if reference is not None:
-        source = (
-            {"calibration_data": str(reference.calibration_data)}
-            if reference.calibration_data is not None
-            else {"random_seed": reference.seed}
-        )
-    return {
-        "tuning": len(setup.feeds),
-        **source,
-        "data": setup.magnitudes.data_source,
-        "feeds": inputs_source,
-        "counterexamples": [c.to_json() for c in done.counterexamples],
-        "total": len(done.setup.feeds),
-        "stopped": done.stopped or None,
-    }
 
 
 def _why(name: str, oracle: Oracle, result: SearchResult, sensitivity: Sensitivity | None) -> str:

@@ -40,7 +40,7 @@ def _model(
 
 # Found by test_converter_contract_fp16: a graph output whose FP32 values pass 65504 became an fp16 output
 # (keep_io_types=False) and held inf although its producer was kept FP32 (init_max). The converter now refuses
-# with a ConversionError naming the output (harness.convert.pipeline.check_io_range).
+# with a ConversionError naming the output (harness.convert.refusals.check_io_range).
 OUTPUT_OVERFLOW = ContractCase(
     model=_model(
         [

@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from harness.convert import ConvertOptions, convert
-from harness.convert.casts import cleanup_casts
+from harness.convert.castcleanup import cleanup_casts
 from harness.runners import make_runner
 from tests.helpers.convert_builders import (
     F32,

@@ -186,7 +186,7 @@ def test_required_tolerances_really_pass(expected: np.ndarray, noise: np.ndarray
 def test_chunked_statistics_equal_the_direct_formulas(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The statistics are computed a chunk at a time in two passes (abs, then rel, in one scratch array: issue 31);
     over two iterations, with chunks that end inside each, they equal the whole-array float64 formulas."""
-    monkeypatch.setattr("harness.judge.compare.DIFF_CHUNK", 7)
+    monkeypatch.setattr("harness.judge.elementwise.DIFF_CHUNK", 7)
     rng = np.random.default_rng(3)
     gold = [rng.standard_normal(40).astype(np.float32), rng.standard_normal(33).astype(np.float32)]
     gold[0][5] = 0.0

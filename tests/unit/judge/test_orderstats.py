@@ -65,7 +65,7 @@ def test_a_large_output_is_judged_without_holding_every_error(monkeypatch: pytes
     """Beyond one gather, the judge's figures still equal the whole-array formulas, and no array of the output's
     size is made: numpy's median/quantile are never called on it."""
     monkeypatch.setattr(orderstats, "COLLECT", 1000)
-    monkeypatch.setattr("harness.judge.compare.DIFF_CHUNK", 777)
+    monkeypatch.setattr("harness.judge.elementwise.DIFF_CHUNK", 777)
 
     def whole_array(values: np.ndarray, q: float) -> orderstats.Stats:
         raise AssertionError(f"every error ({values.size}) held at once")
