@@ -61,6 +61,7 @@ class _Target:
     shift: int = 64  # bits still undecided (64: every value is a candidate)
     prefix: int = 0
     count: int = -1  # candidates (-1: not yet known)
+    span: tuple[float, float] | None = None  # the candidates' min and max, from the last pass that read them
     value: float | None = None
     gathered: list[np.ndarray] | None = None
 
@@ -127,6 +128,9 @@ def _advance(targets: Iterable[_Target], histograms: dict[tuple[int, int, int], 
             values.partition(t.rank)
             t.value, t.gathered = float(values[t.rank]), None
             continue
+        if t.span is not None and t.span[0] == t.span[1]:  # every candidate is one value (all 0, all inf, ...)
+            t.value = t.span[0]
+            continue
         bins = histograms.get(t.key())
         if bins is None:
             continue
@@ -141,7 +145,11 @@ def _advance(targets: Iterable[_Target], histograms: dict[tuple[int, int, int], 
 
 
 def _exact(t: _Target) -> float:
-    return float(np.array([t.prefix], dtype=np.uint64).view(np.float64)[0])
+    return _as_float(t.prefix)
+
+
+def _as_float(bits: int) -> float:
+    return float(np.array([bits], dtype=np.uint64).view(np.float64)[0])
 
 
 def _pass(
@@ -157,6 +165,7 @@ def _pass(
             t.gathered = []
     refine = {t.key() for t in open_targets if t.key() not in gather}
     found: dict[tuple[int, int, int], list[np.ndarray]] = {key: [] for key in gather}
+    spans: dict[tuple[int, int, int], tuple[int, int]] = {}  # the refined candidates' min and max bits
     for parts in chunks():
         for key in {*gather, *refine}:
             stream, shift, prefix = key
@@ -168,7 +177,14 @@ def _pass(
             low = ((chosen >> np.uint64(shift - _BITS)) & np.uint64((1 << _BITS) - 1)).astype(np.intp)
             bins = np.bincount(low, minlength=1 << _BITS)
             histograms[key] = histograms[key] + bins if key in histograms else bins
+            if chosen.size:
+                lo, hi = int(chosen.min()), int(chosen.max())
+                old = spans.get(key)
+                spans[key] = (min(lo, old[0]), max(hi, old[1])) if old else (lo, hi)
     for t in open_targets:
         if t.key() in gather:
             t.gathered = found[t.key()]
             t.count = sum(part.size for part in t.gathered)
+        elif t.key() in spans:
+            lo, hi = spans[t.key()]
+            t.span = (_as_float(lo), _as_float(hi))

@@ -53,6 +53,8 @@ def test_order_statistics_equal_numpy_bit_for_bit(kind: str, monkeypatch: pytest
         passes: list[int] = []
         stats = orderstats.order_stats(_chunked(values, chunk, passes), streams=2, q=q)
         assert len(passes) <= 5  # the first pass, then at most four levels of 16 bits (the last one gathers)
+        if kind == "zeros":
+            assert len(passes) <= 2  # one value: known once a pass sees its candidates' min equal their max
         for (top, mean, median, quantile), stream in zip(stats, (values, 3 * values)):
             assert top == stream.max()
             assert _same(median, float(np.median(stream)))
