@@ -25,6 +25,8 @@ def provider_list(providers: Sequence[str], trt_plugins: Sequence[str]) -> list[
                 step="reference run",
             )
         options: dict[str, str] = {"device_id": device} if device else {}
+        if kind == "cuda":
+            options["use_tf32"] = "0"  # the FP32 reference's MatMuls in FP32, not TF32's 10-bit mantissa
         if kind == "trt" and trt_plugins:
             options["trt_extra_plugin_lib_paths"] = ";".join(trt_plugins)
         result.append((_PROVIDERS[kind], options))

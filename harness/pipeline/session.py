@@ -41,7 +41,15 @@ from harness.pipeline.caserun import CaseEnv, CaseRun, Stop
 from harness.pipeline.context import FIXES_DIR
 from harness.pipeline.dedup import SameModels
 from harness.pipeline.golden_notes import produce_golden, written_message
-from harness.pipeline.plan import Case, LoadedModel, SessionPlan, default_recipe, plan_session, tuned_case
+from harness.pipeline.plan import (
+    Case,
+    LoadedModel,
+    SessionPlan,
+    default_recipe,
+    plan_session,
+    reference_device,
+    tuned_case,
+)
 from harness.pipeline.steps.record import record
 from harness.pipeline.verdict import raised
 from harness.report import CaseRecord, golden_relpath, save_outputs
@@ -223,10 +231,15 @@ class AccuracySession:
         from harness.convert import collect_magnitudes
 
         loaded = self.models[name]
-        key = content_key("magnitudes", self.cache.fingerprint, loaded.spec.sha256, feeds_digest(golden.feeds))
+        where = reference_device(self.cases, self.config.ort_providers)
+        digest = feeds_digest(golden.feeds)
+        key = content_key("magnitudes", self.cache.fingerprint, loaded.spec.sha256, digest, *where.split())
         start = time.perf_counter()
         magnitudes, hit = self.cache.magnitudes(
-            key, lambda: collect_magnitudes(loaded.model, feeds=golden.feeds, base_dir=loaded.spec.path.parent)
+            key,
+            lambda: collect_magnitudes(
+                loaded.model, feeds=golden.feeds, base_dir=loaded.spec.path.parent, providers=(where or "cpu",)
+            ),
         )
         seconds = 0.0 if hit else time.perf_counter() - start
         golden_file = golden_relpath(name, loaded.recipe.id)
