@@ -31,18 +31,10 @@ import onnx
 from harness.core.dtypes import BFLOAT16
 from harness.core.errors import InputDataError, UserError
 from harness.core.files import sha256_file
-from harness.data.feeds import (
-    Feed,
-    InputRole,
-    InputSpec,
-    input_roles,
-    input_specs,
-    load_feed_file,
-    spec_dtype,
-    split_batches,
-    validate_feeds,
-)
+from harness.data.feedfiles import load_feed_file
+from harness.data.feeds import Feed, InputSpec, input_specs, spec_dtype, split_batches, validate_feeds
 from harness.data.flagnames import PYTEST_FLAGS, InputFlags
+from harness.data.roles import InputRole, input_roles
 from harness.data.shapes import BATCH_DEFAULT, parse_input_shape, parse_input_shapes, resolve_shapes
 
 __all__ = [
