@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.data.goldens import Degenerate
+from harness.data.degenerate import Degenerate
 from harness.diagnose.facts import Diagnosis
 from harness.diagnose.facts import Divergence as Divergence
 from harness.judge.compare import CompareResult, ErrorFigures, OutputComparison
