@@ -185,11 +185,9 @@ def _logits_table(view: ModelView) -> str:
     """Outputs judged as logits (:mod:`harness.judge.vocab`): top-1 token agreement and mean KL per case."""
     rows = "".join(
         f'<tr><td><code class="id">{escape(case_label(c, with_inputs=view.multi_inputs))}</code></td>'
-        f"<td>{status_badge(c.status)}</td><td><code>{escape(o.name)}</code></td>"
-        f'<td class="num">{o.top1_agreement:.4f}</td><td class="num">{o.kl_mean:.3g}</td></tr>'
-        for c in view.cases
-        for o in c.outputs
-        if o.top1_agreement is not None and o.kl_mean is not None
+        f"<td>{status_badge(c.status)}</td><td><code>{escape(name)}</code></td>"
+        f'<td class="num">{top1:.4f}</td><td class="num">{kl:.3g}</td></tr>'
+        for c, name, top1, kl in view.logits
     )
     if not rows:
         return ""
