@@ -32,7 +32,8 @@ from harness.data.feedfiles import load_feed_file
 from harness.data.feeds import Feed, InputSpec, input_specs, spec_dtype, split_batches, validate_feeds
 from harness.data.flagnames import PYTEST_FLAGS, InputFlags
 from harness.data.roles import input_roles
-from harness.data.shapes import BATCH_DEFAULT, parse_input_shape, parse_input_shapes, resolve_shapes
+from harness.data.shapes import parse_input_shape, parse_input_shapes, resolve_shapes
+from harness.data.sizing import BATCH_DEFAULT
 from harness.data.valueplan import InputPlan, draw, parse_val_range, range_for, value_plan
 
 __all__ = [
