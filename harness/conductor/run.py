@@ -17,7 +17,7 @@ from harness.conductor.opening import (
     report_session,
     requested_runners,
 )
-from harness.conductor.summary import Section, plain_lines, report_section
+from harness.conductor.summary import Section, plain_lines, terminal_sections
 from harness.config import HarnessConfig, find_project, load_table
 from harness.core.errors import INTERRUPTED_EXIT
 from harness.nightly.merge import ShardNight
@@ -301,23 +301,7 @@ class CastguardRun:
 
     def terminal_sections(self) -> list[Section]:
         """What the run prints at the end: the report's place and headline, inputs, nightly verdict."""
-        sections = [Section(None, tuple(self.night.terminal_lines()))] if self.night is not None else []
-        if self.finished is not None:
-            sections.append(report_section(self.finished, relative_to=self.invocation_dir))
-        tail = [*([self.evicted] if self.evicted else []), *self.skipped_runners]
-        if self.session is not None and not self.is_worker:
-            tail += [
-                f"castguard inputs of {name}: " + "; ".join(loaded.input_lines)  # on every run (issue 9)
-                for name, loaded in self.session.models.items()
-            ]
-        if self.shard is not None:
-            tail.append(f"castguard {self.shard.work.summary()}")
-        if tail:
-            sections.append(Section(None, tuple(tail)))
-        nightly = self.nightly.terminal_lines() if self.nightly is not None else []
-        if nightly:  # decided: the run wrote its report
-            sections.append(Section("castguard nightly regression", tuple(nightly)))
-        return sections
+        return terminal_sections(self)
 
     def terminal_lines(self) -> list[str]:
         """:meth:`terminal_sections` as plain lines (the CLI)."""
