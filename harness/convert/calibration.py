@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from harness.data.feeds import Feed, cast_feeds, input_specs, load_feed_file, split_batches, validate_feeds
+from harness.data.feedfiles import load_feed_file
+from harness.data.feeds import Feed, cast_feeds, input_specs, split_batches, validate_feeds
 from harness.data.flagnames import CONVERT_FLAGS
 from harness.data.recipes import InputRecipe, make_feeds, recipe_lines
 from harness.data.shapes import resolve_shapes

@@ -22,7 +22,7 @@ from onnx.external_data_helper import uses_external_data
 from harness.convert.graphinfo import GraphInfo
 from harness.convert.weights import Weights
 from harness.core.dtypes import LOW_MAX, np_dtype, saturating_cast
-from harness.data.onnxfile import set_pending_cast
+from harness.data.pending import set_pending_cast
 
 LOG = logging.getLogger("harness.convert")
 

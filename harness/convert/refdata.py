@@ -13,7 +13,7 @@ import onnx
 from onnx import TensorProto
 
 from harness.core.dtypes import np_dtype
-from harness.data.feeds import input_roles
+from harness.data.roles import input_roles
 
 
 def unholdable_inputs(model: onnx.ModelProto) -> dict[str, str]:

@@ -21,11 +21,10 @@ import io
 import json
 import logging
 import re
-import shlex
 import zipfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +37,10 @@ from harness.core.jsonfile import JsonObject
 from harness.core.locks import held, lock_for
 from harness.data.models import ModelSpec
 from harness.data.recipes import Feed, InputRecipe
+from harness.data.rerun import large_golden_warning, rerun_command
 
 SCHEMA_VERSION = 1
 LOG = logging.getLogger("harness.data")
-LARGE_GOLDEN_BYTES = 100_000_000
 """A golden above this warns before it is written (8x512x32000 fp32 logits alone are 0.5 GB)."""
 _KEY_RE = re.compile(r"^(input|output)/(\d+)/(.+)$")
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
@@ -54,23 +53,6 @@ class Golden:
     feeds: list[Feed]
     outputs: list[dict[str, np.ndarray]]
     meta: dict[str, Any] = field(default_factory=dict)
-
-
-def rerun_command(spec: ModelSpec, recipe: InputRecipe, *flags: str, input_options: bool = True) -> str:
-    """The ``pytest`` command that selects this model with this input recipe again, from the same folder: the
-    model by a ``--model`` value that keeps its key, and the recipe's seed, iterations, ranges, shapes or file
-    (``input_options=False``: a bundled model's own inputs, which ``--model NAME`` brings along)."""
-    words = ["pytest", "--model", spec.rerun_ref]
-    if recipe.inputs_file is not None:
-        words += ["--inputs", str(recipe.inputs_file)] if input_options else []
-    else:
-        for name, lo, hi in recipe.val_ranges if input_options else ():
-            words += ["--val-range", f"{name}:[{lo:g},{hi:g}]" if name else f"[{lo:g},{hi:g}]"]
-        if recipe.input_shapes:
-            words += ["--input-shapes", ",".join(f"{n}:{'x'.join(map(str, s))}" for n, s in recipe.input_shapes)]
-        words += ["--seed", str(recipe.seed)] if recipe.seed else []
-        words += ["--iterations", str(recipe.iterations)] if recipe.iterations != 1 else []
-    return shlex.join([*words, *flags])
 
 
 def _versions() -> dict[str, str]:
@@ -265,27 +247,6 @@ class GoldenStore:
         return feeds, outputs
 
 
-def large_golden_warning(
-    path: Path, arrays: Mapping[str, np.ndarray], *, spec: ModelSpec, recipe: InputRecipe
-) -> str | None:
-    """What to say before writing a golden above :data:`LARGE_GOLDEN_BYTES`: its size, its largest arrays, and the
-    options that store less (smaller shapes, one iteration), as a command; None below the limit."""
-    total = sum(int(a.nbytes) for a in arrays.values())
-    if total <= LARGE_GOLDEN_BYTES:
-        return None
-    largest = sorted(arrays.items(), key=lambda item: -item[1].nbytes)[:3]
-    shown = ", ".join(f"{key} {'x'.join(map(str, a.shape))} {a.dtype} ({a.nbytes / 1e6:.0f} MB)" for key, a in largest)
-    halved = tuple(
-        (name, tuple(max(1, d // 2) if i < 2 else d for i, d in enumerate(dims))) for name, dims in recipe.input_shapes
-    )
-    smaller = rerun_command(spec, replace(recipe, input_shapes=halved, iterations=1)) if halved else ""
-    return (
-        f"{path.name}: this golden is {total / 1e6:.0f} MB ({shown}); it is written to disk and read back by every "
-        "run. A smaller golden: smaller --input-shapes (fewer tokens or a smaller batch; the golden grows with "
-        f"both) and --iterations 1" + (f", e.g. {smaller}" if smaller else "")
-    )
-
-
 def _check_round_trip(spec: ModelSpec, data: bytes, arrays: Mapping[str, np.ndarray]) -> None:
     """Every input/output name must come back from the ``.npz`` as it went in (a NUL ends a zip member's name, a
     newline is not read back); one that would not is refused, naming it, before a golden that could never be read
@@ -353,87 +314,3 @@ def ensure_golden(
             return store.refresh_usage_unlocked(spec, recipe, stored, produced.meta.get("used_by")), None
         path, written = store.save_unlocked(spec, recipe, produced)
         return written, path
-
-
-@dataclass(frozen=True)
-class NonFinite:
-    """The NaN/inf values of one golden output, over every iteration (``iteration``: the first that has them)."""
-
-    output: str
-    nan: int
-    posinf: int
-    neginf: int
-    total: int
-    iteration: int
-
-    @property
-    def count(self) -> int:
-        return self.nan + self.posinf + self.neginf
-
-    def describe(self) -> str:
-        kinds = ", ".join(
-            f"{n} {kind}" for n, kind in ((self.nan, "NaN"), (self.posinf, "+inf"), (self.neginf, "-inf")) if n
-        )
-        return f"output {self.output!r}: {self.count} of {self.total} values are not finite ({kinds})"
-
-
-def non_finite(outputs: Sequence[Mapping[str, np.ndarray]]) -> tuple[NonFinite, ...]:
-    """Every floating-point golden output holding NaN or inf (integer and bool outputs are always finite)."""
-    found: dict[str, NonFinite] = {}
-    for index, iteration in enumerate(outputs):
-        for name, array in iteration.items():
-            values = np.asarray(array)
-            if values.dtype != BFLOAT16 and values.dtype.kind not in "fc":
-                continue
-            values = values.astype(np.float64) if values.dtype == BFLOAT16 else values
-            nan, inf = int(np.isnan(values).sum()), np.isinf(values)
-            pos, neg = int((inf & (values > 0)).sum()), int((inf & (values < 0)).sum())
-            old = found.get(name, NonFinite(name, 0, 0, 0, 0, index))
-            first = old.iteration if old.count or not nan + pos + neg else index
-            found[name] = NonFinite(
-                name, old.nan + nan, old.posinf + pos, old.neginf + neg, old.total + int(values.size), first
-            )
-    return tuple(f for f in found.values() if f.count)
-
-
-DEGENERATE_KINDS = ("not_finite", "constant")
-
-
-@dataclass(frozen=True)
-class Degenerate:
-    """A floating-point golden output against which no error can show: every value NaN or inf (``not_finite``), or
-    one value everywhere, over every iteration (``constant``: the inputs do not exercise the model). A fact of
-    every case of that golden (``CaseRecord.degenerate``), said in every run's summary and report."""
-
-    output: str
-    kind: str
-    values: int  # how many values the output has over every iteration
-    value: float | None = None  # the constant (kind "constant")
-
-    def __post_init__(self) -> None:
-        if self.kind not in DEGENERATE_KINDS:
-            raise ValueError(f"Degenerate.kind must be one of {DEGENERATE_KINDS}, got {self.kind!r}")
-
-    def describe(self) -> str:
-        if self.kind == "not_finite":
-            return f"output {self.output!r} is NaN/inf in all {self.values} values"
-        return f"output {self.output!r} is {self.value:g} in all {self.values} values"
-
-
-def degenerate(outputs: Sequence[Mapping[str, np.ndarray]]) -> tuple[Degenerate, ...]:
-    """The golden's floating-point outputs that are all non-finite, or constant over at least two values."""
-    found = []
-    for name in outputs[0] if outputs else ():
-        arrays = [np.asarray(iteration[name]) for iteration in outputs if name in iteration]
-        if not arrays or (arrays[0].dtype != BFLOAT16 and arrays[0].dtype.kind not in "fc"):
-            continue
-        flats = [a.astype(np.float32).ravel() if a.dtype == BFLOAT16 else a.ravel() for a in arrays]  # exact
-        size = sum(int(f.size) for f in flats)
-        finite = [bool(np.isfinite(f).any()) for f in flats], [bool(np.isfinite(f).all()) for f in flats]
-        if size and not any(finite[0]):
-            found.append(Degenerate(output=name, kind="not_finite", values=size))
-        elif size > 1 and all(finite[1]):
-            first = next(f.flat[0] for f in flats if f.size)
-            if all(bool(np.all(f == first)) for f in flats):
-                found.append(Degenerate(output=name, kind="constant", values=size, value=float(first)))
-    return tuple(found)

@@ -6,7 +6,7 @@
   (``weights="all"``) or only the small ones (``weights="lazy"``): big tensors stay external, read later one at
   a time; last, onnx's checker (``check=False`` only for castguard's own files read back).
 * A lazy model is only meaningful with its *base folder* (the folder its locations are relative to). A tensor
-  may also carry a *pending cast* (:func:`set_pending_cast`): its declared type is the new one, its bytes still
+  may also carry a *pending cast* (:func:`harness.data.pending.set_pending_cast`): its declared type is the new one, its bytes still
   the source's; :func:`save_model` converts it while streaming.
 * :func:`save_model` writes atomically (temporary names in the target folder, then renames): one ``.onnx`` and,
   when the model is lazy or above ``external_above`` bytes, one ``<name>.data`` file with every initializer of
@@ -28,9 +28,11 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, external_data_helper
 
-from harness.core.dtypes import np_dtype, saturating_cast
+from harness.core.dtypes import np_dtype
 from harness.core.errors import ModelError, ModelNotFound, UserError
 from harness.core.files import atomic_write, atomic_write_files, disk_full, sha256_files
+from harness.data.onnxcheck import check_graph
+from harness.data.pending import apply_pending, drop_pending, pending_cast, source_view
 
 EXTERNAL_DATA_ABOVE = 1_800_000_000
 """Bytes of in-memory weights above which a saved model gets external data (protobuf's limit is 2 GiB)."""
@@ -40,7 +42,6 @@ LAZY_ABOVE = 1 << 16
 """``weights="lazy"`` loads external tensors up to this many bytes; bigger ones stay on disk."""
 ALIGN = 4096
 CHUNK_BYTES = 1 << 24
-PENDING_KEY = "castguard.cast_from"
 _FIX_VALID = "pass a valid .onnx file (check it with onnx.checker.check_model)"
 
 
@@ -88,7 +89,7 @@ def check_external_data(model: onnx.ModelProto, folder: Path, *, where: Path) ->
                 fix=f"copy {info.location} next to the model",
             )
         offset = int(info.offset or 0)
-        length = int(info.length) if info.length is not None else tensor_nbytes(_source_view(tensor))
+        length = int(info.length) if info.length is not None else tensor_nbytes(source_view(tensor))
         size = target.stat().st_size
         if offset + length > size:
             raise ModelError(
@@ -133,7 +134,7 @@ def load_model(
     folder = path.parent if data_dir is None else Path(data_dir)
     check_external_data(model, folder, where=path)
     for tensor in external_data_helper._get_all_tensors(model):
-        _drop_pending(tensor)  # castguard's own mark is never trusted from a file
+        drop_pending(tensor)  # castguard's own mark is never trusted from a file
         if external_data_helper.uses_external_data(tensor) and (
             weights == "all" or tensor_nbytes(tensor) <= lazy_above
         ):
@@ -146,108 +147,13 @@ def load_model(
                     fix="keep each data file a plain file (one link, not a symlink) next to the model",
                 ) from None
     if check:
-        _check(model, path)
+        oversize = not is_lazy(model) and weights_size(model) > EXTERNAL_DATA_ABOVE
+        check_graph(model, path, lazy=is_lazy(model), oversize=oversize)
     return model
-
-
-_STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
-_UNREGISTERED = "castguard.unregistered"
-
-
-def _check(model: onnx.ModelProto, path: Path) -> None:
-    """onnx's checker on the graph: everything but the schema of ops onnx does not know (custom ops and TensorRT
-    plugins in the default domain are the converter's to judge: ``custom_ops``), and but external data, which
-    :func:`check_external_data` has checked (confined, present, long enough)."""
-    try:
-        if is_lazy(model) or any(_unregistered(n) for n in _all_nodes(model.graph)):
-            onnx.checker.check_model(_checkable(model))
-        else:  # the parsed proto holds everything (no second read); past protobuf's 2 GB, the file
-            onnx.checker.check_model(str(path) if weights_size(model) > EXTERNAL_DATA_ABOVE else model)
-    except onnx.checker.ValidationError as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ModelError(
-            where=path,
-            problem=f"not a valid ONNX model: {first}",
-            fix="re-export the model; `python -c \"import onnx; onnx.checker.check_model('"
-            f"{path.name}')\"` shows the details",
-        ) from err
-
-
-def _all_nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
-    for node in graph.node:
-        yield node
-        for attribute in node.attribute:
-            for sub in (attribute.g, *attribute.graphs) if attribute.HasField("g") else attribute.graphs:
-                yield from _all_nodes(sub)
-
-
-def _unregistered(node: onnx.NodeProto) -> bool:
-    """An op in an onnx domain that onnx has no schema for (a custom op or a TensorRT plugin)."""
-    domain = "" if node.domain == "ai.onnx" else node.domain
-    return node.domain in _STANDARD_DOMAINS and not onnx.defs.has(node.op_type, domain)
-
-
-def _checkable(model: onnx.ModelProto) -> onnx.ModelProto:
-    """A copy for the checker: the main graph's external initializers become graph inputs of their type and
-    shape (their files are checked apart), and ops onnx has no schema for move to a domain of their own."""
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    graph = copy.graph
-    external = [t for t in graph.initializer if external_data_helper.uses_external_data(t)]
-    kept = [t for t in graph.initializer if not external_data_helper.uses_external_data(t)]
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
-    inputs = {i.name for i in graph.input}
-    graph.input.extend(
-        onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in external if t.name not in inputs
-    )
-    renamed = False
-    for node in _all_nodes(graph):
-        if _unregistered(node):
-            node.domain, renamed = _UNREGISTERED, True
-    if renamed:
-        copy.opset_import.append(onnx.helper.make_opsetid(_UNREGISTERED, 1))
-    return copy
 
 
 def is_lazy(model: onnx.ModelProto) -> bool:
     return bool(external_tensors(model))
-
-
-def set_pending_cast(tensor: TensorProto, target: int) -> None:
-    """Declare external `tensor` as `target` type; its bytes are converted when the model is saved."""
-    if not external_data_helper.uses_external_data(tensor):
-        raise ValueError(f"tensor {tensor.name!r} is in memory; convert it directly")
-    chain = [*_pending_chain(tensor), tensor.data_type]
-    _drop_pending(tensor)
-    tensor.metadata_props.add(key=PENDING_KEY, value=",".join(str(t) for t in chain))
-    tensor.data_type = target
-
-
-def _drop_pending(tensor: TensorProto) -> None:
-    if any(p.key == PENDING_KEY for p in tensor.metadata_props):
-        kept = [p for p in tensor.metadata_props if p.key != PENDING_KEY]
-        del tensor.metadata_props[:]
-        tensor.metadata_props.extend(kept)
-
-
-def _pending_chain(tensor: TensorProto) -> list[int]:
-    """Types the bytes pass through before the declared one: the stored type first (empty: no pending cast)."""
-    found = [p.value for p in tensor.metadata_props if p.key == PENDING_KEY]
-    return [int(t) for t in found[-1].split(",")] if found else []
-
-
-def pending_cast(tensor: TensorProto) -> int | None:
-    """The stored type of a tensor with a pending cast (see :func:`set_pending_cast`), else None."""
-    chain = _pending_chain(tensor)
-    return chain[0] if chain else None
-
-
-def apply_pending(chunk: np.ndarray, tensor: TensorProto) -> np.ndarray:
-    """Source values of `tensor` through each pending cast in turn (fp32 -> fp16 -> fp32 rounds), to its type."""
-    for elem in [*_pending_chain(tensor)[1:], tensor.data_type] if pending_cast(tensor) is not None else []:
-        chunk = saturating_cast(chunk, np_dtype(elem))[0]
-    return chunk
 
 
 def has_pending_casts(model: onnx.ModelProto) -> bool:
@@ -266,14 +172,9 @@ def stub_copy(model: onnx.ModelProto, location: str) -> onnx.ModelProto:
     return light
 
 
-def _source_view(tensor: TensorProto) -> TensorProto:
-    source = pending_cast(tensor)
-    return TensorProto(dims=tensor.dims, data_type=tensor.data_type if source is None else source)
-
-
 def iter_chunks(tensor: TensorProto, base_dir: Path, *, chunk_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
     """The source values of an external tensor, flat, a bounded chunk at a time (no pending cast applied)."""
-    source = _source_view(tensor)
+    source = source_view(tensor)
     dtype = np_dtype(source.data_type)
     info = _info(tensor, where=base_dir)
     left = tensor_nbytes(source)
@@ -374,7 +275,7 @@ def _write_data(out: onnx.ModelProto, data_path: Path, *, base_dir: Path | None,
 def _converted_chunks(tensor: TensorProto, base_dir: Path) -> Iterator[np.ndarray]:
     for chunk in iter_chunks(tensor, base_dir):
         yield apply_pending(chunk, tensor)
-    _drop_pending(tensor)
+    drop_pending(tensor)
 
 
 def _place(tensor: TensorProto, sink: BinaryIO, location: str, chunks: Iterator[np.ndarray]) -> None:

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,22 +26,15 @@ from typing import Any
 import numpy as np
 import onnx
 
-from harness.core.dtypes import BFLOAT16
 from harness.core.errors import InputDataError, UserError
 from harness.core.files import sha256_file
-from harness.data.feeds import (
-    Feed,
-    InputRole,
-    InputSpec,
-    input_roles,
-    input_specs,
-    load_feed_file,
-    spec_dtype,
-    split_batches,
-    validate_feeds,
-)
+from harness.data.feedfiles import load_feed_file
+from harness.data.feeds import Feed, InputSpec, input_specs, spec_dtype, split_batches, validate_feeds
 from harness.data.flagnames import PYTEST_FLAGS, InputFlags
-from harness.data.shapes import BATCH_DEFAULT, parse_input_shape, parse_input_shapes, resolve_shapes
+from harness.data.roles import input_roles
+from harness.data.shapes import parse_input_shape, parse_input_shapes, resolve_shapes
+from harness.data.sizing import BATCH_DEFAULT
+from harness.data.valueplan import InputPlan, draw, parse_val_range, range_for, value_plan
 
 __all__ = [
     "BATCH_DEFAULT",
@@ -66,10 +57,6 @@ __all__ = [
     "recipe_lines",
     "resolve_shapes",
 ]
-
-_RANGE_RE = re.compile(r"^(?:(?P<name>.*):)?\[(?P<lo>[^,\[\]]+),(?P<hi>[^,\[\]]+)\]$")
-_DEFAULT_FLOAT_RANGE = (-1.0, 1.0)
-_DEFAULT_INT_RANGE = (0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -146,95 +133,6 @@ def recipe_for_file(path: Path, *, seed: int = 0) -> InputRecipe:
     return InputRecipe(seed=seed, inputs_file=path.resolve(), inputs_sha256=file_sha256(path))
 
 
-def parse_val_range(text: str) -> tuple[str, float, float]:
-    """``NAME:[lo,hi]`` or ``[lo,hi]`` (all inputs) -> (name, lo, hi)."""
-    match = _RANGE_RE.match(text.replace(" ", ""))
-    fix = "use Polygraphy syntax: --val-range x:[1,2] (one input) or --val-range [0,1] (all inputs)"
-    if not match:
-        raise UserError(where="--val-range", problem=f"cannot parse {text!r}", fix=fix)
-    try:
-        lo, hi = float(match["lo"]), float(match["hi"])
-    except ValueError:
-        raise UserError(where="--val-range", problem=f"bounds in {text!r} are not numbers", fix=fix) from None
-    if math.isnan(lo) or math.isnan(hi) or lo > hi:
-        raise UserError(where="--val-range", problem=f"{text!r} is not an interval with lo <= hi", fix=fix)
-    return match["name"] or "", lo, hi
-
-
-def range_for(name: str, val_ranges: Sequence[tuple[str, float, float]]) -> tuple[float, float] | None:
-    """The last ``--val-range`` naming the input, else the last unnamed one (every input), else None."""
-    for wanted in (name, ""):
-        hits = [(lo, hi) for rname, lo, hi in val_ranges if rname == wanted]
-        if hits:
-            return hits[-1]
-    return None
-
-
-@dataclass(frozen=True)
-class InputPlan:
-    """How one input is filled: its shape and value range, and why (``how``, for the report)."""
-
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-    low: float
-    high: float
-    how: str
-
-    def line(self) -> str:
-        dims = "x".join(str(d) for d in self.shape) or "scalar"
-        return f"{self.name} {self.dtype}[{dims}]: {self.how}"
-
-
-def _value_plan(
-    spec: InputSpec, dtype: np.dtype, role: InputRole | None, recipe: InputRecipe, *, where: str
-) -> tuple[float, float, str]:
-    given = range_for(spec.name, recipe.val_ranges)
-    if dtype == np.dtype(np.bool_):
-        return 0.0, 1.0, "random booleans"
-    if given is not None:
-        _check_ids_in_table(spec.name, given, role, where=where)
-        return given[0], given[1], f"uniform in [{given[0]:g}, {given[1]:g}] (--val-range)"
-    if dtype.kind not in "iu":
-        lo, hi = _DEFAULT_FLOAT_RANGE
-        return lo, hi, f"uniform in [{lo:g}, {hi:g}] (default; {recipe.flags.default_range_note()})"
-    if role is not None and role.kind == "index" and role.rows:
-        return 0.0, float(role.rows - 1), f"ids uniform in [0, {role.rows}): {role.detail}"
-    if role is not None and role.kind == "shape":
-        raise UserError(
-            where=where,
-            problem=f"integer input {spec.name!r} is a shape-like value ({role.detail}); "
-            "castguard cannot invent a valid one",
-            fix=recipe.flags.real_values_fix(spec.name),
-        )
-    lo, hi = _DEFAULT_INT_RANGE
-    why = f" ({role.detail})" if role is not None and role.detail else ""
-    return (
-        lo,
-        hi,
-        (
-            f"uniform in [{lo:g}, {hi:g}]: castguard cannot tell what this integer input holds{why}; "
-            f"{recipe.flags.range_fix(spec.name)}"
-        ),
-    )
-
-
-def _check_ids_in_table(name: str, given: tuple[float, float], role: InputRole | None, *, where: str) -> None:
-    """A ``--val-range`` for ids that index a table (Gather...) stays within its rows: onnxruntime would fail on the
-    first id beyond it, so this is refused before anything runs."""
-    if role is None or role.kind != "index" or not role.rows:
-        return
-    lo, hi = given
-    if hi > role.rows - 1 or lo < -role.rows:
-        raise UserError(
-            where=f"--val-range {name}:[{lo:g},{hi:g}]",
-            problem=f"{where}: input {name!r} holds the {role.detail}, whose table has {role.rows} rows: ids "
-            f"outside [{-role.rows}, {role.rows - 1}] are beyond the table and onnxruntime fails "
-            "on them",
-            fix=f"--val-range {name}:[0,{role.rows - 1}] (or leave it out: castguard then draws ids within the table)",
-        )
-
-
 def plan_inputs(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> tuple[list[InputPlan], list[str]]:
     """Shape and values of every generated input (the recipe has no file), and the notes on chosen dims."""
     specs = input_specs(model)
@@ -246,9 +144,9 @@ def plan_inputs(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> t
     roles = input_roles(model)
     plans = []
     for spec in specs:
-        dtype = spec_dtype(spec, where=where)
-        lo, hi, how = _value_plan(spec, dtype, roles.get(spec.name), recipe, where=where)
-        plans.append(InputPlan(spec.name, str(dtype), shapes[spec.name], lo, hi, how))
+        given = range_for(spec.name, recipe.val_ranges)
+        lo, hi, how = value_plan(spec, roles.get(spec.name), given, flags=recipe.flags, where=where)
+        plans.append(InputPlan(spec.name, str(spec_dtype(spec, where=where)), shapes[spec.name], lo, hi, how))
     return plans, notes
 
 
@@ -272,31 +170,6 @@ def recipe_lines(model: onnx.ModelProto, recipe: InputRecipe) -> list[str]:
     return [head, *(p.line() for p in plans), *notes]
 
 
-def _draw(rng: np.random.Generator, plan: InputPlan, *, flags: InputFlags) -> np.ndarray:
-    """One random array as ``plan`` says (its dtype, shape and value range)."""
-    dtype = np.dtype(plan.dtype) if plan.dtype != "bfloat16" else BFLOAT16
-    shape, lo, hi, name = plan.shape, plan.low, plan.high, plan.name
-    if dtype == np.dtype(np.bool_):
-        return rng.random(shape) < 0.5
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        lo_i, hi_i = max(math.ceil(lo), info.min), min(math.floor(hi), info.max)
-        if lo_i > hi_i:
-            raise UserError(
-                where="--val-range",
-                problem=f"[{lo}, {hi}] holds no {dtype} value for {name!r}",
-                fix=f"give {name} a range that contains integers valid for {dtype}",
-            )
-        return rng.integers(lo_i, hi_i, size=shape, endpoint=True).astype(dtype)
-    if dtype.kind == "f" or dtype == BFLOAT16:
-        return rng.uniform(lo, hi, size=shape).astype(dtype)
-    raise UserError(
-        where=name,
-        problem=f"castguard cannot generate random {dtype} inputs",
-        fix=f"pass the inputs with {flags.inputs_file} FILE.npz",
-    )
-
-
 def _check_range_names(specs: Sequence[InputSpec], recipe: InputRecipe, *, where: str) -> None:
     names = [s.name for s in specs]
     for rname, _, _ in recipe.val_ranges:
@@ -312,7 +185,7 @@ def generate_feeds(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -
     """Seeded random feeds following :func:`plan_inputs`."""
     plans, _ = plan_inputs(model, recipe, where=where)
     rng = np.random.default_rng(recipe.seed)
-    return [{p.name: _draw(rng, p, flags=recipe.flags) for p in plans} for _ in range(recipe.iterations)]
+    return [{p.name: draw(rng, p, flags=recipe.flags) for p in plans} for _ in range(recipe.iterations)]
 
 
 def make_feeds(model: onnx.ModelProto, recipe: InputRecipe, *, where: str) -> list[Feed]:

@@ -2,7 +2,7 @@
 that turns declared dims into concrete ones.
 
 A dynamic dimension never silently becomes 1: ``--input-shapes`` sizes it (dims sharing a ``dim_param`` take the
-same size); the harness's one default is :data:`BATCH_DEFAULT` for the leading dim of an input of rank >= 2,
+same size); the harness's one default is :data:`~harness.data.sizing.BATCH_DEFAULT` for the leading dim of an input of rank >= 2,
 stated in the plan; any other dynamic dim is refused with one error naming every such input, its ``dim_param``
 and the fix. ``castguard convert`` (whose reference data only feeds the magnitude rules) sizes those with
 :data:`~harness.data.sizing.DYNAMIC_DEFAULT` instead and says so (:mod:`harness.data.sizing`). Zero-size dims
@@ -20,19 +20,9 @@ import onnx
 from harness.core.errors import UserError
 from harness.core.memory import check_fits, human
 from harness.data.feeds import INT_TYPES, InputSpec
-from harness.data.sizing import BATCH_DEFAULT, DYNAMIC_DEFAULT, MAX_DEFAULT_ELEMENTS, DefaultedDim, ShapePlan, Sizer
+from harness.data.sizing import ShapePlan, Sizer
 
-__all__ = [
-    "BATCH_DEFAULT",
-    "DYNAMIC_DEFAULT",
-    "MAX_DEFAULT_ELEMENTS",
-    "DefaultedDim",
-    "ShapePlan",
-    "UnsizedDims",
-    "parse_input_shape",
-    "parse_input_shapes",
-    "resolve_shapes",
-]
+__all__ = ["UnsizedDims", "parse_input_shape", "parse_input_shapes", "resolve_shapes"]
 
 _SHAPE_RE = re.compile(r"^(?P<name>.+):(?P<dims>\[[\d,\s]*\]|\d+(?:x\d+)*)$")
 _SHAPE_LIST_SPLIT = re.compile(r",(?![^\[]*\])")  # commas outside [...]
@@ -79,11 +69,11 @@ def resolve_shapes(
 
     Declared static dims stay (0 included); ``--input-shapes`` sets whole inputs and, through their ``dim_param``
     names, the same-named dims of other inputs; a leading dynamic dim (rank >= 2) defaults to
-    :data:`BATCH_DEFAULT`. Any other dynamic dim takes `dynamic_default` where one is given (castguard convert's
-    reference data: :data:`DYNAMIC_DEFAULT`), else one UserError names every such input and dim, with the fix.
+    :data:`~harness.data.sizing.BATCH_DEFAULT`. Any other dynamic dim takes `dynamic_default` where one is given (castguard convert's
+    reference data: :data:`~harness.data.sizing.DYNAMIC_DEFAULT`), else one UserError names every such input and dim, with the fix.
     Dims that share a ``dim_param`` share a size, and a ``dim_param`` that is an expression of other names
     (``past_sequence + sequence``, as exporters write a KV-cache mask) is computed from them. Defaults shrink
-    (halving, never below 1) while an input would hold more than :data:`MAX_DEFAULT_ELEMENTS` elements.
+    (halving, never below 1) while an input would hold more than :data:`~harness.data.sizing.MAX_DEFAULT_ELEMENTS` elements.
     """
     names = [s.name for s in specs]
     given = dict(given_shapes)

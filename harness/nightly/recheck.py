@@ -22,8 +22,9 @@ import numpy as np
 
 from harness.core.errors import UserError
 from harness.judge.compare import MODES, CompareResult, Tolerance, compare_iterations
+from harness.report.figures import OutputStats
 from harness.report.io import load_outputs, read_report
-from harness.report.model import CaseRecord, OutputStats
+from harness.report.model import CaseRecord
 
 T = TypeVar("T")
 PerOutput = tuple[tuple[str, T], ...]  # ("" = every output, else an output name)

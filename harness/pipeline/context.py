@@ -14,7 +14,8 @@ import onnx
 
 from harness.convert import Magnitudes
 from harness.core.liveline import LiveLine
-from harness.data.goldens import Degenerate, Golden
+from harness.data.degenerate import Degenerate
+from harness.data.goldens import Golden
 from harness.data.models import ModelSpec
 from harness.judge.tolerances import TolerancePolicy
 from harness.runners.options import RunnerOptionsTable

@@ -10,7 +10,7 @@
 The first node is found as Polygraphy's mark-all does: the FP32 model is run once more on ORT CPU (public API,
 through :func:`harness.runners.make_runner`) on the first iteration with non-finite outputs, with every main-graph
 node output marked as a graph output; nodes are visited in graph (topological) order and the first one whose output
-holds a NaN or inf is named. The counting itself is :func:`harness.data.goldens.non_finite`.
+holds a NaN or inf is named. The counting itself is :func:`harness.data.degenerate.non_finite`.
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ import onnx
 
 from harness.core.dtypes import BFLOAT16
 from harness.core.errors import GoldenRunFailed, RunnerError, RunnerUnavailable, UserError
-from harness.data.goldens import Golden, non_finite, rerun_command
+from harness.data.degenerate import non_finite
+from harness.data.goldens import Golden
 from harness.data.marked import with_outputs
 from harness.data.models import ModelSpec
 from harness.data.recipes import Feed, InputRecipe, describe_inputs
+from harness.data.rerun import rerun_command
 from harness.pipeline.plan import LoadedModel
 from harness.runners import FP32_RUNNER, make_runner
 

@@ -32,7 +32,8 @@ from harness.core.dtypes import BFLOAT16, LOW_TYPES, bf16_to_bits, np_dtype
 from harness.core.errors import InputDataError
 from harness.core.files import atomic_write, atomic_write_text, save_npz
 from harness.core.jsonfile import JsonObject
-from harness.data.feeds import Feed, cast_feeds, input_specs, load_feed_file, validate_feeds
+from harness.data.feedfiles import load_feed_file
+from harness.data.feeds import Feed, cast_feeds, input_specs, validate_feeds
 from harness.data.models import model_sha256
 from harness.data.onnxfile import load_model
 from harness.judge.paired import Verdict

@@ -30,10 +30,12 @@ from harness.core.errors import (
     UserError,
 )
 from harness.core.providers import CPU
+from harness.data.degenerate import degenerate
 from harness.data.drift import check_golden_provenance, installed_versions
 from harness.data.golden_usage import with_usage
-from harness.data.goldens import Golden, GoldenStore, degenerate, ensure_golden, rerun_command
+from harness.data.goldens import Golden, GoldenStore, ensure_golden
 from harness.data.keys import content_key, feeds_digest
+from harness.data.rerun import rerun_command
 from harness.judge.compare import CompareResult, Tolerance, compare_iterations
 from harness.pipeline.cache import ContentCache
 from harness.pipeline.case import SWEEP_STEPS, CaseSettings, ModelContext, Step, begin, finish_case

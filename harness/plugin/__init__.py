@@ -29,51 +29,25 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Generator
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.core.console import status_spans
-from harness.core.liveline import LiveLine
 from harness.options import options_given
 from harness.plugin.aliases import add_namespaced, add_short_forms, header_line
 from harness.plugin.nodeids import case_param, is_case
 from harness.plugin.rootdir import correct_rootdir
 from harness.plugin.state import current_run as _run
 from harness.plugin.state import ensure_run, finishing_run, state, workers_run_id
+from harness.plugin.suitefiles import SUITE_TESTS, suite_args
+from harness.plugin.terminal import live_line, write_sections
 
 if TYPE_CHECKING:  # heavy modules load in pytest_configure, not at plugin import
-    from harness.conductor import CastguardRun, Section
+    from harness.conductor import CastguardRun
     from harness.pipeline.session import AccuracySession
     from harness.report import CaseRecord
 
 pytest_plugins = ("harness.plugin.fixture",)  # the `castguard` fixture for users' own tests (issue 24.1)
-SUITE_FILE = Path(__file__).resolve().parent / "suite" / "test_castguard.py"
-ADVERSARIAL_FILE = SUITE_FILE.with_name("test_adversarial.py")  # opt-in: -m adversarial (minutes per model)
-TUNED_FILE = SUITE_FILE.with_name("test_tuned.py")  # opt-in: --tune / [tool.castguard] tune
-
-
-SUITE_TESTS = {
-    "test_fp32_golden": SUITE_FILE,
-    "test_low_precision": SUITE_FILE,
-    "test_adversarial": ADVERSARIAL_FILE,
-    "test_tuned": TUNED_FILE,
-}
-
-
-def suite_arg(arg: str, *, invocation_dir: Path) -> str:
-    """A test id pytest printed for the packaged suite (``::test_low_precision[mnist-fp16-...]``, or with the
-    file's path) pasted back as an argument: pointed at the suite file. Other arguments are left alone."""
-    path, sep, rest = arg.partition("::")
-    name = rest.split("[", 1)[0]
-    if (
-        not sep
-        or name not in SUITE_TESTS
-        or (path and (invocation_dir / path).is_file() and Path(path).name != SUITE_TESTS[name].name)
-    ):
-        return arg
-    return f"{SUITE_TESTS[name]}::{rest}"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -119,37 +93,18 @@ def _build_run(config: pytest.Config) -> CastguardRun:
     return run
 
 
-def _live_line(config: pytest.Config) -> LiveLine | None:
-    """The live line of long case steps on pytest's terminal, written past output capture; None under -q."""
-    if config.get_verbosity() < 0:
-        return None
-
-    def write(text: str) -> None:  # looked up now: castguard's pytest_configure may run before the terminal's
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        capture = config.pluginmanager.get_plugin("capturemanager")
-        if reporter is None:
-            return
-        if capture is None:
-            reporter.write_line(text)
-            return
-        with capture.global_and_fixture_disabled():
-            reporter.write_line(text)
-
-    return LiveLine(write=write)
-
-
 def _start(config: pytest.Config, run: CastguardRun) -> None:
     """Start the run; a shard registers its hooks; with models, pytest is pointed at the suite."""
     run.start()
     config.pluginmanager.register(FailedTests(run), "castguard-failed-tests")
     if run.session is not None:
-        run.session.settings = replace(run.session.settings, live=_live_line(config))
+        run.session.settings = replace(run.session.settings, live=live_line(config))
     if run.shard is not None:
         from harness.plugin.shards import ShardPlugin
 
         config.pluginmanager.register(ShardPlugin(run, suite_files=tuple(SUITE_TESTS.values())), "castguard-shard")
     if run.session is not None:
-        config.args = _suite_args(config, tune=run.config.tune)
+        config.args = suite_args(config, tune=run.config.tune)
 
 
 def _configured_run(config: pytest.Config) -> CastguardRun:
@@ -171,19 +126,6 @@ def _configured_run(config: pytest.Config) -> CastguardRun:
         )
     except UserError as err:
         raise pytest.UsageError(str(err)) from None
-
-
-def _suite_args(config: pytest.Config, *, tune: bool) -> list[str]:
-    """No test paths given: the packaged suite (with --tune the tuned cases, with -m adversarial the search);
-    suite test ids pasted back as arguments: pointed at the suite file."""
-    if config.args_source != pytest.Config.ArgsSource.ARGS:
-        adversarial = "adversarial" in (config.option.markexpr or "")
-        return [
-            str(SUITE_FILE),
-            *([str(TUNED_FILE)] if tune else []),
-            *([str(ADVERSARIAL_FILE)] if adversarial else []),
-        ]
-    return [suite_arg(arg, invocation_dir=config.invocation_params.dir) for arg in config.args]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -310,26 +252,4 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     run = _run(terminalreporter.config)
-    _write(terminalreporter, run.terminal_sections() if run is not None else [])
-
-
-def _write(terminalreporter: pytest.TerminalReporter, sections: list[Section]) -> None:
-    """The sections as pytest prints its own: ``-q`` drops the separators (the lines stay: they say why a run
-    failed), ``-qq`` prints nothing (the exit status and the report files say the rest)."""
-    verbosity = int(terminalreporter.config.option.verbose)
-    if verbosity <= -2:
-        return
-    for section in sections:
-        if section.title and verbosity >= 0:
-            terminalreporter.write_sep("-", section.title)
-        for line in section.lines:
-            _write_painted(terminalreporter, line)
-
-
-def _write_painted(terminalreporter: pytest.TerminalReporter, line: str) -> None:
-    """One line, its status words (pass, fail, error...) in pytest's colours through the reporter's markup, which
-    follows ``--color`` and ``NO_COLOR`` (:func:`harness.core.console.status_spans`)."""
-    terminalreporter.ensure_newline()
-    for text, colour in status_spans(line):
-        terminalreporter.write(text, **({colour: True} if colour else {}))
-    terminalreporter.line("")
+    write_sections(terminalreporter, run.terminal_sections() if run is not None else [])

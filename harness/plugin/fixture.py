@@ -23,7 +23,7 @@ Bad input (a missing model, inputs that do not fit it) fails the test with castg
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import pytest
@@ -31,7 +31,9 @@ import pytest
 from harness.plugin.state import ensure_run, state
 
 if TYPE_CHECKING:
-    from harness.check import Checker, CheckResult, Inputs
+    from typing_extensions import Unpack
+
+    from harness.check import Checker, CheckResult, CheckSettings, SweepSettings
 
 FIXTURE_USED = "castguard_fixture_used"  # an xdist worker's workeroutput: a test there used the fixture
 T = TypeVar("T")
@@ -46,80 +48,21 @@ class CastguardFixture:
         self.golden_written: str | None = None  # the message of a golden one of this test's checks wrote this run
 
     def check(
-        self,
-        model: str | os.PathLike[str],
-        *,
-        precision: str = "fp16",
-        data_max: float = 512.0,
-        init_max: float = 65504.0,
-        exclusions: str = "none",
-        keep_io_types: bool = False,
-        runner: str | None = None,
-        inputs: Inputs = None,
-        key: str | None = None,
-        converter: str = "castguard",
-        candidate: str | os.PathLike[str] | None = None,
-        strict: bool = False,
-        runner_options: Mapping[str, Mapping[str, object]] | None = None,
+        self, model: str | os.PathLike[str], *, strict: bool = False, **settings: Unpack[CheckSettings]
     ) -> CheckResult:
         """One case: convert (or take ``candidate``, a model you converted), run on ``runner``, compare with the
-        FP32 golden (see :meth:`Checker.check`). ``strict=True``: a case that does not pass fails the test here,
-        with :meth:`CheckResult.explain` as the message (a skipped case skips it), so no ``assert`` can be
-        forgotten."""
-        return self._judged(
-            strict,
-            self._guard(
-                lambda: self._checker.check(
-                    model,
-                    precision=precision,
-                    data_max=data_max,
-                    init_max=init_max,
-                    exclusions=exclusions,
-                    keep_io_types=keep_io_types,
-                    runner=runner,
-                    inputs=inputs,
-                    key=key,
-                    converter=converter,
-                    candidate=candidate,
-                    runner_options=runner_options,
-                )
-            ),
-        )[0]
+        FP32 golden; ``settings`` and their defaults are :meth:`Checker.check`'s. ``strict=True``: a case that does
+        not pass fails the test here, with :meth:`CheckResult.explain` as the message (a skipped case skips it), so
+        no ``assert`` can be forgotten."""
+        return self._judged(strict, self._guard(lambda: self._checker.check(model, **settings)))[0]
 
     def sweep(
-        self,
-        model: str | os.PathLike[str],
-        *,
-        precisions: Iterable[str] = ("fp16", "bf16"),
-        data_max: Iterable[float] = (512.0,),
-        init_max: Iterable[float] = (65504.0,),
-        exclusions: Iterable[str] = ("none",),
-        keep_io_types: Iterable[bool] = (False,),
-        runners: Iterable[str] | None = None,
-        inputs: Inputs = None,
-        key: str | None = None,
-        strict: bool = False,
-        runner_options: Mapping[str, Mapping[str, object]] | None = None,
+        self, model: str | os.PathLike[str], *, strict: bool = False, **settings: Unpack[SweepSettings]
     ) -> list[CheckResult]:
-        """Every combination of the settings; one result per case (see :meth:`Checker.sweep`). ``strict=True``:
-        after every case ran, the test fails with the explanation of each case that did not pass."""
-        return self._judged(
-            strict,
-            self._guard(
-                lambda: self._checker.sweep(
-                    model,
-                    precisions=precisions,
-                    data_max=data_max,
-                    init_max=init_max,
-                    exclusions=exclusions,
-                    keep_io_types=keep_io_types,
-                    runners=runners,
-                    inputs=inputs,
-                    key=key,
-                    runner_options=runner_options,
-                )
-            ),
-        )
+        """Every combination of the settings; one result per case (``settings`` and their defaults are
+        :meth:`Checker.sweep`'s). ``strict=True``: after every case ran, the test fails with the explanation of
+        each case that did not pass."""
+        return self._judged(strict, self._guard(lambda: self._checker.sweep(model, **settings)))
 
     def _judged(self, strict: bool, results: CheckResult | list[CheckResult]) -> list[CheckResult]:
         """Note a golden written in this run on the test (never an expected failure: see

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from harness.report.figures import OutputStats, Timings, output_stats
 from harness.report.io import (
     ReportPaths,
     golden_relpath,
@@ -16,11 +17,8 @@ from harness.report.model import (
     STATUSES,
     CaseRecord,
     Divergence,
-    OutputStats,
     Provenance,
     Report,
-    Timings,
-    output_stats,
 )
 from harness.report.provenance import collect_provenance, utc_now
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from harness.data.goldens import Degenerate
+from harness.data.degenerate import Degenerate
 from harness.report.model import STATUSES, CaseRecord, Report
 from harness.sweep import PRECISIONS
 

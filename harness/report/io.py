@@ -123,11 +123,7 @@ def read_shard_marker(path: Path) -> tuple[ShardInfo, Provenance]:
     try:
         return shard_marker_from_dict(data)
     except ReportFormatError as err:
-        raise UserError(
-            where=path,
-            problem=f"not a readable shard marker ({err})",
-            fix="re-run that shard (pytest --shard K/N) to write a fresh one",
-        ) from err
+        raise UserError(where=path, problem=f"not a readable shard marker ({err})", fix=fix) from err
 
 
 def outputs_relpath(model: str, inputs_id: str, case_id: str) -> str:

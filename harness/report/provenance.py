@@ -109,3 +109,11 @@ def collect_provenance(*, hypothesis_profile: str, runners: Sequence[str], proje
         tensorrt=installed_backend(),
         gpu=gpu_summary(gpu_names()),
     )
+
+
+def hypothesis_profile(seed: object) -> str:
+    """The Hypothesis profile this process runs under (``default`` where Hypothesis is not loaded: a run without a
+    hunt never imports it), with a nightly run's seed, recorded to replay it."""
+    hypothesis = sys.modules.get("hypothesis")
+    name = hypothesis.settings.get_current_profile_name() if hypothesis is not None else "default"
+    return name + (f" (seed {seed})" if seed is not None else "")

@@ -10,22 +10,19 @@ import base64
 from collections.abc import Sequence
 from html import escape
 
-from harness.report.diagnosis import diagnosis_html
 from harness.report.format import (
     LEGEND,
     SHARD_COLUMNS,
     case_label,
     completion_text,
     counts_text,
-    fmt_divergence,
     fmt_error,
-    fmt_int,
     fmt_share,
     shard_line,
     shard_rows,
 )
-from harness.report.model import STATUSES, CaseRecord, Report
-from harness.report.trt_view import plan_mark, trt_cell
+from harness.report.html_cases import case_badges, case_table, failures, notes, status_badge, trt_section, tuned
+from harness.report.model import STATUSES, Report
 from harness.report.view import ModelView, ReportView
 
 _CSS = """
@@ -174,11 +171,11 @@ def _model_section(index: int, view: ModelView) -> str:
         _converters_table(view),
         _speed_section(view),
         _logits_table(view),
-        "<h3>Cases (failing first)</h3>" + _case_table(cases, multi=multi),
-        _failures(view),
-        _tuned(view),
-        _trt_section(view),
-        _notes(view),
+        "<h3>Cases (failing first)</h3>" + case_table(cases, multi=multi),
+        failures(view),
+        tuned(view),
+        trt_section(view),
+        notes(view),
         "</section>",
     ]
     return "\n".join(parts)
@@ -188,11 +185,9 @@ def _logits_table(view: ModelView) -> str:
     """Outputs judged as logits (:mod:`harness.judge.vocab`): top-1 token agreement and mean KL per case."""
     rows = "".join(
         f'<tr><td><code class="id">{escape(case_label(c, with_inputs=view.multi_inputs))}</code></td>'
-        f"<td>{_status(c.status)}</td><td><code>{escape(o.name)}</code></td>"
-        f'<td class="num">{o.top1_agreement:.4f}</td><td class="num">{o.kl_mean:.3g}</td></tr>'
-        for c in view.cases
-        for o in c.outputs
-        if o.top1_agreement is not None and o.kl_mean is not None
+        f"<td>{status_badge(c.status)}</td><td><code>{escape(name)}</code></td>"
+        f'<td class="num">{top1:.4f}</td><td class="num">{kl:.3g}</td></tr>'
+        for c, name, top1, kl in view.logits
     )
     if not rows:
         return ""
@@ -213,7 +208,7 @@ def _converters_table(view: ModelView) -> str:
         note = "" if row.judged or not c.message else f" ({escape(row.why)})"
         rows.append(
             f"<tr><td><code>{escape(row.converter)}</code></td><td>{row.cases}</td>"
-            f"<td><code>{escape(c.case_id)}</code></td><td>{_status(c.status)}{note}</td>"
+            f"<td><code>{escape(c.case_id)}</code></td><td>{status_badge(c.status)}{note}</td>"
             f"<td>{fmt_error(c.worst_error)}{'' if row.judged else ' (not judged)'}</td>"
             f"<td>{fmt_share(c.lowp_flop_share, c.lowp_share_bound)}</td>"
             f"<td>{f'{c.speedup:.2f}×' if c.speedup is not None else '–'}</td>"
@@ -233,7 +228,7 @@ def _front_table(view: ModelView) -> str:
     if not groups:
         return "<h3>Pareto front</h3><p>No passing case has both a FLOP share and an error.</p>"
     rows = "".join(
-        f'<tr><td class="num">{rank}</td><td>{_case_ids(group, multi=multi)}</td>'
+        f'<tr><td class="num">{rank}</td><td>{case_badges(group, multi=multi, sep="<br>")}</td>'
         f'<td class="num">{fmt_share(group[0].lowp_flop_share, group[0].lowp_share_bound)}</td>'
         f'<td class="num">{fmt_error(group[0].worst_error)}</td></tr>'
         for rank, group in enumerate(groups, 1)
@@ -256,7 +251,7 @@ def _speed_section(view: ModelView) -> str:
         alt=f"error vs measured speedup for {model}",
     )
     body = "".join(
-        f'<tr><td><code class="id">{escape(case_label(c, with_inputs=multi))}</code> {_status(c.status)}</td>'
+        f'<tr><td><code class="id">{escape(case_label(c, with_inputs=multi))}</code> {status_badge(c.status)}</td>'
         f'<td class="num">{ms}</td><td class="num">{fp32}</td><td class="num">{up}</td>'
         f'<td class="num">{escape(e2e)}</td><td class="num">{err}</td><td>{"front" if front else ""}</td></tr>'
         for c, ms, fp32, up, err, front, e2e in rows
@@ -271,169 +266,6 @@ def _speed_section(view: ModelView) -> str:
         "<th>end to end (ms): latency / FP32, speedup</th><th>worst error</th>"
         f"<th></th></tr>{body}</table>{notes}"
     )
-
-
-def _bound_title(case: CaseRecord) -> str:
-    """A tooltip with why the case's FLOP share is only an upper bound."""
-    return "" if not case.lowp_share_bound else f' title="bound: {escape(case.lowp_share_bound)}"'
-
-
-def _case_table(cases: Sequence[CaseRecord], *, multi: bool) -> str:
-    trt = any(c.trt_build is not None for c in cases)
-    rows = "".join(
-        f'<tr><td><code class="id">{escape(case_label(c, with_inputs=multi))}</code>{_same(c)}</td>'
-        f"<td>{_status(c.status)}</td>"
-        f'<td>{escape(c.runner or "–")}</td><td class="num">{fmt_error(c.worst_error)}</td>'
-        f'<td class="num">{fmt_error(c.worst_max_rel)}</td>'
-        f'<td class="num"{_bound_title(c)}>{fmt_share(c.lowp_flop_share, c.lowp_share_bound)}</td><td class="num">{fmt_int(c.cast_count)}</td>'
-        f'<td class="num">{c.timings.total_s:.2f}</td><td>{escape(fmt_divergence(c))}</td>'
-        + (f"<td>{escape(trt_cell(c))}</td>" if trt else "")
-        + "</tr>"
-        for c in cases
-    )
-    return (
-        "<table><tr><th>case</th><th>status</th><th>runner</th><th>worst error</th><th>worst max_rel</th>"
-        "<th>lowp FLOP share</th>"
-        f"<th>casts</th><th>time (s)</th><th>first divergent tensor</th>{'<th>TensorRT</th>' if trt else ''}"
-        f"</tr>{rows}</table>"
-    )
-
-
-def _trt_section(view: ModelView) -> str:
-    """The TensorRT build check: what did not build, and each distinct model's types per ONNX node (ONNX plan
-    next to TensorRT's tensors), folded."""
-    head = view.trt_headline
-    if head is None:
-        return ""
-    items = "".join(
-        f"<li><pre>{escape(said)}</pre>" + ", ".join(f'<code class="id">{escape(c)}</code>' for c in labels) + "</li>"
-        for said, labels in view.trt_findings
-    )
-    tables = []
-    for ids, build in view.trt_tables:
-        rows = "".join(
-            f"<tr><td><code>{escape(r.node)}</code></td><td>{escape(r.op)}</td><td>{escape(r.onnx)}</td>"
-            f"<td>{escape(r.tensorrt or '–')}</td><td>{plan_mark(r)}</td></tr>"
-            for r in build.nodes
-        )
-        tables.append(
-            f"<details><summary>Types per ONNX node, converted model vs {escape(build.backend)} "
-            f"({len(ids)} case(s): "
-            + ", ".join(f'<code class="id">{escape(i)}</code>' for i in ids)
-            + ")</summary><table><tr><th>node</th><th>op</th><th>ONNX type</th><th>TensorRT type</th><th></th>"
-            f"</tr>{rows}</table></details>"
-        )
-    return (
-        f"<h3>TensorRT build check</h3><p>{escape(head)}.</p>"
-        + (f"<ul>{items}</ul>" if items else "")
-        + "".join(tables)
-    )
-
-
-def _failures(view: ModelView) -> str:
-    groups, multi = view.failure_groups, view.multi_inputs
-    if not groups:
-        return ""
-    blocks = []
-    for case, *same in groups:
-        block = [
-            f'<div class="failure"><h4><code class="id">{escape(case_label(case, with_inputs=multi))}</code> '
-            f"{_status(case.status)}</h4>{_sharing(same, multi=multi)}"
-            f"<pre>{escape(case.message or '(no message)')}</pre>"
-        ]
-        d = case.first_divergent
-        if d is not None:
-            block.append(
-                f"<p>Cause: <code>{escape(d.tensor)}</code> from node "
-                f"<code>{escape(d.node)}</code> ({escape(d.op)}), max_abs {fmt_error(d.max_abs)}, "
-                f"max_rel {fmt_error(d.max_rel)}</p>"
-            )
-        if case.diagnosis is not None:
-            block.append(diagnosis_html(case.diagnosis))
-        if case.outputs:
-            block.append(_output_table(case))
-        blocks.append("".join(block) + "</div>")
-    return "<h3>Failing cases (and expected failures)</h3>" + "".join(blocks)
-
-
-def _sharing(same: Sequence[CaseRecord], *, multi: bool) -> str:
-    """The cases that converted to the same model as a failure card's case, and so share its result."""
-    if not same:
-        return ""
-    ids = ", ".join(
-        f'<code class="id">{escape(case_label(c, with_inputs=multi))}</code> {_status(c.status)}' for c in same
-    )
-    return f"<p>Same converted model, same result (not run again): {ids}</p>"
-
-
-def _output_table(case: CaseRecord) -> str:
-    rows = "".join(
-        f"<tr><td><code>{escape(o.name)}</code></td><td>{'ok' if o.passed else 'FAIL'}</td>"
-        f'<td class="num">{fmt_error(o.max_abs)}</td><td class="num">{fmt_error(o.max_rel)}</td>'
-        f'<td class="num">{o.n_over}/{o.n_total}</td><td>atol {o.atol:.3g}, rtol {o.rtol:.3g}, {escape(o.mode)}</td>'
-        f"<td>atol {fmt_error(o.required_atol)} or rtol {fmt_error(o.required_rtol)}</td></tr>"
-        for o in case.outputs
-    )
-    return (
-        "<table><tr><th>output</th><th></th><th>max_abs</th><th>max_rel</th><th>over</th><th>tolerance</th>"
-        f"<th>would pass with</th></tr>{rows}</table>"
-    )
-
-
-def _case_ids(group: Sequence[CaseRecord], *, multi: bool) -> str:
-    """The ids of the cases that share one Pareto point, one per line, with their status."""
-    return "<br>".join(
-        f'<code class="id">{escape(case_label(c, with_inputs=multi))}</code> {_status(c.status)}' for c in group
-    )
-
-
-def _tuned(view: ModelView) -> str:
-    tuned, multi = view.tuned, view.multi_inputs
-    if not tuned:
-        return ""
-    items = "".join(
-        f"<li><code>{escape(case_label(case, with_inputs=multi))}</code>: {escape(head)}<ul>"
-        + "".join(f"<li><code>{escape(node)}</code>: {escape(why or 'kept')}</li>" for node, why in kept)
-        + "</ul></li>"
-        for case, head, kept in tuned
-    )
-    return (
-        "<h3>Tuned plans</h3><p>castguard tune: the fewest FP32 nodes within the max-error bound (the star on the "
-        "plot); nodes the magnitude rules keep FP32 are not listed.</p><ul>" + items + "</ul>"
-    )
-
-
-def _notes(view: ModelView) -> str:
-    notes, cases = view.notes, view.cases
-    if not notes:
-        return ""
-    return (
-        "<h3>Notes</h3><ul>"
-        + "".join(
-            f"<li>{escape(note)} ("
-            + (
-                "every case"
-                if len(ids) == len(cases)
-                else (f"{len(ids)} case(s): " + ", ".join(f'<code class="id">{escape(i)}</code>' for i in ids))
-            )
-            + ")</li>"
-            for note, ids in notes
-        )
-        + "</ul>"
-    )
-
-
-def _same(case: CaseRecord) -> str:
-    same = case.reused_from
-    return (
-        ""
-        if same is None
-        else (f'<br><small>same model as <code class="id">{escape(same)}</code> (not run again)</small>')
-    )
-
-
-def _status(status: str) -> str:
-    return f'<span class="st st-{escape(status)}">{escape(status)}</span>'
 
 
 def _img(png: bytes, *, alt: str) -> str:

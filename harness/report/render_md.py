@@ -47,10 +47,8 @@ def _logits_lines(view: ModelView) -> list[str]:
     """Outputs judged as logits (harness.judge.vocab): top-1 token agreement and mean KL per case."""
     rows = [
         f"| {md_code(case_label(c, with_inputs=view.multi_inputs), in_table=True)} | {c.status} | "
-        f"{md_code(o.name, in_table=True)} | {o.top1_agreement:.4f} | {o.kl_mean:.3g} |"
-        for c in view.cases
-        for o in c.outputs
-        if o.top1_agreement is not None and o.kl_mean is not None
+        f"{md_code(name, in_table=True)} | {top1:.4f} | {kl:.3g} |"
+        for c, name, top1, kl in view.logits
     ]
     if not rows:
         return []

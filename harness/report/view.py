@@ -65,6 +65,17 @@ class ModelView:
         return tuple(tuple(sorted(g, key=lambda c: c.reused_from is not None)) for g in groups.values())
 
     @property
+    def logits(self) -> tuple[tuple[CaseRecord, str, float, float], ...]:
+        """Outputs judged as logits (:mod:`harness.judge.vocab`), case by case: (case, output name, top-1 token
+        agreement, mean KL)."""
+        return tuple(
+            (c, o.name, o.top1_agreement, o.kl_mean)
+            for c in self.cases
+            for o in c.outputs
+            if o.top1_agreement is not None and o.kl_mean is not None
+        )
+
+    @property
     def build_checked(self) -> bool:
         return any(c.trt_build is not None for c in self.cases)
 

@@ -44,7 +44,8 @@ from harness.core.dtypes import LOW_TYPES, np_dtype
 from harness.core.errors import RunnerError, RunnerUnavailable
 from harness.data.feeds import Feed
 from harness.data.names import fresh_name
-from harness.data.onnxfile import set_pending_cast, stub_copy
+from harness.data.onnxfile import stub_copy
+from harness.data.pending import set_pending_cast
 from harness.runners.base import Runner
 from harness.runners.ort import CPU, create_session, run_session
 

@@ -32,7 +32,7 @@ from harness.core.dtypes import BFLOAT16, FP16_MAX
 from harness.core.errors import UserError
 from harness.data.feeds import Feed, input_specs, spec_dtype
 from harness.data.recipes import range_for
-from harness.search import graphgen
+from harness.search import graphbuild, graphgen
 
 __all__ = ["HAZARDS", "arrays", "convert_options", "feeds", "onnx_models", "representable_range"]
 
@@ -277,12 +277,12 @@ class _Limits:
 def _models(draw: DrawFn, limits: _Limits) -> onnx.ModelProto:
     ops, max_nodes, max_inputs, max_rank = limits.ops, limits.max_nodes, limits.max_inputs, limits.max_rank
     opsets, max_dim, max_elements = limits.opsets, limits.max_dim, limits.max_elements
-    build = graphgen.Build(
+    build = graphbuild.Build(
         draw=draw, opset=draw(st.sampled_from(opsets), label="opset"), max_dim=max_dim, max_elements=max_elements
     )
     shapes = st.lists(st.integers(1, max_dim), min_size=min(1, max_rank), max_size=max_rank).map(tuple)
     inputs = [
-        graphgen.Tensor(f"x{i}", draw(shapes, label=f"x{i} shape")) for i in range(draw(st.integers(1, max_inputs)))
+        graphbuild.Tensor(f"x{i}", draw(shapes, label=f"x{i} shape")) for i in range(draw(st.integers(1, max_inputs)))
     ]
     build.pool.extend(inputs)
     count = draw(st.sampled_from(range(1, max_nodes + 1)), label="nodes")  # uniform, not biased to small
@@ -291,8 +291,8 @@ def _models(draw: DrawFn, limits: _Limits) -> onnx.ModelProto:
         st.lists(st.sampled_from([*made, *build.side]), max_size=2, unique_by=lambda t: t.name), label="extra outputs"
     )
     outputs = [made[-1], *(t for t in extra if t is not made[-1])]
-    naming = draw(st.sampled_from(graphgen.NAMINGS), label="node names")
-    return graphgen.assemble(build, inputs, outputs, naming=naming)
+    naming = draw(st.sampled_from(graphbuild.NAMINGS), label="node names")
+    return graphbuild.assemble(build, inputs, outputs, naming=naming)
 
 
 def convert_options(

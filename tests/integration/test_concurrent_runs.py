@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from harness.nightly.baseline import load_baseline
 from harness.nightly.history import read_history
-from harness.nightly.run import load_baseline
 from tests.helpers.graphs import mlp_model, save
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from harness.data.goldens import Degenerate, degenerate
+from harness.data.degenerate import Degenerate, degenerate
 from harness.report.serde import record_from_dict, record_to_dict
 from tests.helpers.graphs import make_model, save
 from tests.helpers.report_samples import sample_report

@@ -164,7 +164,7 @@ def test_wrong_inputs(castguard):
     result = castguard_in(project, "test_cg_bad.py")
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
-    assert "Traceback" not in out and "harness/check.py" not in out
+    assert "Traceback" not in out and "harness/check/" not in out
     assert "During handling" not in out
     result.stdout.fnmatch_lines(
         [

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.nightly.baseline import load_baseline
 from harness.nightly.history import read_history
-from harness.nightly.run import load_baseline
 from tests.conftest import run_castguard
 
 REPO = Path(__file__).resolve().parents[2]

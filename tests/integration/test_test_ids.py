@@ -42,7 +42,7 @@ def test_a_failing_test_id_pasted_back_runs_that_case(pytester: pytest.Pytester)
 
 
 def test_other_arguments_are_left_alone(pytester: pytest.Pytester) -> None:
-    from harness.plugin import SUITE_FILE, suite_arg
+    from harness.plugin.suitefiles import SUITE_FILE, suite_arg
 
     (pytester.path / "test_mine.py").write_text("def test_low_precision():\n    pass\n")
     assert (

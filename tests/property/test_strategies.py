@@ -14,7 +14,8 @@ from onnx import TensorProto, helper, numpy_helper
 from harness.core.dtypes import BFLOAT16
 from harness.core.errors import UserError
 from harness.runners import make_runner
-from harness.search.graphgen import MAGNITUDES, OPS
+from harness.search.graphbuild import MAGNITUDES
+from harness.search.graphgen import OPS
 from harness.search.strategies import arrays, convert_options, feeds, onnx_models, representable_range
 
 FP16_MAX = 65504.0

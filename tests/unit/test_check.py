@@ -65,3 +65,16 @@ def test_a_golden_written_in_this_run_fails_every_check_of_the_run(tmp_path: Pat
         "models/mlp.onnx", precision="fp16", inputs=feeds
     )
     assert later.passed and not later.golden_written
+
+
+def test_the_fixture_takes_every_setting_the_checker_takes() -> None:
+    """The fixture passes ``CheckSettings``/``SweepSettings`` on to the checker as given: a setting added to
+    ``Checker.check`` or ``Checker.sweep`` but not to its settings type would be out of the fixture's reach."""
+    import inspect
+
+    from harness.check import CheckSettings, SweepSettings
+
+    for method, settings in ((Checker.check, CheckSettings), (Checker.sweep, SweepSettings)):
+        params = inspect.signature(method).parameters.values()
+        keywords = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        assert keywords == set(settings.__annotations__), method.__name__

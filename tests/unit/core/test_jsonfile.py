@@ -12,7 +12,7 @@ import pytest
 
 from harness.core.errors import GoldenCorrupt, InputDataError, UserError
 from harness.core.jsonfile import JsonObject, read_json
-from harness.data.feeds import load_feed_file
+from harness.data.feedfiles import load_feed_file
 from harness.data.goldens import Golden, GoldenStore
 from harness.data.models import resolve_model
 from harness.data.recipes import InputRecipe

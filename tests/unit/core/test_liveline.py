@@ -125,10 +125,10 @@ def test_pytest_model_shows_the_live_line_and_the_announcement_unless_quiet(
     shows, the judge's cost first; under -q nothing does."""
     import functools
 
-    import harness.plugin
+    import harness.plugin.terminal
 
     monkeypatch.setattr(
-        harness.plugin, "LiveLine", functools.partial(LiveLine, after_s=0.0, every_s=60.0, announce_s=0.0)
+        harness.plugin.terminal, "LiveLine", functools.partial(LiveLine, after_s=0.0, every_s=60.0, announce_s=0.0)
     )
     save(mlp_model(), pytester.path / "mlp.onnx")
     args = ("-p", "no:cacheprovider", "--model", "mlp.onnx", "--precision", "fp16", "--data-max", "512")

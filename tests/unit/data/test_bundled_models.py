@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto
 
 import test_models
-from harness.data.feeds import input_roles
+from harness.data.roles import input_roles
 from test_models.artifacts import onnx_bytes, read_pgm
 from test_models.small_models import BUILDERS, FP16_MAX
 

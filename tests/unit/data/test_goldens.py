@@ -164,8 +164,8 @@ def test_concurrent_writers_do_not_race(tmp_path: Path, spec: ModelSpec) -> None
 def test_the_rerun_command_keeps_the_key_and_the_input_options(tmp_path: Path, spec: ModelSpec) -> None:
     import shlex
 
-    from harness.data.goldens import rerun_command
     from harness.data.models import ModelSpec as Spec
+    from harness.data.rerun import rerun_command
 
     named = Spec(name="bert", path=spec.path, sha256=spec.sha256)  # --model bert=PATH: rerun by KEY=PATH
     recipe = InputRecipe(seed=2, val_ranges=(("x", 0.0, 2.5), ("", -1.0, 1.0)), input_shapes=(("x", (1, 8)),))
@@ -192,7 +192,7 @@ def test_the_rerun_command_keeps_the_key_and_the_input_options(tmp_path: Path, s
 def test_a_golden_over_100_mb_warns_with_its_size_and_a_smaller_command(
     tmp_path: Path, spec: ModelSpec, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from harness.data.goldens import large_golden_warning
+    from harness.data.rerun import large_golden_warning
 
     recipe = InputRecipe(input_shapes=(("input_ids", (8, 512)),), iterations=2)
     logits = np.zeros((8, 512, 6200), np.float32)  # 102 MB
@@ -230,7 +230,7 @@ def test_a_large_member_is_stored_uncompressed_and_reads_back(
 def test_degenerate_reads_each_iteration_in_its_own_type() -> None:
     """degenerate() (no float64 copy of the outputs, issue 31): constant over fp16 and bf16 iterations, all non-finite,
     and not constant when one value of a later iteration differs."""
-    from harness.data.goldens import degenerate
+    from harness.data.degenerate import degenerate
 
     bf16 = np.dtype(ml_dtypes.bfloat16)
     constant = [{"y": np.full(3, 2.5, np.float16)}, {"y": np.full(2, 2.5, bf16)}]

@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from harness.core.errors import UserError
-from harness.data.feeds import input_roles, input_specs
+from harness.data.feeds import input_specs
 from harness.data.recipes import InputRecipe, make_feeds, parse_input_shapes, plan_recipe, recipe_lines
+from harness.data.roles import input_roles
 from tests.helpers.graphs import bert_like_model, make_model
 
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64

@@ -17,7 +17,7 @@ from harness.judge.paired import judge_outputs
 from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
 from harness.nightly.comparison import judge
 from harness.nightly.rules import parse_rule
-from harness.report.model import OutputStats
+from harness.report.figures import OutputStats
 from harness.runners import make_runner
 from tests.helpers.graphs import make_model
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from harness.core.errors import UserError
+from harness.nightly.baseline import load_baseline
 from harness.nightly.history import accept_run, read_history, write_run
 from harness.nightly.rules import parse_rules
-from harness.nightly.run import NightlyOptions, NightlyRun, finish, load_baseline, nightly_options
+from harness.nightly.run import NightlyOptions, NightlyRun, finish, nightly_options
 from harness.nightly.trend_data import trends
 from harness.nightly.trends import trend_png, trend_table_text, trends_html, trends_markdown
 from harness.report import CaseRecord, Report

@@ -26,7 +26,7 @@ from harness.report import (
     save_outputs,
     write_report,
 )
-from harness.report.model import output_stats
+from harness.report.figures import output_stats
 from harness.report.serde import record_from_dict, record_to_dict, report_from_dict, report_to_dict
 from harness.sweep import SweepPoint
 from tests.helpers.report_samples import PROVENANCE, hostile_report, sample_report

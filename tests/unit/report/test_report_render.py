@@ -129,7 +129,7 @@ def test_report_html_and_md_show_top1_and_kl_of_a_vocab_output() -> None:
     import numpy as np
 
     from harness.judge.compare import Tolerance, compare_outputs
-    from harness.report.model import output_stats as stats_of
+    from harness.report.figures import output_stats as stats_of
     from tests.helpers.report_samples import record_for
 
     rng = np.random.default_rng(0)

@@ -1,43 +1,27 @@
-"""``HarnessConfig``: one frozen configuration from ``[tool.castguard]`` (pyproject.toml) and the command line.
-
-Precedence: command line > ``[tool.castguard]`` in the project's pyproject.toml > the dataclass defaults.
-The project is found from the invocation directory (:func:`find_project`). Paths from pyproject are relative
-to the project folder; paths from the command line to the invocation directory.
-The keys read here are :data:`harness.options.DESTS` except :data:`CLI_ONLY` (``--model`` decides what
-pytest collects, and a permanent ``--update-goldens`` would rewrite goldens on every run), plus two tables:
-
-* ``[tool.castguard.sweep]`` -> :attr:`HarnessConfig.sweep`, layered by :func:`harness.sweep.build_sweep_spec`:
-  defaults < ``[tool.castguard] runners`` < ``[tool.castguard.sweep]`` < ``--sweep FILE`` < sweep options;
-* ``[tool.castguard.tolerances]`` -> :attr:`HarnessConfig.tolerances` (:func:`harness.judge.tolerances.parse_tolerance_policy`).
-
-Other keys of ``[tool.castguard]`` belong to other parts of castguard and are left to them.
-"""
+"""The :class:`HarnessConfig` dataclass and its merge of the command line over ``[tool.castguard]`` (see
+:mod:`harness.config`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import UserError, unknown_key
+from harness.config.values import convert_value
+from harness.core.errors import UserError
 from harness.core.files import read_toml
 from harness.core.providers import CPU as CPU_PROVIDER
-from harness.data.recipes import parse_input_shapes, parse_val_range
 from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
 from harness.options import DESTS, SWEEP_DESTS, SWEEP_FILE_DEST
-from harness.runners.options import RunnerOptionsTable, parse_runner_options
+from harness.runners.options import RunnerOptionsTable
 from harness.runners.registry import BUILTIN, check_clash
 from harness.sweep import SweepOptions, SweepSpec, build_sweep_spec
 from harness.sweep.checks import check_runner
 from harness.sweep.expected import parse_patterns
-from harness.sweep.shards import Shard, parse_shard
+from harness.sweep.shards import Shard
 
 CLI_ONLY = frozenset({"models", "update_goldens"})
-SUB_TABLES = frozenset({"sweep", "tolerances"})  # [tool.castguard.sweep] and .tolerances: each checked by its reader
-TABLE_KEYS = frozenset(DESTS.values()) | SUB_TABLES
-"""Every key [tool.castguard] may hold: one per option that has a pyproject default (harness.options.DESTS, so a new
-option's key is valid at once) and the sub-tables. Any other key is a usage error naming the nearest one."""
 SWEEP_LAYER = frozenset({"runners"})  # [tool.castguard] keys that are read as a layer of the sweep
 
 
@@ -154,9 +138,11 @@ class HarnessConfig:
                 raw[key] = (table[key], f"[tool.castguard] {key}", rootdir)
         kwargs: dict[str, Any] = {}
         for key, (value, where, base) in raw.items():
-            kwargs.update(_convert(key, value, where=where, base=base))
+            kwargs.update(convert_value(key, value, where=where, base=base))
         if cli.get("castguard_xfail") is not None and "xfail" in table:  # both: the table's and the options'
-            kwargs["xfail"] = _convert("xfail", table["xfail"], where="[tool.castguard] xfail", base=rootdir)["xfail"]
+            kwargs["xfail"] = convert_value("xfail", table["xfail"], where="[tool.castguard] xfail", base=rootdir)[
+                "xfail"
+            ]
             kwargs["xfail"] += parse_patterns(cli["castguard_xfail"], where="--xfail")
         kwargs.setdefault("goldens_dir", rootdir / "goldens")
         kwargs.setdefault("report_dir", rootdir / "castguard-report")
@@ -200,145 +186,3 @@ def sweep_spec(*, cli: Mapping[str, Any], table: Mapping[str, Any], where: str, 
     runners = cli.get("castguard_runners")
     options = SweepOptions(**given, runners=",".join(runners) if runners is not None else None)
     return build_sweep_spec(tables=layers, options=options)
-
-
-def _strings(value: Any, *, where: str) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Sequence) and all(isinstance(v, str) for v in value):
-        return list(value)
-    raise UserError(
-        where=where, problem=f"expected a string or a list of strings, got {value!r}", fix='e.g. runners = ["emulate"]'
-    )
-
-
-def _int(value: Any, *, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise UserError(where=where, problem=f"expected an integer, got {value!r}", fix="e.g. seed = 0")
-    return value
-
-
-def _convert(key: str, value: Any, *, where: str, base: Path) -> dict[str, Any]:
-    if key == "models":
-        return {"models": tuple(_strings(value, where=where))}
-    if key in ("goldens_dir", "report_dir", "cache_dir"):
-        return {key: (base / _strings(value, where=where)[0]).resolve()}
-    if key == "update_goldens":
-        return {"update_goldens": bool(value)}
-    if key in ("tune", "trt_build_check", "diagnose"):
-        if not isinstance(value, bool):
-            raise UserError(where=where, problem=f"expected true or false, got {value!r}", fix=f"write {key} = true")
-        return {key: value}
-    if key == "shard":
-        return {"shard": parse_shard(value, where=where)}
-    if key == "xfail":
-        return {"xfail": parse_patterns(_strings(value, where=where), where=where)}
-    if key == "val_ranges":
-        return {"val_ranges": tuple(parse_val_range(v) for v in _strings(value, where=where))}
-    if key == "input_shapes":
-        shapes = tuple(item for v in _strings(value, where=where) for item in parse_input_shapes(v))
-        names = [name for name, _ in shapes]
-        if len(set(names)) != len(names):
-            raise UserError(where=where, problem="an input's shape is given twice", fix="give each input once")
-        return {"input_shapes": shapes}
-    if key == "inputs":
-        return _inputs(_strings(value, where=where), where=where, base=base)
-    if key == "candidates":
-        return {"candidates": _candidates(value, where=where, base=base)}
-    if key == "ort_providers":
-        names = [n.strip() for v in _strings(value, where=where) for n in v.split(",") if n.strip()]
-        return {"ort_providers": tuple(names)}
-    if key == "runner_options":
-        return {"runner_options": parse_runner_options(value, where=where)}
-    if key == "runner_timeout":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise UserError(
-                where=where, problem=f"expected seconds > 0, got {value!r}", fix="e.g. runner_timeout = 600"
-            )
-        return {"runner_timeout": float(value)}
-    return {key: _int(value, where=where)}
-
-
-def _candidates(value: Any, *, where: str, base: Path) -> tuple[tuple[str, Path], ...]:
-    """``KEY=FILE`` strings (command line) or a ``{KEY = FILE}`` table (pyproject): one file per model key."""
-    pairs = (
-        list(value.items())
-        if isinstance(value, Mapping)
-        else [v.partition("=")[::2] for v in _strings(value, where=where)]
-    )
-    found: dict[str, Path] = {}
-    for key, file in pairs:
-        if not key or not isinstance(file, str) or not file:
-            raise UserError(
-                where=where, problem=f"{key!r}={file!r} is not KEY=FILE", fix="e.g. --candidate bert=bert.fp16.onnx"
-            )
-        if key in found:
-            raise UserError(where=where, problem=f"model {key!r} has two candidates", fix="give one per model key")
-        found[key] = (base / file).resolve()
-    return tuple(sorted(found.items()))
-
-
-def _inputs(values: Sequence[str], *, where: str, base: Path) -> dict[str, Any]:
-    """``--inputs FILE`` (every model) and ``--inputs KEY=FILE`` (that model): a value that names an existing
-    file is a file, even with a ``=`` in its name."""
-    plain: list[Path] = []
-    keyed: dict[str, Path] = {}
-    for value in values:
-        key, sep, file = value.partition("=")
-        if sep and key and file and not (base / value).exists():
-            if key in keyed:
-                raise UserError(
-                    where=where,
-                    problem=f"model {key!r} is given two inputs files",
-                    fix=f"give --inputs {key}=FILE once",
-                )
-            keyed[key] = (base / file).resolve()
-        else:
-            plain.append((base / value).resolve())
-    if len(plain) > 1:
-        raise UserError(
-            where=where,
-            problem=f"{len(plain)} inputs files for every model: " + ", ".join(str(p) for p in plain),
-            fix="give one --inputs FILE, and --inputs KEY=FILE for the models that need their own",
-        )
-    return {"inputs_file": plain[0] if plain else None, "model_inputs": tuple(sorted(keyed.items()))}
-
-
-def load_table(rootdir: Path) -> dict[str, Any]:
-    """``[tool.castguard]`` of ``rootdir/pyproject.toml`` (empty when there is none)."""
-    path = rootdir / "pyproject.toml"
-    if not path.is_file():
-        return {}
-    data = read_toml(path, what="pyproject.toml")
-    tool = data.get("tool", {})
-    table = tool.get("castguard", {}) if isinstance(tool, dict) else {}
-    if not isinstance(table, dict):
-        raise UserError(where=path, problem="[tool.castguard] is not a table", fix="write it as [tool.castguard]")
-    for key in table:
-        if key not in TABLE_KEYS:
-            raise unknown_key(str(key), TABLE_KEYS, where=f"{path} [tool.castguard]", what="[tool.castguard] key")
-    return table
-
-
-def find_project(invocation_dir: Path, *, fallback: Path) -> Path:
-    """castguard's project folder: the nearest of ``invocation_dir`` and its parents whose pyproject.toml has a
-    ``[tool.castguard]`` table, else ``fallback`` (pytest's rootdir, or the folder the ``castguard`` CLI was
-    given). ``goldens/``, ``castguard-report/`` and ``.castguard-cache/`` default to folders in it.
-
-    It is found from where the command was typed, never from an option value: ``pytest --model /data/m.onnx``
-    from a project uses that project's settings and goldens wherever the model lives.
-    """
-    for folder in (invocation_dir.resolve(), *invocation_dir.resolve().parents):
-        if _declares_castguard(folder / "pyproject.toml"):
-            return folder
-    return fallback.resolve()
-
-
-def _declares_castguard(path: Path) -> bool:
-    if not path.is_file():
-        return False
-    try:
-        tool = read_toml(path, what="pyproject.toml").get("tool", {})
-    except UserError:
-        return False  # not this search's business: load_table reports it if it is the project's file
-    return isinstance(tool, dict) and "castguard" in tool

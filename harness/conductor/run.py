@@ -1,36 +1,25 @@
-"""One castguard run, start to end, without pytest: :class:`CastguardRun` owns everything a run carries.
-
-The pytest plugin (:mod:`harness.plugin`) keeps one :class:`CastguardRun` in ``config.stash`` and its hooks only
-call it; ``castguard goldens`` builds the same object, and ``castguard merge`` builds it from the shards of one
-night (:meth:`CastguardRun.from_night`), so that a merged night is judged, written and stored by the same
-:meth:`CastguardRun.finish` as a ``pytest`` run. It owns:
-
-* the validated :class:`~harness.config.HarnessConfig` and the project folder it came from;
-* the :class:`~harness.pipeline.session.AccuracySession` (goldens, sweep cases) when models are given;
-* the :class:`~harness.report.collect.ReportSession` (this run's folder, case files, the published report);
-* the :class:`~harness.nightly.run.NightlyRun` (``--baseline``/``--history``/``--fail-on-regression``);
-* the shard (``--shard K/N``): its work, its start record and the non-case tests that failed;
-* ``castguard merge``: the shards' night (:class:`~harness.nightly.merge.ShardNight`) in place of a session.
-
-Life cycle: :meth:`CastguardRun.from_options` (usage errors raise :class:`~harness.core.errors.UserError` before
-anything runs) -> :meth:`start` -> :meth:`add` per settled case record -> :meth:`finish` (builds, judges and
-writes the report; returns the exit status) -> :meth:`terminal_lines` -> :meth:`close`.
-
-A requested runner whose every case skipped fails the run: :mod:`harness.report.banner`.
-"""
+"""The run object, :class:`CastguardRun` (see :mod:`harness.conductor`): built from the options or from a night's
+shards, started, fed settled case records, finished once."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.conductor.ending import TESTS_FAILED, extra_sections, no_golden, run_exit_status
+from harness.conductor.ledger import CaseLedger
+from harness.conductor.opening import (
+    bundled_dir,
+    check_folders,
+    refuse_nightly_on_a_shard,
+    report_session,
+    requested_runners,
+)
+from harness.conductor.summary import Section, plain_lines, terminal_sections
 from harness.config import HarnessConfig, find_project, load_table
-from harness.core.errors import INTERRUPTED_EXIT, UserError
-from harness.core.files import check_folder, check_writable
-from harness.core.runid import RUN_ID_KEY
+from harness.core.errors import INTERRUPTED_EXIT
 from harness.nightly.merge import ShardNight
 from harness.nightly.run import NightlyOptions, NightlyRun, options_from
 from harness.options import given_options
@@ -38,36 +27,11 @@ from harness.pipeline.session import AccuracySession, SessionRole
 from harness.pipeline.shard_run import ShardState
 from harness.pipeline.verdict import settled
 from harness.report import CaseRecord, Provenance, Report
-from harness.report.banner import RunTrouble, all_skipped, run_status_sections, skipped_runner_lines, xpass_lines
-from harness.report.collect import CASES_DIR, FinishedReport, ReportSession, worker_name
+from harness.report.banner import RunTrouble, all_skipped, run_status_sections, skipped_runner_lines
+from harness.report.collect import CASES_DIR, FinishedReport, ReportSession
 
 if TYPE_CHECKING:
     from harness.check import Checker
-
-TESTS_FAILED = 1  # pytest's ExitCode.TESTS_FAILED (no pytest import here)
-SHARD_REFUSES = (
-    "a shard is one part of the night: comparing it with a baseline would call the other shards' cases missing"
-)
-
-
-@dataclass(frozen=True)
-class Section:
-    """A block of the terminal summary: ``title`` (None: no separator line) and its lines."""
-
-    title: str | None
-    lines: tuple[str, ...]
-
-
-def requested_runners(given: Mapping[str, Any], table: Mapping[str, Any], config: HarnessConfig) -> tuple[str, ...]:
-    """The runners the user named (command line or pyproject); () when the sweep's default runner is used."""
-    sweep_table = table.get("sweep")
-    named = (
-        given.get("castguard_runners") is not None
-        or "runners" in table
-        or (isinstance(sweep_table, Mapping) and "runners" in sweep_table)
-        or given.get("castguard_sweep_file") is not None
-    )
-    return config.runners if named else ()
 
 
 class CastguardRun:
@@ -92,7 +56,6 @@ class CastguardRun:
         self.project = project
         self.invocation_dir = invocation_dir
         self.is_worker = worker_input is not None
-        self._worker_input = dict(worker_input or {})
         self.nightly = nightly
         self.session = session
         self.report = report
@@ -102,13 +65,11 @@ class CastguardRun:
         self.nightly_options = nightly_options
         self.shard: ShardState | None = None
         self.night: ShardNight | None = None  # castguard merge: the shards' cases (:meth:`from_night`)
-        self.planned: int | None = None
-        self.planned_ids: tuple[str, ...] = ()  # the selected sweep cases' parameter ids (Case.id)
+        self.ledger = CaseLedger()  # the held records and the planned sweep cases
         self.finished: FinishedReport | None = None
         self.evicted = ""
         self.skipped_runners: list[str] = []
         self.failed_tests: list[str] = []  # failed tests that are not sweep cases (the banner names them)
-        self._pending: dict[str, list[CaseRecord]] = {}  # a test's records until pytest judges it
         self._checker: Checker | None = None
         self._report_started = False  # this run's folder is made and locked (:meth:`_start_report`)
         self._benchmarks_existed = (invocation_dir / ".benchmarks").exists()
@@ -134,35 +95,15 @@ class CastguardRun:
         project = project or find_project(invocation_dir, fallback=rootpath)
         table = load_table(project)
         config = HarnessConfig.from_sources(cli=given, table=table, rootdir=project, invocation_dir=invocation_dir)
-        if config.models:  # a misplaced folder is one error before anything runs (the cache is optional: a warning)
-            check_folder(config.goldens_dir, what="the goldens folder (--goldens-dir)")
-            if with_report and worker_input is None:
-                check_writable(config.report_dir, what="the report folder (--report-dir)")
         nightly_options = options_from(option, invocation_dir=invocation_dir)
-        if config.models and nightly_options.history is not None and worker_input is None:
-            check_writable(nightly_options.history, what="the history folder (--history)")
-        run_id = worker_input.get(RUN_ID_KEY) if worker_input else run_id
-        report = (
-            ReportSession(
-                report_dir=config.report_dir,
-                worker=worker_name(dict(worker_input or {}) or None),
-                run_id=str(run_id) if run_id else None,
-                keep_runs=config.keep_runs,
-            )
-            if with_report
-            else None
-        )
+        check_folders(config, nightly_options, with_report=with_report, worker=worker_input is not None)
+        report = report_session(config, worker_input, run_id=run_id) if with_report else None
         role = SessionRole(
             output_dir=report.run_dir if report else None, strict_provenance=nightly_options.strict_provenance
         )
-        session = AccuracySession.open(config, bundled_dir=_bundled_dir(), role=role) if config.models else None
-        if session is not None and session.shard_work is not None and nightly_options.active:
-            raise UserError(
-                where="--shard",
-                problem=SHARD_REFUSES,
-                fix="drop --baseline/--history/--fail-on-regression here and give them to "
-                "`castguard merge SHARD_DIR... --out DIR`, which compares the whole night once",
-            )
+        session = AccuracySession.open(config, bundled_dir=bundled_dir(), role=role) if config.models else None
+        if session is not None and session.shard_work is not None:
+            refuse_nightly_on_a_shard(nightly_options)
         nightly = (
             NightlyRun(nightly_options)
             if report is not None and nightly_options.active and worker_input is None
@@ -229,49 +170,32 @@ class CastguardRun:
 
     def provenance(self) -> Provenance:
         from harness.report import collect_provenance
+        from harness.report.provenance import hypothesis_profile
 
-        seed = self.hypothesis_seed  # a nightly run's seed, recorded to replay it
-        hypothesis = sys.modules.get("hypothesis")  # never imported here: a run without a hunt does not load it
-        name = hypothesis.settings.get_current_profile_name() if hypothesis is not None else "default"
-        profile = name + (f" (seed {seed})" if seed is not None else "")
+        profile = hypothesis_profile(self.hypothesis_seed)
         return collect_provenance(hypothesis_profile=profile, runners=self.config.runners, project_dir=self.project)
 
     def hold(self, test_id: str, record: CaseRecord) -> None:
         """A test's record (a suite case, or each case of a ``castguard`` fixture call), kept until the test is
         judged (:meth:`settle`)."""
-        self._pending.setdefault(test_id, []).append(record)
+        self.ledger.hold(test_id, record)
 
     def plan_cases(self, case_ids: Sequence[str]) -> None:
         """The sweep cases this run selected (their parameter ids): each ends with a record in the report."""
-        self.planned_ids = tuple(case_ids)
-        self.planned = len(case_ids)
+        self.ledger.plan(case_ids)
 
     def settle(self, test_id: str, *, expected_failure: bool, case_id: str | None = None) -> None:
         """The test was judged: its held records go into the report, xfail/xpass settled. A sweep case's test
         (``case_id``) that held none (it raised, or its setup failed) is recorded as such."""
-        held = self._pending.pop(test_id, [])
-        if not held and case_id is not None and self.session is not None:
-            why = f"its test {test_id} ended without a record (it raised: see its failure in the test report)"
-            lost = self.session.lost_case(case_id, why)
-            held = [lost] if lost is not None else []
-        for record in held:
+        for record in self.ledger.take(test_id, case_id=case_id, session=self.session):
             self.add(settled(record, expected_failure=expected_failure))
 
     def _record_unreached(self, *, interrupted: bool) -> None:
         """A planned sweep case with no record in the run's case files gets one: never reached."""
-        if self.report is None or self.session is None or not self.planned_ids:
-            return
-        reported = {f"{r.model}-{r.case_id}" for r in self.report.collect()}
-        why = (
-            "never reached: the run was interrupted before this case"
-            if interrupted
-            else "never reached: the process running it ended before handing its record (a crashed worker?)"
-        )
-        for case_id in self.planned_ids:
-            if case_id not in reported:
-                record = self.session.lost_case(case_id, why)
-                if record is not None:
-                    self.add(record)
+        if self.report is not None and self.session is not None and self.ledger.planned_ids:
+            reported = {f"{r.model}-{r.case_id}" for r in self.report.collect()}
+            for record in self.ledger.unreached(reported, session=self.session, interrupted=interrupted):
+                self.add(record)
 
     def checker(self) -> Checker:
         """The ``castguard`` fixture's checker of this process (:mod:`harness.check`), writing into this run's
@@ -285,7 +209,7 @@ class CastguardRun:
             self._checker = Checker(
                 self.config,
                 output_dir=self.report.run_dir,
-                bundled_dir=_bundled_dir(),
+                bundled_dir=bundled_dir(),
                 strict_provenance=strict,
             )
         return self._checker
@@ -329,25 +253,15 @@ class CastguardRun:
         if self.nightly is not None:
             self.nightly.decide(report)  # the verdict first (harness.nightly.rules) ...
         self.skipped_runners = [] if self.allow_skipped_runner else skipped_runner_lines(report, self.requested)
-        no_golden = (self.session is not None and bool(self.session.golden_failures)) or any(
-            c.stopped == "golden_not_made" for c in report.cases
-        )  # even with its test deselected, or run by an xdist worker
-        if exitstatus == 0 and (
-            (self.nightly is not None and self.nightly.exit_code) or self.skipped_runners or no_golden
-        ):
-            exitstatus = TESTS_FAILED  # nightly rules / a requested runner that never ran / a golden not made
-        if exitstatus == TESTS_FAILED and self.nightly is not None and self.nightly.exit_code == 2:
-            exitstatus = 2  # --fail-on-regression with a history that cannot be read: a usage error
-        extra_md, extra_html = (
-            self.nightly.sections() if self.nightly is not None else ([], [])
-        )  # ... then its rendering
-        if self.night is not None:  # castguard merge: the merge notes come first
-            night_md, night_html = self.night.sections()
-            extra_md, extra_html = [night_md, *extra_md], [night_html, *extra_html]
+        golden_failures = tuple(self.session.golden_failures) if self.session is not None else ()
+        exitstatus = run_exit_status(
+            exitstatus, self.nightly, failed_here=bool(self.skipped_runners) or no_golden(report, golden_failures)
+        )
+        extra_md, extra_html = extra_sections(self.nightly, self.night)  # ... then its rendering
         trouble = RunTrouble(
             regressions=self.nightly.failing_regressions if self.nightly is not None else 0,
             skipped_runners=() if self.allow_skipped_runner else all_skipped(report, self.requested),
-            no_golden=tuple(self.session.golden_failures) if self.session is not None else (),
+            no_golden=golden_failures,
             failed_tests=tuple(dict.fromkeys(self.failed_tests)),
         )
         status_md, status_html = run_status_sections(report, exitstatus, self.skipped_runners, trouble)
@@ -368,7 +282,7 @@ class CastguardRun:
             return self.night.report(run_id=self.report.run_id)
         self._record_unreached(interrupted=interrupted)
         shard = self.shard
-        planned = self.planned if self.planned is not None or shard is None else shard.work.case_count
+        planned = self.ledger.planned if self.ledger.planned is not None or shard is None else shard.work.case_count
         if self.session is None:  # only the castguard fixture: its tests record cases as they go, none planned
             planned = None
         return self.report.build(
@@ -387,38 +301,11 @@ class CastguardRun:
 
     def terminal_sections(self) -> list[Section]:
         """What the run prints at the end: the report's place and headline, inputs, nightly verdict."""
-        sections = [Section(None, tuple(self.night.terminal_lines()))] if self.night is not None else []
-        if self.finished is not None:
-            from harness.report.format import degenerate_lines, summary_facts
-            from harness.report.view import trt_terminal_lines
-
-            finished = self.finished
-            lines = [finished.summary_line(relative_to=self.invocation_dir)]
-            if finished.pruned:
-                lines.append(f"castguard: deleted {finished.pruned} old run folder(s) (keep_runs)")
-            lines += trt_terminal_lines(finished.view)  # the TensorRT build check (issue 17)
-            lines += degenerate_lines(finished.report)  # every run, not only when the golden was written
-            lines += summary_facts(finished.view.report.cases)  # QDQ models, the model's own FP32 Casts
-            lines += xpass_lines(finished.view.report.cases)
-            sections.append(Section("castguard sweep report", tuple(lines)))
-        tail = [*([self.evicted] if self.evicted else []), *self.skipped_runners]
-        if self.session is not None and not self.is_worker:
-            tail += [
-                f"castguard inputs of {name}: " + "; ".join(loaded.input_lines)  # on every run (issue 9)
-                for name, loaded in self.session.models.items()
-            ]
-        if self.shard is not None:
-            tail.append(f"castguard {self.shard.work.summary()}")
-        if tail:
-            sections.append(Section(None, tuple(tail)))
-        nightly = self.nightly.terminal_lines() if self.nightly is not None else []
-        if nightly:  # decided: the run wrote its report
-            sections.append(Section("castguard nightly regression", tuple(nightly)))
-        return sections
+        return terminal_sections(self)
 
     def terminal_lines(self) -> list[str]:
         """:meth:`terminal_sections` as plain lines (the CLI)."""
-        return [line for s in self.terminal_sections() for line in ((s.title + ":",) if s.title else ()) + s.lines]
+        return plain_lines(self.terminal_sections())
 
     def close(self) -> None:
         """The run is over: unlock its folder (a run that ended before its report), and remove the empty
@@ -430,9 +317,3 @@ class CastguardRun:
         folder = self.invocation_dir / ".benchmarks"
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
-
-
-def _bundled_dir() -> Path:
-    from harness.data.models import bundled_models_dir
-
-    return bundled_models_dir()

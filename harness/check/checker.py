@@ -1,127 +1,59 @@
-"""castguard from a user's own code: :class:`Checker` runs one case (or a sweep) of a model, as ``pytest --model``.
-
-The ``castguard`` pytest fixture (:mod:`harness.plugin.fixture`) hands one out; this module has no pytest::
-
-    checker = Checker(config, output_dir=run_folder, on_record=report.add)
-    result = checker.check("models/detector.onnx", precision="fp16", data_max=512, inputs=batches,
-                           runner="emulate")
-    assert result.passed, result.explain()
-
-Everything goes through :class:`harness.pipeline.session.AccuracySession` (one per model and inputs), so the golden
-policy (a missing golden is written and the check fails once; stale and corrupt goldens are errors; FP32 must
-still reproduce the golden), tolerances, runners, the cache and the TensorRT build check are the suite's. Each
-low-precision case's :class:`~harness.report.CaseRecord` goes to ``on_record`` (the report). Bad input (a missing
-model, inputs that do not fit it, an unknown runner) raises :class:`~harness.core.errors.UserError`.
-"""
+"""The :class:`Checker`: cases of any model run through the suite's session (see :mod:`harness.check`)."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import io
-import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Union
+from typing import TypedDict, Union
 
-import numpy as np
-
+from harness.check.result import CheckResult, golden_written
 from harness.config import HarnessConfig
 from harness.core.errors import RunnerUnavailable, UserError
-from harness.core.files import atomic_write_text, own_folder
+from harness.core.files import own_folder
+from harness.data.feedfiles import Batch, write_feeds
 from harness.data.goldens import Golden
-from harness.diagnose.facts import Divergence
 from harness.pipeline.session import AccuracySession, Case, SessionRole
-from harness.report import CaseRecord, OutputStats
+from harness.report import CaseRecord
 from harness.runners.options import RunnerOptionsTable, merge_options, parse_runner_options
-from harness.runners.tensorrt.typed_build import TrtBuild
 from harness.sweep import SweepPoint
 from harness.sweep.grid import BUILTIN_EXCLUSIONS, ExclusionSet
 
-Batch = Mapping[str, np.ndarray]
 Inputs = Union[str, "os.PathLike[str]", Batch, Sequence[Batch], None]
 """A file or folder ``--inputs`` accepts, one feed, a sequence of feeds (one iteration each), or None (the
 project's input options, else random data as ``pytest --model``)."""
 
 
-@dataclass(frozen=True)
-class CheckResult:
-    """One checked case: the verdict and the report record's figures as typed attributes."""
+class CheckSettings(TypedDict, total=False):
+    """The settings :meth:`Checker.check` takes after the model (their defaults are there); the ``castguard``
+    fixture passes them on as given."""
 
-    model: str
-    case: SweepPoint | None
-    status: str  # pass, fail, skip, error (as the report's)
-    message: str = ""
-    record: CaseRecord | None = None  # None when no case ran (the golden was just written, or FP32 drifted)
-    golden_written: bool = False  # the model's golden was written in this run: never an expected failure
+    precision: str
+    data_max: float
+    init_max: float
+    exclusions: str
+    keep_io_types: bool
+    runner: str | None
+    inputs: Inputs
+    key: str | None
+    converter: str
+    candidate: str | os.PathLike[str] | None
+    runner_options: Mapping[str, Mapping[str, object]] | None
 
-    @property
-    def passed(self) -> bool:
-        return self.status == "pass"
 
-    @property
-    def case_id(self) -> str:
-        return "" if self.case is None else self.case.id
+class SweepSettings(TypedDict, total=False):
+    """The settings :meth:`Checker.sweep` takes after the model (their defaults are there)."""
 
-    @property
-    def outputs(self) -> tuple[OutputStats, ...]:
-        """Per-output error statistics (max/mean/median/quantile abs and rel error, tolerance, n_over...)."""
-        return () if self.record is None else self.record.outputs
-
-    @property
-    def worst_error(self) -> float | None:
-        """Largest max abs error relative to its output's largest |golden| (CaseRecord.worst_error)."""
-        return None if self.record is None else self.record.worst_error
-
-    @property
-    def worst_max_rel(self) -> float | None:
-        return None if self.record is None else self.record.worst_max_rel
-
-    @property
-    def lowp_flop_share(self) -> float | None:
-        """Share (0..1) of the estimated FLOPs that run in the low type."""
-        return None if self.record is None else self.record.lowp_flop_share
-
-    @property
-    def first_divergence(self) -> Divergence | None:
-        """The first tensor that leaves FP32 beyond tolerance (failing cases)."""
-        return None if self.record is None else self.record.first_divergent
-
-    @property
-    def trt_build(self) -> TrtBuild | None:
-        """The TensorRT build check of the converted model (None: not checked)."""
-        return None if self.record is None else self.record.trt_build
-
-    @property
-    def runner(self) -> str:
-        return "" if self.record is None else self.record.runner
-
-    def explain(self) -> str:
-        """One paragraph: what was checked, the verdict and its figures, castguard's message."""
-        what = f"{self.model} [{self.case_id}]" if self.case is not None else self.model
-        parts = [f"castguard {what}: {self.status}"]
-        if self.record is not None:
-            rec = self.record
-            if rec.runner:
-                parts.append(f"on {rec.runner}")
-            if rec.outputs:
-                worst = max(rec.outputs, key=lambda o: o.scaled_error)
-                parts.append(
-                    f"worst output {worst.name!r}: max abs error {worst.max_abs:.3g} "
-                    f"({worst.scaled_error:.3g} of its largest |golden|), max rel {worst.max_rel:.3g}, "
-                    f"{worst.n_over} element(s) over tolerance"
-                )
-            if rec.lowp_flop_share is not None:
-                parts.append(f"{rec.lowp_flop_share:.0%} of FLOPs in {rec.case.precision}")
-            if rec.first_divergent is not None:
-                d = rec.first_divergent
-                parts.append(f"first divergence at {d.tensor} ({d.op} node {d.node}, max abs {d.max_abs:.3g})")
-            if rec.trt_build is not None:
-                parts.append(f"TensorRT build check: {rec.trt_build.outcome}")
-        text = "; ".join(parts) + "."
-        return f"{text}\n{self.message}" if self.message else text
+    precisions: Iterable[str]
+    data_max: Iterable[float]
+    init_max: Iterable[float]
+    exclusions: Iterable[str]
+    keep_io_types: Iterable[bool]
+    runners: Iterable[str] | None
+    inputs: Inputs
+    key: str | None
+    runner_options: Mapping[str, Mapping[str, object]] | None
 
 
 class Checker:
@@ -343,7 +275,7 @@ class Checker:
                 golden, _ = session.golden(name, allow_update=False)
                 rewritten = self.config.update_goldens and outcome.status != "pass"  # identical: left alone
                 new = not was_there or rewritten or _written_in(golden, session.run_id)
-                result = _golden_written(name, path, golden, loaded.recipe.id) if new else None
+                result = golden_written(name, path, golden, loaded.recipe.id) if new else None
             self._fp32_checked[where] = result
         return self._fp32_checked[where]
 
@@ -381,46 +313,5 @@ def in_memory(inputs: Inputs) -> bool:
     return inputs is not None and not isinstance(inputs, (str, os.PathLike))
 
 
-def write_feeds(feeds: Sequence[Batch], *, folder: Path) -> Path:
-    """In-memory feeds as a Polygraphy inputs JSON named by its content (same feeds, same file, same golden)."""
-    if not feeds:
-        raise UserError(where="inputs=", problem="no feeds given", fix="pass one or more {input name: array} dicts")
-    payload = []
-    for index, feed in enumerate(feeds):
-        if not isinstance(feed, Mapping) or not feed:
-            raise UserError(
-                where=f"inputs=[{index}]",
-                problem=f"not a non-empty mapping: {type(feed).__name__}",
-                fix="pass {input name: numpy array} per iteration",
-            )
-        entry = {}
-        for name in sorted(feed):
-            buffer = io.BytesIO()
-            np.save(buffer, np.ascontiguousarray(np.asarray(feed[name])), allow_pickle=False)
-            entry[str(name)] = {"array": base64.b64encode(buffer.getvalue()).decode(), "polygraphy_class": "ndarray"}
-        payload.append(entry)
-    text = json.dumps(payload, sort_keys=True)
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    path = folder / f"inputs-{digest[:16]}.json"
-    if not path.is_file():
-        atomic_write_text(path, text)  # xdist workers may write the same file
-    return path
-
-
 def _written_in(golden: Golden, run_id: str | None) -> bool:
     return run_id is not None and golden.meta.get("written_in_run") == run_id
-
-
-def _golden_written(name: str, path: Path, golden: Golden, recipe_id: str) -> CheckResult:
-    return CheckResult(
-        model=name,
-        case=None,
-        status="fail",
-        golden_written=True,
-        message=(
-            f"{name}: golden written in this run (it was missing, or --update-goldens): {path}\n"
-            f"  {len(golden.feeds)} iteration(s) from {recipe_id}, produced by {golden.meta.get('producer')}; every "
-            "check of this model fails in the run that wrote it, whatever the order\n"
-            "  fix: review it, commit it, and rerun these tests: they then compare against it"
-        ),
-    )
