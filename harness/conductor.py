@@ -148,6 +148,7 @@ class CastguardRun:
                 worker=worker_name(dict(worker_input or {}) or None),
                 run_id=str(run_id) if run_id else None,
                 keep_runs=config.keep_runs,
+                plot_cache=config.cache_dir,
             )
             if with_report
             else None

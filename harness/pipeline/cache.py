@@ -7,6 +7,7 @@ Layout under the cache root (``.castguard-cache/`` in the rootdir by default; sa
                                      whose weights changed; unchanged ones are read from the source's folder)
     convert/<key>.json               the rest of the ConversionResult, with the .onnx file's sha256
     trt-build/<key>.json             a TensorRT build check (harness.pipeline.build_check), keyed by the converted model
+    plots/<key>.png                  a report plot (harness.report.plotcache), keyed by exactly what it draws
 
 A key is the sha256 of everything the result depends on (:func:`harness.data.keys.content_key`): the model's sha256, a
 digest of the feeds (``feeds_digest``), the options, and ``code_fingerprint`` (castguard's
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.convert import ConversionResult, Magnitudes
-from harness.core.errors import InputDataError, ModelError, UserError
+from harness.core.errors import CacheSkipped, InputDataError, ModelError, UserError
 from harness.core.files import atomic_write, check_folder_error, not_writable, own_folder, sha256_file
 from harness.core.jsonfile import JsonObject
 from harness.core.locks import held
@@ -54,9 +55,7 @@ from harness.pipeline.cache_size import touch
 
 T = TypeVar("T")
 
-
-class CacheSkipped(UserWarning):
-    """The cache (optional) could not be used; the run goes on without it. Said once per process and cause."""
+__all__ = ["CacheSkipped", "ContentCache"]
 
 
 class ContentCache:

@@ -29,6 +29,7 @@ from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now,
 from harness.report.format import completion_text, counts_text
 from harness.report.io import render_report, report_paths, write_shard_marker
 from harness.report.model import ShardInfo
+from harness.report.plotcache import PlotCache
 from harness.report.provenance import with_case_converters, with_case_runners
 from harness.report.runs import (
     DEFAULT_KEEP_RUNS,
@@ -96,9 +97,16 @@ class ReportSession:
     """Per-process record keeping for one run (``run_id``); ``worker`` names this process's case file."""
 
     def __init__(
-        self, *, report_dir: Path, run_id: str | None = None, worker: str = "main", keep_runs: int = DEFAULT_KEEP_RUNS
+        self,
+        *,
+        report_dir: Path,
+        run_id: str | None = None,
+        worker: str = "main",
+        keep_runs: int = DEFAULT_KEEP_RUNS,
+        plot_cache: Path | None = None,
     ) -> None:
         self.report_dir = report_dir
+        self.plot_cache = plot_cache  # the cache folder whose plots/ keeps the report's plots (None: drawn each time)
         self.run_id = run_id or new_run_id()
         self.run_dir = run_dir(report_dir, self.run_id)
         self.cases_file = self.run_dir / CASES_DIR / f"{safe_component(worker)}.jsonl"
@@ -167,7 +175,8 @@ class ReportSession:
             return self._unwritten(report, report_view(report), self._error)
         view = report_view(report)
         try:
-            pages = render_report(view, extra_md=extra_md, extra_html=extra_html)  # drawn once, written twice
+            plots = PlotCache(self.plot_cache)  # drawn once (or read from the cache), written twice:
+            pages = render_report(view, extra_md=extra_md, extra_html=extra_html, plots=plots)
             run_paths = write_report(report, self.run_dir, rendered=pages)
             published = None
             if report.complete:
