@@ -40,6 +40,7 @@ from harness.pipeline.verdict import settled
 from harness.report import CaseRecord, Provenance, Report
 from harness.report.banner import RunTrouble, all_skipped, run_status_sections, skipped_runner_lines, xpass_lines
 from harness.report.collect import CASES_DIR, FinishedReport, ReportSession, worker_name
+from harness.report.plotcache import PlotCache
 
 if TYPE_CHECKING:
     from harness.check import Checker
@@ -148,7 +149,6 @@ class CastguardRun:
                 worker=worker_name(dict(worker_input or {}) or None),
                 run_id=str(run_id) if run_id else None,
                 keep_runs=config.keep_runs,
-                plot_cache=config.cache_dir,
             )
             if with_report
             else None
@@ -352,8 +352,9 @@ class CastguardRun:
             failed_tests=tuple(dict.fromkeys(self.failed_tests)),
         )
         status_md, status_html = run_status_sections(report, exitstatus, self.skipped_runners, trouble)
+        plots = PlotCache(self.session.cache.notes if self.session is not None else None)  # the sweep's cache folder
         self.finished = self.report.write(
-            report, extra_md=[status_md, *extra_md], extra_html=[status_html, *extra_html]
+            report, extra_md=[status_md, *extra_md], extra_html=[status_html, *extra_html], plots=plots
         )
         if self.finished.error is not None and exitstatus == 0:
             exitstatus = TESTS_FAILED  # no report written (a full disk): the summary says why

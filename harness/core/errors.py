@@ -132,11 +132,6 @@ class RunnerUnavailable(HarnessError):
     """A runner cannot be used here (e.g. tensorrt not installed). Tests skip with this reason."""
 
 
-class CacheSkipped(UserWarning):
-    """The cache (optional: :mod:`harness.pipeline.cache`, :mod:`harness.report.plotcache`) could not be used, or
-    an entry was unreadable and rebuilt; the run goes on. Said once per process, cache and cause."""
-
-
 def unknown_key(key: str, valid: Iterable[str], *, where: str | Path, what: str = "key") -> UserError:
     """The usage error for a configuration key that does not exist: it names the nearest valid one (a typo such as
     ``goldens_dri``) and lists them all."""

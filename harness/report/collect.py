@@ -97,16 +97,9 @@ class ReportSession:
     """Per-process record keeping for one run (``run_id``); ``worker`` names this process's case file."""
 
     def __init__(
-        self,
-        *,
-        report_dir: Path,
-        run_id: str | None = None,
-        worker: str = "main",
-        keep_runs: int = DEFAULT_KEEP_RUNS,
-        plot_cache: Path | None = None,
+        self, *, report_dir: Path, run_id: str | None = None, worker: str = "main", keep_runs: int = DEFAULT_KEEP_RUNS
     ) -> None:
         self.report_dir = report_dir
-        self.plot_cache = plot_cache  # the cache folder whose plots/ keeps the report's plots (None: drawn each time)
         self.run_id = run_id or new_run_id()
         self.run_dir = run_dir(report_dir, self.run_id)
         self.cases_file = self.run_dir / CASES_DIR / f"{safe_component(worker)}.jsonl"
@@ -167,16 +160,23 @@ class ReportSession:
             shard=shard,
         )
 
-    def write(self, report: Report, *, extra_md: Sequence[str] = (), extra_html: Sequence[str] = ()) -> FinishedReport:
+    def write(
+        self,
+        report: Report,
+        *,
+        extra_md: Sequence[str] = (),
+        extra_html: Sequence[str] = (),
+        plots: PlotCache | None = None,
+    ) -> FinishedReport:
         """Write the run's report into its folder and, when complete, publish it; then prune and unlock. A full
-        disk (now, or when a case record was written) writes nothing: the result's ``error`` says where."""
+        disk (now, or when a case record was written) writes nothing: the result's ``error`` says where.
+        ``plots``: the plots' cache (:mod:`harness.report.plotcache`; None: drawn now)."""
         if self._error is not None:
             self.close()
             return self._unwritten(report, report_view(report), self._error)
         view = report_view(report)
         try:
-            plots = PlotCache(self.plot_cache)  # drawn once (or read from the cache), written twice:
-            pages = render_report(view, extra_md=extra_md, extra_html=extra_html, plots=plots)
+            pages = render_report(view, extra_md=extra_md, extra_html=extra_html, plots=plots)  # once, written twice
             run_paths = write_report(report, self.run_dir, rendered=pages)
             published = None
             if report.complete:

@@ -11,10 +11,11 @@ Like :class:`harness.pipeline.cache.ContentCache` (the same folder, its ``.gitig
 
 * an entry is written atomically (:func:`harness.core.files.atomic_write`), so readers never see a partial file;
 * an entry whose PNG does not check out (signature, every chunk's CRC, the end chunk) is drawn again and
-  replaced, with one :class:`~harness.core.errors.CacheSkipped` warning naming it;
+  replaced, with one :class:`~harness.core.cachenotes.CacheSkipped` warning naming it;
 * a cache folder that cannot be used (a file in its place, read-only, full) is skipped for the rest of the
   report with one warning, and every plot is drawn;
-* no folder (``PlotCache(None)``: ``castguard merge``, a report rendered outside a run) draws every plot.
+* no folder (``PlotCache(None)``: ``castguard merge``, the ``castguard`` fixture's own cases, a report
+  rendered outside a run) draws every plot.
 """
 
 from __future__ import annotations
@@ -22,20 +23,21 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-import warnings
 import zlib
 from collections.abc import Mapping
 from dataclasses import asdict
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from harness.core.errors import CacheSkipped, UserError
-from harness.core.files import atomic_write, check_folder_error, not_writable, own_folder
+from harness.core.cachenotes import CacheNotes
+from harness.core.errors import UserError
+from harness.core.files import atomic_write, own_folder
 from harness.core.version import __version__
 from harness.data.keys import content_key
 from harness.report.plotdata import PlotSpec
 
 SECTION = "plots"
+REDRAWN = "; the plot was drawn again and the entry replaced"
 DRAWING_MODULES = ("plots.py", "charts.py", "plotstyle.py")  # what draws a spec (harness/report/)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -43,46 +45,43 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 class PlotCache:
     """Draws a plot's PNG, or reads it from ``root/plots/`` when the same spec was drawn before (see the module)."""
 
-    def __init__(self, root: Path | None) -> None:
-        self.root = root
+    def __init__(self, notes: CacheNotes | None) -> None:
+        """``notes``: the cache folder's state and voice (:mod:`harness.core.cachenotes`), shared with the run's
+        content cache, so that one problem with the folder is said once; None: no cache, every plot is drawn."""
+        self.notes = notes
+        self.root = None if notes is None else notes.root
         self.drawn = 0  # plots drawn by this object (a miss, a broken entry, no cache)
-        self.skipped: UserError | None = None
-        self._said: set[str] = set()
         self._versions: dict[str, str] | None = None  # of what draws the plots: read once, at the first look-up
-        if root is not None:
-            self.skipped = check_folder_error(root, what="the cache folder (--cache-dir)")
-            if self.skipped is not None:
-                self._warn(self.skipped)
 
     def png(self, spec: PlotSpec) -> bytes:
         """The PNG of ``spec``: the cached entry when there is a sound one, else drawn now (and stored)."""
         path = None
-        if self.root is not None and self.skipped is None:
+        if self.root is not None and self.notes is not None and self.notes.skipped is None:
             self._versions = self._versions or drawing_versions()
             path = self.root / SECTION / f"{plot_key(spec, versions=self._versions)}.png"
-            cached = self._read(path)
+            cached = self._read(path, self.notes)
             if cached is not None:
                 return cached
         from harness.report.plots import draw_png  # matplotlib: imported only to draw
 
         data = draw_png(spec)
         self.drawn += 1
-        if path is not None:
-            self._store(path, data)
+        if path is not None and self.notes is not None:
+            self._store(path, data, self.notes)
         return data
 
-    def _read(self, path: Path) -> bytes | None:
+    def _read(self, path: Path, notes: CacheNotes) -> bytes | None:
         """A sound entry's bytes (marked as used now, for the size cap's eviction); None: none, or a broken one."""
         try:
             data = path.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as err:
-            self._warn(self._broken(path, err.strerror or str(err)))
+            notes.say(notes.corrupt(path, err.strerror or err, then=REDRAWN))
             return None
         why = png_problem(data)
         if why is not None:
-            self._warn(self._broken(path, why))
+            notes.say(notes.corrupt(path, why, then=REDRAWN))
             return None
         try:
             path.touch()
@@ -90,33 +89,12 @@ class PlotCache:
             pass  # only the eviction order depends on it; the entry is sound
         return data
 
-    def _store(self, path: Path, data: bytes) -> None:
-        assert self.root is not None
+    def _store(self, path: Path, data: bytes, notes: CacheNotes) -> None:
         try:
-            own_folder(self.root)  # castguard's own folder gets its `*` .gitignore
+            own_folder(notes.root)  # castguard's own folder gets its `*` .gitignore
             atomic_write(path, data)
         except (UserError, OSError) as err:
-            if isinstance(err, OSError):
-                err = not_writable(self.root, err) or UserError(where=self.root, problem=str(err), fix="-")
-            assert isinstance(err, UserError)
-            self.skipped = UserError(
-                where=err.where, problem=f"{err.problem}; the report's plots are drawn without the cache", fix=err.fix
-            )
-            self._warn(self.skipped)
-
-    def _broken(self, path: Path, why: str) -> UserError:
-        return UserError(
-            where=path,
-            problem=f"unreadable cache entry ({why}); the plot was drawn again and the entry replaced",
-            fix=f"nothing to do; if it recurs, delete the cache folder {self.root}",
-        )
-
-    def _warn(self, err: UserError) -> None:
-        """One warning per kind of problem, not one per plot."""
-        kind = err.problem.split(" (", 1)[0]
-        if kind not in self._said:
-            self._said.add(kind)
-            warnings.warn(CacheSkipped(f"castguard cache skipped: {err}"), stacklevel=3)
+            notes.skip(err, goes_on="the report's plots are drawn without the cache")
 
 
 def plot_key(spec: PlotSpec, *, versions: Mapping[str, str]) -> str:

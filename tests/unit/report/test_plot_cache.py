@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.errors import CacheSkipped
+from harness.core.cachenotes import CacheNotes, CacheSkipped
 from harness.pipeline.cache_size import evict, usage
 from harness.report import Timings
 from harness.report.model import CaseRecord
@@ -39,10 +39,10 @@ def _entries(root: Path) -> list[Path]:
 @pytest.mark.parametrize("kind", sorted(SPECS))
 def test_a_cached_plot_is_the_bytes_of_a_fresh_draw(tmp_path: Path, kind: str) -> None:
     spec = SPECS[kind](TIMED)
-    first = PlotCache(tmp_path)
+    first = PlotCache(CacheNotes(tmp_path))
     drawn = first.png(spec)
     assert first.drawn == 1 and len(_entries(tmp_path)) == 1
-    again = PlotCache(tmp_path)  # the next run's report
+    again = PlotCache(CacheNotes(tmp_path))  # the next run's report
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a hit says nothing
         cached = again.png(spec)
@@ -77,8 +77,8 @@ def test_a_changed_input_redraws_and_never_serves_the_stale_plot(tmp_path: Path,
     old = SPECS[kind](TIMED)
     new = SPECS[kind]([CHANGES[change](TIMED[0]), *TIMED[1:]])
     assert new != old, f"the {kind} plot's spec misses the case's {change}"
-    stale = PlotCache(tmp_path).png(old)
-    cache = PlotCache(tmp_path)
+    stale = PlotCache(CacheNotes(tmp_path)).png(old)
+    cache = PlotCache(CacheNotes(tmp_path))
     got = cache.png(new)
     assert cache.drawn == 1, f"a changed {change} must redraw the {kind} plot"
     assert got == draw_png(new) and got != stale, "the plot served is not the one of the new data"
@@ -87,8 +87,8 @@ def test_a_changed_input_redraws_and_never_serves_the_stale_plot(tmp_path: Path,
 
 @pytest.mark.parametrize(("kind", "change"), [("grid", "error"), ("grid", "share"), ("share", "speedup")])
 def test_a_change_a_plot_does_not_draw_keeps_its_entry(tmp_path: Path, kind: str, change: str) -> None:
-    PlotCache(tmp_path).png(SPECS[kind](TIMED))
-    cache = PlotCache(tmp_path)
+    PlotCache(CacheNotes(tmp_path)).png(SPECS[kind](TIMED))
+    cache = PlotCache(CacheNotes(tmp_path))
     cache.png(SPECS[kind]([CHANGES[change](TIMED[0]), *TIMED[1:]]))
     assert cache.drawn == 0
 
@@ -96,8 +96,8 @@ def test_a_change_a_plot_does_not_draw_keeps_its_entry(tmp_path: Path, kind: str
 @pytest.mark.parametrize("kind", sorted(SPECS))
 def test_a_changed_title_redraws(tmp_path: Path, kind: str) -> None:
     spec = SPECS[kind](TIMED)
-    PlotCache(tmp_path).png(spec)
-    cache = PlotCache(tmp_path)
+    PlotCache(CacheNotes(tmp_path)).png(spec)
+    cache = PlotCache(CacheNotes(tmp_path))
     renamed = dataclasses.replace(spec, title="other model: same data")
     assert cache.png(renamed) == draw_png(renamed) and cache.drawn == 1
 
@@ -106,8 +106,8 @@ def test_what_a_plot_does_not_draw_keeps_its_entry(tmp_path: Path) -> None:
     """A re-run's timings and messages differ; its plots are the same PNGs, read from the cache."""
     rerun = [dataclasses.replace(c, timings=Timings(total_s=9.9), message="another run") for c in TIMED]
     for make in SPECS.values():
-        PlotCache(tmp_path).png(make(TIMED))
-        cache = PlotCache(tmp_path)
+        PlotCache(CacheNotes(tmp_path)).png(make(TIMED))
+        cache = PlotCache(CacheNotes(tmp_path))
         cache.png(make(rerun))
         assert cache.drawn == 0
 
@@ -115,8 +115,8 @@ def test_what_a_plot_does_not_draw_keeps_its_entry(tmp_path: Path) -> None:
 def test_the_tolerance_line_is_part_of_the_key(tmp_path: Path) -> None:
     loose = [dataclasses.replace(c, outputs=tuple(dataclasses.replace(o, atol=0.5) for o in c.outputs)) for c in TIMED]
     assert tolerance_levels(loose) != tolerance_levels(TIMED)
-    PlotCache(tmp_path).png(share_spec(TIMED, title="m"))
-    cache = PlotCache(tmp_path)
+    PlotCache(CacheNotes(tmp_path)).png(share_spec(TIMED, title="m"))
+    cache = PlotCache(CacheNotes(tmp_path))
     assert cache.png(share_spec(loose, title="m")) == draw_png(share_spec(loose, title="m")) and cache.drawn == 1
 
 
@@ -140,16 +140,16 @@ BREAKS: dict[str, Callable[[bytes], bytes]] = {
 @pytest.mark.parametrize("how", sorted(BREAKS))
 def test_a_broken_entry_is_drawn_again_and_replaced_with_a_warning(tmp_path: Path, how: str) -> None:
     spec = SPECS["share"](CASES)
-    good = PlotCache(tmp_path).png(spec)
+    good = PlotCache(CacheNotes(tmp_path)).png(spec)
     (entry,) = _entries(tmp_path)
     entry.write_bytes(BREAKS[how](good))
-    cache = PlotCache(tmp_path)
+    cache = PlotCache(CacheNotes(tmp_path))
     with pytest.warns(CacheSkipped, match="unreadable cache entry") as said:
         got = cache.png(spec)
     assert got == good and cache.drawn == 1
     assert str(entry) in str(said[0].message) and "drawn again" in str(said[0].message)
     assert entry.read_bytes() == good, "the broken entry was not replaced"
-    later = PlotCache(tmp_path)
+    later = PlotCache(CacheNotes(tmp_path))
     assert later.png(spec) == good and later.drawn == 0
 
 
@@ -165,7 +165,7 @@ def test_a_cache_folder_that_cannot_be_used_draws_and_says_so_once(tmp_path: Pat
     blocked = tmp_path / "cache"
     blocked.write_text("a file where the cache folder belongs")
     with pytest.warns(CacheSkipped, match="this is a file") as said:
-        cache = PlotCache(blocked)
+        cache = PlotCache(CacheNotes(blocked))
         plots = [cache.png(make(TIMED)) for make in SPECS.values()]
     assert cache.drawn == 3 and plots == [draw_png(make(TIMED)) for make in SPECS.values()]
     assert len(said) == 1, "one warning per cause, not one per plot"
@@ -174,7 +174,7 @@ def test_a_cache_folder_that_cannot_be_used_draws_and_says_so_once(tmp_path: Pat
 def test_plot_entries_count_towards_the_cache_cap(tmp_path: Path) -> None:
     root = tmp_path / ".castguard-cache"
     for make in SPECS.values():
-        PlotCache(root).png(make(TIMED))
+        PlotCache(CacheNotes(root)).png(make(TIMED))
     plots = [e for e in usage(root).entries if e.section == SECTION]
     assert len(plots) == 3 and all(e.size > 0 for e in plots)
     assert (root / ".gitignore").read_text().splitlines()[-1] == "*", "castguard's own folder ignores itself"
@@ -185,6 +185,6 @@ def test_an_empty_plot_is_cached_too(tmp_path: Path) -> None:
     none = [dataclasses.replace(record_for(SweepPoint()), lowp_flop_share=None, outputs=())]
     spec = share_spec(none, title="m")
     assert spec.points == () and spec.left_out == 1
-    PlotCache(tmp_path).png(spec)
-    cache = PlotCache(tmp_path)
+    PlotCache(CacheNotes(tmp_path)).png(spec)
+    cache = PlotCache(CacheNotes(tmp_path))
     assert cache.png(spec) == draw_png(spec) and cache.drawn == 0
