@@ -9,7 +9,7 @@ from matplotlib.colors import LinearSegmentedColormap
 from matplotlib.figure import Figure
 
 from harness.report.plotdata import GridSpec, SpeedSpec
-from harness.report.plotstyle import STATUS_MARKERS, legends, plain, precision_colour
+from harness.report.plotstyle import STATUS_MARKERS, legend_handles, plain, precision_colour
 
 
 def speed_figure(spec: SpeedSpec) -> Figure:
@@ -56,7 +56,8 @@ def speed_figure(spec: SpeedSpec) -> Figure:
     ax.set_xlabel("measured speedup over FP32 (same runner; > 1 is faster)")
     ax.set_ylabel("worst error: max |obtained − golden| / max |golden|", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
-    legends(ax, sorted({p.precision for p in points}), sorted({p.status for p in points}), loc="best")
+    handles = legend_handles(sorted({p.precision for p in points}), sorted({p.status for p in points}))
+    ax.legend(handles=handles, loc="best", fontsize=8, framealpha=0.85)
     fig.tight_layout()
     return fig
 

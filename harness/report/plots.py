@@ -28,7 +28,7 @@ from harness.report.plotdata import (
     share_spec,
     speed_spec,
 )
-from harness.report.plotstyle import STATUS_MARKERS, legends, plain, png_bytes, precision_colour
+from harness.report.plotstyle import STATUS_MARKERS, legend_handles, plain, png_bytes, precision_colour, share_limits
 
 __all__ = [
     "draw_png",
@@ -37,7 +37,6 @@ __all__ = [
     "error_vs_speedup_png",
     "pass_by_data_max_png",
     "share_figure",
-    "share_limits",
 ]
 
 
@@ -64,17 +63,6 @@ def error_vs_speedup_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
 def pass_by_data_max_png(cases: Sequence[CaseRecord], *, title: str) -> bytes:
     """Plot 2 of ``cases`` (pass rate per precision and data_max) as PNG bytes, drawn now."""
     return draw_png(grid_spec(cases, title=title))
-
-
-def share_limits(shares: Sequence[float]) -> tuple[float, float]:
-    """An x range in percent zoomed to the data (at least 10 points wide), never beyond [0, 100]: a point at 100 %
-    sits on the edge and is drawn unclipped, with its label inside the figure."""
-    low, high = 100 * min(shares), 100 * max(shares)
-    pad = max(2.0, 0.08 * (high - low))
-    if high - low < 10.0:
-        middle = (low + high) / 2
-        low, high = middle - 5.0, middle + 5.0
-    return max(0.0, low - pad), min(100.0, high + pad)  # a share is never beyond 0..100 %
 
 
 MARKER_STEP_PT = 9.0
@@ -155,7 +143,7 @@ def share_figure(spec: ShareSpec) -> Figure:
         band.grid(True, axis="x", alpha=0.3)
     _tuned(points, where)
     front = [points[i] for i in spec.front]
-    for target in (ax, band):
+    for target in (ax, band):  # the front, ringed and joined on each axes it reaches
         mine = [p for p in front if where(p)[0] is target]
         if target is None or not mine:
             continue
@@ -192,13 +180,13 @@ def _axes(ax: Any, spec: ShareSpec, *, floor: float, high: float) -> None:
     ax.set_xlabel("low-precision FLOP share (%)")
     ax.set_ylabel("worst error: max |obtained − golden| / max |golden|", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
-    legends(
-        ax,
+    handles = legend_handles(
         sorted({p.precision for p in points}),
         sorted({p.status for p in points}),
         tuned=any(p.tuned for p in points),
         tolerances=sorted(levels),
     )
+    ax.legend(handles=handles, loc="upper left", fontsize=8, framealpha=0.85)
     if spec.left_out:
         ax.text(
             0.99,

@@ -7,7 +7,6 @@ touched. Imported only when a chart is drawn (a cached plot is not: :mod:`harnes
 from __future__ import annotations
 
 import io
-import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -24,16 +23,21 @@ def precision_colour(name: str) -> str:
     return PRECISION_COLOURS.get(name.split("-", 1)[0], "grey")
 
 
-def legends(
-    ax: object,
-    precisions: list[str],
-    statuses: list[str],
-    *,
-    loc: str = "upper left",
-    tuned: bool = False,
-    tolerances: Sequence[str] = (),
-) -> None:
-    """One legend: the precisions' colours, the statuses' markers, the front's ring, the tuned star, the
+def share_limits(shares: Sequence[float]) -> tuple[float, float]:
+    """An x range in percent zoomed to the data (at least 10 points wide), never beyond [0, 100]: a point at 100 %
+    sits on the edge and is drawn unclipped, with its label inside the figure."""
+    low, high = 100 * min(shares), 100 * max(shares)
+    pad = max(2.0, 0.08 * (high - low))
+    if high - low < 10.0:
+        middle = (low + high) / 2
+        low, high = middle - 5.0, middle + 5.0
+    return max(0.0, low - pad), min(100.0, high + pad)  # a share is never beyond 0..100 %
+
+
+def legend_handles(
+    precisions: list[str], statuses: list[str], *, tuned: bool = False, tolerances: Sequence[str] = ()
+) -> list[Line2D]:
+    """One legend's entries: the precisions' colours, the statuses' markers, the front's ring, the tuned star, the
     tolerance lines."""
     colour = [Line2D([], [], color=precision_colour(p), marker="o", linestyle="", label=p) for p in precisions]
     shape = [
@@ -46,7 +50,7 @@ def legends(
         Line2D([], [], color=precision_colour(p), linestyle="-.", linewidth=1, label=f"{p} tolerance")
         for p in tolerances
     ]
-    ax.legend(handles=colour + shape + ring, loc=loc, fontsize=8, framealpha=0.85)  # type: ignore[attr-defined]
+    return colour + shape + ring
 
 
 def _hollow(marker: str, size: float, linestyle: Literal["--", ""], label: str) -> Line2D:
@@ -62,10 +66,6 @@ def _hollow(marker: str, size: float, linestyle: Literal["--", ""], label: str) 
         color="black",
         label=label,
     )
-
-
-def num(value: float | None) -> float:
-    return math.nan if value is None else value
 
 
 def png_bytes(fig: Figure) -> bytes:
