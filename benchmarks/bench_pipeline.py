@@ -18,6 +18,10 @@ checkout or the environment; the first, cold run fills it), and **without** (``P
 the project's workplace sets: every run compiles each module it imports, castguard's included, and pytest's
 assertion rewriting of the plugin's modules; the figures in benchmarks/README.md before 2026-11-27 were taken so).
 
+``CASTGUARD_BENCH_BASELINE=DIR`` (another checkout of castguard, e.g. ``git archive`` of an earlier commit) also
+times that tree, put first on ``PYTHONPATH``: its warm runs and start-up runs alternate with this tree's, in the same
+folder with the same cache and golden, so that both see the same load on a shared machine.
+
 Goal (issue 25): warm <= 1.5 x floor.
 """
 
@@ -35,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "bert_tiny"
 ROUNDS = int(os.environ.get("CASTGUARD_BENCH_ROUNDS", "5"))
+BASELINE = os.environ.get("CASTGUARD_BENCH_BASELINE")
 
 
 def _env(pycache: Path | None) -> dict[str, str]:
@@ -56,6 +61,19 @@ def _pytest(folder: Path, *args: str, env: dict[str, str]) -> float:
         env=env,
     )
     return time.perf_counter() - start
+
+
+def _medians(folder: Path, args: tuple[str, ...], env: dict[str, str], base: dict[str, str] | None) -> list[float]:
+    """The median wall time of ``ROUNDS`` runs of ``pytest ARGS`` in ``folder``, and with a baseline environment
+    (``base``) the median of its runs, interleaved with these (after one run of it to fill its bytecode)."""
+    if base is not None:
+        _pytest(folder, *args, env=base)
+    mine, theirs = [], []
+    for _ in range(ROUNDS):
+        mine.append(_pytest(folder, *args, env=env))
+        if base is not None:
+            theirs.append(_pytest(folder, *args, env=base))
+    return [statistics.median(mine), *([statistics.median(theirs)] if theirs else [])]
 
 
 def _session_floor(distinct: int) -> float:
@@ -88,22 +106,28 @@ def measure(*, bytecode: bool = True) -> dict[str, float]:
         folder.mkdir()
         empty.mkdir()
         env = _env(Path(tmp) / "pycache" if bytecode else None)
+        path = os.pathsep.join(filter(None, [BASELINE, env.get("PYTHONPATH")]))
+        base = {**env, "PYTHONPATH": path} if BASELINE else None
         _pytest(folder, "--model", MODEL, env=env)  # writes the golden, fills the cache (and the bytecode)
-        warm = statistics.median(_pytest(folder, "--model", MODEL, env=env) for _ in range(ROUNDS))
-        start_up = statistics.median(_pytest(empty, "--co", env=env) for _ in range(ROUNDS))
+        warm = _medians(folder, ("--model", MODEL), env, base)
+        start_up = _medians(empty, ("--co",), env, base)
         report = read_report(folder / "castguard-report" / "report.json")
     distinct = sum(c.timings.infer_s > 0 for c in report.cases)  # run, not reused from another case
     sessions = _session_floor(distinct)
-    floor = start_up + sessions
+    floor = start_up[0] + sessions
     figures = {
         "cases": float(len(report.cases)),
         "distinct_models": float(distinct),
-        "warm_s": warm,
-        "pytest_start_up_s": start_up,
+        "warm_s": warm[0],
+        "pytest_start_up_s": start_up[0],
         "fp32_sessions_s": sessions,
         "floor_s": floor,
-        "ratio": warm / floor,
+        "ratio": warm[0] / floor,
     }
+    if BASELINE:
+        figures.update(
+            baseline_warm_s=warm[1], baseline_start_up_s=start_up[1], baseline_ratio=warm[1] / (start_up[1] + sessions)
+        )
     for field in dataclasses.fields(Timings):
         figures[f"sum_{field.name}"] = sum(getattr(c.timings, field.name) for c in report.cases)
     return figures
@@ -116,8 +140,13 @@ def show(figures: dict[str, float], *, bytecode: bool = True) -> str:
         f"  warm sweep {figures['warm_s']:.2f} s; floor {figures['floor_s']:.2f} s (pytest start-up "
         f"{figures['pytest_start_up_s']:.2f} s + FP32 sessions {figures['fp32_sessions_s']:.2f} s); "
         f"ratio {figures['ratio']:.2f}x (goal <= 1.5x)",
-        "  step timings summed over the cases (s):",
     ]
+    if "baseline_ratio" in figures:
+        lines.append(
+            f"  baseline {BASELINE} (interleaved): warm sweep {figures['baseline_warm_s']:.2f} s; pytest start-up "
+            f"{figures['baseline_start_up_s']:.2f} s; ratio {figures['baseline_ratio']:.2f}x"
+        )
+    lines.append("  step timings summed over the cases (s):")
     lines += [f"    {k[4:]:<14} {v:.3f}" for k, v in figures.items() if k.startswith("sum_")]
     return "\n".join(lines)
 
