@@ -49,26 +49,28 @@ class PlotCache:
         """``notes``: the cache folder's state and voice (:mod:`harness.core.cachenotes`), shared with the run's
         content cache, so that one problem with the folder is said once; None: no cache, every plot is drawn."""
         self.notes = notes
-        self.root = None if notes is None else notes.root
         self.drawn = 0  # plots drawn by this object (a miss, a broken entry, no cache)
         self._versions: dict[str, str] | None = None  # of what draws the plots: read once, at the first look-up
 
     def png(self, spec: PlotSpec) -> bytes:
         """The PNG of ``spec``: the cached entry when there is a sound one, else drawn now (and stored)."""
-        path = None
-        if self.root is not None and self.notes is not None and self.notes.skipped is None:
-            self._versions = self._versions or drawing_versions()
-            path = self.root / SECTION / f"{plot_key(spec, versions=self._versions)}.png"
-            cached = self._read(path, self.notes)
+        notes = self.notes if self.notes is not None and self.notes.skipped is None else None
+        path = None if notes is None else notes.root / SECTION / f"{self._key(spec)}.png"
+        if path is not None and notes is not None:
+            cached = self._read(path, notes)
             if cached is not None:
                 return cached
         from harness.report.plots import draw_png  # matplotlib: imported only to draw
 
         data = draw_png(spec)
         self.drawn += 1
-        if path is not None and self.notes is not None:
-            self._store(path, data, self.notes)
+        if path is not None and notes is not None:
+            self._store(path, data, notes)
         return data
+
+    def _key(self, spec: PlotSpec) -> str:
+        self._versions = self._versions or drawing_versions()
+        return plot_key(spec, versions=self._versions)
 
     def _read(self, path: Path, notes: CacheNotes) -> bytes | None:
         """A sound entry's bytes (marked as used now, for the size cap's eviction); None: none, or a broken one."""
