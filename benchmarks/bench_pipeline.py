@@ -12,6 +12,16 @@ run once to write the golden and fill the cache, then ``ROUNDS`` more times warm
 * **steps**: each :class:`~harness.report.Timings` field summed over the cases of the last warm report, and
   the cases' ``total_s`` (the rest of the wall time is pytest, model loading and the golden check).
 
+Both are measured twice: **with bytecode caches**, as a user's install runs (the pytest runs write and read their
+``.pyc`` files under a ``PYTHONPYCACHEPREFIX`` in the bench's temporary folder, so nothing is written into the
+checkout or the environment; the first, cold run fills it), and **without** (``PYTHONDONTWRITEBYTECODE=1``, which
+the project's workplace sets: every run compiles each module it imports, castguard's included, and pytest's
+assertion rewriting of the plugin's modules; the figures in benchmarks/README.md before 2026-11-27 were taken so).
+
+``CASTGUARD_BENCH_BASELINE=DIR`` (another checkout of castguard, e.g. ``git archive`` of an earlier commit) also
+times that tree, put first on ``PYTHONPATH``: its warm runs and start-up runs alternate with this tree's, in the same
+folder with the same cache and golden, so that both see the same load on a shared machine.
+
 Goal (issue 25): warm <= 1.5 x floor.
 """
 
@@ -29,9 +39,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "bert_tiny"
 ROUNDS = int(os.environ.get("CASTGUARD_BENCH_ROUNDS", "5"))
+BASELINE = os.environ.get("CASTGUARD_BENCH_BASELINE")
 
 
-def _pytest(folder: Path, *args: str) -> float:
+def _env(pycache: Path | None) -> dict[str, str]:
+    """The pytest runs' environment: bytecode written and read under ``pycache`` (None: no bytecode files)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    env.update({"PYTHONPYCACHEPREFIX": str(pycache)} if pycache is not None else {"PYTHONDONTWRITEBYTECODE": "1"})
+    return env
+
+
+def _pytest(folder: Path, *args: str, env: dict[str, str]) -> float:
     start = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q", *args],
@@ -40,8 +58,22 @@ def _pytest(folder: Path, *args: str) -> float:
         text=True,
         check=False,
         timeout=600,
+        env=env,
     )
     return time.perf_counter() - start
+
+
+def _medians(folder: Path, args: tuple[str, ...], env: dict[str, str], base: dict[str, str] | None) -> list[float]:
+    """The median wall time of ``ROUNDS`` runs of ``pytest ARGS`` in ``folder``, and with a baseline environment
+    (``base``) the median of its runs, interleaved with these (after one run of it to fill its bytecode)."""
+    if base is not None:
+        _pytest(folder, *args, env=base)
+    mine, theirs = [], []
+    for _ in range(ROUNDS):
+        mine.append(_pytest(folder, *args, env=env))
+        if base is not None:
+            theirs.append(_pytest(folder, *args, env=base))
+    return [statistics.median(mine), *([statistics.median(theirs)] if theirs else [])]
 
 
 def _session_floor(distinct: int) -> float:
@@ -66,49 +98,64 @@ def _session_floor(distinct: int) -> float:
     return distinct * statistics.median(times)
 
 
-def measure() -> dict[str, float]:
+def measure(*, bytecode: bool = True) -> dict[str, float]:
     from harness.report import Timings, read_report
 
     with tempfile.TemporaryDirectory(prefix="castguard-bench-pipeline-") as tmp:
         folder, empty = Path(tmp) / "sweep", Path(tmp) / "empty"
         folder.mkdir()
         empty.mkdir()
-        _pytest(folder, "--model", MODEL)  # writes the golden, fills the cache
-        warm = statistics.median(_pytest(folder, "--model", MODEL) for _ in range(ROUNDS))
-        start_up = statistics.median(_pytest(empty, "--co") for _ in range(ROUNDS))
+        env = _env(Path(tmp) / "pycache" if bytecode else None)
+        path = os.pathsep.join(filter(None, [BASELINE, env.get("PYTHONPATH")]))
+        base = {**env, "PYTHONPATH": path} if BASELINE else None
+        _pytest(folder, "--model", MODEL, env=env)  # writes the golden, fills the cache (and the bytecode)
+        warm = _medians(folder, ("--model", MODEL), env, base)
+        start_up = _medians(empty, ("--co",), env, base)
         report = read_report(folder / "castguard-report" / "report.json")
     distinct = sum(c.timings.infer_s > 0 for c in report.cases)  # run, not reused from another case
     sessions = _session_floor(distinct)
-    floor = start_up + sessions
+    floor = start_up[0] + sessions
     figures = {
         "cases": float(len(report.cases)),
         "distinct_models": float(distinct),
-        "warm_s": warm,
-        "pytest_start_up_s": start_up,
+        "warm_s": warm[0],
+        "pytest_start_up_s": start_up[0],
         "fp32_sessions_s": sessions,
         "floor_s": floor,
-        "ratio": warm / floor,
+        "ratio": warm[0] / floor,
     }
+    if BASELINE:
+        figures.update(
+            baseline_warm_s=warm[1], baseline_start_up_s=start_up[1], baseline_ratio=warm[1] / (start_up[1] + sessions)
+        )
     for field in dataclasses.fields(Timings):
         figures[f"sum_{field.name}"] = sum(getattr(c.timings, field.name) for c in report.cases)
     return figures
 
 
-def show(figures: dict[str, float]) -> str:
+def show(figures: dict[str, float], *, bytecode: bool = True) -> str:
     lines = [
-        f"{MODEL}: {int(figures['cases'])} cases, {int(figures['distinct_models'])} distinct converted models",
+        f"{MODEL}: {int(figures['cases'])} cases, {int(figures['distinct_models'])} distinct converted models, "
+        + ("with bytecode caches" if bytecode else "without bytecode files (PYTHONDONTWRITEBYTECODE=1)"),
         f"  warm sweep {figures['warm_s']:.2f} s; floor {figures['floor_s']:.2f} s (pytest start-up "
         f"{figures['pytest_start_up_s']:.2f} s + FP32 sessions {figures['fp32_sessions_s']:.2f} s); "
         f"ratio {figures['ratio']:.2f}x (goal <= 1.5x)",
-        "  step timings summed over the cases (s):",
     ]
+    if "baseline_ratio" in figures:
+        lines.append(
+            f"  baseline {BASELINE} (interleaved): warm sweep {figures['baseline_warm_s']:.2f} s; pytest start-up "
+            f"{figures['baseline_start_up_s']:.2f} s; ratio {figures['baseline_ratio']:.2f}x"
+        )
+    lines.append("  step timings summed over the cases (s):")
     lines += [f"    {k[4:]:<14} {v:.3f}" for k, v in figures.items() if k.startswith("sum_")]
     return "\n".join(lines)
 
 
 def test_warm_sweep_vs_floor() -> None:
-    print("\n" + show(measure()))
+    for bytecode in (True, False):
+        print("\n" + show(measure(bytecode=bytecode), bytecode=bytecode))
 
 
 if __name__ == "__main__":
-    print(show(measure()))
+    for bytecode in (True, False):
+        print(show(measure(bytecode=bytecode), bytecode=bytecode))

@@ -29,6 +29,7 @@ from harness.pipeline.verdict import settled
 from harness.report import CaseRecord, Provenance, Report
 from harness.report.banner import RunTrouble, all_skipped, run_status_sections, skipped_runner_lines
 from harness.report.collect import CASES_DIR, FinishedReport, ReportSession
+from harness.report.plotcache import PlotCache
 
 if TYPE_CHECKING:
     from harness.check import Checker
@@ -265,8 +266,9 @@ class CastguardRun:
             failed_tests=tuple(dict.fromkeys(self.failed_tests)),
         )
         status_md, status_html = run_status_sections(report, exitstatus, self.skipped_runners, trouble)
+        plots = PlotCache(self.session.cache.notes if self.session is not None else None)  # the sweep's cache folder
         self.finished = self.report.write(
-            report, extra_md=[status_md, *extra_md], extra_html=[status_html, *extra_html]
+            report, extra_md=[status_md, *extra_md], extra_html=[status_html, *extra_html], plots=plots
         )
         if self.finished.error is not None and exitstatus == 0:
             exitstatus = TESTS_FAILED  # no report written (a full disk): the summary says why

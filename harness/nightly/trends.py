@@ -16,7 +16,9 @@ from matplotlib.figure import Figure
 
 from harness.nightly.trend_data import Trend, TrendRun
 from harness.report.format import fmt_error, fmt_share
-from harness.report.plots import _plain, _png, precision_colour, share_limits
+from harness.report.plotstyle import plain as _plain
+from harness.report.plotstyle import png_bytes as _png
+from harness.report.plotstyle import precision_colour, share_limits
 
 MARKERS = ("o", "s", "^", "D")
 LINES = ("-", "--", ":", "-.")

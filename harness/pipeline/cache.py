@@ -7,6 +7,7 @@ Layout under the cache root (``.castguard-cache/`` in the rootdir by default; sa
                                      whose weights changed; unchanged ones are read from the source's folder)
     convert/<key>.json               the rest of the ConversionResult, with the .onnx file's sha256
     trt-build/<key>.json             a TensorRT build check (harness.pipeline.build_check), keyed by the converted model
+    plots/<key>.png                  a report plot (harness.report.plotcache), keyed by exactly what it draws
 
 A key is the sha256 of everything the result depends on (:func:`harness.data.keys.content_key`): the model's sha256, a
 digest of the feeds (``feeds_digest``), the options, and ``code_fingerprint`` (castguard's
@@ -29,15 +30,15 @@ and every case goes on without it.
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.convert import ConversionResult, Magnitudes
+from harness.core.cachenotes import CacheNotes, CacheSkipped
 from harness.core.errors import InputDataError, ModelError, UserError
-from harness.core.files import atomic_write, check_folder_error, not_writable, own_folder, sha256_file
+from harness.core.files import atomic_write, own_folder, sha256_file
 from harness.core.jsonfile import JsonObject
 from harness.core.locks import held
 from harness.data.keys import SCHEMA_VERSION, code_fingerprint
@@ -54,9 +55,7 @@ from harness.pipeline.cache_size import touch
 
 T = TypeVar("T")
 
-
-class CacheSkipped(UserWarning):
-    """The cache (optional) could not be used; the run goes on without it. Said once per process and cause."""
+__all__ = ["CacheSkipped", "ContentCache"]
 
 
 class ContentCache:
@@ -65,16 +64,11 @@ class ContentCache:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.fingerprint = code_fingerprint()
-        self.skipped: UserError | None = check_folder_error(root, what="the cache folder (--cache-dir)")
-        self._said: set[str] = set()
-        if self.skipped is not None:
-            self._warn(self.skipped)
+        self.notes = CacheNotes(root)  # the skipped state and the warnings (harness.core.cachenotes)
 
-    def _warn(self, err: UserError) -> None:
-        """One warning per kind of problem (not one per case): the cache is skipped, or an entry rebuilt."""
-        if err.problem not in self._said:
-            self._said.add(err.problem)
-            warnings.warn(CacheSkipped(f"castguard cache skipped: {err}"), stacklevel=3)
+    @property
+    def skipped(self) -> UserError | None:
+        return self.notes.skipped
 
     def _store(self, path: Path, data: bytes) -> None:
         """Write an entry; a folder that cannot be written skips the cache from now on (one warning)."""
@@ -83,16 +77,7 @@ class ContentCache:
         try:
             atomic_write(path, data)
         except (UserError, OSError) as err:
-            self._skip(err)
-
-    def _skip(self, err: Exception) -> None:
-        if isinstance(err, OSError):
-            err = not_writable(self.root, err) or UserError(where=self.root, problem=str(err), fix="-")
-        assert isinstance(err, UserError)
-        self.skipped = UserError(
-            where=err.where, problem=f"{err.problem}; the run goes on without the cache", fix=err.fix
-        )
-        self._warn(self.skipped)
+            self.notes.skip(err)
 
     def magnitudes(self, key: str, make: Callable[[], Magnitudes]) -> tuple[Magnitudes, bool]:
         """The cached magnitudes for ``key``, or ``make()`` them and store them; second item: cache hit."""
@@ -103,7 +88,7 @@ class ContentCache:
                 try:
                     return Magnitudes.from_json(path.read_text(encoding="utf-8")), True
                 except (InputDataError, UnicodeDecodeError, OSError) as err:
-                    self._warn(self._corrupt(path, err))
+                    self.notes.say(self.notes.corrupt(path, err))
             made = make()
             self._store(path, made.to_json().encode())
             return made, False
@@ -123,7 +108,9 @@ class ContentCache:
                     data = err
                 if isinstance(data, dict):
                     return data, True
-                self._warn(self._corrupt(path, data if isinstance(data, Exception) else ValueError("not an object")))
+                self.notes.say(
+                    self.notes.corrupt(path, data if isinstance(data, Exception) else ValueError("not an object"))
+                )
             made = make()
             if made is not None:
                 self._store(path, json.dumps(made, sort_keys=True).encode())
@@ -146,14 +133,14 @@ class ContentCache:
                 try:
                     return self._read_conversion(model_path, meta_path, weights_dir), True
                 except UserError as err:
-                    self._warn(err)
+                    self.notes.say(err)
             made = make()
             if not usable:
                 return made, False
             try:
                 return self._store_conversion(made, model_path, weights_dir), False
             except (UserError, OSError) as err:
-                self._skip(err)
+                self.notes.skip(err)
                 return made, False
 
     def _store_conversion(self, made: ConversionResult, model_path: Path, weights_dir: Path | None) -> ConversionResult:
@@ -208,14 +195,7 @@ class ContentCache:
                 base_dir=data_dir if is_lazy(model) else None,
             )
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, ModelError) as err:
-            raise self._corrupt(meta_path, err) from err
-
-    def _corrupt(self, path: Path, err: Exception) -> UserError:
-        return UserError(
-            where=path,
-            problem=f"unreadable cache entry ({err})",
-            fix=f"delete the cache folder {self.root}; castguard rebuilds it",
-        )
+            raise self.notes.corrupt(meta_path, err) from err
 
     @contextmanager
     def _locked(self, path: Path) -> Iterator[bool]:
@@ -227,7 +207,7 @@ class ContentCache:
                 lock = held(path.with_suffix(".lock"), what="cache entry lock")
                 lock.__enter__()
             except (OSError, UserError) as err:
-                self._skip(err)
+                self.notes.skip(err)
             else:
                 try:
                     yield True

@@ -1,11 +1,13 @@
 """A size cap for the content cache: least-recently-used eviction, and what ``castguard cache`` shows. No pytest.
 
 An *entry* is every file of one key in one section (``convert/<key>.onnx`` + ``.json`` + ``.onnx.data`` for
-a model with external data, ``magnitudes/<key>.json`` or ``trt-build/<key>.json``); its lock file goes with it. :class:`~harness.pipeline.cache.ContentCache` touches an
-entry's files when it reads them, so their newest modification time is the entry's last use. :func:`evict`
-deletes the least recently used entries until the folder fits the cap; an entry whose lock is held (being
-written or read by a running case) is skipped, never deleted under a reader. Evicting only costs time: the next
-run recomputes what it misses.
+a model with external data, ``magnitudes/<key>.json``, ``trt-build/<key>.json`` or a report plot's
+``plots/<key>.png``); its lock file goes with it. :class:`~harness.pipeline.cache.ContentCache` (and
+:class:`~harness.report.plotcache.PlotCache`) touches an entry's files when it reads them, so their newest
+modification time is the entry's last use. :func:`evict` deletes the least recently used entries until the folder
+fits the cap; an entry whose lock is held (being written or read by a running case) is skipped, never deleted under
+a reader (a plot entry has no lock: one deleted under its reader is a miss, drawn again). Evicting only costs time:
+the next run recomputes what it misses.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from harness.core.locks import try_held
 
-SECTIONS = ("convert", "magnitudes", "trt-build")
+SECTIONS = ("convert", "magnitudes", "trt-build", "plots")
 MB = 1024 * 1024
 
 

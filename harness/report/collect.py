@@ -29,6 +29,7 @@ from harness.report import CaseRecord, Provenance, Report, ReportPaths, utc_now,
 from harness.report.format import completion_text, counts_text
 from harness.report.io import render_report, report_paths, write_shard_marker
 from harness.report.model import ShardInfo
+from harness.report.plotcache import PlotCache
 from harness.report.provenance import with_case_converters, with_case_runners
 from harness.report.runs import (
     DEFAULT_KEEP_RUNS,
@@ -159,15 +160,23 @@ class ReportSession:
             shard=shard,
         )
 
-    def write(self, report: Report, *, extra_md: Sequence[str] = (), extra_html: Sequence[str] = ()) -> FinishedReport:
+    def write(
+        self,
+        report: Report,
+        *,
+        extra_md: Sequence[str] = (),
+        extra_html: Sequence[str] = (),
+        plots: PlotCache | None = None,
+    ) -> FinishedReport:
         """Write the run's report into its folder and, when complete, publish it; then prune and unlock. A full
-        disk (now, or when a case record was written) writes nothing: the result's ``error`` says where."""
+        disk (now, or when a case record was written) writes nothing: the result's ``error`` says where.
+        ``plots``: the plots' cache (:mod:`harness.report.plotcache`; None: drawn now)."""
         if self._error is not None:
             self.close()
             return self._unwritten(report, report_view(report), self._error)
         view = report_view(report)
         try:
-            pages = render_report(view, extra_md=extra_md, extra_html=extra_html)  # drawn once, written twice
+            pages = render_report(view, extra_md=extra_md, extra_html=extra_html, plots=plots)  # once, written twice
             run_paths = write_report(report, self.run_dir, rendered=pages)
             published = None
             if report.complete:

@@ -26,6 +26,7 @@ from harness.core.errors import UserError
 from harness.core.files import COMPRESS_MAX_BYTES, atomic_write, atomic_write_all, safe_component, save_npz
 from harness.core.jsonfile import read_json
 from harness.report.model import Provenance, Report, ShardInfo
+from harness.report.plotcache import PlotCache
 from harness.report.render_html import render_html
 from harness.report.render_md import render_markdown
 from harness.report.serde import (
@@ -61,10 +62,18 @@ class RenderedReport:
     html: str
 
 
-def render_report(view: ReportView, *, extra_md: Sequence[str] = (), extra_html: Sequence[str] = ()) -> RenderedReport:
+def render_report(
+    view: ReportView,
+    *,
+    extra_md: Sequence[str] = (),
+    extra_html: Sequence[str] = (),
+    plots: PlotCache | None = None,
+) -> RenderedReport:
     """Both pages of a report, from its one view (:func:`harness.report.view.report_view`); ``extra_*``: sections
-    after the header."""
-    return RenderedReport(markdown=render_markdown(view, extra=extra_md), html=render_html(view, extra=extra_html))
+    after the header; ``plots``: the plots' cache (None: drawn now)."""
+    return RenderedReport(
+        markdown=render_markdown(view, extra=extra_md), html=render_html(view, extra=extra_html, plots=plots)
+    )
 
 
 def write_report(

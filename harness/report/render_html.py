@@ -23,6 +23,8 @@ from harness.report.format import (
 )
 from harness.report.html_cases import case_badges, case_table, failures, notes, status_badge, trt_section, tuned
 from harness.report.model import STATUSES, Report
+from harness.report.plotcache import PlotCache
+from harness.report.plotdata import grid_spec, share_spec, speed_spec
 from harness.report.view import ModelView, ReportView
 
 _CSS = """
@@ -46,8 +48,10 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:8px;bo
 """
 
 
-def render_html(view: ReportView, *, extra: Sequence[str] = ()) -> str:
-    """The whole ``report.html``; ``extra`` sections (e.g. the baseline comparison, trends) follow the summary."""
+def render_html(view: ReportView, *, extra: Sequence[str] = (), plots: PlotCache | None = None) -> str:
+    """The whole ``report.html``; ``extra`` sections (e.g. the baseline comparison, trends) follow the summary.
+    ``plots``: where the plots' PNGs are cached (None: drawn now, :mod:`harness.report.plotcache`)."""
+    plots = plots or PlotCache(None)
     report = view.report
     prov = report.provenance
     body = [
@@ -59,7 +63,7 @@ def render_html(view: ReportView, *, extra: Sequence[str] = ()) -> str:
         _summary(view),
         *extra,
     ]
-    body += [_model_section(index, model) for index, model in enumerate(view.models)]
+    body += [_model_section(index, model, plots) for index, model in enumerate(view.models)]
     body.append(_provenance(report))
     body.append(
         '<section><h2>Legend</h2><dl class="legend">'
@@ -141,16 +145,14 @@ def _provenance(report: Report) -> str:
     return f"<section><h2>Provenance</h2><table>{rows}</table></section>"
 
 
-def _model_section(index: int, view: ModelView) -> str:
-    from harness.report.plots import error_vs_share_png, pass_by_data_max_png  # matplotlib: import when drawing
-
+def _model_section(index: int, view: ModelView, plots: PlotCache) -> str:
     model, cases, inputs, multi = view.name, view.cases, view.inputs, view.multi_inputs
     plot1 = _img(
-        error_vs_share_png(cases, title=f"{model}: error vs low-precision FLOP share"),
+        plots.png(share_spec(cases, title=f"{model}: error vs low-precision FLOP share")),
         alt=f"error vs low-precision FLOP share for {model}",
     )
     plot2 = _img(
-        pass_by_data_max_png(cases, title=f"{model}: pass/fail by data_max"),
+        plots.png(grid_spec(cases, title=f"{model}: pass/fail by data_max")),
         alt=f"pass/fail by data_max per precision for {model}",
     )
     parts = [
@@ -169,7 +171,7 @@ def _model_section(index: int, view: ModelView) -> str:
         " counted apart).</figcaption></figure></div>",
         _front_table(view),
         _converters_table(view),
-        _speed_section(view),
+        _speed_section(view, plots),
         _logits_table(view),
         "<h3>Cases (failing first)</h3>" + case_table(cases, multi=multi),
         failures(view),
@@ -239,15 +241,13 @@ def _front_table(view: ModelView) -> str:
     )
 
 
-def _speed_section(view: ModelView) -> str:
-    from harness.report.plots import error_vs_speedup_png  # matplotlib: import when drawing
-
+def _speed_section(view: ModelView, plots: PlotCache) -> str:
     model, cases, multi, rows = view.name, view.cases, view.multi_inputs, view.speed_rows
     notes = "".join(f"<p>No speed claimed: {escape(note)}.</p>" for note in view.speed_notes)
     if not rows:
         return f"<h3>Speed</h3>{notes or '<p>No case was timed.</p>'}"
     plot = _img(
-        error_vs_speedup_png(cases, title=f"{model}: error vs measured speedup"),
+        plots.png(speed_spec(cases, title=f"{model}: error vs measured speedup")),
         alt=f"error vs measured speedup for {model}",
     )
     body = "".join(

@@ -81,7 +81,7 @@ def test_speed_front_holds_passing_cases_only() -> None:
 
 @pytest.mark.parametrize("scale", [1.0, 7.3, 300.0])
 def test_error_plot_draws_a_tolerance_line_per_precision(scale: float) -> None:
-    from harness.report.plots import tolerance_levels
+    from harness.report.plotdata import tolerance_levels
 
     golden = np.linspace(-scale, scale, 11, dtype=np.float32)
     cases = []
@@ -112,7 +112,7 @@ def test_error_plot_draws_a_tolerance_line_per_precision(scale: float) -> None:
 
 
 def test_non_elementwise_outputs_draw_no_tolerance_line() -> None:
-    from harness.report.plots import tolerance_levels
+    from harness.report.plotdata import tolerance_levels
 
     stats = dataclasses.replace(output_stats("y", 4e-3, passed=True), mode="median")
     assert tolerance_levels([dataclasses.replace(_case(8.0, 0.5, 1e-3), outputs=(stats,))]) == {}

@@ -8,7 +8,8 @@ import math
 
 from harness.nightly.trends import trend_png
 from harness.report.model import CaseRecord
-from harness.report.plots import PRECISION_COLOURS, error_vs_share_figure, precision_colour, share_limits
+from harness.report.plots import error_vs_share_figure
+from harness.report.plotstyle import PRECISION_COLOURS, precision_colour, share_limits
 from harness.sweep import SweepPoint
 from tests.helpers.report_samples import output_stats, record_for
 
