@@ -17,7 +17,6 @@ cannot share one graph, a warning says so and every tensor of both is marked as 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,15 +30,12 @@ from harness.core.providers import CUDA
 from harness.data.feeds import cast_feeds, input_specs
 from harness.data.marked import with_outputs
 from harness.data.onnxfile import is_lazy, stub_copy
-from harness.data.recipes import Feed
 from harness.diagnose.facts import TensorError
+from harness.diagnose.pair import ModelPair as ModelPair  # re-exported: callers build the pair from here
 from harness.diagnose.sidebyside import LOW, Gate, materialise, read_figures, side_by_side
-from harness.judge.compare import Tolerance
-from harness.judge.paired import judge_outputs
-from harness.judge.tolerances import TolerancePolicy
+from harness.diagnose.tensorjudge import Judged, judge_figures, judge_raw
 from harness.runners import make_runner
-from harness.runners.ort import CPU, create_session, run_session
-from harness.tune.bound import scaled_error
+from harness.runners.ort import create_session, run_session
 
 LOG = logging.getLogger("harness.diagnose")
 _IN_GRAPH_MODES = frozenset({"elemwise", "max", "isclose"})
@@ -58,27 +54,6 @@ def computed_tensors(graph: onnx.GraphProto) -> set[str]:
 
 
 @dataclass(frozen=True)
-class ModelPair:
-    """The FP32 model and its conversion, compared on ``feeds`` (the golden's, in the FP32 model's input dtypes)
-    under the case's tolerance policy; ``model_dir`` / ``converted_dir`` (default: ``model_dir``): the folders the
-    models' external data is in."""
-
-    reference: onnx.ModelProto
-    converted: onnx.ModelProto
-    feeds: Sequence[Feed]
-    precision: str
-    policy: TolerancePolicy
-    model_dir: Path | None = None
-    converted_dir: Path | None = None
-    providers: tuple[str, ...] = (CPU,)
-    """Where the side-by-side graph runs (the case's device first: :meth:`RunnerTraits.work_providers`)."""
-
-    def tolerance(self, name: str, golden: np.ndarray) -> Tolerance:
-        """The policy's tolerance for tensor ``name`` of this magnitude."""
-        return self.policy.tolerance_for(precision=self.precision, output=name, golden=golden)
-
-
-@dataclass(frozen=True)
 class Profile:
     """Per tensor in graph order: its error (:class:`TensorError`) and its largest finite |FP32| value."""
 
@@ -90,12 +65,6 @@ class Profile:
 
     def row(self, tensor: str) -> TensorError | None:
         return next((r for r in self.rows if r.tensor == tensor), None)
-
-
-def _absmax(arrays: Sequence[np.ndarray]) -> float:
-    values = [np.abs(np.asarray(a, dtype=np.float64)) for a in arrays if np.asarray(a).size]
-    finite = [v[np.isfinite(v)] for v in values]
-    return max((float(v.max()) for v in finite if v.size), default=0.0)
 
 
 def divergence_profile(pair: ModelPair) -> Profile:
@@ -125,10 +94,10 @@ def divergence_profile(pair: ModelPair) -> Profile:
     for name, _ in order:
         found: Judged | None = None
         if name in measured:
-            found = _judge_figures(pair, name, measured[name], exact=name in exact)
+            found = judge_figures(pair, name, measured[name], exact=name in exact)
         elif raw and name in raw[0]:
             gold = [np.asarray(run[name]) for run in raw]
-            found = _judge_raw(pair, name, [np.asarray(run[LOW + name]) for run in raw], gold)
+            found = judge_raw(pair, name, [np.asarray(run[LOW + name]) for run in raw], gold)
             if found is not None and found[5] is not None and name not in computed:
                 continue  # integer shape arithmetic: never a cause (its error shows downstream)
         if found is not None:  # else strings, and tensors neither compared nor fetched
@@ -213,10 +182,6 @@ def _weights_dir(model: onnx.ModelProto, *, model_dir: Path | None, converted_di
     return model_dir or low_dir
 
 
-Judged = tuple[float, bool, float, float, float, int | None, int]
-"""(scaled error, passed, max_abs, max_rel, max finite |FP32|, differing positions (exact tensors), elements)."""
-
-
 def _assemble(
     reference: onnx.ModelProto, order: Sequence[tuple[str, onnx.NodeProto]], judged: Mapping[str, Judged]
 ) -> Profile:
@@ -250,49 +215,6 @@ def _assemble(
     )
 
 
-def _judge_figures(pair: ModelPair, name: str, measured: tuple[np.ndarray, np.ndarray], *, exact: bool) -> Judged:
-    """The verdict :func:`judge_outputs` gives, from the in-graph figures and counts of every run (see sidebyside)."""
-    figures, counts = measured
-    present = counts[:, 3] > 0
-    figures = np.where(present[:, None], figures, 0.0)
-    scale = float(figures[:, 0].max(initial=0.0))
-    elements = int(counts[:, 3].sum())
-    mismatch, badpos = elements - int(counts[:, 0].sum()), int(counts[:, 2].sum() - counts[:, 1].sum())
-    finite_abs = float(figures[:, 1].max(initial=0.0))
-    error = math.inf if badpos else (finite_abs / scale if scale > 0 else (0.0 if finite_abs == 0 else math.inf))
-    if exact:
-        return error, mismatch == 0, finite_abs, float(figures[:, 2].max(initial=0.0)), scale, mismatch, elements
-    max_abs = math.inf if mismatch else finite_abs
-    max_rel = math.inf if mismatch else float(figures[:, 2].max(initial=0.0))
-    tol = pair.tolerance(name, np.array([scale]))
-    if tol.mode == "max":
-        passed = not (max_abs > tol.atol and max_rel > tol.rtol)
-    elif tol.mode == "isclose":
-        passed = not float(figures[:, 4].max(initial=-math.inf)) > tol.atol
-    else:
-        passed = not float(figures[:, 3].max(initial=0.0)) > tol.atol
-    return error, passed and not mismatch, max_abs, max_rel, scale, None, elements
-
-
-def _judge_raw(pair: ModelPair, name: str, got: Sequence[np.ndarray], gold: Sequence[np.ndarray]) -> Judged | None:
-    """Tensors fetched whole: floats through the judge, integers and bools exactly, others (strings) not at all."""
-    elements = sum(int(g.size) for g in gold)
-    if all(g.dtype.kind in "biu" for g in gold):  # exact: every differing position counts
-        differing = sum(
-            int(np.count_nonzero(np.asarray(a) != g)) if a.shape == g.shape else g.size for a, g in zip(got, gold)
-        )
-        bad = float(differing > 0)
-        return bad, differing == 0, bad, bad, 0.0, differing, elements
-    if not all(np.issubdtype(g.dtype, np.floating) for g in gold):
-        return None
-    verdict = judge_outputs(
-        [{name: g} for g in got], [{name: g} for g in gold], precision=pair.precision, policy=pair.policy
-    )
-    (figures,) = verdict.outputs
-    error = scaled_error(zip(got, gold))
-    return error, bool(verdict), float(figures.max_abs), float(figures.max_rel), _absmax(gold), None, elements
-
-
 def output_port(node: onnx.NodeProto, tensor: str) -> str:
     """The op schema's name for the output ``tensor`` of ``node`` (TopK: "Values", "Indices"), or ""."""
     try:
@@ -322,6 +244,6 @@ def marked_profile(pair: ModelPair) -> Profile:
     for name in names:
         gold = [np.asarray(it[name]) for it in expected]
         if all(np.issubdtype(g.dtype, np.floating) for g in gold):
-            found = _judge_raw(pair, name, [np.asarray(it[name]) for it in obtained], gold)
+            found = judge_raw(pair, name, [np.asarray(it[name]) for it in obtained], gold)
             judged.update({name: found} if found is not None else {})
     return _assemble(pair.reference, order, judged)

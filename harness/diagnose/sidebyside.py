@@ -22,7 +22,6 @@ inference cannot tell, stay raw: both versions are graph outputs, judged in nump
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from onnx import TensorProto, helper, numpy_helper
 from harness.convert.reductions import GraphBuilder, default_opset
 from harness.core.dtypes import FLOAT_TYPES, INT_TYPES, LOW_TYPES
 from harness.data.onnxfile import external_tensors, tensor_array
+from harness.diagnose.sideorder import compare_priorities, ordered, priorities
 from harness.runners.emulate import emulation_model
 
 LOW = "castguard_low/"
@@ -196,44 +196,6 @@ def _compare(build: GraphBuilder, name: str, elem: int, gate: Gate) -> tuple[lis
     return figures, [count(matched), count(both), count(fb), size]
 
 
-def _ordered(graph: onnx.GraphProto, priority: Mapping[int, tuple[int, int]]) -> list[onnx.NodeProto]:
-    """A topological order of ``graph.node`` that follows ``priority`` (node index -> key) where it can (Kahn's
-    algorithm, smallest key first), so each tensor's comparison runs as soon as both producers did."""
-    nodes = list(graph.node)
-    producer = {out: i for i, n in enumerate(nodes) for out in n.output if out}
-    needs: list[set[int]] = []
-    for node in nodes:
-        reads = {i for i in node.input if i} | _outer_reads(node)
-        needs.append({producer[r] for r in reads if r in producer})
-    readers: dict[int, list[int]] = {}
-    for i, deps in enumerate(needs):
-        for d in deps:
-            readers.setdefault(d, []).append(i)
-    waiting = [len(deps) for deps in needs]
-    ready = [(priority[i], i) for i in range(len(nodes)) if not waiting[i]]
-    heapq.heapify(ready)
-    order: list[onnx.NodeProto] = []
-    while ready:
-        _, i = heapq.heappop(ready)
-        order.append(nodes[i])
-        for r in readers.get(i, ()):
-            waiting[r] -= 1
-            if not waiting[r]:
-                heapq.heappush(ready, (priority[r], r))
-    if len(order) != len(nodes):
-        raise ValueError("the side-by-side graph has a cycle")
-    return order
-
-
-def _outer_reads(node: onnx.NodeProto) -> set[str]:
-    found: set[str] = set()
-    for attr in node.attribute:
-        for body in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
-            for inner in body.node:
-                found |= {i for i in inner.input if i} | _outer_reads(inner)
-    return found
-
-
 def side_by_side(
     reference: onnx.ModelProto,
     converted: onnx.ModelProto,
@@ -264,14 +226,14 @@ def side_by_side(
             compared.append(name)
     raw = [n for n in tensors if n not in compared]
     first = {out: i for i, node in enumerate(graph.node) if i < ref_nodes for out in node.output}
-    priority = _priorities(graph, ref_nodes, first)
+    priority = priorities(graph, ref_nodes, first, prefix=LOW)
     extra = [*build.constant_nodes, *(n for name in compared for n in after[name])]
     base = len(graph.node)
     graph.node.extend(extra)
-    _compare_priorities(graph, base, priority)
-    ordered = _ordered(graph, priority)
+    compare_priorities(graph, base, priority)
+    in_order = ordered(graph, priority)
     del graph.node[:]
-    graph.node.extend(ordered)
+    graph.node.extend(in_order)
     del graph.output[:]
     vector = build.fresh("figures")
     graph.node.append(helper.make_node("Concat", figures or [build.const(np.zeros(0))], [vector], axis=0))
@@ -285,31 +247,6 @@ def side_by_side(
         figures=vector,
     )
     return model, plan
-
-
-def _priorities(graph: onnx.GraphProto, ref_nodes: int, first: Mapping[str, int]) -> dict[int, tuple[int, int]]:
-    """FP32 node i: (i, 1); an emulated node: (the FP32 position of the tensor it makes, 0), or, for the nodes
-    the conversion added, the position of the next emulated node that makes one (they run just before it)."""
-    priority: dict[int, tuple[int, int]] = {i: (i, 1) for i in range(ref_nodes)}
-    pending: list[int] = []
-    for i in range(ref_nodes, len(graph.node)):
-        outs = [o[len(LOW) :] for o in graph.node[i].output if o.startswith(LOW)]
-        slot = next((first[o] for o in outs if o in first), None)
-        pending.append(i)
-        if slot is not None:
-            priority.update((p, (slot, 0)) for p in pending)
-            pending = []
-    priority.update((p, (len(graph.node), 0)) for p in pending)
-    return priority
-
-
-def _compare_priorities(graph: onnx.GraphProto, start: int, priority: dict[int, tuple[int, int]]) -> None:
-    """A comparison node runs right after the later of its tensor's two producers: it inherits the largest
-    priority among the nodes it reads (its own chain included)."""
-    producer = {out: i for i, n in enumerate(graph.node) for out in n.output if out}
-    for i in range(start, len(graph.node)):
-        keys = [priority[producer[x]] for x in graph.node[i].input if x in producer]
-        priority[i] = (max((k[0] for k in keys), default=-1), 2)
 
 
 def read_figures(outputs: Mapping[str, np.ndarray], plan: SidePlan) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -1,0 +1,37 @@
+"""The pair of models a diagnosis compares: the FP32 model and its conversion, on the golden's feeds, under the
+case's tolerance policy, and where the comparison runs (:class:`ModelPair`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from harness.core.providers import CPU
+from harness.data.recipes import Feed
+from harness.judge.compare import Tolerance
+from harness.judge.tolerances import TolerancePolicy
+
+
+@dataclass(frozen=True)
+class ModelPair:
+    """The FP32 model and its conversion, compared on ``feeds`` (the golden's, in the FP32 model's input dtypes)
+    under the case's tolerance policy; ``model_dir`` / ``converted_dir`` (default: ``model_dir``): the folders the
+    models' external data is in."""
+
+    reference: onnx.ModelProto
+    converted: onnx.ModelProto
+    feeds: Sequence[Feed]
+    precision: str
+    policy: TolerancePolicy
+    model_dir: Path | None = None
+    converted_dir: Path | None = None
+    providers: tuple[str, ...] = (CPU,)
+    """Where the side-by-side graph runs (the case's device first: :meth:`RunnerTraits.work_providers`)."""
+
+    def tolerance(self, name: str, golden: np.ndarray) -> Tolerance:
+        """The policy's tolerance for tensor ``name`` of this magnitude."""
+        return self.policy.tolerance_for(precision=self.precision, output=name, golden=golden)
