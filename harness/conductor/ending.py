@@ -4,10 +4,12 @@ the sections their rendering adds to the report (a merged night's notes first)."
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from harness.nightly.merge import ShardNight
-from harness.nightly.run import NightlyRun
-from harness.report import Report
+if TYPE_CHECKING:  # annotations only: a run that is no merged night never imports the merge machinery
+    from harness.nightly.merge import ShardNight
+    from harness.nightly.run import NightlyRun
+    from harness.report import Report
 
 TESTS_FAILED = 1  # pytest's ExitCode.TESTS_FAILED (no pytest import here)
 USAGE_ERROR = 2  # pytest's ExitCode.USAGE_ERROR

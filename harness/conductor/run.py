@@ -20,7 +20,6 @@ from harness.conductor.opening import (
 from harness.conductor.summary import Section, plain_lines, terminal_sections
 from harness.config import HarnessConfig, find_project, load_table
 from harness.core.errors import INTERRUPTED_EXIT
-from harness.nightly.merge import ShardNight
 from harness.nightly.run import NightlyOptions, NightlyRun, options_from
 from harness.options import given_options
 from harness.pipeline.session import AccuracySession, SessionRole
@@ -33,6 +32,7 @@ from harness.report.plotcache import PlotCache
 
 if TYPE_CHECKING:
     from harness.check import Checker
+    from harness.nightly.merge import ShardNight  # castguard merge's (imported there): not on a plain run's path
 
 
 class CastguardRun:

@@ -6,14 +6,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from harness.nightly.merge import ShardNight
 from harness.nightly.run import NightlyRun
 from harness.pipeline.session import AccuracySession
 from harness.pipeline.shard_run import ShardState
 from harness.report.banner import xpass_lines
 from harness.report.collect import FinishedReport
+
+if TYPE_CHECKING:
+    from harness.nightly.merge import ShardNight
 
 
 @dataclass(frozen=True)

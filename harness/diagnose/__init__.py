@@ -20,7 +20,7 @@ _API = {
     "ModelPair": "profile",
     "diagnose_failure": "failure",
     "first_divergence": "failure",
-    "DEFAULT_BUDGET": "failure",
+    "DEFAULT_BUDGET": "facts",
 }
 
 __all__ = [
@@ -49,10 +49,10 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from harness.data.marked import with_outputs as with_outputs
+    from harness.diagnose.facts import DEFAULT_BUDGET as DEFAULT_BUDGET
     from harness.diagnose.facts import Diagnosis as Diagnosis
     from harness.diagnose.facts import Divergence as Divergence
     from harness.diagnose.facts import TensorError as TensorError
-    from harness.diagnose.failure import DEFAULT_BUDGET as DEFAULT_BUDGET
     from harness.diagnose.failure import FailedCase as FailedCase
     from harness.diagnose.failure import diagnose_failure as diagnose_failure
     from harness.diagnose.failure import first_divergence as first_divergence

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+DEFAULT_BUDGET = 8
+"""Conversions a diagnosis may run to verify its fix (the region, then tune's search)."""
+
 
 @dataclass(frozen=True)
 class TensorAt:

@@ -17,6 +17,7 @@ from harness.diagnose.command import (
     tune_command,
     write_feeds,
 )
+from harness.diagnose.facts import DEFAULT_BUDGET as DEFAULT_BUDGET  # re-exported
 from harness.diagnose.facts import Diagnosis, Divergence
 from harness.diagnose.profile import ModelPair, Profile, divergence_profile
 from harness.diagnose.verify import (
@@ -31,8 +32,6 @@ from harness.judge.tolerances import TolerancePolicy
 from harness.runners.options import RunnerOptionsTable
 from harness.tune.oracle import Outputs
 
-DEFAULT_BUDGET = 8
-"""Conversions a diagnosis may run to verify its fix (the region, then tune's search)."""
 MAX_CANDIDATES = 16
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
-from harness.diagnose.failure import DEFAULT_BUDGET
+from harness.diagnose.facts import DEFAULT_BUDGET
 from harness.pipeline.caserun import CaseRun
 from harness.runners.timing import TimingConfig, speed_claim
 
