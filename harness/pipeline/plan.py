@@ -15,14 +15,12 @@ import onnx
 
 from harness.config import HarnessConfig
 from harness.core.errors import UserError
-from harness.core.providers import CUDA
 from harness.data.feeds import input_specs
 from harness.data.models import LocatedModel, ModelSpec, locate_model
 from harness.data.onnxfile import load_model
 from harness.data.recipes import Feed, InputRecipe, make_feeds, plan_recipe, recipe_for_file, recipe_lines
 from harness.data.scoping import InputOptions, check_every_name_used
 from harness.pipeline.build_check import build_check_enabled
-from harness.runners import runner_traits
 from harness.sweep import SweepPoint, expand
 from harness.sweep.shards import ShardWork, assign
 
@@ -229,15 +227,3 @@ def _input_names(located: Mapping[str, LocatedModel], *, skip: Sequence[str]) ->
         for name, found in located.items()
         if name not in skip
     }
-
-
-def reference_device(cases: Sequence[Case], ort_providers: Sequence[str]) -> str:
-    """Where a model's magnitudes (the converter's FP32 reference run) are collected: ``"cuda:0"`` when a case of
-    this run computes on the CUDA device (its runner's :meth:`RunnerTraits.work_providers`) and onnxruntime has it
-    here, else "" (the CPU). The reference run keeps TF32 off, so the figures are FP32's either way."""
-    on_cuda = any(runner_traits(c.case.runner).work_providers(ort_providers)[0] == CUDA for c in cases)
-    if not on_cuda:
-        return ""
-    import onnxruntime
-
-    return "cuda:0" if CUDA in onnxruntime.get_available_providers() else ""

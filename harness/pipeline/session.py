@@ -49,7 +49,6 @@ from harness.pipeline.plan import (
     SessionPlan,
     default_recipe,
     plan_session,
-    reference_device,
     tuned_case,
 )
 from harness.pipeline.steps.record import record
@@ -233,15 +232,10 @@ class AccuracySession:
         from harness.convert import collect_magnitudes
 
         loaded = self.models[name]
-        where = reference_device(self.cases, self.config.ort_providers)
-        digest = feeds_digest(golden.feeds)
-        key = content_key("magnitudes", self.cache.fingerprint, loaded.spec.sha256, digest, *where.split())
+        key = content_key("magnitudes", self.cache.fingerprint, loaded.spec.sha256, feeds_digest(golden.feeds))
         start = time.perf_counter()
         magnitudes, hit = self.cache.magnitudes(
-            key,
-            lambda: collect_magnitudes(
-                loaded.model, feeds=golden.feeds, base_dir=loaded.spec.path.parent, providers=(where or "cpu",)
-            ),
+            key, lambda: collect_magnitudes(loaded.model, feeds=golden.feeds, base_dir=loaded.spec.path.parent)
         )
         seconds = 0.0 if hit else time.perf_counter() - start
         golden_file = golden_relpath(name, loaded.recipe.id)
