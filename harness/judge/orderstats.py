@@ -75,20 +75,20 @@ def order_stats(chunks: Callable[[], Iterable[Sequence[np.ndarray]]], *, streams
     total, tops, sums = 0, [0.0] * streams, [0.0] * streams
     small: list[list[np.ndarray]] | None = [[] for _ in range(streams)]
     histograms: dict[tuple[int, int, int], np.ndarray] = {}
-    for parts in chunks():  # pass 1: the maxima, sums, and the top 16 bits' histogram
+    for parts in chunks():  # pass 1: the maxima, sums, and (past one gather) the top 16 bits' histogram
         total += parts[0].size
-        small = small if total <= COLLECT else None  # more than one gather holds: histograms only
         for s, part in enumerate(parts):
-            if part.size:
-                tops[s] = max(tops[s], float(part.max()))
-                sums[s] += float(part.sum())
-                if small is not None:
-                    small[s].append(part.copy())
-                bins = np.bincount(
-                    (part.view(np.uint64) >> np.uint64(64 - _BITS)).astype(np.intp), minlength=1 << _BITS
-                )
-                key = (s, 64, 0)
-                histograms[key] = histograms[key] + bins if key in histograms else bins
+            tops[s] = max(tops[s], float(part.max(initial=0.0)))
+            sums[s] += float(part.sum())
+            if small is not None:
+                small[s].append(part.copy())
+            else:
+                _histogram(histograms, (s, 64, 0), part)
+        if small is not None and total > COLLECT:  # more than one gather holds: histograms from now on
+            for s, kept in enumerate(small):
+                for part in kept:
+                    _histogram(histograms, (s, 64, 0), part)
+            small = None
     if total == 0:
         return [(0.0, 0.0, 0.0, 0.0)] * streams
     if small is not None:  # everything fits: numpy's own formulas on the whole array
@@ -109,6 +109,15 @@ def order_stats(chunks: Callable[[], Iterable[Sequence[np.ndarray]]], *, streams
         quantile = _lerp(picked[q_low], picked[q_high], gamma)
         results.append((tops[s], sums[s] / total, median, quantile))
     return results
+
+
+def _histogram(histograms: dict[tuple[int, int, int], np.ndarray], key: tuple[int, int, int], bits: np.ndarray) -> None:
+    """Add the counts of the 16 bits below ``key``'s decided ones (``bits``: the candidates' float64 values or
+    their uint64 bits) to ``key``'s histogram."""
+    shift = key[1] - _BITS
+    low = ((bits.view(np.uint64) >> np.uint64(shift)) & np.uint64((1 << _BITS) - 1)).astype(np.intp)
+    found = np.bincount(low, minlength=1 << _BITS)
+    histograms[key] = histograms[key] + found if key in histograms else found
 
 
 def _direct(values: np.ndarray, q: float) -> Stats:
@@ -141,11 +150,7 @@ def _advance(targets: Iterable[_Target], histograms: dict[tuple[int, int, int], 
         t.shift -= _BITS
         t.prefix = (t.prefix << _BITS) | bucket
         if t.shift == 0:  # every bit decided: the candidates all equal this value
-            t.value = _exact(t)
-
-
-def _exact(t: _Target) -> float:
-    return _as_float(t.prefix)
+            t.value = _as_float(t.prefix)
 
 
 def _as_float(bits: int) -> float:
@@ -160,9 +165,6 @@ def _pass(
     """One pass over the chunks: gather the candidates of the targets that have few, histogram the next 16 bits of
     the others' (targets that share candidates share the work)."""
     gather = {t.key(): t for t in open_targets if t.count <= COLLECT}
-    for t in open_targets:
-        if t.key() in gather:
-            t.gathered = []
     refine = {t.key() for t in open_targets if t.key() not in gather}
     found: dict[tuple[int, int, int], list[np.ndarray]] = {key: [] for key in gather}
     spans: dict[tuple[int, int, int], tuple[int, int]] = {}  # the refined candidates' min and max bits
@@ -174,9 +176,7 @@ def _pass(
             if key in gather:
                 found[key].append(chosen.view(np.float64).copy())
                 continue
-            low = ((chosen >> np.uint64(shift - _BITS)) & np.uint64((1 << _BITS) - 1)).astype(np.intp)
-            bins = np.bincount(low, minlength=1 << _BITS)
-            histograms[key] = histograms[key] + bins if key in histograms else bins
+            _histogram(histograms, key, chosen)
             if chosen.size:
                 lo, hi = int(chosen.min()), int(chosen.max())
                 old = spans.get(key)
