@@ -10,6 +10,7 @@
 # Fresh venv "$CASTGUARD_CI_VENV_BASE-floors" from CASTGUARD_CI_OLDEST_PYTHON. A floor that fails here is raised in
 # pyproject.toml (or the code fixed), never papered over here.
 set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../netretry.sh"   # with_retries, pip retry settings
 root="$(pwd)"
 python="${CASTGUARD_CI_OLDEST_PYTHON:-${CASTGUARD_CI_PYTHON:-python3}}"
 reader="${CASTGUARD_CI_PYTHON:-python3}"   # reads pyproject.toml with tomllib (3.11+)
@@ -25,8 +26,8 @@ mkdir -p "$work" || fail "no scratch folder"
 echo "leg floors: constraints:"; sed 's/^/    /' "$work/../floors.txt"
 rm -rf "$venv"
 "$python" -m venv "$venv" || fail "cannot make $venv"
-"$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet --constraint "$work/../floors.txt" "$root" \
+with_retries "$venv/bin/python" -m pip install --quiet --upgrade pip
+with_retries "$venv/bin/python" -m pip install --quiet --constraint "$work/../floors.txt" "$root" \
     || fail "pip cannot install castguard with every dependency at its floor (two floors conflict?)"
 "$venv/bin/python" -m pip check || fail "pip check: broken requirements at the floors"
 "$venv/bin/python" - "$work/../floors.txt" <<'PY' || fail "a dependency is not at its floor"

@@ -11,6 +11,7 @@
 # No step may die by a signal. It runs on the oldest and the newest Python (CASTGUARD_CI_OLDEST_PYTHON,
 # CASTGUARD_CI_PYTHON), each in a fresh venv "$CASTGUARD_CI_VENV_BASE-ortgpu-<python version>".
 set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../netretry.sh"   # with_retries, pip retry settings
 root="$(pwd)"
 if [ -z "${LEG_ORTGPU_PYTHON:-}" ]; then   # once per Python, the same interpreter once
     newest="${CASTGUARD_CI_PYTHON:-python3}"
@@ -30,10 +31,10 @@ echo "leg onnxruntime-gpu: Python $version ($python)"
 
 rm -rf "$venv"
 "$python" -m venv "$venv" || fail "cannot make $venv"
-"$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet -e "$root" || fail "pip install -e . failed"
+with_retries "$venv/bin/python" -m pip install --quiet --upgrade pip
+with_retries "$venv/bin/python" -m pip install --quiet -e "$root" || fail "pip install -e . failed"
 # The README's line for GPU users (section "GPU runners"), verbatim:
-"$venv/bin/python" -m pip uninstall --quiet -y onnxruntime && "$venv/bin/python" -m pip install --quiet onnxruntime-gpu \
+"$venv/bin/python" -m pip uninstall --quiet -y onnxruntime && with_retries "$venv/bin/python" -m pip install --quiet onnxruntime-gpu \
     || fail "the README's onnxruntime-gpu install line failed"
 "$venv/bin/python" -m pip show onnxruntime >/dev/null 2>&1 && fail "onnxruntime (CPU) is still installed"
 "$venv/bin/python" -c "import onnxruntime as o; assert 'CUDAExecutionProvider' in o.get_available_providers(); print('onnxruntime-gpu', o.__version__, o.get_available_providers())" \

