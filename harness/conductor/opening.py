@@ -10,7 +10,7 @@ from typing import Any
 
 from harness.config import HarnessConfig
 from harness.core.errors import UserError
-from harness.core.files import check_folder, check_writable
+from harness.core.files import check_folder, check_writable, remove_stale_temps
 from harness.core.runid import RUN_ID_KEY
 from harness.nightly.run import NightlyOptions
 from harness.report.collect import ReportSession, worker_name
@@ -22,7 +22,8 @@ SHARD_REFUSES = (
 
 def check_folders(config: HarnessConfig, nightly: NightlyOptions, *, with_report: bool, worker: bool) -> None:
     """A misplaced goldens, report or history folder is one error before anything runs (the cache is optional: a
-    warning); nothing is checked without models, and an xdist worker writes into its controller's folders."""
+    warning); nothing is checked without models, and an xdist worker writes into its controller's folders. The
+    controller then removes what a killed run's writes left behind (:func:`remove_stale_temps`)."""
     if not config.models:
         return
     check_folder(config.goldens_dir, what="the goldens folder (--goldens-dir)")
@@ -30,6 +31,10 @@ def check_folders(config: HarnessConfig, nightly: NightlyOptions, *, with_report
         check_writable(config.report_dir, what="the report folder (--report-dir)")
     if nightly.history is not None and not worker:
         check_writable(nightly.history, what="the history folder (--history)")
+    if not worker:
+        for folder in (config.goldens_dir, config.report_dir, config.cache_dir, nightly.history):
+            if folder is not None:
+                remove_stale_temps(folder)
 
 
 def report_session(

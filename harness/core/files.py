@@ -9,6 +9,10 @@ before the rename (goldens: a committed artefact); caches skip it, since they ne
 A full disk (or quota) is one :class:`~harness.core.errors.DiskFull` naming the folder (:func:`disk_full`); a
 read-only or misplaced folder one :class:`~harness.core.errors.NotWritable` (:func:`check_folder` says it before a
 run starts).
+
+A SIGKILL (or a power cut) in the middle of a write leaves its hidden temporary file: nothing can remove it at that
+moment. Every temporary name carries its writer's host and process id (:func:`_writer_tag`), so the next run
+removes the ones whose writer is dead (:func:`remove_stale_temps`) and never a live writer's (two runs at once).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import hashlib
 import os
 import re
 import shutil
+import socket
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -40,6 +45,7 @@ __all__ = [
     "disk_full",
     "not_writable",
     "read_toml",
+    "remove_stale_temps",
     "safe_component",
     "sha256_file",
     "sha256_files",
@@ -49,6 +55,12 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
 _NO_SPACE = frozenset(code for code in (errno.ENOSPC, getattr(errno, "EDQUOT", None)) if code is not None)
 _NO_WRITE = frozenset((errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EEXIST))
 _CHUNK = 1 << 20
+_TAGGED = re.compile(r"\.cg-(?P<host>[A-Za-z0-9_]+)-(?P<pid>[0-9]+)\.")
+
+
+def _writer_tag() -> str:
+    """``cg-<host>-<pid>``: who writes a temporary file (see :func:`remove_stale_temps`)."""
+    return f"cg-{re.sub(r'[^A-Za-z0-9]', '_', socket.gethostname())}-{os.getpid()}"
 
 
 def atomic_write(
@@ -63,7 +75,9 @@ def atomic_write(
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False)
+        handle = tempfile.NamedTemporaryFile(
+            dir=path.parent, prefix=f".{path.name}.{_writer_tag()}.", suffix=".tmp", delete=False
+        )
     except OSError as err:
         raise (disk_full(path, err) or not_writable(path.parent, err) or err) from None
     try:
@@ -92,7 +106,7 @@ def atomic_write_all(contents: dict[Path, bytes], *, durable: bool = False) -> N
     done: list[tuple[Path, Path]] = []
     try:
         for path, data in contents.items():
-            temp = Path(path).with_name(f".{Path(path).name}.all.tmp")
+            temp = Path(path).with_name(f".{Path(path).name}.{_writer_tag()}.all.tmp")
             done.append((temp, Path(path)))
             atomic_write(temp, data, durable=durable)
     except BaseException as err:
@@ -112,7 +126,7 @@ def atomic_write_files(paths: Sequence[Path], write: Callable[[Sequence[Path]], 
     temporary folder is removed."""
     folder = Path(paths[0]).parent
     folder.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{Path(paths[0]).name}.", dir=folder))
+    scratch = Path(tempfile.mkdtemp(prefix=f".{Path(paths[0]).name}.{_writer_tag()}.", suffix=".tmp", dir=folder))
     try:
         temps = [scratch / Path(path).name for path in paths]
         write(temps)
@@ -120,6 +134,40 @@ def atomic_write_files(paths: Sequence[Path], write: Callable[[Sequence[Path]], 
             os.replace(temp, path)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def remove_stale_temps(folder: Path) -> int:
+    """Remove the temporary files (and folders) that writers on this host left in ``folder`` (searched through)
+    when they were killed mid-write; the number removed. A temporary name whose process still runs (another run
+    at once), whose host is another machine (a shared folder), or that castguard did not name is left alone."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return 0
+    host = _writer_tag().split("-")[1]
+    removed = 0
+    for path in sorted(folder.rglob(".*.tmp")):
+        tag = _TAGGED.search(path.name)
+        if tag is None or tag["host"] != host or _alive(int(tag["pid"])):
+            continue
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        except OSError:  # a read-only folder (read-only goldens are checked, not written): left as it is
+            continue
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def atomic_write_text(path: Path, text: str, *, durable: bool = False) -> None:
