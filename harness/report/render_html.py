@@ -27,6 +27,8 @@ from harness.report.plotcache import PlotCache
 from harness.report.plotdata import grid_spec, share_spec, speed_spec
 from harness.report.view import ModelView, ReportView
 
+MIN_PLOTTED = 2
+"""Cases a model needs for its plots: they compare cases (one point says nothing the tables do not)."""
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1f24;margin:0;background:#f6f7f9}
 main{max-width:1360px;margin:0 auto;padding:20px 28px 40px}
@@ -147,28 +149,13 @@ def _provenance(report: Report) -> str:
 
 def _model_section(index: int, view: ModelView, plots: PlotCache) -> str:
     model, cases, inputs, multi = view.name, view.cases, view.inputs, view.multi_inputs
-    plot1 = _img(
-        plots.png(share_spec(cases, title=f"{model}: error vs low-precision FLOP share")),
-        alt=f"error vs low-precision FLOP share for {model}",
-    )
-    plot2 = _img(
-        plots.png(grid_spec(cases, title=f"{model}: pass/fail by data_max")),
-        alt=f"pass/fail by data_max per precision for {model}",
-    )
     parts = [
         f'<section id="model-{index}"><h2>{escape(model)}</h2>',
         f'<p class="meta">{escape(counts_text(view.counts))} &middot; sha256 '
         f"<code>{escape(cases[0].model_sha256[:16])}</code> &middot; inputs "
         + ", ".join(f"<code>{escape(i)}</code>" for i in inputs)
         + "</p>",
-        '<div class="plots"><figure>' + plot1 + "<figcaption>One point per case: colour = precision, marker ="
-        " status. Ringed and numbered: the Pareto front of the passing cases (no other passing case has a larger"
-        " low-precision share at an error that is no larger), listed below; failing cases are drawn, never"
-        " numbered. Cases without a share or an error (error, skip) are not"
-        " drawn.</figcaption></figure><figure>"
-        + plot2
-        + "<figcaption>Cases whose comparison passed, per precision and data_max (error/skip cases are"
-        " counted apart).</figcaption></figure></div>",
+        _plots(view, plots),
         _front_table(view),
         _converters_table(view),
         _speed_section(view, plots),
@@ -181,6 +168,32 @@ def _model_section(index: int, view: ModelView, plots: PlotCache) -> str:
         "</section>",
     ]
     return "\n".join(parts)
+
+
+def _plots(view: ModelView, plots: PlotCache) -> str:
+    """The model's two plots; a model of one case gets none (a chart of one point: the tables say it all), so
+    that a case at deploy shapes pays for no plotting."""
+    model, cases = view.name, view.cases
+    if len(cases) < MIN_PLOTTED:
+        return f"<p>No plots: they compare cases, and {escape(model)} has one here (its figures are below).</p>"
+    plot1 = _img(
+        plots.png(share_spec(cases, title=f"{model}: error vs low-precision FLOP share")),
+        alt=f"error vs low-precision FLOP share for {model}",
+    )
+    plot2 = _img(
+        plots.png(grid_spec(cases, title=f"{model}: pass/fail by data_max")),
+        alt=f"pass/fail by data_max per precision for {model}",
+    )
+    return (
+        '<div class="plots"><figure>' + plot1 + "<figcaption>One point per case: colour = precision, marker ="
+        " status. Ringed and numbered: the Pareto front of the passing cases (no other passing case has a larger"
+        " low-precision share at an error that is no larger), listed below; failing cases are drawn, never"
+        " numbered. Cases without a share or an error (error, skip) are not"
+        " drawn.</figcaption></figure><figure>"
+        + plot2
+        + "<figcaption>Cases whose comparison passed, per precision and data_max (error/skip cases are"
+        " counted apart).</figcaption></figure></div>"
+    )
 
 
 def _logits_table(view: ModelView) -> str:
@@ -246,10 +259,17 @@ def _speed_section(view: ModelView, plots: PlotCache) -> str:
     notes = "".join(f"<p>No speed claimed: {escape(note)}.</p>" for note in view.speed_notes)
     if not rows:
         return f"<h3>Speed</h3>{notes or '<p>No case was timed.</p>'}"
-    plot = _img(
-        plots.png(speed_spec(cases, title=f"{model}: error vs measured speedup")),
-        alt=f"error vs measured speedup for {model}",
-    )
+    figure = ""
+    if len(rows) >= MIN_PLOTTED:
+        plot = _img(
+            plots.png(speed_spec(cases, title=f"{model}: error vs measured speedup")),
+            alt=f"error vs measured speedup for {model}",
+        )
+        figure = (
+            '<div class="plots"><figure>' + plot + "<figcaption>Timed cases only (GPU runners): ringed, the Pareto "
+            "front of the passing cases (no other passing case is faster at an error that is no larger; "
+            "device-resident speedup).</figcaption></figure></div>"
+        )
     body = "".join(
         f'<tr><td><code class="id">{escape(case_label(c, with_inputs=multi))}</code> {status_badge(c.status)}</td>'
         f'<td class="num">{ms}</td><td class="num">{fp32}</td><td class="num">{up}</td>'
@@ -257,10 +277,9 @@ def _speed_section(view: ModelView, plots: PlotCache) -> str:
         for c, ms, fp32, up, err, front, e2e in rows
     )
     return (
-        '<h3>Speed</h3><div class="plots"><figure>' + plot + "<figcaption>Timed cases only (GPU runners): "
-        "ringed, the Pareto front of the passing cases (no other passing case is faster at an error that is no "
-        "larger; device-resident speedup).</figcaption></figure>"
-        "</div><p>Latency, FP32 and speedup are device-resident: inputs bound on the device once, outputs left "
+        "<h3>Speed</h3>"
+        + figure
+        + "<p>Latency, FP32 and speedup are device-resident: inputs bound on the device once, outputs left "
         "there (IO binding). End to end: numpy in and out, host copies included.</p>"
         "<table><tr><th>case</th><th>latency (ms)</th><th>FP32 (ms)</th><th>speedup</th>"
         "<th>end to end (ms): latency / FP32, speedup</th><th>worst error</th>"

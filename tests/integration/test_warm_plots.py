@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.conftest import Run
 from tests.helpers.graphs import mlp_model, save
 
-ONE_CASE = ("--data-max", "512", "--exclude-ops", "none", "--keep-io-types", "true")
+TWO_CASES = ("--data-max", "512,inf", "--exclude-ops", "none", "--keep-io-types", "true")  # plots compare cases
 # pytest_unconfigure comes after castguard wrote its report: whether drawing the plots imported matplotlib
 SAYS_MATPLOTLIB = """import sys
 def pytest_unconfigure(config):
@@ -26,7 +26,7 @@ def _plots(project: Path) -> list[str]:
 
 
 def _sweep(castguard_in: Run, project: Path, *args: str, status: int = 0) -> tuple[list[str], bool]:
-    done = castguard_in(project, "--model", "mlp.onnx", *ONE_CASE, *args)
+    done = castguard_in(project, "--model", "mlp.onnx", *TWO_CASES, *args)
     assert done.ret == status, done.output[-3000:]
     said = re.findall(r"matplotlib imported: (True|False)", done.output)
     assert said, done.output[-3000:]

@@ -108,8 +108,10 @@ def test_single_case_with_nan_error_and_unmeasured_case_render() -> None:
         CaseRecord(model="tiny", model_sha256=SHA, case=SweepPoint(), status="skip", message="runner trt unavailable"),
     ):
         report = Report.build([record], created="2026-01-01T00:00:00+00:00", provenance=PROVENANCE)
-        text = "".join(_parse(render_html(report_view(report))).text)
+        page = _parse(render_html(report_view(report)))
+        text = "".join(page.text)
         assert record.case_id in text and "1 case" in text
+        assert page.images == [] and "No plots: they compare cases" in text  # a chart of one point: none drawn
         assert record.case_id in render_markdown(report_view(report))
     assert "inf" in render_markdown(report_view(Report.build([nan_case], created="t", provenance=PROVENANCE)))
 
