@@ -16,6 +16,10 @@ the verdict. Tensors the converted model does not have (renamed by the converter
 The fix region starts at the cause's node and adds, transitively, every node that reads a region tensor whose
 FP32 values exceed the low type's range: running such a reader in low precision would cast that value to
 inf (the x**2 -> ReduceMean -> Add -> Sqrt chain of an RMSNorm at ``data_max`` inf is one region).
+
+A value out of range is rarely alone: a massive activation in the residual stream overflows every RMSNorm's x**2
+after it, and keeping the first one FP32 leaves the others. :func:`range_region` is every such region at once:
+the one of each computed node whose FP32 output exceeds the low type's range (the fix tried after the cause's).
 """
 
 from __future__ import annotations
@@ -95,6 +99,23 @@ def fix_region(graph: onnx.GraphProto, profile: Profile, cause_node: str, *, pre
                 if reader.name and reader.name not in region:
                     region.add(reader.name)
                     todo.append(reader)
+    return [n.name for n in graph.node if n.name in region]
+
+
+def range_region(graph: onnx.GraphProto, profile: Profile, *, precision: str) -> list[str]:
+    """Names of the nodes of every fix region that starts at a computed node whose FP32 output exceeds the low
+    type's range (see the module docstring), in graph order; [] when none does."""
+    limit = LOW_MAX[PRECISION_ELEMS[precision]]
+    computed = {r.tensor for r in profile.rows if r.computed}
+    starts = [
+        n.name
+        for n in graph.node
+        if n.name and any(o in computed and profile.fp32_absmax.get(o, 0.0) > limit for o in n.output)
+    ]
+    region: set[str] = set()
+    for name in starts:
+        if name not in region:
+            region.update(fix_region(graph, profile, name, precision=precision))
     return [n.name for n in graph.node if n.name in region]
 
 

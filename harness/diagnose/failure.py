@@ -10,7 +10,7 @@ import onnx
 
 from harness.convert import ConversionResult, ConvertOptions, Magnitudes
 from harness.data.recipes import Feed
-from harness.diagnose.cause import find_cause, fix_region, neighbourhood
+from harness.diagnose.cause import find_cause, fix_region, neighbourhood, range_region
 from harness.diagnose.command import (
     convert_command,
     needs_feeds,
@@ -141,14 +141,17 @@ def diagnose_failure(case: FailedCase, *, work_dir: Path, budget: int = DEFAULT_
 def _run_fix(
     case: FailedCase, profile: Profile, cause: Divergence | None, *, budget: int
 ) -> tuple[ConvertOptions, tuple[str, ...], FixOutcome]:
-    """The fix run on the case's runner: the cause's region kept FP32, then tune's search over its neighbourhood;
+    """The fix run on the case's runner: the cause's region kept FP32, then every out-of-range region with it, then
+    tune's search over its neighbourhood;
     for a cause node with no name, its op type kept FP32. Returns the fix's options, its op types and outcome."""
     options, precision, graph = case.options, case.options.low_precision_type, case.reference.graph
     low = set(case.conversion.low_nodes)
     region: list[str] = []
+    wider: list[str] = []
     more: list[str] = []
     if cause is not None and cause.node:
         region = [n for n in fix_region(graph, profile, cause.node, precision=precision) if n in low]
+        wider = [n for n in range_region(graph, profile, precision=precision) if n in low]
         more = [n for n in neighbourhood(graph, profile, cause.node, limit=MAX_CANDIDATES) if n in low]
     outcome = FixOutcome(kept=(), verified=False, error=None, share=None, evaluations=0)
     setup = case.setup()
@@ -156,7 +159,7 @@ def _run_fix(
         failing = None
         if case.obtained is not None:
             failing = failing_evaluation(setup, case.obtained, share=case.conversion.lowp_flop_share)
-        outcome = verify_fix(setup, region=region, more=more, budget=budget, failing=failing)
+        outcome = verify_fix(setup, region=region, wider=wider, more=more, budget=budget, failing=failing)
     if outcome.verified or cause is None or cause.node or outcome.evaluations >= budget:
         return options, (), outcome
     by_op = replace(options, op_types_to_exclude=(*options.op_types_to_exclude, cause.op))

@@ -106,21 +106,25 @@ def verify_fix(
     more: Sequence[str],
     budget: int,
     failing: Evaluation | None = None,
+    wider: Sequence[str] = (),
 ) -> FixOutcome:
-    """Try the ``region`` kept FP32 (1 evaluation); if the case still fails, run tune's search over
-    ``region`` + ``more`` within ``budget`` evaluations in all. ``failing`` (the case's own outputs,
-    :func:`failing_evaluation`) spares the all-low evaluation the search starts with."""
+    """Try the ``region`` kept FP32 (1 evaluation), then ``wider`` with it when that adds nodes (every region out
+    of the low type's range: 1 more); if the case still fails, run tune's search over all of them and ``more``
+    within ``budget`` evaluations in all. ``failing`` (the case's own outputs, :func:`failing_evaluation`) spares
+    the all-low evaluation the search starts with."""
     memo: dict[str, dict[str, object]] = {}
     if failing is not None:
         memo[plan_key(())] = failing.to_json()
     oracle = Oracle(setup, budget=budget, memo=memo)
-    order = list(dict.fromkeys([*region, *more]))
+    order = list(dict.fromkeys([*region, *wider, *more]))
+    widest = list(dict.fromkeys([*region, *wider]))
     last: Evaluation | None = None
     try:
-        if region:
-            last = oracle.evaluate(region)
-            if last.passed:
-                return _found(last, order, oracle.spent)
+        for kept in (region, widest) if len(widest) > len(region) else (region,):
+            if kept:
+                last = oracle.evaluate(kept)
+                if last.passed:
+                    return _found(last, order, oracle.spent)
         if more:
             result = search(oracle, order, lambda: order)
             return _found(result.best, order, oracle.spent)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -181,3 +182,45 @@ def test_a_fix_that_cannot_run_is_reported_not_raised_and_not_called_verified(tm
     )
     outcome = verify_fix(setup, region=["sub"], more=["add"], budget=8)
     assert not outcome.verified and outcome.evaluations == 1 and "the runner broke" in outcome.problem
+
+
+def _two_norms_of_a_massive_activation() -> onnx.ModelProto:
+    """r = x + a massive channel (1000: r*r = 1e6 overflows fp16), read by two RMS norms whose outputs both reach y:
+    the cause is the first norm's x*x, and keeping only its region FP32 leaves the second one overflowing."""
+    width = 32
+    massive = np.zeros((1, width), np.float32)
+    massive[0, 3] = 1000.0
+    rng = np.random.default_rng(1)
+    inits = [
+        numpy_helper.from_array(massive, "massive"),
+        numpy_helper.from_array(np.array(1e-6, np.float32), "eps"),
+        *(numpy_helper.from_array((rng.standard_normal((width, 8)) * 0.2).astype(np.float32), w) for w in "ab"),
+    ]
+    nodes = [helper.make_node("Add", ["x", "massive"], ["r"], name="residual")]
+    for side in "ab":
+        nodes += [
+            helper.make_node("Mul", ["r", "r"], [f"{side}_sq"], name=f"{side}_sq"),
+            helper.make_node("ReduceMean", [f"{side}_sq"], [f"{side}_ms"], name=f"{side}_ms", axes=[-1]),
+            helper.make_node("Add", [f"{side}_ms", "eps"], [f"{side}_var"], name=f"{side}_var"),
+            helper.make_node("Sqrt", [f"{side}_var"], [f"{side}_rms"], name=f"{side}_rms"),
+            helper.make_node("Div", ["r", f"{side}_rms"], [f"{side}_n"], name=f"{side}_n"),
+            helper.make_node("MatMul", [f"{side}_n", side], [f"{side}_out"], name=f"{side}_out"),
+        ]
+    nodes.append(helper.make_node("Add", ["a_out", "b_out"], ["y"], name="y"))
+    return make_model(nodes, [("x", F32, [1, width])], [("y", F32, [1, 8])], initializers=inits)
+
+
+def test_every_out_of_range_region_is_tried_when_the_cause_s_alone_fails(tmp_path: Path) -> None:
+    feeds = [{"x": np.random.default_rng(0).uniform(-1, 1, (1, 32)).astype(np.float32)}]
+    options = ConvertOptions(data_max=math.inf, keep_io_types=True)
+    model = _two_norms_of_a_massive_activation()
+    found, _, goldens = diagnose(model, feeds, options, _folder(tmp_path))
+    assert found.cause is not None and found.cause.node == "a_sq"
+    region = {"a_sq", "a_ms"}  # the cause's region: r*r = 1e6 out of range, its mean (31250) back in
+    alone = verified_model(model, options, replace(found, fix_nodes=tuple(region)), feeds)
+    assert not passes(alone, feeds, goldens), "the test needs the cause's region alone to fail"
+    assert found.verified and set(found.fix_nodes) == region | {"b_sq", "b_ms"}
+    assert found.evaluations == 2  # the cause's region, then every out-of-range region: no search needed
+    assert passes(verified_model(model, options, found, feeds), feeds, goldens)
+    done = run_printed(found.command, tmp_path)
+    assert done.returncode == 0 and passes(onnx.load(str(output_path_of(found.command))), feeds, goldens)
