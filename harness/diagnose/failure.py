@@ -19,6 +19,7 @@ from harness.diagnose.command import (
 )
 from harness.diagnose.facts import DEFAULT_BUDGET as DEFAULT_BUDGET  # re-exported
 from harness.diagnose.facts import Diagnosis, Divergence
+from harness.diagnose.pair import tensor_sizes
 from harness.diagnose.profile import ModelPair, Profile, divergence_profile
 from harness.diagnose.verify import (
     CaseSetup,
@@ -83,6 +84,7 @@ class FailedCase:
             policy=self.policy,
             model_dir=self.model_path.parent,
             converted_dir=self.conversion.base_dir,
+            sizes=tensor_sizes(self.magnitudes.shapes, self.feeds) if self.magnitudes is not None else {},
             **({"providers": self.work_providers} if self.work_providers else {}),
         )
 

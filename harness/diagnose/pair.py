@@ -3,8 +3,8 @@ case's tolerance policy, and where the comparison runs (:class:`ModelPair`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +31,18 @@ class ModelPair:
     converted_dir: Path | None = None
     providers: tuple[str, ...] = (CPU,)
     """Where the side-by-side graph runs (the case's device first: :meth:`RunnerTraits.work_providers`)."""
+    sizes: Mapping[str, int] = field(default_factory=dict)
+    """Elements of each FP32 tensor at every feed, where known (:func:`tensor_sizes`): large ones are compared a
+    slice at a time."""
 
     def tolerance(self, name: str, golden: np.ndarray) -> Tolerance:
         """The policy's tolerance for tensor ``name`` of this magnitude."""
         return self.policy.tolerance_for(precision=self.precision, output=name, golden=golden)
+
+
+def tensor_sizes(shapes: Mapping[str, tuple[int, ...]], feeds: Sequence[Feed]) -> dict[str, int]:
+    """Elements of each tensor from one run's ``shapes`` (the golden's magnitudes run), when every feed has the
+    same input shapes (so every feed's tensors have those sizes); {} otherwise."""
+    if len({tuple(sorted((k, np.shape(v)) for k, v in feed.items())) for feed in feeds}) != 1:
+        return {}
+    return {name: int(np.prod(shape, dtype=np.int64)) for name, shape in shapes.items()}

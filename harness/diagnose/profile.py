@@ -113,7 +113,7 @@ def _measure(
     pair: ModelPair, names: Sequence[str], types: Mapping[str, int], gates: Mapping[str, Gate]
 ) -> tuple[Measured, list[dict[str, np.ndarray]]]:
     """One side-by-side session run on every feed: the figures of the gated tensors and the raw others."""
-    model, plan = side_by_side(pair.reference, pair.converted, names, types=types, gates=gates)
+    model, plan = side_by_side(pair.reference, pair.converted, names, types=types, gates=gates, sizes=pair.sizes)
     where = _weights_dir(model, model_dir=pair.model_dir, converted_dir=pair.converted_dir)
     session = create_session(
         model,

@@ -16,6 +16,11 @@ what :func:`harness.judge.compare.compare_iterations` decides an ``elemwise``, `
 from (an element is over when over atol AND rtol, so the tensor fails iff the max of |a-b| where rel > rtol
 exceeds atol, which is known only after the FP32 magnitude is), and what ``scaled_error`` needs.
 
+A tensor of more than :data:`SLICE` elements whose size is known (``sizes``: the golden's run's shapes) is compared
+a slice of the flat tensor at a time, each slice's row freed before the next: the temporaries of a large logits
+output never exceed a slice, whatever the vocabulary. Its rows combine exactly (maxima of the maxima, sums of the
+sums and sizes: :func:`read_figures`).
+
 Tensors judged by a statistic (``mean``/``median``/``quantile``) or with ``top_k``, and those whose type onnx
 inference cannot tell, stay raw: both versions are graph outputs, judged in numpy as before.
 """
@@ -43,6 +48,8 @@ COUNTS = 4
 MIN_SIDE_OPSET = 11
 """Equal on float64 (the inf-matching rule) needs opset 11."""
 _ZERO_EPS = 2.220446049250313e-16
+SLICE = 1 << 22
+"""Elements of a compared tensor whose temporaries are alive at once (16 MB a float32 temporary)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,8 @@ class SidePlan:
     """Tensors returned whole (the FP32 one under its name, the emulated one under ``LOW + name``)."""
     figures: str
     """The output holding, per compared tensor, FIGURES figures then COUNTS counts (float64)."""
+    rows: tuple[int, ...] = ()
+    """Rows per compared tensor (more than one: compared a slice at a time); () : one each."""
 
 
 def _merge_halves(reference: onnx.ModelProto, converted: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
@@ -116,15 +125,35 @@ def _fast_compare(build: GraphBuilder, name: str, elem: int, gate: Gate) -> list
     |b|, size, size]`` (``d = a - b``; rel = |d| / max(|b|, 2.2e-16)). The sums tell non-finite values
     (:func:`read_figures`): where ``b`` is not all finite the figures cannot judge the tensor, and the careful
     comparison (:func:`_compare`) runs for it in a second run."""
+    flat_shape = build.const(np.array([-1], np.int64))
+    b, a = (build.node("Reshape", [x, flat_shape], "flat") for x in (name, LOW + name))
+    return _fast_rows(build, b, a, elem, gate)
+
+
+def _sliced_compare(build: GraphBuilder, name: str, elem: int, gate: Gate, *, size: int) -> list[str]:
+    """:func:`_fast_compare` of a tensor of ``size`` elements, a :data:`SLICE` of the flat tensors at a time: one row
+    per slice, its nodes created (and so run) before the next slice is cut."""
+    flat_shape = build.const(np.array([-1], np.int64))
+    b, a = (build.node("Reshape", [x, flat_shape], "flat") for x in (name, LOW + name))
+    rows: list[str] = []
+    for start in range(0, size, SLICE):
+        bounds = [build.const(np.array([start], np.int64)), build.const(np.array([start + SLICE], np.int64))]
+        part_b, part_a = (build.node("Slice", [x, *bounds], "part") for x in (b, a))
+        rows += _fast_rows(build, part_b, part_a, elem, gate)
+    return rows
+
+
+def _fast_rows(build: GraphBuilder, b_flat: str, a_flat: str, elem: int, gate: Gate) -> list[str]:
+    """The fast row of flat ``b`` (FP32) and ``a`` (emulated) in their own type ``elem`` (see :func:`_fast_compare`)."""
     low = elem in (TensorProto.FLOAT16, TensorProto.BFLOAT16)
     elem = TensorProto.DOUBLE if elem == TensorProto.DOUBLE else TensorProto.FLOAT
     dtype = np.float64 if elem == TensorProto.DOUBLE else np.float32
-    flat_shape = build.const(np.array([-1], np.int64))
 
     def cast(tensor: str, to: int) -> str:
         return build.node("Cast", [tensor], "cast", to=to)
 
-    b, a = (build.node("Reshape", [cast(x, elem) if low else x, flat_shape], "flat") for x in (name, LOW + name))
+    flat_shape = build.const(np.array([-1], np.int64))
+    b, a = (cast(x, elem) if low else x for x in (b_flat, a_flat))
     # nodes in the order that frees each full-size temporary soonest (onnxruntime runs them in this order): at
     # most three of them alive at once (|d|, the denominator or the mask, rel or the gated values)
     ad = build.node("Abs", [build.node("Sub", [a, b], "sub")], "diff")
@@ -203,9 +232,11 @@ def side_by_side(
     *,
     types: Mapping[str, int],
     gates: Mapping[str, Gate],
+    sizes: Mapping[str, int] | None = None,
 ) -> tuple[onnx.ModelProto, SidePlan]:
     """The model (see the module docstring) comparing ``tensors`` (FP32 graph order); ``gates``: the tensors
-    compared in the graph and their gates (the others in ``tensors`` with a known type stay raw).
+    compared in the graph and their gates (the others in ``tensors`` with a known type stay raw); ``sizes``: the
+    elements of the tensors at every feed, where known (larger ones are compared a slice at a time).
     ValueError: the two cannot share a graph (opsets too old or not convertible, inputs that differ)."""
     model, ref_nodes = _merge_halves(reference, converted)
     graph = model.graph
@@ -214,6 +245,7 @@ def side_by_side(
     build = GraphBuilder(graph, default_opset(model) or 0, taken)
     figures: list[str] = []
     compared: list[str] = []
+    rows: list[int] = []
     after: dict[str, list[onnx.NodeProto]] = {}
     for name in tensors:
         if name in gates and types.get(name) in FLOAT_TYPES | INT_TYPES:
@@ -221,8 +253,12 @@ def side_by_side(
             if gates[name].careful or types[name] in INT_TYPES:
                 f, c = _compare(build, name, types[name], gates[name])
                 figures += [*f, *c]  # one vector in tensor order: each chain finishes before the next starts
+                rows.append(1)
             else:
-                figures += _fast_compare(build, name, types[name], gates[name])
+                size = (sizes or {}).get(name, 0)
+                made = _sliced_compare(build, name, types[name], gates[name], size=size) if size > SLICE else []
+                figures += made or _fast_compare(build, name, types[name], gates[name])
+                rows.append(len(made) or 1)
             compared.append(name)
     raw = [n for n in tensors if n not in compared]
     first = {out: i for i, node in enumerate(graph.node) if i < ref_nodes for out in node.output}
@@ -245,6 +281,7 @@ def side_by_side(
         fast=frozenset(n for n in compared if types[n] not in INT_TYPES and not gates[n].careful),
         raw=tuple(raw),
         figures=vector,
+        rows=tuple(rows) if any(r > 1 for r in rows) else (),
     )
     return model, plan
 
@@ -256,8 +293,9 @@ def read_figures(outputs: Mapping[str, np.ndarray], plan: SidePlan) -> dict[str,
     values alone) marks FP32 as not all finite, which sends the tensor to the careful comparison."""
     v = np.asarray(outputs[plan.figures], dtype=np.float64).reshape(-1, FIGURES + COUNTS)
     found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    starts = np.cumsum([0, *(plan.rows or [1] * len(plan.compared))])
     for i, name in enumerate(plan.compared):
-        row = v[i]
+        row = _combined(v[starts[i] : starts[i + 1]])
         if name not in plan.fast:
             found[name] = (row[:FIGURES], row[FIGURES:].astype(np.int64))
             continue
@@ -268,6 +306,16 @@ def read_figures(outputs: Mapping[str, np.ndarray], plan: SidePlan) -> dict[str,
         both = size - int(bad_d)
         found[name] = (row[:FIGURES], np.array([both, both, size - int(unsure), size], np.int64))
     return found
+
+
+def _combined(rows: np.ndarray) -> np.ndarray:
+    """One tensor's row from the rows of its slices: the maxima of the figures' maxima (a NaN kept), the sums of
+    the sums, counts and sizes (both row layouts keep their maxima first: FIGURES of them)."""
+    if len(rows) == 1:
+        single: np.ndarray = rows[0]
+        return single
+    combined: np.ndarray = np.concatenate([np.max(rows[:, :FIGURES], axis=0), np.sum(rows[:, FIGURES:], axis=0)])
+    return combined
 
 
 def materialise(model: onnx.ModelProto, prefix: str, base_dir: Path) -> None:

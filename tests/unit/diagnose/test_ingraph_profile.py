@@ -12,8 +12,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from harness.convert import ConvertOptions, collect_magnitudes, convert
+from harness.diagnose import sidebyside
 from harness.diagnose.cause import fix_region
 from harness.diagnose.failure import cause_of
+from harness.diagnose.pair import tensor_sizes
 from harness.diagnose.profile import ModelPair, Profile, divergence_profile, marked_profile, tensor_types
 from harness.diagnose.sidebyside import COUNTS, FIGURES, Gate, side_by_side
 from harness.judge.tolerances import TolerancePolicy
@@ -120,3 +122,35 @@ def test_topk_indices_that_flip_in_fp16_are_the_cause_not_the_gather(tmp_path: P
     text = "\n".join(diagnosis_lines(found, precision="fp16"))
     assert f"TopK indices 'indices' from node 'topk' differ at {found.cause.differing} of {n} positions" in text
     assert "gather" not in (found.fix_nodes or ("gather",))
+
+
+def test_large_tensors_compared_a_slice_at_a_time_give_the_whole_tensors_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The llama's tensors, compared in slices of 37 elements (sizes from the golden's magnitudes run), give the
+    rows, figures and cause of the comparison of whole tensors."""
+    model, feeds = llama_model(), llama_feeds()
+    options = ConvertOptions(data_max=math.inf)
+    converted = convert(model, options=options, magnitudes=None).model
+    sizes = tensor_sizes(collect_magnitudes(model, feeds=feeds).shapes, feeds)
+    whole = ModelPair(model, converted, feeds, precision="fp16", policy=TolerancePolicy())
+    sliced = ModelPair(model, converted, feeds, precision="fp16", policy=TolerancePolicy(), sizes=sizes)
+    expected = divergence_profile(whole)
+    monkeypatch.setattr(sidebyside, "SLICE", 37)
+    types = tensor_types(model)
+    names = [o for n in model.graph.node for o in n.output if types.get(o) == F32]
+    _, plan = side_by_side(
+        model, converted, names, types=types, gates=dict.fromkeys(names, Gate(1e-3, True, True)), sizes=sizes
+    )
+    assert max(plan.rows) > 1 and len(plan.rows) == len(plan.compared)  # the test needs slices
+    got = divergence_profile(sliced)
+    assert got.rows == expected.rows and got.stats == expected.stats and got.fp32_absmax == expected.fp32_absmax
+    assert cause_of(model, got) == cause_of(model, expected) is not None
+
+
+def test_sizes_are_known_only_when_every_feed_has_the_same_shapes() -> None:
+    feeds = llama_feeds()
+    shapes = collect_magnitudes(llama_model(), feeds=feeds).shapes
+    assert tensor_sizes(shapes, feeds)["logits"] == int(np.prod(shapes["logits"]))
+    other = {k: v[..., :-1] if v.ndim > 1 else v for k, v in feeds[0].items()}
+    assert tensor_sizes(shapes, [feeds[0], other]) == {}
