@@ -22,8 +22,8 @@ import onnx
 from onnx import TensorProto, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
-from harness.convert.graphinfo import copy_except, value_bytes
 from harness.core.dtypes import FLOAT_TYPES, INT_TYPES
+from harness.data.protocopy import copy_except, value_bytes
 
 WEIGHTS_FILE = "weights.bin"
 ALIGN = 4096

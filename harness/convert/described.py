@@ -13,7 +13,7 @@ import onnx
 from harness.convert.flops import flop_share
 from harness.convert.pipeline import ConversionResult
 from harness.core.dtypes import FLOAT_TYPES, LOW_ELEMS, LOW_TYPES
-from harness.data.onnxfile import stub_copy
+from harness.data.protocopy import light_copy
 
 _MOVERS = frozenset({"Cast", "CastLike"})
 
@@ -58,7 +58,7 @@ def _types_and_shapes(
     """Every tensor's declared or inferred elem type and shape, on the given input shapes. onnx cannot infer a
     fused com.microsoft op's output: those of :data:`SAME_SHAPE_FUSED` take their first input's shape, and
     inference runs again past them."""
-    stub = stub_copy(model, "castguard-stub")
+    stub = light_copy(model)
     declare_domains(stub)
     _static(stub, input_shapes)
     fused = [n for n in stub.graph.node if n.domain not in ("", "ai.onnx") and n.op_type in SAME_SHAPE_FUSED]

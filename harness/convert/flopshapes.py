@@ -18,8 +18,9 @@ import onnx
 
 from harness.convert.calibration import sized_inputs
 from harness.convert.flops import Scope
-from harness.convert.graphinfo import GraphInfo, light_copy
+from harness.convert.graphinfo import GraphInfo
 from harness.core.errors import UserError
+from harness.data.protocopy import light_copy
 from harness.data.sizing import DYNAMIC_DEFAULT
 
 Shape = tuple[int | None, ...]

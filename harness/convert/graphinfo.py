@@ -10,18 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import onnx
-from onnx import TensorProto, defs, helper
-from onnx.external_data_helper import uses_external_data
+from onnx import TensorProto, defs
 
 from harness.convert.weights import Weights
 from harness.core.dtypes import FLOAT_TYPES
+from harness.data.protocopy import light_copy
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
-_STUB_BYTES = 1024
-STUB_LOCATION = "castguard-stub"
 _TYPE_STR_TO_ELEM = {
     f"tensor({name})": value
     for name, value in (
@@ -124,48 +121,6 @@ class GraphInfo:
 
 def opset_map(model: onnx.ModelProto) -> dict[str, int]:
     return {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
-
-
-def copy_except(message: Any, skip: str) -> Any:
-    """A copy of a protobuf message without field `skip` (no bytes of that field are touched)."""
-    out = type(message)()
-    for fd, value in message.ListFields():
-        if fd.name == skip:
-            continue
-        if fd.is_repeated:
-            getattr(out, fd.name).extend(value)
-        elif fd.message_type is not None:
-            getattr(out, fd.name).CopyFrom(value)
-        else:
-            setattr(out, fd.name, value)
-    return out
-
-
-def value_bytes(tensor: TensorProto) -> int:
-    """Bytes of a tensor's values from its dims and type (reading ``raw_data`` or ``ByteSize()`` would copy or
-    walk the bytes: over a second for a 500 MB model)."""
-    count = 1
-    for dim in tensor.dims:
-        count *= dim
-    if tensor.data_type in (TensorProto.STRING, TensorProto.UNDEFINED):
-        return count * 8
-    return count * helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
-
-
-def light_copy(model: onnx.ModelProto, *, location: str = STUB_LOCATION) -> onnx.ModelProto:
-    """A copy whose big initializers are external-data stubs at `location`: same names, dims and types, no
-    bytes. The big tensors are never copied or serialized, so this costs microseconds on any model."""
-    light: onnx.ModelProto = copy_except(model, "graph")
-    light.graph.CopyFrom(copy_except(model.graph, "initializer"))
-    for init in model.graph.initializer:
-        if uses_external_data(init) or value_bytes(init) > _STUB_BYTES:
-            stub = light.graph.initializer.add(
-                name=init.name, data_type=init.data_type, dims=init.dims, data_location=TensorProto.EXTERNAL
-            )
-            stub.external_data.add(key="location", value=location)
-        else:
-            light.graph.initializer.append(init)
-    return light
 
 
 def _shape_of(value_type: onnx.TypeProto) -> Shape | None:

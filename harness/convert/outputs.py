@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
-from harness.convert.graphinfo import light_copy
 from harness.core.dtypes import np_dtype
+from harness.data.protocopy import light_copy
 
 MAX_OUTPUT_BYTES = 512 << 20
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto
 
-from harness.convert.graphinfo import STUB_LOCATION, light_copy
 from harness.convert.options import ConvertOptions
 from harness.core.dtypes import FLOAT_TYPES
 from harness.core.errors import ConversionError
+from harness.data.protocopy import STUB_LOCATION, light_copy
 
 _NODE_IN_MESSAGE = (
     re.compile(r"Name: (\S+) OpType"),

@@ -160,18 +160,6 @@ def has_pending_casts(model: onnx.ModelProto) -> bool:
     return any(pending_cast(t) is not None for t in external_tensors(model))
 
 
-def stub_copy(model: onnx.ModelProto, location: str) -> onnx.ModelProto:
-    """A copy whose external tensors all point at `location` without offset or length (no pending casts): for
-    the checker and shape inference, which need types and dims only."""
-    light = onnx.ModelProto()
-    light.CopyFrom(model)
-    for tensor in external_tensors(light):
-        del tensor.external_data[:]
-        del tensor.metadata_props[:]
-        tensor.external_data.add(key="location", value=location)
-    return light
-
-
 def iter_chunks(tensor: TensorProto, base_dir: Path, *, chunk_bytes: int = CHUNK_BYTES) -> Iterator[np.ndarray]:
     """The source values of an external tensor, flat, a bounded chunk at a time (no pending cast applied)."""
     source = source_view(tensor)

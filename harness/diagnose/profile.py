@@ -29,7 +29,8 @@ from harness.core.errors import RunnerError
 from harness.core.providers import CUDA
 from harness.data.feeds import cast_feeds, input_specs
 from harness.data.marked import with_outputs
-from harness.data.onnxfile import is_lazy, stub_copy
+from harness.data.onnxfile import is_lazy
+from harness.data.protocopy import light_copy
 from harness.diagnose.facts import TensorError
 from harness.diagnose.pair import ModelPair as ModelPair  # re-exported: callers build the pair from here
 from harness.diagnose.sidebyside import LOW, Gate, materialise, read_figures, side_by_side
@@ -144,7 +145,7 @@ def tensor_types(model: onnx.ModelProto) -> dict[str, int]:
     """Element type of every main-graph tensor onnx shape inference can tell."""
     try:
         inferred = onnx.shape_inference.infer_shapes(
-            stub_copy(model, "castguard-stub"), check_type=False, strict_mode=False, data_prop=True
+            light_copy(model), check_type=False, strict_mode=False, data_prop=True
         )
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError):
         inferred = model

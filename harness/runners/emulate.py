@@ -44,8 +44,8 @@ from harness.core.dtypes import LOW_TYPES, np_dtype
 from harness.core.errors import RunnerError, RunnerUnavailable
 from harness.data.feeds import Feed
 from harness.data.names import fresh_name
-from harness.data.onnxfile import stub_copy
 from harness.data.pending import set_pending_cast
+from harness.data.protocopy import light_copy
 from harness.runners.base import Runner
 from harness.runners.ort import CPU, create_session, run_session
 
@@ -217,7 +217,7 @@ def emulation_model(model: onnx.ModelProto) -> onnx.ModelProto:
                 _refuse_low_custom(node, declared)
     try:
         inferred = onnx.shape_inference.infer_shapes(
-            stub_copy(work, "castguard-stub"), check_type=False, strict_mode=False, data_prop=True
+            light_copy(work), check_type=False, strict_mode=False, data_prop=True
         )
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as err:
         raise RunnerError(f"emulate: onnx shape inference failed, so tensor types are unknown: {err}") from err

@@ -24,6 +24,7 @@ from harness.core.providers import CPU as CPU  # re-exported: callers of this ru
 from harness.core.providers import CUDA, DIRECTML, TENSORRT
 from harness.data.feeds import Feed
 from harness.data.onnxfile import EXTERNAL_DATA_ABOVE, has_pending_casts, is_lazy, save_model, weights_size
+from harness.data.protocopy import split_weights
 from harness.runners.base import Runner
 
 _NON_ROUNDING_PROVIDERS = frozenset({CPU})
@@ -44,21 +45,41 @@ def is_not_implemented(err: BaseException) -> bool:
     return type(err).__name__ == "NotImplemented" or ("Provider type for" in str(err) and "is not set" in str(err))
 
 
+SHARED_WEIGHTS_ABOVE = 1 << 26
+"""In-memory weights above this many bytes go to onnxruntime as arrays, not serialized (:func:`session_source`)."""
+
+
 def session_source(
-    model: onnx.ModelProto, *, model_dir: Path | None, scratch: Path, options: Any | None
+    model: onnx.ModelProto, *, model_dir: Path | None, scratch: Path, options: Any | None, keep: list[Any] | None = None
 ) -> str | bytes:
     """What onnxruntime loads, never a serialized multi-GB proto:
 
-    * a model with pending casts (a converted or emulating lazy model), or in-memory weights above
-      :data:`EXTERNAL_DATA_ABOVE`: written to ``scratch`` as an external-data model, whose path is returned;
+    * a model with pending casts (a converted or emulating lazy model): written to ``scratch`` as an external-data
+      model, whose path is returned;
+    * with ``options`` and ``keep``, in-memory weights above :data:`SHARED_WEIGHTS_ABOVE`: the graph's bytes, the
+      big tensors handed to onnxruntime as arrays (:func:`harness.data.protocopy.split_weights`, external
+      initializers: serializing 660 MB of weights took 5 s); ``keep`` gets their OrtValues, which must live as long
+      as the session;
+    * otherwise, in-memory weights above :data:`EXTERNAL_DATA_ABOVE`: written to ``scratch`` likewise;
     * a lazy model (weights on disk in ``model_dir``): its graph's bytes, with onnxruntime told to read the
       weights from ``model_dir`` through ``options`` (nothing is copied; without ``options`` the caller does);
     * anything else: its bytes.
     """
-    if has_pending_casts(model) or (not is_lazy(model) and weights_size(model) > EXTERNAL_DATA_ABOVE):
+    if has_pending_casts(model):
         save_model(model, scratch / "model.onnx", base_dir=model_dir, external_above=0)
         return str(scratch / "model.onnx")
-    if is_lazy(model):
+    lazy = is_lazy(model)  # before the split, whose stubs onnxruntime never reads
+    if options is not None and keep is not None and weights_size(model) > SHARED_WEIGHTS_ABOVE:
+        light, values = split_weights(model)
+        if values:
+            shared = [_to_ort_value(value) for value in values.values()]
+            options.add_external_initializers(list(values), shared)
+            keep.extend(shared)
+            model = light
+    if not lazy and weights_size(model) > EXTERNAL_DATA_ABOVE:
+        save_model(model, scratch / "model.onnx", base_dir=model_dir, external_above=0)
+        return str(scratch / "model.onnx")
+    if lazy:
         if model_dir is None:
             raise RunnerError("the model's weights are external (a lazily loaded model) but no model_dir was given")
         if options is not None:
@@ -111,14 +132,17 @@ def create_session(
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.execution_order = ort.ExecutionOrder.PRIORITY_BASED
         options.enable_mem_reuse = False
+    keep: list[Any] = []  # the weights handed over as arrays: alive as long as the session
     try:
         with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:
-            return ort.InferenceSession(
-                session_source(model, model_dir=model_dir, scratch=Path(tmp), options=options),
+            session = ort.InferenceSession(
+                session_source(model, model_dir=model_dir, scratch=Path(tmp), options=options, keep=keep),
                 sess_options=options,
                 providers=list(providers),
                 provider_options=[dict((provider_options or {}).get(p, {})) for p in providers],
             )
+            session.castguard_weights = keep
+            return session
     except Exception as err:  # noqa: BLE001 - onnxruntime's error classes live in a private module
         if is_not_implemented(err):
             raise RunnerUnavailable(

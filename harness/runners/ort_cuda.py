@@ -144,8 +144,11 @@ class OrtCudaRunner(Runner):
             options.log_severity_level = 3
             options.enable_profiling = True
             options.profile_file_prefix = os.path.join(tmp, "castguard")
+            keep: list[Any] = []  # weights handed over as arrays: alive while the session is
             try:
-                source = session_source(self.model, model_dir=self.model_dir, scratch=Path(tmp), options=options)
+                source = session_source(
+                    self.model, model_dir=self.model_dir, scratch=Path(tmp), options=options, keep=keep
+                )
                 session = ort.InferenceSession(source, sess_options=options, providers=[CUDA, CPU])
             except Exception as err:  # noqa: BLE001 - see is_ort_error
                 if not is_ort_error(err):

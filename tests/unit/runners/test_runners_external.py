@@ -74,3 +74,30 @@ def test_emulate_widens_a_lazy_fp16_model_on_disk(ext_path: Path, tmp_path: Path
     want = make_runner("emulate", load_model(tmp_path / "f" / "h.onnx")).run([feed]).outputs[0]["y"]
     assert got.dtype == np.float16
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("runner", ["ort", "emulate"])
+def test_big_in_memory_weights_go_to_onnxruntime_as_arrays_and_give_the_same_outputs(
+    ext_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runner: str
+) -> None:
+    """Above SHARED_WEIGHTS_ABOVE (here 0), in-memory weights are handed over as external initializers: the
+    bytes onnxruntime parses are the graph's only, the outputs are the serialized model's exactly, and the
+    arrays outlive everything but the session (a collection in between must not free them)."""
+    import gc
+
+    import onnxruntime as ort
+
+    from harness.runners import ort as ort_module
+
+    model = load_model(ext_path)  # 4 MiB of weights, in memory
+    want = make_runner(runner, model).run([FEED]).outputs[0]["y"]  # the model serialized, weights and all
+    want_ort = make_runner("ort", model).run([FEED]).outputs[0]["y"]
+    monkeypatch.setattr(ort_module, "SHARED_WEIGHTS_ABOVE", 0)
+    options, keep = ort.SessionOptions(), []
+    source = session_source(model, model_dir=None, scratch=tmp_path, options=options, keep=keep)
+    assert isinstance(source, bytes) and len(source) < 10_000 and len(keep) == 4
+    session = ort_module.create_session(model, providers=("CPUExecutionProvider",), runner="test")
+    gc.collect()
+    got = ort_module.run_session(session, FEED, runner="test")["y"]
+    np.testing.assert_array_equal(got, want_ort)
+    np.testing.assert_array_equal(make_runner(runner, model).run([FEED]).outputs[0]["y"], want)
