@@ -15,7 +15,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
-from harness.core.dtypes import np_dtype
+from harness.core.dtypes import FLOAT_TYPES, INT_TYPES, np_dtype
 
 STUB_BYTES = 1024
 """In-memory tensors above this many bytes become stubs in a light copy (small ones, shapes among them, stay)."""
@@ -64,23 +64,7 @@ def light_copy(model: onnx.ModelProto, *, location: str = STUB_LOCATION) -> onnx
     return light
 
 
-SPLIT_TYPES = frozenset(
-    {
-        TensorProto.FLOAT,
-        TensorProto.FLOAT16,
-        TensorProto.BFLOAT16,
-        TensorProto.DOUBLE,
-        TensorProto.INT8,
-        TensorProto.INT16,
-        TensorProto.INT32,
-        TensorProto.INT64,
-        TensorProto.UINT8,
-        TensorProto.UINT16,
-        TensorProto.UINT32,
-        TensorProto.UINT64,
-        TensorProto.BOOL,
-    }
-)
+SPLIT_TYPES = FLOAT_TYPES | INT_TYPES | {TensorProto.UINT64}
 """Tensor types :func:`split_weights` hands over as arrays (onnxruntime takes numpy arrays of these)."""
 
 

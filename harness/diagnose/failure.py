@@ -161,7 +161,7 @@ def _run_fix(
         failing = None
         if case.obtained is not None:
             failing = failing_evaluation(setup, case.obtained, share=case.conversion.lowp_flop_share)
-        outcome = verify_fix(setup, region=region, wider=wider, more=more, budget=budget, failing=failing)
+        outcome = verify_fix(setup, regions=(region, wider), more=more, budget=budget, failing=failing)
     if outcome.verified or cause is None or cause.node or outcome.evaluations >= budget:
         return options, (), outcome
     by_op = replace(options, op_types_to_exclude=(*options.op_types_to_exclude, cause.op))

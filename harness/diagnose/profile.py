@@ -33,7 +33,8 @@ from harness.data.onnxfile import is_lazy
 from harness.data.protocopy import light_copy
 from harness.diagnose.facts import TensorError
 from harness.diagnose.pair import ModelPair as ModelPair  # re-exported: callers build the pair from here
-from harness.diagnose.sidebyside import LOW, Gate, materialise, read_figures, side_by_side
+from harness.diagnose.sidebyside import Gate, read_figures, side_by_side
+from harness.diagnose.sidemerge import LOW, materialise
 from harness.diagnose.tensorjudge import Judged, judge_figures, judge_raw
 from harness.runners import make_runner
 from harness.runners.ort import create_session, run_session
@@ -114,7 +115,7 @@ def _measure(
     pair: ModelPair, names: Sequence[str], types: Mapping[str, int], gates: Mapping[str, Gate]
 ) -> tuple[Measured, list[dict[str, np.ndarray]]]:
     """One side-by-side session run on every feed: the figures of the gated tensors and the raw others."""
-    model, plan = side_by_side(pair.reference, pair.converted, names, types=types, gates=gates, sizes=pair.sizes)
+    model, plan = side_by_side(pair, names, types=types, gates=gates)
     where = _weights_dir(model, model_dir=pair.model_dir, converted_dir=pair.converted_dir)
     session = create_session(
         model,

@@ -29,24 +29,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from harness.convert.reductions import GraphBuilder, default_opset
-from harness.core.dtypes import FLOAT_TYPES, INT_TYPES, LOW_TYPES
-from harness.data.onnxfile import external_tensors, tensor_array
+from harness.core.dtypes import FLOAT_TYPES, INT_TYPES
+from harness.diagnose.pair import ModelPair
+from harness.diagnose.sidemerge import LOW, merge_halves
 from harness.diagnose.sideorder import compare_priorities, ordered, priorities
-from harness.runners.emulate import emulation_model
 
-LOW = "castguard_low/"
-"""Prefix of the emulated conversion's names in the side-by-side graph."""
 FIGURES = 5
 COUNTS = 4
-MIN_SIDE_OPSET = 11
-"""Equal on float64 (the inf-matching rule) needs opset 11."""
 _ZERO_EPS = 2.220446049250313e-16
 SLICE = 1 << 22
 """Elements of a compared tensor whose temporaries are alive at once (16 MB a float32 temporary)."""
@@ -78,45 +73,6 @@ class SidePlan:
     """The output holding, per compared tensor, FIGURES figures then COUNTS counts (float64)."""
     rows: tuple[int, ...] = ()
     """Rows per compared tensor (more than one: compared a slice at a time); () : one each."""
-
-
-def _merge_halves(reference: onnx.ModelProto, converted: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
-    """One model holding both, and how many nodes the FP32 half has: the reference as it is (first), the emulated conversion prefixed, its inputs fed from
-    the reference's inputs cast as the feeds would be (:func:`harness.data.feeds.cast_feeds`)."""
-    low = emulation_model(converted)
-    ref = onnx.ModelProto()
-    ref.CopyFrom(reference)
-    opset = default_opset(low)
-    if default_opset(ref) != opset:
-        ref = onnx.version_converter.convert_version(ref, opset or 0)
-    if opset is None or opset < MIN_SIDE_OPSET:
-        raise ValueError(f"opset {opset} (the side-by-side comparison needs {MIN_SIDE_OPSET} or later)")
-    declared = {i.name: i.type.tensor_type.elem_type for i in converted.graph.input}
-    onnx.compose.add_prefix(low, LOW, inplace=True)
-    ref_inputs = {i.name for i in ref.graph.input}
-    graph = ref.graph
-    ref_nodes = len(graph.node)
-    for value in low.graph.input:
-        name = value.name[len(LOW) :]
-        if name not in ref_inputs:
-            raise ValueError(f"the conversion's input {name!r} is not an input of the FP32 model")
-        elem = declared.get(name, 0)
-        if elem in LOW_TYPES:
-            graph.node.append(helper.make_node("Cast", [name], [value.name + "/low"], to=elem))
-            graph.node.append(helper.make_node("Cast", [value.name + "/low"], [value.name], to=TensorProto.FLOAT))
-        else:
-            graph.node.append(helper.make_node("Identity", [name], [value.name]))
-    graph.node.extend(low.graph.node)
-    graph.initializer.extend(low.graph.initializer)
-    graph.sparse_initializer.extend(low.graph.sparse_initializer)
-    seen = {(o.domain, o.version) for o in ref.opset_import}
-    ref.opset_import.extend(o for o in low.opset_import if (o.domain, o.version) not in seen)
-    domains = [o.domain or "ai.onnx" for o in ref.opset_import]
-    if len(domains) != len(set(domains)):
-        raise ValueError("the two models import different versions of one operator set")
-    ref.ir_version = max(ref.ir_version, low.ir_version)
-    del graph.value_info[:]
-    return ref, ref_nodes
 
 
 def _fast_compare(build: GraphBuilder, name: str, elem: int, gate: Gate) -> list[str]:
@@ -226,19 +182,14 @@ def _compare(build: GraphBuilder, name: str, elem: int, gate: Gate) -> tuple[lis
 
 
 def side_by_side(
-    reference: onnx.ModelProto,
-    converted: onnx.ModelProto,
-    tensors: Sequence[str],
-    *,
-    types: Mapping[str, int],
-    gates: Mapping[str, Gate],
-    sizes: Mapping[str, int] | None = None,
+    pair: ModelPair, tensors: Sequence[str], *, types: Mapping[str, int], gates: Mapping[str, Gate]
 ) -> tuple[onnx.ModelProto, SidePlan]:
-    """The model (see the module docstring) comparing ``tensors`` (FP32 graph order); ``gates``: the tensors
-    compared in the graph and their gates (the others in ``tensors`` with a known type stay raw); ``sizes``: the
-    elements of the tensors at every feed, where known (larger ones are compared a slice at a time).
+    """The model (see the module docstring) comparing ``tensors`` of the pair's FP32 model with the conversion's
+    (FP32 graph order); ``gates``: the tensors compared in the graph and their gates (the others in ``tensors``
+    with a known type stay raw); the pair's ``sizes``: larger tensors are compared a slice at a time.
     ValueError: the two cannot share a graph (opsets too old or not convertible, inputs that differ)."""
-    model, ref_nodes = _merge_halves(reference, converted)
+    model, ref_nodes = merge_halves(pair.reference, pair.converted)
+    sizes = pair.sizes
     graph = model.graph
     taken = {n for node in graph.node for n in [*node.input, *node.output, node.name]}
     taken |= {v.name for v in [*graph.input, *graph.initializer]}
@@ -255,7 +206,7 @@ def side_by_side(
                 figures += [*f, *c]  # one vector in tensor order: each chain finishes before the next starts
                 rows.append(1)
             else:
-                size = (sizes or {}).get(name, 0)
+                size = sizes.get(name, 0)
                 made = _sliced_compare(build, name, types[name], gates[name], size=size) if size > SLICE else []
                 figures += made or _fast_compare(build, name, types[name], gates[name])
                 rows.append(len(made) or 1)
@@ -316,11 +267,3 @@ def _combined(rows: np.ndarray) -> np.ndarray:
         return single
     combined: np.ndarray = np.concatenate([np.max(rows[:, :FIGURES], axis=0), np.sum(rows[:, FIGURES:], axis=0)])
     return combined
-
-
-def materialise(model: onnx.ModelProto, prefix: str, base_dir: Path) -> None:
-    """Load the external tensors whose names start with ``prefix`` into ``model`` (pending casts applied): for a
-    side-by-side model whose two halves keep their weights in different folders."""
-    for tensor in external_tensors(model):
-        if tensor.name.startswith(prefix):
-            tensor.CopyFrom(numpy_helper.from_array(tensor_array(tensor, base_dir), tensor.name))

@@ -102,26 +102,27 @@ def failing_evaluation(setup: CaseSetup, outputs: Outputs, *, share: float) -> E
 def verify_fix(
     setup: CaseSetup,
     *,
-    region: Sequence[str],
+    regions: Sequence[Sequence[str]],
     more: Sequence[str],
     budget: int,
     failing: Evaluation | None = None,
-    wider: Sequence[str] = (),
 ) -> FixOutcome:
-    """Try the ``region`` kept FP32 (1 evaluation), then ``wider`` with it when that adds nodes (every region out
-    of the low type's range: 1 more); if the case still fails, run tune's search over all of them and ``more``
-    within ``budget`` evaluations in all. ``failing`` (the case's own outputs, :func:`failing_evaluation`) spares
-    the all-low evaluation the search starts with."""
+    """Try each of ``regions`` kept FP32 in turn, each with the ones before it (1 evaluation each, skipped when it
+    adds no node: the cause's region, then every region out of the low type's range); if the case still fails,
+    run tune's search over all of them and ``more`` within ``budget`` evaluations in all. ``failing`` (the case's
+    own outputs, :func:`failing_evaluation`) spares the all-low evaluation the search starts with."""
     memo: dict[str, dict[str, object]] = {}
     if failing is not None:
         memo[plan_key(())] = failing.to_json()
     oracle = Oracle(setup, budget=budget, memo=memo)
-    order = list(dict.fromkeys([*region, *wider, *more]))
-    widest = list(dict.fromkeys([*region, *wider]))
+    order = list(dict.fromkeys([*(n for region in regions for n in region), *more]))
     last: Evaluation | None = None
+    kept: list[str] = []
     try:
-        for kept in (region, widest) if len(widest) > len(region) else (region,):
-            if kept:
+        for region in regions:
+            grown = list(dict.fromkeys([*kept, *region]))
+            if len(grown) > len(kept):
+                kept = grown
                 last = oracle.evaluate(kept)
                 if last.passed:
                     return _found(last, order, oracle.spent)

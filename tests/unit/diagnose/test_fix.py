@@ -180,7 +180,7 @@ def test_a_fix_that_cannot_run_is_reported_not_raised_and_not_called_verified(tm
         bound=case_bound(precision="fp16", policy=TolerancePolicy()),
         use_magnitudes=False,
     )
-    outcome = verify_fix(setup, region=["sub"], more=["add"], budget=8)
+    outcome = verify_fix(setup, regions=[["sub"]], more=["add"], budget=8)
     assert not outcome.verified and outcome.evaluations == 1 and "the runner broke" in outcome.problem
 
 

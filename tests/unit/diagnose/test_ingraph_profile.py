@@ -82,7 +82,8 @@ def test_only_one_small_vector_leaves_onnxruntime() -> None:
     types = tensor_types(model)
     names = [o for n in model.graph.node for o in n.output if types.get(o) == F32]
     gates = dict.fromkeys(names, Gate(1e-3, True, True))
-    merged, plan = side_by_side(model, converted, names, types=types, gates=gates)
+    pair = ModelPair(model, converted, llama_feeds(), precision="fp16", policy=TolerancePolicy())
+    merged, plan = side_by_side(pair, names, types=types, gates=gates)
     assert [o.name for o in merged.graph.output] == [plan.figures]
     (vector,) = make_runner("ort", merged).run(llama_feeds()).outputs[0].values()
     assert vector.shape == ((FIGURES + COUNTS) * len(names),)
@@ -139,9 +140,7 @@ def test_large_tensors_compared_a_slice_at_a_time_give_the_whole_tensors_answers
     monkeypatch.setattr(sidebyside, "SLICE", 37)
     types = tensor_types(model)
     names = [o for n in model.graph.node for o in n.output if types.get(o) == F32]
-    _, plan = side_by_side(
-        model, converted, names, types=types, gates=dict.fromkeys(names, Gate(1e-3, True, True)), sizes=sizes
-    )
+    _, plan = side_by_side(sliced, names, types=types, gates=dict.fromkeys(names, Gate(1e-3, True, True)))
     assert max(plan.rows) > 1 and len(plan.rows) == len(plan.compared)  # the test needs slices
     got = divergence_profile(sliced)
     assert got.rows == expected.rows and got.stats == expected.stats and got.fp32_absmax == expected.fp32_absmax
