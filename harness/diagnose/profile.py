@@ -126,6 +126,7 @@ def _measure(
         as_given=True,
         provider_options={CUDA: {"use_tf32": "0"}},  # the FP32 half's MatMuls in FP32, not TF32's 10-bit mantissa
     )
+    del model  # both halves' weights: onnxruntime holds its own, and the run needs the memory
     runs = [run_session(session, dict(feed), runner="emulate") for feed in pair.feeds]
     del session
     per_run = [read_figures(run, plan) for run in runs]

@@ -10,7 +10,8 @@ Which outputs: a float output of rank >= 2 whose last axis has at least :data:`M
 says logits (contains "logit"), or any output whose tolerance sets ``vocab = true`` (``vocab = false`` turns the
 detection off). Rules: ``min_top1_agreement`` and ``max_kl`` in ``[tool.castguard.tolerances]`` fail a case below
 or above them; the nightly rules read the figures from report.json. Rows are reduced a chunk at a time, so the
-float64 copies never exceed :data:`CHUNK_ROWS` rows.
+float64 copies never exceed :data:`CHUNK_ELEMENTS` elements (whole rows; one row at the least), whatever the
+vocabulary.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 MIN_VOCAB = 1000
-CHUNK_ROWS = 256
+CHUNK_ELEMENTS = 1 << 20
+"""Elements of the rows reduced at a time (8 MB a float64 temporary: 32 rows of a 32000-token vocabulary)."""
 
 
 def is_vocabulary(name: str, golden: np.ndarray, *, vocab: bool | None) -> bool:
@@ -70,10 +72,11 @@ def vocab_figures(obtained: np.ndarray, golden: np.ndarray) -> VocabFigures:
     width = golden.shape[-1] if golden.ndim else 1
     got_rows, gold_rows = obtained.reshape(-1, width), golden.reshape(-1, width)
     total = VocabFigures()
-    for start in range(0, gold_rows.shape[0], CHUNK_ROWS):
+    rows = max(1, CHUNK_ELEMENTS // max(width, 1))
+    for start in range(0, gold_rows.shape[0], rows):
         gold_part, got_part = (
-            _wide32(gold_rows[start : start + CHUNK_ROWS]),
-            _wide32(got_rows[start : start + CHUNK_ROWS]),
+            _wide32(gold_rows[start : start + rows]),
+            _wide32(got_rows[start : start + rows]),
         )
         # the argmax in the rows' own float type (widening keeps the order, so the same index), NaN as -inf
         hits = int((np.where(np.isnan(got_part), -np.inf, got_part).argmax(axis=1) == gold_part.argmax(axis=1)).sum())
