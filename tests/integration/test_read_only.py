@@ -41,6 +41,7 @@ BASE = ("-p", "no:cacheprovider", "-p", "no:randomly", "--model", "models/mlp.on
 BASE += ("--data-max", "512", "--exclude-ops", "none", "--keep-io-types", "false")
 ARGS = (*BASE, "--precision", "fp16")
 BOTH = (*BASE, "--precision", "fp16,bf16")
+OWN_WARNINGS = ("-W", "ignore::pytest.PytestAssertRewriteWarning")  # see test_reliability.OWN_WARNINGS
 
 
 @contextmanager
@@ -136,7 +137,7 @@ def test_a_read_only_cache_is_skipped_with_one_warning(pytester: pytest.Pytester
     pytester.runpytest(*ARGS).assert_outcomes(passed=1, failed=1)
     cache = pytester.path / "ro-cache"
     with read_only(cache):
-        result = pytester.runpytest(*BOTH, "--cache-dir", str(cache))
+        result = pytester.runpytest(*BOTH, "--cache-dir", str(cache), *OWN_WARNINGS)
     result.assert_outcomes(passed=3, warnings=1)
     out = result.stdout.str()
     assert out.count("CacheSkipped: castguard cache skipped:") == 1 and str(cache) in out
