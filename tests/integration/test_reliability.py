@@ -48,10 +48,10 @@ def _not_on_ci(monkeypatch: pytest.MonkeyPatch) -> None:
 
 pytestmark = pytest.mark.reliability
 ONE = ("-p", "no:cacheprovider", "-p", "no:randomly", "--precision", "fp16", "--data-max", "512,inf")
+ONE += ("--exclude-ops", "none", "--keep-io-types", "false")
 OWN_WARNINGS = ("-W", "ignore::pytest.PytestAssertRewriteWarning")
 """An in-process run counts castguard's warnings only: pytest warns that it cannot rewrite ``test_models`` when an
 earlier test of this worker imported it (the order of the tests decides, not castguard)."""
-ONE += ("--exclude-ops", "none", "--keep-io-types", "false")
 
 
 @contextmanager
