@@ -117,7 +117,15 @@ def load_model(
     onnx's checker; :class:`ModelError` for anything unusable. ``check=False`` is for castguard's own files
     read back (cache entries, the model it just saved, hashing). ``weights="lazy"`` leaves tensors above
     `lazy_above` bytes on disk (the model is then only meaningful with its folder). Locations are relative to
-    `data_dir` (default: ``path.parent``) and may not leave it."""
+    `data_dir` (default: ``path.parent``) and may not leave it. In two steps: :func:`parse_model`, then
+    :func:`read_weights` (a cache entry hashes what the first step parsed before any weight is read)."""
+    model = parse_model(path, data_dir=data_dir)
+    return read_weights(model, path, weights=weights, lazy_above=lazy_above, data_dir=data_dir, check=check)
+
+
+def parse_model(path: Path, *, data_dir: Path | None = None) -> onnx.ModelProto:
+    """The graph of `path` with its external data confined and checked (see :func:`load_model`), no external
+    weight read yet: what :func:`model_sha256` and :func:`read_weights` take."""
     path = Path(path)
     if not path.is_file():
         raise ModelNotFound(
@@ -131,13 +139,27 @@ def load_model(
         ) from None
     if model.ir_version <= 0 or not model.HasField("graph") or not model.opset_import:
         raise ModelError(where=path, problem="not an ONNX model (no IR version, graph or opset)", fix=_FIX_VALID)
-    folder = path.parent if data_dir is None else Path(data_dir)
-    check_external_data(model, folder, where=path)
+    check_external_data(model, path.parent if data_dir is None else Path(data_dir), where=path)
     for tensor in external_data_helper._get_all_tensors(model):
         drop_pending(tensor)  # castguard's own mark is never trusted from a file
-        if external_data_helper.uses_external_data(tensor) and (
-            weights == "all" or tensor_nbytes(tensor) <= lazy_above
-        ):
+    return model
+
+
+def read_weights(
+    model: onnx.ModelProto,
+    path: Path,
+    *,
+    weights: Literal["all", "lazy"] = "all",
+    lazy_above: int = LAZY_ABOVE,
+    data_dir: Path | None = None,
+    check: bool = True,
+) -> onnx.ModelProto:
+    """The second step of :func:`load_model`: `model`, parsed from `path` by :func:`parse_model` with the same
+    `data_dir`, with its external weights read (all, or those up to `lazy_above` bytes) and checked."""
+    path = Path(path)
+    folder = path.parent if data_dir is None else Path(data_dir)
+    for tensor in external_tensors(model):
+        if weights == "all" or tensor_nbytes(tensor) <= lazy_above:
             try:
                 external_data_helper.load_external_data_for_tensor(tensor, str(folder))
             except (onnx.checker.ValidationError, ValueError, OSError) as err:
@@ -147,8 +169,9 @@ def load_model(
                     fix="keep each data file a plain file (one link, not a symlink) next to the model",
                 ) from None
     if check:
-        oversize = not is_lazy(model) and weights_size(model) > EXTERNAL_DATA_ABOVE
-        check_graph(model, path, lazy=is_lazy(model), oversize=oversize)
+        lazy = is_lazy(model)
+        oversize = not lazy and weights_size(model) > EXTERNAL_DATA_ABOVE
+        check_graph(model, path, lazy=lazy, oversize=oversize)
     return model
 
 
@@ -203,10 +226,11 @@ def tensor_array(tensor: TensorProto, base_dir: Path | None) -> np.ndarray:
     return apply_pending(flat, tensor).reshape(tuple(tensor.dims))
 
 
-def model_sha256(path: Path) -> str:
-    """sha256 over the ``.onnx`` bytes followed by each external data file (sorted by location), streamed."""
+def model_sha256(path: Path, *, parsed: onnx.ModelProto | None = None) -> str:
+    """sha256 over the ``.onnx`` bytes followed by each external data file (sorted by location), streamed;
+    `parsed`: the file's graph as :func:`parse_model` gave it (not parsed again)."""
     path = Path(path)
-    model = load_model(path, weights="lazy", lazy_above=-1, check=False)
+    model = parse_model(path) if parsed is None else parsed
     return sha256_files([path, *check_external_data(model, path.parent, where=path)])
 
 

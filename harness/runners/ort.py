@@ -55,10 +55,11 @@ def session_source(
       weights from ``model_dir`` through ``options`` (nothing is copied; without ``options`` the caller does);
     * anything else: its bytes.
     """
-    if has_pending_casts(model) or (not is_lazy(model) and weights_size(model) > EXTERNAL_DATA_ABOVE):
+    lazy = is_lazy(model)  # pending casts only ride on external tensors
+    if (lazy and has_pending_casts(model)) or (not lazy and weights_size(model) > EXTERNAL_DATA_ABOVE):
         save_model(model, scratch / "model.onnx", base_dir=model_dir, external_above=0)
         return str(scratch / "model.onnx")
-    if is_lazy(model):
+    if lazy:
         if model_dir is None:
             raise RunnerError("the model's weights are external (a lazily loaded model) but no model_dir was given")
         if options is not None:
