@@ -69,9 +69,14 @@ def tensor_nbytes(tensor: TensorProto) -> int:
 def check_external_data(model: onnx.ModelProto, folder: Path, *, where: Path) -> list[Path]:
     """The data files `model` uses, sorted by location; ModelError for a location leaving `folder`, a missing
     file, or a file too short for a tensor's offset + length."""
+    return _data_files(external_tensors(model), folder, where=where)
+
+
+def _data_files(external: Sequence[TensorProto], folder: Path, *, where: Path) -> list[Path]:
+    """:func:`check_external_data` of the model whose external tensors are `external`."""
     root = folder.resolve()
     files: dict[str, Path] = {}
-    for tensor in external_tensors(model):
+    for tensor in external:
         info = _info(tensor, where=where)
         target = (root / info.location).resolve()
         if not info.location or Path(info.location).is_absolute() or not target.is_relative_to(root):
@@ -139,8 +144,10 @@ def parse_model(path: Path, *, data_dir: Path | None = None) -> onnx.ModelProto:
         ) from None
     if model.ir_version <= 0 or not model.HasField("graph") or not model.opset_import:
         raise ModelError(where=path, problem="not an ONNX model (no IR version, graph or opset)", fix=_FIX_VALID)
-    check_external_data(model, path.parent if data_dir is None else Path(data_dir), where=path)
-    for tensor in external_data_helper._get_all_tensors(model):
+    tensors = list(external_data_helper._get_all_tensors(model))  # one walk of the graph for both steps
+    external = [t for t in tensors if external_data_helper.uses_external_data(t)]
+    _data_files(external, path.parent if data_dir is None else Path(data_dir), where=path)
+    for tensor in tensors:
         drop_pending(tensor)  # castguard's own mark is never trusted from a file
     return model
 
