@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -124,11 +125,28 @@ def load_model(
     `lazy_above` bytes on disk (the model is then only meaningful with its folder). Locations are relative to
     `data_dir` (default: ``path.parent``) and may not leave it. In two steps: :func:`parse_model`, then
     :func:`read_weights` (a cache entry hashes what the first step parsed before any weight is read)."""
-    model = parse_model(path, data_dir=data_dir)
-    return read_weights(model, path, weights=weights, lazy_above=lazy_above, data_dir=data_dir, check=check)
+    parsed = parse_model(path, data_dir=data_dir)
+    return read_weights(parsed, weights=weights, lazy_above=lazy_above, check=check)
 
 
-def parse_model(path: Path, *, data_dir: Path | None = None) -> onnx.ModelProto:
+@dataclass(frozen=True)
+class ParsedModel:
+    """A model file as :func:`parse_model` read it: its graph with no external weight read yet, the folder its data
+    locations are relative to, and the tensors whose bytes live in data files, listed once (one walk of the graph
+    for the hash, the weights and whether the model stays lazy)."""
+
+    model: onnx.ModelProto
+    path: Path
+    data_dir: Path
+    external: tuple[TensorProto, ...]
+
+    @property
+    def lazy(self) -> bool:
+        """Whether a tensor's bytes are still in a data file (after :func:`read_weights`: the big ones)."""
+        return any(external_data_helper.uses_external_data(t) for t in self.external)
+
+
+def parse_model(path: Path, *, data_dir: Path | None = None) -> ParsedModel:
     """The graph of `path` with its external data confined and checked (see :func:`load_model`), no external
     weight read yet: what :func:`model_sha256` and :func:`read_weights` take."""
     path = Path(path)
@@ -144,31 +162,25 @@ def parse_model(path: Path, *, data_dir: Path | None = None) -> onnx.ModelProto:
         ) from None
     if model.ir_version <= 0 or not model.HasField("graph") or not model.opset_import:
         raise ModelError(where=path, problem="not an ONNX model (no IR version, graph or opset)", fix=_FIX_VALID)
-    tensors = list(external_data_helper._get_all_tensors(model))  # one walk of the graph for both steps
-    external = [t for t in tensors if external_data_helper.uses_external_data(t)]
-    _data_files(external, path.parent if data_dir is None else Path(data_dir), where=path)
+    folder = path.parent if data_dir is None else Path(data_dir)
+    tensors = list(external_data_helper._get_all_tensors(model))  # the one walk of the graph
+    external = tuple(t for t in tensors if external_data_helper.uses_external_data(t))
+    _data_files(external, folder, where=path)
     for tensor in tensors:
         drop_pending(tensor)  # castguard's own mark is never trusted from a file
-    return model
+    return ParsedModel(model=model, path=path, data_dir=folder, external=external)
 
 
 def read_weights(
-    model: onnx.ModelProto,
-    path: Path,
-    *,
-    weights: Literal["all", "lazy"] = "all",
-    lazy_above: int = LAZY_ABOVE,
-    data_dir: Path | None = None,
-    check: bool = True,
+    parsed: ParsedModel, *, weights: Literal["all", "lazy"] = "all", lazy_above: int = LAZY_ABOVE, check: bool = True
 ) -> onnx.ModelProto:
-    """The second step of :func:`load_model`: `model`, parsed from `path` by :func:`parse_model` with the same
-    `data_dir`, with its external weights read (all, or those up to `lazy_above` bytes) and checked."""
-    path = Path(path)
-    folder = path.parent if data_dir is None else Path(data_dir)
-    for tensor in external_tensors(model):
+    """The second step of :func:`load_model`: the parsed model with its external weights read (all, or those up to
+    `lazy_above` bytes) from its folder, and checked."""
+    model, path = parsed.model, parsed.path
+    for tensor in parsed.external:
         if weights == "all" or tensor_nbytes(tensor) <= lazy_above:
             try:
-                external_data_helper.load_external_data_for_tensor(tensor, str(folder))
+                external_data_helper.load_external_data_for_tensor(tensor, str(parsed.data_dir))
             except (onnx.checker.ValidationError, ValueError, OSError) as err:
                 raise ModelError(
                     where=path,
@@ -176,7 +188,7 @@ def read_weights(
                     fix="keep each data file a plain file (one link, not a symlink) next to the model",
                 ) from None
     if check:
-        lazy = is_lazy(model)
+        lazy = parsed.lazy
         oversize = not lazy and weights_size(model) > EXTERNAL_DATA_ABOVE
         check_graph(model, path, lazy=lazy, oversize=oversize)
     return model
@@ -233,12 +245,13 @@ def tensor_array(tensor: TensorProto, base_dir: Path | None) -> np.ndarray:
     return apply_pending(flat, tensor).reshape(tuple(tensor.dims))
 
 
-def model_sha256(path: Path, *, parsed: onnx.ModelProto | None = None) -> str:
+def model_sha256(path: Path, *, parsed: ParsedModel | None = None) -> str:
     """sha256 over the ``.onnx`` bytes followed by each external data file (sorted by location), streamed;
-    `parsed`: the file's graph as :func:`parse_model` gave it (not parsed again)."""
+    `parsed`: the file as :func:`parse_model` read it (relative to its own folder; not parsed again)."""
     path = Path(path)
-    model = parse_model(path) if parsed is None else parsed
-    return sha256_files([path, *check_external_data(model, path.parent, where=path)])
+    if parsed is None:
+        parsed = parse_model(path)
+    return sha256_files([path, *_data_files(parsed.external, path.parent, where=path)])
 
 
 def weights_size(model: onnx.ModelProto) -> int:

@@ -35,8 +35,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-import onnx
-
 from harness.convert import ConversionResult, Magnitudes
 from harness.core.cachenotes import CacheNotes, CacheSkipped
 from harness.core.errors import InputDataError, ModelError, UserError
@@ -46,9 +44,8 @@ from harness.core.locks import held
 from harness.data.keys import SCHEMA_VERSION, code_fingerprint
 from harness.data.onnxfile import (
     EXTERNAL_DATA_ABOVE,
+    ParsedModel,
     has_pending_casts,
-    is_lazy,
-    load_model,
     model_sha256,
     parse_model,
     read_weights,
@@ -186,9 +183,8 @@ class ContentCache:
                 raise ValueError("schema version or model hash does not match")
             data_dir = weights_dir if by_reference else model_path.parent
             if parsed is None:  # its weights are the source's: parsed against the source's folder
-                model = load_model(model_path, weights="lazy", data_dir=data_dir, check=False)
-            else:  # parsed once, hashed, then its weights read
-                model = read_weights(parsed, model_path, weights="lazy", data_dir=data_dir, check=False)
+                parsed = parse_model(model_path, data_dir=data_dir)
+            model = read_weights(parsed, weights="lazy", check=False)  # parsed once, hashed, then its weights read
             return ConversionResult(
                 model=model,
                 low_nodes=tuple(meta.items("low_nodes", str)),
@@ -199,7 +195,7 @@ class ContentCache:
                 cast_count=meta.get("cast_count", int),
                 clamped=tuple(meta.items("clamped", str)),
                 notes=tuple(meta.items("notes", str, default=[])),
-                base_dir=data_dir if is_lazy(model) else None,
+                base_dir=data_dir if parsed.lazy else None,
             )
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, ModelError) as err:
             raise self.notes.corrupt(meta_path, err) from err
@@ -224,7 +220,7 @@ class ContentCache:
         yield False
 
 
-def _parsed_and_sha256(path: Path, *, graph_only: bool) -> tuple[onnx.ModelProto | None, str | None]:
+def _parsed_and_sha256(path: Path, *, graph_only: bool) -> tuple[ParsedModel | None, str | None]:
     """The entry's streamed sha256 (its data file included unless `graph_only`), None when it is unreadable, and
     its graph as :func:`~harness.data.onnxfile.parse_model` read it to find the data file (None with
     `graph_only`: nothing parsed), so that a hit parses the entry once."""
