@@ -1,7 +1,8 @@
-"""A warm sweep imports what it runs (issue 29, the warm sweep floor): ``pytest --model`` loads neither AutoCast's
+"""A sweep imports what it runs (issue 29, the warm sweep floor): ``pytest --model`` loads neither AutoCast's
 function (``harness.convert.api``) nor the tuning engine (``harness.tune.engine``), which ``harness.convert`` and
-``harness.tune`` import only on first use; the converter it runs is loaded (so the probe sees imports at all). Run
-as a user does, cold then warm, in a project folder whose name has a space."""
+``harness.tune`` import only on first use, nor, without nightly options, the nightly end (``harness.nightly.run``);
+the converter it runs is loaded (so the probe sees imports at all). Run as a user does, cold then warm, in a project
+folder whose name has a space."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from tests.conftest import Run
 from tests.helpers.graphs import mlp_model, save
 
-PROBED = ("harness.convert.pipeline", "harness.convert.api", "harness.tune.engine")
+PROBED = ("harness.convert.pipeline", "harness.convert.api", "harness.tune.engine", "harness.nightly.run")
 # pytest_unconfigure comes after castguard wrote its report: which of those modules the whole run imported
 SAYS_MODULES = f"""import sys
 def pytest_unconfigure(config):
@@ -28,12 +29,14 @@ def _imported(castguard_in: Run, project: Path, *, status: int) -> dict[str, boo
     return {name: value == "True" for name, value in said.items()}
 
 
-def test_a_sweep_imports_neither_autocasts_function_nor_the_tuning_engine(tmp_path: Path, castguard_in: Run) -> None:
+def test_a_sweep_imports_neither_autocasts_function_the_tuning_engine_nor_the_nightly_end(
+    tmp_path: Path, castguard_in: Run
+) -> None:
     project = tmp_path / "user project"
     project.mkdir()
     save(mlp_model(), project / "mlp.onnx")
     (project / "conftest.py").write_text(SAYS_MODULES)
-    unused = {"harness.convert.api": False, "harness.tune.engine": False}
+    unused = {"harness.convert.api": False, "harness.tune.engine": False, "harness.nightly.run": False}
     cold = _imported(castguard_in, project, status=1)  # 1: the golden was written
     assert cold == {"harness.convert.pipeline": True, **unused}, cold
     warm = _imported(castguard_in, project, status=0)
