@@ -11,8 +11,9 @@ AutoCast's function with it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness.core.lazy import lazy_names
 
 _API = {
     "ConversionResult": "pipeline",
@@ -26,24 +27,10 @@ _API = {
     "parse_node_precisions": "options",
 }
 
-__all__ = [
-    "ConversionResult",
-    "ConvertOptions",
-    "Magnitudes",
-    "ReferenceData",
-    "collect_magnitudes",
-    "convert",
-    "convert_path",
-    "convert_to_mixed_precision",
-    "parse_node_precisions",
-]
+__all__ = sorted(_API)
 
 
-def __getattr__(name: str) -> Any:
-    """Import on first use (see the module docstring)."""
-    if name not in _API:
-        raise AttributeError(f"module 'harness.convert' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"harness.convert.{_API[name]}"), name)
+__getattr__ = lazy_names(__name__, _API)  # see the module docstring
 
 
 if TYPE_CHECKING:

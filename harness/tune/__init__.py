@@ -12,8 +12,9 @@ load the tuning engine with it (a warm sweep imports no more than it runs).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness.core.lazy import lazy_names
 
 _API = {
     "DEFAULT_MAX_ERROR": "bound",
@@ -27,24 +28,10 @@ _API = {
     "tune": "engine",
 }
 
-__all__ = [
-    "DEFAULT_MAX_ERROR",
-    "Bound",
-    "Measurement",
-    "Plan",
-    "TuneOutcome",
-    "TuneSettings",
-    "measure",
-    "range_options",
-    "tune",
-]
+__all__ = sorted(_API)
 
 
-def __getattr__(name: str) -> Any:
-    """Import on first use (see the module docstring)."""
-    if name not in _API:
-        raise AttributeError(f"module 'harness.tune' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"harness.tune.{_API[name]}"), name)
+__getattr__ = lazy_names(__name__, _API)  # see the module docstring
 
 
 if TYPE_CHECKING:
