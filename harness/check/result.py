@@ -9,7 +9,7 @@ from pathlib import Path
 from harness.data.goldens import Golden
 from harness.diagnose.facts import Divergence
 from harness.report import CaseRecord, OutputStats
-from harness.runners.tensorrt.typed_build import TrtBuild
+from harness.runners.tensorrt.buildfacts import TrtBuild
 from harness.sweep import SweepPoint
 
 

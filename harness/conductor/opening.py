@@ -12,7 +12,7 @@ from harness.config import HarnessConfig
 from harness.core.errors import UserError
 from harness.core.files import check_folder, check_writable, remove_stale_temps
 from harness.core.runid import RUN_ID_KEY
-from harness.nightly.run import NightlyOptions
+from harness.nightly.options import NightlyOptions
 from harness.report.collect import ReportSession, worker_name
 
 SHARD_REFUSES = (

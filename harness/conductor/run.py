@@ -20,7 +20,7 @@ from harness.conductor.opening import (
 from harness.conductor.summary import Section, plain_lines, terminal_sections
 from harness.config import HarnessConfig, find_project, load_table
 from harness.core.errors import INTERRUPTED_EXIT
-from harness.nightly.run import NightlyOptions, NightlyRun, options_from
+from harness.nightly.options import NightlyOptions, options_from
 from harness.options import given_options
 from harness.pipeline.session import AccuracySession, SessionRole
 from harness.pipeline.shard_run import ShardState
@@ -33,6 +33,7 @@ from harness.report.plotcache import PlotCache
 if TYPE_CHECKING:
     from harness.check import Checker
     from harness.nightly.merge import ShardNight  # castguard merge's (imported there): not on a plain run's path
+    from harness.nightly.run import NightlyRun  # a nightly run's (imported there): not on a plain run's path
 
 
 class CastguardRun:
@@ -105,11 +106,7 @@ class CastguardRun:
         session = AccuracySession.open(config, bundled_dir=bundled_dir(), role=role) if config.models else None
         if session is not None and session.shard_work is not None:
             refuse_nightly_on_a_shard(nightly_options)
-        nightly = (
-            NightlyRun(nightly_options)
-            if report is not None and nightly_options.active and worker_input is None
-            else None
-        )
+        nightly = _nightly_run(nightly_options, wanted=report is not None and worker_input is None)
         return cls(
             config=config,
             project=project,
@@ -319,3 +316,13 @@ class CastguardRun:
         folder = self.invocation_dir / ".benchmarks"
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
+
+
+def _nightly_run(options: NightlyOptions, *, wanted: bool) -> NightlyRun | None:
+    """The run's nightly end when it compares with a baseline or stores history (``wanted``: the owning process,
+    with a report); :mod:`harness.nightly.run` is imported only then."""
+    if not (wanted and options.active):
+        return None
+    from harness.nightly.run import NightlyRun
+
+    return NightlyRun(options)

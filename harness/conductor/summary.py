@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from harness.nightly.run import NightlyRun
 from harness.pipeline.session import AccuracySession
 from harness.pipeline.shard_run import ShardState
 from harness.report.banner import xpass_lines
@@ -16,6 +15,7 @@ from harness.report.collect import FinishedReport
 
 if TYPE_CHECKING:
     from harness.nightly.merge import ShardNight
+    from harness.nightly.run import NightlyRun  # a nightly run's (imported there): not on a plain run's path
 
 
 @dataclass(frozen=True)

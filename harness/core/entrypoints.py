@@ -60,13 +60,18 @@ def discover_group(group: str, *, builtin: Sequence[str], kind: str) -> Discover
     what the group holds ("runner", "converter"), for the error when they are missing."""
     found: dict[str, Registered] = {}
     clashes: dict[str, tuple[Registered, Registered]] = {}
+    described: dict[object, tuple[str, str]] = {}  # a distribution's name and version: its metadata parsed once
     for ep in metadata.entry_points(group=group):
         dist = ep.dist
+        if dist is not None and dist not in described:
+            meta = dist.metadata
+            described[dist] = (meta["Name"], meta["Version"])
+        distribution, version = described[dist] if dist is not None else ("unknown", "unknown")
         entry = Registered(
             group=group,
             name=ep.name,
-            distribution=dist.name if dist else "unknown",
-            version=dist.version if dist else "unknown",
+            distribution=distribution,
+            version=version,
             value=ep.value,
             entry_point=ep,
         )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -69,9 +70,14 @@ def tensor_nbytes(tensor: TensorProto) -> int:
 def check_external_data(model: onnx.ModelProto, folder: Path, *, where: Path) -> list[Path]:
     """The data files `model` uses, sorted by location; ModelError for a location leaving `folder`, a missing
     file, or a file too short for a tensor's offset + length."""
+    return _data_files(external_tensors(model), folder, where=where)
+
+
+def _data_files(external: Sequence[TensorProto], folder: Path, *, where: Path) -> list[Path]:
+    """:func:`check_external_data` of the model whose external tensors are `external`."""
     root = folder.resolve()
     files: dict[str, Path] = {}
-    for tensor in external_tensors(model):
+    for tensor in external:
         info = _info(tensor, where=where)
         target = (root / info.location).resolve()
         if not info.location or Path(info.location).is_absolute() or not target.is_relative_to(root):
@@ -117,7 +123,32 @@ def load_model(
     onnx's checker; :class:`ModelError` for anything unusable. ``check=False`` is for castguard's own files
     read back (cache entries, the model it just saved, hashing). ``weights="lazy"`` leaves tensors above
     `lazy_above` bytes on disk (the model is then only meaningful with its folder). Locations are relative to
-    `data_dir` (default: ``path.parent``) and may not leave it."""
+    `data_dir` (default: ``path.parent``) and may not leave it. In two steps: :func:`parse_model`, then
+    :func:`read_weights` (a cache entry hashes what the first step parsed before any weight is read)."""
+    parsed = parse_model(path, data_dir=data_dir)
+    return read_weights(parsed, weights=weights, lazy_above=lazy_above, check=check)
+
+
+@dataclass(frozen=True)
+class ParsedModel:
+    """A model file as :func:`parse_model` read it: its graph with no external weight read yet, the folder its data
+    locations are relative to, and the tensors whose bytes live in data files, listed once (one walk of the graph
+    for the hash, the weights and whether the model stays lazy)."""
+
+    model: onnx.ModelProto
+    path: Path
+    data_dir: Path
+    external: tuple[TensorProto, ...]
+
+    @property
+    def lazy(self) -> bool:
+        """Whether a tensor's bytes are still in a data file (after :func:`read_weights`: the big ones)."""
+        return any(external_data_helper.uses_external_data(t) for t in self.external)
+
+
+def parse_model(path: Path, *, data_dir: Path | None = None) -> ParsedModel:
+    """The graph of `path` with its external data confined and checked (see :func:`load_model`), no external
+    weight read yet: what :func:`model_sha256` and :func:`read_weights` take."""
     path = Path(path)
     if not path.is_file():
         raise ModelNotFound(
@@ -132,14 +163,24 @@ def load_model(
     if model.ir_version <= 0 or not model.HasField("graph") or not model.opset_import:
         raise ModelError(where=path, problem="not an ONNX model (no IR version, graph or opset)", fix=_FIX_VALID)
     folder = path.parent if data_dir is None else Path(data_dir)
-    check_external_data(model, folder, where=path)
-    for tensor in external_data_helper._get_all_tensors(model):
+    tensors = list(external_data_helper._get_all_tensors(model))  # the one walk of the graph
+    external = tuple(t for t in tensors if external_data_helper.uses_external_data(t))
+    _data_files(external, folder, where=path)
+    for tensor in tensors:
         drop_pending(tensor)  # castguard's own mark is never trusted from a file
-        if external_data_helper.uses_external_data(tensor) and (
-            weights == "all" or tensor_nbytes(tensor) <= lazy_above
-        ):
+    return ParsedModel(model=model, path=path, data_dir=folder, external=external)
+
+
+def read_weights(
+    parsed: ParsedModel, *, weights: Literal["all", "lazy"] = "all", lazy_above: int = LAZY_ABOVE, check: bool = True
+) -> onnx.ModelProto:
+    """The second step of :func:`load_model`: the parsed model with its external weights read (all, or those up to
+    `lazy_above` bytes) from its folder, and checked."""
+    model, path = parsed.model, parsed.path
+    for tensor in parsed.external:
+        if weights == "all" or tensor_nbytes(tensor) <= lazy_above:
             try:
-                external_data_helper.load_external_data_for_tensor(tensor, str(folder))
+                external_data_helper.load_external_data_for_tensor(tensor, str(parsed.data_dir))
             except (onnx.checker.ValidationError, ValueError, OSError) as err:
                 raise ModelError(
                     where=path,
@@ -147,8 +188,9 @@ def load_model(
                     fix="keep each data file a plain file (one link, not a symlink) next to the model",
                 ) from None
     if check:
-        oversize = not is_lazy(model) and weights_size(model) > EXTERNAL_DATA_ABOVE
-        check_graph(model, path, lazy=is_lazy(model), oversize=oversize)
+        lazy = parsed.lazy
+        oversize = not lazy and weights_size(model) > EXTERNAL_DATA_ABOVE
+        check_graph(model, path, lazy=lazy, oversize=oversize)
     return model
 
 
@@ -191,11 +233,13 @@ def tensor_array(tensor: TensorProto, base_dir: Path | None) -> np.ndarray:
     return apply_pending(flat, tensor).reshape(tuple(tensor.dims))
 
 
-def model_sha256(path: Path) -> str:
-    """sha256 over the ``.onnx`` bytes followed by each external data file (sorted by location), streamed."""
+def model_sha256(path: Path, *, parsed: ParsedModel | None = None) -> str:
+    """sha256 over the ``.onnx`` bytes followed by each external data file (sorted by location), streamed;
+    `parsed`: the file as :func:`parse_model` read it (relative to its own folder; not parsed again)."""
     path = Path(path)
-    model = load_model(path, weights="lazy", lazy_above=-1, check=False)
-    return sha256_files([path, *check_external_data(model, path.parent, where=path)])
+    if parsed is None:
+        parsed = parse_model(path)
+    return sha256_files([path, *_data_files(parsed.external, path.parent, where=path)])
 
 
 def weights_size(model: onnx.ModelProto) -> int:

@@ -10,9 +10,8 @@ from dataclasses import dataclass
 
 from harness.core.errors import UserError
 from harness.nightly.history import History
+from harness.nightly.options import DEFAULT_TREND_RUNS as DEFAULT_TREND_RUNS
 from harness.report.model import CaseRecord, Report
-
-DEFAULT_TREND_RUNS = 20
 
 
 def family(record: CaseRecord) -> str:

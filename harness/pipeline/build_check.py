@@ -28,15 +28,8 @@ from harness.data.feeds import input_specs
 from harness.data.keys import content_key
 from harness.pipeline.cache import ContentCache
 from harness.pipeline.dedup import model_digest
+from harness.runners.tensorrt.buildfacts import TrtBuild
 from harness.runners.tensorrt.library import INSTALL_LINE, installed_backend, installed_module
-from harness.runners.tensorrt.typed_build import (
-    BUILD_SCRIPT,
-    TrtBuild,
-    build_from_dict,
-    build_to_dict,
-    check_build,
-    profile_shapes,
-)
 
 OPTION = "--trt-build-check"
 Shape = tuple[int, ...]
@@ -59,8 +52,10 @@ def build_check_enabled(setting: bool | None, *, where: str = OPTION) -> bool:
 
 
 def _code_digest() -> str:
+    from harness.runners.tensorrt.typed_build import BUILD_SCRIPT
+
     digest = hashlib.sha256()
-    for path in (BUILD_SCRIPT, BUILD_SCRIPT.with_name("typed_build.py")):
+    for path in (BUILD_SCRIPT, *(BUILD_SCRIPT.with_name(name) for name in ("typed_build.py", "buildfacts.py"))):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
@@ -69,7 +64,10 @@ def cached_build(
     model: onnx.ModelProto, *, model_dir: Path | None, feed_shapes: Sequence[Mapping[str, Shape]], cache: ContentCache
 ) -> tuple[TrtBuild | None, str]:
     """The model's build check (from the cache when it was built before) and ``""``, or why there is no result
-    (TensorRT installed but not loadable: ``CaseRecord.trt_build_skipped``). A crashed build is not cached: the next run tries again."""
+    (TensorRT installed but not loadable: ``CaseRecord.trt_build_skipped``). A crashed build is not cached: the next run tries again.
+    The build machinery is imported here: a run without the build check never loads it."""
+    from harness.runners.tensorrt.typed_build import build_from_dict, build_to_dict, check_build, profile_shapes
+
     profile = profile_shapes(input_specs(model), feed_shapes)
     key = content_key(
         "trt-build",

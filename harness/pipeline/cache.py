@@ -44,10 +44,11 @@ from harness.core.locks import held
 from harness.data.keys import SCHEMA_VERSION, code_fingerprint
 from harness.data.onnxfile import (
     EXTERNAL_DATA_ABOVE,
+    ParsedModel,
     has_pending_casts,
-    is_lazy,
-    load_model,
     model_sha256,
+    parse_model,
+    read_weights,
     save_model,
     weights_size,
 )
@@ -177,11 +178,13 @@ class ContentCache:
             by_reference = meta.get("weights", str, "entry") == "source"
             if by_reference and weights_dir is None:
                 raise ValueError("the entry reads its weights from the source model's folder, which was not given")
-            digest = _sha256_or_none(model_path, graph_only=by_reference)
+            parsed, digest = _parsed_and_sha256(model_path, graph_only=by_reference)
             if meta.get("schema_version", int) != SCHEMA_VERSION or meta.get("onnx_sha256", str) != digest:
                 raise ValueError("schema version or model hash does not match")
             data_dir = weights_dir if by_reference else model_path.parent
-            model = load_model(model_path, weights="lazy", data_dir=data_dir, check=False)
+            if parsed is None:  # its weights are the source's: parsed against the source's folder
+                parsed = parse_model(model_path, data_dir=data_dir)
+            model = read_weights(parsed, weights="lazy", check=False)  # parsed once, hashed, then its weights read
             return ConversionResult(
                 model=model,
                 low_nodes=tuple(meta.items("low_nodes", str)),
@@ -192,7 +195,7 @@ class ContentCache:
                 cast_count=meta.get("cast_count", int),
                 clamped=tuple(meta.items("clamped", str)),
                 notes=tuple(meta.items("notes", str, default=[])),
-                base_dir=data_dir if is_lazy(model) else None,
+                base_dir=data_dir if parsed.lazy else None,
             )
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, ModelError) as err:
             raise self.notes.corrupt(meta_path, err) from err
@@ -217,9 +220,14 @@ class ContentCache:
         yield False
 
 
-def _sha256_or_none(path: Path, *, graph_only: bool) -> str | None:
-    """The entry's streamed sha256 (its data file included unless `graph_only`), None when it is unreadable."""
+def _parsed_and_sha256(path: Path, *, graph_only: bool) -> tuple[ParsedModel | None, str | None]:
+    """The entry's streamed sha256 (its data file included unless `graph_only`), None when it is unreadable, and
+    its graph as :func:`~harness.data.onnxfile.parse_model` read it to find the data file (None with
+    `graph_only`: nothing parsed), so that a hit parses the entry once."""
     try:
-        return sha256_file(path) if graph_only else model_sha256(path)
+        if graph_only:
+            return None, sha256_file(path)
+        parsed = parse_model(path)
+        return parsed, model_sha256(path, parsed=parsed)
     except (ModelError, OSError):
-        return None
+        return None, None

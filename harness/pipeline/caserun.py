@@ -24,7 +24,7 @@ from harness.pipeline.context import CaseSettings, ModelContext
 from harness.pipeline.dedup import SameModels
 from harness.pipeline.speed import Speed
 from harness.report import CaseRecord
-from harness.runners.tensorrt.typed_build import TrtBuild
+from harness.runners.tensorrt.buildfacts import TrtBuild
 from harness.runners.traits import RunnerTraits
 from harness.sweep import SweepPoint
 

@@ -17,7 +17,7 @@ from harness.data.degenerate import Degenerate
 from harness.diagnose.facts import Diagnosis
 from harness.diagnose.facts import Divergence as Divergence
 from harness.report.figures import OutputStats, Timings
-from harness.runners.tensorrt.typed_build import TrtBuild
+from harness.runners.tensorrt.buildfacts import TrtBuild
 from harness.sweep import SweepPoint
 from harness.sweep.shards import ShardWork
 

@@ -13,6 +13,7 @@ import dataclasses
 import math
 import types
 import typing
+from functools import cache
 from typing import Any, TypeVar
 
 from harness.core.errors import UserError
@@ -151,8 +152,8 @@ def _decode_scalar(hint: Any, value: Any, path: str) -> Any:
 def _decode_dataclass(cls: type[T], value: Any, path: str) -> T:
     if not isinstance(value, dict):
         raise ReportFormatError(f"{path}: expected an object, got {value!r}")
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    klass: type = cls  # functools.cache keys on the class
+    hints, fields = _schema(klass)
     unknown = sorted(set(value) - set(fields) - set(_DERIVED.get(cls, ())))
     if unknown:
         raise ReportFormatError(f"{path}: unknown key(s) {unknown}")
@@ -166,3 +167,10 @@ def _decode_dataclass(cls: type[T], value: Any, path: str) -> T:
         return cls(**kwargs)
     except (ValueError, UserError) as err:
         raise ReportFormatError(f"{path}: {err}") from err
+
+
+@cache
+def _schema(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
+    """A report dataclass's field types and fields, resolved once per class (``get_type_hints`` evaluates every
+    annotation of the class and its bases each time it is called: most of the time of reading a record)."""
+    return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}

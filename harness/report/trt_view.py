@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.report.model import CaseRecord
-from harness.runners.tensorrt.typed_build import NodeTypes, TrtBuild
+from harness.runners.tensorrt.buildfacts import NodeTypes, TrtBuild
 
 MD_NODE_ROWS = 30  # report.md shows per-node types for models up to this many nodes (report.html: all kept)
 

@@ -19,7 +19,7 @@ from harness.report.model import CaseRecord, Report
 from harness.report.pareto import best_passing, front_points
 from harness.report.speed import speed_notes, speed_rows
 from harness.report.trt_view import MD_NODE_ROWS, findings, headline, node_tables
-from harness.runners.tensorrt.typed_build import NODE_ROWS, TrtBuild
+from harness.runners.tensorrt.buildfacts import NODE_ROWS, TrtBuild
 
 SpeedRow = tuple[CaseRecord, str, str, str, str, bool, str]  # case, latency, FP32, speedup, error, front, end to end
 NodeTable = tuple[list[str], TrtBuild]  # case ids sharing one per-node types table, the build

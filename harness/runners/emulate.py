@@ -50,6 +50,7 @@ from harness.runners.base import Runner
 from harness.runners.ort import CPU, create_session, run_session
 
 FLOAT = TensorProto.FLOAT
+_INT = AttributeProto.INT
 _DTYPE_ATTRS = frozenset({"dtype", "output_dtype"})
 _SUFFIX_F32 = "__castguard_f32"
 _SUFFIX_LOW = "__castguard_low"
@@ -62,8 +63,10 @@ class _Namer:
     def __init__(self, model: onnx.ModelProto) -> None:
         self.used: set[str] = set()
         for graph in _graphs(model.graph):
-            self.used.update(n.name for n in graph.node)
-            self.used.update(o for n in graph.node for o in [*n.input, *n.output])
+            for node in graph.node:
+                self.used.add(node.name)
+                self.used.update(node.input)
+                self.used.update(node.output)
             self.used.update(v.name for v in [*graph.input, *graph.output, *graph.initializer])
 
     def fresh(self, base: str) -> str:
@@ -130,9 +133,18 @@ def _rounding(src: str, dst: str, low: int, namer: _Namer, *, single: bool = Fal
     low_name = src
     if not single:
         low_name = namer.fresh(dst + _SUFFIX_LOW)
-        nodes.append(helper.make_node("Cast", [src], [low_name], to=low, name=namer.fresh(dst + "__round")))
-    nodes.append(helper.make_node("Cast", [low_name], [dst], to=FLOAT, name=namer.fresh(dst + "__widen")))
+        nodes.append(_cast(src, low_name, low, name=namer.fresh(dst + "__round")))
+    nodes.append(_cast(low_name, dst, FLOAT, name=namer.fresh(dst + "__widen")))
     return nodes
+
+
+def _cast(src: str, dst: str, to: int, *, name: str) -> NodeProto:
+    """``helper.make_node("Cast", [src], [dst], to=to, name=name)``, built directly (the same message, field for
+    field: a sweep builds several hundred of them per emulated model, and make_node's generality is most of their
+    cost)."""
+    return NodeProto(
+        op_type="Cast", input=[src], output=[dst], name=name, attribute=[AttributeProto(name="to", type=_INT, i=to)]
+    )
 
 
 def _refuse_low_custom(node: NodeProto, types: dict[str, int]) -> None:

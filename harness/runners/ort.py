@@ -65,10 +65,10 @@ def session_source(
       weights from ``model_dir`` through ``options`` (nothing is copied; without ``options`` the caller does);
     * anything else: its bytes.
     """
-    if has_pending_casts(model):
+    lazy = is_lazy(model)  # pending casts only ride on external tensors; taken before the split, whose stubs it adds
+    if lazy and has_pending_casts(model):
         save_model(model, scratch / "model.onnx", base_dir=model_dir, external_above=0)
         return str(scratch / "model.onnx")
-    lazy = is_lazy(model)  # before the split, whose stubs onnxruntime never reads
     if options is not None and keep is not None and weights_size(model) > SHARED_WEIGHTS_ABOVE:
         light, values = split_weights(model)
         if values:

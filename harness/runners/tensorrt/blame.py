@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import onnx
 
+from harness.runners.tensorrt.buildfacts import BuildCulprit as BuildCulprit
 from harness.runners.tensorrt.precision_diff import declared_precisions
 
 MYELIN_OPS = {
@@ -34,16 +34,6 @@ MYELIN_OPS = {
 """Myelin operation kinds (``NN: kind:`` in its messages) -> the ONNX ops they come from."""
 _MYELIN_KIND = re.compile(r"for operation:\s*\d+:\s*([A-Za-z_]+):")
 _WORD_EDGE = r"[\w./:-]"
-
-
-@dataclass(frozen=True)
-class BuildCulprit:
-    """The ONNX node a builder error names."""
-
-    node: str
-    op: str
-    dtype: str  # the precision of the node's first typed input ("" when unknown)
-    evidence: str  # how it was found, e.g. "layer 'up' is named in the builder's error"
 
 
 def _named(text: str, name: str) -> bool:

@@ -387,3 +387,15 @@ def test_bundled_needs_constraints_converted_without_the_data_rule() -> None:
     assert verdicts["ort"].passed  # ORT CPU misses the overflow...
     assert not verdicts["emulate"].passed  # ...emulate rounds Add's output to fp16 and catches it
     assert verdicts["emulate"].outputs[0].max_abs > 0.9
+
+
+@pytest.mark.parametrize("elem", [F16, BF16])
+def test_the_rounding_casts_are_the_nodes_onnx_helper_makes(elem: int) -> None:
+    """emulate builds its Cast pairs directly (speed); each is the message helper.make_node gives, byte for byte,
+    so the emulation model onnxruntime optimises and runs is unchanged."""
+    model = emulation_model(_chain(elem))
+    casts = [n for n in model.graph.node if n.op_type == "Cast"]
+    assert {n.attribute[0].i for n in casts} == {elem, F32}
+    for node in casts:
+        made = helper.make_node("Cast", list(node.input), list(node.output), to=node.attribute[0].i, name=node.name)
+        assert node.SerializeToString() == made.SerializeToString()
