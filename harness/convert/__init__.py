@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from harness.core.lazy import lazy_names
 
 _API = {
-    "ConversionResult": "pipeline",
+    "ConversionResult": "result",
     "ConvertOptions": "options",
     "Magnitudes": "magnitudes",
     "ReferenceData": "reference",
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from harness.convert.magnitudes import Magnitudes as Magnitudes
     from harness.convert.options import ConvertOptions as ConvertOptions
     from harness.convert.options import parse_node_precisions as parse_node_precisions
-    from harness.convert.pipeline import ConversionResult as ConversionResult
     from harness.convert.pipeline import convert as convert
     from harness.convert.reference import ReferenceData as ReferenceData
     from harness.convert.reference import collect_magnitudes as collect_magnitudes
+    from harness.convert.result import ConversionResult as ConversionResult

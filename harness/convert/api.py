@@ -21,10 +21,11 @@ from harness.convert.calibration import dynamic_dims_warning, sized_inputs
 from harness.convert.flopshapes import concrete_inputs
 from harness.convert.magnitudes import Magnitudes
 from harness.convert.options import ConvertOptions
-from harness.convert.pipeline import ConversionResult, convert
+from harness.convert.pipeline import convert
 from harness.convert.refdata import shape_like_inputs, unholdable_inputs
 from harness.convert.reference import ReferenceData, reference_run
 from harness.convert.referror import ReferenceRunError
+from harness.convert.result import ConversionResult
 from harness.core.errors import ConversionError
 from harness.data.onnxfile import load_model
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import onnx
 
-from harness.convert.pipeline import ConversionResult, convert
 from harness.convert.plugins import SETTINGS, ConverterTraits, ConvertRequest
+from harness.convert.result import ConversionResult
 from harness.core.errors import RunnerUnavailable, UserError
 
 AUTOCAST_INSTALL = 'pip install "nvidia-modelopt[onnx]"  (or: pip install "castguard[autocast]")'
@@ -37,6 +37,8 @@ class CastguardConverter:
     )
 
     def __call__(self, request: ConvertRequest) -> ConversionResult:
+        from harness.convert.pipeline import convert  # loaded when it converts: a provenance line needs none
+
         return convert(
             request.model, options=request.options, magnitudes=request.magnitudes, base_dir=request.model_path.parent
         )

@@ -11,7 +11,7 @@ from pathlib import Path
 import onnx
 
 from harness.convert.flops import flop_share
-from harness.convert.pipeline import ConversionResult
+from harness.convert.result import ConversionResult
 from harness.core.dtypes import FLOAT_TYPES, LOW_ELEMS, LOW_TYPES
 from harness.data.protocopy import light_copy
 

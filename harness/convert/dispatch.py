@@ -13,8 +13,8 @@ import onnx
 
 from harness.convert.childconvert import convert_in_child
 from harness.convert.described import describe_converted
-from harness.convert.pipeline import ConversionResult
 from harness.convert.plugins import ConvertRequest, load_converter, registered
+from harness.convert.result import ConversionResult
 from harness.core.dtypes import FLOAT_TYPES
 from harness.core.errors import ModelError
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
@@ -31,8 +30,8 @@ from harness.convert.opset import prepare, warn_requested_opset
 from harness.convert.options import ConvertOptions
 from harness.convert.ortcpu import note_cpu_bf16
 from harness.convert.predicates import drop_predicate_casts
-from harness.convert.qdq import QDQ
 from harness.convert.refusals import check_io_range, check_known_ops
+from harness.convert.result import ConversionResult
 from harness.convert.summary import log_summary
 from harness.convert.validate import expected_io_type, io_types, strict_error, validate
 from harness.convert.valueinfo import complete_value_info
@@ -41,38 +40,6 @@ from harness.core.errors import ConversionError
 from harness.data.onnxfile import is_lazy
 
 LOG = logging.getLogger("harness.convert")
-
-
-@dataclass(frozen=True)
-class ConversionResult:
-    model: onnx.ModelProto
-    low_nodes: tuple[str, ...]
-    high_nodes: tuple[tuple[str, str], ...]
-    """(node, reason) for every node not in low precision, including the ones kept as they were."""
-    lowp_flop_share: float
-    """Share of the estimated FLOPs in low precision, through If/Loop/Scan bodies (an upper bound when
-    ``lowp_share_bound`` is set)."""
-    cast_count: int
-    """Casts inserted by the converter (the user's own Casts are not counted)."""
-    clamped: tuple[str, ...]
-    base_dir: Path | None = None
-    """Folder that ``model``'s external tensors are read from (a lazily loaded model; None: all in memory).
-    Such a model may hold pending casts: write it with :func:`harness.data.onnxfile.save_model`."""
-    lowp_share_bound: str | None = None
-    """Why ``lowp_flop_share`` is only an upper bound (a Loop/Scan trip count known only at run time); None: not."""
-    notes: tuple[str, ...] = ()
-    """What the converter said about this conversion (another converter's choices, in words for the report)."""
-    cast_held_share: float = 0.0
-    """Share of the estimated FLOPs kept FP32 by the model's own Casts to FP32 (their readers, reason
-    ``user cast``: see :func:`cast_held`); 0.0 with ``respect_fp32_casts`` off."""
-
-    def cast_held(self) -> tuple[tuple[str, str], ...]:
-        """(node, reason) of the nodes the model's own FP32 Casts keep FP32 (an exporter's ``x.to(float32)``)."""
-        return tuple((n, r) for n, r in self.high_nodes if r.startswith(USER_CAST))
-
-    def qdq_kept(self) -> tuple[str, ...]:
-        """Nodes kept in their quantized/FP32 types as part of a DQ -> op -> Q pattern (a QDQ model)."""
-        return tuple(n for n, r in self.high_nodes if r.startswith(f"{QDQ}:"))
 
 
 MAX_REJECTED = 16

@@ -9,7 +9,7 @@ in ``[tool.castguard.sweep]``)::
 The entry point names an object that follows :class:`ConverterPlugin`: it declares its :class:`ConverterTraits`
 (which sweep settings it takes; settings it does not take are not swept for it) and, called with a
 :class:`ConvertRequest`, returns the converted ``onnx.ModelProto`` (or castguard's own
-:class:`~harness.convert.pipeline.ConversionResult`). castguard reads what it needs (the low-precision FLOP share,
+:class:`~harness.convert.result.ConversionResult`). castguard reads what it needs (the low-precision FLOP share,
 the low and FP32 nodes) from the converted graph's types (:mod:`harness.convert.described`), never from the
 converter's word. A converter that cannot run here (its library is missing) raises
 :class:`~harness.core.errors.RunnerUnavailable` with the reason and the install command: its cases are skipped.
@@ -33,7 +33,7 @@ from harness.core.errors import UserError
 if TYPE_CHECKING:
     from harness.convert.magnitudes import Magnitudes
     from harness.convert.options import ConvertOptions
-    from harness.convert.pipeline import ConversionResult
+    from harness.convert.result import ConversionResult
 
 GROUP = "castguard.converters"
 BUILTIN = ("castguard", "ort-fp16", "autocast")  # registered by castguard's own pyproject.toml

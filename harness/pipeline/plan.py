@@ -169,6 +169,8 @@ def default_recipe(
 def candidate_cases(config: HarnessConfig, models: Mapping[str, LoadedModel]) -> tuple[Case, ...]:
     """``--candidate KEY=FILE``: one case per runner for each loaded model that has a candidate, its signature
     checked against the FP32 model's first (a mismatch is one error naming both)."""
+    if not config.candidates:
+        return ()
     from harness.convert.dispatch import check_candidate
     from harness.convert.plugins import CANDIDATE
 

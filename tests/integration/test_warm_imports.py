@@ -1,7 +1,8 @@
 """A sweep imports what it runs (issue 29, the warm sweep floor): ``pytest --model`` loads neither AutoCast's
 function (``harness.convert.api``) nor the tuning engine (``harness.tune.engine``), which ``harness.convert`` and
-``harness.tune`` import only on first use, nor, without nightly options, the nightly end (``harness.nightly.run``);
-the converter it runs is loaded (so the probe sees imports at all). Run as a user does, cold then warm, in a project
+``harness.tune`` import only on first use, nor, without nightly options, the nightly end (``harness.nightly.run``),
+nor, when every case passes, the diagnosis; the converter is loaded by the cold run that converts (so the probe sees
+imports at all) and not by the warm one, whose conversions are cache hits. Run as a user does, cold then warm, in a project
 folder whose name has a space."""
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from pathlib import Path
 from tests.conftest import Run
 from tests.helpers.graphs import mlp_model, save
 
-PROBED = ("harness.convert.pipeline", "harness.convert.api", "harness.tune.engine", "harness.nightly.run")
+PROBED = (
+    "harness.convert.pipeline",
+    "harness.convert.api",
+    "harness.tune.engine",
+    "harness.nightly.run",
+    "harness.diagnose.failure",
+)
 # pytest_unconfigure comes after castguard wrote its report: which of those modules the whole run imported
 SAYS_MODULES = f"""import sys
 def pytest_unconfigure(config):
@@ -36,8 +43,13 @@ def test_a_sweep_imports_neither_autocasts_function_the_tuning_engine_nor_the_ni
     project.mkdir()
     save(mlp_model(), project / "mlp.onnx")
     (project / "conftest.py").write_text(SAYS_MODULES)
-    unused = {"harness.convert.api": False, "harness.tune.engine": False, "harness.nightly.run": False}
+    unused = {
+        "harness.convert.api": False,
+        "harness.tune.engine": False,
+        "harness.nightly.run": False,
+        "harness.diagnose.failure": False,  # every case passes: nothing to diagnose
+    }
     cold = _imported(castguard_in, project, status=1)  # 1: the golden was written
     assert cold == {"harness.convert.pipeline": True, **unused}, cold
-    warm = _imported(castguard_in, project, status=0)
-    assert warm == {"harness.convert.pipeline": True, **unused}, warm
+    warm = _imported(castguard_in, project, status=0)  # every conversion a cache hit: the converter is not loaded
+    assert warm == {"harness.convert.pipeline": False, **unused}, warm

@@ -5,10 +5,8 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.convert import ConversionResult, convert
-from harness.convert.dispatch import load_candidate, run_converter
-from harness.convert.plugins import CANDIDATE, ConvertRequest, converter_sources
 from harness.data.keys import content_key
 from harness.pipeline.build_check import cached_build
 from harness.pipeline.cache import ContentCache
@@ -16,18 +14,26 @@ from harness.pipeline.caserun import BuildChecked, CaseEnv, CaseRun, Converted, 
 from harness.pipeline.context import ModelContext
 from harness.sweep import SweepPoint
 
+if TYPE_CHECKING:  # the converter is imported when a case converts: a warm run's cache hits never load it
+    from harness.convert import ConversionResult, ConvertOptions
+    from harness.convert.plugins import ConvertRequest
+
 
 def convert_cached(ctx: ModelContext, case: SweepPoint, cache: ContentCache) -> tuple[ConversionResult, float, bool]:
     """The case's conversion (from the cache when nothing changed), seconds spent, and whether it was a hit.
     Another converter's conversion or a candidate file: :mod:`harness.convert.dispatch`."""
+    from harness.convert.plugins import CANDIDATE, ConvertRequest, converter_sources
+
     start = time.perf_counter()
     if case.converter == CANDIDATE:
+        from harness.convert.dispatch import load_candidate
+
         shapes = {k: tuple(v.shape) for k, v in ctx.golden.feeds[0].items()}
         return load_candidate(Path(case.candidate), input_shapes=shapes), time.perf_counter() - start, False
     options = case.convert_options()
     if case.converter == "castguard":
         key = content_key("convert", cache.fingerprint, ctx.spec.sha256, ctx.magnitudes_key, repr(options))
-        make = lambda: convert(ctx.model, options=options, magnitudes=ctx.magnitudes, base_dir=ctx.spec.path.parent)  # noqa: E731
+        make = lambda: _convert(ctx, options)  # noqa: E731
     else:
         request = ConvertRequest(
             model=ctx.model,
@@ -38,9 +44,21 @@ def convert_cached(ctx: ModelContext, case: SweepPoint, cache: ContentCache) -> 
         )
         source = repr((converter_sources([case.converter]), case.converter_options))
         key = content_key("convert", cache.fingerprint, ctx.spec.sha256, source, repr(options))
-        make = lambda: run_converter(case.converter, request)  # noqa: E731
+        make = lambda: _run_converter(case.converter, request)  # noqa: E731
     result, hit = cache.conversion(key, make, weights_dir=ctx.spec.path.parent)
     return result, time.perf_counter() - start, hit
+
+
+def _run_converter(name: str, request: ConvertRequest) -> ConversionResult:
+    from harness.convert.dispatch import run_converter
+
+    return run_converter(name, request)
+
+
+def _convert(ctx: ModelContext, options: ConvertOptions) -> ConversionResult:
+    from harness.convert import convert
+
+    return convert(ctx.model, options=options, magnitudes=ctx.magnitudes, base_dir=ctx.spec.path.parent)
 
 
 def check_runnable(run: CaseRun, env: CaseEnv) -> CaseRun:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.diagnose import Diagnosis, FailedCase, ModelPair, diagnose_failure
-from harness.diagnose.foreign import diagnose_foreign
 from harness.pipeline.caserun import CaseEnv, CaseRun, Diagnosed
 from harness.report import outputs_relpath
-from harness.report.diagnosis import diagnosis_lines
 from harness.report.format import fmt_error
+
+if TYPE_CHECKING:  # the diagnosis is imported by the cases that fail: a passing run never loads it
+    from harness.diagnose import Diagnosis
 
 NO_DIAGNOSE = "--no-diagnose ([tool.castguard] diagnose = false)"
 
@@ -43,6 +44,9 @@ def diagnose_step(run: CaseRun, env: CaseEnv) -> CaseRun:
 def _diagnose(run: CaseRun, env: CaseEnv) -> Diagnosis:
     """castguard's own conversion: the cause and a fix run on the case's runner; another converter's output: the
     search only, said what it could not follow."""
+    from harness.diagnose import FailedCase, ModelPair, diagnose_failure
+    from harness.diagnose.foreign import diagnose_foreign
+
     executed, converted = run.executed, run.converted
     assert executed is not None and converted is not None, "a diagnosed case was converted and executed"
     ctx, case, conversion = run.context, run.point, converted.conversion
@@ -81,6 +85,8 @@ def _diagnose(run: CaseRun, env: CaseEnv) -> Diagnosis:
 
 def failure_message(run: CaseRun, diagnosis: Diagnosis) -> str:
     """What failed, by how much, where it started, and the fix castguard ran (:mod:`harness.report.diagnosis`)."""
+    from harness.report.diagnosis import diagnosis_lines
+
     executed, judged, converted = run.executed, run.judged, run.converted
     assert executed is not None and judged is not None and converted is not None, "a failing case was judged"
     ctx, case, comparison, conversion = run.context, run.point, judged.comparison, converted.conversion
