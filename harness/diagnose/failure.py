@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -64,7 +64,9 @@ class FailedCase:
     magnitudes: Magnitudes | None
     feeds: Sequence[Feed]
     goldens: Outputs
-    obtained: Outputs | None
+    obtained: Callable[[], Outputs] | None
+    """Reads the case's own outputs: called once, after the divergence profile, so that they are not held while it
+    runs."""
     policy: TolerancePolicy
     runner: str = "emulate"
     providers: tuple[str, ...] = ()
@@ -160,7 +162,7 @@ def _run_fix(
     if region or more:
         failing = None
         if case.obtained is not None:
-            failing = failing_evaluation(setup, case.obtained, share=case.conversion.lowp_flop_share)
+            failing = failing_evaluation(setup, case.obtained(), share=case.conversion.lowp_flop_share)
         outcome = verify_fix(setup, regions=(region, wider), more=more, budget=budget, failing=failing)
     if outcome.verified or cause is None or cause.node or outcome.evaluations >= budget:
         return options, (), outcome

@@ -1,7 +1,8 @@
 """One case end to end: a :class:`CaseRun` through a list of steps, then its record. No pytest.
 
 The sweep case is :data:`SWEEP_STEPS`: check-runnable -> convert -> build-check -> find-duplicate -> execute ->
-judge -> diagnose -> time -> save; the tuned case (``pytest --tune``) is :data:`TUNED_STEPS`, after its tune step
+judge -> save -> diagnose -> time (once saved, the case's outputs are read from the report folder if the diagnosis
+wants them, and not held while it runs); the tuned case (``pytest --tune``) is :data:`TUNED_STEPS`, after its tune step
 (:mod:`harness.pipeline.tuned`) filled :attr:`CaseRun.tuned` and the converted model: execute -> judge -> save. Every
 step has the shape ``step(run, env) -> run`` (:mod:`harness.pipeline.steps`); :func:`run_steps` runs them until
 one stops the case (a user, conversion or runner error, an unavailable runner, a reused result), so a case whose
@@ -52,9 +53,9 @@ SWEEP_STEPS: tuple[Step, ...] = (
     find_duplicate,
     execute_step,
     judge_step,
+    save_step,
     diagnose_step,
     time_step,
-    save_step,
 )
 TUNED_STEPS: tuple[Step, ...] = (execute_step, judge_step, save_step)
 

@@ -46,7 +46,7 @@ def diagnose(
         magnitudes=magnitudes,
         feeds=feeds,
         goldens=goldens,
-        obtained=obtained,
+        obtained=lambda: obtained,
         policy=TolerancePolicy(),
         runner="emulate",
     )

@@ -7,16 +7,18 @@ commands); this module places it in the pipeline, times it, and words the messag
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.pipeline.caserun import CaseEnv, CaseRun, Diagnosed
-from harness.report import outputs_relpath
+from harness.report import load_outputs, outputs_relpath
 from harness.report.format import fmt_error
 
 if TYPE_CHECKING:  # the diagnosis is imported by the cases that fail: a passing run never loads it
     from harness.diagnose import Diagnosis
+    from harness.tune.oracle import Outputs
 
 NO_DIAGNOSE = "--no-diagnose ([tool.castguard] diagnose = false)"
 
@@ -69,7 +71,7 @@ def _diagnose(run: CaseRun, env: CaseEnv) -> Diagnosis:
         magnitudes=ctx.magnitudes,
         feeds=ctx.golden.feeds,
         goldens=ctx.golden.outputs,
-        obtained=executed.outputs,
+        obtained=_obtained(run, env),
         policy=env.settings.tolerances,
         runner=case.runner,
         providers=tuple(run.providers),
@@ -81,6 +83,18 @@ def _diagnose(run: CaseRun, env: CaseEnv) -> Diagnosis:
     return diagnose_failure(
         failed, work_dir=env.settings.fixes_dir.resolve() / Path(relpath).relative_to("outputs").with_suffix("")
     )
+
+
+def _obtained(run: CaseRun, env: CaseEnv) -> Callable[[], Outputs] | None:
+    """The case's own outputs, when the diagnosis wants them: still in the case (not saved yet), or read back from
+    the report folder (:func:`harness.pipeline.steps.record.save_step` let them go)."""
+    executed, saved = run.executed, run.saved
+    if executed is not None and executed.outputs:
+        outputs = executed.outputs
+        return lambda: outputs
+    if saved is not None:
+        return lambda: load_outputs(env.settings.report_dir, saved.outputs_file)
+    return None
 
 
 def failure_message(run: CaseRun, diagnosis: Diagnosis) -> str:

@@ -18,12 +18,14 @@ from harness.report import CaseRecord, Timings, output_stats, outputs_relpath, s
 
 
 def save_step(run: CaseRun, env: CaseEnv) -> CaseRun:
-    """Save the case's outputs into the report folder (for a later recheck)."""
+    """Save the case's outputs into the report folder (for a later recheck, and for the diagnosis, which reads them
+    back): from here on the case holds none (a decoder's logits are the largest arrays of a case)."""
     assert run.executed is not None, "save follows execute"
     start = time.perf_counter()
     relpath = outputs_relpath(run.context.spec.name, run.context.inputs_id, run.point.id)
     save_outputs(env.settings.report_dir, relpath, run.executed.outputs)
-    return replace(run, saved=Saved(outputs_file=relpath, seconds=time.perf_counter() - start))
+    saved = Saved(outputs_file=relpath, seconds=time.perf_counter() - start)
+    return replace(run, saved=saved, executed=replace(run.executed, outputs=[]))
 
 
 def record(run: CaseRun, *, deployment: bool = True) -> CaseRecord:
