@@ -87,6 +87,8 @@ class FailedCase:
             model_dir=self.model_path.parent,
             converted_dir=self.conversion.base_dir,
             sizes=tensor_sizes(self.magnitudes.shapes, self.feeds) if self.magnitudes is not None else {},
+            goldens=self.goldens,
+            obtained=self.obtained,
             **({"providers": self.work_providers} if self.work_providers else {}),
         )
 
@@ -160,9 +162,8 @@ def _run_fix(
     outcome = FixOutcome(kept=(), verified=False, error=None, share=None, evaluations=0)
     setup = case.setup()
     if region or more:
-        failing = None
-        if case.obtained is not None:
-            failing = failing_evaluation(setup, case.obtained(), share=case.conversion.lowp_flop_share)
+        obtained, share = case.obtained, case.conversion.lowp_flop_share
+        failing = None if obtained is None else lambda: failing_evaluation(setup, obtained(), share=share)
         outcome = verify_fix(setup, regions=(region, wider), more=more, budget=budget, failing=failing)
     if outcome.verified or cause is None or cause.node or outcome.evaluations >= budget:
         return options, (), outcome

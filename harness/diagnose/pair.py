@@ -3,7 +3,7 @@ case's tolerance policy, and where the comparison runs (:class:`ModelPair`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +34,17 @@ class ModelPair:
     sizes: Mapping[str, int] = field(default_factory=dict)
     """Elements of each FP32 tensor at every feed, where known (:func:`tensor_sizes`): large ones are compared a
     slice at a time."""
+    goldens: Sequence[Feed] = ()
+    obtained: Callable[[], Sequence[Feed]] | None = None
+    """The case's own outputs on ``feeds`` (read when called) against ``goldens``: with both, the FP32 model's graph
+    outputs are judged from them, as the case's verdict judged them, and the side-by-side graph leaves them out,
+    with the nodes only they need (a decoder's LM head and logits, in both halves)."""
+
+    def case_outputs(self) -> frozenset[str]:
+        """The graph outputs judged from the case's own outputs (none without them)."""
+        if self.obtained is None or not self.goldens:
+            return frozenset()
+        return frozenset(o.name for o in self.reference.graph.output) & frozenset(self.goldens[0])
 
     def tolerance(self, name: str, golden: np.ndarray) -> Tolerance:
         """The policy's tolerance for tensor ``name`` of this magnitude."""

@@ -9,7 +9,10 @@ scales with its own FP32 magnitude. Integer and bool tensors (TopK's indices, ma
 differing position is a divergence, counted (:attr:`TensorError.differing`).
 
 The comparison runs inside onnxruntime (:mod:`harness.diagnose.sidebyside`): both models in one session, only
-a few figures per tensor leave it, so the profile costs about two forwards of memory. Where the two models
+a few figures per tensor leave it, so the profile costs about two forwards of memory. Given the case's own outputs
+(:attr:`ModelPair.obtained`), the graph outputs are judged from them against the goldens, as the case's verdict
+judged them, once the session is gone; the side-by-side graph then leaves out what only they need (a decoder's LM
+head and logits, the largest tensors of both halves). Where the two models
 cannot share one graph, a warning says so and every tensor of both is marked as a graph output instead
 (Polygraphy's ``mark all``: all intermediates of two forwards in memory; :func:`marked_profile`).
 """
@@ -75,8 +78,9 @@ def divergence_profile(pair: ModelPair) -> Profile:
     types = tensor_types(pair.reference)
     computed = computed_tensors(pair.reference.graph)  # the others are small or folded: fetched whole
     gates = _gates(pair, [name for name, _ in order if name in computed], types)
+    outputs = pair.case_outputs()
     try:
-        measured, raw = _measure(pair, [name for name, _ in order], types, gates)
+        measured, raw = _measure(pair, [name for name, _ in order if name not in outputs], types, gates)
         careful = {
             name: replace(gates[name], careful=True)
             for name, (_, counts) in measured.items()
@@ -92,7 +96,7 @@ def divergence_profile(pair: ModelPair) -> Profile:
         )
         return marked_profile(pair)
     exact = frozenset(n for n in measured if types[n] in INT_TYPES)
-    judged: dict[str, Judged] = {}
+    judged = _case_rows(pair, outputs)  # read once the side-by-side session is gone
     for name, _ in order:
         found: Judged | None = None
         if name in measured:
@@ -100,11 +104,30 @@ def divergence_profile(pair: ModelPair) -> Profile:
         elif raw and name in raw[0]:
             gold = [np.asarray(run[name]) for run in raw]
             found = judge_raw(pair, name, [np.asarray(run[LOW + name]) for run in raw], gold)
-            if found is not None and found[5] is not None and name not in computed:
-                continue  # integer shape arithmetic: never a cause (its error shows downstream)
         if found is not None:  # else strings, and tensors neither compared nor fetched
             judged[name] = found
-    return _assemble(pair.reference, order, judged)
+    return _assemble(pair.reference, order, _shapes_dropped(judged, computed))
+
+
+def _case_rows(pair: ModelPair, names: frozenset[str]) -> dict[str, Judged]:
+    """The graph outputs ``names``, judged from the case's own outputs against its goldens (:class:`ModelPair`)."""
+    if not names or pair.obtained is None:
+        return {}
+    obtained = pair.obtained()
+    rows: dict[str, Judged] = {}
+    for name in sorted(names):
+        if all(name in run for run in obtained):
+            got = [np.asarray(run[name]) for run in obtained]
+            found = judge_raw(pair, name, got, [np.asarray(g[name]) for g in pair.goldens])
+            if found is not None:
+                rows[name] = found
+    return rows
+
+
+def _shapes_dropped(judged: dict[str, Judged], computed: set[str]) -> dict[str, Judged]:
+    """Without the exact (integer) tensors that only shapes and constants make: shape arithmetic is never a cause
+    (its error shows downstream)."""
+    return {name: row for name, row in judged.items() if row[5] is None or name in computed}
 
 
 Measured = dict[str, tuple[np.ndarray, np.ndarray]]

@@ -38,7 +38,7 @@ from harness.convert.reductions import GraphBuilder, default_opset
 from harness.core.dtypes import FLOAT_TYPES, INT_TYPES
 from harness.diagnose.pair import ModelPair
 from harness.diagnose.sidemerge import LOW, merge_halves
-from harness.diagnose.sideorder import compare_priorities, ordered, priorities
+from harness.diagnose.sideorder import compare_priorities, ordered, priorities, prune
 
 FIGURES = 5
 COUNTS = 4
@@ -226,6 +226,7 @@ def side_by_side(
     graph.node.append(helper.make_node("Concat", figures or [build.const(np.zeros(0))], [vector], axis=0))
     graph.output.append(onnx.ValueInfoProto(name=vector))
     graph.output.extend(onnx.ValueInfoProto(name=n) for name in raw for n in (name, LOW + name))
+    prune(graph)
     plan = SidePlan(
         compared=tuple(compared),
         exact=frozenset(n for n in compared if types[n] in INT_TYPES),

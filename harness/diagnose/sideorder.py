@@ -40,6 +40,25 @@ def ordered(graph: onnx.GraphProto, priority: Mapping[int, tuple[int, int]]) -> 
     return order
 
 
+def prune(graph: onnx.GraphProto) -> None:
+    """Drop the nodes no graph output depends on, and the initializers only they read, keeping the order: the
+    side-by-side graph runs as given (no optimizer removes them), so a tensor left out of the comparison costs
+    nothing when nothing compared needs it."""
+    needed = {o.name for o in graph.output}
+    kept: list[onnx.NodeProto] = []
+    for node in reversed(graph.node):
+        if any(o in needed for o in node.output if o):
+            kept.append(node)
+            needed |= {i for i in node.input if i} | outer_reads(node)
+    if len(kept) == len(graph.node):
+        return
+    inits = [i for i in graph.initializer if i.name in needed]
+    del graph.node[:]
+    graph.node.extend(reversed(kept))
+    del graph.initializer[:]
+    graph.initializer.extend(inits)
+
+
 def outer_reads(node: onnx.NodeProto) -> set[str]:
     found: set[str] = set()
     for attr in node.attribute:

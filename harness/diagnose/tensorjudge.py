@@ -11,16 +11,10 @@ import numpy as np
 
 from harness.diagnose.pair import ModelPair
 from harness.judge.paired import judge_outputs
-from harness.tune.bound import scaled_error
+from harness.tune.bound import error_and_scale, scaled
 
 Judged = tuple[float, bool, float, float, float, int | None, int]
 """(scaled error, passed, max_abs, max_rel, max finite |FP32|, differing positions (exact tensors), elements)."""
-
-
-def _absmax(arrays: Sequence[np.ndarray]) -> float:
-    values = [np.abs(np.asarray(a, dtype=np.float64)) for a in arrays if np.asarray(a).size]
-    finite = [v[np.isfinite(v)] for v in values]
-    return max((float(v.max()) for v in finite if v.size), default=0.0)
 
 
 def judge_figures(pair: ModelPair, name: str, measured: tuple[np.ndarray, np.ndarray], *, exact: bool) -> Judged:
@@ -32,7 +26,7 @@ def judge_figures(pair: ModelPair, name: str, measured: tuple[np.ndarray, np.nda
     elements = int(counts[:, 3].sum())
     mismatch, badpos = elements - int(counts[:, 0].sum()), int(counts[:, 2].sum() - counts[:, 1].sum())
     finite_abs = float(figures[:, 1].max(initial=0.0))
-    error = math.inf if badpos else (finite_abs / scale if scale > 0 else (0.0 if finite_abs == 0 else math.inf))
+    error = math.inf if badpos else scaled(finite_abs, scale)
     if exact:
         return error, mismatch == 0, finite_abs, float(figures[:, 2].max(initial=0.0)), scale, mismatch, elements
     max_abs = math.inf if mismatch else finite_abs
@@ -48,7 +42,8 @@ def judge_figures(pair: ModelPair, name: str, measured: tuple[np.ndarray, np.nda
 
 
 def judge_raw(pair: ModelPair, name: str, got: Sequence[np.ndarray], gold: Sequence[np.ndarray]) -> Judged | None:
-    """Tensors fetched whole: floats through the judge, integers and bools exactly, others (strings) not at all."""
+    """Tensors fetched whole (or the case's own outputs): floats through the judge (the verdict and maxima, a
+    chunk at a time), integers and bools exactly, others (strings) not at all."""
     elements = sum(int(g.size) for g in gold)
     if all(g.dtype.kind in "biu" for g in gold):  # exact: every differing position counts
         differing = sum(
@@ -59,8 +54,8 @@ def judge_raw(pair: ModelPair, name: str, got: Sequence[np.ndarray], gold: Seque
     if not all(np.issubdtype(g.dtype, np.floating) for g in gold):
         return None
     verdict = judge_outputs(
-        [{name: g} for g in got], [{name: g} for g in gold], precision=pair.precision, policy=pair.policy
+        [{name: g} for g in got], [{name: g} for g in gold], precision=pair.precision, policy=pair.policy, full=False
     )
     (figures,) = verdict.outputs
-    error = scaled_error(zip(got, gold))
-    return error, bool(verdict), float(figures.max_abs), float(figures.max_rel), _absmax(gold), None, elements
+    diff, scale = error_and_scale(zip(got, gold))
+    return scaled(diff, scale), bool(verdict), float(figures.max_abs), float(figures.max_rel), scale, None, elements

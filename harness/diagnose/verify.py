@@ -10,7 +10,7 @@ alone (no max-error bound of its own).
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import onnx
@@ -105,16 +105,14 @@ def verify_fix(
     regions: Sequence[Sequence[str]],
     more: Sequence[str],
     budget: int,
-    failing: Evaluation | None = None,
+    failing: Callable[[], Evaluation] | None = None,
 ) -> FixOutcome:
     """Try each of ``regions`` kept FP32 in turn, each with the ones before it (1 evaluation each, skipped when it
     adds no node: the cause's region, then every region out of the low type's range); if the case still fails,
     run tune's search over all of them and ``more`` within ``budget`` evaluations in all. ``failing`` (the case's
-    own outputs, :func:`failing_evaluation`) spares the all-low evaluation the search starts with."""
-    memo: dict[str, dict[str, object]] = {}
-    if failing is not None:
-        memo[plan_key(())] = failing.to_json()
-    oracle = Oracle(setup, budget=budget, memo=memo)
+    own outputs, :func:`failing_evaluation`; called only when the search runs) spares the all-low evaluation the
+    search starts with."""
+    oracle = Oracle(setup, budget=budget, memo={})
     order = list(dict.fromkeys([*(n for region in regions for n in region), *more]))
     last: Evaluation | None = None
     kept: list[str] = []
@@ -127,6 +125,8 @@ def verify_fix(
                 if last.passed:
                     return _found(last, order, oracle.spent)
         if more:
+            if failing is not None:
+                oracle.memo[plan_key(())] = failing().to_json()
             result = search(oracle, order, lambda: order)
             return _found(result.best, order, oracle.spent)
     except (BudgetExhausted, Unreachable):

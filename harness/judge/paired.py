@@ -26,11 +26,12 @@ SCORE_CAP = 1e6
 
 
 def judge_outputs(
-    obtained: Sequence[Feed], golden: Sequence[Feed], *, precision: str, policy: TolerancePolicy
+    obtained: Sequence[Feed], golden: Sequence[Feed], *, precision: str, policy: TolerancePolicy, full: bool = True
 ) -> CompareResult:
-    """Compare each iteration's outputs with its golden, tolerances from ``policy`` for ``precision``."""
+    """Compare each iteration's outputs with its golden, tolerances from ``policy`` for ``precision``;
+    ``full=False``: the verdict and maxima only (:func:`compare_iterations`)."""
     tolerances = policy.tolerances_for(precision=precision, goldens=list(golden))
-    return compare_iterations(list(obtained), list(golden), tolerances=tolerances, default=Tolerance())
+    return compare_iterations(list(obtained), list(golden), tolerances=tolerances, default=Tolerance(), full=full)
 
 
 @dataclass(frozen=True)

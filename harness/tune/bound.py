@@ -150,6 +150,17 @@ ERROR_CHUNK = 1 << 20
 def scaled_error(pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> float:
     """max |y - gold| / max |gold| over (y, gold) pairs, on the positions where gold is finite (inf when y is
     non-finite there; 0/0 = 0)."""
+    return scaled(*error_and_scale(pairs))
+
+
+def scaled(diff: float, scale: float) -> float:
+    """``diff / scale`` (0/0 = 0, x/0 = inf)."""
+    return diff / scale if scale > 0 else (0.0 if diff == 0 else math.inf)
+
+
+def error_and_scale(pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> tuple[float, float]:
+    """(max |y - gold|, max |gold|) over (y, gold) pairs, on the positions where gold is finite (the first inf
+    when y is non-finite there), in one pass of float64 temporaries a chunk at a time."""
     worst_diff, scale = 0.0, 0.0
     for got_raw, gold_raw in pairs:
         got_flat, gold_flat = np.asarray(got_raw).ravel(), np.asarray(gold_raw).ravel()
@@ -164,7 +175,7 @@ def scaled_error(pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> float:
             scale = max(scale, float(np.abs(gold).max()))
             diff = np.abs(got - gold)
             worst_diff = max(worst_diff, math.inf if not np.isfinite(diff).all() else float(diff.max(initial=0.0)))
-    return worst_diff / scale if scale > 0 else (0.0 if worst_diff == 0 else math.inf)
+    return worst_diff, scale
 
 
 def normalized_errors(obtained: Outputs, goldens: Outputs) -> dict[str, float]:

@@ -18,6 +18,7 @@ from harness.diagnose.failure import cause_of
 from harness.diagnose.pair import tensor_sizes
 from harness.diagnose.profile import ModelPair, Profile, divergence_profile, marked_profile, tensor_types
 from harness.diagnose.sidebyside import COUNTS, FIGURES, Gate, side_by_side
+from harness.judge.paired import judge_outputs
 from harness.judge.tolerances import TolerancePolicy
 from harness.report.diagnosis import diagnosis_lines
 from harness.runners import make_runner
@@ -153,3 +154,43 @@ def test_sizes_are_known_only_when_every_feed_has_the_same_shapes() -> None:
     assert tensor_sizes(shapes, feeds)["logits"] == int(np.prod(shapes["logits"]))
     other = {k: v[..., :-1] if v.ndim > 1 else v for k, v in feeds[0].items()}
     assert tensor_sizes(shapes, [feeds[0], other]) == {}
+
+
+def test_the_case_s_own_outputs_judge_the_graph_outputs_whose_nodes_leave_the_side_by_side_graph() -> None:
+    """With the case's own outputs and goldens, the graph outputs' rows are the case's verdict on them, the LM head
+    and logits leave both halves of the side-by-side graph, every other row is as before, and the outputs are read
+    once."""
+    model, feeds = llama_model(), llama_feeds()
+    converted = convert(model, options=ConvertOptions(data_max=math.inf), magnitudes=None).model
+    goldens = make_runner("ort", model).run(feeds).outputs
+    obtained = make_runner("emulate", converted).run(feeds).outputs
+    reads: list[int] = []
+
+    def read() -> list[dict[str, np.ndarray]]:
+        reads.append(1)
+        return obtained
+
+    plain = ModelPair(model, converted, feeds, precision="fp16", policy=TolerancePolicy())
+    with_case = ModelPair(
+        model, converted, feeds, precision="fp16", policy=TolerancePolicy(), goldens=goldens, obtained=read
+    )
+    expected, got = divergence_profile(plain), divergence_profile(with_case)
+    outputs = {o.name for o in model.graph.output}
+    assert outputs == {"logits"} and reads == [1]
+    assert [r for r in got.rows if r.tensor not in outputs] == [r for r in expected.rows if r.tensor not in outputs]
+    verdict = judge_outputs(obtained, goldens, precision="fp16", policy=TolerancePolicy())
+    for out in verdict.outputs:
+        row = got.row(out.name)
+        assert row is not None and row.passed == out.passed is False
+        assert got.stats[out.name] == (out.max_abs, out.max_rel)
+        assert got.fp32_absmax[out.name] == float(np.abs(goldens[0][out.name]).max())
+    assert cause_of(model, got) == cause_of(model, expected) is not None
+    types = tensor_types(model)
+    inside = [o for n in model.graph.node for o in n.output if types.get(o) == F32 and o not in outputs]
+    merged, _ = side_by_side(with_case, inside, types=types, gates=dict.fromkeys(inside, Gate(1e-3, True, True)))
+    made = {o for n in merged.graph.node for o in n.output}
+    head = next(n for n in model.graph.node if "logits" in n.output)
+    assert not {o for o in head.output} & made and not {sidebyside.LOW + o for o in head.output} & made
+    everything = [*inside, "logits"]
+    whole, _ = side_by_side(plain, everything, types=types, gates=dict.fromkeys(everything, Gate(1e-3, True, True)))
+    assert {o for o in head.output} <= {o for n in whole.graph.node for o in n.output}  # compared: kept
