@@ -18,6 +18,7 @@ from harness.diagnose.failure import cause_of
 from harness.diagnose.pair import tensor_sizes
 from harness.diagnose.profile import ModelPair, Profile, divergence_profile, marked_profile, tensor_types
 from harness.diagnose.sidebyside import COUNTS, FIGURES, Gate, side_by_side
+from harness.diagnose.sidemerge import LOW
 from harness.judge.paired import judge_outputs
 from harness.judge.tolerances import TolerancePolicy
 from harness.report.diagnosis import diagnosis_lines
@@ -190,7 +191,7 @@ def test_the_case_s_own_outputs_judge_the_graph_outputs_whose_nodes_leave_the_si
     merged, _ = side_by_side(with_case, inside, types=types, gates=dict.fromkeys(inside, Gate(1e-3, True, True)))
     made = {o for n in merged.graph.node for o in n.output}
     head = next(n for n in model.graph.node if "logits" in n.output)
-    assert not {o for o in head.output} & made and not {sidebyside.LOW + o for o in head.output} & made
+    assert not {o for o in head.output} & made and not {LOW + o for o in head.output} & made
     everything = [*inside, "logits"]
     whole, _ = side_by_side(plain, everything, types=types, gates=dict.fromkeys(everything, Gate(1e-3, True, True)))
     assert {o for o in head.output} <= {o for n in whole.graph.node for o in n.output}  # compared: kept
