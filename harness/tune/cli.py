@@ -207,9 +207,9 @@ def summary(target: Path, plan_path: Path, outcome: TuneOutcome) -> str:
     plan = outcome.plan
     errors = ", ".join(f"{k} {v:.3g}" for k, v in plan.error.items())
     rounds = outcome.rounds
-    found = len(rounds.counterexamples) if rounds is not None else 0
+    found = len(rounds.counterexamples)
     added = found - (0 if outcome.holds else 1)  # the last one broke the final plan: not tuned on
-    tuning = (len(rounds.setup.feeds) if rounds is not None else 0) - added
+    tuning = len(rounds.setup.feeds) - added
     lines = [
         f"tuned model: {target}" if outcome.holds else "tuned model: NOT WRITTEN (the plan does not hold)",
         f"plan: {plan_path}",
@@ -228,7 +228,7 @@ def summary(target: Path, plan_path: Path, outcome: TuneOutcome) -> str:
     note = default_note(outcome.default, outcome.conversion, outcome.holds)
     if note:
         lines.append(note)
-    for number, round_ in enumerate(outcome.rounds.rounds if outcome.rounds is not None else (), start=1):
+    for number, round_ in enumerate(rounds.rounds, start=1):
         s = round_.stress
         if s is None:
             continue
@@ -243,14 +243,14 @@ def summary(target: Path, plan_path: Path, outcome: TuneOutcome) -> str:
                 else "none over the bound"
             )
         )
-    stopped = outcome.rounds.stopped if outcome.rounds is not None else ""
+    stopped = rounds.stopped
     if not outcome.holds:
         lines.append(
             "verdict: the plan does NOT hold: the last hunt found an input over the bound after "
             f"{len(plan.rounds)} round(s) (recorded in the plan under inputs.counterexamples)"
             + (f"; {stopped}" if stopped else "")
             + "; fix: raise --rounds or --budget, give --calibration_data that covers such inputs"
-            + (keep_io_hint(outcome.rounds.setup.options, lead=", ") if outcome.rounds is not None else "")
+            + keep_io_hint(rounds.setup.options, lead=", ")
             + ", or raise --max_error"
         )
     elif outcome.stress is None:

@@ -100,20 +100,37 @@ class TuneSource:
 
 @dataclass(frozen=True)
 class TuneOutcome:
-    conversion: ConversionResult
+    """The plan, the rounds that found it (the search, its conversion, the hunt: one home, read through the
+    properties below) and castguard convert's default conversion measured against the bound (None: not measured)."""
+
     plan: Plan
-    search: SearchResult
-    sensitivity: Sensitivity | None
-    """None when every candidate in low precision already met the bound (no probe was needed)."""
-    stress: StressOutcome | None
-    rounds: Rounds | None = None
+    rounds: Rounds
     default: DefaultCheck | None = None
-    """castguard convert's default conversion measured against the bound (None: not measured)."""
+
+    @property
+    def conversion(self) -> ConversionResult:
+        """The final plan's conversion."""
+        return self.rounds.final
+
+    @property
+    def search(self) -> SearchResult:
+        """The last round's search."""
+        return self.rounds.result
+
+    @property
+    def sensitivity(self) -> Sensitivity | None:
+        """None when every candidate in low precision already met the bound (no probe was needed)."""
+        return self.rounds.sensitivity
+
+    @property
+    def stress(self) -> StressOutcome | None:
+        """The last round's hunt (None: no hunt)."""
+        return self.rounds.stress
 
     @property
     def holds(self) -> bool:
         """The plan met the bound on every input the hunt found (see :mod:`harness.tune.rounds`)."""
-        return self.rounds is None or self.rounds.holds
+        return self.rounds.holds
 
 
 def range_options(options: ConvertOptions, *, data_max_given: bool) -> ConvertOptions:
@@ -265,15 +282,7 @@ def tune_setup(
         holds=done.holds,
         default_conversion=default.to_json() if default is not None else {},
     )
-    return TuneOutcome(
-        conversion=final,
-        plan=plan,
-        search=result,
-        sensitivity=done.sensitivity,
-        stress=found,
-        rounds=done,
-        default=default,
-    )
+    return TuneOutcome(plan=plan, rounds=done, default=default)
 
 
 def _why(name: str, oracle: Oracle, result: SearchResult, sensitivity: Sensitivity | None) -> str:

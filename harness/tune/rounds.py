@@ -87,7 +87,6 @@ class Rounds:
     result: SearchResult
     final: ConversionResult
     rounds: tuple[Round, ...]
-    counterexamples: tuple[Counterexample, ...]
     spent: int
     reused: int
     sensitivity: Sensitivity | None
@@ -97,6 +96,18 @@ class Rounds:
     @property
     def stress(self) -> StressOutcome | None:
         return self.rounds[-1].stress
+
+    @property
+    def counterexamples(self) -> tuple[Counterexample, ...]:
+        """The inputs over the bound the hunts found, each with the round whose plan it broke (read from the
+        rounds' hunts, where they are recorded)."""
+        return tuple(
+            Counterexample(
+                number, r.stress.found_by, r.stress.failing_ratio or r.stress.worst_ratio, r.stress.failing_feed
+            )
+            for number, r in enumerate(self.rounds, start=1)
+            if r.stress is not None and r.stress.failing_feed is not None
+        )
 
     @property
     def holds(self) -> bool:
@@ -129,7 +140,6 @@ def search_rounds(
 ) -> Rounds:
     """See the module docstring. UserError (from the search) for an unreachable bound or a spent budget."""
     rounds: list[Round] = []
-    found: list[Counterexample] = []
     spent = reused = 0
     current = previous = setup
     stopped = ""
@@ -170,9 +180,6 @@ def search_rounds(
                 stress=hunt,
             )
         )
-        if hunt is not None and hunt.failing_feed is not None:
-            error_over_bound = hunt.failing_ratio or hunt.worst_ratio
-            found.append(Counterexample(len(rounds), hunt.found_by, error_over_bound, hunt.failing_feed))
         if (
             hunt is None
             or hunt.failing_feed is None
@@ -187,7 +194,6 @@ def search_rounds(
         result=result,
         final=final,
         rounds=tuple(rounds),
-        counterexamples=tuple(found),
         spent=spent,
         reused=reused,
         sensitivity=memo.sensitivity,
