@@ -36,7 +36,8 @@ def test_tuned_case_plan_report_and_new_model_version(pytester: pytest.Pytester,
     assert tuned["lowp_flop_share"] > 0.8 and tuned["case"]["tuned"] is True
     timings = tuned["timings"]  # the tuned case runs the same pipeline: timed steps that add up
     assert timings["tune_s"] > 0 and timings["infer_s"] > 0
-    assert abs(timings["total_s"] - sum(v for k, v in timings.items() if k != "total_s")) < 0.005
+    steps = sum(v for k, v in timings.items() if k != "total_s")  # the case's wall time is its steps and the gaps
+    assert 0.9 * timings["total_s"] <= steps <= timings["total_s"] + 1e-6  # between them (milliseconds, any load)
     assert (pytester.path / "castguard-report" / tuned["outputs_file"]).is_file()  # saved in its run, like any case
     (plan_file,) = (pytester.path / "goldens" / "rc").glob("*.tuned-fp16.plan.json")
     plan = json.loads(plan_file.read_text())
