@@ -99,6 +99,21 @@ def atomic_write(
         raise
 
 
+def atomic_link(source: Path, path: Path) -> bool:
+    """Make ``path`` a hard link to ``source``, replacing what was there at once; False (nothing changed) where the
+    file system cannot (another device, no hard links, no permission). For a file its writer only ever replaces
+    (:func:`atomic_write` makes a new file each time), the link keeps the content it has now."""
+    temp = path.with_name(f".{path.name}.{_writer_tag()}.link.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.link(source, temp)
+        os.replace(temp, path)
+    except OSError:
+        temp.unlink(missing_ok=True)
+        return False
+    return True
+
+
 def atomic_write_all(contents: dict[Path, bytes], *, durable: bool = False) -> None:
     """Write several files all or none (a report's json, md and html): every temporary file is written first, and
     only when all are complete are they renamed into place. A failure (a full disk: :class:`DiskFull`) leaves

@@ -53,7 +53,7 @@ from harness.pipeline.plan import (
 )
 from harness.pipeline.steps.record import record
 from harness.pipeline.verdict import raised
-from harness.report import CaseRecord, golden_relpath, save_outputs
+from harness.report import CaseRecord, golden_relpath, save_golden_copy
 from harness.report.runs import is_run_id
 from harness.runners import FP32_RUNNER, make_runner
 
@@ -239,12 +239,13 @@ class AccuracySession:
         )
         seconds = 0.0 if hit else time.perf_counter() - start
         golden_file = golden_relpath(name, loaded.recipe.id)
-        save_outputs(self.output_dir, golden_file, golden.outputs)
+        golden_path = self.store.path_for(loaded.spec, loaded.recipe)
+        save_golden_copy(self.output_dir, golden_file, golden_file=golden_path, iterations=golden.outputs)
         self._contexts[name] = ModelContext(
             spec=loaded.spec,
             model=loaded.model,
             golden=golden,
-            golden_path=self.store.path_for(loaded.spec, loaded.recipe),
+            golden_path=golden_path,
             golden_file=golden_file,
             inputs_id=loaded.recipe.id,
             magnitudes=magnitudes,

@@ -9,6 +9,7 @@ from harness.report.io import (
     load_outputs,
     outputs_relpath,
     read_report,
+    save_golden_copy,
     save_outputs,
     write_report,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "outputs_relpath",
     "read_report",
     "output_stats",
+    "save_golden_copy",
     "save_outputs",
     "utc_now",
     "write_report",

@@ -23,7 +23,14 @@ import numpy as np
 
 from harness.core.dtypes import BFLOAT16
 from harness.core.errors import UserError
-from harness.core.files import COMPRESS_MAX_BYTES, atomic_write, atomic_write_all, safe_component, save_npz
+from harness.core.files import (
+    COMPRESS_MAX_BYTES,
+    atomic_link,
+    atomic_write,
+    atomic_write_all,
+    safe_component,
+    save_npz,
+)
 from harness.core.jsonfile import read_json
 from harness.report.model import Provenance, Report, ShardInfo
 from harness.report.plotcache import PlotCache
@@ -143,6 +150,12 @@ def golden_relpath(model: str, inputs_id: str) -> str:
     return f"outputs/{safe_component(model)}/{safe_component(inputs_id or 'inputs')}/golden.npz"
 
 
+_WIDENED = (np.dtype(np.float16), BFLOAT16)
+"""Saved as float32 (exactly)."""
+GOLDEN_OUTPUTS = "output/"
+"""The prefix of the outputs' arrays in a golden's own file (:mod:`harness.data.goldens`)."""
+
+
 def save_outputs(report_dir: Path, relpath: str, iterations: Sequence[Mapping[str, np.ndarray]]) -> Path:
     """Write one run's outputs (a dict per iteration) to ``report_dir/relpath``, atomically."""
     path = _inside(report_dir, relpath)
@@ -150,19 +163,40 @@ def save_outputs(report_dir: Path, relpath: str, iterations: Sequence[Mapping[st
     for index, outputs in enumerate(iterations):
         for name, value in outputs.items():
             array = np.asarray(value)
-            arrays[f"{index}/{name}"] = array.astype(np.float32) if array.dtype in (np.float16, BFLOAT16) else array
+            arrays[f"{index}/{name}"] = array.astype(np.float32) if array.dtype in _WIDENED else array
     path.parent.mkdir(parents=True, exist_ok=True)
     small = sum(int(a.nbytes) for a in arrays.values()) <= COMPRESS_MAX_BYTES
     atomic_write(path, lambda handle: save_npz(handle, arrays, compressed=small))
     return path
 
 
+def save_golden_copy(
+    report_dir: Path, relpath: str, *, golden_file: Path, iterations: Sequence[Mapping[str, np.ndarray]]
+) -> Path:
+    """The golden's outputs in the report folder: a hard link to the golden's own file (``output/<i>/<name>``
+        beside its inputs; the goldens folder replaces that file when it rewrites it, so the link keeps this run's
+        golden), or, where the two folders cannot share a file or an output is fp16 or bf16 (which the golden's file stores as
+    they are, :func:`save_outputs` as float32), its outputs written. A decoder's
+        logits are not written a second time in every run."""
+    path = _inside(report_dir, relpath)
+    as_saved = all(np.asarray(v).dtype not in _WIDENED for outputs in iterations for v in outputs.values())
+    if as_saved and golden_file.is_file() and atomic_link(golden_file, path):
+        return path
+    return save_outputs(report_dir, relpath, iterations)
+
+
 def load_outputs(report_dir: Path, relpath: str) -> list[dict[str, np.ndarray]]:
-    """Read outputs saved by :func:`save_outputs`; the path must stay inside ``report_dir``."""
+    """Read outputs saved by :func:`save_outputs` or linked by :func:`save_golden_copy` (its ``output/`` arrays);
+    the path must stay inside ``report_dir``."""
     path = _inside(report_dir, relpath)
     try:
         with np.load(path, allow_pickle=False) as archive:
-            items = {key: archive[key] for key in archive.files}
+            golden = any(key.startswith(GOLDEN_OUTPUTS) for key in archive.files)
+            items = {
+                key.removeprefix(GOLDEN_OUTPUTS): archive[key]
+                for key in archive.files
+                if not golden or key.startswith(GOLDEN_OUTPUTS)
+            }
     except FileNotFoundError:
         raise UserError(where=path, problem="saved outputs not found", fix="re-run the sweep") from None
     except (OSError, ValueError, zipfile.BadZipFile) as err:
