@@ -29,6 +29,7 @@ from harness.diagnose.verify import (
     verify_as_is,
     verify_fix,
 )
+from harness.judge.compare import CompareResult
 from harness.judge.tolerances import TolerancePolicy
 from harness.runners.options import RunnerOptionsTable
 from harness.tune.oracle import Outputs
@@ -65,9 +66,10 @@ class FailedCase:
     feeds: Sequence[Feed]
     goldens: Outputs
     obtained: Callable[[], Outputs] | None
-    """Reads the case's own outputs: called once, after the divergence profile, so that they are not held while it
-    runs."""
+    """Reads the case's own outputs, when they are needed (they are not held while the divergence profile runs)."""
     policy: TolerancePolicy
+    verdict: CompareResult | None = None
+    """The case's verdict on its outputs: the profile's rows of the graph outputs, where it holds them."""
     runner: str = "emulate"
     providers: tuple[str, ...] = ()
     runner_options: RunnerOptionsTable = ()
@@ -89,6 +91,7 @@ class FailedCase:
             sizes=tensor_sizes(self.magnitudes.shapes, self.feeds) if self.magnitudes is not None else {},
             goldens=self.goldens,
             obtained=self.obtained,
+            verdict=self.verdict,
             **({"providers": self.work_providers} if self.work_providers else {}),
         )
 

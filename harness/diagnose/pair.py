@@ -12,7 +12,7 @@ import onnx
 
 from harness.core.providers import CPU
 from harness.data.recipes import Feed
-from harness.judge.compare import Tolerance
+from harness.judge.compare import CompareResult, Tolerance
 from harness.judge.tolerances import TolerancePolicy
 
 
@@ -39,6 +39,9 @@ class ModelPair:
     """The case's own outputs on ``feeds`` (read when called) against ``goldens``: with both, the FP32 model's graph
     outputs are judged from them, as the case's verdict judged them, and the side-by-side graph leaves them out,
     with the nodes only they need (a decoder's LM head and logits, in both halves)."""
+    verdict: CompareResult | None = None
+    """The case's verdict on those outputs: where it holds a float output's row (its golden all finite), the output
+    is not read again nor judged again."""
 
     def case_outputs(self) -> frozenset[str]:
         """The graph outputs judged from the case's own outputs (none without them)."""

@@ -38,7 +38,7 @@ from harness.diagnose.facts import TensorError
 from harness.diagnose.pair import ModelPair as ModelPair  # re-exported: callers build the pair from here
 from harness.diagnose.sidebyside import Gate, read_figures, side_by_side
 from harness.diagnose.sidemerge import LOW, materialise
-from harness.diagnose.tensorjudge import Judged, judge_figures, judge_raw
+from harness.diagnose.tensorjudge import Judged, judge_figures, judge_raw, judge_verdict
 from harness.runners import make_runner
 from harness.runners.ort import create_session, run_session
 
@@ -110,17 +110,24 @@ def divergence_profile(pair: ModelPair) -> Profile:
 
 
 def _case_rows(pair: ModelPair, names: frozenset[str]) -> dict[str, Judged]:
-    """The graph outputs ``names``, judged from the case's own outputs against its goldens (:class:`ModelPair`)."""
-    if not names or pair.obtained is None:
-        return {}
-    obtained = pair.obtained()
+    """The graph outputs ``names``, judged from the case's own outputs against its goldens (:class:`ModelPair`):
+    from the case's verdict where it holds the row, else read back and judged."""
+    verdicts = {o.name: o for o in pair.verdict.outputs} if pair.verdict is not None else {}
     rows: dict[str, Judged] = {}
     for name in sorted(names):
-        if all(name in run for run in obtained):
-            got = [np.asarray(run[name]) for run in obtained]
-            found = judge_raw(pair, name, got, [np.asarray(g[name]) for g in pair.goldens])
-            if found is not None:
-                rows[name] = found
+        gold = [np.asarray(g[name]) for g in pair.goldens]
+        found = judge_verdict(verdicts[name], gold) if name in verdicts else None
+        if found is not None:
+            rows[name] = found
+    rest = sorted(names - rows.keys())
+    if not rest or pair.obtained is None:
+        return rows
+    obtained = pair.obtained()
+    for name in (n for n in rest if all(n in run for run in obtained)):
+        got = [np.asarray(run[name]) for run in obtained]
+        found = judge_raw(pair, name, got, [np.asarray(g[name]) for g in pair.goldens])
+        if found is not None:
+            rows[name] = found
     return rows
 
 

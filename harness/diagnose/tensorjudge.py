@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from harness.diagnose.pair import ModelPair
+from harness.judge.compare import OutputComparison
 from harness.judge.paired import judge_outputs
 from harness.tune.bound import error_and_scale, scaled
 
@@ -39,6 +40,30 @@ def judge_figures(pair: ModelPair, name: str, measured: tuple[np.ndarray, np.nda
     else:
         passed = not float(figures[:, 3].max(initial=0.0)) > tol.atol
     return error, passed and not mismatch, max_abs, max_rel, scale, None, elements
+
+
+def judge_verdict(out: OutputComparison, gold: Sequence[np.ndarray]) -> Judged | None:
+    """A graph output's row from the case's own verdict on it (its obtained outputs against ``gold``, under the
+    pair's policy), where the verdict holds all of it: a compared float output whose golden is all finite (its
+    ``max_abs`` is then the max |obtained - golden| that :func:`judge_raw`'s scaled error reads). None otherwise."""
+    if out.n_total == 0 or math.isnan(out.max_abs) or not all(g.dtype.kind == "f" for g in gold):
+        return None
+    scale = 0.0
+    for g in (g for g in gold if g.size):
+        with np.errstate(invalid="ignore"):
+            top, bottom = float(g.max()), float(g.min())
+        if not (math.isfinite(top) and math.isfinite(bottom)):
+            return None
+        scale = max(scale, top, -bottom)
+    return (
+        scaled(out.max_abs, scale),
+        bool(out.passed),
+        float(out.max_abs),
+        float(out.max_rel),
+        scale,
+        None,
+        out.n_total,
+    )
 
 
 def judge_raw(pair: ModelPair, name: str, got: Sequence[np.ndarray], gold: Sequence[np.ndarray]) -> Judged | None:

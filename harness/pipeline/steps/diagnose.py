@@ -73,6 +73,7 @@ def _diagnose(run: CaseRun, env: CaseEnv) -> Diagnosis:
         goldens=ctx.golden.outputs,
         obtained=_obtained(run, env),
         policy=env.settings.tolerances,
+        verdict=run.judged.comparison if run.judged is not None else None,
         runner=case.runner,
         providers=tuple(run.providers),
         runner_options=env.settings.runner_options,

@@ -3,6 +3,7 @@ and covers integer tensors: TopK's indices that flip in fp16 are the cause, not 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -180,6 +181,9 @@ def test_the_case_s_own_outputs_judge_the_graph_outputs_whose_nodes_leave_the_si
     assert outputs == {"logits"} and reads == [1]
     assert [r for r in got.rows if r.tensor not in outputs] == [r for r in expected.rows if r.tensor not in outputs]
     verdict = judge_outputs(obtained, goldens, precision="fp16", policy=TolerancePolicy())
+    judged = divergence_profile(dataclasses.replace(with_case, verdict=verdict))  # the case's verdict holds the rows
+    assert reads == [1] and judged.rows == got.rows and judged.stats == got.stats  # and nothing is read again
+    assert judged.fp32_absmax == got.fp32_absmax
     for out in verdict.outputs:
         row = got.row(out.name)
         assert row is not None and row.passed == out.passed is False

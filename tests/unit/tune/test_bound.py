@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 from harness.core.errors import UserError
-from harness.tune.bound import Bound, measure, normalized_errors, parse_max_error, top1_agreement
+from harness.tune.bound import (
+    ERROR_CHUNK,
+    Bound,
+    error_and_scale,
+    measure,
+    normalized_errors,
+    parse_max_error,
+    top1_agreement,
+)
 
 
 def test_parse_max_error_forms() -> None:
@@ -50,3 +58,24 @@ def test_top1_and_policy_criteria() -> None:
     strict = Bound(max_error=1.0, use_policy=True)  # the default policy: a few fp16 ulps
     result = measure(flipped, gold, strict)
     assert not result.passed and result.policy_failures == ("p",)
+
+
+def test_error_and_scale_matches_the_masked_definition_on_chunks_with_nan_and_inf() -> None:
+    """Chunk by chunk, finite chunks the fast way: the same (max |y - gold| where gold is finite, inf where y is not
+    finite there; max finite |gold|) as the whole-array masked definition, over chunk boundaries."""
+    rng = np.random.default_rng(1)
+    for _ in range(60):
+        size = int(rng.integers(0, 3 * ERROR_CHUNK))
+        gold = (rng.standard_normal(size) * 10).astype(np.float32)
+        got = gold + rng.standard_normal(size).astype(np.float32)
+        for array in (gold, got):
+            hits = int(rng.integers(0, 3)) if size else 0
+            array[rng.integers(0, max(size, 1), hits)] = rng.choice([np.nan, np.inf, -np.inf], hits)
+        finite = np.isfinite(gold)
+        wide_gold, wide_got = gold[finite].astype(np.float64), got[finite].astype(np.float64)
+        diff = np.abs(wide_got - wide_gold)
+        expected = (
+            (math.inf if not np.isfinite(diff).all() else float(diff.max(initial=0.0))),
+            float(np.abs(wide_gold).max(initial=0.0)),
+        )
+        assert error_and_scale([(got, gold)]) == expected
