@@ -99,6 +99,7 @@ def create_session(
     spinning: bool = True,
     as_given: bool = False,
     provider_options: Mapping[str, Mapping[str, str]] | None = None,
+    profile_prefix: str | None = None,
 ) -> Any:
     """An ``InferenceSession`` for ``model`` (see :func:`session_source`); RunnerUnavailable for missing
     providers or kernels. With ``cpu_fallback=False`` a node without a kernel on the named providers fails the
@@ -112,7 +113,8 @@ def create_session(
     alive), and whose size makes the optimizers slow; and without the static memory-reuse plan, whose planning grows
     about quadratically with the nodes on a GPU provider (the 8x1024 decoder's side-by-side graph, 11k nodes, on
     CUDA: 22 s to create, 4.7 s without it; the same run time and GPU memory, since the arena still frees each tensor
-    after its last reader; on the CPU the same peak RSS). ``provider_options``: per provider named, its options."""
+    after its last reader; on the CPU the same peak RSS). ``provider_options``: per provider named, its options.
+    ``profile_prefix``: the session profiles its runs into files of that prefix until ``end_profiling()``."""
     import onnxruntime as ort
 
     missing = [p for p in providers if p not in ort.get_available_providers()]
@@ -128,6 +130,9 @@ def create_session(
         options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     if not spinning:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if profile_prefix is not None:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile_prefix
     if as_given:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.execution_order = ort.ExecutionOrder.PRIORITY_BASED

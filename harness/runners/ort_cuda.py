@@ -25,7 +25,7 @@ from harness.core.ortenv import cuda_provider_problem
 from harness.core.providers import CPU, CUDA
 from harness.data.feeds import Feed
 from harness.runners.base import Runner
-from harness.runners.ort import bound_call, create_session, is_ort_error, run_session, session_source
+from harness.runners.ort import bound_call, create_session, run_session
 
 INSTALL_HINT = (
     "pip uninstall -y onnxruntime && pip install onnxruntime-gpu (a build matching your CUDA; "
@@ -111,11 +111,16 @@ def float_fallbacks(cpu_nodes: Sequence[tuple[str, str]], model: onnx.ModelProto
 
 
 class OrtCudaRunner(Runner):
-    """``ort-cuda``: ORT's CUDA provider; nodes that fall back to the CPU are listed, never hidden."""
+    """``ort-cuda``: ORT's CUDA provider; nodes that fall back to the CPU are listed, never hidden. Where the
+    session loads with the CPU fallback off, no node is on the CPU; where it needs the fallback, its first run is
+    profiled (no second session: a 110 M decoder's takes seconds to create) and the CPU-placed nodes are read from
+    that profile."""
 
     def __init__(self, model: onnx.ModelProto, *, model_dir: Path | None = None) -> None:
         super().__init__(model, name="ort-cuda", rounds_low_precision=True, model_dir=model_dir)
         self._session: Any = None
+        self._profiling: tempfile.TemporaryDirectory[str] | None = None
+        self._placed: list[tuple[str, str]] | None = None  # CPU-placed nodes, once a run showed them
         self.cpu_nodes: list[tuple[str, str]] = []
         self.fallback_note = ""
 
@@ -126,47 +131,59 @@ class OrtCudaRunner(Runner):
                 self.model, providers=(CUDA,), runner=self.name, model_dir=self.model_dir, cpu_fallback=False
             )
             require_cuda_session(self._session, self.name)
+            self._placed = []
             return
         except RunnerUnavailable:
             raise
         except Exception as err:  # noqa: BLE001 - ORT reports a disabled fallback as a generic failure
             if "fallback to CPU EP has been explicitly disabled" not in str(err):
                 raise
-        self._session = create_session(self.model, providers=(CUDA, CPU), runner=self.name, model_dir=self.model_dir)
+        self._profiling = tempfile.TemporaryDirectory(prefix="castguard-placement-")
+        prefix = os.path.join(self._profiling.name, "castguard")
+        self._session = create_session(
+            self.model, providers=(CUDA, CPU), runner=self.name, model_dir=self.model_dir, profile_prefix=prefix
+        )
         require_cuda_session(self._session, self.name)
 
     def profile_placement(self, feed: Feed) -> list[str]:
-        """Run `feed` once with profiling; record CPU-placed nodes and return the float compute ones."""
-        import onnxruntime as ort
-
-        with tempfile.TemporaryDirectory() as tmp:
-            options = ort.SessionOptions()
-            options.log_severity_level = 3
-            options.enable_profiling = True
-            options.profile_file_prefix = os.path.join(tmp, "castguard")
-            keep: list[Any] = []  # weights handed over as arrays: alive while the session is
-            try:
-                source = session_source(
-                    self.model, model_dir=self.model_dir, scratch=Path(tmp), options=options, keep=keep
-                )
-                session = ort.InferenceSession(source, sess_options=options, providers=[CUDA, CPU])
-            except Exception as err:  # noqa: BLE001 - see is_ort_error
-                if not is_ort_error(err):
-                    raise
-                raise RunnerUnavailable(f"{self.name}: onnxruntime could not load the model: {err}") from err
-            run_session(session, feed, runner=self.name)
-            self.cpu_nodes = cpu_placed_nodes(Path(session.end_profiling()))
+        """The float compute nodes that ran on the CPU EP (all CPU-placed nodes: :attr:`cpu_nodes`), from this
+        runner's first run; before any run, from one profiled run of ``feed`` in a session of its own."""
+        self.cpu_nodes = self._placed if self._placed is not None else self._profiled_run(feed)
         floats = float_fallbacks(self.cpu_nodes, self.model)
         self.fallback_note = (
             f"{len(floats)} float node(s) ran on the CPU EP, not the GPU: {', '.join(floats[:8])}" if floats else ""
         )
         return floats
 
+    def _profiled_run(self, feed: Feed) -> list[tuple[str, str]]:
+        with tempfile.TemporaryDirectory(prefix="castguard-placement-") as tmp:
+            session = create_session(
+                self.model,
+                providers=(CUDA, CPU),
+                runner=self.name,
+                model_dir=self.model_dir,
+                profile_prefix=os.path.join(tmp, "castguard"),
+            )
+            run_session(session, feed, runner=self.name)
+            return cpu_placed_nodes(Path(session.end_profiling()))
+
     def infer_impl(self, feed: Feed) -> dict[str, Any]:
-        return run_session(self._session, feed, runner=self.name)
+        outputs = run_session(self._session, feed, runner=self.name)
+        self._end_profiling()  # the first run: where its nodes ran
+        return outputs
+
+    def _end_profiling(self) -> None:
+        if self._profiling is not None and self._placed is None:
+            self._placed = cpu_placed_nodes(Path(self._session.end_profiling()))
 
     def device_call(self, feed: Feed) -> Callable[[], object] | None:
+        if self._placed is None:  # timed calls are never profiled
+            run_session(self._session, feed, runner=self.name)
+            self._end_profiling()
         return bound_call(self._session, feed, device="cuda", runner=self.name)
 
     def deactivate_impl(self) -> None:
         self._session = None
+        if self._profiling is not None:
+            self._profiling.cleanup()
+            self._profiling = None
