@@ -10,7 +10,8 @@ from typing import Any
 
 from harness.config import HarnessConfig
 from harness.core.errors import UserError
-from harness.core.files import check_folder, check_writable, remove_stale_temps
+from harness.core.files import remove_stale_temps
+from harness.core.folders import check_folder, check_writable
 from harness.core.runid import RUN_ID_KEY
 from harness.nightly.options import NightlyOptions
 from harness.report.collect import ReportSession, worker_name

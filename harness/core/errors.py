@@ -55,7 +55,7 @@ class DiskFull(UserError):
 
 class NotWritable(UserError):
     """A folder castguard writes to is read-only, not permitted, or not a folder (a file or a dangling link in its
-    place). Raised by :func:`harness.core.files.atomic_write` (nothing written) and :func:`harness.core.files.
+    place). Raised by :func:`harness.core.files.atomic_write` (nothing written) and :func:`harness.core.folders.
     check_folder` (before anything runs). ``folder``: the path that is in the way."""
 
     def __init__(self, *, folder: Path, problem: str, fix: str) -> None:

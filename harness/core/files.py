@@ -7,8 +7,9 @@ written through :func:`atomic_write`: a temporary file in the destination's fold
 crash, a full disk or Ctrl-C never leaves a partial file under the final name. ``durable=True`` also fsyncs
 before the rename (goldens: a committed artefact); caches skip it, since they need atomicity, not durability.
 A full disk (or quota) is one :class:`~harness.core.errors.DiskFull` naming the folder (:func:`disk_full`); a
-read-only or misplaced folder one :class:`~harness.core.errors.NotWritable` (:func:`check_folder` says it before a
-run starts).
+read-only or misplaced folder one :class:`~harness.core.errors.NotWritable` (:mod:`harness.core.folders` says it
+before a run starts). Where two folders share a file system, :func:`atomic_link` gives a file a second name instead
+of a second copy.
 
 A SIGKILL (or a power cut) in the middle of a write leaves its hidden temporary file: nothing can remove it at that
 moment. Every temporary name carries its writer's host and process id (:func:`_writer_tag`), so the next run
@@ -37,11 +38,10 @@ else:  # pragma: no cover - Python 3.10 only
     import tomli as tomllib
 
 __all__ = [
+    "atomic_link",
     "atomic_write",
     "atomic_write_all",
     "atomic_write_text",
-    "check_folder",
-    "check_writable",
     "disk_full",
     "not_writable",
     "read_toml",
@@ -206,35 +206,6 @@ def not_writable(folder: Path, err: OSError) -> NotWritable | None:
         problem=f"cannot write here: {err.strerror or err}; nothing was written",
         fix="make the folder writable, or point castguard at another one (--goldens-dir, --cache-dir, --report-dir)",
     )
-
-
-def check_folder(folder: Path, *, what: str) -> None:
-    """Raise :class:`NotWritable` when ``folder`` (``what``: the option that names it) cannot be a folder: a file or a
-    dangling symbolic link stands where it, or one of its parents, belongs. A missing folder is fine (made when
-    written) and so is a read-only one (read-only goldens are checked, not written)."""
-    error = check_folder_error(Path(folder), what=what)
-    if error is not None:
-        raise error
-
-
-def check_writable(folder: Path, *, what: str) -> None:
-    """:func:`check_folder`, then make ``folder`` if needed and write (and remove) a temporary file in it: a folder
-    castguard must write (the report, the history) that is read-only or not permitted is one :class:`NotWritable`
-    naming it before anything runs, not a traceback at the end. Folders the probe made are removed again, so that
-    the folder is made by whoever writes it (:func:`own_folder` puts a ``.gitignore`` only into folders it makes)."""
-    check_folder(folder, what=what)
-    made = [p for p in (folder, *folder.parents) if not p.exists()]
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".castguard-probe.", suffix=".tmp"):
-            pass
-        for path in made:  # deepest first
-            path.rmdir()
-    except OSError as err:
-        refused = not_writable(folder, err)
-        if refused is None:
-            raise
-        raise NotWritable(folder=refused.folder, problem=f"{what}: {refused.problem}", fix=refused.fix) from None
 
 
 def check_folder_error(folder: Path, *, what: str = "the folder") -> NotWritable | None:

@@ -18,7 +18,8 @@ import pytest
 
 import harness.core.locks
 from harness.core.errors import NotWritable
-from harness.core.files import atomic_write, check_folder
+from harness.core.files import atomic_write
+from harness.core.folders import check_folder
 from harness.data.goldens import Golden, GoldenStore
 from harness.data.models import resolve_model
 from harness.data.recipes import InputRecipe
