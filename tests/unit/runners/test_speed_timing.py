@@ -134,3 +134,32 @@ def test_ort_cuda_without_onnxruntime_gpu_says_how_to_install_it() -> None:
     runner = make_runner("ort-cuda", _shape_and_float_model())
     with pytest.raises(RunnerUnavailable, match="pip install onnxruntime-gpu"):
         runner.activate()
+
+
+def test_ort_cuda_reads_the_placement_from_its_own_first_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the model needs the CPU fallback, the case's own session profiles its first run and the placement is
+    read from it: no second session, and later runs are not profiled. (The CPU provider stands in for CUDA here:
+    every node lands on the CPU EP, as shape arithmetic does on a GPU.)"""
+    import numpy as np
+
+    import harness.runners.ort_cuda as ort_cuda
+
+    made: list[dict[str, object]] = []
+    real = ort_cuda.create_session
+
+    def session(model: onnx.ModelProto, **kwargs: object) -> object:
+        made.append(kwargs)
+        if kwargs.get("cpu_fallback") is False:
+            raise RuntimeError("fallback to CPU EP has been explicitly disabled by the user")
+        return real(model, **{**kwargs, "providers": ("CPUExecutionProvider",)})  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ort_cuda, "require_cuda", lambda runner: None)
+    monkeypatch.setattr(ort_cuda, "require_cuda_session", lambda session, runner: None)
+    monkeypatch.setattr(ort_cuda, "create_session", session)
+    runner = ort_cuda.OrtCudaRunner(_shape_and_float_model())
+    feed = {"x": np.ones((2, 3), np.float32)}
+    result = runner.run([feed, feed])
+    assert len(result.outputs) == 2
+    assert [k.get("profile_prefix") is not None for k in made] == [False, True]  # fallback off, then profiled
+    assert runner.profile_placement(feed) == ["relu (Relu)"]
+    assert ("shape", "Shape") in runner.cpu_nodes and len(made) == 2  # read from the first run, no new session
