@@ -41,22 +41,22 @@ def ordered(graph: onnx.GraphProto, priority: Mapping[int, tuple[int, int]]) -> 
 
 
 def prune(graph: onnx.GraphProto) -> None:
-    """Drop the nodes no graph output depends on, and the initializers only they read, keeping the order: the
-    side-by-side graph runs as given (no optimizer removes them), so a tensor left out of the comparison costs
-    nothing when nothing compared needs it."""
+    """Drop the nodes no graph output depends on, and the initializers only they read, in place (the others are not
+    copied: a decoder's weights stay where they are), keeping the order: the side-by-side graph runs as given (no
+    optimizer removes them), so a tensor left out of the comparison costs nothing when nothing compared needs it."""
     needed = {o.name for o in graph.output}
-    kept: list[onnx.NodeProto] = []
-    for node in reversed(graph.node):
+    dead: list[int] = []
+    for index in range(len(graph.node) - 1, -1, -1):
+        node = graph.node[index]
         if any(o in needed for o in node.output if o):
-            kept.append(node)
             needed |= {i for i in node.input if i} | outer_reads(node)
-    if len(kept) == len(graph.node):
-        return
-    inits = [i for i in graph.initializer if i.name in needed]
-    del graph.node[:]
-    graph.node.extend(reversed(kept))
-    del graph.initializer[:]
-    graph.initializer.extend(inits)
+        else:
+            dead.append(index)
+    for index in dead:  # from the last: the earlier indices stay valid
+        del graph.node[index]
+    if dead:
+        for index in [i for i, init in enumerate(graph.initializer) if init.name not in needed][::-1]:
+            del graph.initializer[index]
 
 
 def outer_reads(node: onnx.NodeProto) -> set[str]:
