@@ -34,8 +34,10 @@ PROFILE_FORWARDS = 2
 JUDGE_S_PER_VALUE = 4e-8
 """The judge's seconds per output value (measured: 1.3 s for 34 M logits, full statistics and the logits figures,
 on the shared 2-core machine)."""
-DIAGNOSE_HOLDS = 4
-"""Copies of the outputs the diagnosis holds at once (golden, failing, the profile's pair of models' outputs)."""
+DIAGNOSE_HOLDS = 3
+"""Copies of the outputs the diagnosis holds at once: the golden, and a fix evaluation's outputs with onnxruntime's
+own copy of them (the profile holds none: the graph outputs are judged from the case's verdict, and the
+side-by-side graph leaves them out)."""
 
 
 @dataclass(frozen=True)
