@@ -35,6 +35,7 @@ from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale, Model
 from harness.core.files import COMPRESS_MAX_BYTES, atomic_write, atomic_write_all, sha256_file
 from harness.core.jsonfile import JsonObject
 from harness.core.locks import held, lock_for
+from harness.core.npzread import read_npz
 from harness.data.models import ModelSpec
 from harness.data.recipes import Feed, InputRecipe
 from harness.data.rerun import large_golden_warning, rerun_command
@@ -131,13 +132,14 @@ class GoldenStore:
                 f"{spec.sha256[:12]}…; it is never reused for a different model",
                 fix=f"if the model change is intended, rewrite it: {fix_regen}",
             )
-        if meta.get("inputs", {}).get("id") != recipe.id or meta.get("npz_sha256") != sha256_file(path):
-            raise GoldenCorrupt(
-                where=path,
-                problem="the .npz and its .json sidecar do not belong together (input recipe or npz hash differs)",
-                fix=f"rewrite it: {fix_regen}",
-            )
-        feeds, outputs = self._read_npz(path, meta, fix_regen)
+        mismatch = GoldenCorrupt(
+            where=path,
+            problem="the .npz and its .json sidecar do not belong together (input recipe or npz hash differs)",
+            fix=f"rewrite it: {fix_regen}",
+        )
+        if meta.get("inputs", {}).get("id") != recipe.id:
+            raise mismatch
+        feeds, outputs = self._read_npz(path, meta, fix_regen, mismatch=mismatch)
         return Golden(feeds=feeds, outputs=outputs, meta=meta)
 
     def write_unlocked(self, spec: ModelSpec, recipe: InputRecipe, golden: Golden) -> Path:
@@ -217,29 +219,35 @@ class GoldenStore:
         return dict(doc.data)
 
     @staticmethod
-    def _read_npz(path: Path, meta: dict[str, Any], fix_regen: str) -> tuple[list[Feed], list[dict[str, np.ndarray]]]:
-        n = meta.get("iterations")
-        bf16 = set(meta.get("bf16_keys", []))
-        feeds: list[Feed] = [{} for _ in range(n if isinstance(n, int) and n > 0 else 0)]
-        outputs: list[dict[str, np.ndarray]] = [{} for _ in feeds]
+    def _read_npz(
+        path: Path, meta: dict[str, Any], fix_regen: str, *, mismatch: GoldenCorrupt
+    ) -> tuple[list[Feed], list[dict[str, np.ndarray]]]:
+        """The feeds and outputs, read and hashed in one pass (:func:`harness.core.npzread.read_npz`); ``mismatch``
+        when the file's sha256 is not the sidecar's (also when it cannot be read: the hash tells a changed file)."""
         try:
-            with np.load(path, allow_pickle=False) as data:
-                for key in data.files:
-                    match = _KEY_RE.match(key)
-                    if not match or int(match[2]) >= len(feeds):
-                        raise GoldenCorrupt(
-                            where=path,
-                            problem=f"unexpected array {key!r} for {n} iteration(s)",
-                            fix=f"rewrite it: {fix_regen}",
-                        )
-                    arr = bits_to_bf16(data[key]) if key in bf16 else data[key]
-                    (feeds if match[1] == "input" else outputs)[int(match[2])][match[3]] = arr
+            stored, digest = read_npz(path, with_sha256=True)
         except (zipfile.BadZipFile, ValueError, OSError, EOFError) as err:
+            if meta.get("npz_sha256") != sha256_file(path):
+                raise mismatch from err
             raise GoldenCorrupt(
                 where=path,
                 problem=f"cannot read the .npz: {err}",
                 fix=f"restore it from version control or rewrite it: {fix_regen}",
             ) from err
+        if meta.get("npz_sha256") != digest:
+            raise mismatch
+        n = meta.get("iterations")
+        bf16 = set(meta.get("bf16_keys", []))
+        feeds: list[Feed] = [{} for _ in range(n if isinstance(n, int) and n > 0 else 0)]
+        outputs: list[dict[str, np.ndarray]] = [{} for _ in feeds]
+        for key, value in stored.items():
+            match = _KEY_RE.match(key)
+            if not match or int(match[2]) >= len(feeds):
+                raise GoldenCorrupt(
+                    where=path, problem=f"unexpected array {key!r} for {n} iteration(s)", fix=f"rewrite it: {fix_regen}"
+                )
+            arr = bits_to_bf16(value) if key in bf16 else value
+            (feeds if match[1] == "input" else outputs)[int(match[2])][match[3]] = arr
         if not feeds or any(not f for f in feeds) or any(not o for o in outputs):
             raise GoldenCorrupt(
                 where=path, problem="some iterations have no inputs or no outputs", fix=f"rewrite it: {fix_regen}"

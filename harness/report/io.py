@@ -32,6 +32,7 @@ from harness.core.files import (
     save_npz,
 )
 from harness.core.jsonfile import read_json
+from harness.core.npzread import read_npz
 from harness.report.model import Provenance, Report, ShardInfo
 from harness.report.plotcache import PlotCache
 from harness.report.render_html import render_html
@@ -190,17 +191,15 @@ def load_outputs(report_dir: Path, relpath: str) -> list[dict[str, np.ndarray]]:
     the path must stay inside ``report_dir``."""
     path = _inside(report_dir, relpath)
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            golden = any(key.startswith(GOLDEN_OUTPUTS) for key in archive.files)
-            items = {
-                key.removeprefix(GOLDEN_OUTPUTS): archive[key]
-                for key in archive.files
-                if not golden or key.startswith(GOLDEN_OUTPUTS)
-            }
+        stored = read_npz(path)[0]
     except FileNotFoundError:
         raise UserError(where=path, problem="saved outputs not found", fix="re-run the sweep") from None
-    except (OSError, ValueError, zipfile.BadZipFile) as err:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
         raise UserError(where=path, problem=f"saved outputs are unreadable: {err}", fix="re-run the sweep") from err
+    golden = any(key.startswith(GOLDEN_OUTPUTS) for key in stored)
+    items = {
+        key.removeprefix(GOLDEN_OUTPUTS): v for key, v in stored.items() if not golden or key.startswith(GOLDEN_OUTPUTS)
+    }
     iterations: dict[int, dict[str, np.ndarray]] = {}
     for key, array in items.items():
         index, slash, name = key.partition("/")
