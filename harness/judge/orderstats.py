@@ -115,9 +115,12 @@ def _histogram(histograms: dict[tuple[int, int, int], np.ndarray], key: tuple[in
     """Add the counts of the 16 bits below ``key``'s decided ones (``bits``: the candidates' float64 values or
     their uint64 bits) to ``key``'s histogram."""
     shift = key[1] - _BITS
-    low = ((bits.view(np.uint64) >> np.uint64(shift)) & np.uint64((1 << _BITS) - 1)).astype(np.intp)
-    found = np.bincount(low, minlength=1 << _BITS)
-    histograms[key] = histograms[key] + found if key in histograms else found
+    low = (bits.view(np.uint64) >> np.uint64(shift)) & np.uint64((1 << _BITS) - 1)
+    found = np.bincount(low.view(np.int64), minlength=1 << _BITS)  # low < 2**16: the same number as int64
+    if key in histograms:
+        np.add(histograms[key], found, out=histograms[key])
+    else:
+        histograms[key] = found
 
 
 def _direct(values: np.ndarray, q: float) -> Stats:
