@@ -12,6 +12,7 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import onnx
 
@@ -25,6 +26,22 @@ from harness.data.onnxfile import is_lazy, load_model, save_model
 from harness.data.recipes import parse_input_shapes
 
 LOG = logging.getLogger("harness.convert")
+_NAME_LISTS = {
+    "nodes_to_exclude": (
+        "-ne",
+        "node-name regexes kept FP32 (re.match: anchored at the start; use .*name.* for substrings)",
+    ),
+    "op_types_to_exclude": ("-ope", "op types kept FP32 (exact names)"),
+    "nodes_to_include": ("-ni", "node-name regexes forced to low precision (override exclusions; not schema limits)"),
+    "op_types_to_include": ("-opi", "op types forced to low precision"),
+}
+"""The flags that list node names or op types (flag and option named alike): short flag, help."""
+_AS_GIVEN = (
+    *("low_precision_type", "data_max", "init_max", "keep_io_types", "init_conversion_max_bytes"),
+    *("max_depth_of_reduction", "opset", "fp32_accumulation", "respect_existing_types", "target"),
+    "fp32_island_min_flops",
+)
+"""The options set, as parsed, by the flag of the same name."""
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -44,22 +61,8 @@ def get_parser() -> argparse.ArgumentParser:
         help="reference data: .npz (keys = input names), a folder of .npz, or a "
         "Polygraphy --save-inputs JSON; default random data in [-1, 1]",
     )
-    add(
-        "--nodes_to_exclude",
-        "-ne",
-        nargs="*",
-        default=[],
-        help="node-name regexes kept FP32 (re.match: anchored at the start; use .*name.* for substrings)",
-    )
-    add("--op_types_to_exclude", "-ope", nargs="*", default=[], help="op types kept FP32 (exact names)")
-    add(
-        "--nodes_to_include",
-        "-ni",
-        nargs="*",
-        default=[],
-        help="node-name regexes forced to low precision (override exclusions; not schema limits)",
-    )
-    add("--op_types_to_include", "-opi", nargs="*", default=[], help="op types forced to low precision")
+    for name, (short, what) in _NAME_LISTS.items():
+        add(f"--{name}", short, nargs="*", default=[], help=what)
     add(
         "--data_max",
         type=float,
@@ -171,25 +174,15 @@ def output_path(args: argparse.Namespace) -> Path:
 
 def options_from_args(args: argparse.Namespace) -> ConvertOptions:
     """The conversion options the flags describe (shared with ``castguard tune``)."""
+    same_named: dict[str, Any] = {
+        **{name: getattr(args, name) for name in _AS_GIVEN},
+        **{name: tuple(getattr(args, name)) for name in _NAME_LISTS},
+    }
     return ConvertOptions(
-        low_precision_type=args.low_precision_type,
-        nodes_to_exclude=tuple(args.nodes_to_exclude),
-        op_types_to_exclude=tuple(args.op_types_to_exclude),
-        nodes_to_include=tuple(args.nodes_to_include),
-        op_types_to_include=tuple(args.op_types_to_include),
-        data_max=args.data_max,
-        init_max=args.init_max,
-        keep_io_types=args.keep_io_types,
-        init_conversion_max_bytes=args.init_conversion_max_bytes,
-        max_depth_of_reduction=args.max_depth_of_reduction,
-        opset=args.opset,
+        **same_named,
         custom_ops=(*args.custom_ops, *args.trt_plugins_precision),
         node_precisions=parse_node_precisions(args.node_precisions, where="--node_precisions"),
-        fp32_accumulation=args.fp32_accumulation,
-        respect_existing_types=args.respect_existing_types,
         respect_fp32_casts=not args.ignore_fp32_casts,
-        target=args.target,
-        fp32_island_min_flops=args.fp32_island_min_flops,
     )
 
 
