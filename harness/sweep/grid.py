@@ -11,7 +11,7 @@ import itertools
 import math
 import re
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.convert.options import TARGETS as TARGETS
 from harness.convert.plugins import CANDIDATE, check_converter, traits_of
@@ -203,15 +203,19 @@ class SweepSpec:
 
     @property
     def size(self) -> int:
-        return (
-            len(self.precisions)
-            * len(self.data_max)
-            * len(self.init_max)
-            * len(self.exclusions)
-            * len(self.keep_io_types)
-            * len(self.runners)
-            * len(self.fp32_casts)
-        )
+        return math.prod(len(values) for values in self.axes().values())
+
+    def axes(self) -> dict[str, tuple[Any, ...]]:
+        """The swept axes in the grid's order, each under the :class:`SweepPoint` field its values set."""
+        return {
+            "precision": self.precisions,
+            "data_max": self.data_max,
+            "init_max": self.init_max,
+            "exclusion": self.exclusions,
+            "keep_io_types": self.keep_io_types,
+            "runner": self.runners,
+            "fp32_casts": self.fp32_casts,
+        }
 
 
 def expand(spec: SweepSpec) -> list[SweepPoint]:
@@ -260,26 +264,13 @@ def _fit(
 
 
 def _grid(spec: SweepSpec) -> list[SweepPoint]:
+    axes = spec.axes()
     return [
         SweepPoint(
-            precision=p,
-            data_max=d,
-            init_max=i,
-            exclusion=e,
-            keep_io_types=k,
-            runner=r,
+            **dict(zip(axes, values)),
             node_precisions=spec.node_precisions,
             fp32_accumulation=spec.fp32_accumulation,
             target=spec.target,
-            fp32_casts=c,
         )
-        for p, d, i, e, k, r, c in itertools.product(
-            spec.precisions,
-            spec.data_max,
-            spec.init_max,
-            spec.exclusions,
-            spec.keep_io_types,
-            spec.runners,
-            spec.fp32_casts,
-        )
+        for values in itertools.product(*axes.values())
     ]
