@@ -164,7 +164,7 @@ def _measure(
     per_run = [read_figures(run, plan) for run in runs]
     measured = {
         name: (np.stack([r[name][0] for r in per_run]), np.stack([r[name][1] for r in per_run]))
-        for name in plan.compared
+        for name in plan.measured
     }
     raw = [{k: v for k, v in run.items() if k != plan.figures} for run in runs]
     return measured, raw

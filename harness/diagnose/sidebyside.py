@@ -23,6 +23,12 @@ sums and sizes: :func:`read_figures`).
 
 Tensors judged by a statistic (``mean``/``median``/``quantile``) or with ``top_k``, and those whose type onnx
 inference cannot tell, stay raw: both versions are graph outputs, judged in numpy as before.
+
+A tensor that only moves or negates the values of another compared tensor, in both models (a Transpose, Reshape,
+Squeeze, Unsqueeze, Flatten, Identity or Neg of the same input in the FP32 model and in the conversion, under the
+same gate: a decoder's q/k/v reshapes and transposes), is not compared again: it shares that tensor's row
+(:attr:`SidePlan.aliases`). Its elements are the same multiset (negated: the same magnitudes and errors), so every
+maximum and count is the same; only the sums' rounding could differ, and they only tell whether a value is finite.
 """
 
 from __future__ import annotations
@@ -73,6 +79,34 @@ class SidePlan:
     """The output holding, per compared tensor, FIGURES figures then COUNTS counts (float64)."""
     rows: tuple[int, ...] = ()
     """Rows per compared tensor (more than one: compared a slice at a time); () : one each."""
+    aliases: tuple[tuple[str, str], ...] = ()
+    """(tensor, compared tensor whose row it shares): see the module docstring."""
+
+    @property
+    def measured(self) -> tuple[str, ...]:
+        """Every tensor with figures: the compared ones, then their aliases."""
+        return (*self.compared, *(name for name, _ in self.aliases))
+
+
+SAME_VALUES = frozenset({"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Neg"})
+"""Ops whose output holds exactly their first input's values (or their negations), rearranged."""
+
+
+def _aliases(pair: ModelPair, tensors: Sequence[str], gates: Mapping[str, Gate]) -> dict[str, str]:
+    """Per tensor of ``tensors`` that needs no comparison of its own, the earlier tensor whose row it shares."""
+    made = {out: node for node in pair.reference.graph.node for out in node.output}
+    made_low = {out: node for node in pair.converted.graph.node for out in node.output}
+    wanted = set(tensors)
+    found: dict[str, str] = {}
+    for name in tensors:
+        node, low = made.get(name), made_low.get(name)
+        if node is None or low is None or node.op_type not in SAME_VALUES or not node.input:
+            continue
+        source = node.input[0]
+        same_low = low.op_type == node.op_type and low.input[:1] == node.input[:1]  # no cast in between
+        if same_low and source in wanted and name in gates and gates.get(source) == gates[name]:
+            found[name] = found.get(source, source)
+    return found
 
 
 def _fast_compare(build: GraphBuilder, name: str, elem: int, gate: Gate) -> list[str]:
@@ -198,7 +232,11 @@ def side_by_side(
     compared: list[str] = []
     rows: list[int] = []
     after: dict[str, list[onnx.NodeProto]] = {}
+    in_graph = [n for n in tensors if n in gates and types.get(n) in FLOAT_TYPES | INT_TYPES]
+    aliases = {name: source for name, source in _aliases(pair, in_graph, gates).items() if types[name] == types[source]}
     for name in tensors:
+        if name in aliases:
+            continue
         if name in gates and types.get(name) in FLOAT_TYPES | INT_TYPES:
             build.current = after.setdefault(name, [])
             if gates[name].careful or types[name] in INT_TYPES:
@@ -211,7 +249,7 @@ def side_by_side(
                 figures += made or _fast_compare(build, name, types[name], gates[name])
                 rows.append(len(made) or 1)
             compared.append(name)
-    raw = [n for n in tensors if n not in compared]
+    raw = [n for n in tensors if n not in compared and n not in aliases]
     first = {out: i for i, node in enumerate(graph.node) if i < ref_nodes for out in node.output}
     priority = priorities(graph, ref_nodes, first, prefix=LOW)
     extra = [*build.constant_nodes, *(n for name in compared for n in after[name])]
@@ -234,6 +272,7 @@ def side_by_side(
         raw=tuple(raw),
         figures=vector,
         rows=tuple(rows) if any(r > 1 for r in rows) else (),
+        aliases=tuple(aliases.items()),
     )
     return model, plan
 
@@ -257,6 +296,8 @@ def read_figures(outputs: Mapping[str, np.ndarray], plan: SidePlan) -> dict[str,
         unsure = not np.isfinite(sum_b) or (np.isinf(sum_d) and not bad_d)
         both = size - int(bad_d)
         found[name] = (row[:FIGURES], np.array([both, both, size - int(unsure), size], np.int64))
+    for name, source in plan.aliases:
+        found[name] = found[source]
     return found
 
 

@@ -18,7 +18,7 @@ from harness.diagnose.cause import fix_region
 from harness.diagnose.failure import cause_of
 from harness.diagnose.pair import tensor_sizes
 from harness.diagnose.profile import ModelPair, Profile, divergence_profile, marked_profile, tensor_types
-from harness.diagnose.sidebyside import COUNTS, FIGURES, Gate, side_by_side
+from harness.diagnose.sidebyside import COUNTS, FIGURES, Gate, read_figures, side_by_side
 from harness.diagnose.sidemerge import LOW
 from harness.judge.paired import judge_outputs
 from harness.judge.tolerances import TolerancePolicy
@@ -89,7 +89,36 @@ def test_only_one_small_vector_leaves_onnxruntime() -> None:
     merged, plan = side_by_side(pair, names, types=types, gates=gates)
     assert [o.name for o in merged.graph.output] == [plan.figures]
     (vector,) = make_runner("ort", merged).run(llama_feeds()).outputs[0].values()
-    assert vector.shape == ((FIGURES + COUNTS) * len(names),)
+    assert vector.shape == ((FIGURES + COUNTS) * len(plan.compared),)
+    assert sorted(plan.measured) == sorted(names)  # every tensor has figures: compared, or sharing a row
+
+
+def test_a_tensor_that_only_moves_another_s_values_shares_its_row_and_the_profile_is_unchanged() -> None:
+    """q/k/v reshapes and transposes are not compared again; the rows equal those of comparing them, and with a cast
+    between the two (another precision), the tensor is compared on its own."""
+    model = llama_model()
+    converted = convert(model, options=ConvertOptions(data_max=math.inf), magnitudes=None).model
+    types = tensor_types(model)
+    names = [o for n in model.graph.node for o in n.output if types.get(o) == F32]
+    gates = dict.fromkeys(names, Gate(1e-3, True, True))
+    pair = ModelPair(model, converted, llama_feeds(), precision="fp16", policy=TolerancePolicy())
+    _, plan = side_by_side(pair, names, types=types, gates=gates)
+    assert plan.aliases
+    shared = make_runner("ort", side_by_side(pair, names, types=types, gates=gates)[0]).run(llama_feeds()).outputs[0]
+    rows = read_figures(shared, plan)
+    alone = {name: Gate(1e-3, True, True, careful=False) for name in names}
+    for name, source in plan.aliases:  # compared alone, each gives the row it was given
+        solo_model, solo_plan = side_by_side(pair, [name], types=types, gates=alone)
+        assert solo_plan.compared == (name,)
+        solo = read_figures(make_runner("ort", solo_model).run(llama_feeds()).outputs[0], solo_plan)[name]
+        assert np.array_equal(solo[1], rows[name][1]) and rows[name][1] is rows[source][1]
+        assert solo[0][:5] == pytest.approx(rows[name][0][:5], rel=1e-6), name
+    fp32_transposes = convert(
+        model, options=ConvertOptions(data_max=math.inf, op_types_to_exclude=("Transpose",)), magnitudes=None
+    ).model  # each Transpose reads a Cast to FP32 of its input in the conversion: its values are not the input's
+    _, apart = side_by_side(dataclasses.replace(pair, converted=fp32_transposes), names, types=types, gates=gates)
+    transposed = {o for n in model.graph.node if n.op_type == "Transpose" for o in n.output}
+    assert transposed and transposed <= set(apart.compared) and not transposed & {n for n, _ in apart.aliases}
 
 
 def topk_head(n: int = 20) -> onnx.ModelProto:
