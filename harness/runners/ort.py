@@ -45,8 +45,10 @@ def is_not_implemented(err: BaseException) -> bool:
     return type(err).__name__ == "NotImplemented" or ("Provider type for" in str(err) and "is not set" in str(err))
 
 
-SHARED_WEIGHTS_ABOVE = 1 << 26
-"""In-memory weights above this many bytes go to onnxruntime as arrays, not serialized (:func:`session_source`)."""
+SHARED_WEIGHTS_ABOVE = 1 << 20
+"""In-memory weights above this many bytes go to onnxruntime as arrays, not serialized (:func:`session_source`): a
+4x256 decoder's emulation session (29 MB of weights) is made in 0.07-0.15 s instead of 0.13-0.26 s, and runs as
+fast."""
 
 
 def session_source(
