@@ -1,8 +1,9 @@
 """One case end to end: a :class:`CaseRun` through a list of steps, then its record. No pytest.
 
 The sweep case is :data:`SWEEP_STEPS`: check-runnable -> convert -> build-check -> find-duplicate -> execute ->
-judge -> save -> diagnose -> time (once saved, the case's outputs are read from the report folder if the diagnosis
-wants them, and not held while it runs); the tuned case (``pytest --tune``) is :data:`TUNED_STEPS`, after its tune step
+judge -> save -> diagnose -> time (the save writes the case's outputs on a thread of its own while the next steps run,
+and :func:`finish_case` waits for it; the diagnosis reads them back from the report folder if it wants them, and
+does not hold them while it runs); the tuned case (``pytest --tune``) is :data:`TUNED_STEPS`, after its tune step
 (:mod:`harness.pipeline.tuned`) filled :attr:`CaseRun.tuned` and the converted model: execute -> judge -> save. Every
 step has the shape ``step(run, env) -> run`` (:mod:`harness.pipeline.steps`); :func:`run_steps` runs them until
 one stops the case (a user, conversion or runner error, an unavailable runner, a reused result), so a case whose
@@ -27,7 +28,7 @@ from harness.pipeline.steps.diagnose import diagnose_step, failure_message, need
 from harness.pipeline.steps.duplicate import find_duplicate, remember
 from harness.pipeline.steps.execute import execute_step, time_step
 from harness.pipeline.steps.judge import judge_step
-from harness.pipeline.steps.record import record, save_step
+from harness.pipeline.steps.record import record, save_step, settle_save
 from harness.report import CaseRecord
 from harness.runners.registry import runner_traits
 from harness.runners.traits import RunnerTraits
@@ -128,7 +129,7 @@ def _announce(run: CaseRun, env: CaseEnv, step: Step) -> None:
 
 def finish_case(run: CaseRun, env: CaseEnv, steps: Sequence[Step] = SWEEP_STEPS) -> CaseRecord:
     """Run the steps and record the case; a case that really ran is remembered for later duplicates."""
-    done = run_steps(run, env, steps)
+    done = settle_save(run_steps(run, env, steps))
     result = record(done)
     remember(done, result if done.built.build is None else record(done, deployment=False), env)
     return result

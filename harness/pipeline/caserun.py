@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from harness.convert import ConversionResult
+from harness.core.background import PendingWrite
 from harness.data.feeds import Feed
 from harness.diagnose import Diagnosis
 from harness.judge.compare import CompareResult
@@ -129,10 +130,12 @@ class Tuned:
 
 @dataclass(frozen=True)
 class Saved:
-    """Where the case's outputs were saved in the report folder (relative path) and the seconds it took."""
+    """Where the case's outputs are saved in the report folder (relative path) and the seconds it took; ``pending``:
+    the write, while it is under way (:func:`harness.pipeline.steps.record.settle_save` waits for it)."""
 
     outputs_file: str
     seconds: float = 0.0
+    pending: PendingWrite | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

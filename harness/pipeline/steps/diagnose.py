@@ -88,13 +88,19 @@ def _diagnose(run: CaseRun, env: CaseEnv) -> Diagnosis:
 
 def _obtained(run: CaseRun, env: CaseEnv) -> Callable[[], Outputs] | None:
     """The case's own outputs, when the diagnosis wants them: still in the case (not saved yet), or read back from
-    the report folder (:func:`harness.pipeline.steps.record.save_step` let them go)."""
+    the report folder once written (:func:`harness.pipeline.steps.record.save_step` let them go)."""
     executed, saved = run.executed, run.saved
     if executed is not None and executed.outputs:
         outputs = executed.outputs
         return lambda: outputs
     if saved is not None:
-        return lambda: load_outputs(env.settings.report_dir, saved.outputs_file)
+
+        def read_back() -> Outputs:
+            if saved.pending is not None:
+                saved.pending.wait()  # a failed write raises here (once): the case stops with it
+            return load_outputs(env.settings.report_dir, saved.outputs_file)
+
+        return read_back
     return None
 
 

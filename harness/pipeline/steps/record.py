@@ -12,20 +12,41 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from harness.pipeline.caserun import CaseEnv, CaseRun, Saved
+from harness.core.background import write_later
+from harness.core.errors import UserError
+from harness.pipeline.caserun import CaseEnv, CaseRun, Saved, Stop
 from harness.pipeline.verdict import decide
 from harness.report import CaseRecord, Timings, output_stats, outputs_relpath, save_outputs
 
 
 def save_step(run: CaseRun, env: CaseEnv) -> CaseRun:
-    """Save the case's outputs into the report folder (for a later recheck, and for the diagnosis, which reads them
-    back): from here on the case holds none (a decoder's logits are the largest arrays of a case)."""
+    """Start saving the case's outputs into the report folder (for a later recheck, and for the diagnosis, which
+    reads them back), on a thread of their own while the next steps run (:mod:`harness.core.background`): from here
+    on the case holds none (a decoder's logits are the largest arrays of a case); the write holds them until it is
+    done. :func:`settle_save` waits for it."""
     assert run.executed is not None, "save follows execute"
     start = time.perf_counter()
     relpath = outputs_relpath(run.context.spec.name, run.context.inputs_id, run.point.id)
-    save_outputs(env.settings.report_dir, relpath, run.executed.outputs)
-    saved = Saved(outputs_file=relpath, seconds=time.perf_counter() - start)
+    outputs, folder = run.executed.outputs, env.settings.report_dir
+    pending = write_later(lambda: save_outputs(folder, relpath, outputs), name=relpath)
+    saved = Saved(outputs_file=relpath, seconds=time.perf_counter() - start, pending=pending)
     return replace(run, saved=saved, executed=replace(run.executed, outputs=[]))
+
+
+def settle_save(run: CaseRun) -> CaseRun:
+    """The case once its outputs are written; a write that failed (a full disk) stops the case with its error, as
+    a failed step does (unless a step stopped it first). The wait counts in the save's seconds."""
+    saved = run.saved
+    if saved is None or saved.pending is None:
+        return run
+    start = time.perf_counter()
+    try:
+        saved.pending.wait()
+        failed = None
+    except (UserError, OSError) as err:
+        failed = Stop("error", f"{run.model} [{run.point.id}] could not run: {err}")
+    done = replace(saved, pending=None, seconds=saved.seconds + time.perf_counter() - start)
+    return replace(run, saved=done, stop=run.stop or failed)
 
 
 def record(run: CaseRun, *, deployment: bool = True) -> CaseRecord:

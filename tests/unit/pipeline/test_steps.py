@@ -23,7 +23,7 @@ from harness.pipeline.steps.diagnose import diagnose_step
 from harness.pipeline.steps.duplicate import find_duplicate
 from harness.pipeline.steps.execute import execute_step, guarded_run, time_step
 from harness.pipeline.steps.judge import judge_step
-from harness.pipeline.steps.record import record
+from harness.pipeline.steps.record import record, save_step, settle_save
 from harness.pipeline.verdict import decide, settled
 from harness.runners import make_runner, runner_traits
 from harness.sweep import SweepPoint
@@ -132,11 +132,25 @@ def test_time_fills_the_speed_note_of_a_runner_that_claims_none(tmp_path: Path) 
 
 def test_save_writes_the_outputs_and_record_reads_every_field(tmp_path: Path) -> None:
     env = _env(tmp_path)
-    run = run_steps(_case_run(tmp_path), env, SWEEP_STEPS)
-    assert run.saved is not None and (tmp_path / "report" / run.saved.outputs_file).is_file()
+    run = settle_save(run_steps(_case_run(tmp_path), env, SWEEP_STEPS))
+    assert run.saved is not None and run.saved.pending is None
+    assert (tmp_path / "report" / run.saved.outputs_file).is_file()
+    assert run.executed is not None and run.executed.outputs == []  # the case holds them no more
     made = record(run)
     assert (made.status, made.stopped, made.outputs_file) == ("pass", "", run.saved.outputs_file)
     assert made.timings.convert_s > 0 and made.outputs and made.low_nodes
+
+
+def test_save_writes_while_the_case_goes_on_and_a_failed_write_stops_the_case(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    executed = execute_step(convert_step(_case_run(tmp_path), env), env)
+    (tmp_path / "report").write_text("a file where the report folder belongs")
+    saving = save_step(judge_step(executed, env), env)
+    assert saving.saved is not None and saving.saved.pending is not None and saving.stop is None
+    settled = settle_save(saving)
+    assert settled.stop is not None and settled.stop.kind == "error" and "report" in settled.stop.message
+    assert settled.saved is not None and settled.saved.pending is None
+    assert record(settled).status == "error"
 
 
 def test_a_stopped_case_is_recorded_with_where_and_why(tmp_path: Path) -> None:
