@@ -31,7 +31,7 @@ from harness.convert.referror import crash_error, refused_error
 from harness.convert.refproviders import Provider, provider_list
 from harness.core.child import ChildFailed, run_child
 from harness.core.errors import InputDataError
-from harness.core.files import save_npz
+from harness.core.npzfile import save_npz
 from harness.data.onnxfile import is_lazy, load_model
 from harness.data.sizing import DYNAMIC_DEFAULT
 

@@ -26,9 +26,9 @@ import shutil
 import socket
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from harness.core.errors import DiskFull, NotWritable, UserError
 
@@ -265,21 +265,6 @@ COMPRESS_MAX_BYTES = 16_000_000
 """Arrays (a golden's members, a case's saved outputs) above this are stored in their ``.npz`` uncompressed: float
 tensors barely deflate (random fp32 logits by about 7 %), and deflating a 134 MB logits tensor took 45 s on the
 2-core machine (issue 31). Smaller ones stay compressed, so small committed goldens stay small."""
-
-
-def save_npz(file: IO[bytes] | Path, arrays: Mapping[str, Any], *, compressed: bool = False) -> None:
-    """``np.savez`` (``np.savez_compressed``) of plain arrays, on every numpy castguard supports.
-
-    Object arrays (which numpy would pickle) are refused here: ``np.savez`` only takes an ``allow_pickle`` keyword
-    from numpy 2.2; before that it stores the keyword as an array named ``allow_pickle``.
-    """
-    import numpy as np
-
-    for name, value in arrays.items():
-        if np.asarray(value).dtype.hasobject:
-            raise ValueError(f"save_npz: array {name!r} holds Python objects; only numeric arrays are saved")
-    save = np.savez_compressed if compressed else np.savez
-    save(file, **arrays)
 
 
 IGNORE_ALL = b"# created by castguard; nothing in this folder belongs in version control\n*\n"

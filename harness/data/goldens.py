@@ -35,7 +35,7 @@ from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale, Model
 from harness.core.files import COMPRESS_MAX_BYTES, atomic_write, atomic_write_all, sha256_file
 from harness.core.jsonfile import JsonObject
 from harness.core.locks import held, lock_for
-from harness.core.npzread import read_npz
+from harness.core.npzfile import read_npz
 from harness.data.models import ModelSpec
 from harness.data.recipes import Feed, InputRecipe
 from harness.data.rerun import large_golden_warning, rerun_command
@@ -222,7 +222,7 @@ class GoldenStore:
     def _read_npz(
         path: Path, meta: dict[str, Any], fix_regen: str, *, mismatch: GoldenCorrupt
     ) -> tuple[list[Feed], list[dict[str, np.ndarray]]]:
-        """The feeds and outputs, read and hashed in one pass (:func:`harness.core.npzread.read_npz`); ``mismatch``
+        """The feeds and outputs, read and hashed in one pass (:func:`harness.core.npzfile.read_npz`); ``mismatch``
         when the file's sha256 is not the sidecar's (also when it cannot be read: the hash tells a changed file)."""
         try:
             stored, digest = read_npz(path, with_sha256=True)

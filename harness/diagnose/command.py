@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from harness.convert import ConvertOptions, ReferenceData
-from harness.core.files import atomic_write, save_npz
+from harness.core.files import atomic_write
+from harness.core.npzfile import save_npz
 from harness.data.recipes import Feed
 from harness.tune.oracle import plan_options
 from harness.tune.plan import convert_args

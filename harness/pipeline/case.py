@@ -1,10 +1,11 @@
 """One case end to end: a :class:`CaseRun` through a list of steps, then its record. No pytest.
 
 The sweep case is :data:`SWEEP_STEPS`: check-runnable -> convert -> build-check -> find-duplicate -> execute ->
-judge -> save -> diagnose -> time (the save writes the case's outputs on a thread of its own while the next steps run,
-and :func:`finish_case` waits for it; the diagnosis reads them back from the report folder if it wants them, and
-does not hold them while it runs); the tuned case (``pytest --tune``) is :data:`TUNED_STEPS`, after its tune step
-(:mod:`harness.pipeline.tuned`) filled :attr:`CaseRun.tuned` and the converted model: execute -> judge -> save. Every
+save -> judge -> settle -> diagnose -> time (the save writes the case's outputs on a thread of its own while the
+judge runs; settle waits for the write and lets the outputs go, so the diagnosis reads them back from the report
+folder if it wants them, and does not hold them while it runs); the tuned case (``pytest --tune``) is
+:data:`TUNED_STEPS`, after its tune step (:mod:`harness.pipeline.tuned`) filled :attr:`CaseRun.tuned` and the
+converted model: execute -> save -> judge -> settle. Every
 step has the shape ``step(run, env) -> run`` (:mod:`harness.pipeline.steps`); :func:`run_steps` runs them until
 one stops the case (a user, conversion or runner error, an unavailable runner, a reused result), so a case whose
 step failed still reaches :func:`~harness.pipeline.steps.record.record` with where and why it stopped. Work shared
@@ -28,7 +29,7 @@ from harness.pipeline.steps.diagnose import diagnose_step, failure_message, need
 from harness.pipeline.steps.duplicate import find_duplicate, remember
 from harness.pipeline.steps.execute import execute_step, time_step
 from harness.pipeline.steps.judge import judge_step
-from harness.pipeline.steps.record import record, save_step, settle_save
+from harness.pipeline.steps.record import record, save_step, settle_save, settle_step
 from harness.report import CaseRecord
 from harness.runners.registry import runner_traits
 from harness.runners.traits import RunnerTraits
@@ -53,12 +54,13 @@ SWEEP_STEPS: tuple[Step, ...] = (
     build_check_step,
     find_duplicate,
     execute_step,
-    judge_step,
     save_step,
+    judge_step,
+    settle_step,
     diagnose_step,
     time_step,
 )
-TUNED_STEPS: tuple[Step, ...] = (execute_step, judge_step, save_step)
+TUNED_STEPS: tuple[Step, ...] = (execute_step, save_step, judge_step, settle_step)
 
 
 def begin(name: str, loaded: LoadedModel, point: SweepPoint, *, settings: CaseSettings) -> CaseRun:

@@ -30,8 +30,9 @@ from hypothesis.strategies import SearchStrategy
 from harness.convert import ConvertOptions, Magnitudes, convert
 from harness.core.dtypes import BFLOAT16, LOW_TYPES, bf16_to_bits, np_dtype
 from harness.core.errors import InputDataError
-from harness.core.files import atomic_write, atomic_write_text, save_npz
+from harness.core.files import atomic_write, atomic_write_text
 from harness.core.jsonfile import JsonObject
+from harness.core.npzfile import save_npz
 from harness.data.feedfiles import load_feed_file
 from harness.data.feeds import Feed, cast_feeds, input_specs, validate_feeds
 from harness.data.models import model_sha256

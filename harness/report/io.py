@@ -29,10 +29,9 @@ from harness.core.files import (
     atomic_write,
     atomic_write_all,
     safe_component,
-    save_npz,
 )
 from harness.core.jsonfile import read_json
-from harness.core.npzread import read_npz
+from harness.core.npzfile import read_npz, save_npz
 from harness.report.model import Provenance, Report, ShardInfo
 from harness.report.plotcache import PlotCache
 from harness.report.render_html import render_html

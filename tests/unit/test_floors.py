@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.core.files import save_npz
+from harness.core.npzfile import save_npz
 
 REPO = Path(__file__).resolve().parents[2]
 if sys.version_info >= (3, 11):

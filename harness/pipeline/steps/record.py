@@ -21,32 +21,45 @@ from harness.report import CaseRecord, Timings, output_stats, outputs_relpath, s
 
 def save_step(run: CaseRun, env: CaseEnv) -> CaseRun:
     """Start saving the case's outputs into the report folder (for a later recheck, and for the diagnosis, which
-    reads them back), on a thread of their own while the next steps run (:mod:`harness.core.background`): from here
-    on the case holds none (a decoder's logits are the largest arrays of a case); the write holds them until it is
-    done. :func:`settle_save` waits for it."""
+    reads them back), on a thread of their own while the judge runs (:mod:`harness.core.background`);
+    :func:`settle_step` waits for it."""
     assert run.executed is not None, "save follows execute"
     start = time.perf_counter()
     relpath = outputs_relpath(run.context.spec.name, run.context.inputs_id, run.point.id)
     outputs, folder = run.executed.outputs, env.settings.report_dir
     pending = write_later(lambda: save_outputs(folder, relpath, outputs), name=relpath)
-    saved = Saved(outputs_file=relpath, seconds=time.perf_counter() - start, pending=pending)
-    return replace(run, saved=saved, executed=replace(run.executed, outputs=[]))
+    return replace(run, saved=Saved(outputs_file=relpath, seconds=time.perf_counter() - start, pending=pending))
+
+
+def settle_step(run: CaseRun, env: CaseEnv) -> CaseRun:
+    """Once the judge has read them, wait for the case's outputs to be written and let them go: from here on the
+    case holds none (a decoder's logits are the largest arrays of a case; the diagnosis reads them back if it
+    needs them). A failed write (a full disk) raises its error, which stops the case as a failed step does."""
+    settled = _written(run)
+    executed = settled.executed
+    return replace(settled, executed=replace(executed, outputs=[])) if executed is not None else settled
 
 
 def settle_save(run: CaseRun) -> CaseRun:
-    """The case once its outputs are written; a write that failed (a full disk) stops the case with its error, as
-    a failed step does (unless a step stopped it first). The wait counts in the save's seconds."""
+    """:func:`settle_step` for a case that a step stopped before it (:func:`harness.pipeline.case.finish_case`):
+    a write that failed stops the case with its error, unless a step stopped it first."""
+    try:
+        return _written(run)
+    except (UserError, OSError) as err:
+        saved = replace(run.saved, pending=None) if run.saved is not None else None
+        return replace(
+            run, saved=saved, stop=run.stop or Stop("error", f"{run.model} [{run.point.id}] could not run: {err}")
+        )
+
+
+def _written(run: CaseRun) -> CaseRun:
+    """The case once its outputs' write is done (the wait counts in the save's seconds); the write's error raised."""
     saved = run.saved
     if saved is None or saved.pending is None:
         return run
     start = time.perf_counter()
-    try:
-        saved.pending.wait()
-        failed = None
-    except (UserError, OSError) as err:
-        failed = Stop("error", f"{run.model} [{run.point.id}] could not run: {err}")
-    done = replace(saved, pending=None, seconds=saved.seconds + time.perf_counter() - start)
-    return replace(run, saved=done, stop=run.stop or failed)
+    saved.pending.wait()
+    return replace(run, saved=replace(saved, pending=None, seconds=saved.seconds + time.perf_counter() - start))
 
 
 def record(run: CaseRun, *, deployment: bool = True) -> CaseRecord:

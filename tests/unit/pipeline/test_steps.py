@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from harness.convert import collect_magnitudes
-from harness.core.errors import RunnerError
+from harness.core.errors import DiskFull, RunnerError
 from harness.data.goldens import Golden
 from harness.data.models import resolve_model
 from harness.pipeline.cache import ContentCache
@@ -18,12 +18,13 @@ from harness.pipeline.case import SWEEP_STEPS, run_steps
 from harness.pipeline.caserun import CaseEnv, CaseRun, Stop
 from harness.pipeline.context import CaseSettings, ModelContext
 from harness.pipeline.dedup import SameModels
+from harness.pipeline.steps import record as record_step
 from harness.pipeline.steps.convert import build_check_step, check_runnable, convert_step
 from harness.pipeline.steps.diagnose import diagnose_step
 from harness.pipeline.steps.duplicate import find_duplicate
 from harness.pipeline.steps.execute import execute_step, guarded_run, time_step
 from harness.pipeline.steps.judge import judge_step
-from harness.pipeline.steps.record import record, save_step, settle_save
+from harness.pipeline.steps.record import record, save_step, settle_save, settle_step
 from harness.pipeline.verdict import decide, settled
 from harness.runners import make_runner, runner_traits
 from harness.sweep import SweepPoint
@@ -141,16 +142,30 @@ def test_save_writes_the_outputs_and_record_reads_every_field(tmp_path: Path) ->
     assert made.timings.convert_s > 0 and made.outputs and made.low_nodes
 
 
-def test_save_writes_while_the_case_goes_on_and_a_failed_write_stops_the_case(tmp_path: Path) -> None:
+def test_save_writes_while_the_judge_runs_and_a_failed_write_stops_the_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     env = _env(tmp_path)
     executed = execute_step(convert_step(_case_run(tmp_path), env), env)
-    (tmp_path / "report").write_text("a file where the report folder belongs")
-    saving = save_step(judge_step(executed, env), env)
-    assert saving.saved is not None and saving.saved.pending is not None and saving.stop is None
-    settled = settle_save(saving)
-    assert settled.stop is not None and settled.stop.kind == "error" and "report" in settled.stop.message
-    assert settled.saved is not None and settled.saved.pending is None
-    assert record(settled).status == "error"
+    saving = save_step(executed, env)
+    assert saving.saved is not None and saving.saved.pending is not None
+    judged = judge_step(saving, env)  # the outputs are still the case's while they are written
+    assert judged.judged is not None and judged.judged.comparison
+    settled = settle_step(judged, env)
+    assert settled.saved is not None and settled.saved.pending is None and settled.executed is not None
+    assert settled.executed.outputs == [] and (tmp_path / "report" / settled.saved.outputs_file).is_file()
+
+    def full_disk(folder: Path, relpath: str, outputs: object) -> Path:
+        raise DiskFull(folder=folder, name=relpath)
+
+    monkeypatch.setattr(record_step, "save_outputs", full_disk)
+    with pytest.raises(DiskFull, match="no space left"):
+        settle_step(save_step(executed, env), env)
+    stopped = run_steps(save_step(executed, env), env, [settle_step])  # the error: the case's stop
+    assert stopped.stop is not None and stopped.stop.kind == "error" and "no space left" in stopped.stop.message
+    late = settle_save(save_step(executed, env))  # a case stopped before settle_step: finish_case's wait
+    assert late.stop is not None and "no space left" in late.stop.message and late.saved is not None
+    assert late.saved.pending is None and record(late).status == "error"
 
 
 def test_a_stopped_case_is_recorded_with_where_and_why(tmp_path: Path) -> None:

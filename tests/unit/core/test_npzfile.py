@@ -1,4 +1,4 @@
-"""harness.core.npzread: the one-pass reader gives what np.load gives, hashes what sha256_file hashes, and refuses
+"""harness.core.npzfile: the one-pass reader gives what np.load gives, hashes what sha256_file hashes, and refuses
 what np.load(allow_pickle=False) refuses."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from harness.core.files import sha256_file
-from harness.core.npzread import read_npz
+from harness.core.npzfile import read_npz, save_npz
 
 ARRAYS = {
     "c": np.arange(12.0).reshape(3, 4),
@@ -79,3 +79,19 @@ def test_a_changed_byte_in_a_stored_array_fails_its_crc_unless_the_caller_hashes
         read_npz(path)
     arrays, digest = read_npz(path, with_sha256=True)  # the sha256 differs: the golden's sidecar check refuses it
     assert digest == sha256_file(path) and np.count_nonzero(arrays["big"]) == 1
+
+
+def test_save_npz_writes_what_np_savez_writes(tmp_path: Path) -> None:
+    """Every array comes back from np.load and from read_npz (its CRC checked) as np.savez's file gives it."""
+    ours, numpys = tmp_path / "ours.npz", tmp_path / "numpy.npz"
+    arrays = {**ARRAYS, "strided": np.arange(20.0)[::2], "list": [1, 2, 3]}
+    save_npz(ours, arrays)
+    np.savez(numpys, **arrays)  # type: ignore[arg-type]
+    with np.load(ours, allow_pickle=False) as got, np.load(numpys, allow_pickle=False) as want:
+        assert sorted(got.files) == sorted(want.files)
+        for name in want.files:
+            assert got[name].dtype == want[name].dtype and got[name].shape == want[name].shape, name
+            assert np.array_equal(got[name], want[name]), name
+            assert got[name].flags.f_contiguous == want[name].flags.f_contiguous, name
+    read, _ = read_npz(ours)
+    assert all(np.array_equal(read[name], np.asarray(value)) for name, value in arrays.items())

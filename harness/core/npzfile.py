@@ -1,14 +1,18 @@
-"""Reading a ``.npz`` (as ``np.savez`` and the goldens write it) in one sequential pass, optionally hashing it.
+"""The one ``.npz`` reader and writer (as ``np.savez`` writes them; the goldens, a case's saved outputs, feeds).
 
-``np.load`` reads a stored (uncompressed) member through ``zipfile``: a CRC pass and a copy per read chunk, 0.35 s
-for a decoder's 131 MB logits; hashing the file for the golden's sidecar check read it once more (0.1 s). Here the
-file is read once, front to back: each stored member's array data goes straight into its own array
-(``readinto``), and every byte of the file, those included, feeds the sha256 when asked. The zip's CRC of a stored
-member is checked (``zlib.crc32`` over the array as read) unless the file is hashed: the caller's sha256 of the whole
-file (the golden's sidecar) is the stronger check.
-Deflated members (small arrays) are read with ``zipfile`` and ``numpy.lib.format``, as ``np.load`` would.
+Reading: ``np.load`` reads a stored (uncompressed) member through ``zipfile``: a CRC pass and a copy per read
+chunk, 0.35 s for a decoder's 131 MB logits; hashing the file for the golden's sidecar check read it once more
+(0.1 s). :func:`read_npz` reads the file once, front to back: each stored member's array data goes straight into
+its own array (``readinto``), and every byte of the file, those included, feeds the sha256 when asked. A stored
+member's CRC is checked (``zlib.crc32`` over the array as read) unless the file is hashed: the caller's sha256 of
+the whole file (the golden's sidecar) is the stronger check. Deflated members (small arrays) are read with
+``zipfile`` and ``numpy.lib.format``, as ``np.load`` would.
 
-Never unpickles: object arrays are refused as ``np.load(allow_pickle=False)`` refuses them.
+Writing: :func:`save_npz` stores each array's memory as it is (its ``.npy`` header, then its bytes), where
+``np.savez`` copies it through 16 MB ``tobytes`` buffers: no buffer the size of a chunk is made, on the thread that
+writes a case's outputs while the judge runs either (a thread's malloc arena keeps what it freed).
+
+Never unpickles or pickles: object arrays are refused, as ``np.load(allow_pickle=False)`` refuses them.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ import io
 import struct
 import zipfile
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 
@@ -122,3 +127,32 @@ def _hash_span(handle: IO[bytes], digest: hashlib._Hash | None, start: int, stop
     if left:
         raise EOFError("the file ends before its last member")
     return start if stop is None else stop
+
+
+def save_npz(file: IO[bytes] | Path, arrays: Mapping[str, Any], *, compressed: bool = False) -> None:
+    """What ``np.savez`` (``np.savez_compressed``) writes, for plain arrays, on every numpy castguard supports:
+    members ``<name>.npy``; uncompressed ones written from the arrays' own memory (see the module docstring).
+
+    Object arrays (which numpy would pickle) are refused: ``np.savez`` only takes an ``allow_pickle`` keyword from
+    numpy 2.2; before that it stores the keyword as an array named ``allow_pickle``.
+    """
+    values = {name: np.asanyarray(value) for name, value in arrays.items()}
+    for name, value in values.items():
+        if value.dtype.hasobject:
+            raise ValueError(f"save_npz: array {name!r} holds Python objects; only numeric arrays are saved")
+    if compressed:
+        np.savez_compressed(file, **values)
+        return
+    with zipfile.ZipFile(file, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, value in values.items():
+            array = value if value.flags.c_contiguous or value.flags.f_contiguous else np.ascontiguousarray(value)
+            header = io.BytesIO()
+            fields = np.lib.format.header_data_from_array_1_0(array)
+            try:
+                np.lib.format.write_array_header_1_0(header, fields)
+            except ValueError:  # a header over 64 KB (a huge structured dtype): format 2.0, as numpy does
+                header = io.BytesIO()
+                np.lib.format.write_array_header_2_0(header, fields)
+            with archive.open(name + ".npy", "w", force_zip64=True) as member:
+                member.write(header.getvalue())
+                member.write(_bytes(array))
