@@ -165,7 +165,7 @@ def error_and_scale(pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> tuple[flo
     for got_raw, gold_raw in pairs:
         got_flat, gold_flat = np.asarray(got_raw).ravel(), np.asarray(gold_raw).ravel()
         for start in range(0, gold_flat.size, ERROR_CHUNK):  # float64 temporaries of a chunk, not of the output
-            gold = np.asarray(gold_flat[start : start + ERROR_CHUNK], dtype=np.float64)
+            gold = np.array(gold_flat[start : start + ERROR_CHUNK], dtype=np.float64)  # its own: |gold| in place
             got = np.asarray(got_flat[start : start + ERROR_CHUNK], dtype=np.float64)
             with np.errstate(invalid="ignore", over="ignore"):
                 diff = np.subtract(got, gold)

@@ -79,3 +79,15 @@ def test_error_and_scale_matches_the_masked_definition_on_chunks_with_nan_and_in
             float(np.abs(wide_gold).max(initial=0.0)),
         )
         assert error_and_scale([(got, gold)]) == expected
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_error_and_scale_leaves_the_golden_as_it_was(dtype: type) -> None:
+    """A float64 golden's chunk is a view of it: taking |gold| in place once made the golden its absolute values."""
+    for gold, got in (
+        (np.array([-1.0, 2.0, -3.0], dtype=dtype), np.array([-1.5, 2.0, -3.0], dtype=dtype)),  # all finite
+        (np.array([-1.0, 2.0, -3.0, np.nan], dtype=dtype), np.array([-1.5, 2.0, -3.0, 0.0], dtype=dtype)),
+    ):
+        kept = gold.copy()
+        assert error_and_scale([(got, gold)]) == (0.5, 3.0)
+        np.testing.assert_array_equal(gold, kept)
