@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+import mmap
 import struct
 import zipfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -33,10 +34,21 @@ _LOCAL_HEADER = 30
 _CHUNK = 1 << 20
 
 
-def read_npz(path: Path, *, with_sha256: bool = False) -> tuple[dict[str, np.ndarray], str | None]:
+MAPPED_ABOVE = 1 << 20
+"""With ``mapped``, stored arrays of at least this many bytes (whose data starts 64-byte aligned) are views of the
+file, not copies."""
+_ALIGN = 64
+
+
+def read_npz(
+    path: Path, *, with_sha256: bool = False, mapped: bool = False
+) -> tuple[dict[str, np.ndarray], str | None]:
     """The arrays of ``path`` by name (``.npy`` stripped, as ``np.load`` names them), and the file's hex sha256
-    when ``with_sha256``. Raises ``zipfile.BadZipFile``, ``ValueError`` or ``EOFError`` for a file that is not a
-    readable ``.npz``."""
+    when ``with_sha256``. With ``mapped``, each large stored array whose data is aligned in the file (the goldens
+    write theirs so) is a read-only view of the file mapped into memory: its pages count in the process's memory
+    only while they are read, and :func:`release_pages` lets them go (a golden's logits need not be resident while
+    a model runs); the others are read as without. Raises ``zipfile.BadZipFile``, ``ValueError`` or ``EOFError``
+    for a file that is not a readable ``.npz``."""
     digest = hashlib.sha256() if with_sha256 else None
     arrays: dict[str, np.ndarray] = {}
     with open(path, "rb") as handle:
@@ -45,25 +57,55 @@ def read_npz(path: Path, *, with_sha256: bool = False) -> tuple[dict[str, np.nda
             for info in members:
                 if info.compress_type != zipfile.ZIP_STORED:
                     arrays[_name(info)] = np.lib.format.read_array(io.BytesIO(archive.read(info)), allow_pickle=False)
+        view = _map(handle) if mapped else None
         done = 0  # bytes of the file hashed so far
         for info in (m for m in members if m.compress_type == zipfile.ZIP_STORED):
-            start, array = _stored_array(handle, info)
+            start, array = _stored_array(handle, info, view)
             done = _hash_span(handle, digest, done, start)
-            _read_into(handle, array, digest)
+            if array.base is None:
+                _read_into(handle, array, digest)
+            elif digest is not None and view is not None:  # a view of the mapped file: hashed where it lies
+                digest.update(memoryview(view)[start : start + array.nbytes])
             if digest is None and _crc(handle, info, start, array) != info.CRC:
                 raise zipfile.BadZipFile(f"Bad CRC-32 for file {info.filename!r}")
             done = start + array.nbytes
             arrays[_name(info)] = array
         _hash_span(handle, digest, done, None)
+    if view is not None:
+        release_pages(arrays.values())  # read for the hash or the CRC: resident until let go
     return arrays, digest.hexdigest() if digest is not None else None
+
+
+def release_pages(arrays: Iterable[np.ndarray]) -> None:
+    """Let the pages of the file-mapped arrays among ``arrays`` (:func:`read_npz` with ``mapped``) go from the
+    process's memory; they are read again from the file (the page cache, mostly) when next used. Others: nothing.
+    A system without ``madvise(MADV_DONTNEED)`` keeps them."""
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    seen: set[int] = set()
+    for array in arrays:
+        base: object = array
+        while isinstance(base, (np.ndarray, memoryview)):
+            base = base.base if isinstance(base, np.ndarray) else base.obj
+        if isinstance(base, mmap.mmap) and id(base) not in seen and advice is not None:
+            seen.add(id(base))
+            base.madvise(advice)
+
+
+def _map(handle: IO[bytes]) -> mmap.mmap | None:
+    """The whole file mapped read-only (None for an empty file, which mmap refuses)."""
+    handle.seek(0, 2)
+    if handle.tell() == 0:
+        return None
+    return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def _name(info: zipfile.ZipInfo) -> str:
     return info.filename.removesuffix(".npy")
 
 
-def _stored_array(handle: IO[bytes], info: zipfile.ZipInfo) -> tuple[int, np.ndarray]:
-    """Where a stored member's array data starts in the file, and an empty array of its shape and type."""
+def _stored_array(handle: IO[bytes], info: zipfile.ZipInfo, view: mmap.mmap | None) -> tuple[int, np.ndarray]:
+    """Where a stored member's array data starts in the file, and an empty array of its shape and type, or (with
+    ``view``, for a large array whose data is aligned) the array as a view of the mapped file."""
     handle.seek(info.header_offset)
     local = handle.read(_LOCAL_HEADER)
     if len(local) != _LOCAL_HEADER or local[:4] != b"PK\x03\x04":
@@ -81,10 +123,13 @@ def _stored_array(handle: IO[bytes], info: zipfile.ZipInfo) -> tuple[int, np.nda
     if dtype.hasobject:
         raise ValueError(f"member {info.filename!r} holds Python objects (pickled); it is not loaded")
     start = handle.tell()
-    array = np.empty(shape, dtype=dtype, order="F" if fortran else "C")
-    if start - member_start + array.nbytes != info.file_size:
+    count = int(np.prod(shape, dtype=np.int64))
+    if start - member_start + count * dtype.itemsize != info.file_size:
         raise ValueError(f"member {info.filename!r}: {info.file_size} bytes do not hold a {dtype} array {shape}")
-    return start, array
+    if view is not None and start % _ALIGN == 0 and count * dtype.itemsize >= MAPPED_ABOVE:
+        flat = np.frombuffer(view, dtype=dtype, count=count, offset=start)
+        return start, flat.reshape(shape[::-1]).T if fortran else flat.reshape(shape)
+    return start, np.empty(shape, dtype=dtype, order="F" if fortran else "C")
 
 
 def _bytes(array: np.ndarray) -> memoryview:

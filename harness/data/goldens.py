@@ -21,6 +21,7 @@ import io
 import json
 import logging
 import re
+import struct
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -35,7 +36,7 @@ from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale, Model
 from harness.core.files import COMPRESS_MAX_BYTES, atomic_write, atomic_write_all, sha256_file
 from harness.core.jsonfile import JsonObject
 from harness.core.locks import held, lock_for
-from harness.core.npzfile import read_npz
+from harness.core.npzfile import read_npz, release_pages
 from harness.data.models import ModelSpec
 from harness.data.recipes import Feed, InputRecipe
 from harness.data.rerun import large_golden_warning, rerun_command
@@ -49,11 +50,17 @@ _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 @dataclass(frozen=True)
 class Golden:
-    """Exact feeds and FP32 outputs per iteration; ``meta`` is the sidecar (``producer`` is required to write)."""
+    """Exact feeds and FP32 outputs per iteration; ``meta`` is the sidecar (``producer`` is required to write).
+    A golden read from its file holds its large outputs as read-only views of the file
+    (:func:`harness.core.npzfile.read_npz` ``mapped``): :meth:`release` lets their pages go while a model runs."""
 
     feeds: list[Feed]
     outputs: list[dict[str, np.ndarray]]
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def release(self) -> None:
+        """Let the pages of the file-mapped outputs go from memory (read again when next used); others stay."""
+        release_pages(value for outputs in self.outputs for value in outputs.values())
 
 
 def _versions() -> dict[str, str]:
@@ -70,13 +77,24 @@ def _versions() -> dict[str, str]:
     }
 
 
+_PAD_FIELD = 0xCA57
+"""The zip extra field (an unregistered id, which readers skip) that pads a stored member so that its array data
+starts 64-byte aligned in the file: :func:`harness.core.npzfile.read_npz` maps such arrays instead of copying them."""
+
+
+_ZIP64_LOCAL = 20
+"""The zip64 extra field zipfile adds to a local header written with ``force_zip64`` (a test checks the alignment)."""
+
+
 def _npz_bytes_to(handle: Any, arrays: dict[str, np.ndarray]) -> None:
     with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for key in sorted(arrays):
             info = zipfile.ZipInfo(key + ".npy", date_time=_ZIP_DATE)
-            info.compress_type = (
-                zipfile.ZIP_DEFLATED if arrays[key].nbytes <= COMPRESS_MAX_BYTES else zipfile.ZIP_STORED
-            )
+            stored = arrays[key].nbytes > COMPRESS_MAX_BYTES
+            info.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
+            if stored:  # the .npy header is a multiple of 64 bytes: align where it starts
+                before = handle.tell() + 30 + len(info.filename.encode()) + 4 + _ZIP64_LOCAL  # as written
+                info.extra = struct.pack("<HH", _PAD_FIELD, -before % 64) + bytes(-before % 64)
             with archive.open(info, "w", force_zip64=True) as member:
                 np.lib.format.write_array(member, np.ascontiguousarray(arrays[key]), allow_pickle=False)
 
@@ -225,7 +243,7 @@ class GoldenStore:
         """The feeds and outputs, read and hashed in one pass (:func:`harness.core.npzfile.read_npz`); ``mismatch``
         when the file's sha256 is not the sidecar's (also when it cannot be read: the hash tells a changed file)."""
         try:
-            stored, digest = read_npz(path, with_sha256=True)
+            stored, digest = read_npz(path, with_sha256=True, mapped=True)
         except (zipfile.BadZipFile, ValueError, OSError, EOFError) as err:
             if meta.get("npz_sha256") != sha256_file(path):
                 raise mismatch from err

@@ -29,6 +29,8 @@ import onnx
 
 from harness.core.dtypes import INT_TYPES
 from harness.core.errors import RunnerError
+from harness.core.memory import give_back_freed
+from harness.core.npzfile import release_pages
 from harness.core.providers import CUDA
 from harness.data.feeds import cast_feeds, input_specs
 from harness.data.marked import with_outputs
@@ -159,8 +161,10 @@ def _measure(
         provider_options={CUDA: {"use_tf32": "0"}},  # the FP32 half's MatMuls in FP32, not TF32's 10-bit mantissa
     )
     del model  # both halves' weights: onnxruntime holds its own, and the run needs the memory
+    release_pages(v for outputs in pair.goldens for v in outputs.values())  # file-mapped goldens: not needed here
     runs = [run_session(session, dict(feed), runner="emulate") for feed in pair.feeds]
     del session
+    give_back_freed()  # the session's arena and both halves' weights
     per_run = [read_figures(run, plan) for run in runs]
     measured = {
         name: (np.stack([r[name][0] for r in per_run]), np.stack([r[name][1] for r in per_run]))

@@ -17,6 +17,8 @@ import onnx
 
 from harness.convert import ConversionResult, convert
 from harness.core.errors import RunnerError, RunnerUnavailable, UserError
+from harness.core.memory import give_back_freed
+from harness.core.npzfile import release_pages
 from harness.data.feeds import cast_feeds, input_specs
 from harness.judge.tolerances import TolerancePolicy
 from harness.runners import make_runner
@@ -61,6 +63,7 @@ class CaseSetup(Setup):
 
     def run(self, converted: onnx.ModelProto) -> Outputs:
         feeds = cast_feeds(self.feeds, input_specs(converted))
+        release_pages(v for outputs in self.goldens for v in outputs.values())  # file-mapped: not needed to run
         runner = make_runner(
             self.runner,
             converted,
@@ -69,7 +72,9 @@ class CaseSetup(Setup):
             options=options_for(self.runner_options, self.runner),
             timeout_s=self.runner_timeout,
         )
-        return runner.run(feeds).outputs
+        outputs = runner.run(feeds).outputs
+        give_back_freed()  # the session's arena, before the goldens are read again to measure
+        return outputs
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from harness.core.errors import (
     RunnerUnavailable,
     UserError,
 )
+from harness.core.memory import give_back_freed
 from harness.core.providers import CPU
 from harness.data.degenerate import degenerate
 from harness.data.drift import check_golden_provenance, installed_versions
@@ -204,7 +205,9 @@ class AccuracySession:
         loaded = self.models[name]
         if written is not None:
             return Outcome("fail", self._written(loaded, written, golden))
+        golden.release()  # file-mapped outputs: not needed while the model runs
         result = make_runner(FP32_RUNNER, loaded.model, model_dir=loaded.spec.path.parent).run(golden.feeds)
+        give_back_freed()  # the session's arena, before the golden is read
         quick = compare_iterations(result.outputs, golden.outputs, tolerances={}, default=FP32_TOLERANCE, full=False)
         if quick:  # the verdict alone; the full statistics only for the message of a golden no longer reproduced
             return Outcome("pass", comparison=quick, runner=result.runner)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from harness.core.files import sha256_file
-from harness.core.npzfile import read_npz, save_npz
+from harness.core.npzfile import read_npz, release_pages, save_npz
 
 ARRAYS = {
     "c": np.arange(12.0).reshape(3, 4),
@@ -95,3 +95,47 @@ def test_save_npz_writes_what_np_savez_writes(tmp_path: Path) -> None:
             assert got[name].flags.f_contiguous == want[name].flags.f_contiguous, name
     read, _ = read_npz(ours)
     assert all(np.array_equal(read[name], np.asarray(value)) for name, value in arrays.items())
+
+
+def _resident_file_kb() -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("RssFile:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def test_a_golden_s_large_output_is_a_view_of_its_file_whose_pages_can_be_let_go(tmp_path: Path) -> None:
+    """The goldens align a stored member's data (a zip extra field), so that read_npz(mapped=True) maps it: equal
+    values, read-only, hashed as the file; release_pages takes its pages out of the process's memory."""
+    from harness.data.goldens import Golden, GoldenStore
+    from harness.data.models import resolve_model
+    from harness.data.recipes import InputRecipe
+    from tests.helpers.graphs import mlp_model, save
+
+    spec = resolve_model(str(save(mlp_model(), tmp_path / "m.onnx")), search_dir=tmp_path)
+    store, recipe = GoldenStore(tmp_path / "goldens"), InputRecipe(seed=1, iterations=1)
+    logits = np.random.default_rng(0).standard_normal((4, 64, 16_384)).astype(np.float32)  # 16.8 MB: stored
+    store.write(
+        spec,
+        recipe,
+        Golden(feeds=[{"x": np.zeros(3, np.float32)}], outputs=[{"logits": logits}], meta={"producer": "ort"}),
+    )
+    path = store.path_for(spec, recipe)
+    arrays, digest = read_npz(path, with_sha256=True, mapped=True)
+    mapped = arrays["output/0/logits"]
+    assert digest == sha256_file(path) and not mapped.flags.writeable and mapped.flags.aligned
+    assert np.array_equal(mapped, logits)
+    before = _resident_file_kb()
+    release_pages(arrays.values())
+    after = _resident_file_kb()
+    if before is not None and after is not None:
+        assert before - after >= logits.nbytes // 1024 // 2  # most of its pages let go
+    assert np.array_equal(mapped, logits)  # read again from the file when used
+    golden = store.load(spec, recipe)
+    assert not golden.outputs[0]["logits"].flags.writeable and np.array_equal(golden.outputs[0]["logits"], logits)
+    unaligned = tmp_path / "plain.npz"
+    np.savez(unaligned, logits=logits)  # np.savez does not align: read into memory as before
+    assert read_npz(unaligned, mapped=True)[0]["logits"].flags.writeable
