@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import logging
+import os
 import re
 import struct
 import zipfile
@@ -243,7 +244,8 @@ class GoldenStore:
         """The feeds and outputs, read and hashed in one pass (:func:`harness.core.npzfile.read_npz`); ``mismatch``
         when the file's sha256 is not the sidecar's (also when it cannot be read: the hash tells a changed file)."""
         try:
-            stored, digest = read_npz(path, with_sha256=True, mapped=True)
+            # large outputs mapped, not copied; not on Windows, where a mapped file cannot be replaced (--update-goldens)
+            stored, digest = read_npz(path, with_sha256=True, mapped=os.name == "posix")
         except (zipfile.BadZipFile, ValueError, OSError, EOFError) as err:
             if meta.get("npz_sha256") != sha256_file(path):
                 raise mismatch from err
