@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from harness.judge import elementwise
 from harness.judge.compare import Tolerance, compare_iterations, compare_outputs
 
 EXACT = Tolerance(atol=0.0, rtol=0.0)
@@ -222,3 +223,37 @@ def test_the_verdict_only_comparison_gives_the_same_verdict_and_maxima(mode: str
         same = ("passed", "reason", "n_over", "n_total", "max_abs", "max_rel", "required_atol", "required_rtol")
         assert [getattr(quick, f) for f in same] == [getattr(full, f) for f in same]
         assert full.top1_agreement is not None and quick.top1_agreement is None  # no rule on it: not computed
+
+
+def test_chunks_equal_to_the_golden_are_not_computed_and_give_what_computing_them_gives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """FP32 against its golden: equal chunks take no arithmetic; a chunk that differs, an infinity the tolerance
+    does not let match, and NaN still do, with the same figures as before."""
+    monkeypatch.setattr(elementwise, "DIFF_CHUNK", 100)
+    computed: list[int] = []
+    real = elementwise._chunk
+
+    def counting(a: np.ndarray, b: np.ndarray, tol: Tolerance, *, count: bool = True) -> object:
+        computed.append(a.size)
+        return real(a, b, tol, count=count)
+
+    monkeypatch.setattr(elementwise, "_chunk", counting)
+    gold = np.random.default_rng(3).standard_normal(1000).astype(np.float32)
+    same = elementwise.element_errors([(gold.copy(), gold)], Tolerance())
+    assert computed == [] and same.abs == (0.0, 0.0, 0.0, 0.0) and same.rel == (0.0, 0.0, 0.0, 0.0)
+    assert (same.over, same.mismatch, same.total) == (0, 0, 1000)
+    got = gold.copy()
+    got[950] += 1.0  # the last chunk differs
+    late = elementwise.element_errors([(got, gold)], Tolerance())
+    assert computed and computed == [100] * len(computed)  # that chunk alone, in every pass
+    assert late.abs[0] == np.float64(got[950]) - np.float64(gold[950]) and late.over == 1
+    with_inf = gold.copy()
+    with_inf[5] = np.inf
+    computed.clear()
+    strict = elementwise.element_errors([(with_inf.copy(), with_inf)], Tolerance(inf_equal=False))
+    assert computed and strict.mismatch == 1  # an infinity equal to itself is an error when inf_equal is off
+    computed.clear()
+    with_nan = gold.copy()
+    with_nan[5] = np.nan
+    assert elementwise.element_errors([(with_nan.copy(), with_nan)], Tolerance()).mismatch == 0 and computed
