@@ -10,8 +10,8 @@ The plan of each (model, inputs, precision) is stored beside the goldens
   with ``--update-goldens`` the re-tuned plan replaces the stored one (and the case fails once, like a golden).
 
 The verdict is the bound (normalized max error per output on ``emulate``). The tuned case is a variant of the case
-pipeline: this module is its first step (it fills :class:`harness.pipeline.caserun.Tuned`); execute -> judge -> save
-follow as for any case (:data:`harness.pipeline.case.TUNED_STEPS`), so the record also carries the harness's per-output
+pipeline: this module is its first step (it fills :class:`harness.pipeline.caserun.Tuned`); execute -> save -> judge ->
+settle follow as for any case (:data:`harness.pipeline.case.TUNED_STEPS`), so the record also carries the harness's per-output
 statistics and the report can put the tuned plan on the error-vs-share plot.
 """
 

@@ -88,7 +88,7 @@ def _diagnose(run: CaseRun, env: CaseEnv) -> Diagnosis:
 
 def _obtained(run: CaseRun, env: CaseEnv) -> Callable[[], Outputs] | None:
     """The case's own outputs, when the diagnosis wants them: still in the case (not saved yet), or read back from
-    the report folder once written (:func:`harness.pipeline.steps.record.save_step` let them go)."""
+    the report folder once written (:func:`harness.pipeline.steps.record.settle_step` let them go)."""
     executed, saved = run.executed, run.saved
     if executed is not None and executed.outputs:
         outputs = executed.outputs
