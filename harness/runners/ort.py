@@ -104,19 +104,20 @@ def create_session(
     profile_prefix: str | None = None,
 ) -> Any:
     """An ``InferenceSession`` for ``model`` (see :func:`session_source`); RunnerUnavailable for missing
-    providers or kernels. With ``cpu_fallback=False`` a node without a kernel on the named providers fails the
-    load instead of moving to the CPU EP. With ``spinning=False`` the session's idle intra-op threads sleep instead
-    of spinning: the same threads and the same work split (so the same values), but an oracle that runs one
-    small model per case stops burning the cores that the next session's creation needs (bert_tiny: 135 ms ->
-    68 ms to create its emulation session on the 2-core workplace; benchmarks/bench_pipeline.py). With
-    ``as_given`` the graph runs as given: no graph optimizations, nodes in the given order where the graph allows
-    (priority-based order): for the diagnosis's side-by-side graph, whose every tensor is read by comparison nodes
-    placed after its producers (so no fusion could apply, and onnxruntime's default order would keep them all
-    alive), and whose size makes the optimizers slow; and without the static memory-reuse plan, whose planning grows
-    about quadratically with the nodes on a GPU provider (the 8x1024 decoder's side-by-side graph, 11k nodes, on
-    CUDA: 22 s to create, 4.7 s without it; the same run time and GPU memory, since the arena still frees each tensor
-    after its last reader; on the CPU the same peak RSS). ``provider_options``: per provider named, its options.
-    ``profile_prefix``: the session profiles its runs into files of that prefix until ``end_profiling()``."""
+        providers or kernels. With ``cpu_fallback=False`` a node without a kernel on the named providers fails the
+        load instead of moving to the CPU EP. With ``spinning=False`` the session's idle intra-op threads sleep instead
+        of spinning: the same threads and the same work split (so the same values), but an oracle that runs one
+        small model per case stops burning the cores that the next session's creation needs (bert_tiny: 135 ms ->
+        68 ms to create its emulation session on the 2-core workplace; benchmarks/bench_pipeline.py). With
+        ``as_given`` the graph runs as given: no graph optimizations, nodes in the given order where the graph allows
+        (priority-based order): for the diagnosis's side-by-side graph, whose every tensor is read by comparison nodes
+        placed after its producers (so no fusion could apply, and onnxruntime's default order would keep them all
+        alive), and whose size makes the optimizers slow; and without the static memory-reuse plan, whose planning grows
+        about quadratically with the nodes on a GPU provider (the 8x1024 decoder's side-by-side graph, 11k nodes, on
+        CUDA: 22 s to create, 4.7 s without it; the same run time and GPU memory, since the arena still frees each tensor
+        after its last reader; on the CPU the same peak RSS); and without prepacked weights (each MatMul packs its weights
+    as it runs, once for a session run once). ``provider_options``: per provider named, its options.
+        ``profile_prefix``: the session profiles its runs into files of that prefix until ``end_profiling()``."""
     import onnxruntime as ort
 
     missing = [p for p in providers if p not in ort.get_available_providers()]
@@ -139,6 +140,8 @@ def create_session(
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.execution_order = ort.ExecutionOrder.PRIORITY_BASED
         options.enable_mem_reuse = False
+        options.add_session_config_entry("session.disable_prepacking", "1")  # run once: a packed copy of every weight
+        # would only add memory (a 6x384 decoder's side-by-side run: 735 -> 687 MB peak)
     keep: list[Any] = []  # the weights handed over as arrays: alive as long as the session
     try:
         with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:
