@@ -9,6 +9,7 @@ from pathlib import Path
 import onnx
 
 from harness.convert import ConversionResult, ConvertOptions, Magnitudes
+from harness.core.providers import on_host
 from harness.data.recipes import Feed
 from harness.diagnose.cause import find_cause, fix_region, neighbourhood, range_region
 from harness.diagnose.command import (
@@ -110,6 +111,7 @@ class FailedCase:
             providers=self.providers,
             runner_options=self.runner_options,
             runner_timeout=self.runner_timeout,
+            on_host=on_host(self.work_providers),
         )
 
 

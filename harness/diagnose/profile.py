@@ -31,7 +31,7 @@ from harness.core.dtypes import INT_TYPES
 from harness.core.errors import RunnerError
 from harness.core.memory import give_back_freed
 from harness.core.npzfile import release_pages
-from harness.core.providers import CUDA
+from harness.core.providers import CUDA, on_host
 from harness.data.feeds import cast_feeds, input_specs
 from harness.data.marked import with_outputs
 from harness.data.onnxfile import is_lazy
@@ -161,7 +161,8 @@ def _measure(
         provider_options={CUDA: {"use_tf32": "0"}},  # the FP32 half's MatMuls in FP32, not TF32's 10-bit mantissa
     )
     del model  # both halves' weights: onnxruntime holds its own, and the run needs the memory
-    release_pages(v for outputs in pair.goldens for v in outputs.values())  # file-mapped goldens: not needed here
+    if on_host(pair.providers):  # a run in host memory: the file-mapped goldens need not be resident
+        release_pages(v for outputs in pair.goldens for v in outputs.values())
     runs = [run_session(session, dict(feed), runner="emulate") for feed in pair.feeds]
     del session
     give_back_freed()  # the session's arena and both halves' weights

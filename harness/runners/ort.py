@@ -21,7 +21,7 @@ from onnx import TensorProto
 from harness.core.dtypes import BFLOAT16, bits_to_bf16
 from harness.core.errors import RunnerError, RunnerUnavailable
 from harness.core.providers import CPU as CPU  # re-exported: callers of this runner read the name here
-from harness.core.providers import CUDA, DIRECTML, TENSORRT
+from harness.core.providers import CUDA, DIRECTML, TENSORRT, on_host
 from harness.data.feeds import Feed
 from harness.data.onnxfile import EXTERNAL_DATA_ABOVE, has_pending_casts, is_lazy, save_model, weights_size
 from harness.data.protocopy import split_weights
@@ -140,8 +140,8 @@ def create_session(
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         options.execution_order = ort.ExecutionOrder.PRIORITY_BASED
         options.enable_mem_reuse = False
-        options.add_session_config_entry("session.disable_prepacking", "1")  # run once: a packed copy of every weight
-        # would only add memory (a 6x384 decoder's side-by-side run: 735 -> 687 MB peak)
+        if on_host(providers):  # run once: a packed copy of every weight would only add host memory (a 6x384
+            options.add_session_config_entry("session.disable_prepacking", "1")  # decoder's profile: 735 -> 687 MB)
     keep: list[Any] = []  # the weights handed over as arrays: alive as long as the session
     try:
         with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:

@@ -13,6 +13,7 @@ import numpy as np
 
 from harness.core.errors import HarnessError, RunnerError
 from harness.core.memory import give_back_freed
+from harness.core.providers import on_host
 from harness.data.feeds import Feed, cast_feeds, input_specs
 from harness.pipeline.caserun import CaseEnv, CaseRun, Executed, Timed
 from harness.pipeline.speed import SpeedPair, measure_speed
@@ -38,7 +39,8 @@ def execute_step(run: CaseRun, env: CaseEnv) -> CaseRun:
         timeout_s=env.settings.runner_timeout,
     )
     feeds = cast_feeds(run.context.golden.feeds, input_specs(model))
-    run.context.golden.release()  # a golden read from its file: its outputs' pages are not needed while it runs
+    if on_host(run.traits.work_providers(run.providers)):  # a run in host memory: the golden's file-mapped
+        run.context.golden.release()  # outputs need not be resident while it runs
     result = guarded_run(runner, feeds, name=run.point.runner)
     give_back_freed()  # the session's arena, before the judge reads the golden
     floats = tuple(runner.profile_placement(feeds[0])) if run.traits.reports_cpu_placement else ()
