@@ -8,7 +8,8 @@ member's CRC is checked (``zlib.crc32`` over the array as read) unless the file 
 the whole file (the golden's sidecar) is the stronger check. Deflated members (small arrays) are read with
 ``zipfile`` and ``numpy.lib.format``, as ``np.load`` would.
 
-Writing: :func:`save_npz` stores each array's memory as it is (its ``.npy`` header, then its bytes), where
+Writing: :func:`save_npz_stable` writes a golden (the same arrays, the same bytes; large arrays aligned, so that
+:func:`read_npz` can map them); :func:`save_npz` stores each array's memory as it is (its ``.npy`` header, then its bytes), where
 ``np.savez`` copies it through 16 MB ``tobytes`` buffers: no buffer the size of a chunk is made, on the thread that
 writes a case's outputs while the judge runs either (a thread's malloc arena keeps what it freed).
 
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+
+from harness.core.files import COMPRESS_MAX_BYTES
 
 _LOCAL_HEADER = 30
 """Bytes of a zip local file header before its name and extra field; their lengths sit at offset 26."""
@@ -201,3 +204,27 @@ def save_npz(file: IO[bytes] | Path, arrays: Mapping[str, Any], *, compressed: b
             with archive.open(name + ".npy", "w", force_zip64=True) as member:
                 member.write(header.getvalue())
                 member.write(_bytes(array))
+
+
+_STABLE_DATE = (1980, 1, 1, 0, 0, 0)
+_PAD_FIELD = 0xCA57
+"""The zip extra field (an unregistered id, which readers skip) that pads a stored member so that its array data
+starts 64-byte aligned in the file: :func:`read_npz` maps such arrays instead of copying them."""
+_ZIP64_LOCAL = 20
+"""The zip64 extra field zipfile adds to a local header written with ``force_zip64`` (a test checks the alignment)."""
+
+
+def save_npz_stable(handle: IO[bytes], arrays: Mapping[str, np.ndarray]) -> None:
+    """The goldens' ``.npz``: the same arrays give the same bytes (members sorted, fixed zip timestamps); an array
+    above :data:`~harness.core.files.COMPRESS_MAX_BYTES` stored, its data 64-byte aligned in the file (a padding
+    extra field), the others deflated. ``handle`` must tell its position (a file or ``io.BytesIO``)."""
+    with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for key in sorted(arrays):
+            info = zipfile.ZipInfo(key + ".npy", date_time=_STABLE_DATE)
+            stored = arrays[key].nbytes > COMPRESS_MAX_BYTES
+            info.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
+            if stored:  # the .npy header is a multiple of 64 bytes: align where it starts
+                before = handle.tell() + _LOCAL_HEADER + len(info.filename.encode()) + 4 + _ZIP64_LOCAL  # as written
+                info.extra = struct.pack("<HH", _PAD_FIELD, -before % _ALIGN) + bytes(-before % _ALIGN)
+            with archive.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.ascontiguousarray(arrays[key]), allow_pickle=False)

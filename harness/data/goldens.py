@@ -22,7 +22,6 @@ import json
 import logging
 import os
 import re
-import struct
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -34,10 +33,10 @@ import numpy as np
 
 from harness.core.dtypes import BFLOAT16, bits_to_bf16
 from harness.core.errors import GoldenCorrupt, GoldenMissing, GoldenStale, ModelError
-from harness.core.files import COMPRESS_MAX_BYTES, atomic_write, atomic_write_all, sha256_file
+from harness.core.files import atomic_write, atomic_write_all, sha256_file
 from harness.core.jsonfile import JsonObject
 from harness.core.locks import held, lock_for
-from harness.core.npzfile import read_npz, release_pages
+from harness.core.npzfile import read_npz, release_pages, save_npz_stable
 from harness.data.models import ModelSpec
 from harness.data.recipes import Feed, InputRecipe
 from harness.data.rerun import large_golden_warning, rerun_command
@@ -46,7 +45,6 @@ SCHEMA_VERSION = 1
 LOG = logging.getLogger("harness.data")
 """A golden above this warns before it is written (8x512x32000 fp32 logits alone are 0.5 GB)."""
 _KEY_RE = re.compile(r"^(input|output)/(\d+)/(.+)$")
-_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -76,28 +74,6 @@ def _versions() -> dict[str, str]:
         "onnxruntime": onnxruntime.__version__,
         "numpy": np.__version__,
     }
-
-
-_PAD_FIELD = 0xCA57
-"""The zip extra field (an unregistered id, which readers skip) that pads a stored member so that its array data
-starts 64-byte aligned in the file: :func:`harness.core.npzfile.read_npz` maps such arrays instead of copying them."""
-
-
-_ZIP64_LOCAL = 20
-"""The zip64 extra field zipfile adds to a local header written with ``force_zip64`` (a test checks the alignment)."""
-
-
-def _npz_bytes_to(handle: Any, arrays: dict[str, np.ndarray]) -> None:
-    with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for key in sorted(arrays):
-            info = zipfile.ZipInfo(key + ".npy", date_time=_ZIP_DATE)
-            stored = arrays[key].nbytes > COMPRESS_MAX_BYTES
-            info.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
-            if stored:  # the .npy header is a multiple of 64 bytes: align where it starts
-                before = handle.tell() + 30 + len(info.filename.encode()) + 4 + _ZIP64_LOCAL  # as written
-                info.extra = struct.pack("<HH", _PAD_FIELD, -before % 64) + bytes(-before % 64)
-            with archive.open(info, "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, np.ascontiguousarray(arrays[key]), allow_pickle=False)
 
 
 class GoldenStore:
@@ -187,7 +163,7 @@ class GoldenStore:
         if warning:
             LOG.warning(warning)
         buffer = io.BytesIO()
-        _npz_bytes_to(buffer, arrays)
+        save_npz_stable(buffer, arrays)
         data = buffer.getvalue()
         _check_round_trip(spec, data, arrays)  # before anything is written: --update-goldens too
         meta = {

@@ -214,7 +214,7 @@ def test_a_large_member_is_stored_uncompressed_and_reads_back(
     smaller ones stay deflated, and both read back exactly."""
     import zipfile
 
-    monkeypatch.setattr("harness.data.goldens.COMPRESS_MAX_BYTES", 40)  # x (32 bytes), h (12): small
+    monkeypatch.setattr("harness.core.npzfile.COMPRESS_MAX_BYTES", 40)  # x (32 bytes), h (12): small
     golden = _golden()
     golden.outputs[0]["y"] = np.linspace(-1, 1, 64, dtype=np.float32).reshape(4, 16)  # 256 bytes: large
     path = GoldenStore(tmp_path / "goldens").write(spec, RECIPE, golden)

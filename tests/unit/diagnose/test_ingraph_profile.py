@@ -79,13 +79,24 @@ def test_a_failing_rmsnorm_gets_the_same_cause_and_fix_region_both_ways() -> Non
     assert not all(r.passed for r in new.rows)
 
 
-def test_only_one_small_vector_leaves_onnxruntime() -> None:
+def _llama_side_by_side() -> tuple[onnx.ModelProto, dict[str, int], list[str], dict[str, Gate], ModelPair]:
+    """The llama test model, its fp16 conversion as a pair, and every float tensor gated at rtol 1e-3."""
     model = llama_model()
     converted = convert(model, options=ConvertOptions(data_max=math.inf), magnitudes=None).model
     types = tensor_types(model)
     names = [o for n in model.graph.node for o in n.output if types.get(o) == F32]
     gates = dict.fromkeys(names, Gate(1e-3, True, True))
-    pair = ModelPair(model, converted, llama_feeds(), precision="fp16", policy=TolerancePolicy())
+    return (
+        model,
+        types,
+        names,
+        gates,
+        ModelPair(model, converted, llama_feeds(), precision="fp16", policy=TolerancePolicy()),
+    )
+
+
+def test_only_one_small_vector_leaves_onnxruntime() -> None:
+    model, types, names, gates, pair = _llama_side_by_side()
     merged, plan = side_by_side(pair, names, types=types, gates=gates)
     assert [o.name for o in merged.graph.output] == [plan.figures]
     (vector,) = make_runner("ort", merged).run(llama_feeds()).outputs[0].values()
@@ -96,12 +107,7 @@ def test_only_one_small_vector_leaves_onnxruntime() -> None:
 def test_a_tensor_that_only_moves_another_s_values_shares_its_row_and_the_profile_is_unchanged() -> None:
     """q/k/v reshapes and transposes are not compared again; the rows equal those of comparing them, and with a cast
     between the two (another precision), the tensor is compared on its own."""
-    model = llama_model()
-    converted = convert(model, options=ConvertOptions(data_max=math.inf), magnitudes=None).model
-    types = tensor_types(model)
-    names = [o for n in model.graph.node for o in n.output if types.get(o) == F32]
-    gates = dict.fromkeys(names, Gate(1e-3, True, True))
-    pair = ModelPair(model, converted, llama_feeds(), precision="fp16", policy=TolerancePolicy())
+    model, types, names, gates, pair = _llama_side_by_side()
     _, plan = side_by_side(pair, names, types=types, gates=gates)
     assert plan.aliases
     shared = make_runner("ort", side_by_side(pair, names, types=types, gates=gates)[0]).run(llama_feeds()).outputs[0]
