@@ -23,6 +23,7 @@ import numpy as np
 from harness.core.errors import InputDataError, UserError
 from harness.core.files import atomic_write_text
 from harness.core.jsonfile import read_json
+from harness.core.npzfile import read_npz
 from harness.data.feeds import Feed
 
 Batch = Mapping[str, np.ndarray]
@@ -61,10 +62,10 @@ def _load_npz(path: Path) -> Feed:
             fix="save inputs with np.savez(path, name=array, ...)",
         )
     try:
-        with np.load(path, allow_pickle=False) as data:
-            return {key: np.ascontiguousarray(data[key]) for key in data.files}
+        stored, _ = read_npz(path)  # the one .npz reader: never unpickles
+        return {key: np.ascontiguousarray(value) for key, value in stored.items()}
     except ValueError as err:
-        if "allow_pickle" in str(err) or "Object arrays" in str(err):
+        if any(word in str(err) for word in ("allow_pickle", "Object arrays", "Python objects")):
             raise InputDataError(
                 where=path,
                 problem="holds pickled Python objects (object arrays); castguard never unpickles input files",
