@@ -9,7 +9,9 @@ answers through :mod:`harness.core.child`, and a child that dies (signal, non-ze
 "unknown".
 
 Each answer depends only on the interpreter and the onnxruntime installation, so it is remembered per
-(interpreter, onnxruntime location) for the life of the process: a sweep asks once, not once per bf16 case.
+(interpreter, onnxruntime location) for the life of the process: a sweep asks once, not once per bf16 case. The
+CUDA question can be asked ahead (:func:`start_cuda_check`, the ``ort-cuda`` runner's start-up work): its child
+(1-2 s on a GPU machine, mostly onnxruntime-gpu's import and the CUDA context) then runs while the run plans.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from harness.core.background import PendingAnswer, answer_later
 from harness.core.child import ChildAnswer, ChildFailed, run_child
 from harness.core.providers import CPU, CUDA
 
@@ -81,8 +84,12 @@ def cpu_bf16_ops() -> frozenset[tuple[str, str]] | None:
 
 
 @lru_cache(maxsize=8)
-def _cuda_problem_at(location: str) -> str | None:
+def _cuda_problem_at(location: str) -> PendingAnswer[str | None]:
     del location  # the cache key: one answer per onnxruntime installation
+    return answer_later(_ask_cuda, name="cuda")
+
+
+def _ask_cuda() -> str | None:
     done = _ask_child(_CUDA_SESSION)
     if done is None:
         return None  # the child died: unknown, the session the runner creates decides
@@ -102,4 +109,11 @@ def cuda_provider_problem() -> str | None:
     location = _ort_location()
     if location is None:
         return "onnxruntime is not installed"
-    return _cuda_problem_at(location)
+    return _cuda_problem_at(location).result()
+
+
+def start_cuda_check() -> None:
+    """Start :func:`cuda_provider_problem`'s child in the background, if not asked yet; its answer is kept."""
+    location = _ort_location()
+    if location is not None:
+        _cuda_problem_at(location)

@@ -57,6 +57,7 @@ from harness.pipeline.verdict import raised
 from harness.report import CaseRecord, golden_relpath, save_golden_copy
 from harness.report.runs import is_run_id
 from harness.runners import FP32_RUNNER, make_runner
+from harness.runners.registry import prepare_runners
 
 __all__ = [
     "AccuracySession",
@@ -138,7 +139,9 @@ class AccuracySession:
 
     @classmethod
     def open(cls, config: HarnessConfig, *, bundled_dir: Path, role: SessionRole = SessionRole()) -> AccuracySession:
-        """Plan the run (load its models, make their feeds, list its cases) and hold it."""
+        """Plan the run (load its models, make their feeds, list its cases) and hold it; its runners' start-up work
+        begins first."""
+        prepare_runners(config.runners)
         return cls(
             config, plan_session(config, bundled_dir=bundled_dir), cache=ContentCache(config.cache_dir), role=role
         )

@@ -74,6 +74,11 @@ class Runner:
         self.is_active = False
         self._inputs = input_specs(model)
 
+    @classmethod
+    def prepare(cls) -> None:
+        """Start-up work the runner can begin before its first case, in the background (a run calls it once per
+        runner it plans, after planning; ``ort-cuda`` starts its CUDA check's child process). Default: none."""
+
     def activate(self) -> None:
         if self.is_active:
             raise RunnerError(f"{self.name}: activate() called twice")

@@ -53,6 +53,15 @@ class Builtin:
         runner: Runner = factory(model, model_dir=model_dir, **extra)
         return runner
 
+    def prepare(self) -> None:
+        """The runner class's start-up work (:meth:`Runner.prepare`); none where its module does not import (the
+        case says why when it builds the runner)."""
+        try:
+            module = importlib.import_module(self.module)
+        except ImportError:
+            return
+        getattr(module, self.cls).prepare()
+
 
 ALWAYS = SpeedClaim(when="always")
 # ORT CPU computes fp16 in fp32 (rounds_low_precision False); with CUDA providers it rounds (the runner says so)

@@ -3,7 +3,8 @@
 A session is first created with ``session.disable_cpu_ep_fallback``: when every node has a CUDA kernel it runs
 like that. ORT always places shape arithmetic (int64 Shape/Gather/Concat...) on the CPU, so a model with such
 nodes cannot load with the fallback off; the runner then loads it with the fallback on, profiles one run and
-lists the nodes that ran on the CPU EP (:attr:`OrtCudaRunner.cpu_nodes`). A float compute node among them means
+lists the nodes that ran on the CPU EP (:attr:`OrtCudaRunner.cpu_nodes`). A model with a Shape or Size node goes
+straight to that second way (:func:`places_shape_math_on_cpu`). A float compute node among them means
 the GPU numbers are partly CPU numbers; :attr:`OrtCudaRunner.fallback_note` says so in words.
 """
 
@@ -21,7 +22,7 @@ import onnx
 
 from harness.core.dtypes import FLOAT_TYPES
 from harness.core.errors import RunnerUnavailable
-from harness.core.ortenv import cuda_provider_problem
+from harness.core.ortenv import cuda_provider_problem, start_cuda_check
 from harness.core.providers import CPU, CUDA
 from harness.data.feeds import Feed
 from harness.runners.base import Runner
@@ -110,6 +111,17 @@ def float_fallbacks(cpu_nodes: Sequence[tuple[str, str]], model: onnx.ModelProto
     return result
 
 
+SHAPE_OPS = frozenset({"Shape", "Size"})
+
+
+def places_shape_math_on_cpu(model: onnx.ModelProto) -> bool:
+    """Whether onnxruntime will put some of ``model``'s nodes on the CPU EP: the consumers of a Shape or Size (the
+    int64 shape arithmetic of every transformers export, and of castguard's own decoders) go there. Only a guess
+    of which session to create first: a wrong True costs a profiled first run (milliseconds), a wrong False a
+    session that fails to load (the 8x1024 decoder's FP32 model: 0.6-1.1 s)."""
+    return any(node.op_type in SHAPE_OPS and node.domain in ("", "ai.onnx") for node in model.graph.node)
+
+
 class OrtCudaRunner(Runner):
     """``ort-cuda``: ORT's CUDA provider; nodes that fall back to the CPU are listed, never hidden. Where the
     session loads with the CPU fallback off, no node is on the CPU; where it needs the fallback, its first run is
@@ -124,26 +136,35 @@ class OrtCudaRunner(Runner):
         self.cpu_nodes: list[tuple[str, str]] = []
         self.fallback_note = ""
 
+    @classmethod
+    def prepare(cls) -> None:
+        start_cuda_check()  # its child process runs while the run plans; activate_impl reads its answer
+
     def activate_impl(self) -> None:
         require_cuda(self.name)
-        try:
-            self._session = create_session(
-                self.model, providers=(CUDA,), runner=self.name, model_dir=self.model_dir, cpu_fallback=False
-            )
-            require_cuda_session(self._session, self.name)
-            self._placed = []
+        if not places_shape_math_on_cpu(self.model) and self._load_without_fallback():
             return
-        except RunnerUnavailable:
-            raise
-        except Exception as err:  # noqa: BLE001 - ORT reports a disabled fallback as a generic failure
-            if "fallback to CPU EP has been explicitly disabled" not in str(err):
-                raise
         self._profiling = tempfile.TemporaryDirectory(prefix="castguard-placement-")
         prefix = os.path.join(self._profiling.name, "castguard")
         self._session = create_session(
             self.model, providers=(CUDA, CPU), runner=self.name, model_dir=self.model_dir, profile_prefix=prefix
         )
         require_cuda_session(self._session, self.name)
+
+    def _load_without_fallback(self) -> bool:
+        """Create the session with the CPU fallback off (no node is then on the CPU); False when onnxruntime needs
+        the fallback to load the model."""
+        try:
+            self._session = create_session(
+                self.model, providers=(CUDA,), runner=self.name, model_dir=self.model_dir, cpu_fallback=False
+            )
+        except Exception as err:  # noqa: BLE001 - ORT reports a disabled fallback as a generic failure
+            if "fallback to CPU EP has been explicitly disabled" not in str(err):
+                raise
+            return False
+        require_cuda_session(self._session, self.name)
+        self._placed = []
+        return True
 
     def profile_placement(self, feed: Feed) -> list[str]:
         """The float compute nodes that ran on the CPU EP (all CPU-placed nodes: :attr:`cpu_nodes`), from this

@@ -175,6 +175,19 @@ def runner_traits(name: str) -> RunnerTraits:
     return traits
 
 
+def prepare_runners(names: Sequence[str]) -> None:
+    """Let each runner named (known, and run in this process) begin its start-up work (:meth:`Runner.prepare`)."""
+    found = registered()
+    for name in dict.fromkeys(names):
+        try:
+            plugin = load_plugin(found[name]) if name in found else None
+        except UserError:
+            continue  # a plugin that does not load: each case that uses it says so
+        prepare = getattr(plugin, "prepare", None)
+        if plugin is not None and not is_isolated(plugin) and callable(prepare):
+            prepare()
+
+
 def runner_names() -> tuple[str, ...]:
     """Every runner ``--runner`` accepts: castguard's first, then installed plugins by name."""
     return builtin_first(registered(), BUILTIN)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import harness.core.ortenv as ortenv
 from harness.core.errors import RunnerUnavailable
 from harness.core.ortenv import _ask_child, cpu_bf16_ops, cuda_provider_problem
 from harness.runners.ort_cuda import require_cuda_session
@@ -47,6 +48,24 @@ def test_the_cuda_problem_is_onnxruntime_s_own_words_or_none() -> None:
     problem = cuda_provider_problem()
     if "CUDAExecutionProvider" not in ort.get_available_providers():
         assert problem is not None and "\x1b" not in problem
+
+
+def test_the_cuda_check_started_ahead_is_asked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``start_cuda_check`` (the ort-cuda runner's start-up work) starts the child; the runner's later question
+    gets that answer: one child per onnxruntime installation."""
+    asked: list[str] = []
+
+    def ask(code: str) -> None:
+        asked.append(code)  # the child died: unknown
+
+    monkeypatch.setattr(ortenv, "_ask_child", ask)
+    ortenv._cuda_problem_at.cache_clear()
+    try:
+        ortenv.start_cuda_check()
+        assert cuda_provider_problem() is None and cuda_provider_problem() is None
+        assert len(asked) == 1 and "CUDAExecutionProvider" in asked[0]
+    finally:
+        ortenv._cuda_problem_at.cache_clear()
 
 
 class _CpuOnlySession:

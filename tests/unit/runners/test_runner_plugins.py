@@ -137,3 +137,34 @@ def test_old_reports_without_runner_sources_still_read() -> None:
         runners=("emulate",),
     )
     assert prov.runners_text() == "emulate"
+
+
+def test_each_in_process_runner_planned_begins_its_start_up_work_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``prepare_runners`` (called as a run opens) calls each named runner's ``prepare`` once: built-in or plugin
+    alike, never for a runner that runs in a child process, and skipping names nobody registered."""
+    import harness.runners.registry as registry
+    from harness.runners.base import Runner
+    from harness.runners.ort_cuda import OrtCudaRunner
+
+    began: list[str] = []
+
+    class InProcess(Runner):
+        precisions = ("fp16",)
+        rounds_low_precision = True
+        isolated = False
+
+        @classmethod
+        def prepare(cls) -> None:
+            began.append(cls.__name__)
+
+    class InAChild(InProcess):
+        isolated = True
+
+    plugins = {"mine": InProcess, "child": InAChild}
+    real_load = registry.load_plugin
+    monkeypatch.setattr(registry, "load_plugin", lambda e: plugins.get(e, None) or real_load(e))
+    found = {**registry.registered(), "mine": "mine", "child": "child"}
+    monkeypatch.setattr(registry, "registered", lambda: found)
+    monkeypatch.setattr(OrtCudaRunner, "prepare", classmethod(lambda cls: began.append("ort-cuda")))
+    registry.prepare_runners(["emulate", "ort-cuda", "mine", "child", "nobody", "mine", "ort-cuda"])
+    assert began == ["ort-cuda", "InProcess"]

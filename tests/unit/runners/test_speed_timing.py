@@ -136,12 +136,10 @@ def test_ort_cuda_without_onnxruntime_gpu_says_how_to_install_it() -> None:
         runner.activate()
 
 
-def test_ort_cuda_reads_the_placement_from_its_own_first_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where the model needs the CPU fallback, the case's own session profiles its first run and the placement is
-    read from it: no second session, and later runs are not profiled. (The CPU provider stands in for CUDA here:
-    every node lands on the CPU EP, as shape arithmetic does on a GPU.)"""
-    import numpy as np
-
+def _fake_cuda(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
+    """ort_cuda's sessions made on the CPU provider (which stands in for CUDA: every node lands on the CPU EP, as
+    shape arithmetic does on a GPU, so a session with the fallback off fails as it does there); the kwargs of each
+    session asked for."""
     import harness.runners.ort_cuda as ort_cuda
 
     made: list[dict[str, object]] = []
@@ -156,10 +154,46 @@ def test_ort_cuda_reads_the_placement_from_its_own_first_run(monkeypatch: pytest
     monkeypatch.setattr(ort_cuda, "require_cuda", lambda runner: None)
     monkeypatch.setattr(ort_cuda, "require_cuda_session", lambda session, runner: None)
     monkeypatch.setattr(ort_cuda, "create_session", session)
-    runner = ort_cuda.OrtCudaRunner(_shape_and_float_model())
+    return made
+
+
+def test_ort_cuda_reads_the_placement_from_its_own_first_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model with a Shape node (whose consumers ORT puts on the CPU EP) loads with the fallback on at once; its
+    session profiles its first run and the placement is read from it: no second session, later runs not
+    profiled."""
+    import numpy as np
+
+    from harness.runners.ort_cuda import OrtCudaRunner, places_shape_math_on_cpu
+
+    made = _fake_cuda(monkeypatch)
+    model = _shape_and_float_model()
+    assert places_shape_math_on_cpu(model)
+    runner = OrtCudaRunner(model)
     feed = {"x": np.ones((2, 3), np.float32)}
     result = runner.run([feed, feed])
     assert len(result.outputs) == 2
-    assert [k.get("profile_prefix") is not None for k in made] == [False, True]  # fallback off, then profiled
+    assert [k.get("profile_prefix") is not None for k in made] == [True]  # no load with the fallback off first
     assert runner.profile_placement(feed) == ["relu (Relu)"]
-    assert ("shape", "Shape") in runner.cpu_nodes and len(made) == 2  # read from the first run, no new session
+    assert ("shape", "Shape") in runner.cpu_nodes and len(made) == 1  # read from the first run, no new session
+
+
+def test_ort_cuda_tries_the_fallback_off_first_without_shape_arithmetic(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a Shape or Size node the session is first made with the CPU fallback off; where onnxruntime still
+    needs it (here: the CPU stand-in), the runner loads it with the fallback on and reads the placement."""
+    import numpy as np
+
+    from harness.runners.ort_cuda import OrtCudaRunner, places_shape_math_on_cpu
+
+    made = _fake_cuda(monkeypatch)
+    model = _shape_and_float_model()
+    del model.graph.node[0]  # the Shape
+    del model.graph.output[1]
+    assert not places_shape_math_on_cpu(model)
+    runner = OrtCudaRunner(model)
+    feed = {"x": np.ones((2, 3), np.float32)}
+    runner.run([feed])
+    assert [(k.get("cpu_fallback"), k.get("profile_prefix") is not None) for k in made] == [
+        (False, False),
+        (None, True),
+    ]
+    assert runner.profile_placement(feed) == ["relu (Relu)"]
