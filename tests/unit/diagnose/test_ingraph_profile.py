@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -183,6 +184,25 @@ def test_large_tensors_compared_a_slice_at_a_time_give_the_whole_tensors_answers
     got = divergence_profile(sliced)
     assert got.rows == expected.rows and got.stats == expected.stats and got.fp32_absmax == expected.fp32_absmax
     assert cause_of(model, got) == cause_of(model, expected) is not None
+
+
+def test_a_graph_for_a_gpu_compares_in_larger_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the side-by-side graph runs on a GPU (the case's CUDA provider first), a tensor is sliced by
+    DEVICE_SLICE, not SLICE: the same tensors, fewer rows and nodes."""
+    model, feeds = llama_model(), llama_feeds()
+    converted = convert(model, options=ConvertOptions(data_max=math.inf), magnitudes=None).model
+    sizes = tensor_sizes(collect_magnitudes(model, feeds=feeds).shapes, feeds)
+    monkeypatch.setattr(sidebyside, "SLICE", 37)
+    monkeypatch.setattr(sidebyside, "DEVICE_SLICE", 10**6)
+    types = tensor_types(model)
+    names = [o for n in model.graph.node for o in n.output if types.get(o) == F32]
+    gates = dict.fromkeys(names, Gate(1e-3, True, True))
+    pair = ModelPair(model, converted, feeds, precision="fp16", policy=TolerancePolicy(), sizes=sizes)
+    cpu_graph, on_cpu = side_by_side(pair, names, types=types, gates=gates)
+    on_gpu_pair = replace(pair, providers=("CUDAExecutionProvider", "CPUExecutionProvider"))
+    gpu_graph, on_gpu = side_by_side(on_gpu_pair, names, types=types, gates=gates)
+    assert on_cpu.compared == on_gpu.compared and max(on_cpu.rows) > 1 and on_gpu.rows == ()
+    assert len(gpu_graph.graph.node) < len(cpu_graph.graph.node)
 
 
 def test_sizes_are_known_only_when_every_feed_has_the_same_shapes() -> None:
