@@ -110,8 +110,7 @@ def load_models(
     for name, found in located.items():
         if shard_work is not None and name not in shard_work.assigned_models:
             continue
-        spec = found.spec()
-        model = load_model(spec.path, weights="lazy")  # big weights stay on disk (model_dir)
+        spec, model = found.load()  # big weights stay on disk (model_dir)
         names = [s.name for s in input_specs(model)]
         if name not in own_files:  # a model with its own file takes no options
             inputs[name] = names

@@ -109,3 +109,33 @@ def test_external_data_leaving_the_folder_is_refused(tmp_path: Path, location: s
         load_model(path)
     with pytest.raises(ModelError, match="outside the model's folder"):
         model_sha256(path)
+
+
+def test_a_located_model_loads_parsed_once_with_its_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``LocatedModel.load`` (what a run's plan calls): the same spec and lazy model as hashing and loading apart,
+    from one parse of the file, its weights in a data file left on disk."""
+    import harness.data.models as models
+    import harness.data.onnxfile as onnxfile
+    from harness.data.models import locate_model
+
+    big = mlp_model(4)
+    path = tmp_path / "with data" / "m.onnx"
+    path.parent.mkdir()
+    onnx.save_model(big, str(path), save_as_external_data=True, location="m.data", size_threshold=0)
+    found = locate_model(str(path), search_dir=tmp_path)
+    parses: list[Path] = []
+    real = onnxfile.parse_model
+
+    def counted(where: Path, **kwargs: object) -> onnxfile.ParsedModel:
+        parses.append(Path(where))
+        return real(where, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(models, "parse_model", counted)
+    monkeypatch.setattr(onnxfile, "parse_model", counted)
+    spec, model = found.load(lazy_above=0)
+    assert parses == [path.resolve()]
+    monkeypatch.undo()
+    assert spec == found.spec() and spec.sha256 == model_sha256(path)
+    expected = load_model(path, weights="lazy", lazy_above=0)
+    assert model.SerializeToString() == expected.SerializeToString()
+    assert onnxfile.is_lazy(model)
