@@ -53,11 +53,13 @@ def test_interleaving_runs_every_model_in_every_round() -> None:
 
 
 def test_a_slow_model_is_timed_within_the_budget_and_a_fast_one_fully() -> None:
-    """Deploy shapes: 50 ms a call, 2 models -> 5 rounds x 20 repeats would be 10 s; the 2 s budget keeps 4
+    """Deploy shapes: 25 ms a call, 2 models -> 5 rounds x 20 repeats would be 5 s; the 1 s budget keeps 4
     repeats a round (measured from the warm-up); a 1 ms model keeps all 20; never fewer than 3."""
     clock = FakeClock()
-    slow = interleaved({"fp32": clock.cost(0.05), "fp16": clock.cost(0.05)}, config=TimingConfig(warmup=1, clock=clock))
-    assert slow["fp32"].samples == 5 * 4 and slow["fp16"].median_ms == pytest.approx(50.0)
+    slow = interleaved(
+        {"fp32": clock.cost(0.025), "fp16": clock.cost(0.025)}, config=TimingConfig(warmup=1, clock=clock)
+    )
+    assert slow["fp32"].samples == 5 * 4 and slow["fp16"].median_ms == pytest.approx(25.0)
     fast = interleaved({"fp32": clock.cost(0.001)}, config=TimingConfig(warmup=1, clock=clock))
     assert fast["fp32"].samples == 5 * 20
     slowest = interleaved({"x": clock.cost(1.0)}, config=TimingConfig(warmup=1, clock=clock))
