@@ -85,6 +85,7 @@ def _pytest(model: Path, *, data_max: str, batch: int, seq: int, runner: str, wo
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--decoder", default="4x256", help="LAYERSxHIDDEN of the built decoder")
+    parser.add_argument("--vocab", type=int, default=8192, help="the decoder's vocabulary (its logits' last dim)")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=512)
     parser.add_argument("--runner", default="emulate")
@@ -102,9 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(tmp) / "deploy case"
         folder.mkdir()
         model = folder / f"decoder_{args.decoder}.onnx"
-        onnx.save(decoder(layers, hidden, massive=MASSIVE), model)
+        onnx.save(decoder(layers, hidden, vocab=args.vocab, massive=MASSIVE), model)
         feeds = folder / "feeds.npz"
-        ids = np.random.default_rng(0).integers(0, 8192, (args.batch, args.seq), dtype=np.int64)
+        ids = np.random.default_rng(0).integers(0, args.vocab, (args.batch, args.seq), dtype=np.int64)
         np.savez(feeds, input_ids=ids, attention_mask=np.ones((args.batch, args.seq), np.int64))
         checkouts = {"castguard": ROOT, **({"before": args.before} if args.before else {})}
         rows: dict[str, list[tuple[float, float, str]]] = {}

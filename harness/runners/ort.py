@@ -192,10 +192,19 @@ def _from_ort_value(value: Any, *, runner: str, name: str) -> np.ndarray:
 
 
 def run_session(session: Any, feed: Feed, *, runner: str) -> dict[str, np.ndarray]:
-    """Run one feed; outputs by name, bf16 outputs as ml_dtypes.bfloat16."""
+    """Run one feed; outputs by name, bf16 outputs as ml_dtypes.bfloat16.
+
+    The outputs are onnxruntime's own buffers (no copy), and each holds the session's CPU arena alive: the run
+    shrinks the arena as it ends (``memory.enable_memory_arena_shrinkage``), so that what the outputs keep is
+    themselves, not every intermediate of the run (a 4x256 decoder with a 32000-token vocabulary: 366 MB more
+    held through the judge and the diagnosis, its failing case's peak 1.76 GB)."""
+    import onnxruntime as ort
+
     names = [o.name for o in session.get_outputs()]
+    options = ort.RunOptions()
+    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
     try:
-        values = session.run_with_ort_values(names, {k: _to_ort_value(v) for k, v in feed.items()})
+        values = session.run_with_ort_values(names, {k: _to_ort_value(v) for k, v in feed.items()}, options)
     except Exception as err:  # noqa: BLE001 - see is_ort_error
         if is_ort_error(err):
             raise RunnerError(f"{runner}: onnxruntime failed while running: {err}") from err

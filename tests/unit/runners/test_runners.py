@@ -91,3 +91,26 @@ def test_ort_error_while_running_is_a_runner_error() -> None:
     )
     with pytest.raises(RunnerError, match="onnxruntime failed while running"):
         make_runner("ort", model).run([{"x": np.zeros((2, 3), np.float32), "s": np.array([4, 4], np.int64)}])
+
+
+def test_a_run_s_outputs_keep_only_themselves_of_the_session_s_arena() -> None:
+    """run_session hands back onnxruntime's own output buffers (no copy) and asks the run to shrink the CPU arena
+    as it ends, so the outputs do not keep the run's intermediates alive: the option reaches onnxruntime and the
+    outputs are still right after the session is gone."""
+    from harness.runners.ort import create_session, run_session
+
+    session = create_session(mlp_model(), providers=("CPUExecutionProvider",), runner="ort")
+    seen: list[str] = []
+    real = session.run_with_ort_values
+
+    def run(names: list[str], feeds: dict[str, object], options: object) -> object:
+        seen.append(options.get_run_config_entry("memory.enable_memory_arena_shrinkage"))  # type: ignore[attr-defined]
+        return real(names, feeds, options)
+
+    session.run_with_ort_values = run
+    x = np.random.default_rng(0).standard_normal((1, 8)).astype(np.float32)
+    expected = make_runner("ort", mlp_model()).run([{"x": x}]).outputs[0]
+    got = run_session(session, {"x": x}, runner="ort")
+    del session
+    assert seen == ["cpu:0"]
+    assert got.keys() == expected.keys() and all(np.array_equal(got[k], expected[k]) for k in got)
