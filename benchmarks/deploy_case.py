@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         np.savez(feeds, input_ids=ids, attention_mask=np.ones((args.batch, args.seq), np.int64))
         checkouts = {"castguard": ROOT, **({"before": args.before} if args.before else {})}
         rows: dict[str, list[tuple[float, float, str]]] = {}
-        for round_index in range(args.rounds):
+        for _ in range(args.rounds):
             rows.setdefault("forward", []).append(
                 measure([sys.executable, "-c", _FORWARD, str(model), str(feeds), args.providers])
             )
@@ -122,8 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                 golden = [*_pytest(model, data_max="inf", **common), "-k", "test_fp32_golden"]  # type: ignore[arg-type]
                 rows.setdefault(f"{label} golden", []).append(measure(golden, cwd=folder, env=env))
                 _progress(f"{label} golden", rows)
-                if round_index == 0 and not args.cold_cache:  # as a user's earlier runs left them: pytest's
-                    for data_max in ("inf", "512"):  # rewritten bytecode, the conversions and magnitudes cached
+                if not args.cold_cache:  # as a user's earlier runs left them (every round: the folder was wiped
+                    for data_max in ("inf", "512"):  # above): bytecode, the conversions and magnitudes cached
                         measure(_pytest(model, data_max=data_max, **common), cwd=folder, env=env)  # type: ignore[arg-type]
                 for case, data_max in (("failing", "inf"), ("passing", "512")):
                     shutil.rmtree(work / "report", ignore_errors=True)
