@@ -161,6 +161,7 @@ def _measure(
         provider_options={CUDA: {"use_tf32": "0"}},  # the FP32 half's MatMuls in FP32, not TF32's 10-bit mantissa
     )
     del model  # both halves' weights: onnxruntime holds its own, and the run needs the memory
+    give_back_freed()
     if on_host(pair.providers):  # a run in host memory: the file-mapped goldens need not be resident
         release_pages(v for outputs in pair.goldens for v in outputs.values())
     runs = [run_session(session, dict(feed), runner="emulate") for feed in pair.feeds]
