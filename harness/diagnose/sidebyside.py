@@ -125,14 +125,21 @@ def _fast_compare(build: GraphBuilder, name: str, elem: int, gate: Gate) -> list
     return _fast_rows(build, b, a, elem, gate)
 
 
-def _sliced_compare(build: GraphBuilder, name: str, elem: int, gate: Gate, *, size: int, part: int) -> list[str]:
-    """:func:`_fast_compare` of a tensor of ``size`` elements, ``part`` elements of the flat tensors at a time: one row
-    per slice, its nodes created (and so run) before the next slice is cut."""
+def _slices(pair: ModelPair, size: int) -> range:
+    """Where the slices of a flat tensor of ``size`` elements start (:data:`SLICE` apart in host memory,
+    :data:`DEVICE_SLICE` on a GPU); empty when it is compared whole."""
+    part = SLICE if on_host(pair.providers) else DEVICE_SLICE
+    return range(0, size, part) if size > part else range(0)
+
+
+def _sliced_compare(build: GraphBuilder, name: str, elem: int, gate: Gate, *, starts: range) -> list[str]:
+    """:func:`_fast_compare` of a tensor a slice of the flat tensors at a time (``starts``: where each begins): one
+    row per slice, its nodes created (and so run) before the next slice is cut."""
     flat_shape = build.const(np.array([-1], np.int64))
     b, a = (build.node("Reshape", [x, flat_shape], "flat") for x in (name, LOW + name))
     rows: list[str] = []
-    for start in range(0, size, part):
-        bounds = [build.const(np.array([start], np.int64)), build.const(np.array([start + part], np.int64))]
+    for start in starts:
+        bounds = [build.const(np.array([start], np.int64)), build.const(np.array([start + starts.step], np.int64))]
         part_b, part_a = (build.node("Slice", [x, *bounds], "part") for x in (b, a))
         rows += _fast_rows(build, part_b, part_a, elem, gate)
     return rows
@@ -229,7 +236,6 @@ def side_by_side(
     ValueError: the two cannot share a graph (opsets too old or not convertible, inputs that differ)."""
     model, ref_nodes = merge_halves(pair.reference, pair.converted)
     sizes = pair.sizes
-    part = SLICE if on_host(pair.providers) else DEVICE_SLICE
     graph = model.graph
     taken = {n for node in graph.node for n in [*node.input, *node.output, node.name]}
     taken |= {v.name for v in [*graph.input, *graph.initializer]}
@@ -250,10 +256,8 @@ def side_by_side(
                 figures += [*f, *c]  # one vector in tensor order: each chain finishes before the next starts
                 rows.append(1)
             else:
-                size = sizes.get(name, 0)
-                made = (
-                    _sliced_compare(build, name, types[name], gates[name], size=size, part=part) if size > part else []
-                )
+                starts = _slices(pair, sizes.get(name, 0))
+                made = _sliced_compare(build, name, types[name], gates[name], starts=starts) if starts else []
                 figures += made or _fast_compare(build, name, types[name], gates[name])
                 rows.append(len(made) or 1)
             compared.append(name)
