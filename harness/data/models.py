@@ -32,7 +32,8 @@ import onnx
 
 from harness.core.background import answer_later
 from harness.core.errors import ModelError
-from harness.data.onnxfile import LAZY_ABOVE, model_sha256, parse_model, read_weights
+from harness.core.files import sha256_files
+from harness.data.onnxfile import LAZY_ABOVE, model_files, model_sha256, parse_model, read_weights
 
 _KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 __all__ = [
@@ -139,7 +140,8 @@ class LocatedModel:
         and hashed on a thread while its weights are read and checked (a 440 MB decoder was parsed twice, once to
         hash it: 0.5 s more at every start)."""
         parsed = parse_model(self.path)
-        digest = answer_later(lambda: model_sha256(self.path, parsed=parsed), name="sha256")
+        files = model_files(self.path, parsed=parsed)  # read here: read_weights rewrites the tensors it loads
+        digest = answer_later(lambda: sha256_files(files), name="sha256")
         model = read_weights(parsed, weights="lazy", lazy_above=lazy_above)
         return ModelSpec(name=self.name, path=self.path, sha256=digest.result(), rerun=self.rerun), model
 

@@ -236,10 +236,15 @@ def tensor_array(tensor: TensorProto, base_dir: Path | None) -> np.ndarray:
 def model_sha256(path: Path, *, parsed: ParsedModel | None = None) -> str:
     """sha256 over the ``.onnx`` bytes followed by each external data file (sorted by location), streamed;
     `parsed`: the file as :func:`parse_model` read it (relative to its own folder; not parsed again)."""
+    return sha256_files(model_files(path, parsed=parsed))
+
+
+def model_files(path: Path, *, parsed: ParsedModel | None = None) -> list[Path]:
+    """The files :func:`model_sha256` hashes, in its order: the ``.onnx`` file, then each external data file."""
     path = Path(path)
     if parsed is None:
         parsed = parse_model(path)
-    return sha256_files([path, *_data_files(parsed.external, path.parent, where=path)])
+    return [path, *_data_files(parsed.external, path.parent, where=path)]
 
 
 def weights_size(model: onnx.ModelProto) -> int:

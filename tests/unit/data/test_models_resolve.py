@@ -11,7 +11,7 @@ from onnx import numpy_helper
 
 from harness.core.errors import ModelError
 from harness.data.models import bundled_model_names, bundled_models_dir, model_sha256, resolve_model
-from harness.data.onnxfile import load_model
+from harness.data.onnxfile import is_lazy, load_model
 from tests.helpers.graphs import mlp_model, save
 
 
@@ -139,3 +139,27 @@ def test_a_located_model_loads_parsed_once_with_its_hash(tmp_path: Path, monkeyp
     expected = load_model(path, weights="lazy", lazy_above=0)
     assert model.SerializeToString() == expected.SerializeToString()
     assert onnxfile.is_lazy(model)
+
+
+def test_the_hash_on_its_thread_does_not_read_the_tensors_the_weights_loading_rewrites(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``read_weights`` loads the small external tensors into the graph, clearing their data locations; the hash,
+    which may run after that on its thread, must not read the locations then (a run said "tensor points to external
+    data '', outside the model's folder"). Here the hash runs only when its result is asked for."""
+    import harness.data.models as models
+    from harness.core.background import PendingAnswer
+    from harness.data.models import locate_model
+
+    path = tmp_path / "my models" / "m.onnx"
+    path.parent.mkdir()
+    onnx.save_model(mlp_model(5), str(path), save_as_external_data=True, location="m data.bin", size_threshold=0)
+
+    class Late(PendingAnswer[str]):
+        def result(self) -> str:
+            return self.box["ask"]()  # type: ignore[operator,no-any-return]
+
+    monkeypatch.setattr(models, "answer_later", lambda ask, name: Late(thread=None, box={"ask": ask}))  # type: ignore[arg-type]
+    spec, model = locate_model(str(path), search_dir=tmp_path).load()
+    assert spec.sha256 == model_sha256(path)
+    assert not is_lazy(model)  # every weight (all small) was read into the graph
