@@ -12,12 +12,12 @@ root="$(pwd)"
 python="${CASTGUARD_CI_PYTHON:-python3}"
 venv="${CASTGUARD_CI_VENV_BASE:-$root/.ci-venv}-autocast"
 fail() { echo "leg autocast: FAILED - $*" >&2; exit 1; }
-echo "leg autocast: $python"
+echo "leg autocast: $python; $(df -h --output=avail "$root" | tail -n 1 | tr -d ' ') free (the install takes about 7 GB)"
 
 rm -rf "$venv"
 "$python" -m venv "$venv" || fail "cannot make $venv"
 with_retries "$venv/bin/python" -m pip install --quiet --upgrade pip
-with_retries timeout 1200 "$venv/bin/python" -m pip install --quiet -e "$root[autocast,dev]" || fail "pip install -e '.[autocast,dev]' failed"
+with_retries timeout 1200 "$venv/bin/python" -m pip install --quiet --no-cache-dir -e "$root[autocast,dev]" || fail "pip install -e '.[autocast,dev]' failed"
 "$venv/bin/python" -c "import modelopt.onnx.autocast, importlib.metadata as m; print('nvidia-modelopt', m.version('nvidia-modelopt'))" \
     || fail "modelopt.onnx.autocast does not import after installing castguard[autocast]"
 timeout 600 "$venv/bin/python" -m pytest -p no:cacheprovider -p no:randomly -q -rs tests/integration/test_autocast.py > autocast.log 2>&1
