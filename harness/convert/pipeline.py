@@ -38,6 +38,7 @@ from harness.convert.valueinfo import complete_value_info
 from harness.core.dtypes import LOW_ELEMS
 from harness.core.errors import ConversionError
 from harness.data.onnxfile import is_lazy
+from harness.data.protocopy import compacted
 
 LOG = logging.getLogger("harness.convert")
 
@@ -153,7 +154,7 @@ def _convert_once(
     inserted = sum(1 for n in work.graph.node if n.name in state.ours)  # ours still in the graph: the one count
     log_summary(options, decisions, nodes, flops, inserted)  # that the CLI, the report and the nightly rule all show
     return ConversionResult(
-        model=work,
+        model=compacted(work),  # the copy's FP32 bytes, replaced, would live as long as the result
         low_nodes=low_nodes,
         high_nodes=high_nodes,
         lowp_flop_share=flops.share,

@@ -34,6 +34,7 @@ from harness.core.errors import ModelError, ModelNotFound, UserError
 from harness.core.files import atomic_write, atomic_write_files, disk_full, sha256_files
 from harness.data.onnxcheck import check_graph
 from harness.data.pending import apply_pending, drop_pending, pending_cast, source_view
+from harness.data.protocopy import copy_except, value_bytes
 
 EXTERNAL_DATA_ABOVE = 1_800_000_000
 """Bytes of in-memory weights above which a saved model gets external data (protobuf's limit is 2 GiB)."""
@@ -288,6 +289,31 @@ def save_model(
         atomic_write_files([data_path, path], write)  # the data first: the model names it
     except OSError as err:
         raise _write_error(path, err) from None
+
+
+def save_for_session(model: onnx.ModelProto, folder: Path) -> Path:
+    """``model`` written as onnxruntime loads it best from a private scratch ``folder``: each top-level in-memory
+    initializer of :data:`INLINE_BELOW` bytes or more in one aligned ``model.onnx.data``, the rest in
+    ``model.onnx`` (returned). The bytes are copied once, a tensor at a time: no copy of the whole proto (which
+    :func:`save_model` makes), nothing synced or renamed (the files live until the session is made)."""
+    path = folder / "model.onnx"
+    data_path = folder / f"{path.name}.data"
+    out = copy_except(model, "graph")
+    out.graph.CopyFrom(copy_except(model.graph, "initializer"))
+    with open(data_path, "wb") as sink:
+        for init in model.graph.initializer:
+            if (
+                not external_data_helper.uses_external_data(init)
+                and init.HasField("raw_data")
+                and value_bytes(init) >= INLINE_BELOW
+            ):
+                stub = copy_except(init, "raw_data")
+                _place(stub, sink, data_path.name, iter([np.frombuffer(init.raw_data, np.uint8)]))
+                out.graph.initializer.append(stub)
+            else:
+                out.graph.initializer.append(init)
+    path.write_bytes(out.SerializeToString())
+    return path
 
 
 def _write_data(out: onnx.ModelProto, data_path: Path, *, base_dir: Path | None, inline_below: int) -> None:

@@ -1,7 +1,7 @@
 """Copies of a model's proto that never touch its weights' bytes: :func:`light_copy` (every big tensor an
 external-data stub, for shape inference and the checker: they need names, types and dims only; a full copy of a
 500 MB model, and the serialization inside ``infer_shapes``, cost seconds), :func:`copy_except` and
-:func:`value_bytes`; and :func:`split_weights`, which hands the big in-memory tensors to onnxruntime as arrays
+:func:`value_bytes`; :func:`compacted` (a message's live bytes only); and :func:`split_weights`, which hands the big in-memory tensors to onnxruntime as arrays
 instead of serializing them. Pending casts (:mod:`harness.data.pending`) already declare their new type, which the stub
 keeps."""
 
@@ -35,6 +35,15 @@ def copy_except(message: Any, skip: str) -> Any:
         else:
             setattr(out, fd.name, value)
     return out
+
+
+def compacted(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy holding only what ``model`` holds now. Protobuf (upb) keeps the bytes of every field a message
+    replaced until the whole message dies: a converter's working copy of a 66 MB FP32 decoder whose weights became
+    fp16 held 100 MB (the FP32 bytes it no longer shows, then the fp16 ones) while ``ByteSize()`` said 33 MB."""
+    fresh = onnx.ModelProto()
+    fresh.CopyFrom(model)
+    return fresh
 
 
 def value_bytes(tensor: TensorProto) -> int:

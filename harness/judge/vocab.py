@@ -79,8 +79,8 @@ def vocab_figures(obtained: np.ndarray, golden: np.ndarray) -> VocabFigures:
             _wide32(got_rows[start : start + rows]),
         )
         gold, got = gold_part.astype(np.float64), got_part.astype(np.float64)
-        diff = np.subtract(gold, got)
-        with np.errstate(invalid="ignore", over="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: NaN, which says "not finite" below
+            diff = np.subtract(gold, got)
             finite = math.isfinite(float(np.add.reduce(diff, axis=None)))  # both finite everywhere
         if finite:
             hits = int((got_part.argmax(axis=1) == gold_part.argmax(axis=1)).sum())

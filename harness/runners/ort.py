@@ -9,6 +9,7 @@ bf16 tensors cross the boundary as OrtValues of uint16 bits, both ways.
 from __future__ import annotations
 
 import ctypes
+import logging
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -23,7 +24,14 @@ from harness.core.errors import RunnerError, RunnerUnavailable
 from harness.core.providers import CPU as CPU  # re-exported: callers of this runner read the name here
 from harness.core.providers import CUDA, DIRECTML, TENSORRT, on_host
 from harness.data.feeds import Feed
-from harness.data.onnxfile import EXTERNAL_DATA_ABOVE, has_pending_casts, is_lazy, save_model, weights_size
+from harness.data.onnxfile import (
+    EXTERNAL_DATA_ABOVE,
+    has_pending_casts,
+    is_lazy,
+    save_for_session,
+    save_model,
+    weights_size,
+)
 from harness.data.protocopy import split_weights
 from harness.runners.base import Runner
 
@@ -45,6 +53,8 @@ def is_not_implemented(err: BaseException) -> bool:
     return type(err).__name__ == "NotImplemented" or ("Provider type for" in str(err) and "is not set" in str(err))
 
 
+LOG = logging.getLogger("harness.runners")
+
 SHARED_WEIGHTS_ABOVE = 1 << 20
 """In-memory weights above this many bytes go to onnxruntime as arrays, not serialized (:func:`session_source`): a
 4x256 decoder's emulation session (29 MB of weights) is made in 0.07-0.15 s instead of 0.13-0.26 s, and runs as
@@ -52,14 +62,25 @@ fast."""
 
 
 def session_source(
-    model: onnx.ModelProto, *, model_dir: Path | None, scratch: Path, options: Any | None, keep: list[Any] | None = None
+    model: onnx.ModelProto,
+    *,
+    model_dir: Path | None,
+    scratch: Path,
+    options: Any | None,
+    keep: list[Any] | None = None,
+    host: bool = False,
 ) -> str | bytes:
     """What onnxruntime loads, never a serialized multi-GB proto:
 
     * a model with pending casts (a converted or emulating lazy model): written to ``scratch`` as an external-data
       model, whose path is returned;
-    * with ``options`` and ``keep``, in-memory weights above :data:`SHARED_WEIGHTS_ABOVE`: the graph's bytes, the
-      big tensors handed to onnxruntime as arrays (:func:`harness.data.protocopy.split_weights`, external
+    * ``host`` (a session in host memory) and in-memory weights above :data:`SHARED_WEIGHTS_ABOVE`: written to
+      ``scratch`` (:func:`harness.data.onnxfile.save_for_session`), whose path is returned. onnxruntime copies
+      weights handed over as arrays, so arrays cost the weights twice for the session's life (a 6x384 decoder's
+      failing case: 681 -> 540 MB peak); the file costs one write of them;
+    * with ``options`` and ``keep``, in-memory weights above :data:`SHARED_WEIGHTS_ABOVE` (on a GPU, or where the
+      scratch file cannot be written: a warning says so): the graph's bytes, the big tensors handed to onnxruntime
+      as arrays (:func:`harness.data.protocopy.split_weights`, external
       initializers: serializing 660 MB of weights took 5 s); ``keep`` gets their OrtValues, which must live as long
       as the session;
     * otherwise, in-memory weights above :data:`EXTERNAL_DATA_ABOVE`: written to ``scratch`` likewise;
@@ -72,6 +93,11 @@ def session_source(
         save_model(model, scratch / "model.onnx", base_dir=model_dir, external_above=0)
         return str(scratch / "model.onnx")
     if options is not None and keep is not None and weights_size(model) > SHARED_WEIGHTS_ABOVE:
+        if host and not lazy:  # onnxruntime copies external initializers: the arrays would double the weights
+            try:
+                return str(save_for_session(model, scratch))
+            except OSError as err:  # a full temporary folder: the arrays, at twice the weights' memory
+                LOG.warning("onnxruntime gets the weights as arrays: %s could not hold them (%s)", scratch, err)
         light, values = split_weights(model)
         if values:
             shared = [_to_ort_value(value) for value in values.values()]
@@ -146,7 +172,14 @@ def create_session(
     try:
         with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:
             session = ort.InferenceSession(
-                session_source(model, model_dir=model_dir, scratch=Path(tmp), options=options, keep=keep),
+                session_source(
+                    model,
+                    model_dir=model_dir,
+                    scratch=Path(tmp),
+                    options=options,
+                    keep=keep,
+                    host=on_host(providers),
+                ),
                 sess_options=options,
                 providers=list(providers),
                 provider_options=[dict((provider_options or {}).get(p, {})) for p in providers],
