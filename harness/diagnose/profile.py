@@ -20,6 +20,7 @@ cannot share one graph, a warning says so and every tensor of both is marked as 
 from __future__ import annotations
 
 import logging
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,7 +43,7 @@ from harness.diagnose.sidebyside import Gate, read_figures, side_by_side
 from harness.diagnose.sidemerge import LOW, materialise
 from harness.diagnose.tensorjudge import Judged, judge_figures, judge_raw, judge_verdict
 from harness.runners import make_runner
-from harness.runners.ort import create_session, run_session
+from harness.runners.ort import create_session, host_source, run_session
 
 LOG = logging.getLogger("harness.diagnose")
 _IN_GRAPH_MODES = frozenset({"elemwise", "max", "isclose"})
@@ -151,16 +152,20 @@ def _measure(
     """One side-by-side session run on every feed: the figures of the gated tensors and the raw others."""
     model, plan = side_by_side(pair, names, types=types, gates=gates)
     where = _weights_dir(model, model_dir=pair.model_dir, converted_dir=pair.converted_dir)
-    session = create_session(
-        model,
-        providers=pair.providers,
-        runner="the diagnosis's comparison",
-        model_dir=where,
-        spinning=False,
-        as_given=True,
-        provider_options={CUDA: {"use_tf32": "0"}},  # the FP32 half's MatMuls in FP32, not TF32's 10-bit mantissa
-    )
-    del model  # both halves' weights: onnxruntime holds its own, and the run needs the memory
+    with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:
+        source = host_source(model, Path(tmp)) if on_host(pair.providers) else model
+        del model  # both halves' weights: on the host, written and let go before onnxruntime reads its own copy
+        give_back_freed()
+        session = create_session(
+            source,
+            providers=pair.providers,
+            runner="the diagnosis's comparison",
+            model_dir=where,
+            spinning=False,
+            as_given=True,
+            provider_options={CUDA: {"use_tf32": "0"}},  # the FP32 half's MatMuls in FP32, not TF32's 10-bit mantissa
+        )
+    del source  # a GPU session's model: onnxruntime holds its own, and the run needs the memory
     give_back_freed()
     if on_host(pair.providers):  # a run in host memory: the file-mapped goldens need not be resident
         release_pages(v for outputs in pair.goldens for v in outputs.values())

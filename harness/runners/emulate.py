@@ -31,6 +31,7 @@ accumulation, cuDNN/TensorRT reductions in fp32) and tracks a real H100 within 0
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -47,7 +48,7 @@ from harness.data.names import fresh_name
 from harness.data.pending import set_pending_cast
 from harness.data.protocopy import light_copy
 from harness.runners.base import Runner
-from harness.runners.ort import CPU, create_session, run_session
+from harness.runners.ort import CPU, create_session, host_source, run_session
 
 FLOAT = TensorProto.FLOAT
 _INT = AttributeProto.INT
@@ -252,9 +253,14 @@ class EmulateRunner(Runner):
         self._session: object = None
 
     def activate_impl(self) -> None:
-        self._session = create_session(
-            emulation_model(self.model), providers=(CPU,), runner=self.name, model_dir=self.model_dir, spinning=False
-        )
+        with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:  # the emulation proto goes first
+            self._session = create_session(
+                host_source(emulation_model(self.model), Path(tmp)),
+                providers=(CPU,),
+                runner=self.name,
+                model_dir=self.model_dir,
+                spinning=False,
+            )
 
     def infer_impl(self, feed: Feed) -> dict[str, np.ndarray]:
         wide = {

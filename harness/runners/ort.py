@@ -117,8 +117,22 @@ def session_source(
     return bytes(model.SerializeToString())
 
 
+def host_source(model: onnx.ModelProto, scratch: Path) -> onnx.ModelProto | Path:
+    """What to hand :func:`create_session` for a session in host memory of ``model`` that its caller made for it
+    alone: ``model`` written to ``scratch`` (in-memory weights above :data:`SHARED_WEIGHTS_ABOVE`), so that the proto
+    can go before onnxruntime loads the file (a 6x384 decoder's emulation proto held the fp16 and the widened
+    weights while onnxruntime read its copy); otherwise ``model`` itself. ``scratch`` must outlive the session's
+    creation."""
+    if is_lazy(model) or weights_size(model) <= SHARED_WEIGHTS_ABOVE:
+        return model
+    try:
+        return save_for_session(model, scratch)
+    except OSError:  # a full temporary folder: create_session tries once more, and says what it does instead
+        return model
+
+
 def create_session(
-    model: onnx.ModelProto,
+    model: onnx.ModelProto | Path,
     *,
     providers: Sequence[str],
     runner: str,
@@ -129,7 +143,8 @@ def create_session(
     provider_options: Mapping[str, Mapping[str, str]] | None = None,
     profile_prefix: str | None = None,
 ) -> Any:
-    """An ``InferenceSession`` for ``model`` (see :func:`session_source`); RunnerUnavailable for missing
+    """An ``InferenceSession`` for ``model`` (see :func:`session_source`; a path: a file :func:`host_source` wrote,
+        loaded as it is); RunnerUnavailable for missing
         providers or kernels. With ``cpu_fallback=False`` a node without a kernel on the named providers fails the
         load instead of moving to the CPU EP. With ``spinning=False`` the session's idle intra-op threads sleep instead
         of spinning: the same threads and the same work split (so the same values), but an oracle that runs one
@@ -172,7 +187,9 @@ def create_session(
     try:
         with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:
             session = ort.InferenceSession(
-                session_source(
+                str(model)
+                if isinstance(model, Path)
+                else session_source(
                     model,
                     model_dir=model_dir,
                     scratch=Path(tmp),
