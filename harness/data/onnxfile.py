@@ -19,7 +19,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
@@ -291,27 +291,30 @@ def save_model(
         raise _write_error(path, err) from None
 
 
-def save_for_session(model: onnx.ModelProto, folder: Path) -> Path:
+def save_for_session(model: onnx.ModelProto, folder: Path, *, values: Mapping[str, TensorProto] | None = None) -> Path:
     """``model`` written as onnxruntime loads it best from a private scratch ``folder``: each top-level in-memory
     initializer of :data:`INLINE_BELOW` bytes or more in one aligned ``model.onnx.data``, the rest in
-    ``model.onnx`` (returned). The bytes are copied once, a tensor at a time: no copy of the whole proto (which
-    :func:`save_model` makes), nothing synced or renamed (the files live until the session is made)."""
+    ``model.onnx`` (returned). ``values``: the values of initializers ``model`` has without them
+    (:func:`harness.data.protocopy.values_left_out`), by name. The bytes are copied once, a tensor at a time: no
+    copy of the whole proto (which :func:`save_model` makes), nothing synced or renamed (the files live until the
+    session is made)."""
     path = folder / "model.onnx"
     data_path = folder / f"{path.name}.data"
     out = copy_except(model, "graph")
     out.graph.CopyFrom(copy_except(model.graph, "initializer"))
     with open(data_path, "wb") as sink:
         for init in model.graph.initializer:
+            source = (values or {}).get(init.name, init)
             if (
-                not external_data_helper.uses_external_data(init)
-                and init.HasField("raw_data")
-                and value_bytes(init) >= INLINE_BELOW
+                not external_data_helper.uses_external_data(source)
+                and source.HasField("raw_data")
+                and value_bytes(source) >= INLINE_BELOW
             ):
                 stub = copy_except(init, "raw_data")
-                _place(stub, sink, data_path.name, iter([np.frombuffer(init.raw_data, np.uint8)]))
+                _place(stub, sink, data_path.name, iter([np.frombuffer(source.raw_data, np.uint8)]))
                 out.graph.initializer.append(stub)
             else:
-                out.graph.initializer.append(init)
+                out.graph.initializer.append(source)
     path.write_bytes(out.SerializeToString())
     return path
 

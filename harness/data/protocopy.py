@@ -1,13 +1,15 @@
 """Copies of a model's proto that never touch its weights' bytes: :func:`light_copy` (every big tensor an
 external-data stub, for shape inference and the checker: they need names, types and dims only; a full copy of a
 500 MB model, and the serialization inside ``infer_shapes``, cost seconds), :func:`copy_except` and
-:func:`value_bytes`; :func:`compacted` (a message's live bytes only); and :func:`split_weights`, which hands the big in-memory tensors to onnxruntime as arrays
+:func:`value_bytes`; :func:`compacted` (a message's live bytes only), :func:`values_left_out`; and
+:func:`split_weights`, which hands the big in-memory tensors to onnxruntime as arrays
 instead of serializing them. Pending casts (:mod:`harness.data.pending`) already declare their new type, which the stub
 keeps."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -55,6 +57,31 @@ def value_bytes(tensor: TensorProto) -> int:
     if tensor.data_type in (TensorProto.STRING, TensorProto.UNDEFINED):
         return count * 8
     return count * helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+
+
+def values_left_out(
+    model: onnx.ModelProto, which: Callable[[TensorProto], bool] = lambda tensor: True
+) -> tuple[onnx.ModelProto, dict[str, TensorProto]]:
+    """A copy of ``model`` whose big in-memory top-level initializers (``raw_data`` above :data:`STUB_BYTES`, for
+    which ``which`` holds) have no values, and those initializers by name (``model``'s own messages, not copies).
+    Such a copy is not a valid model until the values are put back or written beside it
+    (:func:`harness.data.onnxfile.save_for_session`): it lets a model be rebuilt from another without holding the
+    other's bytes twice (protobuf keeps a replaced field's bytes as long as the message lives)."""
+    work: onnx.ModelProto = copy_except(model, "graph")
+    work.graph.CopyFrom(copy_except(model.graph, "initializer"))
+    values: dict[str, TensorProto] = {}
+    for init in model.graph.initializer:
+        if (
+            init.HasField("raw_data")
+            and not uses_external_data(init)
+            and value_bytes(init) > STUB_BYTES
+            and which(init)
+        ):
+            work.graph.initializer.append(copy_except(init, "raw_data"))
+            values[init.name] = init
+        else:
+            work.graph.initializer.append(init)
+    return work, values
 
 
 def light_copy(model: onnx.ModelProto, *, location: str = STUB_LOCATION) -> onnx.ModelProto:

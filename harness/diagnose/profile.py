@@ -150,11 +150,13 @@ def _measure(
     pair: ModelPair, names: Sequence[str], types: Mapping[str, int], gates: Mapping[str, Gate]
 ) -> tuple[Measured, list[dict[str, np.ndarray]]]:
     """One side-by-side session run on every feed: the figures of the gated tensors and the raw others."""
-    model, plan = side_by_side(pair, names, types=types, gates=gates)
+    host = on_host(pair.providers)
+    values: dict[str, onnx.TensorProto] | None = {} if host else None  # on the host: the model holds no weights
+    model, plan = side_by_side(pair, names, types=types, gates=gates, values=values)
     where = _weights_dir(model, model_dir=pair.model_dir, converted_dir=pair.converted_dir)
     with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:
-        source = host_source(model, Path(tmp)) if on_host(pair.providers) else model
-        del model  # both halves' weights: on the host, written and let go before onnxruntime reads its own copy
+        source = host_source(model, Path(tmp), values=values) if host else model
+        del model, values  # both halves' weights: on the host, written and let go before onnxruntime reads its copy
         give_back_freed()
         session = create_session(
             source,

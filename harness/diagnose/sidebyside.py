@@ -228,13 +228,19 @@ def _compare(build: GraphBuilder, name: str, elem: int, gate: Gate) -> tuple[lis
 
 
 def side_by_side(
-    pair: ModelPair, tensors: Sequence[str], *, types: Mapping[str, int], gates: Mapping[str, Gate]
+    pair: ModelPair,
+    tensors: Sequence[str],
+    *,
+    types: Mapping[str, int],
+    gates: Mapping[str, Gate],
+    values: dict[str, onnx.TensorProto] | None = None,
 ) -> tuple[onnx.ModelProto, SidePlan]:
     """The model (see the module docstring) comparing ``tensors`` of the pair's FP32 model with the conversion's
     (FP32 graph order); ``gates``: the tensors compared in the graph and their gates (the others in ``tensors``
     with a known type stay raw); the pair's ``sizes``: larger tensors are compared a slice at a time.
+    ``values``: see :func:`merge_halves` (the model may then lack the values it puts there).
     ValueError: the two cannot share a graph (opsets too old or not convertible, inputs that differ)."""
-    model, ref_nodes = merge_halves(pair.reference, pair.converted)
+    model, ref_nodes = merge_halves(pair.reference, pair.converted, values=values)
     sizes = pair.sizes
     graph = model.graph
     taken = {n for node in graph.node for n in [*node.input, *node.output, node.name]}

@@ -11,7 +11,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from harness.convert.reductions import default_opset
 from harness.core.dtypes import LOW_TYPES
-from harness.data.onnxfile import external_tensors, tensor_array
+from harness.data.onnxfile import external_tensors, is_lazy, tensor_array
+from harness.data.protocopy import values_left_out
 from harness.runners.emulate import emulation_model
 
 LOW = "castguard_low/"
@@ -20,12 +21,23 @@ MIN_SIDE_OPSET = 11
 """Equal on float64 (the inf-matching rule) needs opset 11."""
 
 
-def merge_halves(reference: onnx.ModelProto, converted: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
-    """One model holding both, and how many nodes the FP32 half has: the reference as it is (first), the emulated conversion prefixed, its inputs fed from
-    the reference's inputs cast as the feeds would be (:func:`harness.data.feeds.cast_feeds`)."""
+def merge_halves(
+    reference: onnx.ModelProto, converted: onnx.ModelProto, *, values: dict[str, TensorProto] | None = None
+) -> tuple[onnx.ModelProto, int]:
+    """One model holding both, and how many nodes the FP32 half has: the reference as it is (first), the emulated
+    conversion prefixed, its inputs fed from the reference's inputs cast as the feeds would be
+    (:func:`harness.data.feeds.cast_feeds`). ``values`` (a session in host memory, which writes the model out): where
+    neither half keeps weights on disk and both share an opset, the model's big in-memory initializers are left
+    without values and ``values`` gets them by name (the reference's own tensors and the emulated conversion's),
+    so that the merged model never holds a copy of both halves' weights (:func:`values_left_out`)."""
     low = emulation_model(converted)
-    ref = onnx.ModelProto()
-    ref.CopyFrom(reference)
+    light = values is not None and default_opset(reference) == default_opset(low)
+    light = light and not is_lazy(reference) and not is_lazy(low)
+    if light:
+        ref, kept = values_left_out(reference)
+    else:
+        ref, kept = onnx.ModelProto(), {}
+        ref.CopyFrom(reference)
     opset = default_opset(low)
     if default_opset(ref) != opset:
         ref = onnx.version_converter.convert_version(ref, opset or 0)
@@ -47,7 +59,12 @@ def merge_halves(reference: onnx.ModelProto, converted: onnx.ModelProto) -> tupl
         else:
             graph.node.append(helper.make_node("Identity", [name], [value.name]))
     graph.node.extend(low.graph.node)
-    graph.initializer.extend(low.graph.initializer)
+    if light:
+        low_light, low_kept = values_left_out(low)
+        graph.initializer.extend(low_light.graph.initializer)
+        kept.update(low_kept)
+    else:
+        graph.initializer.extend(low.graph.initializer)
     graph.sparse_initializer.extend(low.graph.sparse_initializer)
     seen = {(o.domain, o.version) for o in ref.opset_import}
     ref.opset_import.extend(o for o in low.opset_import if (o.domain, o.version) not in seen)
@@ -56,6 +73,8 @@ def merge_halves(reference: onnx.ModelProto, converted: onnx.ModelProto) -> tupl
         raise ValueError("the two models import different versions of one operator set")
     ref.ir_version = max(ref.ir_version, low.ir_version)
     del graph.value_info[:]
+    if values is not None:
+        values.update(kept)
     return ref, ref_nodes
 
 

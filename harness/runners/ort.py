@@ -117,18 +117,27 @@ def session_source(
     return bytes(model.SerializeToString())
 
 
-def host_source(model: onnx.ModelProto, scratch: Path) -> onnx.ModelProto | Path:
+def host_source(
+    model: onnx.ModelProto, scratch: Path, *, values: Mapping[str, onnx.TensorProto] | None = None
+) -> onnx.ModelProto | Path:
     """What to hand :func:`create_session` for a session in host memory of ``model`` that its caller made for it
-    alone: ``model`` written to ``scratch`` (in-memory weights above :data:`SHARED_WEIGHTS_ABOVE`), so that the proto
-    can go before onnxruntime loads the file (a 6x384 decoder's emulation proto held the fp16 and the widened
-    weights while onnxruntime read its copy); otherwise ``model`` itself. ``scratch`` must outlive the session's
-    creation."""
-    if is_lazy(model) or weights_size(model) <= SHARED_WEIGHTS_ABOVE:
+    alone: ``model`` written to ``scratch`` (in-memory weights above :data:`SHARED_WEIGHTS_ABOVE`, or ``values``:
+    the values of initializers ``model`` has without them), so that the proto can go before onnxruntime loads the
+    file (a 6x384 decoder's emulation proto held the fp16 and the widened weights while onnxruntime read its
+    copy); otherwise ``model`` itself. ``scratch`` must outlive the session's creation."""
+    if not values and (is_lazy(model) or weights_size(model) <= SHARED_WEIGHTS_ABOVE):
         return model
     try:
-        return save_for_session(model, scratch)
+        return save_for_session(model, scratch, values=values)
     except OSError:  # a full temporary folder: create_session tries once more, and says what it does instead
-        return model
+        if not values:
+            return model
+        whole = onnx.ModelProto()
+        whole.CopyFrom(model)
+        for init in whole.graph.initializer:
+            if init.name in values:
+                init.CopyFrom(values[init.name])
+        return whole
 
 
 def create_session(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 import test_models
 from harness.convert import ConvertOptions, convert
@@ -14,6 +15,8 @@ from harness.data.recipes import InputRecipe, make_feeds, plan_recipe, recipe_fo
 from harness.runners import make_runner
 from harness.runners.emulate import EmulateRunner, emulation_model
 from harness.runners.ort import CPU, create_session, run_session
+from tests.helpers.graphs import make_model
+from tests.helpers.memory import allocated, needs_mallinfo2
 
 
 def _spinning(session: object) -> str | None:
@@ -62,3 +65,29 @@ def test_the_emulate_session_matches_a_default_session_bit_for_bit(name: str, pr
         assert got.keys() == expected.keys()
         for key in got:
             assert np.array_equal(np.asarray(got[key], dtype=np.float32), expected[key], equal_nan=True), key
+
+
+@needs_mallinfo2
+def test_the_emulation_model_holds_its_widened_weights_only() -> None:
+    """An fp16 model with 16 MB of fp16 weights emulates with 32 MB of fp32 ones: the emulation model used to copy
+    the fp16 bytes and then replace them, and protobuf kept both (48 MB). Its outputs are unchanged."""
+    rows, cols = 2048, 4096
+    weight = np.random.default_rng(0).standard_normal((rows, cols)).astype(np.float16)
+    model = make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+        [("x", TensorProto.FLOAT16, [1, rows])],
+        [("y", TensorProto.FLOAT16, [1, cols])],
+        initializers=[numpy_helper.from_array(weight, "w")],
+    )
+    before = allocated()
+    emulated = emulation_model(model)
+    held = allocated() - before
+    assert held < 1.25 * weight.nbytes * 2, f"{held >> 20} MB for {weight.nbytes * 2 >> 20} MB of fp32 weights"
+    (widened,) = emulated.graph.initializer
+    assert widened.data_type == TensorProto.FLOAT
+    assert np.array_equal(numpy_helper.to_array(widened), weight.astype(np.float32))
+    x = np.random.default_rng(1).standard_normal((1, rows)).astype(np.float16)
+    got = EmulateRunner(model).run([{"x": x}]).outputs[0]["y"]
+    want = (x.astype(np.float32) @ weight.astype(np.float32)).astype(np.float16)
+    assert got.dtype == np.float16  # the same sums in another order: the fp16 results within a rounding or two
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=0.1)
