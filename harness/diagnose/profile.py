@@ -43,7 +43,8 @@ from harness.diagnose.sidebyside import Gate, read_figures, side_by_side
 from harness.diagnose.sidemerge import LOW, materialise
 from harness.diagnose.tensorjudge import Judged, judge_figures, judge_raw, judge_verdict
 from harness.runners import make_runner
-from harness.runners.ort import create_session, host_source, run_session
+from harness.runners.ort import create_session, run_session
+from harness.runners.ortsource import host_source
 
 LOG = logging.getLogger("harness.diagnose")
 _IN_GRAPH_MODES = frozenset({"elemwise", "max", "isclose"})

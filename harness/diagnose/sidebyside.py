@@ -227,6 +227,14 @@ def _compare(build: GraphBuilder, name: str, elem: int, gate: Gate) -> tuple[lis
     return figures, [count(matched), count(both), count(fb), size]
 
 
+def _builder(model: onnx.ModelProto) -> GraphBuilder:
+    """A builder of new nodes in ``model``'s graph whose fresh names clash with none of the graph's."""
+    graph = model.graph
+    taken = {n for node in graph.node for n in [*node.input, *node.output, node.name]}
+    taken |= {v.name for v in [*graph.input, *graph.initializer]}
+    return GraphBuilder(graph, default_opset(model) or 0, taken)
+
+
 def side_by_side(
     pair: ModelPair,
     tensors: Sequence[str],
@@ -235,17 +243,12 @@ def side_by_side(
     gates: Mapping[str, Gate],
     values: dict[str, onnx.TensorProto] | None = None,
 ) -> tuple[onnx.ModelProto, SidePlan]:
-    """The model (see the module docstring) comparing ``tensors`` of the pair's FP32 model with the conversion's
-    (FP32 graph order); ``gates``: the tensors compared in the graph and their gates (the others in ``tensors``
-    with a known type stay raw); the pair's ``sizes``: larger tensors are compared a slice at a time.
-    ``values``: see :func:`merge_halves` (the model may then lack the values it puts there).
-    ValueError: the two cannot share a graph (opsets too old or not convertible, inputs that differ)."""
+    """The model (module docstring) comparing ``tensors`` of the pair's FP32 model with the conversion's, in FP32 graph
+    order; ``gates``: the tensors compared in the graph and their gates (others with a known type stay raw); larger
+    ``sizes`` a slice at a time; ``values``: :func:`merge_halves`. ValueError: the two cannot share a graph."""
     model, ref_nodes = merge_halves(pair.reference, pair.converted, values=values)
-    sizes = pair.sizes
     graph = model.graph
-    taken = {n for node in graph.node for n in [*node.input, *node.output, node.name]}
-    taken |= {v.name for v in [*graph.input, *graph.initializer]}
-    build = GraphBuilder(graph, default_opset(model) or 0, taken)
+    build = _builder(model)
     figures: list[str] = []
     compared: list[str] = []
     rows: list[int] = []
@@ -262,7 +265,7 @@ def side_by_side(
                 figures += [*f, *c]  # one vector in tensor order: each chain finishes before the next starts
                 rows.append(1)
             else:
-                starts = _slices(pair, sizes.get(name, 0))
+                starts = _slices(pair, pair.sizes.get(name, 0))
                 made = _sliced_compare(build, name, types[name], gates[name], starts=starts) if starts else []
                 figures += made or _fast_compare(build, name, types[name], gates[name])
                 rows.append(len(made) or 1)
@@ -270,9 +273,8 @@ def side_by_side(
     raw = [n for n in tensors if n not in compared and n not in aliases]
     first = {out: i for i, node in enumerate(graph.node) if i < ref_nodes for out in node.output}
     priority = priorities(graph, ref_nodes, first, prefix=LOW)
-    extra = [*build.constant_nodes, *(n for name in compared for n in after[name])]
     base = len(graph.node)
-    graph.node.extend(extra)
+    graph.node.extend([*build.constant_nodes, *(n for name in compared for n in after[name])])
     compare_priorities(graph, base, priority)
     in_order = ordered(graph, priority)
     del graph.node[:]

@@ -48,7 +48,8 @@ from harness.data.names import fresh_name
 from harness.data.pending import set_pending_cast
 from harness.data.protocopy import light_copy, values_left_out
 from harness.runners.base import Runner
-from harness.runners.ort import CPU, create_session, host_source, run_session
+from harness.runners.ort import CPU, create_session, run_session
+from harness.runners.ortsource import host_source
 
 FLOAT = TensorProto.FLOAT
 _INT = AttributeProto.INT

@@ -9,7 +9,6 @@ bf16 tensors cross the boundary as OrtValues of uint16 bits, both ways.
 from __future__ import annotations
 
 import ctypes
-import logging
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -17,23 +16,14 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import TensorProto
 
 from harness.core.dtypes import BFLOAT16, bits_to_bf16
 from harness.core.errors import RunnerError, RunnerUnavailable
 from harness.core.providers import CPU as CPU  # re-exported: callers of this runner read the name here
 from harness.core.providers import CUDA, DIRECTML, TENSORRT, on_host
 from harness.data.feeds import Feed
-from harness.data.onnxfile import (
-    EXTERNAL_DATA_ABOVE,
-    has_pending_casts,
-    is_lazy,
-    save_for_session,
-    save_model,
-    weights_size,
-)
-from harness.data.protocopy import split_weights
 from harness.runners.base import Runner
+from harness.runners.ortsource import host_source, session_source, to_ort_value
 
 _NON_ROUNDING_PROVIDERS = frozenset({CPU})
 
@@ -51,93 +41,6 @@ def is_not_implemented(err: BaseException) -> bool:
     if not is_ort_error(err):
         return False
     return type(err).__name__ == "NotImplemented" or ("Provider type for" in str(err) and "is not set" in str(err))
-
-
-LOG = logging.getLogger("harness.runners")
-
-SHARED_WEIGHTS_ABOVE = 1 << 20
-"""In-memory weights above this many bytes go to onnxruntime as arrays, not serialized (:func:`session_source`): a
-4x256 decoder's emulation session (29 MB of weights) is made in 0.07-0.15 s instead of 0.13-0.26 s, and runs as
-fast."""
-
-
-def session_source(
-    model: onnx.ModelProto,
-    *,
-    model_dir: Path | None,
-    scratch: Path,
-    options: Any | None,
-    keep: list[Any] | None = None,
-    host: bool = False,
-) -> str | bytes:
-    """What onnxruntime loads, never a serialized multi-GB proto:
-
-    * a model with pending casts (a converted or emulating lazy model): written to ``scratch`` as an external-data
-      model, whose path is returned;
-    * ``host`` (a session in host memory) and in-memory weights above :data:`SHARED_WEIGHTS_ABOVE`: written to
-      ``scratch`` (:func:`harness.data.onnxfile.save_for_session`), whose path is returned. onnxruntime copies
-      weights handed over as arrays, so arrays cost the weights twice for the session's life (a 6x384 decoder's
-      failing case: 681 -> 540 MB peak); the file costs one write of them;
-    * with ``options`` and ``keep``, in-memory weights above :data:`SHARED_WEIGHTS_ABOVE` (on a GPU, or where the
-      scratch file cannot be written: a warning says so): the graph's bytes, the big tensors handed to onnxruntime
-      as arrays (:func:`harness.data.protocopy.split_weights`, external
-      initializers: serializing 660 MB of weights took 5 s); ``keep`` gets their OrtValues, which must live as long
-      as the session;
-    * otherwise, in-memory weights above :data:`EXTERNAL_DATA_ABOVE`: written to ``scratch`` likewise;
-    * a lazy model (weights on disk in ``model_dir``): its graph's bytes, with onnxruntime told to read the
-      weights from ``model_dir`` through ``options`` (nothing is copied; without ``options`` the caller does);
-    * anything else: its bytes.
-    """
-    lazy = is_lazy(model)  # pending casts only ride on external tensors; taken before the split, whose stubs it adds
-    if lazy and has_pending_casts(model):
-        save_model(model, scratch / "model.onnx", base_dir=model_dir, external_above=0)
-        return str(scratch / "model.onnx")
-    if options is not None and keep is not None and weights_size(model) > SHARED_WEIGHTS_ABOVE:
-        if host and not lazy:  # onnxruntime copies external initializers: the arrays would double the weights
-            try:
-                return str(save_for_session(model, scratch))
-            except OSError as err:  # a full temporary folder: the arrays, at twice the weights' memory
-                LOG.warning("onnxruntime gets the weights as arrays: %s could not hold them (%s)", scratch, err)
-        light, values = split_weights(model)
-        if values:
-            shared = [_to_ort_value(value) for value in values.values()]
-            options.add_external_initializers(list(values), shared)
-            keep.extend(shared)
-            model = light
-    if not lazy and weights_size(model) > EXTERNAL_DATA_ABOVE:
-        save_model(model, scratch / "model.onnx", base_dir=model_dir, external_above=0)
-        return str(scratch / "model.onnx")
-    if lazy:
-        if model_dir is None:
-            raise RunnerError("the model's weights are external (a lazily loaded model) but no model_dir was given")
-        if options is not None:
-            options.add_session_config_entry(
-                "session.model_external_initializers_file_folder_path", str(Path(model_dir).resolve())
-            )
-    return bytes(model.SerializeToString())
-
-
-def host_source(
-    model: onnx.ModelProto, scratch: Path, *, values: Mapping[str, onnx.TensorProto] | None = None
-) -> onnx.ModelProto | Path:
-    """What to hand :func:`create_session` for a session in host memory of ``model`` that its caller made for it
-    alone: ``model`` written to ``scratch`` (in-memory weights above :data:`SHARED_WEIGHTS_ABOVE`, or ``values``:
-    the values of initializers ``model`` has without them), so that the proto can go before onnxruntime loads the
-    file (a 6x384 decoder's emulation proto held the fp16 and the widened weights while onnxruntime read its
-    copy); otherwise ``model`` itself. ``scratch`` must outlive the session's creation."""
-    if not values and (is_lazy(model) or weights_size(model) <= SHARED_WEIGHTS_ABOVE):
-        return model
-    try:
-        return save_for_session(model, scratch, values=values)
-    except OSError:  # a full temporary folder: create_session tries once more, and says what it does instead
-        if not values:
-            return model
-        whole = onnx.ModelProto()
-        whole.CopyFrom(model)
-        for init in whole.graph.initializer:
-            if init.name in values:
-                init.CopyFrom(values[init.name])
-        return whole
 
 
 def create_session(
@@ -195,17 +98,12 @@ def create_session(
     keep: list[Any] = []  # the weights handed over as arrays: alive as long as the session
     try:
         with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:
+            if isinstance(model, onnx.ModelProto) and on_host(providers):
+                model = host_source(model, Path(tmp))  # the weights once: onnxruntime copies arrays handed over
             session = ort.InferenceSession(
                 str(model)
                 if isinstance(model, Path)
-                else session_source(
-                    model,
-                    model_dir=model_dir,
-                    scratch=Path(tmp),
-                    options=options,
-                    keep=keep,
-                    host=on_host(providers),
-                ),
+                else session_source(model, model_dir=model_dir, scratch=Path(tmp), options=options, keep=keep),
                 sess_options=options,
                 providers=list(providers),
                 provider_options=[dict((provider_options or {}).get(p, {})) for p in providers],
@@ -222,16 +120,6 @@ def create_session(
         if is_ort_error(err):
             raise RunnerError(f"{runner}: onnxruntime could not load the model: {err}") from err
         raise
-
-
-def _to_ort_value(arr: np.ndarray) -> Any:
-    import onnxruntime as ort
-
-    if arr.dtype == BFLOAT16:
-        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(
-            np.ascontiguousarray(arr).view(np.uint16), TensorProto.BFLOAT16
-        )
-    return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(arr))
 
 
 def _from_ort_value(value: Any, *, runner: str, name: str) -> np.ndarray:
@@ -263,7 +151,7 @@ def run_session(session: Any, feed: Feed, *, runner: str) -> dict[str, np.ndarra
     options = ort.RunOptions()
     options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
     try:
-        values = session.run_with_ort_values(names, {k: _to_ort_value(v) for k, v in feed.items()}, options)
+        values = session.run_with_ort_values(names, {k: to_ort_value(v) for k, v in feed.items()}, options)
     except Exception as err:  # noqa: BLE001 - see is_ort_error
         if is_ort_error(err):
             raise RunnerError(f"{runner}: onnxruntime failed while running: {err}") from err
@@ -285,7 +173,7 @@ def bound_call(session: Any, feed: Feed, *, device: str, runner: str) -> Callabl
     try:
         for name, arr in feed.items():
             value = (
-                _to_ort_value(arr)
+                to_ort_value(arr)
                 if arr.dtype == BFLOAT16
                 else ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(arr), device, 0)
             )

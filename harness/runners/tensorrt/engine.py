@@ -22,7 +22,7 @@ import onnx
 from harness.core.errors import RunnerError, RunnerUnavailable, UserError
 from harness.core.files import atomic_write
 from harness.data.feeds import input_specs
-from harness.runners.ort import session_source
+from harness.runners.ortsource import session_source
 from harness.runners.tensorrt.device import Device, open_device
 from harness.runners.tensorrt.library import TrtModule, import_tensorrt
 from harness.runners.tensorrt.plan import Unsupported, build_plan, capturing_logger

@@ -23,7 +23,7 @@ import onnx
 from harness.core.child import ChildFailed, run_child
 from harness.core.errors import RunnerError, RunnerUnavailable
 from harness.data.feeds import InputSpec, input_specs
-from harness.runners.ort import session_source
+from harness.runners.ortsource import session_source
 from harness.runners.tensorrt.blame import blame_build_error
 from harness.runners.tensorrt.buildfacts import NODE_ROWS as NODE_ROWS
 from harness.runners.tensorrt.buildfacts import OUTCOMES as OUTCOMES

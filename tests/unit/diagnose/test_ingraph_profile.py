@@ -25,7 +25,8 @@ from harness.judge.paired import judge_outputs
 from harness.judge.tolerances import TolerancePolicy
 from harness.report.diagnosis import diagnosis_lines
 from harness.runners import make_runner
-from harness.runners.ort import CPU, create_session, host_source, run_session
+from harness.runners.ort import CPU, create_session, run_session
+from harness.runners.ortsource import host_source
 from test_models import MODELS
 from tests.helpers.diagnosis import diagnose
 from tests.helpers.graphs import make_model
