@@ -20,7 +20,6 @@ cannot share one graph, a warning says so and every tensor of both is marked as 
 from __future__ import annotations
 
 import logging
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,7 +43,7 @@ from harness.diagnose.sidemerge import LOW, materialise
 from harness.diagnose.tensorjudge import Judged, judge_figures, judge_raw, judge_verdict
 from harness.runners import make_runner
 from harness.runners.ort import create_session, run_session
-from harness.runners.ortsource import host_source
+from harness.runners.ortsource import host_source, session_scratch
 
 LOG = logging.getLogger("harness.diagnose")
 _IN_GRAPH_MODES = frozenset({"elemwise", "max", "isclose"})
@@ -155,7 +154,7 @@ def _measure(
     values: dict[str, onnx.TensorProto] | None = {} if host else None  # on the host: the model holds no weights
     model, plan = side_by_side(pair, names, types=types, gates=gates, values=values)
     where = _weights_dir(model, model_dir=pair.model_dir, converted_dir=pair.converted_dir)
-    with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:
+    with session_scratch() as tmp:
         source = host_source(model, Path(tmp), values=values) if host else model
         del model, values  # both halves' weights: on the host, written and let go before onnxruntime reads its copy
         give_back_freed()

@@ -31,7 +31,6 @@ accumulation, cuDNN/TensorRT reductions in fp32) and tracks a real H100 within 0
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -49,7 +48,7 @@ from harness.data.pending import set_pending_cast
 from harness.data.protocopy import light_copy, values_left_out
 from harness.runners.base import Runner
 from harness.runners.ort import CPU, create_session, run_session
-from harness.runners.ortsource import host_source
+from harness.runners.ortsource import host_source, session_scratch
 
 FLOAT = TensorProto.FLOAT
 _INT = AttributeProto.INT
@@ -260,7 +259,7 @@ class EmulateRunner(Runner):
         self._session: object = None
 
     def activate_impl(self) -> None:
-        with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:  # the emulation proto goes first
+        with session_scratch() as tmp:  # the emulation proto goes first
             self._session = create_session(
                 host_source(emulation_model(self.model), Path(tmp)),
                 providers=(CPU,),

@@ -9,7 +9,6 @@ bf16 tensors cross the boundary as OrtValues of uint16 bits, both ways.
 from __future__ import annotations
 
 import ctypes
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from harness.core.providers import CPU as CPU  # re-exported: callers of this ru
 from harness.core.providers import CUDA, DIRECTML, TENSORRT, on_host
 from harness.data.feeds import Feed
 from harness.runners.base import Runner
-from harness.runners.ortsource import host_source, session_source, to_ort_value
+from harness.runners.ortsource import host_source, session_scratch, session_source, to_ort_value
 
 _NON_ROUNDING_PROVIDERS = frozenset({CPU})
 
@@ -97,7 +96,7 @@ def create_session(
             options.add_session_config_entry("session.disable_prepacking", "1")  # decoder's profile: 735 -> 687 MB)
     keep: list[Any] = []  # the weights handed over as arrays: alive as long as the session
     try:
-        with tempfile.TemporaryDirectory(prefix="castguard-session-") as tmp:
+        with session_scratch() as tmp:
             if isinstance(model, onnx.ModelProto) and on_host(providers):
                 model = host_source(model, Path(tmp))  # the weights once: onnxruntime copies arrays handed over
             session = ort.InferenceSession(

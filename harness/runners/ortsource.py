@@ -10,6 +10,7 @@ GPU session gets them as arrays (the host copy goes once they are on the device)
 from __future__ import annotations
 
 import logging
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,13 @@ def session_source(
                 "session.model_external_initializers_file_folder_path", str(Path(model_dir).resolve())
             )
     return bytes(model.SerializeToString())
+
+
+def session_scratch() -> tempfile.TemporaryDirectory[str]:
+    """The private folder a session's files live in until the session is made (:func:`host_source`,
+    :func:`session_source`); left in place where the system will not let it go (Windows keeps a file onnxruntime
+    mapped) rather than failing the session."""
+    return tempfile.TemporaryDirectory(prefix="castguard-session-", ignore_cleanup_errors=True)
 
 
 def host_source(
