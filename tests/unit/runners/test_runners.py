@@ -147,3 +147,30 @@ def test_a_cpu_session_of_an_in_memory_model_holds_its_weights_once() -> None:
     assert grown < 1.4 * weight.nbytes, f"{grown >> 20} MB for {weight.nbytes >> 20} MB of weights"
     x = np.random.default_rng(1).standard_normal((2, rows)).astype(np.float32)
     np.testing.assert_allclose(run_session(session, {"x": x}, runner="ort")["y"], x @ weight, rtol=1e-4, atol=1e-3)
+
+
+def test_a_full_temporary_folder_gives_the_session_its_weights_as_arrays_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Where the scratch file cannot be written (a full $TMPDIR), the session still gets made, from arrays, and a
+    warning names the folder and the error; its outputs are the model's."""
+    from harness.runners import ortsource
+    from harness.runners.ort import create_session, run_session
+
+    weight = np.random.default_rng(0).standard_normal((1024, 512)).astype(np.float32)  # 2 MB: above the 1 MB line
+    model = make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        [("x", TensorProto.FLOAT, [1, 1024])],
+        [("y", TensorProto.FLOAT, [1, 512])],
+        initializers=[numpy_helper.from_array(weight, "w")],
+    )
+
+    def full(*args: object, **kwargs: object) -> object:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ortsource, "save_for_session", full)
+    with caplog.at_level("WARNING", logger="harness.runners"):
+        session = create_session(model, providers=("CPUExecutionProvider",), runner="ort")
+    assert "onnxruntime gets the weights as arrays" in caplog.text and "No space left on device" in caplog.text
+    x = np.random.default_rng(1).standard_normal((1, 1024)).astype(np.float32)
+    np.testing.assert_allclose(run_session(session, {"x": x}, runner="ort")["y"], x @ weight, rtol=1e-4, atol=1e-3)
