@@ -3,14 +3,32 @@ attributes, and :func:`explain`'s paragraph of them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar, overload
 
 from harness.data.goldens import Golden
-from harness.diagnose.facts import Divergence
 from harness.report import CaseRecord, OutputStats
-from harness.runners.tensorrt.buildfacts import TrtBuild
 from harness.sweep import SweepPoint
+
+T = TypeVar("T")
+
+
+class _FromRecord(Generic[T]):
+    """A :class:`CheckResult` attribute read from its case record: ``empty`` where no case ran (no record)."""
+
+    def __init__(self, read: Callable[[CaseRecord], T], empty: T, doc: str) -> None:
+        self._read, self._empty, self.__doc__ = read, empty, doc
+
+    @overload
+    def __get__(self, result: None, owner: type) -> _FromRecord[T]: ...
+    @overload
+    def __get__(self, result: CheckResult, owner: type) -> T: ...
+    def __get__(self, result: CheckResult | None, owner: type) -> T | _FromRecord[T]:
+        if result is None:
+            return self
+        return self._empty if result.record is None else self._read(result.record)
 
 
 @dataclass(frozen=True)
@@ -32,38 +50,21 @@ class CheckResult:
     def case_id(self) -> str:
         return "" if self.case is None else self.case.id
 
-    @property
-    def outputs(self) -> tuple[OutputStats, ...]:
-        """Per-output error statistics (max/mean/median/quantile abs and rel error, tolerance, n_over...)."""
-        return () if self.record is None else self.record.outputs
-
-    @property
-    def worst_error(self) -> float | None:
-        """Largest max abs error relative to its output's largest |golden| (CaseRecord.worst_error)."""
-        return None if self.record is None else self.record.worst_error
-
-    @property
-    def worst_max_rel(self) -> float | None:
-        return None if self.record is None else self.record.worst_max_rel
-
-    @property
-    def lowp_flop_share(self) -> float | None:
-        """Share (0..1) of the estimated FLOPs that run in the low type."""
-        return None if self.record is None else self.record.lowp_flop_share
-
-    @property
-    def first_divergence(self) -> Divergence | None:
-        """The first tensor that leaves FP32 beyond tolerance (failing cases)."""
-        return None if self.record is None else self.record.first_divergent
-
-    @property
-    def trt_build(self) -> TrtBuild | None:
-        """The TensorRT build check of the converted model (None: not checked)."""
-        return None if self.record is None else self.record.trt_build
-
-    @property
-    def runner(self) -> str:
-        return "" if self.record is None else self.record.runner
+    outputs = _FromRecord[tuple[OutputStats, ...]](
+        lambda r: r.outputs,
+        (),
+        "Per-output error statistics (max/mean/median/quantile abs and rel error, tolerance...).",
+    )
+    worst_error = _FromRecord(
+        lambda r: r.worst_error, None, "Largest max abs error relative to its output's largest |golden|."
+    )
+    worst_max_rel = _FromRecord(lambda r: r.worst_max_rel, None, "Largest max rel error over the outputs.")
+    lowp_flop_share = _FromRecord(lambda r: r.lowp_flop_share, None, "Share (0..1) of the estimated FLOPs in low type.")
+    first_divergence = _FromRecord(
+        lambda r: r.first_divergent, None, "The first tensor that leaves FP32 beyond tolerance (failing cases)."
+    )
+    trt_build = _FromRecord(lambda r: r.trt_build, None, "The TensorRT build check of the model (None: not checked).")
+    runner = _FromRecord(lambda r: r.runner, "", "Who produced the outputs (the report's producer string).")
 
     def explain(self) -> str:
         """One paragraph: what was checked, the verdict and its figures, castguard's message."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,45 +37,36 @@ if TYPE_CHECKING:
     from harness.nightly.run import NightlyRun  # a nightly run's (imported there): not on a plain run's path
 
 
+@dataclass(kw_only=True, eq=False)
 class CastguardRun:
-    """One run's state; see the module docstring. Build it with :meth:`from_options`."""
+    """One run's state; see the module docstring. Build it with :meth:`from_options` (or :meth:`from_night`)."""
 
-    def __init__(
-        self,
-        *,
-        config: HarnessConfig,
-        project: Path,
-        invocation_dir: Path,
-        worker_input: Mapping[str, Any] | None = None,
-        nightly: NightlyRun | None = None,
-        session: AccuracySession | None = None,
-        report: ReportSession | None = None,
-        requested: tuple[str, ...] = (),
-        allow_skipped_runner: bool = False,
-        hypothesis_seed: object = None,
-        nightly_options: NightlyOptions | None = None,
-    ) -> None:
-        self.config = config
-        self.project = project
-        self.invocation_dir = invocation_dir
+    config: HarnessConfig
+    project: Path
+    invocation_dir: Path
+    worker_input: InitVar[Mapping[str, Any] | None] = None  # an xdist worker's (its controller's run id)
+    nightly: NightlyRun | None = None
+    session: AccuracySession | None = None
+    report: ReportSession | None = None
+    requested: tuple[str, ...] = ()
+    allow_skipped_runner: bool = False
+    hypothesis_seed: object = None
+    nightly_options: NightlyOptions | None = None
+    is_worker: bool = field(init=False)
+    shard: ShardState | None = field(default=None, init=False)
+    night: ShardNight | None = field(default=None, init=False)  # castguard merge's shards (:meth:`from_night`)
+    ledger: CaseLedger = field(default_factory=CaseLedger, init=False)  # held records, planned sweep cases
+    finished: FinishedReport | None = field(default=None, init=False)
+    evicted: str = field(default="", init=False)
+    skipped_runners: list[str] = field(default_factory=list, init=False)
+    failed_tests: list[str] = field(default_factory=list, init=False)  # failed tests that are not sweep cases
+    _checker: Checker | None = field(default=None, init=False, repr=False)
+    _report_started: bool = field(default=False, init=False, repr=False)  # the folder is made and locked
+    _benchmarks_existed: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self, worker_input: Mapping[str, Any] | None) -> None:
         self.is_worker = worker_input is not None
-        self.nightly = nightly
-        self.session = session
-        self.report = report
-        self.requested = requested
-        self.allow_skipped_runner = allow_skipped_runner
-        self.hypothesis_seed = hypothesis_seed
-        self.nightly_options = nightly_options
-        self.shard: ShardState | None = None
-        self.night: ShardNight | None = None  # castguard merge: the shards' cases (:meth:`from_night`)
-        self.ledger = CaseLedger()  # the held records and the planned sweep cases
-        self.finished: FinishedReport | None = None
-        self.evicted = ""
-        self.skipped_runners: list[str] = []
-        self.failed_tests: list[str] = []  # failed tests that are not sweep cases (the banner names them)
-        self._checker: Checker | None = None
-        self._report_started = False  # this run's folder is made and locked (:meth:`_start_report`)
-        self._benchmarks_existed = (invocation_dir / ".benchmarks").exists()
+        self._benchmarks_existed = (self.invocation_dir / ".benchmarks").exists()
 
     @classmethod
     def from_options(
@@ -128,13 +120,8 @@ class CastguardRun:
         """``castguard merge``: the run the shards of one night make, written into ``out``. No session and no
         cache: the shards ran the cases; :meth:`start` copies their outputs, :meth:`finish` judges and writes."""
         config = HarnessConfig(report_dir=out, cache_max_mb=0)
-        run = cls(
-            config=config,
-            project=invocation_dir,
-            invocation_dir=invocation_dir,
-            nightly=nightly,
-            report=ReportSession(report_dir=out, keep_runs=config.keep_runs),
-        )
+        report = ReportSession(report_dir=out, keep_runs=config.keep_runs)
+        run = cls(config=config, project=invocation_dir, invocation_dir=invocation_dir, nightly=nightly, report=report)
         run.night = night
         run.failed_tests = list(night.merged.failed_tests)
         return run

@@ -19,7 +19,7 @@ from harness.convert import ConvertOptions, collect_magnitudes, convert
 from harness.convert.calibration import random_feeds
 from harness.data.feeds import cast_feeds, input_specs
 from harness.runners import make_runner
-from harness.tune import Bound, measure
+from harness.tune.bound import Bound, measure
 from harness.tune.oracle import fp32_outputs
 from test_models import tune_models
 

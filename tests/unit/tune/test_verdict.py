@@ -14,7 +14,7 @@ import pytest
 from harness.cli import main
 from harness.data.feeds import cast_feeds, input_specs
 from harness.runners import make_runner
-from harness.tune import Bound, measure
+from harness.tune.bound import Bound, measure
 from harness.tune.oracle import fp32_outputs
 from test_models import tune_models
 from tests.helpers.tune_heads import square_head, weights, worst_corner
