@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 GROUP = "castguard.converters"
 BUILTIN = ("castguard", "ort-fp16", "autocast")  # registered by castguard's own pyproject.toml
 CANDIDATE = "candidate"  # not a plugin: the user's own converted file (--candidate KEY=PATH)
+OWN = "castguard"  # castguard's own converter: in-process, cached by its options, fully diagnosed
 SETTINGS = (
     "precision",
     "data_max",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from harness.convert.options import TARGETS as TARGETS
-from harness.convert.plugins import CANDIDATE, check_converter, traits_of
+from harness.convert.plugins import CANDIDATE, OWN, check_converter, traits_of
 from harness.core.dtypes import NODE_PRECISIONS as NODE_PRECISIONS
 from harness.core.dtypes import PRECISIONS as PRECISIONS
 from harness.core.errors import UserError
@@ -58,7 +58,7 @@ class SweepPoint:
     tuned: bool = False
     """A ``castguard tune`` case (``pytest --tune``): the plan that keeps the fewest nodes FP32 within the bound;
     ``data_max`` is then the low type's range, the start of the search."""
-    converter: str = "castguard"
+    converter: str = OWN
     """Who converts (``castguard.converters`` entry point), or ``candidate``: the user's own converted file."""
     candidate: str = ""
     """The ``candidate`` case's converted file (not part of the id: a model has at most one candidate)."""
@@ -76,6 +76,12 @@ class SweepPoint:
         check_node_precisions(self.node_precisions, where="SweepPoint.node_precisions")
 
     @property
+    def builtin_converter(self) -> bool:
+        """castguard's own converter converts this case (in-process, cached by its options; a failure's diagnosis
+        proposes fixes made with it): not a plugin's and not the user's candidate file."""
+        return self.converter == OWN
+
+    @property
     def id(self) -> str:
         """Readable, stable, unique per settings; node precisions, fp32 accumulation and a target other than
         ``any`` appear only when set."""
@@ -83,7 +89,7 @@ class SweepPoint:
             return "-".join([self.precision, "tuned", f"keepio{int(self.keep_io_types)}", self.runner])
         if self.converter == CANDIDATE:
             return f"{CANDIDATE}-{self.runner}"
-        if self.converter != "castguard":
+        if not self.builtin_converter:
             return self._converter_id()
         parts = [
             self.precision,
@@ -168,7 +174,7 @@ class SweepSpec:
     node_precisions: tuple[tuple[str, str], ...] = ()  # applies to every case; sorted by key
     fp32_accumulation: bool = False
     target: str = "any"  # applies to every case (convert --target)
-    converters: tuple[str, ...] = ("castguard",)  # settings a converter does not take are not swept for it
+    converters: tuple[str, ...] = (OWN,)  # settings a converter does not take are not swept for it
     converter_options: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()  # (converter, sorted options)
     fp32_casts: tuple[str, ...] = ("respect",)  # the model's own FP32 Casts: respect, ignore (not swept by default)
 
@@ -241,7 +247,7 @@ def _fit(
     case: SweepPoint, converter: str, options: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
 ) -> SweepPoint | None:
     """``case`` for ``converter``: settings it does not take at their defaults; None for a precision it lacks."""
-    if converter == "castguard":
+    if converter == OWN:
         return case
     traits = traits_of(converter)
     if "precision" not in traits.takes:

@@ -31,7 +31,7 @@ def convert_cached(ctx: ModelContext, case: SweepPoint, cache: ContentCache) -> 
         shapes = {k: tuple(v.shape) for k, v in ctx.golden.feeds[0].items()}
         return load_candidate(Path(case.candidate), input_shapes=shapes), time.perf_counter() - start, False
     options = case.convert_options()
-    if case.converter == "castguard":
+    if case.builtin_converter:
         key = content_key("convert", cache.fingerprint, ctx.spec.sha256, ctx.magnitudes_key, repr(options))
         make = lambda: _convert(ctx, options)  # noqa: E731
     else:

@@ -44,25 +44,14 @@ def diagnose_step(run: CaseRun, env: CaseEnv) -> CaseRun:
 
 
 def _diagnose(run: CaseRun, env: CaseEnv) -> Diagnosis:
-    """castguard's own conversion: the cause and a fix run on the case's runner; another converter's output: the
-    search only, said what it could not follow."""
-    from harness.diagnose import FailedCase, ModelPair, diagnose_failure
-    from harness.diagnose.foreign import diagnose_foreign
+    """castguard's own conversion: the cause and a fix run on the case's runner; another converter's output:
+    :func:`_diagnose_foreign`."""
+    from harness.diagnose import FailedCase, diagnose_failure
 
-    executed, converted = run.executed, run.converted
-    assert executed is not None and converted is not None, "a diagnosed case was converted and executed"
-    ctx, case, conversion = run.context, run.point, converted.conversion
-    if case.converter != "castguard":
-        pair = ModelPair(
-            reference=ctx.model,
-            converted=conversion.model,
-            feeds=ctx.golden.feeds,
-            precision=case.precision,
-            policy=env.settings.tolerances,
-            model_dir=ctx.spec.path.parent,
-            converted_dir=conversion.base_dir,
-        )
-        return diagnose_foreign(pair, converter=case.converter)
+    assert run.executed is not None and run.converted is not None, "a diagnosed case was converted and executed"
+    ctx, case, conversion = run.context, run.point, run.converted.conversion
+    if not case.builtin_converter:
+        return _diagnose_foreign(run, env)
     failed = FailedCase(
         reference=ctx.model,
         model_path=ctx.spec.path,
@@ -84,6 +73,25 @@ def _diagnose(run: CaseRun, env: CaseEnv) -> Diagnosis:
     return diagnose_failure(
         failed, work_dir=env.settings.fixes_dir.resolve() / Path(relpath).relative_to("outputs").with_suffix("")
     )
+
+
+def _diagnose_foreign(run: CaseRun, env: CaseEnv) -> Diagnosis:
+    """Another converter's output: the search only, said what it could not follow."""
+    from harness.diagnose import ModelPair
+    from harness.diagnose.foreign import diagnose_foreign
+
+    assert run.converted is not None, "a diagnosed case was converted"
+    ctx, conversion = run.context, run.converted.conversion
+    pair = ModelPair(
+        reference=ctx.model,
+        converted=conversion.model,
+        feeds=ctx.golden.feeds,
+        precision=run.point.precision,
+        policy=env.settings.tolerances,
+        model_dir=ctx.spec.path.parent,
+        converted_dir=conversion.base_dir,
+    )
+    return diagnose_foreign(pair, converter=run.point.converter)
 
 
 def _obtained(run: CaseRun, env: CaseEnv) -> Callable[[], Outputs] | None:
@@ -122,7 +130,7 @@ def failure_message(run: CaseRun, diagnosis: Diagnosis) -> str:
         + (", fp32_accumulation=True" if options.fp32_accumulation else "")
         + (", respect_fp32_casts=False" if not options.respect_fp32_casts else "")
     )
-    if case.converter != "castguard":
+    if not case.builtin_converter:
         taken = ", ".join(case.applied_settings()) or "no sweep setting"
         settings = f"converter {case.converter} ({taken})" + (f": {case.candidate}" if case.candidate else "")
     worst = max((o for o in comparison.outputs if not o.passed), key=lambda o: o.max_rel, default=None)
