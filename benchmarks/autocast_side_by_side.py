@@ -35,7 +35,7 @@ def count_casts(path: Path) -> int:
 
 def convert_all(models: Path, out: Path, precisions: list[str], autocast: Path) -> dict[str, Any]:
     from harness.convert import ConvertOptions, collect_magnitudes, convert
-    from harness.convert.io import save_model
+    from harness.data.onnxsave import save_model
 
     out.mkdir(parents=True, exist_ok=True)
     rows: dict[str, Any] = {}

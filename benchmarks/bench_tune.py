@@ -45,8 +45,7 @@ from harness.convert.flops import flop_share  # noqa: E402
 from harness.convert.graphinfo import build_info  # noqa: E402
 from harness.core.errors import UserError  # noqa: E402
 from harness.tune.bound import Bound, measure  # noqa: E402
-from harness.tune.engine import TuneSettings, range_options, tune  # noqa: E402
-from harness.tune.engine import candidates_of  # noqa: E402
+from harness.tune.engine import TuneSettings, candidates_of, range_options, tune  # noqa: E402
 from harness.tune.oracle import BudgetExhausted, Oracle, Setup, fp32_outputs  # noqa: E402
 from test_models import tune_models  # noqa: E402
 

@@ -134,7 +134,7 @@ def convert_path(
     """Load, run the reference pass unless data_max is inf (as AutoCast does), and convert.
 
     ``weights="lazy"`` (the CLI) keeps a file's big weights on disk: the result is then a lazy model (its
-    ``base_dir`` is the source's folder) that :func:`harness.data.onnxfile.save_model` converts while writing.
+    ``base_dir`` is the source's folder) that :func:`harness.data.onnxsave.save_model` converts while writing.
     """
     base_dir = None if isinstance(source, onnx.ModelProto) else Path(source).parent
     model = source if isinstance(source, onnx.ModelProto) else load_model(Path(source), weights=weights)

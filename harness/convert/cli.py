@@ -22,7 +22,8 @@ from harness.convert.reference import ReferenceData
 from harness.core.argv import ArgumentParser
 from harness.core.console import Console, add_console_options
 from harness.core.errors import INTERRUPTED_EXIT, ConversionError, UserError
-from harness.data.onnxfile import is_lazy, load_model, save_model
+from harness.data.onnxfile import is_lazy, load_model
+from harness.data.onnxsave import save_model
 from harness.data.recipes import parse_input_shapes
 
 LOG = logging.getLogger("harness.convert")

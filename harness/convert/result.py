@@ -23,7 +23,7 @@ class ConversionResult:
     clamped: tuple[str, ...]
     base_dir: Path | None = None
     """Folder that ``model``'s external tensors are read from (a lazily loaded model; None: all in memory).
-    Such a model may hold pending casts: write it with :func:`harness.data.onnxfile.save_model`."""
+    Such a model may hold pending casts: write it with :func:`harness.data.onnxsave.save_model`."""
     lowp_share_bound: str | None = None
     """Why ``lowp_flop_share`` is only an upper bound (a Loop/Scan trip count known only at run time); None: not."""
     notes: tuple[str, ...] = ()

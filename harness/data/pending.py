@@ -1,5 +1,5 @@
 """Pending casts: an external tensor whose declared type is already the new one while its bytes on disk are still
-the source's (:func:`set_pending_cast`); :func:`~harness.data.onnxfile.save_model` converts the bytes while streaming
+the source's (:func:`set_pending_cast`); :func:`~harness.data.onnxsave.save_model` converts the bytes while streaming
 them (:func:`apply_pending`). The mark is castguard's own and never trusted from a file (:func:`drop_pending`)."""
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ def values_left_out(
     """A copy of ``model`` whose big in-memory top-level initializers (``raw_data`` above :data:`STUB_BYTES`, for
     which ``which`` holds) have no values, and those initializers by name (``model``'s own messages, not copies).
     Such a copy is not a valid model until the values are put back or written beside it
-    (:func:`harness.data.onnxfile.save_for_session`): it lets a model be rebuilt from another without holding the
+    (:func:`harness.data.onnxsave.save_for_session`): it lets a model be rebuilt from another without holding the
     other's bytes twice (protobuf keeps a replaced field's bytes as long as the message lives)."""
     work: onnx.ModelProto = copy_except(model, "graph")
     work.graph.CopyFrom(copy_except(model.graph, "initializer"))

@@ -49,9 +49,9 @@ from harness.data.onnxfile import (
     model_sha256,
     parse_model,
     read_weights,
-    save_model,
     weights_size,
 )
+from harness.data.onnxsave import save_model
 from harness.pipeline.cache_size import touch
 
 T = TypeVar("T")

@@ -25,10 +25,9 @@ from harness.data.onnxfile import (
     EXTERNAL_DATA_ABOVE,
     has_pending_casts,
     is_lazy,
-    save_for_session,
-    save_model,
     weights_size,
 )
+from harness.data.onnxsave import save_for_session, save_model
 from harness.data.protocopy import split_weights
 
 LOG = logging.getLogger("harness.runners")

@@ -24,7 +24,7 @@ from harness.convert.cli import log_level, options_from_args, output_path, refer
 from harness.core.console import Console
 from harness.core.errors import UserError
 from harness.core.files import atomic_write_text
-from harness.data.onnxfile import save_model
+from harness.data.onnxsave import save_model
 from harness.judge.tolerances import TolerancePolicy, parse_tolerance_policy
 from harness.tune.baseline import default_note
 from harness.tune.bound import Bound, parse_max_error

@@ -111,12 +111,12 @@ def write(*args, **kwargs):
 
 
 files.atomic_write = write
-for name in ("harness.data.onnxfile", "harness.tune.plan", "harness.tune.cli"):
+for name in ("harness.data.onnxsave", "harness.tune.plan", "harness.tune.cli"):
     module = sys.modules.get(name)
     if module is not None and hasattr(module, "atomic_write"):
         module.atomic_write = write
-import harness.data.onnxfile
-harness.data.onnxfile.atomic_write = write
+import harness.data.onnxsave
+harness.data.onnxsave.atomic_write = write
 from harness.cli import main
 sys.exit(main(sys.argv[1:]))
 """

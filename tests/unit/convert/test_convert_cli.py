@@ -13,7 +13,8 @@ import pytest
 from harness.convert import convert_to_mixed_precision
 from harness.convert.cli import console, get_parser
 from harness.core.errors import ModelError
-from harness.data.onnxfile import load_model, save_model
+from harness.data.onnxfile import load_model
+from harness.data.onnxsave import save_model
 from tests.helpers.convert_builders import F32, init, mlp, model, node, node_types, vi
 
 F16 = onnx.TensorProto.FLOAT16

@@ -21,7 +21,8 @@ import pytest
 from harness.convert import ConvertOptions, collect_magnitudes, convert, convert_to_mixed_precision
 from harness.convert.outputs import output_groups
 from harness.core.errors import ModelError
-from harness.data.onnxfile import ALIGN, external_tensors, load_model, model_sha256, save_model
+from harness.data.onnxfile import external_tensors, load_model, model_sha256
+from harness.data.onnxsave import ALIGN, save_model
 from tests.helpers.convert_builders import F32, init, model, node, vi
 
 REPO = Path(__file__).resolve().parents[3]

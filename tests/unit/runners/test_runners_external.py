@@ -11,7 +11,8 @@ import pytest
 
 from harness.convert import ConvertOptions, convert
 from harness.core.errors import RunnerUnavailable
-from harness.data.onnxfile import external_tensors, has_pending_casts, load_model, save_model
+from harness.data.onnxfile import external_tensors, has_pending_casts, load_model
+from harness.data.onnxsave import save_model
 from harness.runners import make_runner
 from harness.runners import reference as reference_runner
 from harness.runners.ortsource import session_source

@@ -17,8 +17,8 @@ from harness.convert import ConvertOptions, collect_magnitudes, convert
 from harness.core.errors import UserError
 from harness.data.feeds import cast_feeds, input_specs
 from harness.runners import make_runner
-from harness.tune.bound import Bound, measure
 from harness.tune.baseline import DefaultCheck, Spent, refuse_short_plan, sized_budget
+from harness.tune.bound import Bound, measure
 from harness.tune.oracle import fp32_outputs
 
 WIDTH, OFFSET = 16, 100.0
