@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.core.errors import UserError
-from harness.judge.compare import Tolerance, compare_iterations
+from harness.judge.compare import CompareResult, Tolerance, compare_iterations
 from harness.judge.tolerances import TolerancePolicy
 
 DEFAULT_MAX_ERROR: dict[str, float] = {"fp16": 1e-3, "bf16": 1e-2}
@@ -145,6 +145,7 @@ class Measurement:
 
 ERROR_CHUNK = 1 << 16
 """Elements of an output widened to float64 at a time by :func:`error_and_scale` (512 KB temporaries: in cache)."""
+_NATIVE_FLOATS = frozenset({np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)})
 
 
 def scaled_error(pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> float:
@@ -183,11 +184,49 @@ def error_and_scale(pairs: Iterable[tuple[np.ndarray, np.ndarray]]) -> tuple[flo
     return worst_diff, scale
 
 
-def normalized_errors(obtained: Outputs, goldens: Outputs) -> dict[str, float]:
-    """Per output: max |y - gold| / max |gold| over every input (inf when y is non-finite where gold is not)."""
+def normalized_errors(
+    obtained: Outputs, goldens: Outputs, *, known: Mapping[str, float] | None = None
+) -> dict[str, float]:
+    """Per output: max |y - gold| / max |gold| over every input (inf when y is non-finite where gold is not).
+    ``known``: outputs whose error is already known (:func:`measure`), not measured again."""
+    known = known or {}
     return {
-        name: scaled_error((got_it[name], gold_it[name]) for got_it, gold_it in zip(obtained, goldens))
+        name: known[name]
+        if name in known
+        else scaled_error((got_it[name], gold_it[name]) for got_it, gold_it in zip(obtained, goldens))
         for name in goldens[0]
+    }
+
+
+def golden_scales(goldens: Outputs) -> dict[str, float]:
+    """Per output, max |gold| over the finite values of every input: :func:`error_and_scale`'s second figure, which
+    depends on the goldens alone (an oracle measures it once, not once per plan). The values' own type suffices:
+    ``|x|`` and the maximum are exact in it."""
+    scales: dict[str, float] = {}
+    for name in goldens[0]:
+        scale = 0.0
+        for gold_it in goldens:
+            flat = np.asarray(gold_it[name]).ravel()
+            native = flat.dtype in _NATIVE_FLOATS  # others (ints: |-128| of an int8, bfloat16) in float64
+            for start in range(0, flat.size, ERROR_CHUNK):
+                chunk = flat[start : start + ERROR_CHUNK]
+                part = np.abs(chunk if native else np.asarray(chunk, dtype=np.float64))
+                top = float(part.max(initial=0))
+                if not math.isfinite(top):
+                    top = float(part[np.isfinite(part)].max(initial=0))
+                scale = max(scale, top)
+        scales[name] = scale
+    return scales
+
+
+def _from_comparison(comparison: CompareResult, scales: Mapping[str, float]) -> dict[str, float]:
+    """The normalized errors a policy comparison already holds: where an output's max abs error is finite, it is
+    max |y - gold| over the positions where gold is finite (every other position matched its golden's NaN or inf,
+    or the max would be inf), which is :func:`error_and_scale`'s first figure. Others are measured apart."""
+    return {
+        out.name: scaled(out.max_abs, scales[out.name])
+        for out in comparison.outputs
+        if out.name in scales and math.isfinite(out.max_abs)
     }
 
 
@@ -202,17 +241,23 @@ def top1_agreement(obtained: Outputs, goldens: Outputs, name: str) -> float:
     return hits / total if total else 1.0
 
 
-def measure(obtained: Outputs, goldens: Outputs, bound: Bound) -> Measurement:
-    """Errors of ``obtained`` against ``goldens`` and the bound's verdict."""
-    errors = normalized_errors(obtained, goldens)
+def measure(
+    obtained: Outputs, goldens: Outputs, bound: Bound, *, scales: Mapping[str, float] | None = None
+) -> Measurement:
+    """Errors of ``obtained`` against ``goldens`` and the bound's verdict. ``scales``: :func:`golden_scales` of
+    ``goldens``; with the tolerance policy, each output's error is then read from the policy's comparison (one
+    pass over the outputs instead of two) wherever that comparison holds it."""
     top1 = tuple((name, top1_agreement(obtained, goldens, name)) for name in bound.top1_outputs)
     policy_failures: tuple[str, ...] = ()
+    known: dict[str, float] = {}
     if bound.use_policy:
         tolerances = bound.policy.tolerances_for(precision=bound.precision, goldens=list(goldens))
         comparison = compare_iterations(
             list(obtained), list(goldens), tolerances=tolerances, default=Tolerance(), full=False
         )
         policy_failures = tuple(o.name for o in comparison.outputs if not o.passed) + comparison.missing
+        known = _from_comparison(comparison, scales) if scales is not None else {}
+    errors = normalized_errors(obtained, goldens, known=known)
     passed = (
         all(errors[n] <= bound.limit(n) for n in errors)
         and all(a >= bound.min_top1 for _, a in top1)

@@ -19,7 +19,7 @@ import onnx
 from harness.convert import ConversionResult, ConvertOptions, Magnitudes, convert
 from harness.data.feeds import Feed, cast_feeds, input_specs
 from harness.runners import make_runner
-from harness.tune.bound import Bound, Measurement, measure
+from harness.tune.bound import Bound, Measurement, golden_scales, measure
 
 Outputs = list[dict[str, np.ndarray]]
 
@@ -133,6 +133,15 @@ class Oracle:
         self.spent = 0
         self.reused = 0
         self.seen: dict[str, Evaluation] = {}
+        self._golden_scales: dict[str, float] | None = None
+
+    def _scales(self) -> dict[str, float] | None:
+        """The goldens' scales, measured once for every plan; only where the policy's comparison lets them be used."""
+        if not self.setup.bound.use_policy:
+            return None
+        if self._golden_scales is None:
+            self._golden_scales = golden_scales(self.setup.goldens)
+        return self._golden_scales
 
     def evaluate(self, kept: Iterable[str]) -> Evaluation:
         plan = frozenset(kept)
@@ -150,7 +159,7 @@ class Oracle:
             outputs = self.setup.run(conversion.model)
             result = Evaluation(
                 kept=plan,
-                measurement=measure(outputs, self.setup.goldens, self.setup.bound),
+                measurement=measure(outputs, self.setup.goldens, self.setup.bound, scales=self._scales()),
                 lowp_flop_share=conversion.lowp_flop_share,
             )
             self.memo[key] = result.to_json()

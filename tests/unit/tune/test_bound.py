@@ -91,3 +91,67 @@ def test_error_and_scale_leaves_the_golden_as_it_was(dtype: type) -> None:
         kept = gold.copy()
         assert error_and_scale([(got, gold)]) == (0.5, 3.0)
         np.testing.assert_array_equal(gold, kept)
+
+
+def _outputs_with_every_kind_of_value(rng: np.random.Generator) -> tuple[list[dict[str, np.ndarray]], ...]:
+    """Two iterations of goldens and obtained outputs over chunk boundaries: plain floats (fp32, fp16, bf16, fp64),
+    an int8 output holding -128, NaN and inf in goldens (matched or not by the obtained values) and in obtained
+    values alone."""
+    import ml_dtypes
+
+    size = 2 * ERROR_CHUNK + 17
+    gold_its, got_its = [], []
+    for iteration in range(2):
+        gold = {
+            "plain": (rng.standard_normal(size) * 8).astype(np.float32),
+            "half": (rng.standard_normal(300) * 100).astype(np.float16),
+            "brain": (rng.standard_normal(300) * 100).astype(ml_dtypes.bfloat16),
+            "wide": rng.standard_normal(300) * 1e5,
+            "ids": np.array([-128, 5, 127, -3], np.int8),
+            "golden_nan": (rng.standard_normal(size) * 3).astype(np.float32),
+            "got_inf": (rng.standard_normal(500) * 3).astype(np.float32),
+        }
+        gold["golden_nan"][[3, ERROR_CHUNK + 1]] = [np.nan, np.inf]
+        got = {
+            name: (v + (rng.standard_normal(v.shape) * 1e-2).astype(v.dtype) if v.dtype.kind == "f" else v.copy())
+            for name, v in gold.items()
+        }
+        got["brain"] = (gold["brain"].astype(np.float32) * 1.01).astype(ml_dtypes.bfloat16)
+        got["ids"] = np.array([-128, 6, 127, -3], np.int8)
+        got["golden_nan"][[3, ERROR_CHUNK + 1]] = [np.nan, np.inf]  # matched by the obtained values
+        if iteration:
+            got["got_inf"][7] = np.inf
+        gold_its.append(gold)
+        got_its.append(got)
+    return gold_its, got_its
+
+
+def test_measure_with_the_golden_scales_reads_each_error_from_the_policy_comparison_and_agrees() -> None:
+    """With the tolerance policy and :func:`golden_scales`, the errors the policy's comparison holds are not measured
+    again, and every figure of the measurement is the one measured apart, whatever the values: NaN and inf matched
+    or not, fp16, bf16, fp64, an int8 output holding -128 (whose |x| overflows in its own type)."""
+    from harness.tune import bound as bound_module
+
+    gold, got = _outputs_with_every_kind_of_value(np.random.default_rng(7))
+    scales = bound_module.golden_scales(gold)
+    assert scales == {
+        name: error_and_scale((g[name], g[name]) for g in gold)[1] for name in gold[0]
+    }  # the second figure of the measurement apart
+    assert scales["ids"] == 128.0
+    policy = Bound(max_error=1.0, use_policy=True)
+    apart = measure(got, gold, policy)
+    measured: list[str] = []
+    real = bound_module.scaled_error
+
+    def counted(pairs: object) -> float:
+        pairs = list(pairs)  # type: ignore[call-overload]
+        measured.append(str(pairs[0][1].dtype))
+        return real(pairs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(bound_module, "scaled_error", counted)
+        fused = measure(got, gold, policy, scales=scales)
+    assert fused == apart
+    assert math.isinf(dict(fused.errors)["got_inf"])
+    assert len(measured) == 1  # only the output with an infinity the golden lacks is measured again
+    assert len(measure(got, gold, Bound(max_error=1.0), scales=scales).errors) == len(gold[0])  # no policy: apart
