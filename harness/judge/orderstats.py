@@ -6,7 +6,10 @@ of the output and two full selections (1.4 s on 33 M values). Here the order sta
 selection on the values' bits: a non-negative float64 (+inf included) orders like its bit pattern read as an
 unsigned integer, so each pass over the chunks histograms 16 more bits of the candidates of every wanted rank,
 and once the candidates are few (:data:`COLLECT`, or a 32nd of a larger stream, at the most) they are gathered and
-selected with ``np.partition``. A typical output takes two passes; four at the most. The results are bit-identical to
+selected with ``np.partition``. A typical output takes two passes; four at the most. Where the caller gives a
+sample of the values (:mod:`harness.judge.orderwindow`), the first pass keeps the values in a window around each
+wanted rank instead of histogramming: one pass when every rank falls in its window, and otherwise a histogram pass
+more (five at the most). The results are bit-identical to
 ``np.median`` and ``np.quantile(method="linear")`` (numpy's interpolation is mirrored below); the mean is the sum of
 the chunks' sums over the count (equal to ``np.mean`` up to summation order, exactly equal when everything fits in
 one gather). Values must be non-negative and never NaN (the judge's abs and rel errors are).
@@ -21,6 +24,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from harness.judge.orderwindow import Sample, Windows
 
 COLLECT = 1 << 21
 """Candidates gathered as values (16 MB of float64) rather than histogrammed further; for a stream of more than
@@ -72,12 +77,28 @@ class _Target:
         return self.stream, self.shift, self.prefix
 
 
-def order_stats(chunks: Callable[[], Iterable[Sequence[np.ndarray]]], *, streams: int, q: float) -> list[Stats]:
+def order_stats(
+    chunks: Callable[[], Iterable[Sequence[np.ndarray]]],
+    *,
+    streams: int,
+    q: float,
+    sample: Callable[[], Sample] | None = None,
+) -> list[Stats]:
     """(max, mean, median, quantile ``q``) of each of ``streams`` value streams. ``chunks()`` yields, each time it
-    is called, the same sequence of tuples of ``streams`` float64 arrays (one chunk of every stream)."""
+    is called, the same sequence of tuples of ``streams`` float64 arrays (one chunk of every stream). ``sample``
+    (called once, past one gather): a uniform sample of the streams, which lets the first pass keep the values
+    around each wanted rank (:mod:`harness.judge.orderwindow`): one pass instead of two, the same figures."""
     total, tops, sums = 0, [0.0] * streams, [0.0] * streams
     small: list[list[np.ndarray]] | None = [[] for _ in range(streams)]
     histograms: dict[tuple[int, int, int], np.ndarray] = {}
+    windows: Windows | None = None
+
+    def tally(s: int, part: np.ndarray) -> None:  # with windows, no histogram: a pass makes it if one is missed
+        if windows is None:
+            _histogram(histograms, (s, 64, 0), part)
+        else:
+            windows.add(s, part)
+
     for parts in chunks():  # pass 1: the maxima, sums, and (past one gather) the top 16 bits' histogram
         total += parts[0].size
         for s, part in enumerate(parts):
@@ -86,11 +107,12 @@ def order_stats(chunks: Callable[[], Iterable[Sequence[np.ndarray]]], *, streams
             if small is not None:
                 small[s].append(part.copy())
             else:
-                _histogram(histograms, (s, 64, 0), part)
+                tally(s, part)
         if small is not None and total > COLLECT:  # more than one gather holds: histograms from now on
+            windows = None if sample is None else _windows(sample(), q)
             for s, kept in enumerate(small):
                 for part in kept:
-                    _histogram(histograms, (s, 64, 0), part)
+                    tally(s, part)
             small = None
     if total == 0:
         return [(0.0, 0.0, 0.0, 0.0)] * streams
@@ -99,6 +121,10 @@ def order_stats(chunks: Callable[[], Iterable[Sequence[np.ndarray]]], *, streams
     virtual, q_low, q_high = _quantile_ranks(total, q)
     ranks = sorted({*_median_ranks(total), q_low, q_high})
     targets = {(s, r): _Target(stream=s, rank=r) for s in range(streams) for r in ranks}
+    if windows is not None:
+        for t in targets.values():
+            t.value = windows.value(t.stream, t.rank) if windows.population == total else None
+            t.count = total  # otherwise every value is still a candidate, and no histogram was made
     _advance(targets.values(), histograms)
     while any(t.value is None for t in targets.values()):
         _pass(
@@ -117,6 +143,13 @@ def order_stats(chunks: Callable[[], Iterable[Sequence[np.ndarray]]], *, streams
         quantile = _lerp(picked[q_low], picked[q_high], gamma)
         results.append((tops[s], sums[s] / total, median, quantile))
     return results
+
+
+def _windows(sample: Sample, q: float) -> Windows:
+    """The first pass's windows around the ranks a stream of ``sample.population`` values is asked for."""
+    n = sample.population
+    _, q_low, q_high = _quantile_ranks(n, q)
+    return Windows(sample, sorted({*_median_ranks(n), q_low, q_high}), limit=max(COLLECT, n // _GATHER_SHARE))
 
 
 def _histogram(histograms: dict[tuple[int, int, int], np.ndarray], key: tuple[int, int, int], bits: np.ndarray) -> None:
@@ -185,7 +218,7 @@ def _pass(
         for key in {*gather, *refine}:
             stream, shift, prefix = key
             bits = parts[stream].view(np.uint64)
-            chosen = bits[(bits >> np.uint64(shift)) == np.uint64(prefix)]
+            chosen = bits if shift == 64 else bits[(bits >> np.uint64(shift)) == np.uint64(prefix)]
             if key in gather:
                 found[key].append(chosen.view(np.float64).copy())
                 continue
