@@ -180,9 +180,7 @@ def read_weights(
                     fix="keep each data file a plain file (one link, not a symlink) next to the model",
                 ) from None
     if check:
-        lazy = parsed.lazy
-        oversize = not lazy and weights_size(model) > EXTERNAL_DATA_ABOVE
-        check_graph(model, path, lazy=lazy, oversize=oversize)
+        check_graph(model, path)
     return model
 
 
