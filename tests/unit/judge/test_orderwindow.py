@@ -102,3 +102,30 @@ def test_the_judge_of_a_large_output_takes_one_pass_and_keeps_numpy_s_figures(mo
     rel_err = abs_err / np.where(b == 0, 2.220446049250313e-16, np.abs(b))
     assert (out.median_abs, out.quantile_abs) == (np.median(abs_err), np.quantile(abs_err, 0.99))
     assert (out.median_rel, out.quantile_rel) == (np.median(rel_err), np.quantile(rel_err, 0.99))
+
+
+def test_an_output_equal_to_its_golden_is_counted_in_one_pass_without_keeping_its_errors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every error 0 (the FP32 golden check), or most of them: the window up to 0 counts the zeros and keeps none
+    (a window keeping them would outgrow its share and cost two passes more)."""
+    monkeypatch.setattr(orderstats, "COLLECT", 1000)
+    kept: list[int] = []
+    real_concatenate = np.concatenate
+
+    def watched(arrays: object, *args: object, **kwargs: object) -> np.ndarray:
+        result: np.ndarray = real_concatenate(arrays, *args, **kwargs)  # type: ignore[call-overload]
+        kept.append(result.size)
+        return result
+
+    rng = np.random.default_rng(9)
+    for share in (1.0, 0.7):
+        values = np.where(rng.random(100_000) < share, 0.0, np.abs(rng.standard_normal(100_000)))
+        drawn = values[rng.integers(0, values.size, 20_000)]
+        passes: list[int] = []
+        sample = lambda drawn=drawn, n=values.size: Sample(values=(drawn, 3 * drawn), population=n)  # noqa: E731
+        with monkeypatch.context() as patch:
+            patch.setattr(np, "concatenate", watched)
+            stats = orderstats.order_stats(_chunked(values, 4096, passes), streams=2, q=0.5, sample=sample)
+        assert len(passes) == 1 and max(kept, default=0) == 0
+        _check(stats, values, 0.5)
