@@ -20,7 +20,7 @@ Pure numpy; a pass is a callable that makes the chunks again (:func:`order_stats
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,9 +85,8 @@ def order_stats(
     sample: Callable[[], Sample] | None = None,
 ) -> list[Stats]:
     """(max, mean, median, quantile ``q``) of each of ``streams`` value streams. ``chunks()`` yields, each time it
-    is called, the same sequence of tuples of ``streams`` float64 arrays (one chunk of every stream). ``sample``
-    (called once, past one gather): a uniform sample of the streams, which lets the first pass keep the values
-    around each wanted rank (:mod:`harness.judge.orderwindow`): one pass instead of two, the same figures."""
+    is called, the same tuples of ``streams`` float64 arrays (a chunk of every stream). ``sample`` (called past one
+    gather): a uniform sample of the streams, for :mod:`harness.judge.orderwindow` (one pass, the same figures)."""
     total, tops, sums = 0, [0.0] * streams, [0.0] * streams
     small: list[list[np.ndarray]] | None = [[] for _ in range(streams)]
     histograms: dict[tuple[int, int, int], np.ndarray] = {}
@@ -118,7 +117,7 @@ def order_stats(
         return [(0.0, 0.0, 0.0, 0.0)] * streams
     if small is not None:  # everything fits: numpy's own formulas on the whole array
         return [_direct(np.concatenate(parts), q) for parts in small]
-    virtual, q_low, q_high = _quantile_ranks(total, q)
+    _, q_low, q_high = _quantile_ranks(total, q)
     ranks = sorted({*_median_ranks(total), q_low, q_high})
     targets = {(s, r): _Target(stream=s, rank=r) for s in range(streams) for r in ranks}
     if windows is not None:
@@ -134,15 +133,20 @@ def order_stats(
             collect=max(COLLECT, total // _GATHER_SHARE),
         )
         _advance(targets.values(), histograms)
-    results: list[Stats] = []
-    for s in range(streams):
-        picked = {r: np.float64(targets[(s, r)].value) for r in ranks}
-        mid = _median_ranks(total)
-        median = float((picked[mid[0]] + picked[mid[1]]) / 2) if len(mid) == 2 else float(picked[mid[0]])
-        gamma = np.float64(virtual - (q_low if virtual < total - 1 else -1))  # numpy clamps the index to -1 there
-        quantile = _lerp(picked[q_low], picked[q_high], gamma)
-        results.append((tops[s], sums[s] / total, median, quantile))
-    return results
+    return [
+        (tops[s], sums[s] / total, *_median_and_quantile({r: targets[(s, r)].value for r in ranks}, total, q))
+        for s in range(streams)
+    ]
+
+
+def _median_and_quantile(values: Mapping[int, float | None], total: int, q: float) -> tuple[float, float]:
+    """numpy's median and ``linear`` quantile of ``total`` values from the values at their ranks."""
+    picked = {rank: np.float64(value) for rank, value in values.items()}
+    virtual, q_low, q_high = _quantile_ranks(total, q)
+    mid = _median_ranks(total)
+    median = float((picked[mid[0]] + picked[mid[1]]) / 2) if len(mid) == 2 else float(picked[mid[0]])
+    gamma = np.float64(virtual - (q_low if virtual < total - 1 else -1))  # numpy clamps the index to -1 there
+    return median, _lerp(picked[q_low], picked[q_high], gamma)
 
 
 def _windows(sample: Sample, q: float) -> Windows:

@@ -4,14 +4,12 @@ may be gathered at once."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator
-
 import numpy as np
 import pytest
 
 from harness.judge import orderstats
 from harness.judge.compare import Tolerance, compare_iterations
+from tests.helpers.streams import chunked, same
 
 
 def _values(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -29,19 +27,6 @@ def _values(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
     return wide
 
 
-def _chunked(values: np.ndarray, chunk: int, passes: list[int]) -> Callable[[], Iterator[tuple[np.ndarray, ...]]]:
-    def chunks() -> Iterator[tuple[np.ndarray, ...]]:
-        passes.append(1)
-        for start in range(0, values.size, chunk):
-            yield values[start : start + chunk], 3 * values[start : start + chunk]
-
-    return chunks
-
-
-def _same(got: float, want: float) -> bool:
-    return got == want or (math.isnan(got) and math.isnan(want))
-
-
 @pytest.mark.parametrize("kind", ["normal", "zeros", "ties", "inf", "wide"])
 def test_order_statistics_equal_numpy_bit_for_bit(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(hash(kind) % 2**32)
@@ -51,16 +36,16 @@ def test_order_statistics_equal_numpy_bit_for_bit(kind: str, monkeypatch: pytest
         values = _values(kind, n, rng)
         q = float(rng.choice([0.0, 0.5, 0.9, 0.99, 1.0, rng.random()]))
         passes: list[int] = []
-        stats = orderstats.order_stats(_chunked(values, chunk, passes), streams=2, q=q)
+        stats = orderstats.order_stats(chunked(values, chunk, passes), streams=2, q=q)
         assert len(passes) <= 5  # the first pass, then at most four levels of 16 bits (the last one gathers)
         if kind == "zeros":
             assert len(passes) <= 2  # one value: known once a pass sees its candidates' min equal their max
         for (top, mean, median, quantile), stream in zip(stats, (values, 3 * values)):
             assert top == stream.max()
-            assert _same(median, float(np.median(stream)))
+            assert same(median, float(np.median(stream)))
             with np.errstate(invalid="ignore"):
-                assert _same(quantile, float(np.quantile(stream, q)))
-            assert _same(mean, float(stream.mean())) or mean == pytest.approx(stream.mean(), rel=1e-12)
+                assert same(quantile, float(np.quantile(stream, q)))
+            assert same(mean, float(stream.mean())) or mean == pytest.approx(stream.mean(), rel=1e-12)
 
 
 def test_a_large_output_is_judged_without_holding_every_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -103,7 +88,7 @@ def test_a_large_stream_gathers_a_32nd_of_its_values_instead_of_a_third_pass(mon
     rng = np.random.default_rng(11)
     values = 2.0 ** rng.uniform(0, 4, 20_000)  # 64 top-16-bit buckets of about 310 values: over 100, under 625
     passes: list[int] = []
-    stats = orderstats.order_stats(_chunked(values, 1000, passes), streams=2, q=0.9)
+    stats = orderstats.order_stats(chunked(values, 1000, passes), streams=2, q=0.9)
     assert len(passes) == 2
     for (_, _, median, quantile), stream in zip(stats, (values, 3 * values)):
         assert median == float(np.median(stream)) and quantile == float(np.quantile(stream, 0.9))

@@ -4,36 +4,21 @@ the figures are numpy's, bit for bit, whatever the sample."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator
-
 import numpy as np
 import pytest
 
 from harness.judge import orderstats
 from harness.judge.compare import Tolerance, compare_iterations
 from harness.judge.orderwindow import Sample
-
-
-def _chunked(values: np.ndarray, chunk: int, passes: list[int]) -> Callable[[], Iterator[tuple[np.ndarray, ...]]]:
-    def chunks() -> Iterator[tuple[np.ndarray, ...]]:
-        passes.append(1)
-        for start in range(0, values.size, chunk):
-            yield values[start : start + chunk], 3 * values[start : start + chunk]
-
-    return chunks
-
-
-def _same(got: float, want: float) -> bool:
-    return got == want or (math.isnan(got) and math.isnan(want))
+from tests.helpers.streams import chunked, same
 
 
 def _check(stats: list[orderstats.Stats], values: np.ndarray, q: float) -> None:
     for (top, _, median, quantile), stream in zip(stats, (values, 3 * values)):
         assert top == stream.max()
-        assert _same(median, float(np.median(stream)))
+        assert same(median, float(np.median(stream)))
         with np.errstate(invalid="ignore"):
-            assert _same(quantile, float(np.quantile(stream, q)))
+            assert same(quantile, float(np.quantile(stream, q)))
 
 
 def test_a_uniform_sample_finds_every_rank_in_the_first_pass(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,7 +29,7 @@ def test_a_uniform_sample_finds_every_rank_in_the_first_pass(monkeypatch: pytest
         drawn = values[rng.integers(0, values.size, 20_000)]
         passes: list[int] = []
         sample = lambda drawn=drawn, n=values.size: Sample(values=(drawn, 3 * drawn), population=n)  # noqa: E731
-        stats = orderstats.order_stats(_chunked(values, 4096, passes), streams=2, q=q, sample=sample)
+        stats = orderstats.order_stats(chunked(values, 4096, passes), streams=2, q=q, sample=sample)
         assert len(passes) == 1
         _check(stats, values, q)
 
@@ -74,7 +59,7 @@ def test_a_wrong_sample_costs_passes_never_the_figures(kind: str, monkeypatch: p
         sample = lambda drawn=drawn, population=population: Sample(  # noqa: E731
             values=(drawn, 3 * drawn), population=population
         )
-        stats = orderstats.order_stats(_chunked(values, chunk, passes), streams=2, q=q, sample=sample)
+        stats = orderstats.order_stats(chunked(values, chunk, passes), streams=2, q=q, sample=sample)
         assert len(passes) <= 6
         _check(stats, values, q)
 
@@ -126,6 +111,6 @@ def test_an_output_equal_to_its_golden_is_counted_in_one_pass_without_keeping_it
         sample = lambda drawn=drawn, n=values.size: Sample(values=(drawn, 3 * drawn), population=n)  # noqa: E731
         with monkeypatch.context() as patch:
             patch.setattr(np, "concatenate", watched)
-            stats = orderstats.order_stats(_chunked(values, 4096, passes), streams=2, q=0.5, sample=sample)
+            stats = orderstats.order_stats(chunked(values, 4096, passes), streams=2, q=0.5, sample=sample)
         assert len(passes) == 1 and max(kept, default=0) == 0
         _check(stats, values, 0.5)
