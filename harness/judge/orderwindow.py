@@ -55,7 +55,8 @@ class Windows:
         self.population, self._limit = sample.population, limit
         self._windows: list[_Window] = []
         for stream, values in enumerate(sample.values):
-            spans = sorted(_span(np.sort(values), rank, sample.population) for rank in ranks)
+            ordered = np.sort(values)
+            spans = sorted(_span(ordered, rank, sample.population) for rank in ranks)
             for low, high in _merged(spans):
                 self._windows.append(_Window(stream=stream, low=low, high=high))
 
