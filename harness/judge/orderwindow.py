@@ -6,8 +6,9 @@ made again) was a third of the judge. With a uniform sample of the values taken 
 at each wanted rank is predicted, and the first pass also keeps every value inside a window around the prediction
 and counts the values below it. Once the pass is over, a rank that falls inside its window is the window's value at
 that position: exact whatever the sample (the sample only moves the window; the count decides). A rank outside its
-window (an unlucky sample, a window that outgrew its share of memory) is left to the radix selection, whose
-histograms the first pass still made: the figures never depend on the sample, only the number of passes does.
+window (an unlucky sample, a window that outgrew its share of memory) is left to the radix selection, which then
+makes the histogram the first pass skipped (one pass more): the figures never depend on the sample, only the
+number of passes does. A window up to 0 only counts (the values are never negative: everything in it is 0).
 
 The window of a rank ``r`` of ``n`` values spans the sample's values from ``r/(n-1) - m`` to ``r/(n-1) + m`` of
 the way through the sorted sample, ``m`` being :data:`SIGMAS` binomial standard deviations of that fraction's
